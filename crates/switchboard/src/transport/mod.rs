@@ -1,0 +1,265 @@
+//! Transports move whole JSON-RPC messages; they never parse them.
+//!
+//! A [`Connector`] knows how to open a connection (spawn a process, dial a
+//! URL) and may be asked again, which is how the client respawns a server
+//! that died during the era probe. A [`Connection`] is a [`MessageSink`] for
+//! the way out and a [`MessageStream`] for the way in.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+pub mod memory;
+#[cfg(feature = "stdio")]
+pub mod stdio;
+
+/// A boxed, `Send` future, as transport trait methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The way out: sends whole serialized messages.
+pub trait MessageSink: Send + Sync + 'static {
+    /// Sends one serialized JSON-RPC message, without framing (the transport
+    /// adds its own: a newline on stdio).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a send dropped midway may leave a partial frame, so
+    /// the engine never drops a send it started.
+    fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Closes the connection gracefully (stdio: close stdin, wait, SIGTERM,
+    /// wait, SIGKILL). Idempotent.
+    fn close(&self) -> BoxFuture<'_, ()>;
+}
+
+/// The way in: yields whole messages as bytes.
+pub trait MessageStream: Send + 'static {
+    /// The next message. `Ok(None)` means the connection was closed from our
+    /// side; the peer going away is an `Err` that says how (exit status,
+    /// stderr tail).
+    ///
+    /// # Cancel safety
+    /// Must be cancel safe: no message is lost if the future is dropped.
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>>;
+}
+
+/// An open connection: both halves plus what the transport can tell about it.
+pub struct Connection {
+    /// The way out.
+    pub sink: Arc<dyn MessageSink>,
+    /// The way in.
+    pub stream: Box<dyn MessageStream>,
+    /// The server's stderr, for process transports.
+    pub stderr: Option<StderrBuffer>,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("stderr", &self.stderr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens connections to one server; may be asked more than once.
+pub trait Connector: Send + Sync + 'static {
+    /// Opens a new connection (spawns the process, dials the URL).
+    ///
+    /// # Errors
+    /// [`TransportError`] when the server cannot be reached or started.
+    fn connect(&self) -> BoxFuture<'_, Result<Connection, TransportError>>;
+
+    /// A short human description for messages: the command line or the URL,
+    /// without secrets.
+    fn describe(&self) -> String;
+}
+
+/// How a server process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// The exit code, when it exited normally.
+    pub code: Option<i32>,
+    /// The signal that killed it (Unix).
+    pub signal: Option<i32>,
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.code, self.signal) {
+            (Some(code), _) => write!(f, "exit code {code}"),
+            (None, Some(signal)) => write!(f, "signal {signal}"),
+            (None, None) => f.write_str("unknown status"),
+        }
+    }
+}
+
+/// A transport failure. `Display` names only this layer; see
+/// [`TransportError::stderr_tail`] for what the server printed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The server process could not be started.
+    #[error("could not start `{command}`")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server process exited.
+    #[error("server process exited with {status}")]
+    Exited {
+        /// How it ended.
+        status: ExitInfo,
+        /// The last lines it wrote to stderr.
+        stderr_tail: String,
+    },
+    /// The server closed its side of the connection (process still running,
+    /// or not a process).
+    #[error("server closed the connection")]
+    Closed {
+        /// The last lines it wrote to stderr, if any.
+        stderr_tail: String,
+    },
+    /// A message exceeded the configured maximum size.
+    #[error(
+        "server sent a message larger than the {limit}-byte limit (raise it with the `{setting}` setting)"
+    )]
+    MessageTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+        /// The name of the setting that controls it.
+        setting: &'static str,
+    },
+    /// An I/O error on the connection.
+    #[error("i/o error on the connection")]
+    Io(#[source] std::io::Error),
+    /// We closed the connection.
+    #[error("connection closed by the client")]
+    ClosedByClient,
+    /// A one-shot connector was asked to connect a second time.
+    #[error("this transport can connect only once")]
+    AlreadyConnected,
+}
+
+impl TransportError {
+    /// The last lines the server wrote to stderr, when known.
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            TransportError::Exited { stderr_tail, .. } | TransportError::Closed { stderr_tail } => {
+                Some(stderr_tail).filter(|tail| !tail.is_empty()).map(String::as_str)
+            }
+            _ => None,
+        }
+    }
+
+    /// The exit status, when the server process exited.
+    pub fn exit_status(&self) -> Option<ExitInfo> {
+        match self {
+            TransportError::Exited { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A bounded ring buffer of a server's stderr output. Cheap to clone.
+#[derive(Clone)]
+pub struct StderrBuffer {
+    inner: Arc<Mutex<StderrRing>>,
+}
+
+struct StderrRing {
+    bytes: VecDeque<u8>,
+    capacity: usize,
+    dropped: u64,
+}
+
+impl StderrBuffer {
+    /// A buffer that keeps the last `capacity` bytes.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(StderrRing {
+                bytes: VecDeque::with_capacity(capacity.min(8192)),
+                capacity,
+                dropped: 0,
+            })),
+        }
+    }
+
+    /// Appends output, dropping the oldest bytes beyond the capacity.
+    pub fn push(&self, chunk: &[u8]) {
+        let mut ring = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let capacity = ring.capacity;
+        let chunk = if chunk.len() > capacity {
+            ring.dropped += (chunk.len() - capacity) as u64;
+            &chunk[chunk.len() - capacity..]
+        } else {
+            chunk
+        };
+        let overflow = (ring.bytes.len() + chunk.len()).saturating_sub(capacity);
+        ring.bytes.drain(..overflow);
+        ring.dropped += overflow as u64;
+        ring.bytes.extend(chunk);
+    }
+
+    /// Everything kept, lossily decoded as UTF-8.
+    pub fn contents(&self) -> String {
+        let ring = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (a, b) = ring.bytes.as_slices();
+        let mut all = Vec::with_capacity(a.len() + b.len());
+        all.extend_from_slice(a);
+        all.extend_from_slice(b);
+        String::from_utf8_lossy(&all).into_owned()
+    }
+
+    /// The last `lines` complete or partial lines.
+    pub fn tail(&self, lines: usize) -> String {
+        let contents = self.contents();
+        let trimmed = contents.trim_end_matches(['\n', '\r']);
+        let start = trimmed
+            .rmatch_indices('\n')
+            .nth(lines.saturating_sub(1))
+            .map_or(0, |(i, _)| i + 1);
+        if lines == 0 {
+            String::new()
+        } else {
+            trimmed[start..].to_owned()
+        }
+    }
+
+    /// How many bytes were dropped because the buffer was full.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).dropped
+    }
+}
+
+impl fmt::Debug for StderrBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ring = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("StderrBuffer")
+            .field("len", &ring.bytes.len())
+            .field("capacity", &ring.capacity)
+            .field("dropped", &ring.dropped)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_ring_keeps_the_tail() {
+        let buffer = StderrBuffer::new(10);
+        buffer.push(b"line one\n");
+        buffer.push(b"line two\n");
+        assert_eq!(buffer.contents(), "\nline two\n");
+        assert_eq!(buffer.tail(1), "line two");
+        assert_eq!(buffer.dropped_bytes(), 8);
+        buffer.push(b"0123456789abc");
+        assert_eq!(buffer.contents(), "3456789abc");
+        assert_eq!(buffer.tail(3), "3456789abc");
+    }
+}

@@ -1,0 +1,1 @@
+//! stdio transport (in progress).
