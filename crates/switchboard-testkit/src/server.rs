@@ -1,0 +1,879 @@
+//! Request dispatch: protocol eras, tools, resources, prompts, completion.
+
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value, json};
+
+use crate::config::{Era, Fault, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig};
+use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64};
+
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+const INSTRUCTIONS: &str = "Test server for switchboard.";
+const STATIC_BLOB_BASE64: &str = "AAECAwQFBgcICQoLDA0ODw==";
+const COMPLETION_NAMES: [&str; 3] = ["alice", "bob", "carol"];
+/// Upper bound for `blob` / `long_line` sizes (1 GiB).
+const MAX_BLOB: u64 = 1 << 30;
+
+/// Children started by `spawn_grandchild`; kept so they are never reaped.
+static GRANDCHILDREN: Mutex<Vec<Child>> = Mutex::new(Vec::new());
+
+/// JSON-RPC error codes used by the server.
+pub(crate) mod code {
+    pub(crate) const PARSE_ERROR: i64 = -32700;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const INTERNAL_ERROR: i64 = -32603;
+    pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
+    pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+#[derive(Debug)]
+pub(crate) struct RpcError {
+    code: i64,
+    message: String,
+    data: Option<Value>,
+}
+
+impl RpcError {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(code::INVALID_PARAMS, message)
+    }
+}
+
+/// Which era's rules apply to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Legacy,
+    Modern,
+}
+
+/// Tool calls that complete asynchronously (run in a spawned task).
+#[derive(Debug)]
+pub(crate) enum AsyncKind {
+    Slow {
+        ms: u64,
+    },
+    Progress {
+        steps: u64,
+        interval_ms: u64,
+        token: Option<Value>,
+    },
+    Hang,
+}
+
+#[derive(Debug)]
+pub(crate) struct AsyncJob {
+    pub(crate) id: Value,
+    pub(crate) mode: Mode,
+    pub(crate) kind: AsyncKind,
+}
+
+/// What the read loop must do with one incoming message.
+#[derive(Debug)]
+pub(crate) enum Action {
+    /// Nothing to send (notification, stray response).
+    None,
+    /// Send this complete JSON-RPC message.
+    Reply(Value),
+    /// `notifications/cancelled` for this request id.
+    Cancel(Value),
+    /// Terminate the server with this exit code, without answering.
+    Exit(i32),
+    /// Run a job concurrently; it produces the reply.
+    Async(AsyncJob),
+}
+
+enum ToolOutcome {
+    Done(Value),
+    Exit(i32),
+    Async(AsyncKind),
+}
+
+/// Per-connection server state, shared with request tasks.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: ServerConfig,
+    server_info: Value,
+    capabilities: Value,
+    tools: Vec<Value>,
+    resources: Vec<Value>,
+    templates: Vec<Value>,
+    prompts: Vec<Value>,
+    legacy_initialized: AtomicBool,
+    seen_request: AtomicBool,
+    record: Option<Mutex<File>>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: ServerConfig) -> io::Result<Shared> {
+        let record = match &config.record {
+            Some(path) => Some(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            )),
+            None => None,
+        };
+        let server_info = json!({
+            "name": config.name,
+            "version": env!("CARGO_PKG_VERSION"),
+        });
+        let mut caps = Map::new();
+        if !config.has_fault(Fault::NoToolsCapability) {
+            caps.insert("tools".into(), json!({"listChanged": true}));
+        }
+        caps.insert(
+            "resources".into(),
+            json!({"subscribe": false, "listChanged": false}),
+        );
+        caps.insert("prompts".into(), json!({"listChanged": false}));
+        caps.insert("completions".into(), json!({}));
+        caps.insert("logging".into(), json!({}));
+        let mut tools = builtin_tools();
+        tools.extend((0..config.extra_tools).map(|i| {
+            json!({
+                "name": format!("tool_{i}"),
+                "description": format!("Generated tool number {i}"),
+                "inputSchema": {"type": "object", "properties": {}},
+            })
+        }));
+        Ok(Shared {
+            server_info,
+            capabilities: Value::Object(caps),
+            tools,
+            resources: vec![
+                json!({
+                    "uri": "test://static/hello",
+                    "name": "hello",
+                    "title": "Hello",
+                    "description": "A static greeting",
+                    "mimeType": "text/plain",
+                }),
+                json!({
+                    "uri": "test://static/blob",
+                    "name": "blob",
+                    "title": "Blob",
+                    "description": "A static binary resource (bytes 0..16)",
+                    "mimeType": "application/octet-stream",
+                }),
+            ],
+            templates: vec![json!({
+                "uriTemplate": "test://items/{id}",
+                "name": "item",
+                "title": "Item",
+                "description": "An item by id",
+                "mimeType": "text/plain",
+            })],
+            prompts: vec![
+                json!({
+                    "name": "greeting",
+                    "title": "Greeting",
+                    "description": "Greets someone by name",
+                    "arguments": [
+                        {"name": "name", "description": "Who to greet", "required": true}
+                    ],
+                }),
+                json!({
+                    "name": "simple",
+                    "title": "Simple",
+                    "description": "A prompt without arguments",
+                }),
+            ],
+            legacy_initialized: AtomicBool::new(false),
+            seen_request: AtomicBool::new(false),
+            record,
+            config,
+        })
+    }
+
+    /// Append a raw received line to the record file (if any).
+    pub(crate) fn record(&self, line: &[u8]) {
+        let Some(file) = &self.record else { return };
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        let res = if line.ends_with(b"\n") {
+            file.write_all(line)
+        } else {
+            file.write_all(line).and_then(|()| file.write_all(b"\n"))
+        };
+        if let Err(e) = res.and_then(|()| file.flush()) {
+            eprintln!("switchboard-testserver: cannot write record file: {e}");
+        }
+    }
+
+    /// Handle one parsed JSON-RPC message (not a batch).
+    pub(crate) fn dispatch(&self, msg: Value) -> Action {
+        let Value::Object(mut msg) = msg else {
+            return Action::Reply(error_response(
+                Value::Null,
+                RpcError::new(code::INVALID_REQUEST, "Invalid Request"),
+            ));
+        };
+        let id = msg.remove("id");
+        let method = match msg.remove("method") {
+            Some(Value::String(m)) => m,
+            Some(_) => {
+                return Action::Reply(error_response(
+                    id.unwrap_or(Value::Null),
+                    RpcError::new(
+                        code::INVALID_REQUEST,
+                        "Invalid Request: method must be a string",
+                    ),
+                ));
+            }
+            None => {
+                if id.is_some() && (msg.contains_key("result") || msg.contains_key("error")) {
+                    // A response to a request we never sent: ignore.
+                    return Action::None;
+                }
+                return Action::Reply(error_response(
+                    id.unwrap_or(Value::Null),
+                    RpcError::new(code::INVALID_REQUEST, "Invalid Request: missing method"),
+                ));
+            }
+        };
+        let params = msg.remove("params");
+
+        let Some(id) = id else {
+            // Notification.
+            if method == "notifications/cancelled"
+                && let Some(request_id) =
+                    params.and_then(|mut p| p.get_mut("requestId").map(Value::take))
+            {
+                return Action::Cancel(request_id);
+            }
+            return Action::None;
+        };
+
+        if self.config.has_fault(Fault::ExitBeforeInit)
+            && !self.seen_request.swap(true, Ordering::Relaxed)
+            && method != "initialize"
+        {
+            eprintln!(
+                "switchboard-testserver: first request was {method:?}, not \"initialize\"; exiting"
+            );
+            return Action::Exit(1);
+        }
+
+        let era = self.config.era;
+        let mode = match method.as_str() {
+            "initialize" => {
+                return Action::Reply(match era {
+                    Era::Modern => error_response(
+                        id,
+                        RpcError::new(
+                            code::METHOD_NOT_FOUND,
+                            format!(
+                                "Method not found: initialize. This server only supports the \
+                                 stateless protocol versions {} (use server/discover and \
+                                 per-request _meta)",
+                                self.config.modern_versions.join(", ")
+                            ),
+                        )
+                        .with_data(json!({"supported": self.config.modern_versions})),
+                    ),
+                    Era::Legacy | Era::Dual => self.initialize(id, params.as_ref()),
+                });
+            }
+            "server/discover" if era == Era::Legacy => {
+                return Action::Reply(error_response(
+                    id,
+                    RpcError::new(code::METHOD_NOT_FOUND, "Method not found"),
+                ));
+            }
+            "server/discover" => Mode::Modern,
+            _ => match era {
+                Era::Legacy => Mode::Legacy,
+                Era::Modern => Mode::Modern,
+                Era::Dual => {
+                    let has_modern_meta = params
+                        .as_ref()
+                        .and_then(|p| p.get("_meta"))
+                        .and_then(Value::as_object)
+                        .is_some_and(|m| {
+                            m.contains_key(META_PROTOCOL_VERSION)
+                                || m.contains_key(META_CLIENT_CAPABILITIES)
+                        });
+                    if has_modern_meta
+                        || !(method == "ping" || self.legacy_initialized.load(Ordering::Relaxed))
+                    {
+                        Mode::Modern
+                    } else {
+                        Mode::Legacy
+                    }
+                }
+            },
+        };
+
+        match mode {
+            Mode::Modern => {
+                if let Err(e) = self.validate_modern(params.as_ref()) {
+                    return Action::Reply(error_response(id, e));
+                }
+            }
+            Mode::Legacy => {
+                if method != "ping" && !self.legacy_initialized.load(Ordering::Relaxed) {
+                    return Action::Reply(error_response(
+                        id,
+                        RpcError::new(code::INVALID_REQUEST, "Server not initialized"),
+                    ));
+                }
+            }
+        }
+
+        let result = match method.as_str() {
+            "server/discover" => Ok(json!({
+                "supportedVersions": self.config.modern_versions,
+                "capabilities": self.capabilities,
+                "instructions": INSTRUCTIONS,
+            })),
+            "ping" => Ok(json!({})),
+            "logging/setLevel" if mode == Mode::Legacy => Ok(json!({})),
+            "tools/list" => self.paginate(&self.tools, "tools", params.as_ref()),
+            "tools/call" => match self.call_tool(params) {
+                Ok(ToolOutcome::Done(v)) => Ok(v),
+                Ok(ToolOutcome::Exit(code)) => return Action::Exit(code),
+                Ok(ToolOutcome::Async(kind)) => return Action::Async(AsyncJob { id, mode, kind }),
+                Err(e) => Err(e),
+            },
+            "resources/list" => self.paginate(&self.resources, "resources", params.as_ref()),
+            "resources/templates/list" => {
+                self.paginate(&self.templates, "resourceTemplates", params.as_ref())
+            }
+            "resources/read" => read_resource(params.as_ref(), mode),
+            "prompts/list" => self.paginate(&self.prompts, "prompts", params.as_ref()),
+            "prompts/get" => get_prompt(params.as_ref()),
+            "completion/complete" => Ok(complete(params.as_ref())),
+            _ => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            )),
+        };
+        Action::Reply(match result {
+            Ok(result) => self.ok_response(id, mode, result),
+            Err(e) => error_response(id, e),
+        })
+    }
+
+    fn initialize(&self, id: Value, params: Option<&Value>) -> Value {
+        let requested = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str);
+        let version = match (&self.config.legacy_version, requested) {
+            (Some(forced), _) => forced.as_str(),
+            (None, Some(v)) if LEGACY_VERSIONS.contains(&v) => v,
+            _ => LATEST_LEGACY_VERSION,
+        };
+        self.legacy_initialized.store(true, Ordering::Relaxed);
+        let result = json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities,
+            "serverInfo": self.server_info,
+            "instructions": INSTRUCTIONS,
+        });
+        self.ok_response(id, Mode::Legacy, result)
+    }
+
+    fn validate_modern(&self, params: Option<&Value>) -> Result<(), RpcError> {
+        let meta = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object);
+        let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
+        let caps = meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES));
+        let mut missing = Vec::new();
+        if version.is_none() {
+            missing.push(META_PROTOCOL_VERSION);
+        }
+        if caps.is_none() {
+            missing.push(META_CLIENT_CAPABILITIES);
+        }
+        if !missing.is_empty() {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: missing required _meta field(s): {}",
+                missing.join(", ")
+            ))
+            .with_data(json!({"missing": missing})));
+        }
+        let Some(Value::String(version)) = version else {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: _meta field {META_PROTOCOL_VERSION} must be a string"
+            )));
+        };
+        if !caps.is_some_and(Value::is_object) {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: _meta field {META_CLIENT_CAPABILITIES} must be an object"
+            )));
+        }
+        if !self.config.modern_versions.iter().any(|v| v == version) {
+            return Err(RpcError::new(
+                code::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(json!({
+                "supported": self.config.modern_versions,
+                "requested": version,
+            })));
+        }
+        Ok(())
+    }
+
+    /// Build a success response; modern results get `resultType` and
+    /// `_meta.io.modelcontextprotocol/serverInfo`.
+    pub(crate) fn ok_response(&self, id: Value, mode: Mode, result: Value) -> Value {
+        let result = match (mode, result) {
+            (Mode::Modern, Value::Object(map)) => {
+                let mut out = Map::with_capacity(map.len() + 2);
+                out.insert("resultType".into(), Value::from("complete"));
+                out.extend(map);
+                match out.get_mut("_meta") {
+                    Some(Value::Object(meta)) => {
+                        meta.insert(META_SERVER_INFO.into(), self.server_info.clone());
+                    }
+                    _ => {
+                        let mut meta = Map::with_capacity(1);
+                        meta.insert(META_SERVER_INFO.into(), self.server_info.clone());
+                        out.insert("_meta".into(), Value::Object(meta));
+                    }
+                }
+                Value::Object(out)
+            }
+            (_, result) => result,
+        };
+        let mut msg = Map::with_capacity(3);
+        msg.insert("jsonrpc".into(), Value::from("2.0"));
+        msg.insert("id".into(), id);
+        msg.insert("result".into(), result);
+        Value::Object(msg)
+    }
+
+    fn paginate(
+        &self,
+        items: &[Value],
+        key: &str,
+        params: Option<&Value>,
+    ) -> Result<Value, RpcError> {
+        let start = match params.and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => c
+                .strip_prefix("cursor-")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|&n| n <= items.len())
+                .ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?,
+            Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
+        };
+        let end = match self.config.page_size {
+            Some(n) => start.saturating_add(n).min(items.len()),
+            None => items.len(),
+        };
+        let mut result = Map::with_capacity(2);
+        result.insert(key.into(), Value::Array(items[start..end].to_vec()));
+        if self.config.has_fault(Fault::RepeatCursor) {
+            let next = self.config.page_size.unwrap_or(0).min(items.len());
+            result.insert("nextCursor".into(), Value::from(format!("cursor-{next}")));
+        } else if end < items.len() {
+            result.insert("nextCursor".into(), Value::from(format!("cursor-{end}")));
+        }
+        Ok(Value::Object(result))
+    }
+
+    fn call_tool(&self, params: Option<Value>) -> Result<ToolOutcome, RpcError> {
+        let mut params = match params {
+            Some(Value::Object(p)) => p,
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: expected an object",
+                ));
+            }
+        };
+        let name = match params.remove("name") {
+            Some(Value::String(n)) => n,
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: missing tool name",
+                ));
+            }
+        };
+        let args = match params.remove("arguments") {
+            Some(Value::Object(a)) => a,
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "Invalid arguments for tool {name}: arguments must be an object"
+                )));
+            }
+        };
+        let text = |t: String| ToolOutcome::Done(json!({"content": [{"type": "text", "text": t}]}));
+        Ok(match name.as_str() {
+            "echo" => {
+                let t = match args.get("text") {
+                    Some(Value::String(s)) => s.clone(),
+                    _ => return Err(bad_arg(&name, "text", "a string")),
+                };
+                text(t)
+            }
+            "add" => {
+                let a = args.get("a").filter(|v| v.is_number());
+                let b = args.get("b").filter(|v| v.is_number());
+                let (Some(a), Some(b)) = (a, b) else {
+                    return Err(RpcError::invalid_params(format!(
+                        "Invalid arguments for tool {name}: 'a' and 'b' must be numbers"
+                    )));
+                };
+                let sum = match (a.as_i64(), b.as_i64()) {
+                    (Some(x), Some(y)) if x.checked_add(y).is_some() => Value::from(x + y),
+                    _ => Value::from(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+                };
+                ToolOutcome::Done(json!({
+                    "content": [{"type": "text", "text": sum.to_string()}],
+                    "structuredContent": {"sum": sum},
+                }))
+            }
+            "blob" | "long_line" => {
+                let size = int_arg(&args, &name, "size")?;
+                if size > MAX_BLOB {
+                    return Err(RpcError::invalid_params(format!(
+                        "Invalid arguments for tool {name}: size must be at most {MAX_BLOB}"
+                    )));
+                }
+                text("x".repeat(size as usize))
+            }
+            "slow" => ToolOutcome::Async(AsyncKind::Slow {
+                ms: int_arg(&args, &name, "ms")?,
+            }),
+            "progress" => ToolOutcome::Async(AsyncKind::Progress {
+                steps: int_arg(&args, &name, "steps")?,
+                interval_ms: int_arg(&args, &name, "interval_ms")?,
+                token: params
+                    .get_mut("_meta")
+                    .and_then(|m| m.get_mut("progressToken"))
+                    .map(Value::take),
+            }),
+            "hang" => ToolOutcome::Async(AsyncKind::Hang),
+            "image" => ToolOutcome::Done(json!({
+                "content": [
+                    {"type": "image", "data": TINY_PNG_BASE64, "mimeType": "image/png"},
+                    {"type": "text", "text": "a 1x1 PNG image"},
+                ],
+            })),
+            "error" => ToolOutcome::Done(json!({
+                "content": [{"type": "text", "text": "something went wrong"}],
+                "isError": true,
+            })),
+            "fail" => {
+                return Err(RpcError::new(
+                    code::INTERNAL_ERROR,
+                    "Internal error: the fail tool always fails",
+                ));
+            }
+            "exit" => {
+                let code = match args.get("code").and_then(Value::as_i64) {
+                    Some(c) => i32::try_from(c).map_err(|_| bad_arg(&name, "code", "an i32"))?,
+                    None => return Err(bad_arg(&name, "code", "an integer")),
+                };
+                eprintln!("exiting with code {code}");
+                ToolOutcome::Exit(code)
+            }
+            "spawn_grandchild" => {
+                let child = Command::new("sleep")
+                    .arg("300")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| {
+                        RpcError::new(code::INTERNAL_ERROR, format!("cannot spawn sleep: {e}"))
+                    })?;
+                let pid = child.id();
+                GRANDCHILDREN
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(child);
+                text(pid.to_string())
+            }
+            "schema_rich" => text(Value::Object(args).to_string()),
+            _ => match name
+                .strip_prefix("tool_")
+                .and_then(|n| n.parse::<usize>().ok())
+            {
+                Some(i) if i < self.config.extra_tools => text(format!("tool_{i} called")),
+                _ => return Err(RpcError::invalid_params(format!("Unknown tool: {name}"))),
+            },
+        })
+    }
+}
+
+fn bad_arg(tool: &str, arg: &str, expected: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "Invalid arguments for tool {tool}: '{arg}' must be {expected}"
+    ))
+}
+
+fn int_arg(args: &Map<String, Value>, tool: &str, arg: &str) -> Result<u64, RpcError> {
+    let v = args.get(arg);
+    v.and_then(Value::as_u64)
+        .or_else(|| {
+            // Accept integral floats such as 5.0.
+            v.and_then(Value::as_f64)
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
+                .map(|f| f as u64)
+        })
+        .ok_or_else(|| bad_arg(tool, arg, "a non-negative integer"))
+}
+
+pub(crate) fn error_response(id: Value, e: RpcError) -> Value {
+    let mut err = Map::with_capacity(3);
+    err.insert("code".into(), Value::from(e.code));
+    err.insert("message".into(), Value::from(e.message));
+    if let Some(data) = e.data {
+        err.insert("data".into(), data);
+    }
+    let mut msg = Map::with_capacity(3);
+    msg.insert("jsonrpc".into(), Value::from("2.0"));
+    msg.insert("id".into(), id);
+    msg.insert("error".into(), Value::Object(err));
+    Value::Object(msg)
+}
+
+pub(crate) fn parse_error() -> Value {
+    error_response(Value::Null, RpcError::new(code::PARSE_ERROR, "Parse error"))
+}
+
+pub(crate) fn invalid_request() -> Value {
+    error_response(
+        Value::Null,
+        RpcError::new(code::INVALID_REQUEST, "Invalid Request"),
+    )
+}
+
+pub(crate) fn progress_notification(token: &Value, progress: u64, total: u64) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {
+            "progressToken": token,
+            "progress": progress,
+            "total": total,
+            "message": format!("step {progress} of {total}"),
+        },
+    })
+}
+
+fn read_resource(params: Option<&Value>, mode: Mode) -> Result<Value, RpcError> {
+    let Some(uri) = params.and_then(|p| p.get("uri")).and_then(Value::as_str) else {
+        return Err(RpcError::invalid_params("Invalid params: missing uri"));
+    };
+    let content = match uri {
+        "test://static/hello" => {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "Hello, world!"})
+        }
+        "test://static/blob" => json!({
+            "uri": uri,
+            "mimeType": "application/octet-stream",
+            "blob": STATIC_BLOB_BASE64,
+        }),
+        _ => match uri.strip_prefix("test://items/") {
+            Some(item) if !item.is_empty() && !item.contains('/') => {
+                json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {item}")})
+            }
+            _ => {
+                // Legacy revisions used -32002; 2026-07-28 mandates -32602.
+                let code = match mode {
+                    Mode::Legacy => code::RESOURCE_NOT_FOUND,
+                    Mode::Modern => code::INVALID_PARAMS,
+                };
+                return Err(
+                    RpcError::new(code, "Resource not found").with_data(json!({"uri": uri}))
+                );
+            }
+        },
+    };
+    Ok(json!({"contents": [content]}))
+}
+
+fn get_prompt(params: Option<&Value>) -> Result<Value, RpcError> {
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Err(RpcError::invalid_params(
+            "Invalid params: missing prompt name",
+        ));
+    };
+    let user = |text: String| json!([{"role": "user", "content": {"type": "text", "text": text}}]);
+    match name {
+        "greeting" => {
+            let who = params
+                .and_then(|p| p.get("arguments"))
+                .and_then(|a| a.get("name"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    RpcError::invalid_params("Missing required argument 'name' for prompt greeting")
+                })?;
+            Ok(json!({
+                "description": "Greets someone by name",
+                "messages": user(format!("Hello, {who}!")),
+            }))
+        }
+        "simple" => Ok(json!({
+            "description": "A prompt without arguments",
+            "messages": user("This is a simple prompt.".to_owned()),
+        })),
+        _ => Err(RpcError::invalid_params(format!("Unknown prompt: {name}"))),
+    }
+}
+
+fn complete(params: Option<&Value>) -> Value {
+    let reference = params.and_then(|p| p.get("ref"));
+    let is_greeting = reference
+        .and_then(|r| r.get("type"))
+        .and_then(Value::as_str)
+        == Some("ref/prompt")
+        && reference
+            .and_then(|r| r.get("name"))
+            .and_then(Value::as_str)
+            == Some("greeting");
+    let argument = params.and_then(|p| p.get("argument"));
+    let arg_name = argument.and_then(|a| a.get("name")).and_then(Value::as_str);
+    let prefix = argument
+        .and_then(|a| a.get("value"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let values: Vec<&str> = if is_greeting && arg_name == Some("name") {
+        COMPLETION_NAMES
+            .iter()
+            .copied()
+            .filter(|n| n.starts_with(prefix))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})
+}
+
+fn builtin_tools() -> Vec<Value> {
+    let schema_rich: Value = serde_json::from_str(SCHEMA_RICH_INPUT_SCHEMA)
+        .expect("SCHEMA_RICH_INPUT_SCHEMA is valid JSON");
+    let no_args = || json!({"type": "object", "properties": {}, "additionalProperties": false});
+    let int_prop = |desc: &str| json!({"type": "integer", "minimum": 0, "description": desc});
+    vec![
+        json!({
+            "name": "echo",
+            "description": "Echoes the given text",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "Text to echo"}},
+                "required": ["text"],
+            },
+        }),
+        json!({
+            "name": "add",
+            "description": "Adds two numbers",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"sum": {"type": "number"}},
+                "required": ["sum"],
+            },
+        }),
+        json!({
+            "name": "blob",
+            "description": "Returns one text block of exactly `size` bytes",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"size": int_prop("Size in bytes")},
+                "required": ["size"],
+            },
+        }),
+        json!({
+            "name": "slow",
+            "description": "Sleeps `ms` milliseconds, then returns \"done\"",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"ms": int_prop("Milliseconds to sleep")},
+                "required": ["ms"],
+            },
+        }),
+        json!({
+            "name": "progress",
+            "description": "Sends `steps` progress notifications, one every `interval_ms`",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "steps": int_prop("Number of steps"),
+                    "interval_ms": int_prop("Milliseconds between steps"),
+                },
+                "required": ["steps", "interval_ms"],
+            },
+        }),
+        json!({
+            "name": "image",
+            "description": "Returns a tiny PNG image and a text block",
+            "inputSchema": no_args(),
+        }),
+        json!({
+            "name": "error",
+            "description": "Returns a tool result with isError: true",
+            "inputSchema": no_args(),
+        }),
+        json!({
+            "name": "fail",
+            "description": "Fails with a JSON-RPC internal error",
+            "inputSchema": no_args(),
+        }),
+        json!({
+            "name": "exit",
+            "description": "Exits the server process immediately with `code`",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"code": {"type": "integer", "description": "Exit code"}},
+                "required": ["code"],
+            },
+        }),
+        json!({
+            "name": "hang",
+            "description": "Never answers (until cancelled)",
+            "inputSchema": no_args(),
+        }),
+        json!({
+            "name": "long_line",
+            "description": "Returns one text block of exactly `size` bytes (an over-long line)",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"size": int_prop("Size in bytes")},
+                "required": ["size"],
+            },
+        }),
+        json!({
+            "name": "spawn_grandchild",
+            "description": "Spawns `sleep 300` and returns its pid",
+            "inputSchema": no_args(),
+        }),
+        json!({
+            "name": "schema_rich",
+            "description": "Echoes its arguments; has a complex input schema",
+            "inputSchema": schema_rich,
+        }),
+    ]
+}
