@@ -1,1 +1,394 @@
-fn main() {}
+//! `switchboard`: talk to any MCP server from the terminal.
+
+mod args;
+mod demo;
+mod output;
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use switchboard::transport::stdio::StdioConfig;
+use switchboard::{Client, EraMode};
+
+/// Exit codes, as documented in README.md.
+mod exit {
+    pub(crate) const USAGE: u8 = 1;
+    // 3 (authorization required) arrives with the HTTP transports and OAuth.
+    pub(crate) const UNREACHABLE: u8 = 4;
+    pub(crate) const TOOL_ERROR: u8 = 5;
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "Talk to any MCP server: both protocol eras, from one command.",
+    after_help = "Exit codes: 0 ok, 1 usage or config error, 3 authorization required, \
+                  4 server unreachable or failed to start, 5 the tool returned isError."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct ServerArgs {
+    /// Print one JSON document on stdout instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Protocol era: auto (probe, then fall back), modern (2026-07-28) or legacy (initialize).
+    #[arg(long, value_enum, default_value_t = EraArg::Auto)]
+    era: EraArg,
+    /// Request timeout in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Environment variable for the server, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// Pass the whole environment to the server, not just the safe list.
+    #[arg(long)]
+    inherit_env: bool,
+    /// Always show what the server wrote to stderr.
+    #[arg(long)]
+    server_logs: bool,
+    /// The server command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum EraArg {
+    Auto,
+    Modern,
+    Legacy,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the bundled test server and show what switchboard does, no setup needed.
+    Demo {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the negotiated era, protocol version, server info and capabilities.
+    Info(ServerArgs),
+    /// List the server's tools.
+    Tools(ServerArgs),
+    /// List the server's resources and resource templates.
+    Resources(ServerArgs),
+    /// List the server's prompts.
+    Prompts(ServerArgs),
+    /// Call a tool.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// An argument, KEY=VALUE; the value is read as JSON when it parses
+        /// (`n=1` is a number, `o={"a":1}` an object), else as a string.
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        args: Vec<String>,
+        /// All arguments as one JSON object; --arg values are merged over it.
+        #[arg(long, value_name = "JSON")]
+        args_json: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Read a resource.
+    Read {
+        /// The resource URI.
+        uri: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Get a prompt.
+    Prompt {
+        /// The prompt's name.
+        name: String,
+        /// An argument, KEY=VALUE (prompt arguments are strings).
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        args: Vec<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Run the bundled test server on stdin/stdout (used by `demo`).
+    #[command(name = "__testserver", hide = true)]
+    TestServer {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    // The hidden test-server mode must not touch stdout before serving.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("__testserver") {
+        switchboard_testkit::run_stdio_main(argv[2..].to_vec());
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { exit::USAGE } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_tracing();
+    let json = match &cli.command {
+        Command::Demo { json } => *json,
+        Command::Info(s) | Command::Tools(s) | Command::Resources(s) | Command::Prompts(s) => {
+            s.json
+        }
+        Command::Call { server, .. }
+        | Command::Read { server, .. }
+        | Command::Prompt { server, .. } => server.json,
+        Command::TestServer { .. } => false,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: could not start the async runtime: {error}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            failure.report(json);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn init_tracing() {
+    // Quiet by default; RUST_LOG=switchboard=debug shows the protocol.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// A failed command: what to print and which exit code to use.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+    stderr_tail: Option<String>,
+    server: Option<String>,
+}
+
+impl Failure {
+    fn usage(error: anyhow::Error) -> Self {
+        Self {
+            code: exit::USAGE,
+            error,
+            stderr_tail: None,
+            server: None,
+        }
+    }
+
+    fn from_client(error: switchboard::Error) -> Self {
+        let code = match &error {
+            // A server that cannot be started, dies, or never answers.
+            e if e.is_unreachable() || e.is_timeout() => exit::UNREACHABLE,
+            _ => exit::USAGE,
+        };
+        let stderr_tail = error.stderr_tail().map(str::to_owned);
+        let server = error.server().map(str::to_owned);
+        Self {
+            code,
+            error: anyhow::Error::new(error),
+            stderr_tail,
+            server,
+        }
+    }
+
+    fn report(&self, json: bool) {
+        // One line: the error and its causes.
+        let message = format!("{:#}", self.error);
+        if json {
+            let mut object = json!({ "message": message, "exitCode": self.code });
+            if let Some(server) = &self.server {
+                object["server"] = Value::String(server.clone());
+            }
+            if let Some(tail) = &self.stderr_tail {
+                object["serverStderr"] = Value::String(tail.clone());
+            }
+            eprintln!("{}", json!({ "error": object }));
+        } else {
+            eprintln!("error: {message}");
+            if let Some(tail) = &self.stderr_tail {
+                eprintln!("server stderr (last lines):");
+                for line in tail.lines() {
+                    eprintln!("  | {line}");
+                }
+            }
+        }
+    }
+}
+
+impl From<switchboard::Error> for Failure {
+    fn from(error: switchboard::Error) -> Self {
+        Self::from_client(error)
+    }
+}
+
+async fn run(cli: Cli) -> Result<u8, Failure> {
+    match cli.command {
+        Command::Demo { json } => demo::run(json).await,
+        Command::Info(server) => {
+            let (client, connect_time) = connect(&server).await?;
+            let info = output::info_json(&client, connect_time);
+            if server.json {
+                output::print_json(&info);
+            } else {
+                output::print_info(&client, connect_time);
+            }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Tools(server) => {
+            let (client, _) = connect(&server).await?;
+            let tools = client.list_tools().await?;
+            if server.json {
+                output::print_json(&json!({ "tools": tools }));
+            } else {
+                output::print_tools(&tools);
+            }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Resources(server) => {
+            let (client, _) = connect(&server).await?;
+            let resources = client.list_resources().await?;
+            let templates = client.list_resource_templates().await?;
+            if server.json {
+                output::print_json(
+                    &json!({ "resources": resources, "resourceTemplates": templates }),
+                );
+            } else {
+                output::print_resources(&resources, &templates);
+            }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Prompts(server) => {
+            let (client, _) = connect(&server).await?;
+            let prompts = client.list_prompts().await?;
+            if server.json {
+                output::print_json(&json!({ "prompts": prompts }));
+            } else {
+                output::print_prompts(&prompts);
+            }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Call {
+            tool,
+            args,
+            args_json,
+            server,
+        } => {
+            let arguments =
+                args::tool_arguments(args_json.as_deref(), &args).map_err(Failure::usage)?;
+            let (client, _) = connect(&server).await?;
+            let started = Instant::now();
+            let result = client.call_tool(&tool, Some(arguments)).await?;
+            let elapsed = started.elapsed();
+            if server.json {
+                output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+            } else {
+                output::print_call_result(&result, elapsed);
+            }
+            finish(&client, &server).await;
+            Ok(if result.is_error == Some(true) {
+                exit::TOOL_ERROR
+            } else {
+                0
+            })
+        }
+        Command::Read { uri, server } => {
+            let (client, _) = connect(&server).await?;
+            let result = client.read_resource(&uri).await?;
+            if server.json {
+                output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+            } else {
+                output::print_read_result(&result);
+            }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Prompt { name, args, server } => {
+            let arguments = args::prompt_arguments(&args).map_err(Failure::usage)?;
+            let (client, _) = connect(&server).await?;
+            let result = client.get_prompt(&name, Some(arguments)).await?;
+            if server.json {
+                output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+            } else {
+                output::print_prompt_result(&result);
+            }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::TestServer { args } => switchboard_testkit::run_stdio_main(args),
+    }
+}
+
+fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
+    let (program, rest) = server
+        .command
+        .split_first()
+        .context("no server command given after `--`")
+        .map_err(Failure::usage)?;
+    let mut config = StdioConfig::new(program)
+        .args(rest.iter().cloned())
+        .inherit_env(server.inherit_env);
+    for pair in &server.env {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--env {pair:?} is not KEY=VALUE"))
+            .map_err(Failure::usage)?;
+        config = config.env(key, value);
+    }
+    Ok(config)
+}
+
+async fn connect(server: &ServerArgs) -> Result<(Client, Duration), Failure> {
+    let config = stdio_config(server)?;
+    if !server.timeout.is_finite() || server.timeout <= 0.0 {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--timeout must be a positive number of seconds"
+        )));
+    }
+    let mode = match server.era {
+        EraArg::Auto => EraMode::Auto,
+        EraArg::Modern => EraMode::Modern,
+        EraArg::Legacy => EraMode::Legacy,
+    };
+    let started = Instant::now();
+    let client = Client::builder()
+        .era_mode(mode)
+        .request_timeout(Duration::from_secs_f64(server.timeout))
+        .connect(config)
+        .await?;
+    Ok((client, started.elapsed()))
+}
+
+async fn finish(client: &Client, server: &ServerArgs) {
+    if server.server_logs
+        && let Some(stderr) = client.stderr().filter(|s| !s.is_empty())
+    {
+        eprintln!("server stderr:");
+        for line in stderr.lines() {
+            eprintln!("  | {line}");
+        }
+    }
+    client.close().await;
+}

@@ -609,7 +609,10 @@ impl Shared {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(child);
-                text(pid.to_string())
+                ToolOutcome::Done(json!({
+                    "content": [{"type": "text", "text": pid.to_string()}],
+                    "structuredContent": {"pid": pid, "serverPid": std::process::id()},
+                }))
             }
             "schema_rich" => text(Value::Object(args).to_string()),
             _ => match name

@@ -361,25 +361,63 @@ mod tests {
     #[test]
     fn classifies_messages() {
         let req = parse(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"a":1}}"#);
-        assert!(matches!(req, Ok(JsonRpcMessage::Request(JsonRpcRequest { id: RequestId::Number(7), .. }))));
+        assert!(matches!(
+            req,
+            Ok(JsonRpcMessage::Request(JsonRpcRequest {
+                id: RequestId::Number(7),
+                ..
+            }))
+        ));
         let note = parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         assert!(matches!(note, Ok(JsonRpcMessage::Notification(_))));
         let resp = parse(r#"{"jsonrpc":"2.0","id":"x","result":{}}"#);
-        assert!(matches!(resp, Ok(JsonRpcMessage::Response(JsonRpcResponse { id: Some(RequestId::String(_)), outcome: Ok(_) }))));
+        assert!(matches!(
+            resp,
+            Ok(JsonRpcMessage::Response(JsonRpcResponse {
+                id: Some(RequestId::String(_)),
+                outcome: Ok(_)
+            }))
+        ));
         let err = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#);
-        assert!(matches!(err, Ok(JsonRpcMessage::Response(JsonRpcResponse { id: None, outcome: Err(_) }))));
+        assert!(matches!(
+            err,
+            Ok(JsonRpcMessage::Response(JsonRpcResponse {
+                id: None,
+                outcome: Err(_)
+            }))
+        ));
     }
 
     #[test]
     fn rejects_wrong_version_and_shapes() {
-        assert!(matches!(parse(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), Err(ParseError::Version(Some(v))) if v == "1.0"));
-        assert!(matches!(parse(r#"{"id":1,"method":"x"}"#), Err(ParseError::Version(None))));
-        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1}"#), Err(ParseError::Shape(_))));
-        assert!(matches!(parse(r#"{"jsonrpc":"2.0","result":{}}"#), Err(ParseError::Shape(_))));
-        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#), Err(ParseError::Shape(_))));
-        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#), Err(ParseError::Shape(_))));
+        assert!(
+            matches!(parse(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), Err(ParseError::Version(Some(v))) if v == "1.0")
+        );
+        assert!(matches!(
+            parse(r#"{"id":1,"method":"x"}"#),
+            Err(ParseError::Version(None))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1}"#),
+            Err(ParseError::Shape(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","result":{}}"#),
+            Err(ParseError::Shape(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#),
+            Err(ParseError::Shape(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#),
+            Err(ParseError::Shape(_))
+        ));
         assert!(matches!(parse("not json"), Err(ParseError::Json(_))));
-        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#), Err(ParseError::Json(_))));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#),
+            Err(ParseError::Json(_))
+        ));
     }
 
     #[test]
@@ -396,6 +434,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(batch.into_iter().count(), 2);
-        assert!(matches!(Incoming::from_slice(b" []"), Err(ParseError::EmptyBatch)));
+        assert!(matches!(
+            Incoming::from_slice(b" []"),
+            Err(ParseError::EmptyBatch)
+        ));
     }
 }

@@ -1,6 +1,37 @@
-//! switchboard: a Model Context Protocol client.
+//! switchboard: a Model Context Protocol client for both protocol eras.
+//!
+//! ```no_run
+//! use switchboard::Client;
+//! use switchboard::transport::stdio::StdioConfig;
+//!
+//! # async fn demo() -> switchboard::Result<()> {
+//! let client = Client::connect(StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"])).await?;
+//! println!("{} speaks {}", client.server_name(), client.protocol_version());
+//! for tool in client.list_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let result = client.call_tool("echo", Some(serde_json::json!({"message": "hi"}).as_object().unwrap().clone())).await?;
+//! println!("{:?}", result.content);
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Layers
+//! Wire types ([`types`]) → JSON-RPC engine ([`engine`]) → transports
+//! ([`transport`]) → the typed [`Client`]. See `docs/ARCHITECTURE.md`.
+//!
+//! ## Cargo features
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `stdio` | yes | [`transport::stdio`]: spawn local servers |
 #![warn(missing_docs)]
 
+pub mod client;
+pub mod engine;
+pub mod error;
 pub mod transport;
 
+pub use client::{Client, ClientBuilder, EraMode, ServerSession};
+pub use engine::{Progress, RequestOptions};
+pub use error::{Error, Result};
 pub use switchboard_types as types;

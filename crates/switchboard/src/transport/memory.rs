@@ -98,9 +98,13 @@ struct MemoryStream {
 impl MessageStream for MemoryStream {
     fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
         Box::pin(async move {
-            self.rx.recv().await.map(Some).ok_or(TransportError::Closed {
-                stderr_tail: String::new(),
-            })
+            self.rx
+                .recv()
+                .await
+                .map(Some)
+                .ok_or(TransportError::Closed {
+                    stderr_tail: String::new(),
+                })
         })
     }
 }

@@ -11,6 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+pub mod framing;
 pub mod memory;
 #[cfg(feature = "stdio")]
 pub mod stdio;
@@ -149,7 +150,9 @@ impl TransportError {
     pub fn stderr_tail(&self) -> Option<&str> {
         match self {
             TransportError::Exited { stderr_tail, .. } | TransportError::Closed { stderr_tail } => {
-                Some(stderr_tail).filter(|tail| !tail.is_empty()).map(String::as_str)
+                Some(stderr_tail)
+                    .filter(|tail| !tail.is_empty())
+                    .map(String::as_str)
             }
             _ => None,
         }

@@ -1,0 +1,314 @@
+//! Human output (tables, content) and `--json` documents.
+//!
+//! Rendering goes through each value's JSON form, so fields the types add
+//! later show up without touching this file.
+
+use std::time::Duration;
+
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use serde::Serialize;
+use serde_json::{Value, json};
+use switchboard::Client;
+
+pub(crate) fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    );
+}
+
+fn to_json<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+pub(crate) fn millis(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
+}
+
+pub(crate) fn info_json(client: &Client, connect_time: Duration) -> Value {
+    let session = client.session();
+    json!({
+        "server": client.server_name(),
+        "era": session.era,
+        "protocolVersion": session.protocol_version,
+        "serverInfo": session.server_info,
+        "capabilities": session.capabilities,
+        "instructions": session.instructions,
+        "respawned": session.respawned,
+        "connectMs": connect_time.as_secs_f64() * 1000.0,
+    })
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.iter().copied());
+    table
+}
+
+fn text(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The first line of a description, shortened for a table cell.
+fn short(description: &str, limit: usize) -> String {
+    let line = description.lines().next().unwrap_or("");
+    if line.chars().count() > limit {
+        let cut: String = line.chars().take(limit.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        line.to_owned()
+    }
+}
+
+pub(crate) fn print_info(client: &Client, connect_time: Duration) {
+    let session = client.session();
+    let mut table = table(&["", ""]);
+    table.add_row(vec!["server".to_owned(), client.server_name().to_owned()]);
+    if let Some(info) = &session.server_info {
+        let info = to_json(info);
+        table.add_row(vec![
+            "server info".to_owned(),
+            format!("{} {}", text(&info, "name"), text(&info, "version")),
+        ]);
+    }
+    table.add_row(vec!["era".to_owned(), session.era.to_string()]);
+    table.add_row(vec![
+        "protocol version".to_owned(),
+        session.protocol_version.to_string(),
+    ]);
+    let capabilities = to_json(&session.capabilities);
+    let names: Vec<&str> = capabilities
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    table.add_row(vec!["capabilities".to_owned(), names.join(", ")]);
+    if session.respawned {
+        table.add_row(vec![
+            "note".to_owned(),
+            "the server exited when probed with server/discover; restarted with initialize"
+                .to_owned(),
+        ]);
+    }
+    table.add_row(vec!["connect time".to_owned(), millis(connect_time)]);
+    if let Some(instructions) = &session.instructions {
+        table.add_row(vec!["instructions".to_owned(), short(instructions, 200)]);
+    }
+    println!("{table}");
+}
+
+pub(crate) fn print_tools<T: Serialize>(tools: &[T]) {
+    let mut table = table(&["tool", "description", "arguments"]);
+    for tool in tools {
+        let tool = to_json(tool);
+        let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let arguments: Vec<String> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                properties
+                    .iter()
+                    .map(|(name, property)| {
+                        let kind = property
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("any");
+                        let mark = if required.contains(&name.as_str()) {
+                            ""
+                        } else {
+                            "?"
+                        };
+                        format!("{name}{mark}: {kind}")
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        table.add_row(vec![
+            text(&tool, "name"),
+            short(&text(&tool, "description"), 60),
+            arguments.join(", "),
+        ]);
+    }
+    println!("{table}");
+    println!("{} tools", tools.len());
+}
+
+pub(crate) fn print_resources<R: Serialize, T: Serialize>(resources: &[R], templates: &[T]) {
+    let mut table = table(&["uri", "name", "type", "description"]);
+    for resource in resources {
+        let resource = to_json(resource);
+        table.add_row(vec![
+            text(&resource, "uri"),
+            text(&resource, "name"),
+            text(&resource, "mimeType"),
+            short(&text(&resource, "description"), 50),
+        ]);
+    }
+    for template in templates {
+        let template = to_json(template);
+        table.add_row(vec![
+            text(&template, "uriTemplate"),
+            text(&template, "name"),
+            format!("template {}", text(&template, "mimeType"))
+                .trim()
+                .to_owned(),
+            short(&text(&template, "description"), 50),
+        ]);
+    }
+    println!("{table}");
+    println!(
+        "{} resources, {} templates",
+        resources.len(),
+        templates.len()
+    );
+}
+
+pub(crate) fn print_prompts<P: Serialize>(prompts: &[P]) {
+    let mut table = table(&["prompt", "description", "arguments"]);
+    for prompt in prompts {
+        let prompt = to_json(prompt);
+        let arguments: Vec<String> = prompt
+            .get("arguments")
+            .and_then(Value::as_array)
+            .map(|arguments| {
+                arguments
+                    .iter()
+                    .map(|a| {
+                        let required = a.get("required").and_then(Value::as_bool) == Some(true);
+                        format!("{}{}", text(a, "name"), if required { "" } else { "?" })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        table.add_row(vec![
+            text(&prompt, "name"),
+            short(&text(&prompt, "description"), 60),
+            arguments.join(", "),
+        ]);
+    }
+    println!("{table}");
+    println!("{} prompts", prompts.len());
+}
+
+/// One content block as a line or paragraph of text.
+pub(crate) fn describe_block(block: &Value) -> String {
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or("?");
+    match kind {
+        "text" => text(block, "text"),
+        "image" | "audio" => {
+            let bytes = block
+                .get("data")
+                .and_then(Value::as_str)
+                .map_or(0, |d| d.len() * 3 / 4);
+            format!("[{kind}: {}, about {bytes} bytes]", text(block, "mimeType"))
+        }
+        "resource_link" => {
+            format!("[link: {} {}]", text(block, "uri"), text(block, "name")).replace(" ]", "]")
+        }
+        "resource" => {
+            let resource = block.get("resource").cloned().unwrap_or(Value::Null);
+            match resource.get("text").and_then(Value::as_str) {
+                Some(body) => format!("[resource {}]\n{body}", text(&resource, "uri")),
+                None => format!("[resource {}: binary]", text(&resource, "uri")),
+            }
+        }
+        other => format!("[{other} content]"),
+    }
+}
+
+fn print_blob_aware(contents: &Value) {
+    if let Some(body) = contents.get("text").and_then(Value::as_str) {
+        println!("{body}");
+    } else if let Some(blob) = contents.get("blob").and_then(Value::as_str) {
+        println!(
+            "[binary: {}, about {} bytes]",
+            text(contents, "mimeType"),
+            blob.len() * 3 / 4
+        );
+    }
+}
+
+pub(crate) fn print_call_result<T: Serialize>(result: &T, elapsed: Duration) {
+    let result = to_json(result);
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        println!("{}", describe_block(block));
+    }
+    if let Some(structured) = result.get("structuredContent") {
+        println!("structured: {structured}");
+    }
+    let status = if is_error {
+        "tool reported an error"
+    } else {
+        "ok"
+    };
+    eprintln!("({status}, {})", millis(elapsed));
+}
+
+pub(crate) fn print_read_result<T: Serialize>(result: &T) {
+    let result = to_json(result);
+    for contents in result
+        .get("contents")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        eprintln!(
+            "── {} {}",
+            text(contents, "uri"),
+            text(contents, "mimeType")
+        );
+        print_blob_aware(contents);
+    }
+}
+
+pub(crate) fn print_prompt_result<T: Serialize>(result: &T) {
+    let result = to_json(result);
+    if let Some(description) = result.get("description").and_then(Value::as_str) {
+        eprintln!("{description}");
+    }
+    for message in result
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let content = message.get("content").cloned().unwrap_or(Value::Null);
+        println!("{}: {}", text(message, "role"), describe_block(&content));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_render_readably() {
+        assert_eq!(describe_block(&json!({"type": "text", "text": "hi"})), "hi");
+        assert_eq!(
+            describe_block(&json!({"type": "image", "mimeType": "image/png", "data": "AAAA"})),
+            "[image: image/png, about 3 bytes]"
+        );
+        assert_eq!(
+            describe_block(&json!({"type": "hologram"})),
+            "[hologram content]"
+        );
+        assert_eq!(short("a long line here", 6), "a lon…");
+    }
+}

@@ -1,0 +1,1138 @@
+//! The typed client: era negotiation, per-request `_meta`, pagination and
+//! capability checks on top of the engine.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use switchboard_types::request::{self as rq, Paginated, Request};
+use switchboard_types::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
+    CompleteResult, DiscoverResult, Era, GetPromptRequestParams, GetPromptResult, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, LoggingLevel, PaginatedRequestParams,
+    Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Resource,
+    ResourceTemplate, ServerCapabilities, SetLevelRequestParams, Tool, codes, meta,
+};
+use tokio::sync::mpsc;
+
+use crate::engine::{Engine, EngineConfig, RequestHandler, RequestOptions, ServerNotification};
+use crate::error::{Error, Result};
+use crate::transport::{Connector, TransportError};
+
+/// Which protocol era to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EraMode {
+    /// Probe with `server/discover` and fall back to `initialize` (default).
+    #[default]
+    Auto,
+    /// Only the stateless era (2026-07-28).
+    Modern,
+    /// Only the session era (`initialize`).
+    Legacy,
+}
+
+/// What was negotiated with the server.
+#[derive(Clone, Debug)]
+pub struct ServerSession {
+    /// The era in use.
+    pub era: Era,
+    /// The protocol version in use.
+    pub protocol_version: ProtocolVersion,
+    /// The server's self-description, when it gave one.
+    pub server_info: Option<Implementation>,
+    /// What the server offers.
+    pub capabilities: ServerCapabilities,
+    /// Instructions for the model, when given.
+    pub instructions: Option<String>,
+    /// The server process was started a second time because it exited when
+    /// probed with `server/discover` (older SDKs do).
+    pub respawned: bool,
+    /// How long negotiation took, from connect to ready.
+    pub negotiation_time: Duration,
+}
+
+/// Builds a [`Client`]. Setters never fail; [`ClientBuilder::connect`]
+/// reports the first bad setting.
+#[must_use]
+#[derive(Clone)]
+pub struct ClientBuilder {
+    name: Option<String>,
+    client_info: Implementation,
+    capabilities: ClientCapabilities,
+    mode: EraMode,
+    era_hint: Option<Era>,
+    probe_timeout: Duration,
+    engine: EngineConfig,
+    page_cap: usize,
+    handler: Option<Arc<dyn RequestHandler>>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("name", &self.name)
+            .field("client_info", &self.client_info)
+            .field("mode", &self.mode)
+            .field("era_hint", &self.era_hint)
+            .field("probe_timeout", &self.probe_timeout)
+            .field("engine", &self.engine)
+            .field("page_cap", &self.page_cap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            name: None,
+            client_info: Implementation::new("switchboard", env!("CARGO_PKG_VERSION")),
+            capabilities: ClientCapabilities::default(),
+            mode: EraMode::Auto,
+            era_hint: None,
+            probe_timeout: Duration::from_secs(10),
+            engine: EngineConfig::default(),
+            page_cap: 1000,
+            handler: None,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The server's name in messages and logs (default: the command line or URL).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// How this client introduces itself (default: `switchboard` and its version).
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.client_info = info;
+        self
+    }
+
+    /// The capabilities declared to the server.
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Which era to speak (default [`EraMode::Auto`]).
+    pub fn era_mode(mut self, mode: EraMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// A remembered verdict for this server, tried first in [`EraMode::Auto`];
+    /// if it fails the client probes again. Persist [`Client::era`] to seed it.
+    pub fn era_hint(mut self, era: Option<Era>) -> Self {
+        self.era_hint = era;
+        self
+    }
+
+    /// How long the `server/discover` probe waits before falling back to
+    /// `initialize` (default 10 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// Default request timeout (default 60 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.engine.request_timeout = timeout;
+        self
+    }
+
+    /// Longest a request may live while progress keeps resetting its
+    /// timeout (default 10 min).
+    pub fn max_request_time(mut self, limit: Duration) -> Self {
+        self.engine.max_request_time = limit;
+        self
+    }
+
+    /// Requests in flight at once (default 1024); more wait for a slot.
+    pub fn max_in_flight(mut self, limit: usize) -> Self {
+        self.engine.max_in_flight = limit;
+        self
+    }
+
+    /// Notifications buffered per subscriber (default 1024).
+    pub fn notification_buffer(mut self, size: usize) -> Self {
+        self.engine.notification_buffer = size;
+        self
+    }
+
+    /// Most pages one list call follows before giving up (default 1000).
+    pub fn page_cap(mut self, pages: usize) -> Self {
+        self.page_cap = pages;
+        self
+    }
+
+    /// Answers requests the server sends (sampling, elicitation, roots …).
+    pub fn request_handler(mut self, handler: Arc<dyn RequestHandler>) -> Self {
+        self.handler = Some(handler);
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        let zero = |setting, value: Duration| {
+            if value.is_zero() {
+                Err(Error::Config {
+                    setting,
+                    reason: "must be greater than zero".into(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        zero("probe_timeout", self.probe_timeout)?;
+        zero("request_timeout", self.engine.request_timeout)?;
+        zero("max_request_time", self.engine.max_request_time)?;
+        for (setting, value) in [
+            ("max_in_flight", self.engine.max_in_flight),
+            ("notification_buffer", self.engine.notification_buffer),
+            ("page_cap", self.page_cap),
+        ] {
+            if value == 0 {
+                return Err(Error::Config {
+                    setting,
+                    reason: "must be at least 1".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Connects and negotiates the era and protocol version.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a bad setting; [`Error::Transport`] when the
+    /// server cannot be started or reached; [`Error::Disconnected`] when it
+    /// dies during negotiation (with its exit status and stderr);
+    /// [`Error::UnsupportedVersion`] when no version is mutually supported.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the half-open connection, which stops the
+    /// server process.
+    pub async fn connect(self, connector: impl Connector) -> Result<Client> {
+        self.connect_arc(Arc::new(connector)).await
+    }
+
+    /// [`ClientBuilder::connect`] with a shared connector.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::connect`].
+    ///
+    /// # Cancel safety
+    /// As [`ClientBuilder::connect`].
+    pub async fn connect_arc(self, connector: Arc<dyn Connector>) -> Result<Client> {
+        self.validate()?;
+        let started = Instant::now();
+        let server: Arc<str> = self
+            .name
+            .clone()
+            .unwrap_or_else(|| connector.describe())
+            .into();
+        let mut negotiator = Negotiator {
+            builder: &self,
+            connector: &*connector,
+            server: server.clone(),
+            respawned: false,
+        };
+        let (engine, mut session) = negotiator.negotiate().await?;
+        session.negotiation_time = started.elapsed();
+        session.respawned = negotiator.respawned;
+        let modern_meta = match session.era {
+            Era::Modern => Some(modern_meta(
+                &session.protocol_version,
+                &self.client_info,
+                &self.capabilities,
+            )),
+            Era::Legacy => None,
+        };
+        tracing::debug!(
+            server = %server,
+            era = %session.era,
+            version = %session.protocol_version,
+            "connected"
+        );
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                engine,
+                session,
+                modern_meta,
+                page_cap: self.page_cap,
+            }),
+        })
+    }
+}
+
+/// The `_meta` fields every modern request carries.
+fn modern_meta(
+    version: &ProtocolVersion,
+    info: &Implementation,
+    capabilities: &ClientCapabilities,
+) -> JsonObject {
+    let mut object = JsonObject::new();
+    object.insert(
+        meta::META_PROTOCOL_VERSION.into(),
+        Value::String(version.as_str().into()),
+    );
+    object.insert(
+        meta::META_CLIENT_INFO.into(),
+        serde_json::to_value(info).expect("Implementation serializes"),
+    );
+    object.insert(
+        meta::META_CLIENT_CAPABILITIES.into(),
+        serde_json::to_value(capabilities).expect("ClientCapabilities serializes"),
+    );
+    object
+}
+
+/// Merges `fields` into `params._meta`, making `params` an object if needed.
+fn add_meta(params: &mut Value, fields: impl IntoIterator<Item = (String, Value)>) {
+    if !params.is_object() {
+        *params = Value::Object(JsonObject::new());
+    }
+    let object = params.as_object_mut().expect("made an object above");
+    let entry = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(JsonObject::new());
+    }
+    let meta = entry.as_object_mut().expect("made an object above");
+    for (key, value) in fields {
+        meta.insert(key, value);
+    }
+}
+
+/// What the `server/discover` probe found.
+enum ProbeOutcome {
+    Modern(Box<DiscoverResult>, ProtocolVersion),
+    /// Not a modern server (or none we can speak): run `initialize` on the
+    /// same connection.
+    Legacy,
+    /// The server died when probed: start it again and run `initialize`.
+    Respawn,
+}
+
+struct Negotiator<'a> {
+    builder: &'a ClientBuilder,
+    connector: &'a dyn Connector,
+    server: Arc<str>,
+    respawned: bool,
+}
+
+impl Negotiator<'_> {
+    async fn open(&self) -> Result<Engine> {
+        let connection = self
+            .connector
+            .connect()
+            .await
+            .map_err(|source| Error::Transport {
+                server: self.server.clone(),
+                source: Box::new(source),
+            })?;
+        Ok(Engine::start(
+            self.server.clone(),
+            connection,
+            self.builder.engine.clone(),
+            self.builder.handler.clone(),
+        ))
+    }
+
+    async fn negotiate(&mut self) -> Result<(Engine, ServerSession)> {
+        let engine = self.open().await?;
+        match self.builder.mode {
+            EraMode::Legacy => {
+                let session = self.initialize(&engine).await?;
+                Ok((engine, session))
+            }
+            EraMode::Modern => match self.probe(&engine, true).await? {
+                ProbeOutcome::Modern(discover, version) => {
+                    Ok((engine, modern_session(*discover, version)))
+                }
+                ProbeOutcome::Legacy | ProbeOutcome::Respawn => Err(Error::Protocol {
+                    server: self.server.clone(),
+                    detail: "the server does not speak the stateless protocol (2026-07-28) and the client is pinned to it".into(),
+                }),
+            },
+            EraMode::Auto => {
+                if self.builder.era_hint == Some(Era::Legacy) {
+                    match self.initialize(&engine).await {
+                        Ok(session) => return Ok((engine, session)),
+                        // The remembered verdict no longer holds: probe afresh.
+                        Err(error) if error.is_server_error() => {
+                            tracing::debug!(server = %self.server, %error, "remembered legacy verdict failed; probing");
+                        }
+                        Err(error) => return Err(error),
+                    }
+                }
+                match self.probe(&engine, false).await? {
+                    ProbeOutcome::Modern(discover, version) => {
+                        Ok((engine, modern_session(*discover, version)))
+                    }
+                    ProbeOutcome::Legacy => {
+                        let session = self.initialize(&engine).await?;
+                        Ok((engine, session))
+                    }
+                    ProbeOutcome::Respawn => {
+                        engine.close().await;
+                        drop(engine);
+                        self.respawned = true;
+                        let engine = self.open().await?;
+                        let session = self.initialize(&engine).await?;
+                        Ok((engine, session))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends `server/discover`; `strict` turns every fallback into an error.
+    async fn probe(&self, engine: &Engine, strict: bool) -> Result<ProbeOutcome> {
+        let mut version = ProtocolVersion::LATEST;
+        // A -32022 may name a version we speak; retry at most once per version.
+        for _ in 0..ProtocolVersion::MODERN.len() + 1 {
+            let meta = modern_meta(
+                &version,
+                &self.builder.client_info,
+                &self.builder.capabilities,
+            );
+            let mut params = Value::Object(JsonObject::new());
+            add_meta(&mut params, meta);
+            let params = serde_json::value::to_raw_value(&params).expect("JSON values serialize");
+            let id = engine.allocate_id();
+            let outcome = engine
+                .request(
+                    id,
+                    rq::Discover::METHOD,
+                    Some(&params),
+                    RequestOptions::timeout(self.builder.probe_timeout),
+                )
+                .await;
+            match outcome {
+                Ok(raw) => {
+                    let discover: DiscoverResult =
+                        parse_result(&self.server, rq::Discover::METHOD, &raw)?;
+                    check_result_type(
+                        &self.server,
+                        rq::Discover::METHOD,
+                        &raw,
+                        peek_result_type(&raw).as_deref(),
+                    )?;
+                    return match best_mutual(&discover.supported_versions, &ProtocolVersion::MODERN)
+                    {
+                        Some(chosen) => Ok(ProbeOutcome::Modern(Box::new(discover), chosen)),
+                        None if !strict
+                            && discover
+                                .supported_versions
+                                .iter()
+                                .any(|v| ProtocolVersion::LEGACY.contains(v)) =>
+                        {
+                            Ok(ProbeOutcome::Legacy)
+                        }
+                        None => Err(self.no_mutual_version(&discover.supported_versions)),
+                    };
+                }
+                Err(Error::Server { error, .. })
+                    if error.code == codes::UNSUPPORTED_PROTOCOL_VERSION =>
+                {
+                    let supported: Vec<ProtocolVersion> = error
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("supported"))
+                        .and_then(|s| serde_json::from_value(s.clone()).ok())
+                        .unwrap_or_default();
+                    match best_mutual(&supported, &ProtocolVersion::MODERN) {
+                        Some(chosen) if chosen != version => {
+                            version = chosen;
+                            continue;
+                        }
+                        Some(_) => {
+                            return Err(Error::Protocol {
+                                server: self.server.clone(),
+                                detail: format!(
+                                    "it rejected protocol version {version} although it lists it as supported"
+                                ),
+                            });
+                        }
+                        None if !strict
+                            && supported
+                                .iter()
+                                .any(|v| ProtocolVersion::LEGACY.contains(v)) =>
+                        {
+                            return Ok(ProbeOutcome::Legacy);
+                        }
+                        None => return Err(self.no_mutual_version(&supported)),
+                    }
+                }
+                Err(error @ Error::Server { .. })
+                    if error.code().is_some_and(codes::is_modern_error) =>
+                {
+                    return Err(error);
+                }
+                Err(error @ (Error::Server { .. } | Error::Timeout { .. })) => {
+                    if strict {
+                        return Err(error);
+                    }
+                    tracing::debug!(server = %self.server, %error, "probe says legacy server");
+                    return Ok(ProbeOutcome::Legacy);
+                }
+                Err(Error::Disconnected { reason, .. })
+                    if !strict && !matches!(*reason, TransportError::ClosedByClient) =>
+                {
+                    tracing::debug!(server = %self.server, error = %reason, "server died when probed; respawning for initialize");
+                    return Ok(ProbeOutcome::Respawn);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(Error::Protocol {
+            server: self.server.clone(),
+            detail: "it keeps rejecting the protocol versions it lists as supported".into(),
+        })
+    }
+
+    fn no_mutual_version(&self, supported: &[ProtocolVersion]) -> Error {
+        Error::UnsupportedVersion {
+            server: self.server.clone(),
+            requested: ProtocolVersion::LATEST,
+            server_version: if supported.is_empty() {
+                "none it would name".into()
+            } else {
+                supported
+                    .iter()
+                    .map(ProtocolVersion::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            supported: supported_list(),
+        }
+    }
+
+    async fn initialize(&self, engine: &Engine) -> Result<ServerSession> {
+        let requested = ProtocolVersion::LATEST_LEGACY;
+        let params = InitializeRequestParams {
+            protocol_version: requested.clone(),
+            capabilities: self.builder.capabilities.clone(),
+            client_info: self.builder.client_info.clone(),
+            meta: None,
+        };
+        let params =
+            serde_json::value::to_raw_value(&params).map_err(|source| Error::Serialize {
+                method: rq::Initialize::METHOD.into(),
+                source,
+            })?;
+        let raw = engine
+            .request(
+                engine.allocate_id(),
+                rq::Initialize::METHOD,
+                Some(&params),
+                RequestOptions::default(),
+            )
+            .await?;
+        let result: InitializeResult = parse_result(&self.server, rq::Initialize::METHOD, &raw)?;
+        if !ProtocolVersion::LEGACY.contains(&result.protocol_version) {
+            engine.close().await;
+            return Err(Error::UnsupportedVersion {
+                server: self.server.clone(),
+                requested,
+                server_version: result.protocol_version.to_string(),
+                supported: supported_list(),
+            });
+        }
+        engine.notify("notifications/initialized", None).await?;
+        Ok(ServerSession {
+            era: Era::Legacy,
+            protocol_version: result.protocol_version,
+            server_info: Some(result.server_info),
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+            respawned: false,
+            negotiation_time: Duration::ZERO,
+        })
+    }
+}
+
+fn supported_list() -> String {
+    ProtocolVersion::KNOWN
+        .iter()
+        .map(ProtocolVersion::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn modern_session(discover: DiscoverResult, version: ProtocolVersion) -> ServerSession {
+    ServerSession {
+        era: Era::Modern,
+        protocol_version: version,
+        server_info: discover.server_info(),
+        capabilities: discover.capabilities,
+        instructions: discover.instructions,
+        respawned: false,
+        negotiation_time: Duration::ZERO,
+    }
+}
+
+/// The newest version in both lists.
+fn best_mutual(theirs: &[ProtocolVersion], ours: &[ProtocolVersion]) -> Option<ProtocolVersion> {
+    theirs.iter().filter(|v| ours.contains(v)).max().cloned()
+}
+
+fn parse_result<T: DeserializeOwned>(server: &Arc<str>, method: &str, raw: &RawValue) -> Result<T> {
+    serde_json::from_str(raw.get()).map_err(|error| Error::Protocol {
+        server: server.clone(),
+        detail: format!("its `{method}` result is malformed: {error}"),
+    })
+}
+
+/// 2026-07-28: an absent `resultType` means complete; an unknown one is an error.
+fn check_result_type(
+    server: &Arc<str>,
+    method: &str,
+    raw: &RawValue,
+    result_type: Option<&str>,
+) -> Result<()> {
+    match result_type {
+        None | Some("complete") => Ok(()),
+        Some("input_required") => Err(Error::InputRequired {
+            server: server.clone(),
+            method: method.to_owned(),
+            result: raw.to_owned(),
+        }),
+        Some(other) => Err(Error::Protocol {
+            server: server.clone(),
+            detail: format!("its `{method}` result has an unknown resultType {other:?}"),
+        }),
+    }
+}
+
+/// Reads only `resultType`, skipping the rest without building it.
+fn peek_result_type(raw: &RawValue) -> Option<Cow<'_, str>> {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(rename = "resultType", borrow, default)]
+        result_type: Option<Cow<'a, str>>,
+    }
+    serde_json::from_str::<Peek<'_>>(raw.get())
+        .ok()
+        .and_then(|p| p.result_type)
+}
+
+/// A connection to one MCP server. Cheap to clone; the server stops when the
+/// last clone is dropped (or on [`Client::close`]).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+struct ClientInner {
+    engine: Engine,
+    session: ServerSession,
+    modern_meta: Option<JsonObject>,
+    page_cap: usize,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("server", self.inner.engine.server())
+            .field("era", &self.inner.session.era)
+            .field("protocol_version", &self.inner.session.protocol_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A builder with default settings.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// Connects with default settings.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::connect`].
+    ///
+    /// # Cancel safety
+    /// As [`ClientBuilder::connect`].
+    pub async fn connect(connector: impl Connector) -> Result<Self> {
+        Self::builder().connect(connector).await
+    }
+
+    /// The server's name, as used in messages.
+    pub fn server_name(&self) -> &str {
+        self.inner.engine.server()
+    }
+
+    /// What was negotiated.
+    pub fn session(&self) -> &ServerSession {
+        &self.inner.session
+    }
+
+    /// The era in use; persist it and pass it to [`ClientBuilder::era_hint`]
+    /// to skip the probe next time.
+    pub fn era(&self) -> Era {
+        self.inner.session.era
+    }
+
+    /// The protocol version in use.
+    pub fn protocol_version(&self) -> &ProtocolVersion {
+        &self.inner.session.protocol_version
+    }
+
+    /// The server's self-description.
+    pub fn server_info(&self) -> Option<&Implementation> {
+        self.inner.session.server_info.as_ref()
+    }
+
+    /// What the server offers.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.inner.session.capabilities
+    }
+
+    /// The server's instructions for the model.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.session.instructions.as_deref()
+    }
+
+    /// What the server wrote to stderr (the last 64 KiB by default), for
+    /// process transports.
+    pub fn stderr(&self) -> Option<String> {
+        self.inner.engine.stderr().map(|s| s.contents())
+    }
+
+    /// How many lines the server wrote that were not JSON-RPC (skipped).
+    pub fn skipped_lines(&self) -> u64 {
+        self.inner.engine.skipped_lines()
+    }
+
+    /// Why the connection died, once it has.
+    pub fn connection_error(&self) -> Option<Arc<TransportError>> {
+        self.inner.engine.closed_reason()
+    }
+
+    /// The server's notifications, in arrival order, from now on.
+    pub fn notifications(&self) -> mpsc::Receiver<ServerNotification> {
+        self.inner.engine.subscribe()
+    }
+
+    /// Sends any request and returns its raw result: the escape hatch for
+    /// methods the types do not know. In the stateless era the per-request
+    /// `_meta` fields are added.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request (`notifications/cancelled`).
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>> {
+        let engine = &self.inner.engine;
+        let id = engine.allocate_id();
+        let mut params = params;
+        if self.inner.modern_meta.is_some() || options.progress.is_some() {
+            let params = params.get_or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Some(fields) = &self.inner.modern_meta {
+                add_meta(params, fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            if options.progress.is_some() {
+                add_meta(params, [(meta::PROGRESS_TOKEN.to_owned(), Value::from(id))]);
+            }
+        }
+        let params = params
+            .map(|p| serde_json::value::to_raw_value(&p))
+            .transpose()
+            .map_err(|source| Error::Serialize {
+                method: method.to_owned(),
+                source,
+            })?;
+        let raw = engine
+            .request(id, method, params.as_deref(), options)
+            .await?;
+        if self.inner.session.era == Era::Modern {
+            check_result_type(
+                engine.server(),
+                method,
+                &raw,
+                peek_result_type(&raw).as_deref(),
+            )?;
+        }
+        Ok(raw)
+    }
+
+    /// Sends a typed request.
+    ///
+    /// # Errors
+    /// [`Error::Server`] when the server answers with an error,
+    /// [`Error::Timeout`], [`Error::Disconnected`], and [`Error::Protocol`]
+    /// when the result does not parse.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request (`notifications/cancelled`).
+    pub async fn request<R: Request>(
+        &self,
+        params: &R::Params,
+        options: RequestOptions,
+    ) -> Result<R::Result> {
+        let value = serde_json::to_value(params).map_err(|source| Error::Serialize {
+            method: R::METHOD.into(),
+            source,
+        })?;
+        let value = (!value.is_null()).then_some(value);
+        let raw = self.request_raw(R::METHOD, value, options).await?;
+        parse_result(self.inner.engine.server(), R::METHOD, &raw)
+    }
+
+    fn require(&self, capability: &'static str, method: &'static str, present: bool) -> Result<()> {
+        if present {
+            Ok(())
+        } else {
+            Err(Error::CapabilityMissing {
+                server: self.inner.engine.server().clone(),
+                capability,
+                method,
+            })
+        }
+    }
+
+    fn require_legacy(&self, method: &'static str) -> Result<()> {
+        if self.era() == Era::Legacy {
+            Ok(())
+        } else {
+            Err(Error::NotInThisEra {
+                server: self.inner.engine.server().clone(),
+                method,
+                version: self.protocol_version().clone(),
+            })
+        }
+    }
+
+    /// Follows every page of a list.
+    async fn list_all<R>(&self) -> Result<Vec<<R::Result as Paginated>::Item>>
+    where
+        R: Request<Params = PaginatedRequestParams>,
+        R::Result: Paginated,
+    {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..self.inner.page_cap {
+            let params = PaginatedRequestParams {
+                cursor: cursor.take(),
+                ..Default::default()
+            };
+            let page = self
+                .request::<R>(&params, RequestOptions::default())
+                .await?;
+            let next = page.next_cursor().map(str::to_owned);
+            items.extend(page.into_items());
+            match next {
+                None => return Ok(items),
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(Error::Pagination {
+                        server: self.inner.engine.server().clone(),
+                        method: R::METHOD,
+                        reason: format!("the server repeated cursor {next:?}"),
+                    });
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(Error::Pagination {
+            server: self.inner.engine.server().clone(),
+            method: R::METHOD,
+            reason: format!(
+                "more than {} pages (raise the client's page cap if this is expected)",
+                self.inner.page_cap
+            ),
+        })
+    }
+
+    /// Every tool, following pagination.
+    ///
+    /// # Errors
+    /// [`Error::CapabilityMissing`] when the server offers no tools;
+    /// [`Error::Pagination`] when the list does not end; as [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it cancels the page in flight.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        self.require(
+            "tools",
+            rq::ListTools::METHOD,
+            self.capabilities().tools.is_some(),
+        )?;
+        self.list_all::<rq::ListTools>().await
+    }
+
+    /// Calls a tool. A result with `is_error: Some(true)` is still `Ok`:
+    /// the tool ran and failed, and the model should see why.
+    ///
+    /// # Errors
+    /// [`Error::CapabilityMissing`] when the server offers no tools; as
+    /// [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call.
+    pub async fn call_tool(
+        &self,
+        name: impl Into<String>,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult> {
+        let params = CallToolRequestParams {
+            name: name.into(),
+            arguments,
+            ..Default::default()
+        };
+        self.call_tool_with(&params, RequestOptions::default())
+            .await
+    }
+
+    /// Calls a tool with full params and options (timeout, progress).
+    ///
+    /// # Errors
+    /// As [`Client::call_tool`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call.
+    pub async fn call_tool_with(
+        &self,
+        params: &CallToolRequestParams,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        self.require(
+            "tools",
+            rq::CallTool::METHOD,
+            self.capabilities().tools.is_some(),
+        )?;
+        self.request::<rq::CallTool>(params, options).await
+    }
+
+    /// Every resource, following pagination.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`], for resources.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        self.require(
+            "resources",
+            rq::ListResources::METHOD,
+            self.capabilities().resources.is_some(),
+        )?;
+        self.list_all::<rq::ListResources>().await
+    }
+
+    /// Every resource template, following pagination.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`], for resources.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        self.require(
+            "resources",
+            rq::ListResourceTemplates::METHOD,
+            self.capabilities().resources.is_some(),
+        )?;
+        self.list_all::<rq::ListResourceTemplates>().await
+    }
+
+    /// Reads a resource.
+    ///
+    /// # Errors
+    /// As [`Client::request`]; a missing resource is [`Error::Server`] with
+    /// code -32002.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the read.
+    pub async fn read_resource(&self, uri: impl Into<String>) -> Result<ReadResourceResult> {
+        self.require(
+            "resources",
+            rq::ReadResource::METHOD,
+            self.capabilities().resources.is_some(),
+        )?;
+        let params = ReadResourceRequestParams {
+            uri: uri.into(),
+            ..Default::default()
+        };
+        self.request::<rq::ReadResource>(&params, RequestOptions::default())
+            .await
+    }
+
+    /// Every prompt, following pagination.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`], for prompts.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        self.require(
+            "prompts",
+            rq::ListPrompts::METHOD,
+            self.capabilities().prompts.is_some(),
+        )?;
+        self.list_all::<rq::ListPrompts>().await
+    }
+
+    /// Gets a prompt with its arguments filled in.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn get_prompt(
+        &self,
+        name: impl Into<String>,
+        arguments: Option<std::collections::BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult> {
+        self.require(
+            "prompts",
+            rq::GetPrompt::METHOD,
+            self.capabilities().prompts.is_some(),
+        )?;
+        let params = GetPromptRequestParams {
+            name: name.into(),
+            arguments: arguments.map(|a| a.into_iter().collect()),
+            ..Default::default()
+        };
+        self.request::<rq::GetPrompt>(&params, RequestOptions::default())
+            .await
+    }
+
+    /// Asks for completions of a prompt or resource-template argument.
+    ///
+    /// # Errors
+    /// [`Error::CapabilityMissing`] without the `completions` capability; as
+    /// [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn complete(&self, params: &CompleteRequestParams) -> Result<CompleteResult> {
+        self.require(
+            "completions",
+            rq::Complete::METHOD,
+            self.capabilities().completions.is_some(),
+        )?;
+        self.request::<rq::Complete>(params, RequestOptions::default())
+            .await
+    }
+
+    /// Sets the server's log level (session era only; in the stateless era
+    /// the level travels with each request).
+    ///
+    /// # Errors
+    /// [`Error::NotInThisEra`] on a 2026-07-28 connection;
+    /// [`Error::CapabilityMissing`] without the `logging` capability.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
+        self.require_legacy(rq::SetLevel::METHOD)?;
+        self.require(
+            "logging",
+            rq::SetLevel::METHOD,
+            self.capabilities().logging.is_some(),
+        )?;
+        let params = SetLevelRequestParams { level };
+        self.request::<rq::SetLevel>(&params, RequestOptions::default())
+            .await
+            .map(drop)
+    }
+
+    /// Pings the server (session era only).
+    ///
+    /// # Errors
+    /// [`Error::NotInThisEra`] on a 2026-07-28 connection; as [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the ping.
+    pub async fn ping(&self) -> Result<()> {
+        self.require_legacy("ping")?;
+        self.request_raw("ping", None, RequestOptions::default())
+            .await
+            .map(drop)
+    }
+
+    /// Sends a notification (the escape hatch for notifications the types do
+    /// not know).
+    ///
+    /// # Errors
+    /// [`Error::Disconnected`] or [`Error::Transport`] when it cannot be sent.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a dropped send may leave a partial message, so the
+    /// connection is then unusable.
+    pub async fn notify<P: Serialize>(&self, method: &str, params: Option<&P>) -> Result<()> {
+        let params = params
+            .map(serde_json::value::to_raw_value)
+            .transpose()
+            .map_err(|source| Error::Serialize {
+                method: method.to_owned(),
+                source,
+            })?;
+        self.inner.engine.notify(method, params.as_deref()).await
+    }
+
+    /// Closes the connection gracefully: for a process, close its stdin,
+    /// then SIGTERM, then SIGKILL. Pending requests fail.
+    ///
+    /// # Cancel safety
+    /// If dropped midway the process is still stopped when the last clone
+    /// of the client is dropped.
+    pub async fn close(&self) {
+        self.inner.engine.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_newest_mutual_version() {
+        let theirs = [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28];
+        assert_eq!(
+            best_mutual(&theirs, &ProtocolVersion::MODERN),
+            Some(ProtocolVersion::V2026_07_28)
+        );
+        assert_eq!(best_mutual(&theirs[..1], &ProtocolVersion::MODERN), None);
+    }
+
+    #[test]
+    fn meta_is_merged_not_replaced() {
+        let mut params = serde_json::json!({"name": "x", "_meta": {"progressToken": 5}});
+        add_meta(&mut params, [("a/b".to_owned(), Value::from(1))]);
+        assert_eq!(
+            params,
+            serde_json::json!({"name": "x", "_meta": {"progressToken": 5, "a/b": 1}})
+        );
+    }
+
+    #[test]
+    fn result_type_peek_skips_content() {
+        let raw = RawValue::from_string(
+            r#"{"content":[{"type":"text","text":"x"}],"resultType":"input_required"}"#.into(),
+        )
+        .unwrap();
+        assert_eq!(peek_result_type(&raw).as_deref(), Some("input_required"));
+        let raw = RawValue::from_string(r#"{"content":[]}"#.into()).unwrap();
+        assert_eq!(peek_result_type(&raw), None);
+    }
+}

@@ -1,0 +1,678 @@
+//! The JSON-RPC engine: ids, the pending map, routing, timeouts and
+//! cancellation. It never touches a socket; it drives a [`Connection`].
+//!
+//! One task per connection reads messages and routes them: responses wake
+//! their caller through a oneshot, server requests go to the handler,
+//! notifications go to subscribers. Callers write their own requests straight
+//! to the sink, so a request costs one task hop (the response wake-up).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use switchboard_types::codes;
+use switchboard_types::jsonrpc::{
+    ErrorObject, Incoming, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
+    RequestId,
+};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::error::Error;
+use crate::transport::{Connection, MessageSink, MessageStream, StderrBuffer, TransportError};
+
+/// A callback for `notifications/progress` of one request.
+pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// One progress update for a request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Progress so far; increases with each update.
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// A human-readable message, when given.
+    pub message: Option<String>,
+}
+
+/// Limits and defaults of one connection's engine.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Timeout of a request without a per-call override. Default 60 s.
+    pub request_timeout: Duration,
+    /// Upper bound of a request's life when progress keeps resetting its
+    /// timeout. Default 10 minutes.
+    pub max_request_time: Duration,
+    /// Requests in flight at once; more wait for a slot. Default 1024.
+    pub max_in_flight: usize,
+    /// Notifications buffered per subscriber before the oldest unread ones
+    /// are dropped (with a warning). Default 1024.
+    pub notification_buffer: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(60),
+            max_request_time: Duration::from_secs(600),
+            max_in_flight: 1024,
+            notification_buffer: 1024,
+        }
+    }
+}
+
+/// Per-request options.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    /// Overrides the engine's request timeout.
+    pub timeout: Option<Duration>,
+    /// Receives this request's progress notifications; also makes progress
+    /// reset the timeout, up to [`EngineConfig::max_request_time`].
+    pub progress: Option<ProgressCallback>,
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+impl RequestOptions {
+    /// Options with a timeout.
+    pub fn timeout(timeout: Duration) -> Self {
+        Self {
+            timeout: Some(timeout),
+            progress: None,
+        }
+    }
+
+    /// Adds a progress callback.
+    #[must_use]
+    pub fn on_progress(mut self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(callback));
+        self
+    }
+}
+
+/// A request the server sent us.
+#[derive(Debug)]
+pub struct ServerRequest {
+    /// The method.
+    pub method: String,
+    /// The params, unparsed.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification the server sent us.
+#[derive(Clone, Debug)]
+pub struct ServerNotification {
+    /// The method.
+    pub method: String,
+    /// The params, unparsed.
+    pub params: Option<Arc<RawValue>>,
+}
+
+/// The answer to a server request: a result or a JSON-RPC error.
+pub type HandlerResult = Result<Box<RawValue>, ErrorObject>;
+
+/// Answers requests the server sends (sampling, elicitation, roots …).
+/// `ping` is answered by the engine itself.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Returns the answer's future, or `None` when this handler does not
+    /// handle `request.method` (the server then gets -32601).
+    fn handle(
+        &self,
+        request: ServerRequest,
+    ) -> Option<crate::transport::BoxFuture<'static, HandlerResult>>;
+}
+
+struct Pending {
+    tx: oneshot::Sender<Result<Box<RawValue>, ErrorObject>>,
+    progress: Option<(ProgressCallback, Arc<Mutex<Option<Instant>>>)>,
+}
+
+/// State shared by callers and the reader task.
+struct Shared {
+    server: Arc<str>,
+    pending: Mutex<PendingMap>,
+    subscribers: Mutex<Vec<mpsc::Sender<ServerNotification>>>,
+    skipped_lines: AtomicU64,
+}
+
+struct PendingMap {
+    map: HashMap<i64, Pending>,
+    /// Set once, when the connection dies; every later request fails with it.
+    closed: Option<Arc<TransportError>>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PendingMap> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+enum Control {
+    Cancel { id: i64, reason: &'static str },
+}
+
+/// A running JSON-RPC connection.
+pub(crate) struct Engine {
+    shared: Arc<Shared>,
+    sink: Arc<dyn MessageSink>,
+    config: EngineConfig,
+    next_id: AtomicI64,
+    in_flight: Semaphore,
+    control: mpsc::UnboundedSender<Control>,
+    stderr: Option<StderrBuffer>,
+    _reader: AbortOnDropHandle<()>,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("server", &self.shared.server)
+            .field("next_id", &self.next_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Starts the reader task on the current runtime.
+    pub(crate) fn start(
+        server: Arc<str>,
+        connection: Connection,
+        config: EngineConfig,
+        handler: Option<Arc<dyn RequestHandler>>,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            server,
+            pending: Mutex::new(PendingMap {
+                map: HashMap::new(),
+                closed: None,
+            }),
+            subscribers: Mutex::new(Vec::new()),
+            skipped_lines: AtomicU64::new(0),
+        });
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let reader = Reader {
+            shared: shared.clone(),
+            sink: connection.sink.clone(),
+            handler,
+            handlers: JoinSet::new(),
+            running: HashMap::new(),
+        };
+        let task = tokio::spawn(reader.run(connection.stream, control_rx));
+        Self {
+            shared,
+            sink: connection.sink,
+            in_flight: Semaphore::new(config.max_in_flight.max(1)),
+            config,
+            next_id: AtomicI64::new(1),
+            control,
+            stderr: connection.stderr,
+            _reader: AbortOnDropHandle::new(task),
+        }
+    }
+
+    pub(crate) fn server(&self) -> &Arc<str> {
+        &self.shared.server
+    }
+
+    pub(crate) fn stderr(&self) -> Option<&StderrBuffer> {
+        self.stderr.as_ref()
+    }
+
+    /// Lines the server wrote that were not JSON-RPC and were skipped.
+    pub(crate) fn skipped_lines(&self) -> u64 {
+        self.shared.skipped_lines.load(Ordering::Relaxed)
+    }
+
+    /// Why the connection died, once it has.
+    pub(crate) fn closed_reason(&self) -> Option<Arc<TransportError>> {
+        self.shared.lock().closed.clone()
+    }
+
+    /// A fresh request id; ids are never reused on a connection.
+    pub(crate) fn allocate_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Subscribes to the server's notifications, in arrival order.
+    pub(crate) fn subscribe(&self) -> mpsc::Receiver<ServerNotification> {
+        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
+        self.shared
+            .subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tx);
+        rx
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), Error> {
+        if let Some(reason) = self.closed_reason() {
+            return Err(self.disconnected(reason));
+        }
+        let mut buf = Vec::with_capacity(64 + params.map_or(0, |p| p.get().len()));
+        buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+        serde_json::to_writer(&mut buf, method).expect("strings serialize");
+        if let Some(params) = params {
+            buf.extend_from_slice(br#","params":"#);
+            buf.extend_from_slice(params.get().as_bytes());
+        }
+        buf.push(b'}');
+        self.sink.send(&buf).await.map_err(|e| self.send_failed(e))
+    }
+
+    /// Sends request `id` (from [`Engine::allocate_id`]) and waits for its
+    /// response.
+    ///
+    /// # Cancel safety
+    /// Dropping the future sends `notifications/cancelled` for the request
+    /// (except for `initialize`) and drops any late response.
+    pub(crate) async fn request(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let _permit = self
+            .in_flight
+            .acquire()
+            .await
+            .expect("the in-flight semaphore is never closed");
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        let (tx, rx) = oneshot::channel();
+        let progress_seen = options
+            .progress
+            .as_ref()
+            .map(|_| Arc::new(Mutex::new(None)));
+        {
+            let mut pending = self.shared.lock();
+            if let Some(reason) = &pending.closed {
+                return Err(self.disconnected(reason.clone()));
+            }
+            pending.map.insert(
+                id,
+                Pending {
+                    tx,
+                    progress: options.progress.zip(progress_seen.clone()),
+                },
+            );
+        }
+        let mut guard = PendingGuard {
+            engine: self,
+            id,
+            cancel: method != "initialize",
+        };
+
+        let mut buf = Vec::with_capacity(64 + params.map_or(0, |p| p.get().len()));
+        buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        buf.extend_from_slice(itoa_i64(id).as_bytes());
+        buf.extend_from_slice(br#","method":"#);
+        serde_json::to_writer(&mut buf, method).expect("strings serialize");
+        if let Some(params) = params {
+            buf.extend_from_slice(br#","params":"#);
+            buf.extend_from_slice(params.get().as_bytes());
+        }
+        buf.push(b'}');
+        if let Err(error) = self.sink.send(&buf).await {
+            guard.cancel = false;
+            return Err(self.send_failed(error));
+        }
+
+        let start = Instant::now();
+        let hard_deadline = start + self.config.max_request_time.max(timeout);
+        let mut deadline = start + timeout;
+        let sleep = tokio::time::sleep_until(deadline);
+        tokio::pin!(sleep);
+        let mut rx = rx;
+        loop {
+            tokio::select! {
+                biased;
+                outcome = &mut rx => {
+                    guard.cancel = false;
+                    return match outcome {
+                        Ok(Ok(result)) => Ok(result),
+                        Ok(Err(error)) => Err(Error::Server {
+                            server: self.shared.server.clone(),
+                            method: method.to_owned(),
+                            error: Box::new(error),
+                        }),
+                        // The reader dropped our entry: the connection died.
+                        Err(_) => Err(self.disconnected(
+                            self.closed_reason().unwrap_or_else(|| Arc::new(TransportError::ClosedByClient)),
+                        )),
+                    };
+                }
+                () = &mut sleep => {
+                    let last_progress = progress_seen
+                        .as_ref()
+                        .and_then(|seen| *seen.lock().unwrap_or_else(|e| e.into_inner()));
+                    if let Some(at) = last_progress {
+                        let extended = (at + timeout).min(hard_deadline);
+                        if extended > deadline {
+                            deadline = extended;
+                            sleep.as_mut().reset(deadline);
+                            continue;
+                        }
+                    }
+                    return Err(Error::Timeout {
+                        server: self.shared.server.clone(),
+                        method: method.to_owned(),
+                        after: start.elapsed(),
+                    });
+                    // The guard sends `notifications/cancelled`.
+                }
+            }
+        }
+    }
+
+    fn disconnected(&self, reason: Arc<TransportError>) -> Error {
+        Error::Disconnected {
+            server: self.shared.server.clone(),
+            reason,
+        }
+    }
+
+    fn send_failed(&self, error: TransportError) -> Error {
+        // A dead pipe usually means the process exited; the reader's reason
+        // (exit status, stderr) is the more useful one when it is known.
+        match self.closed_reason() {
+            Some(reason) => self.disconnected(reason),
+            None => Error::Transport {
+                server: self.shared.server.clone(),
+                source: Box::new(error),
+            },
+        }
+    }
+
+    /// Closes the connection gracefully; pending requests fail.
+    pub(crate) async fn close(&self) {
+        self.sink.close().await;
+        fail_all(&self.shared, Arc::new(TransportError::ClosedByClient));
+    }
+}
+
+/// Removes a request's pending entry when its future ends, and tells the
+/// server when the caller gave up.
+struct PendingGuard<'a> {
+    engine: &'a Engine,
+    id: i64,
+    cancel: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        let removed = self.engine.shared.lock().map.remove(&self.id).is_some();
+        if removed && self.cancel {
+            let _ = self.engine.control.send(Control::Cancel {
+                id: self.id,
+                reason: "request cancelled by the client",
+            });
+        }
+    }
+}
+
+fn fail_all(shared: &Shared, reason: Arc<TransportError>) {
+    let drained: Vec<Pending> = {
+        let mut pending = shared.lock();
+        if pending.closed.is_none() {
+            pending.closed = Some(reason);
+        }
+        pending.map.drain().map(|(_, p)| p).collect()
+    };
+    // Dropping the senders wakes every waiter with the recorded reason.
+    drop(drained);
+}
+
+fn itoa_i64(n: i64) -> String {
+    n.to_string()
+}
+
+/// The per-connection reader: routes everything the server sends.
+struct Reader {
+    shared: Arc<Shared>,
+    sink: Arc<dyn MessageSink>,
+    handler: Option<Arc<dyn RequestHandler>>,
+    handlers: JoinSet<()>,
+    running: HashMap<RequestId, tokio::task::AbortHandle>,
+}
+
+impl Reader {
+    async fn run(
+        mut self,
+        mut stream: Box<dyn MessageStream>,
+        mut control: mpsc::UnboundedReceiver<Control>,
+    ) {
+        let reason = loop {
+            tokio::select! {
+                biased;
+                Some(Control::Cancel { id, reason }) = control.recv() => {
+                    self.send_cancel(id, reason);
+                }
+                Some(_) = self.handlers.join_next(), if !self.handlers.is_empty() => {}
+                message = stream.recv() => match message {
+                    Ok(Some(bytes)) => self.route(&bytes),
+                    Ok(None) => break TransportError::ClosedByClient,
+                    Err(error) => break error,
+                },
+            }
+        };
+        match &reason {
+            TransportError::ClosedByClient => {
+                tracing::debug!(server = %self.shared.server, "connection closed")
+            }
+            other => {
+                tracing::debug!(server = %self.shared.server, error = %other, "connection lost")
+            }
+        }
+        fail_all(&self.shared, Arc::new(reason));
+        // Answers to server requests can no longer be delivered.
+        self.handlers.abort_all();
+    }
+
+    fn route(&mut self, bytes: &[u8]) {
+        let incoming = match Incoming::from_slice(bytes) {
+            Ok(incoming) => incoming,
+            Err(error) => {
+                self.shared.skipped_lines.fetch_add(1, Ordering::Relaxed);
+                let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
+                tracing::warn!(
+                    server = %self.shared.server,
+                    error = %error,
+                    line = %preview,
+                    "skipped a line that is not JSON-RPC"
+                );
+                return;
+            }
+        };
+        for message in incoming {
+            match message {
+                JsonRpcMessage::Response(response) => self.on_response(response),
+                JsonRpcMessage::Notification(notification) => self.on_notification(notification),
+                JsonRpcMessage::Request(request) => self.on_request(request),
+            }
+        }
+    }
+
+    fn on_response(&mut self, response: JsonRpcResponse) {
+        let id = match response.id {
+            Some(RequestId::Number(id)) => id,
+            Some(RequestId::String(ref s)) => match s.parse::<i64>() {
+                // Some servers echo numeric ids as strings.
+                Ok(id) => id,
+                Err(_) => {
+                    tracing::debug!(server = %self.shared.server, id = %s, "response for an unknown id");
+                    return;
+                }
+            },
+            None => {
+                if let Err(error) = &response.outcome {
+                    tracing::warn!(server = %self.shared.server, %error, "server reported an error without a request id");
+                }
+                return;
+            }
+        };
+        let pending = self.shared.lock().map.remove(&id);
+        match pending {
+            Some(pending) => {
+                let _ = pending.tx.send(response.outcome);
+            }
+            // A late answer to a request that timed out or was cancelled.
+            None => tracing::trace!(server = %self.shared.server, id, "dropped a late response"),
+        }
+    }
+
+    fn on_notification(&mut self, notification: JsonRpcNotification) {
+        match notification.method.as_str() {
+            "notifications/progress" => self.on_progress(notification.params.as_deref()),
+            "notifications/cancelled" => {
+                if let Some(id) = cancelled_request_id(notification.params.as_deref())
+                    && let Some(handle) = self.running.remove(&id)
+                {
+                    handle.abort();
+                }
+            }
+            _ => {}
+        }
+        let notification = ServerNotification {
+            method: notification.method,
+            params: notification.params.map(Arc::from),
+        };
+        let mut subscribers = self
+            .shared
+            .subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        subscribers.retain(|tx| match tx.try_send(notification.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(
+                    server = %self.shared.server,
+                    method = %notification.method,
+                    "a notification subscriber is not keeping up; dropped a notification"
+                );
+                true
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+    }
+
+    fn on_progress(&self, params: Option<&RawValue>) {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params {
+            progress_token: RequestId,
+            progress: f64,
+            total: Option<f64>,
+            message: Option<String>,
+        }
+        let Some(params) = params.and_then(|p| serde_json::from_str::<Params>(p.get()).ok()) else {
+            tracing::debug!(server = %self.shared.server, "malformed progress notification");
+            return;
+        };
+        let RequestId::Number(token) = params.progress_token else {
+            return;
+        };
+        let callback = {
+            let pending = self.shared.lock();
+            pending.map.get(&token).and_then(|p| {
+                p.progress.as_ref().map(|(callback, seen)| {
+                    *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+                    callback.clone()
+                })
+            })
+        };
+        if let Some(callback) = callback {
+            callback(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+
+    fn on_request(&mut self, request: JsonRpcRequest) {
+        let sink = self.sink.clone();
+        let id = request.id.clone();
+        if request.method == "ping" {
+            let response = JsonRpcMessage::Response(JsonRpcResponse {
+                id: Some(id),
+                outcome: Ok(RawValue::from_string("{}".to_owned()).expect("valid JSON")),
+            });
+            self.handlers.spawn(async move {
+                let _ = sink.send(&response.to_vec()).await;
+            });
+            return;
+        }
+        let future = self.handler.as_ref().and_then(|h| {
+            h.handle(ServerRequest {
+                method: request.method.clone(),
+                params: request.params,
+            })
+        });
+        let handle = match future {
+            Some(future) => self.handlers.spawn(async move {
+                let outcome = future.await;
+                let response = JsonRpcMessage::Response(JsonRpcResponse {
+                    id: Some(id),
+                    outcome,
+                });
+                let _ = sink.send(&response.to_vec()).await;
+            }),
+            None => {
+                let method = request.method;
+                self.handlers.spawn(async move {
+                    let response = JsonRpcMessage::Response(JsonRpcResponse {
+                        id: Some(id),
+                        outcome: Err(ErrorObject::new(
+                            codes::METHOD_NOT_FOUND,
+                            format!("Method not found: {method}"),
+                        )),
+                    });
+                    let _ = sink.send(&response.to_vec()).await;
+                })
+            }
+        };
+        self.running.retain(|_, handle| !handle.is_finished());
+        self.running.insert(request.id, handle);
+    }
+
+    fn send_cancel(&mut self, id: i64, reason: &'static str) {
+        let sink = self.sink.clone();
+        self.handlers.spawn(async move {
+            let message = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"{reason}"}}}}"#
+            );
+            let _ = sink.send(message.as_bytes()).await;
+        });
+    }
+}
+
+fn cancelled_request_id(params: Option<&RawValue>) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Params {
+        request_id: RequestId,
+    }
+    serde_json::from_str::<Params>(params?.get())
+        .ok()
+        .map(|p| p.request_id)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,355 @@
+//! Engine tests over an in-memory pair, with a scripted peer.
+
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::transport::memory::{self, MemoryEnd};
+
+fn start(config: EngineConfig) -> (Engine, MemoryEnd) {
+    start_with(config, None)
+}
+
+fn start_with(
+    config: EngineConfig,
+    handler: Option<Arc<dyn RequestHandler>>,
+) -> (Engine, MemoryEnd) {
+    let (client, server) = memory::pair();
+    let engine = Engine::start("test".into(), client.into_connection(), config, handler);
+    (engine, server)
+}
+
+async fn next_json(peer: &mut MemoryEnd) -> Value {
+    let bytes = tokio::time::timeout(Duration::from_secs(5), peer.recv())
+        .await
+        .expect("peer waited too long for a message")
+        .expect("client side closed");
+    serde_json::from_slice(&bytes).expect("client sent valid JSON")
+}
+
+async fn reply(peer: &MemoryEnd, id: &Value, result: Value) {
+    peer.send(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+        .await
+        .unwrap();
+}
+
+fn raw(value: Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&value).unwrap()
+}
+
+#[tokio::test]
+async fn routes_out_of_order_responses_and_never_reuses_ids() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    let engine = Arc::new(engine);
+    let mut calls = Vec::new();
+    for n in 0..3 {
+        let engine = engine.clone();
+        calls.push(tokio::spawn(async move {
+            let id = engine.allocate_id();
+            let params = raw(json!({"n": n}));
+            engine
+                .request(id, "echo", Some(&params), RequestOptions::default())
+                .await
+        }));
+    }
+    let mut received = Vec::new();
+    for _ in 0..3 {
+        received.push(next_json(&mut peer).await);
+    }
+    let ids: HashSet<i64> = received.iter().map(|m| m["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids.len(), 3, "ids must be unique: {received:?}");
+    // Answer in reverse order; each caller must get its own params back.
+    for message in received.iter().rev() {
+        reply(&peer, &message["id"], message["params"].clone()).await;
+    }
+    let mut results = Vec::new();
+    for (n, call) in calls.into_iter().enumerate() {
+        let result = call.await.unwrap().unwrap();
+        let value: Value = serde_json::from_str(result.get()).unwrap();
+        assert_eq!(value, json!({"n": n}));
+        results.push(value);
+    }
+    assert!(engine.allocate_id() > *ids.iter().max().unwrap());
+}
+
+use std::collections::HashSet;
+
+#[tokio::test]
+async fn answers_ping_and_rejects_unhandled_requests() {
+    let (_engine, mut peer) = start(EngineConfig::default());
+    peer.send(r#"{"jsonrpc":"2.0","id":"p1","method":"ping"}"#)
+        .await
+        .unwrap();
+    let pong = next_json(&mut peer).await;
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": "p1", "result": {}}));
+    peer.send(r#"{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":{}}"#)
+        .await
+        .unwrap();
+    let answer = next_json(&mut peer).await;
+    assert_eq!(answer["id"], 9);
+    assert_eq!(answer["error"]["code"], codes::METHOD_NOT_FOUND);
+}
+
+struct Roots;
+
+impl RequestHandler for Roots {
+    fn handle(
+        &self,
+        request: ServerRequest,
+    ) -> Option<crate::transport::BoxFuture<'static, HandlerResult>> {
+        (request.method == "roots/list").then(|| {
+            Box::pin(async { Ok(raw(json!({"roots": [{"uri": "file:///tmp"}]}))) })
+                as crate::transport::BoxFuture<'static, HandlerResult>
+        })
+    }
+}
+
+#[tokio::test]
+async fn server_requests_go_to_the_handler() {
+    let (_engine, mut peer) = start_with(EngineConfig::default(), Some(Arc::new(Roots)));
+    peer.send(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#)
+        .await
+        .unwrap();
+    let answer = next_json(&mut peer).await;
+    assert_eq!(answer["result"]["roots"][0]["uri"], "file:///tmp");
+}
+
+#[tokio::test]
+async fn notifications_arrive_in_order() {
+    let (engine, peer) = start(EngineConfig::default());
+    let mut notifications = engine.subscribe();
+    for n in 0..50 {
+        peer.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}})
+                .to_string(),
+        )
+        .await
+        .unwrap();
+    }
+    for n in 0..50 {
+        let notification = notifications.recv().await.unwrap();
+        assert_eq!(notification.method, "notifications/message");
+        let params: Value = serde_json::from_str(notification.params.unwrap().get()).unwrap();
+        assert_eq!(params["n"], n);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_cancels_and_late_response_is_dropped() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    let id = engine.allocate_id();
+    let call = engine.request(
+        id,
+        "tools/call",
+        None,
+        RequestOptions::timeout(Duration::from_secs(5)),
+    );
+    let (outcome, request) = tokio::join!(call, next_json(&mut peer));
+    let error = outcome.unwrap_err();
+    assert!(error.is_timeout(), "{error}");
+    assert!(error.to_string().contains("`tools/call`"), "{error}");
+    let cancel = next_json(&mut peer).await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], request["id"]);
+    // The late answer is dropped without harm; the next request works.
+    reply(&peer, &request["id"], json!({"late": true})).await;
+    let id2 = engine.allocate_id();
+    let (second, request2) = tokio::join!(
+        engine.request(id2, "ping", None, RequestOptions::default()),
+        async {
+            let request2 = next_json(&mut peer).await;
+            reply(&peer, &request2["id"], json!({})).await;
+            request2
+        }
+    );
+    assert_ne!(request2["id"], request["id"]);
+    assert_eq!(second.unwrap().get(), "{}");
+}
+
+#[tokio::test]
+async fn dropping_a_request_sends_cancelled_but_not_for_initialize() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    {
+        let id = engine.allocate_id();
+        let call = engine.request(id, "initialize", None, RequestOptions::default());
+        tokio::select! {
+            _ = call => unreachable!("no answer was sent"),
+            request = next_json(&mut peer) => assert_eq!(request["method"], "initialize"),
+        }
+    }
+    {
+        let id = engine.allocate_id();
+        let call = engine.request(id, "tools/call", None, RequestOptions::default());
+        tokio::select! {
+            _ = call => unreachable!("no answer was sent"),
+            request = next_json(&mut peer) => assert_eq!(request["method"], "tools/call"),
+        }
+    }
+    let cancel = next_json(&mut peer).await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(
+        cancel["params"]["requestId"], 2,
+        "only the tools/call is cancelled"
+    );
+}
+
+#[tokio::test]
+async fn connection_death_fails_pending_and_later_requests_with_the_reason() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    let engine = Arc::new(engine);
+    let pending = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let id = engine.allocate_id();
+            engine
+                .request(id, "tools/list", None, RequestOptions::default())
+                .await
+        })
+    };
+    next_json(&mut peer).await;
+    drop(peer);
+    let error = tokio::time::timeout(Duration::from_secs(1), pending)
+        .await
+        .expect("pending request must fail at once")
+        .unwrap()
+        .unwrap_err();
+    assert!(error.is_disconnected(), "{error}");
+    let id = engine.allocate_id();
+    let later = engine
+        .request(id, "tools/list", None, RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert!(later.is_disconnected());
+    let (Error::Disconnected { reason: a, .. }, Error::Disconnected { reason: b, .. }) =
+        (&error, &later)
+    else {
+        unreachable!()
+    };
+    assert!(Arc::ptr_eq(a, b), "every caller gets the same reason");
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_resets_the_timeout_up_to_the_maximum() {
+    let config = EngineConfig {
+        max_request_time: Duration::from_secs(30),
+        ..EngineConfig::default()
+    };
+    let (engine, mut peer) = start(config);
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let options = RequestOptions::timeout(Duration::from_secs(10)).on_progress(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let id = engine.allocate_id();
+    let started = Instant::now();
+    let call = engine.request(id, "tools/call", None, options);
+    let server = async {
+        let request = next_json(&mut peer).await;
+        // Progress every 8 s keeps the 10 s timeout alive, but never past 30 s.
+        for step in 0..10 {
+            tokio::time::sleep(Duration::from_secs(8)).await;
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": request["id"], "progress": step}});
+            if peer.send(note.to_string()).await.is_err() {
+                break;
+            }
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = call => outcome,
+        () = server => unreachable!("the call must end first"),
+    };
+    let error = outcome.unwrap_err();
+    assert!(error.is_timeout());
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(31),
+        "{elapsed:?}"
+    );
+    assert!(seen.load(Ordering::SeqCst) >= 3);
+}
+
+#[tokio::test]
+async fn garbage_is_skipped_and_counted() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    let id = engine.allocate_id();
+    let (outcome, ()) = tokio::join!(
+        engine.request(id, "tools/list", None, RequestOptions::default()),
+        async {
+            let request = next_json(&mut peer).await;
+            peer.send("this is not json").await.unwrap();
+            peer.send(r#"{"jsonrpc":"1.0","id":1,"result":{}}"#)
+                .await
+                .unwrap();
+            reply(&peer, &request["id"], json!({"tools": []})).await;
+        }
+    );
+    assert!(outcome.is_ok());
+    assert_eq!(engine.skipped_lines(), 2);
+}
+
+#[tokio::test]
+async fn in_flight_requests_are_bounded() {
+    let config = EngineConfig {
+        max_in_flight: 1,
+        ..EngineConfig::default()
+    };
+    let (engine, mut peer) = start(config);
+    let engine = Arc::new(engine);
+    let first = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let id = engine.allocate_id();
+            engine
+                .request(id, "a", None, RequestOptions::default())
+                .await
+        })
+    };
+    let a = next_json(&mut peer).await;
+    let second = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let id = engine.allocate_id();
+            engine
+                .request(id, "b", None, RequestOptions::default())
+                .await
+        })
+    };
+    // The second request must not be written while the first is in flight.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), peer.recv())
+            .await
+            .is_err()
+    );
+    reply(&peer, &a["id"], json!({})).await;
+    let b = next_json(&mut peer).await;
+    assert_eq!(b["method"], "b");
+    reply(&peer, &b["id"], json!({})).await;
+    first.await.unwrap().unwrap();
+    second.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn server_error_is_typed_and_names_the_server() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    let id = engine.allocate_id();
+    let (outcome, ()) = tokio::join!(
+        engine.request(id, "tools/call", None, RequestOptions::default()),
+        async {
+            let request = next_json(&mut peer).await;
+            peer.send(
+                json!({"jsonrpc": "2.0", "id": request["id"],
+                "error": {"code": -32602, "message": "Unknown tool: nope"}})
+                .to_string(),
+            )
+            .await
+            .unwrap();
+        }
+    );
+    let error = outcome.unwrap_err();
+    assert_eq!(error.code(), Some(-32602));
+    assert_eq!(error.server(), Some("test"));
+    assert!(error.to_string().contains("Unknown tool: nope"));
+}

@@ -1,0 +1,211 @@
+//! The client's error type.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_types::{ErrorObject, ProtocolVersion, codes};
+
+use crate::transport::TransportError;
+
+/// Everything that can go wrong talking to a server. Every message names the
+/// server; the cause, when there is one, is the [`std::error::Error::source`].
+///
+/// A tool result with `isError: true` is not an `Error`: it is data the model
+/// should see.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a JSON-RPC error.
+    #[error("server `{server}` answered `{method}` with an error: {error}")]
+    Server {
+        /// The server's name.
+        server: Arc<str>,
+        /// The method that failed.
+        method: String,
+        /// The error object, as sent.
+        error: Box<ErrorObject>,
+    },
+    /// No answer within the timeout; the request was cancelled.
+    #[error(
+        "server `{server}` did not answer `{method}` within {after:.1?} (raise the request timeout if it needs longer)"
+    )]
+    Timeout {
+        /// The server's name.
+        server: Arc<str>,
+        /// The method.
+        method: String,
+        /// How long we waited.
+        after: Duration,
+    },
+    /// The connection is gone; every pending and later request gets this.
+    #[error("server `{server}`: connection lost")]
+    Disconnected {
+        /// The server's name.
+        server: Arc<str>,
+        /// Why the connection died (exit status, stderr tail …).
+        #[source]
+        reason: Arc<TransportError>,
+    },
+    /// The transport failed to start or to send.
+    #[error("server `{server}`: transport failure")]
+    Transport {
+        /// The server's name.
+        server: Arc<str>,
+        /// The transport's error.
+        #[source]
+        source: Box<TransportError>,
+    },
+    /// The server broke the protocol (malformed result, unknown result type …).
+    #[error("server `{server}` broke the protocol: {detail}")]
+    Protocol {
+        /// The server's name.
+        server: Arc<str>,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The server answered `initialize` with a version we do not speak.
+    #[error(
+        "server `{server}` answered with protocol version {server_version}, but this client asked for {requested} and supports {supported}"
+    )]
+    UnsupportedVersion {
+        /// The server's name.
+        server: Arc<str>,
+        /// The version we asked for.
+        requested: ProtocolVersion,
+        /// The version the server wants.
+        server_version: String,
+        /// What we support, for the message.
+        supported: String,
+    },
+    /// The server did not declare the capability the call needs.
+    #[error(
+        "server `{server}` does not offer {capability} (it did not declare the `{capability}` capability), so `{method}` cannot be called"
+    )]
+    CapabilityMissing {
+        /// The server's name.
+        server: Arc<str>,
+        /// The missing capability.
+        capability: &'static str,
+        /// The method that needs it.
+        method: &'static str,
+    },
+    /// The method does not exist in the protocol era this server speaks.
+    #[error("`{method}` does not exist in protocol {version} spoken by server `{server}`")]
+    NotInThisEra {
+        /// The server's name.
+        server: Arc<str>,
+        /// The method.
+        method: &'static str,
+        /// The negotiated version.
+        version: ProtocolVersion,
+    },
+    /// A list did not end: a repeated cursor, or more pages than the cap.
+    #[error("server `{server}`: listing `{method}` stopped: {reason}")]
+    Pagination {
+        /// The server's name.
+        server: Arc<str>,
+        /// The list method.
+        method: &'static str,
+        /// What happened.
+        reason: String,
+    },
+    /// The server needs input before it can answer (a multi round-trip
+    /// request, 2026-07-28); the raw `InputRequiredResult` is kept.
+    #[error(
+        "server `{server}` needs more input to answer `{method}`, and no handler can provide it"
+    )]
+    InputRequired {
+        /// The server's name.
+        server: Arc<str>,
+        /// The method.
+        method: String,
+        /// The `InputRequiredResult`, as sent.
+        result: Box<serde_json::value::RawValue>,
+    },
+    /// A setting passed to a builder is invalid.
+    #[error("invalid setting `{setting}`: {reason}")]
+    Config {
+        /// The setting.
+        setting: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// Serializing the request failed (a caller-supplied value is not JSON).
+    #[error("could not serialize the `{method}` request")]
+    Serialize {
+        /// The method.
+        method: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Error {
+    /// The request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+
+    /// The connection is gone (the server exited or closed it).
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, Error::Disconnected { .. })
+    }
+
+    /// The server answered with a JSON-RPC error.
+    pub fn is_server_error(&self) -> bool {
+        matches!(self, Error::Server { .. })
+    }
+
+    /// The server could not be reached or started.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Error::Transport { .. } | Error::Disconnected { .. })
+    }
+
+    /// The JSON-RPC error object, when the server answered with one.
+    pub fn error_object(&self) -> Option<&ErrorObject> {
+        match self {
+            Error::Server { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC error code, when the server answered with an error.
+    pub fn code(&self) -> Option<i64> {
+        self.error_object().map(|e| e.code)
+    }
+
+    /// The server said the method does not exist.
+    pub fn is_method_not_found(&self) -> bool {
+        self.code() == Some(codes::METHOD_NOT_FOUND)
+    }
+
+    /// What the server wrote to stderr before the connection died, when known.
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            Error::Disconnected { reason, .. } => reason.stderr_tail(),
+            Error::Transport { source, .. } => source.stderr_tail(),
+            _ => None,
+        }
+    }
+
+    /// The name of the server the error is about, when it names one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Error::Server { server, .. }
+            | Error::Timeout { server, .. }
+            | Error::Disconnected { server, .. }
+            | Error::Transport { server, .. }
+            | Error::Protocol { server, .. }
+            | Error::UnsupportedVersion { server, .. }
+            | Error::CapabilityMissing { server, .. }
+            | Error::NotInThisEra { server, .. }
+            | Error::Pagination { server, .. }
+            | Error::InputRequired { server, .. } => Some(server),
+            Error::Config { .. } | Error::Serialize { .. } => None,
+        }
+    }
+}
+
+/// A `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
