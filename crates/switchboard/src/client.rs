@@ -358,9 +358,9 @@ impl Negotiator<'_> {
                 ProbeOutcome::Modern(discover, version) => {
                     Ok((engine, modern_session(*discover, version)))
                 }
-                ProbeOutcome::Legacy | ProbeOutcome::Respawn => Err(Error::Protocol {
+                ProbeOutcome::Legacy | ProbeOutcome::Respawn => Err(Error::WrongEra {
                     server: self.server.clone(),
-                    detail: "the server does not speak the stateless protocol (2026-07-28) and the client is pinned to it".into(),
+                    detail: "it lists only session-era protocol versions; use the auto or legacy era mode".into(),
                 }),
             },
             EraMode::Auto => {
@@ -480,7 +480,17 @@ impl Negotiator<'_> {
                 }
                 Err(error @ (Error::Server { .. } | Error::Timeout { .. })) => {
                     if strict {
-                        return Err(error);
+                        let answer = match &error {
+                            Error::Server { error, .. } => format!("answered it with {error}"),
+                            _ => "did not answer it in time".to_owned(),
+                        };
+                        return Err(Error::WrongEra {
+                            server: self.server.clone(),
+                            detail: format!(
+                                "it {answer} `server/discover`, so it does not speak the stateless \
+                                 protocol (2026-07-28); use the auto or legacy era mode"
+                            ),
+                        });
                     }
                     tracing::debug!(server = %self.server, %error, "probe says legacy server");
                     return Ok(ProbeOutcome::Legacy);

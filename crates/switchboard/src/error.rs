@@ -63,6 +63,14 @@ pub enum Error {
         /// What was wrong.
         detail: String,
     },
+    /// The client is pinned to an era the server does not speak.
+    #[error("server `{server}` does not speak the era this client is pinned to: {detail}")]
+    WrongEra {
+        /// The server's name.
+        server: Arc<str>,
+        /// What the server did, and what to do.
+        detail: String,
+    },
     /// The server answered `initialize` with a version we do not speak.
     #[error(
         "server `{server}` answered with protocol version {server_version}, but this client asked for {requested} and supports {supported}"
@@ -197,6 +205,7 @@ impl Error {
             | Error::Disconnected { server, .. }
             | Error::Transport { server, .. }
             | Error::Protocol { server, .. }
+            | Error::WrongEra { server, .. }
             | Error::UnsupportedVersion { server, .. }
             | Error::CapabilityMissing { server, .. }
             | Error::NotInThisEra { server, .. }

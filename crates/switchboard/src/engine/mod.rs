@@ -145,6 +145,8 @@ struct Shared {
     pending: Mutex<PendingMap>,
     subscribers: Mutex<Vec<mpsc::Sender<ServerNotification>>>,
     skipped_lines: AtomicU64,
+    /// Flips to true once the reader has recorded why the connection died.
+    closed_signal: tokio::sync::watch::Sender<bool>,
 }
 
 struct PendingMap {
@@ -158,6 +160,10 @@ impl Shared {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// How long a failed write waits for the reader to say why the connection
+/// died (a process's exit status arrives within ~100 ms of its exit).
+const SEND_FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 enum Control {
     Cancel { id: i64, reason: &'static str },
@@ -200,6 +206,7 @@ impl Engine {
             }),
             subscribers: Mutex::new(Vec::new()),
             skipped_lines: AtomicU64::new(0),
+            closed_signal: tokio::sync::watch::Sender::new(false),
         });
         let (control, control_rx) = mpsc::unbounded_channel();
         let reader = Reader {
@@ -273,7 +280,10 @@ impl Engine {
             buf.extend_from_slice(params.get().as_bytes());
         }
         buf.push(b'}');
-        self.sink.send(&buf).await.map_err(|e| self.send_failed(e))
+        match self.sink.send(&buf).await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.send_failed(error).await),
+        }
     }
 
     /// Sends request `id` (from [`Engine::allocate_id`]) and waits for its
@@ -331,7 +341,7 @@ impl Engine {
         buf.push(b'}');
         if let Err(error) = self.sink.send(&buf).await {
             guard.cancel = false;
-            return Err(self.send_failed(error));
+            return Err(self.send_failed(error).await);
         }
 
         let start = Instant::now();
@@ -388,9 +398,11 @@ impl Engine {
         }
     }
 
-    fn send_failed(&self, error: TransportError) -> Error {
+    async fn send_failed(&self, error: TransportError) -> Error {
         // A dead pipe usually means the process exited; the reader's reason
-        // (exit status, stderr) is the more useful one when it is known.
+        // (exit status, stderr) is the more useful one and follows shortly.
+        let mut closed = self.shared.closed_signal.subscribe();
+        let _ = tokio::time::timeout(SEND_FAILURE_GRACE, closed.wait_for(|closed| *closed)).await;
         match self.closed_reason() {
             Some(reason) => self.disconnected(reason),
             None => Error::Transport {
@@ -435,6 +447,7 @@ fn fail_all(shared: &Shared, reason: Arc<TransportError>) {
         }
         pending.map.drain().map(|(_, p)| p).collect()
     };
+    shared.closed_signal.send_replace(true);
     // Dropping the senders wakes every waiter with the recorded reason.
     drop(drained);
 }
