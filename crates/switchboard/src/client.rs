@@ -1146,3 +1146,113 @@ mod tests {
         assert_eq!(peek_result_type(&raw), None);
     }
 }
+
+#[cfg(test)]
+mod scripted {
+    //! The client against a scripted modern server over the in-memory pair.
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::transport::memory::{self, MemoryEnd};
+
+    async fn answer(peer: &mut MemoryEnd, result: Value) -> Value {
+        let request: Value = serde_json::from_slice(&peer.recv().await.unwrap()).unwrap();
+        peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string())
+            .await
+            .unwrap();
+        request
+    }
+
+    async fn modern_client() -> (Client, MemoryEnd) {
+        let (client_end, mut server) = memory::pair();
+        let connect = Client::builder()
+            .name("scripted")
+            .connect(client_end.into_connector());
+        let discover = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}});
+        let (client, probe) = tokio::join!(connect, answer(&mut server, discover));
+        let meta = &probe["params"]["_meta"];
+        assert_eq!(probe["method"], "server/discover");
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "switchboard"
+        );
+        assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+        (client.unwrap(), server)
+    }
+
+    #[tokio::test]
+    async fn every_modern_request_carries_meta_and_result_types_are_checked() {
+        let (client, mut server) = modern_client().await;
+
+        // Absent resultType: complete.
+        let (result, request) = tokio::join!(
+            client.call_tool("t", None),
+            answer(
+                &mut server,
+                json!({"content": [{"type": "text", "text": "ok"}]})
+            )
+        );
+        assert!(result.is_ok());
+        let meta = &request["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "switchboard"
+        );
+
+        // Unknown resultType: an error naming it.
+        let (result, _) = tokio::join!(
+            client.call_tool("t", None),
+            answer(
+                &mut server,
+                json!({"resultType": "hologram", "content": []})
+            )
+        );
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, Error::Protocol { .. }) && error.to_string().contains("hologram"),
+            "{error}"
+        );
+
+        // input_required: kept whole for the caller.
+        let (result, _) = tokio::join!(
+            client.call_tool("t", None),
+            answer(
+                &mut server,
+                json!({"resultType": "input_required", "requestState": "abc"})
+            )
+        );
+        match result.unwrap_err() {
+            Error::InputRequired { result, .. } => assert!(result.get().contains("\"abc\"")),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn unknown_content_blocks_do_not_fail_a_result() {
+        let (client, mut server) = modern_client().await;
+        let (result, _) = tokio::join!(
+            client.call_tool("t", None),
+            answer(
+                &mut server,
+                json!({"content": [{"type": "hologram", "x": 1}, {"type": "text", "text": "ok"}]})
+            )
+        );
+        let result = result.unwrap();
+        assert_eq!(result.content.len(), 2);
+        assert_eq!(
+            serde_json::to_value(&result.content[0]).unwrap(),
+            json!({"type": "hologram", "x": 1})
+        );
+    }
+}

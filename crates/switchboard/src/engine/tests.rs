@@ -353,3 +353,43 @@ async fn server_error_is_typed_and_names_the_server() {
     assert_eq!(error.server(), Some("test"));
     assert!(error.to_string().contains("Unknown tool: nope"));
 }
+
+#[tokio::test]
+async fn batches_are_routed_element_by_element() {
+    // JSON-RPC batches exist on 2025-03-26 connections.
+    let (engine, mut peer) = start(EngineConfig::default());
+    let engine = Arc::new(engine);
+    let mut notifications = engine.subscribe();
+    let calls: Vec<_> = (0..2)
+        .map(|_| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let id = engine.allocate_id();
+                engine
+                    .request(id, "tools/list", None, RequestOptions::default())
+                    .await
+            })
+        })
+        .collect();
+    let a = next_json(&mut peer).await;
+    let b = next_json(&mut peer).await;
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": b["id"], "result": {"which": "b"}},
+        {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
+        {"jsonrpc": "2.0", "id": a["id"], "result": {"which": "a"}},
+        {"jsonrpc": "2.0", "id": "srv-1", "method": "ping"},
+    ]);
+    peer.send(batch.to_string()).await.unwrap();
+    let mut answers = Vec::new();
+    for call in calls {
+        let result = call.await.unwrap().unwrap();
+        answers.push(serde_json::from_str::<Value>(result.get()).unwrap()["which"].clone());
+    }
+    assert_eq!(answers, [json!("a"), json!("b")]);
+    assert_eq!(
+        notifications.recv().await.unwrap().method,
+        "notifications/tools/list_changed"
+    );
+    let pong = next_json(&mut peer).await;
+    assert_eq!(pong["id"], "srv-1");
+}
