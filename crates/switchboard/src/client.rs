@@ -1087,8 +1087,8 @@ impl Client {
     /// [`Error::Disconnected`] or [`Error::Transport`] when it cannot be sent.
     ///
     /// # Cancel safety
-    /// Not cancel safe: a dropped send may leave a partial message, so the
-    /// connection is then unusable.
+    /// Cancel safe: a notification dropped midway may or may not be sent,
+    /// and the connection stays usable.
     pub async fn notify<P: Serialize>(&self, method: &str, params: Option<&P>) -> Result<()> {
         let params = params
             .map(serde_json::value::to_raw_value)

@@ -29,7 +29,7 @@
 //! ```
 
 use std::fmt;
-use std::io::{self, IoSlice};
+use std::io;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -237,18 +237,23 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
 /// Writes newline-delimited messages to a byte stream.
 ///
-/// Each message goes out with its newline in one vectored write when the
-/// writer supports it (pipes and sockets do), or through a reused buffer
-/// otherwise, and is then flushed.
+/// Each message goes out with its newline in one write from a reused buffer,
+/// and is then flushed. The buffer also makes writes cancel safe: a frame
+/// left half-written by a dropped call is finished by the next call, so
+/// frames never interleave.
 pub struct LineWriter<W> {
     writer: W,
-    /// Message plus newline, for writers without vectored writes.
+    /// The current frame: message plus newline.
     buf: Vec<u8>,
+    /// How much of `buf` has been written.
+    written: usize,
 }
 
 impl<W> fmt::Debug for LineWriter<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LineWriter").finish_non_exhaustive()
+        f.debug_struct("LineWriter")
+            .field("unfinished", &(self.buf.len() - self.written))
+            .finish_non_exhaustive()
     }
 }
 
@@ -258,6 +263,7 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
         Self {
             writer,
             buf: Vec::new(),
+            written: 0,
         }
     }
 
@@ -268,7 +274,9 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
     /// (the frame would break; nothing is written), or the writer's error.
     ///
     /// # Cancel safety
-    /// Not cancel safe: a dropped write may leave a partial line behind.
+    /// Cancel safe for the framing: if the future is dropped midway, the
+    /// rest of that frame is written first by the next call (the dropped
+    /// message itself may or may not reach the peer).
     pub async fn write_message(&mut self, message: &[u8]) -> io::Result<()> {
         if memchr::memchr(b'\n', message).is_some() {
             return Err(io::Error::new(
@@ -276,28 +284,30 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
                 "a newline-delimited message must not contain a newline",
             ));
         }
-        if self.writer.is_write_vectored() {
-            let newline = [b'\n'];
-            let mut slices = [IoSlice::new(message), IoSlice::new(&newline)];
-            let mut slices: &mut [IoSlice<'_>] = &mut slices;
-            while !slices.is_empty() {
-                let written = self.writer.write_vectored(slices).await?;
-                if written == 0 {
-                    return Err(io::ErrorKind::WriteZero.into());
-                }
-                IoSlice::advance_slices(&mut slices, written);
-            }
-        } else {
-            self.buf.clear();
-            self.buf.reserve(message.len() + 1);
-            self.buf.extend_from_slice(message);
-            self.buf.push(b'\n');
-            self.writer.write_all(&self.buf).await?;
-            if self.buf.capacity() > SHRINK_BUFFER_ABOVE {
-                self.buf = Vec::new();
-            }
+        self.drain().await?;
+        self.buf.clear();
+        self.written = 0;
+        self.buf.reserve(message.len() + 1);
+        self.buf.extend_from_slice(message);
+        self.buf.push(b'\n');
+        self.drain().await?;
+        if self.buf.capacity() > SHRINK_BUFFER_ABOVE {
+            self.buf = Vec::new();
+            self.written = 0;
         }
         self.writer.flush().await
+    }
+
+    /// Writes what is left of the current frame.
+    async fn drain(&mut self) -> io::Result<()> {
+        while self.written < self.buf.len() {
+            let n = self.writer.write(&self.buf[self.written..]).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.written += n;
+        }
+        Ok(())
     }
 
     /// Shuts the writer down (for a pipe: the reader sees end of file).
@@ -478,6 +488,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> MessageStream for IoStream<R> {
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
+    use std::io::IoSlice;
     use std::pin::Pin;
     use std::task::{Context, Poll};
     use std::time::Duration;
@@ -722,6 +733,30 @@ mod tests {
         let error = writer.write_message(b"{\n}").await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
         assert!(writer.get_ref().calls.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_write_is_finished_by_the_next_one() {
+        let (a, b) = tokio::io::duplex(16);
+        let mut writer = LineWriter::new(a);
+        let mut reader = LineReader::new(b);
+        let first = vec![b'x'; 1000];
+        // Nobody reads yet: the write fills the pipe, then is dropped.
+        let dropped =
+            tokio::time::timeout(Duration::from_millis(20), writer.write_message(&first)).await;
+        assert!(dropped.is_err(), "the write must have been interrupted");
+        let ((), read) = tokio::join!(
+            async {
+                writer.write_message(b"second").await.unwrap();
+                drop(writer);
+            },
+            read_all(&mut reader),
+        );
+        assert_eq!(
+            read,
+            [first, b"second".to_vec()],
+            "frames must not interleave"
+        );
     }
 
     #[tokio::test]

@@ -25,8 +25,10 @@ pub trait MessageSink: Send + Sync + 'static {
     /// adds its own: a newline on stdio).
     ///
     /// # Cancel safety
-    /// Not cancel safe: a send dropped midway may leave a partial frame, so
-    /// the engine never drops a send it started.
+    /// Implementations keep the framing intact when a send is dropped
+    /// midway (a caller may drop a request future at any point): the
+    /// dropped message may or may not reach the peer, but never corrupts
+    /// the next one.
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>>;
 
     /// Closes the connection gracefully (stdio: close stdin, wait, SIGTERM,
