@@ -376,3 +376,45 @@ async fn stderr_flood_keeps_the_tail_without_blocking_the_server() {
     assert!(stderr.dropped_bytes() > 500_000);
     assert_eq!(stderr.tail(2), "99999\n100000");
 }
+
+#[tokio::test]
+async fn dropping_the_connection_lets_the_server_finish_its_exit_work() {
+    // Dropping is as polite as `close`: the server sees the end of its input
+    // and runs its exit path, instead of being killed mid-write.
+    let marker = std::env::temp_dir().join(format!("switchboard-drop-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let script = format!(
+        "echo ready; cat >/dev/null; sleep 0.2; echo saved > '{}'",
+        marker.display()
+    );
+    let mut connection = connect(&sh(&script)).await;
+    assert_eq!(recv_line(&mut connection).await, "ready");
+    drop(connection);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !marker.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let saved = std::fs::read_to_string(&marker).unwrap_or_default();
+    let _ = std::fs::remove_file(&marker);
+    assert_eq!(
+        saved.trim(),
+        "saved",
+        "the server was killed before it finished"
+    );
+}
+
+#[tokio::test]
+async fn dropping_a_stubborn_server_still_ends_it_after_the_grace() {
+    let grace = Duration::from_millis(200);
+    let script = "trap '' TERM; echo $$; while true; do sleep 0.1; done";
+    let mut connection = connect(&sh(script).shutdown_grace(grace)).await;
+    let pid: u32 = recv_line(&mut connection).await.parse().unwrap();
+    let started = Instant::now();
+    drop(connection);
+    wait_gone(&[pid], Duration::from_secs(3));
+    assert!(
+        started.elapsed() >= grace * 2,
+        "killed before the grace: {:?}",
+        started.elapsed()
+    );
+}

@@ -575,52 +575,65 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        let Some(mut child) = self.child.get_mut().take() else {
+        let Some(child) = self.child.get_mut().take() else {
             return;
         };
-        // Plain system calls, no runtime needed: SIGKILL to the process
-        // group on Unix, TerminateJobObject on Windows.
-        if let Err(error) = child.start_kill() {
-            tracing::debug!(server = %self.command, %error, "killing the server failed");
-        }
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        reap_in_background(child, self.command.clone());
+        shutdown_in_background(child, self.command.clone(), self.grace);
     }
 }
 
-/// Waits for a killed child so it does not stay a zombie.
+/// The same polite sequence as `close` — the end of input (stdin closes as
+/// the sink is dropped), wait, SIGTERM, wait, SIGKILL — then a kill of
+/// whatever the server left running in its group, and reaping.
 ///
-/// `Drop` may run outside any runtime (after it shut down), and must not
-/// block the thread it runs on, so a short-lived thread does the waiting. A
-/// `SIGKILL`ed process normally dies within a millisecond, which ends the
-/// thread.
-fn reap_in_background(mut child: Box<dyn ChildWrapper>, server: String) {
+/// `Drop` may run outside any runtime (after it shut down) and must not
+/// block the thread it runs on, so a short-lived thread does the waiting; it
+/// ends as soon as the server has exited, which a well-behaved server does
+/// at once when its input ends.
+fn shutdown_in_background(mut child: Box<dyn ChildWrapper>, server: String, grace: Duration) {
     let spawned = std::thread::Builder::new()
-        .name("switchboard-reaper".to_owned())
+        .name("switchboard-shutdown".to_owned())
         .spawn(move || {
-            let started = std::time::Instant::now();
-            let mut pause = Duration::from_millis(1);
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) => return,
-                    Ok(None) => {}
-                    Err(error) => {
-                        tracing::debug!(server = %server, %error, "reaping the server failed");
-                        return;
-                    }
-                }
-                if started.elapsed() > REAPER_PATIENCE {
-                    tracing::warn!(server = %server, "server process did not die after SIGKILL");
-                    return;
-                }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(100));
+            let mut exited = wait_for_exit(&mut *child, grace, &server);
+            #[cfg(unix)]
+            if !exited {
+                tracing::debug!(server = %server, "server ignored the end of its input; sending SIGTERM");
+                let _ = child.signal(libc::SIGTERM);
+                exited = wait_for_exit(&mut *child, grace, &server);
+            }
+            if !exited {
+                tracing::debug!(server = %server, "server did not exit; killing it");
+            }
+            // Kills the server if still running, and in any case the
+            // children it left in its group.
+            let _ = child.start_kill();
+            if !exited && !wait_for_exit(&mut *child, REAPER_PATIENCE, &server) {
+                tracing::warn!(server = %server, "server process did not die after SIGKILL");
             }
         });
     if let Err(error) = spawned {
-        tracing::warn!(%error, "could not start a thread to reap the server process");
+        tracing::warn!(%error, "could not start a thread to stop the server; killing it now");
+    }
+}
+
+/// Polls for the child's exit (reaping it) for up to `patience`.
+fn wait_for_exit(child: &mut dyn ChildWrapper, patience: Duration, server: &str) -> bool {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return true,
+            Ok(None) => {}
+            Err(error) => {
+                tracing::debug!(server = %server, %error, "waiting for the server failed");
+                return true;
+            }
+        }
+        if started.elapsed() >= patience {
+            return false;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
