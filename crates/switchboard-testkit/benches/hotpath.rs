@@ -106,8 +106,20 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(quick: bool, timeout: Duration) -> Plan {
-        if quick {
+    fn new(quick: bool, smoke: bool, timeout: Duration) -> Plan {
+        if smoke {
+            // `cargo test` runs this binary too (an unoptimized build): check
+            // that every client and metric works, measure nothing.
+            Plan {
+                warmup: 5,
+                sequential: 20,
+                throughput: 256,
+                blob_1m_reps: 1,
+                blob_16m_reps: 1,
+                cold_reps: 1,
+                timeout,
+            }
+        } else if quick {
             Plan {
                 warmup: 100,
                 sequential: 500,
@@ -739,6 +751,8 @@ fn child_main(kind: ClientKind, plan: Plan, skip: Vec<String>) {
 
 struct Options {
     quick: bool,
+    /// Run by `cargo test` (no `--bench`): a tiny smoke run.
+    smoke: bool,
     only: Option<Vec<ClientKind>>,
     timeout: Duration,
     rounds: Option<usize>,
@@ -748,16 +762,19 @@ struct Options {
 fn parse_options() -> Options {
     let mut opts = Options {
         quick: std::env::var_os("HOTPATH_QUICK").is_some(),
+        smoke: false,
         only: None,
         timeout: Duration::from_secs(30),
         rounds: None,
         skip: Vec::new(),
     };
+    let mut saw_bench = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => opts.quick = true,
-            "--bench" => {} // passed by `cargo bench`
+            "--smoke" => opts.smoke = true,
+            "--bench" => saw_bench = true, // passed by `cargo bench`
             "--only" => {
                 let list = args.next().unwrap_or_default();
                 let kinds = list
@@ -804,6 +821,14 @@ fn parse_options() -> Options {
             other => eprintln!("hotpath: ignoring argument {other:?}"),
         }
     }
+    // Without `--bench` the parent was started by `cargo test`.
+    if !saw_bench && std::env::var_os(CHILD_ENV).is_none() {
+        opts.smoke = true;
+    }
+    if opts.smoke {
+        opts.quick = true;
+        opts.timeout = opts.timeout.min(Duration::from_secs(10));
+    }
     opts
 }
 
@@ -826,6 +851,9 @@ async fn run_child(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
+    if opts.smoke {
+        cmd.arg("--smoke");
+    }
     if opts.quick {
         cmd.arg("--quick");
     }
@@ -1001,7 +1029,7 @@ fn combine(key: &str, rounds: &[Outcome]) -> Outcome {
 
 fn parent_main(opts: Options) {
     let kinds: Vec<ClientKind> = opts.only.clone().unwrap_or_else(|| CLIENTS.to_vec());
-    let plan = Plan::new(opts.quick, opts.timeout);
+    let plan = Plan::new(opts.quick, opts.smoke, opts.timeout);
     let rounds = opts.rounds.unwrap_or(if opts.quick { 1 } else { 5 });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1012,7 +1040,13 @@ fn parent_main(opts: Options) {
         "hotpath: {} run, {rounds} round(s), clients interleaved; each client in its own process \
          on a tokio multi_thread runtime (default worker_threads = {} = available_parallelism), \
          workload in a spawned task",
-        if opts.quick { "quick" } else { "full" },
+        if opts.smoke {
+            "smoke (cargo test: checks every metric works; the numbers mean nothing)"
+        } else if opts.quick {
+            "quick"
+        } else {
+            "full"
+        },
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!(
@@ -1108,7 +1142,11 @@ fn parent_main(opts: Options) {
         println!("(n×) = ratio to raw");
     }
     print_table(&kinds, &results);
-    check_targets(&kinds, &results);
+    if opts.smoke {
+        println!("\ntargets: not judged in a smoke run (use `cargo bench`)");
+    } else {
+        check_targets(&kinds, &results);
+    }
 }
 
 fn main() {
@@ -1119,7 +1157,7 @@ fn main() {
                 eprintln!("{CHILD_ENV}={id:?}: unknown client");
                 std::process::exit(2);
             };
-            let plan = Plan::new(opts.quick, opts.timeout);
+            let plan = Plan::new(opts.quick, opts.smoke, opts.timeout);
             child_main(kind, plan, opts.skip);
         }
         Err(_) => parent_main(opts),
