@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
+use switchboard::transport::http::{HttpConfig, HttpTransport};
 use switchboard::transport::stdio::StdioConfig;
 use switchboard::{Client, EraMode};
 
 /// Exit codes, as documented in README.md.
 mod exit {
     pub(crate) const USAGE: u8 = 1;
-    // 3 (authorization required) arrives with the HTTP transports and OAuth.
+    pub(crate) const AUTH_REQUIRED: u8 = 3;
     pub(crate) const UNREACHABLE: u8 = 4;
     pub(crate) const TOOL_ERROR: u8 = 5;
 }
@@ -54,9 +55,29 @@ struct ServerArgs {
     /// Always show what the server wrote to stderr.
     #[arg(long)]
     server_logs: bool,
+    /// A remote server's URL, instead of a command.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    url: Option<String>,
+    /// A header for every HTTP request, 'Name: value' (repeatable).
+    #[arg(
+        long = "header",
+        short = 'H',
+        value_name = "NAME: VALUE",
+        requires = "url"
+    )]
+    headers: Vec<String>,
+    /// The HTTP transport: auto (detect), or http (Streamable HTTP only).
+    #[arg(long, value_enum, default_value_t = TransportArg::Auto, requires = "url")]
+    transport: TransportArg,
     /// The server command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum TransportArg {
+    Auto,
+    Http,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -196,6 +217,7 @@ impl Failure {
 
     fn from_client(error: switchboard::Error) -> Self {
         let code = match &error {
+            e if e.is_auth_required() => exit::AUTH_REQUIRED,
             // A server that cannot be started, dies, or never answers.
             e if e.is_unreachable() || e.is_timeout() => exit::UNREACHABLE,
             _ => exit::USAGE,
@@ -360,8 +382,22 @@ fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
     Ok(config)
 }
 
+fn http_config(server: &ServerArgs, url: &str) -> Result<HttpConfig, Failure> {
+    let mut config = HttpConfig::new(url).transport(match server.transport {
+        TransportArg::Auto => HttpTransport::Auto,
+        TransportArg::Http => HttpTransport::StreamableHttp,
+    });
+    for header in &server.headers {
+        let (name, value) = header
+            .split_once(':')
+            .with_context(|| format!("--header {header:?} is not 'Name: value'"))
+            .map_err(Failure::usage)?;
+        config = config.header(name.trim(), value.trim());
+    }
+    Ok(config)
+}
+
 async fn connect(server: &ServerArgs) -> Result<(Client, Duration), Failure> {
-    let config = stdio_config(server)?;
     if !server.timeout.is_finite() || server.timeout <= 0.0 {
         return Err(Failure::usage(anyhow::anyhow!(
             "--timeout must be a positive number of seconds"
@@ -373,11 +409,13 @@ async fn connect(server: &ServerArgs) -> Result<(Client, Duration), Failure> {
         EraArg::Legacy => EraMode::Legacy,
     };
     let started = Instant::now();
-    let client = Client::builder()
+    let builder = Client::builder()
         .era_mode(mode)
-        .request_timeout(Duration::from_secs_f64(server.timeout))
-        .connect(config)
-        .await?;
+        .request_timeout(Duration::from_secs_f64(server.timeout));
+    let client = match &server.url {
+        Some(url) => builder.connect(http_config(server, url)?).await?,
+        None => builder.connect(stdio_config(server)?).await?,
+    };
     Ok((client, started.elapsed()))
 }
 

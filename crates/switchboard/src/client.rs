@@ -331,8 +331,11 @@ struct Negotiator<'a> {
 
 impl Negotiator<'_> {
     async fn open(&self) -> Result<Engine> {
-        let connection = self
-            .connector
+        self.open_with(self.connector).await
+    }
+
+    async fn open_with(&self, connector: &dyn Connector) -> Result<Engine> {
+        let connection = connector
             .connect()
             .await
             .map_err(|source| Error::Transport {
@@ -347,13 +350,32 @@ impl Negotiator<'_> {
         ))
     }
 
+    /// `initialize`, and when a Streamable HTTP endpoint refuses it outright
+    /// (400, 404, 405), the same on the connector's fallback transport.
+    async fn initialize_or_fall_back(&self, engine: Engine) -> Result<(Engine, ServerSession)> {
+        match self.initialize(&engine).await {
+            Ok(session) => Ok((engine, session)),
+            Err(error) => {
+                let refused = matches!(&error, Error::Transport { source, .. }
+                    if matches!(source.http_status(), Some(400 | 404 | 405)));
+                match self.connector.fallback() {
+                    Some(fallback) if refused => {
+                        tracing::debug!(server = %self.server, %error, "Streamable HTTP refused; trying the legacy HTTP+SSE transport");
+                        engine.close().await;
+                        let engine = self.open_with(&*fallback).await?;
+                        let session = self.initialize(&engine).await?;
+                        Ok((engine, session))
+                    }
+                    _ => Err(error),
+                }
+            }
+        }
+    }
+
     async fn negotiate(&mut self) -> Result<(Engine, ServerSession)> {
         let engine = self.open().await?;
         match self.builder.mode {
-            EraMode::Legacy => {
-                let session = self.initialize(&engine).await?;
-                Ok((engine, session))
-            }
+            EraMode::Legacy => self.initialize_or_fall_back(engine).await,
             EraMode::Modern => match self.probe(&engine, true).await? {
                 ProbeOutcome::Modern(discover, version) => {
                     Ok((engine, modern_session(*discover, version)))
@@ -378,10 +400,7 @@ impl Negotiator<'_> {
                     ProbeOutcome::Modern(discover, version) => {
                         Ok((engine, modern_session(*discover, version)))
                     }
-                    ProbeOutcome::Legacy => {
-                        let session = self.initialize(&engine).await?;
-                        Ok((engine, session))
-                    }
+                    ProbeOutcome::Legacy => self.initialize_or_fall_back(engine).await,
                     ProbeOutcome::Respawn => {
                         engine.close().await;
                         drop(engine);
@@ -478,6 +497,21 @@ impl Negotiator<'_> {
                 {
                     return Err(error);
                 }
+                // Over the network, silence and server errors are outages,
+                // not evidence of an older server; credentials are never a
+                // reason to try another era or transport.
+                Err(error @ (Error::Timeout { .. } | Error::Transport { .. }))
+                    if self.connector.is_remote() && !is_legacy_evidence(&error) =>
+                {
+                    return Err(error);
+                }
+                Err(error @ Error::Transport { .. }) if is_legacy_evidence(&error) => {
+                    if strict {
+                        return Err(error);
+                    }
+                    tracing::debug!(server = %self.server, %error, "HTTP probe refused; trying initialize");
+                    return Ok(ProbeOutcome::Legacy);
+                }
                 Err(error @ (Error::Server { .. } | Error::Timeout { .. })) => {
                     if strict {
                         let answer = match &error {
@@ -568,6 +602,20 @@ impl Negotiator<'_> {
             respawned: false,
             negotiation_time: Duration::ZERO,
         })
+    }
+}
+
+/// An HTTP answer to the probe that means "not a modern server": a 4xx
+/// other than 401/403 without a modern JSON-RPC error body.
+fn is_legacy_evidence(error: &Error) -> bool {
+    match error {
+        Error::Transport { source, .. } => {
+            !source.is_auth_required()
+                && source
+                    .http_status()
+                    .is_some_and(|status| (400..500).contains(&status))
+        }
+        _ => false,
     }
 }
 

@@ -25,6 +25,18 @@ pub enum Error {
         /// The error object, as sent.
         error: Box<ErrorObject>,
     },
+    /// The request may have reached the server, but its response was lost
+    /// (its stream broke, or the session ended). It was not sent again,
+    /// since that could run it twice.
+    #[error("server `{server}`: the response to `{method}` was lost: {reason}")]
+    ResponseLost {
+        /// The server's name.
+        server: Arc<str>,
+        /// The method.
+        method: String,
+        /// What happened.
+        reason: String,
+    },
     /// No answer within the timeout; the request was cancelled.
     #[error(
         "server `{server}` did not answer `{method}` within {after:.1?} (raise the request timeout if it needs longer)"
@@ -170,6 +182,15 @@ impl Error {
         matches!(self, Error::Transport { .. } | Error::Disconnected { .. })
     }
 
+    /// The server wants credentials (HTTP 401/403).
+    pub fn is_auth_required(&self) -> bool {
+        match self {
+            Error::Transport { source, .. } => source.is_auth_required(),
+            Error::Disconnected { reason, .. } => reason.is_auth_required(),
+            _ => false,
+        }
+    }
+
     /// The JSON-RPC error object, when the server answered with one.
     pub fn error_object(&self) -> Option<&ErrorObject> {
         match self {
@@ -202,6 +223,7 @@ impl Error {
         match self {
             Error::Server { server, .. }
             | Error::Timeout { server, .. }
+            | Error::ResponseLost { server, .. }
             | Error::Disconnected { server, .. }
             | Error::Transport { server, .. }
             | Error::Protocol { server, .. }

@@ -357,6 +357,11 @@ impl Engine {
                     guard.cancel = false;
                     return match outcome {
                         Ok(Ok(result)) => Ok(result),
+                        Ok(Err(error)) if is_transport_made(&error) => Err(Error::ResponseLost {
+                            server: self.shared.server.clone(),
+                            method: method.to_owned(),
+                            reason: error.message,
+                        }),
                         Ok(Err(error)) => Err(Error::Server {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
@@ -450,6 +455,16 @@ fn fail_all(shared: &Shared, reason: Arc<TransportError>) {
     shared.closed_signal.send_replace(true);
     // Dropping the senders wakes every waiter with the recorded reason.
     drop(drained);
+}
+
+/// An error answer a transport made up (see [`crate::transport::RESPONSE_LOST`]).
+fn is_transport_made(error: &ErrorObject) -> bool {
+    error.code == crate::transport::RESPONSE_LOST
+        && error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("switchboard"))
+            .is_some_and(|v| v == "response_lost")
 }
 
 fn itoa_i64(n: i64) -> String {

@@ -12,9 +12,17 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 pub mod framing;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod memory;
+pub mod sse;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+
+/// The JSON-RPC error code a transport uses to fail one request whose
+/// response can no longer arrive (a response stream lost mid-flight). Never
+/// sent by servers; the engine turns it into `Error::ResponseLost`.
+pub const RESPONSE_LOST: i64 = -32099;
 
 /// A boxed, `Send` future, as transport trait methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -76,6 +84,18 @@ pub trait Connector: Send + Sync + 'static {
     /// A short human description for messages: the command line or the URL,
     /// without secrets.
     fn describe(&self) -> String;
+
+    /// Whether this is a network transport, where a missing answer to the
+    /// era probe is an outage rather than evidence of an older server.
+    fn is_remote(&self) -> bool {
+        false
+    }
+
+    /// Another transport to try when this one is refused outright (Streamable
+    /// HTTP falling back to the legacy HTTP+SSE transport).
+    fn fallback(&self) -> Option<std::sync::Arc<dyn Connector>> {
+        None
+    }
 }
 
 /// How a server process ended.
@@ -145,6 +165,48 @@ pub enum TransportError {
     /// A one-shot connector was asked to connect a second time.
     #[error("this transport can connect only once")]
     AlreadyConnected,
+    /// The server wants credentials (HTTP 401 or 403). Never a reason to
+    /// try another transport.
+    #[error("server requires authorization (HTTP {status})")]
+    AuthorizationRequired {
+        /// 401 or 403.
+        status: u16,
+        /// The `WWW-Authenticate` challenge, if any.
+        www_authenticate: Option<String>,
+    },
+    /// The server answered with an HTTP error status and no JSON-RPC error.
+    #[error("server answered HTTP {status}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+    HttpStatus {
+        /// The status code.
+        status: u16,
+        /// The start of the body, for the message.
+        body: String,
+    },
+    /// The server no longer knows the session (HTTP 404 on a request that
+    /// carried `Mcp-Session-Id`).
+    #[error("server ended the session (HTTP 404 for session {session_id:?})")]
+    SessionExpired {
+        /// The session that was lost.
+        session_id: String,
+    },
+    /// The HTTP exchange failed (connect, TLS, I/O, timeout).
+    #[error("HTTP request to {url} failed")]
+    Http {
+        /// The URL, without credentials.
+        url: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A stream went silent for longer than the idle read timeout.
+    #[error("no data from the server for {0:?} (the idle read timeout)")]
+    IdleTimeout(std::time::Duration),
+    /// The server's event stream broke the SSE format or its size limit.
+    #[error("bad event stream from the server")]
+    Sse(#[source] sse::SseError),
+    /// A transport setting is invalid (a bad URL or header).
+    #[error("invalid transport setting: {0}")]
+    Config(String),
 }
 
 impl TransportError {
@@ -158,6 +220,21 @@ impl TransportError {
             }
             _ => None,
         }
+    }
+
+    /// The HTTP status, when the server answered with an error status.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            TransportError::HttpStatus { status, .. }
+            | TransportError::AuthorizationRequired { status, .. } => Some(*status),
+            TransportError::SessionExpired { .. } => Some(404),
+            _ => None,
+        }
+    }
+
+    /// The server asked for credentials.
+    pub fn is_auth_required(&self) -> bool {
+        matches!(self, TransportError::AuthorizationRequired { .. })
     }
 
     /// The exit status, when the server process exited.

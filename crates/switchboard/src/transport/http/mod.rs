@@ -1,0 +1,323 @@
+//! Remote servers over HTTP: Streamable HTTP for both protocol eras.
+//!
+//! The transport learns what it needs from the messages it carries — the
+//! negotiated version from the `initialize` result, the per-request version
+//! from `_meta`, the method and name for the 2026-07-28 routing headers — so
+//! the engine above it stays transport-agnostic.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use base64::Engine as _;
+
+use super::{BoxFuture, Connection, Connector, TransportError};
+
+mod streamable;
+
+/// Supplies the `Authorization` header. Consulted before every request; told
+/// about every 401 and 403 so it can refresh or re-authorize.
+pub trait AuthProvider: Send + Sync + 'static {
+    /// The header value (e.g. `Bearer …`) for a request to `url`, if any.
+    fn authorization(&self, url: &str) -> BoxFuture<'_, Option<String>>;
+
+    /// The server refused the credentials (`status` 401 or 403), with its
+    /// `WWW-Authenticate` challenge.
+    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, ()>;
+}
+
+/// Which HTTP transport to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpTransport {
+    /// Streamable HTTP, falling back to legacy HTTP+SSE when the server
+    /// refuses it (default).
+    #[default]
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+}
+
+/// Default for [`HttpConfig::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`HttpConfig::read_timeout`].
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default for [`HttpConfig::max_body_size`] and [`HttpConfig::max_event_size`].
+pub const DEFAULT_MAX_BODY_SIZE: usize = 64 * 1024 * 1024;
+
+/// A remote MCP server. Setters never fail; `connect` reports the first bad
+/// setting.
+#[must_use]
+#[derive(Clone)]
+pub struct HttpConfig {
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) auth: Option<Arc<dyn AuthProvider>>,
+    pub(crate) transport: HttpTransport,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) read_timeout: Duration,
+    pub(crate) max_body_size: usize,
+    pub(crate) max_event_size: usize,
+    pub(crate) client: Option<reqwest::Client>,
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values are often credentials: names only.
+        let headers: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("HttpConfig")
+            .field("url", &redact_url(&self.url))
+            .field("headers", &headers)
+            .field("auth", &self.auth.is_some())
+            .field("transport", &self.transport)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("max_body_size", &self.max_body_size)
+            .field("max_event_size", &self.max_event_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpConfig {
+    /// A server at `url` (its MCP endpoint).
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            headers: Vec::new(),
+            auth: None,
+            transport: HttpTransport::Auto,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            max_body_size: DEFAULT_MAX_BODY_SIZE,
+            max_event_size: DEFAULT_MAX_BODY_SIZE,
+            client: None,
+        }
+    }
+
+    /// Adds a header sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Supplies `Authorization` headers and hears about 401/403.
+    pub fn auth(mut self, provider: Arc<dyn AuthProvider>) -> Self {
+        self.auth = Some(provider);
+        self
+    }
+
+    /// Which transport to speak (default [`HttpTransport::Auto`]).
+    pub fn transport(mut self, transport: HttpTransport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// TCP and TLS connect timeout (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Longest silence on a response body or event stream before it is
+    /// considered dead (default 5 min). Streams have no total timeout.
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Largest JSON response body accepted (default 64 MiB).
+    pub fn max_body_size(mut self, bytes: usize) -> Self {
+        self.max_body_size = bytes;
+        self
+    }
+
+    /// Largest single SSE event accepted (default 64 MiB).
+    pub fn max_event_size(mut self, bytes: usize) -> Self {
+        self.max_event_size = bytes;
+        self
+    }
+
+    /// Uses this `reqwest` client instead of the shared one.
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    fn validate(&self) -> Result<url::Url, TransportError> {
+        let url = url::Url::parse(&self.url).map_err(|e| {
+            TransportError::Config(format!("bad server URL {:?}: {e}", redact_url(&self.url)))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(TransportError::Config(format!(
+                "server URL {:?} must start with http:// or https://",
+                redact_url(&self.url)
+            )));
+        }
+        for (name, value) in &self.headers {
+            reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| TransportError::Config(format!("bad header name {name:?}")))?;
+            reqwest::header::HeaderValue::from_str(value)
+                .map_err(|_| TransportError::Config(format!("bad value for header {name:?}")))?;
+        }
+        for (setting, value) in [
+            ("max_body_size", self.max_body_size),
+            ("max_event_size", self.max_event_size),
+        ] {
+            if value == 0 {
+                return Err(TransportError::Config(format!(
+                    "{setting} must be at least 1"
+                )));
+            }
+        }
+        if self.read_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(TransportError::Config(
+                "timeouts must be greater than zero".into(),
+            ));
+        }
+        Ok(url)
+    }
+
+    /// The shared pooled client, or one built for non-default settings.
+    fn http_client(&self) -> Result<reqwest::Client, TransportError> {
+        if let Some(client) = &self.client {
+            return Ok(client.clone());
+        }
+        if self.connect_timeout == DEFAULT_CONNECT_TIMEOUT {
+            static SHARED: OnceLock<reqwest::Client> = OnceLock::new();
+            if let Some(client) = SHARED.get() {
+                return Ok(client.clone());
+            }
+            let client = build_client(DEFAULT_CONNECT_TIMEOUT)?;
+            return Ok(SHARED.get_or_init(|| client).clone());
+        }
+        build_client(self.connect_timeout)
+    }
+}
+
+fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, TransportError> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            // Only same-origin 307/308: other redirects would change the
+            // method or leak headers to another host.
+            let same_origin = attempt
+                .previous()
+                .last()
+                .is_some_and(|from| from.origin() == attempt.url().origin());
+            let status = attempt.status().as_u16();
+            if same_origin && matches!(status, 307 | 308) && attempt.previous().len() < 5 {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        }))
+        .build()
+        .map_err(|e| TransportError::Config(format!("cannot build the HTTP client: {e}")))
+}
+
+impl Connector for HttpConfig {
+    fn connect(&self) -> BoxFuture<'_, Result<Connection, TransportError>> {
+        Box::pin(async move {
+            let url = self.validate()?;
+            let client = self.http_client()?;
+            Ok(streamable::connect(self, url, client))
+        })
+    }
+
+    fn describe(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+}
+
+/// The URL without user info or query (which may hold secrets).
+pub(crate) fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            if parsed.query().is_some() {
+                parsed.set_query(Some("…"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => url.chars().take(200).collect(),
+    }
+}
+
+/// A header value as the 2026-07-28 rules require: plain when it is safe
+/// visible ASCII without edge whitespace, else `=?base64?…?=`.
+pub(crate) fn encode_header_value(value: &str) -> String {
+    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
+    let safe = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
+        && !value.starts_with([' ', '\t'])
+        && !value.ends_with([' ', '\t'])
+        && !looks_encoded;
+    if safe {
+        value.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_follow_the_encoding_rules() {
+        assert_eq!(encode_header_value("us-west1"), "us-west1");
+        assert_eq!(
+            encode_header_value("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(encode_header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(
+            encode_header_value("line1\nline2"),
+            "=?base64?bGluZTEKbGluZTI=?="
+        );
+        assert_eq!(
+            encode_header_value("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+        assert_eq!(encode_header_value("file:///a b.txt"), "file:///a b.txt");
+    }
+
+    #[test]
+    fn urls_are_redacted() {
+        assert_eq!(
+            redact_url("https://user:secret@example.com/mcp?key=abc"),
+            "https://example.com/mcp?%E2%80%A6"
+        );
+        let config =
+            HttpConfig::new("https://example.com/mcp").header("Authorization", "Bearer secret");
+        assert!(!format!("{config:?}").contains("secret"));
+    }
+
+    #[test]
+    fn bad_settings_are_reported() {
+        assert!(HttpConfig::new("ftp://x").validate().is_err());
+        assert!(HttpConfig::new("not a url").validate().is_err());
+        assert!(
+            HttpConfig::new("http://x")
+                .header("bad name", "v")
+                .validate()
+                .is_err()
+        );
+        assert!(
+            HttpConfig::new("http://x")
+                .max_body_size(0)
+                .validate()
+                .is_err()
+        );
+        assert!(HttpConfig::new("http://127.0.0.1:1/mcp").validate().is_ok());
+    }
+}

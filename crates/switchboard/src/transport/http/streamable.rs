@@ -1,0 +1,830 @@
+//! Streamable HTTP (2025-03-26 … 2025-11-25 sessions, and 2026-07-28
+//! stateless requests).
+//!
+//! `send` POSTs the message and, for a JSON answer, reads it inline (no task
+//! hop); an SSE answer is read by a task owned by the connection. Everything
+//! the server says is queued for `recv`.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+use switchboard_types::RequestId;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::{AuthProvider, HttpConfig, encode_header_value, redact_url};
+use crate::transport::sse::{SseEvent, SseParser};
+use crate::transport::{
+    BoxFuture, Connection, MessageSink, MessageStream, RESPONSE_LOST, TransportError,
+};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+const LAST_EVENT_ID: &str = "last-event-id";
+/// Messages queued for the engine's reader.
+const QUEUE: usize = 1024;
+/// Resumptions of one broken response stream before its request fails.
+const MAX_RESUMES: u32 = 3;
+/// Reconnections of the GET stream before it is given up.
+const MAX_GET_RETRIES: u32 = 5;
+/// Bytes of an error body kept for a message.
+const ERROR_BODY_PREVIEW: usize = 512;
+
+type Queued = Result<Vec<u8>, TransportError>;
+
+pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Client) -> Connection {
+    let (queue, rx) = mpsc::channel(QUEUE);
+    let closing = CancellationToken::new();
+    let mut headers = HeaderMap::new();
+    for (name, value) in &config.headers {
+        // Validated by `HttpConfig::validate`.
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    let shared = Arc::new(Shared {
+        client,
+        display: redact_url(url.as_str()),
+        url,
+        headers,
+        auth: config.auth.clone(),
+        read_timeout: config.read_timeout,
+        max_body_size: config.max_body_size,
+        max_event_size: config.max_event_size,
+        state: Mutex::new(State::default()),
+        queue,
+        closing: closing.clone(),
+        tasks: Mutex::new(JoinSet::new()),
+        reinit: tokio::sync::Mutex::new(()),
+    });
+    let life = Arc::new(closing.clone().drop_guard());
+    Connection {
+        sink: Arc::new(HttpSink {
+            shared: shared.clone(),
+            _life: life.clone(),
+        }),
+        stream: Box::new(HttpStream {
+            rx,
+            closing,
+            _life: life,
+        }),
+        stderr: None,
+    }
+}
+
+struct Shared {
+    client: reqwest::Client,
+    url: url::Url,
+    display: String,
+    headers: HeaderMap,
+    auth: Option<Arc<dyn AuthProvider>>,
+    read_timeout: Duration,
+    max_body_size: usize,
+    max_event_size: usize,
+    state: Mutex<State>,
+    queue: mpsc::Sender<Queued>,
+    /// Cancelled on close, or when both halves of the connection are gone.
+    closing: CancellationToken,
+    tasks: Mutex<JoinSet<()>>,
+    /// Held while a lost session is re-established.
+    reinit: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct State {
+    session_id: Option<String>,
+    /// The version `initialize` settled on (session era).
+    negotiated_version: Option<String>,
+    /// The `initialize` request, kept to re-establish a lost session.
+    initialize: Option<Vec<u8>>,
+    /// Response streams by request id, closed to cancel (stateless era).
+    streams: HashMap<RequestId, tokio::task::AbortHandle>,
+    get_stream_started: bool,
+}
+
+impl Shared {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn http_error(&self, error: reqwest::Error) -> TransportError {
+        TransportError::Http {
+            url: self.display.clone(),
+            source: Box::new(error.without_url()),
+        }
+    }
+
+    async fn push(&self, item: Queued) {
+        let _ = self.queue.send(item).await;
+    }
+
+    fn spawn(
+        &self,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> tokio::task::AbortHandle {
+        let closing = self.closing.clone();
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        // Reap finished tasks so the set does not grow with every request.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(async move {
+            tokio::select! {
+                () = closing.cancelled() => {}
+                () = task => {}
+            }
+        })
+    }
+
+    /// A request with the headers every message carries.
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        session: Option<&str>,
+        version: Option<&str>,
+    ) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .request(method, self.url.clone())
+            .headers(self.headers.clone());
+        if let Some(session) = session {
+            request = request.header(SESSION_HEADER, session);
+        }
+        if let Some(version) = version {
+            request = request.header(VERSION_HEADER, version);
+        }
+        if let Some(auth) = &self.auth
+            && let Some(value) = auth.authorization(self.url.as_str()).await
+        {
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
+        request
+    }
+
+    async fn send_request(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, TransportError> {
+        tokio::select! {
+            response = request.send() => response.map_err(|e| self.http_error(e)),
+            () = self.closing.cancelled() => Err(TransportError::ClosedByClient),
+        }
+    }
+
+    async fn on_auth_failure(&self, response: &reqwest::Response) -> TransportError {
+        let status = response.status().as_u16();
+        let www_authenticate = response
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(auth) = &self.auth {
+            auth.unauthorized(status, www_authenticate.as_deref()).await;
+        }
+        TransportError::AuthorizationRequired {
+            status,
+            www_authenticate,
+        }
+    }
+
+    /// Reads a whole body within the size limit and the idle timeout.
+    async fn read_body(
+        &self,
+        mut response: reqwest::Response,
+        limit: usize,
+    ) -> Result<Vec<u8>, TransportError> {
+        let expected = response.content_length().unwrap_or(0).min(limit as u64) as usize;
+        let mut body = Vec::with_capacity(expected);
+        loop {
+            let chunk = tokio::time::timeout(self.read_timeout, response.chunk())
+                .await
+                .map_err(|_| TransportError::IdleTimeout(self.read_timeout))?
+                .map_err(|e| self.http_error(e))?;
+            let Some(chunk) = chunk else { return Ok(body) };
+            if body.len() + chunk.len() > limit {
+                return Err(TransportError::MessageTooLarge {
+                    limit,
+                    setting: "max_body_size",
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+    }
+}
+
+/// What `send` needs to know about an outgoing message.
+#[derive(Deserialize, Default)]
+struct Sniff<'a> {
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(borrow, default)]
+    params: Option<SniffParams<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct SniffParams<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<Cow<'a, str>>,
+    #[serde(rename = "requestId", default)]
+    request_id: Option<RequestId>,
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<SniffMeta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct SniffMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    protocol_version: Option<Cow<'a, str>>,
+}
+
+impl<'a> Sniff<'a> {
+    fn parse(message: &'a [u8]) -> Self {
+        serde_json::from_slice(message).unwrap_or_default()
+    }
+
+    fn modern_version(&self) -> Option<&str> {
+        self.params
+            .as_ref()?
+            .meta
+            .as_ref()?
+            .protocol_version
+            .as_deref()
+    }
+
+    /// `Mcp-Name`: the tool or prompt name, or the resource URI.
+    fn routing_name(&self) -> Option<&str> {
+        let params = self.params.as_ref()?;
+        match self.method.as_deref()? {
+            "tools/call" | "prompts/get" => params.name.as_deref(),
+            "resources/read" => params.uri.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Reads only the id and shape of an incoming message.
+#[derive(Deserialize)]
+struct IncomingSniff<'a> {
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+}
+
+fn is_response_to(data: &[u8], id: &RequestId) -> bool {
+    serde_json::from_slice::<IncomingSniff<'_>>(data)
+        .is_ok_and(|m| m.method.is_none() && m.id.as_ref() == Some(id))
+}
+
+/// A JSON-RPC error response the transport makes up for a request whose
+/// answer can no longer arrive.
+fn lost_response(id: &RequestId, why: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": RESPONSE_LOST, "message": why, "data": {"switchboard": "response_lost"}},
+    }))
+    .expect("JSON values serialize")
+}
+
+struct HttpSink {
+    shared: Arc<Shared>,
+    _life: Arc<DropGuard>,
+}
+
+impl MessageSink for HttpSink {
+    fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(send(self.shared.clone(), message))
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            if shared.closing.is_cancelled() {
+                return;
+            }
+            shared.closing.cancel();
+            let (session, version) = {
+                let state = shared.state();
+                (state.session_id.clone(), state.negotiated_version.clone())
+            };
+            if let Some(session) = session {
+                // Ends the session on the server; 405 means it does not
+                // allow that, which is fine.
+                let request = shared
+                    .request(reqwest::Method::DELETE, Some(&session), version.as_deref())
+                    .await
+                    .timeout(Duration::from_secs(2));
+                let _ = request.send().await;
+            }
+            shared
+                .tasks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .abort_all();
+        })
+    }
+}
+
+async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError> {
+    let sniff = Sniff::parse(message);
+    let method = sniff.method.as_deref();
+    let modern_version = sniff.modern_version();
+    let legacy_session = shared.state().negotiated_version.is_some();
+
+    if method == Some("notifications/cancelled") && !legacy_session {
+        // Stateless era: closing the response stream is the cancellation.
+        if let Some(id) = sniff.params.as_ref().and_then(|p| p.request_id.as_ref())
+            && let Some(stream) = shared.state().streams.remove(id)
+        {
+            stream.abort();
+        }
+        return Ok(());
+    }
+    if method == Some("initialize") {
+        let mut state = shared.state();
+        state.initialize = Some(message.to_vec());
+        state.session_id = None;
+        state.negotiated_version = None;
+    }
+
+    let mut reinitialized = false;
+    loop {
+        let (session, version) = {
+            let state = shared.state();
+            let version = modern_version
+                .map(str::to_owned)
+                .or_else(|| state.negotiated_version.clone());
+            (state.session_id.clone(), version)
+        };
+        let mut request = shared
+            .request(
+                reqwest::Method::POST,
+                session.as_deref(),
+                version.as_deref(),
+            )
+            .await
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(message.to_vec());
+        if modern_version.is_some()
+            && let Some(method) = method
+        {
+            request = request.header(METHOD_HEADER, encode_header_value(method));
+            if let Some(name) = sniff.routing_name() {
+                request = request.header(NAME_HEADER, encode_header_value(name));
+            }
+        }
+        let response = shared.send_request(request).await?;
+        let status = response.status();
+
+        if status.as_u16() == 401 || status.as_u16() == 403 {
+            return Err(shared.on_auth_failure(&response).await);
+        }
+        if status.as_u16() == 404
+            && let Some(lost) = session
+        {
+            if reinitialized || method == Some("initialize") {
+                return Err(TransportError::SessionExpired { session_id: lost });
+            }
+            reinitialize(&shared, &lost).await?;
+            reinitialized = true;
+            // The request never reached the server: send it again.
+            continue;
+        }
+        return on_response(&shared, response, &sniff).await;
+    }
+}
+
+async fn on_response(
+    shared: &Arc<Shared>,
+    response: reqwest::Response,
+    sniff: &Sniff<'_>,
+) -> Result<(), TransportError> {
+    let status = response.status();
+    let is_request = sniff.method.is_some() && sniff.id.is_some();
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+
+    if sniff.method.as_deref() == Some("initialize")
+        && status.is_success()
+        && let Some(session) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        shared.state().session_id = Some(session.to_owned());
+    }
+
+    if !status.is_success() {
+        let body = shared
+            .read_body(response, 64 * 1024)
+            .await
+            .unwrap_or_default();
+        // A JSON-RPC error in the body is the server's answer (a modern
+        // server rejects version, method or headers this way).
+        if let (true, Some(id)) = (is_request, &sniff.id)
+            && let Some(answer) = error_answer(&body, id)
+        {
+            shared.push(Ok(answer)).await;
+            return Ok(());
+        }
+        let preview = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_PREVIEW)])
+            .trim()
+            .to_owned();
+        return Err(TransportError::HttpStatus {
+            status: status.as_u16(),
+            body: preview,
+        });
+    }
+
+    if content_type.starts_with("text/event-stream") {
+        let Some(id) = sniff.id.clone().filter(|_| is_request) else {
+            // An event stream in reply to a notification: read what it says.
+            let shared2 = shared.clone();
+            shared.spawn(async move {
+                let _ = read_stream(&shared2, response, None).await;
+            });
+            return Ok(());
+        };
+        let is_initialize = sniff.method.as_deref() == Some("initialize");
+        let shared2 = shared.clone();
+        let key = id.clone();
+        let handle = shared.spawn(async move {
+            response_stream(shared2, response, id, is_initialize).await;
+        });
+        shared.state().streams.insert(key, handle);
+        return Ok(());
+    }
+
+    let body = shared.read_body(response, shared.max_body_size).await?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        // 202 Accepted for a notification or response; an empty 200 for a
+        // request means the answer will come on the GET stream.
+        after_sent(shared, sniff);
+        return Ok(());
+    }
+    if sniff.method.as_deref() == Some("initialize") {
+        record_initialize_result(shared, &body);
+    }
+    shared.push(Ok(body)).await;
+    after_sent(shared, sniff);
+    Ok(())
+}
+
+/// After `notifications/initialized`, open the stream for server-initiated
+/// messages.
+fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
+    if sniff.method.as_deref() != Some("notifications/initialized") {
+        return;
+    }
+    {
+        let mut state = shared.state();
+        if state.get_stream_started {
+            return;
+        }
+        state.get_stream_started = true;
+    }
+    let shared2 = shared.clone();
+    shared.spawn(get_stream(shared2));
+}
+
+fn record_initialize_result(shared: &Shared, body: &[u8]) {
+    #[derive(Deserialize)]
+    struct Answer {
+        result: Option<InitResult>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct InitResult {
+        protocol_version: String,
+    }
+    if let Ok(Answer {
+        result: Some(result),
+    }) = serde_json::from_slice::<Answer>(body)
+    {
+        shared.state().negotiated_version = Some(result.protocol_version);
+    }
+}
+
+/// The body as a JSON-RPC error answer to `id`, if it is one.
+fn error_answer(body: &[u8], id: &RequestId) -> Option<Vec<u8>> {
+    let mut value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let object = value.as_object_mut()?;
+    if object.get("jsonrpc")?.as_str()? != "2.0" || !object.get("error")?.is_object() {
+        return None;
+    }
+    // Some servers cannot read the id of a request they reject.
+    if object.get("id").is_none_or(serde_json::Value::is_null) {
+        object.insert("id".into(), serde_json::to_value(id).ok()?);
+    }
+    serde_json::to_vec(&value).ok()
+}
+
+/// Re-establishes a lost session by replaying `initialize`, once per loss.
+async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportError> {
+    let _one_at_a_time = shared.reinit.lock().await;
+    let initialize = {
+        let state = shared.state();
+        if state.session_id.as_deref() != Some(lost) {
+            // Another request already re-established it.
+            return Ok(());
+        }
+        state.initialize.clone()
+    };
+    let Some(initialize) = initialize else {
+        return Err(TransportError::SessionExpired {
+            session_id: lost.to_owned(),
+        });
+    };
+    tracing::info!(server = %shared.display, "the server lost the session; initializing again");
+    // The engine never sees this exchange, so it gets an id of its own.
+    let mut message: serde_json::Value =
+        serde_json::from_slice(&initialize).map_err(|_| TransportError::SessionExpired {
+            session_id: lost.to_owned(),
+        })?;
+    message["id"] = serde_json::Value::String(format!("switchboard-reinitialize-{lost}"));
+    let version = shared.state().negotiated_version.clone();
+    let request = shared
+        .request(reqwest::Method::POST, None, None)
+        .await
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_TYPE, "application/json")
+        .body(serde_json::to_vec(&message).expect("JSON values serialize"));
+    let response = shared.send_request(request).await?;
+    let expired = || TransportError::SessionExpired {
+        session_id: lost.to_owned(),
+    };
+    if !response.status().is_success() {
+        return Err(expired());
+    }
+    let session = response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    // The answer may be JSON or a one-event stream; either way it is ours.
+    let _ = shared.read_body(response, shared.max_body_size).await;
+    {
+        let mut state = shared.state();
+        state.session_id = session.clone();
+        state.get_stream_started = false;
+    }
+    let request = shared
+        .request(
+            reqwest::Method::POST,
+            session.as_deref(),
+            version.as_deref(),
+        )
+        .await
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_TYPE, "application/json")
+        .body(&br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#[..]);
+    let response = shared.send_request(request).await?;
+    if !response.status().is_success() {
+        return Err(expired());
+    }
+    after_sent(
+        shared,
+        &Sniff {
+            method: Some(Cow::Borrowed("notifications/initialized")),
+            ..Sniff::default()
+        },
+    );
+    Ok(())
+}
+
+/// Reads one request's response stream, resuming it with `Last-Event-ID`
+/// when it breaks before the response.
+async fn response_stream(
+    shared: Arc<Shared>,
+    response: reqwest::Response,
+    id: RequestId,
+    is_initialize: bool,
+) {
+    let mut outcome = read_stream(&shared, response, Some((&id, is_initialize))).await;
+    let mut resumes = 0;
+    loop {
+        match outcome {
+            StreamEnd::Answered => break,
+            StreamEnd::Failed(error) => {
+                shared
+                    .push(Ok(lost_response(
+                        &id,
+                        &format!("the response stream failed: {error}"),
+                    )))
+                    .await;
+                break;
+            }
+            StreamEnd::Ended {
+                last_event_id,
+                retry,
+            } => {
+                let session = shared.state().session_id.clone();
+                let Some(last_event_id) = last_event_id.filter(|_| resumes < MAX_RESUMES) else {
+                    shared
+                        .push(Ok(lost_response(
+                            &id,
+                            "the server closed the response stream before answering",
+                        )))
+                        .await;
+                    break;
+                };
+                resumes += 1;
+                tokio::time::sleep(retry.unwrap_or(Duration::ZERO).min(Duration::from_secs(30)))
+                    .await;
+                let version = shared.state().negotiated_version.clone();
+                let request = shared
+                    .request(reqwest::Method::GET, session.as_deref(), version.as_deref())
+                    .await
+                    .header(ACCEPT, "text/event-stream")
+                    .header(LAST_EVENT_ID, last_event_id);
+                outcome = match shared.send_request(request).await {
+                    Ok(response) if response.status().is_success() => {
+                        read_stream(&shared, response, Some((&id, is_initialize))).await
+                    }
+                    Ok(response) => StreamEnd::Failed(TransportError::HttpStatus {
+                        status: response.status().as_u16(),
+                        body: String::new(),
+                    }),
+                    Err(error) => StreamEnd::Failed(error),
+                };
+            }
+        }
+    }
+    shared.state().streams.remove(&id);
+}
+
+enum StreamEnd {
+    /// The response for the request arrived.
+    Answered,
+    /// The stream ended without it.
+    Ended {
+        last_event_id: Option<String>,
+        retry: Option<Duration>,
+    },
+    Failed(TransportError),
+}
+
+/// Queues every message event of `response`; stops after the response to
+/// `awaited` (a request id, and whether it is `initialize`).
+async fn read_stream(
+    shared: &Arc<Shared>,
+    mut response: reqwest::Response,
+    awaited: Option<(&RequestId, bool)>,
+) -> StreamEnd {
+    let mut parser = SseParser::new(shared.max_event_size);
+    let mut events = Vec::new();
+    let mut retry = None;
+    loop {
+        let chunk = match tokio::time::timeout(shared.read_timeout, response.chunk()).await {
+            Err(_) => return StreamEnd::Failed(TransportError::IdleTimeout(shared.read_timeout)),
+            Ok(Err(error)) => {
+                tracing::debug!(server = %shared.display, %error, "event stream broke");
+                return StreamEnd::Ended {
+                    last_event_id: parser.last_event_id().map(str::to_owned),
+                    retry,
+                };
+            }
+            Ok(Ok(None)) => {
+                return StreamEnd::Ended {
+                    last_event_id: parser.last_event_id().map(str::to_owned),
+                    retry,
+                };
+            }
+            Ok(Ok(Some(chunk))) => chunk,
+        };
+        if let Err(error) = parser.feed(&chunk, &mut events) {
+            return StreamEnd::Failed(TransportError::Sse(error));
+        }
+        for event in events.drain(..) {
+            if let Some(ms) = event.retry {
+                retry = Some(Duration::from_millis(ms));
+            }
+            if let Some(data) = message_data(event) {
+                let answered = awaited.is_some_and(|(id, _)| is_response_to(data.as_bytes(), id));
+                if answered && awaited.is_some_and(|(_, init)| init) {
+                    record_initialize_result(shared, data.as_bytes());
+                }
+                shared.push(Ok(data.into_bytes())).await;
+                if answered {
+                    return StreamEnd::Answered;
+                }
+            }
+        }
+    }
+}
+
+/// The JSON-RPC message an event carries, if any (a priming event carries
+/// none).
+fn message_data(event: SseEvent) -> Option<String> {
+    (event.kind() == "message" && !event.data.trim().is_empty()).then_some(event.data)
+}
+
+/// The GET stream for server-initiated messages: 405 means the server offers
+/// none; failures reconnect with bounded, jittered backoff.
+async fn get_stream(shared: Arc<Shared>) {
+    let mut last_event_id: Option<String> = None;
+    let mut failures = 0_u32;
+    loop {
+        let (session, version) = {
+            let state = shared.state();
+            (state.session_id.clone(), state.negotiated_version.clone())
+        };
+        let mut request = shared
+            .request(reqwest::Method::GET, session.as_deref(), version.as_deref())
+            .await
+            .header(ACCEPT, "text/event-stream");
+        if let Some(id) = &last_event_id {
+            request = request.header(LAST_EVENT_ID, id.as_str());
+        }
+        let delay = match shared.send_request(request).await {
+            Ok(response) if response.status().as_u16() == 405 => {
+                tracing::debug!(server = %shared.display, "server offers no GET stream");
+                return;
+            }
+            Ok(response) if response.status().is_success() => {
+                failures = 0;
+                match read_stream(&shared, response, None).await {
+                    StreamEnd::Ended {
+                        last_event_id: id,
+                        retry,
+                    } => {
+                        last_event_id = id.or(last_event_id);
+                        retry
+                    }
+                    StreamEnd::Failed(error) => {
+                        tracing::debug!(server = %shared.display, %error, "GET stream failed");
+                        None
+                    }
+                    StreamEnd::Answered => None,
+                }
+            }
+            Ok(response) => {
+                tracing::debug!(server = %shared.display, status = response.status().as_u16(), "GET stream refused");
+                failures += 1;
+                None
+            }
+            Err(TransportError::ClosedByClient) => return,
+            Err(error) => {
+                tracing::debug!(server = %shared.display, %error, "GET stream failed");
+                failures += 1;
+                None
+            }
+        };
+        if failures > MAX_GET_RETRIES {
+            tracing::warn!(server = %shared.display, "gave up on the server's GET stream after {MAX_GET_RETRIES} retries; server-initiated messages arrive only with responses");
+            return;
+        }
+        let backoff = delay.unwrap_or_else(|| backoff(failures));
+        tokio::time::sleep(backoff).await;
+    }
+}
+
+/// Exponential backoff from 250 ms, capped at 30 s, with jitter.
+fn backoff(failures: u32) -> Duration {
+    let base = 250_u64.saturating_mul(1 << failures.min(7)).min(30_000);
+    // Jitter without a random-number crate: the clock's low bits.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    Duration::from_millis(base / 2 + u64::from(nanos) % (base / 2 + 1))
+}
+
+struct HttpStream {
+    rx: mpsc::Receiver<Queued>,
+    closing: CancellationToken,
+    _life: Arc<DropGuard>,
+}
+
+impl MessageStream for HttpStream {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+        Box::pin(async move {
+            tokio::select! {
+                biased;
+                message = self.rx.recv() => match message {
+                    Some(Ok(bytes)) => Ok(Some(bytes)),
+                    Some(Err(error)) => Err(error),
+                    None => Ok(None),
+                },
+                () = self.closing.cancelled() => Ok(None),
+            }
+        })
+    }
+}
