@@ -975,7 +975,18 @@ impl Client {
             rq::CallTool::METHOD,
             self.capabilities().tools.is_some(),
         )?;
-        self.request::<rq::CallTool>(params, options).await
+        match self.request::<rq::CallTool>(params, options.clone()).await {
+            // The server's tool definitions changed under us (2026-07-28
+            // header mirroring): learn them again and retry, once.
+            Err(error)
+                if error.code() == Some(codes::HEADER_MISMATCH) && self.era() == Era::Modern =>
+            {
+                tracing::debug!(server = %self.server_name(), tool = %params.name, "header mismatch; refreshing the tool list and retrying once");
+                self.list_tools().await?;
+                self.request::<rq::CallTool>(params, options).await
+            }
+            outcome => outcome,
+        }
     }
 
     /// Every resource, following pagination.
@@ -1284,6 +1295,40 @@ mod scripted {
             Error::InputRequired { result, .. } => assert!(result.get().contains("\"abc\"")),
             other => panic!("{other}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_header_mismatch_refreshes_tools_and_retries_once() {
+        let (client, mut server) = modern_client().await;
+        let script = async {
+            let first: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+            assert_eq!(first["method"], "tools/call");
+            let mismatch = json!({"jsonrpc": "2.0", "id": first["id"],
+                "error": {"code": -32020, "message": "Header mismatch"}});
+            server.send(mismatch.to_string()).await.unwrap();
+            let list = answer(&mut server, json!({"tools": []})).await;
+            assert_eq!(list["method"], "tools/list");
+            let retry = answer(&mut server, json!({"content": []})).await;
+            assert_eq!(retry["method"], "tools/call");
+            assert_ne!(retry["id"], first["id"], "a retry is a new request");
+            // A second mismatch is not retried again.
+            let again: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+            let mismatch = json!({"jsonrpc": "2.0", "id": again["id"],
+                "error": {"code": -32020, "message": "Header mismatch"}});
+            server.send(mismatch.to_string()).await.unwrap();
+            let list = answer(&mut server, json!({"tools": []})).await;
+            assert_eq!(list["method"], "tools/list");
+            let last: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+            let mismatch = json!({"jsonrpc": "2.0", "id": last["id"],
+                "error": {"code": -32020, "message": "Header mismatch"}});
+            server.send(mismatch.to_string()).await.unwrap();
+        };
+        let calls = async {
+            client.call_tool("t", None).await.unwrap();
+            client.call_tool("t", None).await.unwrap_err()
+        };
+        let (error, ()) = tokio::join!(calls, script);
+        assert_eq!(error.code(), Some(-32020));
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ use base64::Engine as _;
 
 use super::{BoxFuture, Connection, Connector, TransportError};
 
+mod headers;
 mod streamable;
 
 /// Supplies the `Authorization` header. Consulted before every request; told

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::headers::{HeaderParam, header_params, param_headers};
 use super::{AuthProvider, HttpConfig, encode_header_value, redact_url};
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{
@@ -110,6 +111,11 @@ struct State {
     /// Response streams by request id, closed to cancel (stateless era).
     streams: HashMap<RequestId, tokio::task::AbortHandle>,
     get_stream_started: bool,
+    /// Ids of `tools/list` requests in flight (stateless era), whose answers
+    /// teach the `x-mcp-header` mirroring.
+    tool_lists: std::collections::HashSet<RequestId>,
+    /// `Mcp-Param-*` parameters per tool name.
+    tool_headers: HashMap<String, Vec<HeaderParam>>,
 }
 
 impl Shared {
@@ -126,6 +132,73 @@ impl Shared {
 
     async fn push(&self, item: Queued) {
         let _ = self.queue.send(item).await;
+    }
+
+    /// Queues a message from the server, after learning from (and
+    /// filtering) a `tools/list` answer.
+    async fn deliver(&self, message: Vec<u8>) {
+        let message = if self.state().tool_lists.is_empty() {
+            message
+        } else {
+            self.learn_tool_headers(message)
+        };
+        self.push(Ok(message)).await;
+    }
+
+    /// Records each tool's `x-mcp-header` parameters and drops tools whose
+    /// annotations are invalid, as the 2026-07-28 Streamable HTTP rules say.
+    fn learn_tool_headers(&self, message: Vec<u8>) -> Vec<u8> {
+        let Ok(IncomingSniff {
+            id: Some(id),
+            method: None,
+        }) = serde_json::from_slice::<IncomingSniff<'_>>(&message)
+        else {
+            return message;
+        };
+        if !self.state().tool_lists.remove(&id) {
+            return message;
+        }
+        let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&message) else {
+            return message;
+        };
+        let Some(tools) = value
+            .pointer_mut("/result/tools")
+            .and_then(serde_json::Value::as_array_mut)
+        else {
+            return message;
+        };
+        let before = tools.len();
+        let mut learned = Vec::new();
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(serde_json::Value::as_str).unwrap_or("");
+            let schema = tool.get("inputSchema").unwrap_or(&serde_json::Value::Null);
+            match header_params(schema) {
+                Ok(params) => {
+                    learned.push((name.to_owned(), params));
+                    true
+                }
+                Err(reason) => {
+                    tracing::warn!(server = %self.display, tool = %name, %reason, "left out a tool with an invalid x-mcp-header annotation");
+                    false
+                }
+            }
+        });
+        let removed = tools.len() != before;
+        {
+            let mut state = self.state();
+            for (name, params) in learned {
+                if params.is_empty() {
+                    state.tool_headers.remove(&name);
+                } else {
+                    state.tool_headers.insert(name, params);
+                }
+            }
+        }
+        if removed {
+            serde_json::to_vec(&value).unwrap_or(message)
+        } else {
+            message
+        }
     }
 
     fn spawn(
@@ -386,6 +459,14 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
             if let Some(name) = sniff.routing_name() {
                 request = request.header(NAME_HEADER, encode_header_value(name));
             }
+            for (name, value) in mirrored_params(&shared, &sniff, message) {
+                request = request.header(name, value);
+            }
+            if method == "tools/list"
+                && let Some(id) = &sniff.id
+            {
+                shared.state().tool_lists.insert(id.clone());
+            }
         }
         let response = shared.send_request(request).await?;
         let status = response.status();
@@ -406,6 +487,31 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
         }
         return on_response(&shared, response, &sniff).await;
     }
+}
+
+/// `Mcp-Param-*` headers for a `tools/call` of a tool that asks for them.
+fn mirrored_params(shared: &Shared, sniff: &Sniff<'_>, message: &[u8]) -> Vec<(String, String)> {
+    if sniff.method.as_deref() != Some("tools/call") {
+        return Vec::new();
+    }
+    let Some(name) = sniff.params.as_ref().and_then(|p| p.name.as_deref()) else {
+        return Vec::new();
+    };
+    let Some(params) = shared.state().tool_headers.get(name).cloned() else {
+        return Vec::new();
+    };
+    #[derive(Deserialize)]
+    struct Call {
+        params: CallParams,
+    }
+    #[derive(Deserialize)]
+    struct CallParams {
+        #[serde(default)]
+        arguments: serde_json::Value,
+    }
+    serde_json::from_slice::<Call>(message)
+        .map(|call| param_headers(&params, &call.params.arguments))
+        .unwrap_or_default()
 }
 
 async fn on_response(
@@ -483,7 +589,7 @@ async fn on_response(
     if sniff.method.as_deref() == Some("initialize") {
         record_initialize_result(shared, &body);
     }
-    shared.push(Ok(body)).await;
+    shared.deliver(body).await;
     after_sent(shared, sniff);
     Ok(())
 }
@@ -722,7 +828,7 @@ async fn read_stream(
                 if answered && awaited.is_some_and(|(_, init)| init) {
                     record_initialize_result(shared, data.as_bytes());
                 }
-                shared.push(Ok(data.into_bytes())).await;
+                shared.deliver(data.into_bytes()).await;
                 if answered {
                     return StreamEnd::Answered;
                 }
