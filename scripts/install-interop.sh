@@ -4,6 +4,8 @@
 #
 #   $SWITCHBOARD_CACHE/npm/node_modules/@modelcontextprotocol/server-everything
 #
+# Also the Python SDK (PyPI `mcp`) in venvs: $SWITCHBOARD_CACHE/python-mcp-<version>.
+#
 # SWITCHBOARD_CACHE defaults to <repo>/.cache (git-ignored). Idempotent: an
 # install already at the pinned version is left alone. Without npm it prints
 # why it did nothing and exits 0 (the interop tests then skip, unless
@@ -29,10 +31,11 @@ prefix="$cache/npm"
 pkg_dir="$prefix/node_modules/$EVERYTHING_PKG"
 entry="$pkg_dir/dist/index.js"
 
+install_everything() {
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
     echo "install-interop: npm/node not found; skipping $EVERYTHING_PKG (interop tests against it will be skipped)."
     echo "install-interop: install Node.js >= 18 with npm (e.g. apt-get install nodejs npm) and re-run."
-    exit 0
+    return 0
 fi
 
 installed_version() {
@@ -64,3 +67,30 @@ fi
 
 echo "install-interop: server-everything $EVERYTHING_VERSION at $pkg_dir"
 echo "install-interop: run over stdio: $(command -v node) $entry stdio"
+}
+
+# The official Python SDK, both lines: 2.x (`MCPServer`, speaks 2026-07-28)
+# and 1.x (`FastMCP`, session era), each in its own venv under the cache.
+# crates/switchboard-testkit/interop/python_server.py runs on either.
+PYTHON_SDK_VERSIONS="2.3.0 1.30.0"
+
+install_python_sdk() {
+    if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --help >/dev/null 2>&1; then
+        echo "install-interop: python3 with venv not found; skipping the Python SDK (its interop tests will be skipped)."
+        return 0
+    fi
+    for version in $PYTHON_SDK_VERSIONS; do
+        venv="$cache/python-mcp-$version"
+        if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$version')" 2>/dev/null; then
+            echo "install-interop: Python mcp==$version already installed in $venv"
+            continue
+        fi
+        echo "install-interop: installing Python mcp==$version into $venv"
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$version"
+    done
+}
+
+install_everything
+install_python_sdk

@@ -1,4 +1,5 @@
-//! Remote servers over HTTP: Streamable HTTP for both protocol eras.
+//! Remote servers over HTTP: Streamable HTTP for both protocol eras, and the
+//! legacy HTTP+SSE transport of 2024-11-05.
 //!
 //! The transport learns what it needs from the messages it carries — the
 //! negotiated version from the `initialize` result, the per-request version
@@ -14,6 +15,7 @@ use base64::Engine as _;
 use super::{BoxFuture, Connection, Connector, TransportError};
 
 mod headers;
+mod legacy_sse;
 mod streamable;
 
 /// Supplies the `Authorization` header. Consulted before every request; told
@@ -36,6 +38,9 @@ pub enum HttpTransport {
     Auto,
     /// Streamable HTTP only.
     StreamableHttp,
+    /// The legacy HTTP+SSE transport only (2024-11-05): the URL is the
+    /// server's event-stream endpoint (often `…/sse`).
+    Sse,
 }
 
 /// Default for [`HttpConfig::connect_timeout`].
@@ -220,7 +225,12 @@ impl Connector for HttpConfig {
         Box::pin(async move {
             let url = self.validate()?;
             let client = self.http_client()?;
-            Ok(streamable::connect(self, url, client))
+            match self.transport {
+                HttpTransport::Sse => legacy_sse::connect(self, url, client).await,
+                HttpTransport::Auto | HttpTransport::StreamableHttp => {
+                    Ok(streamable::connect(self, url, client))
+                }
+            }
         })
     }
 
@@ -230,6 +240,13 @@ impl Connector for HttpConfig {
 
     fn is_remote(&self) -> bool {
         true
+    }
+
+    /// For [`HttpTransport::Auto`]: the same server over the legacy HTTP+SSE
+    /// transport.
+    fn fallback(&self) -> Option<Arc<dyn Connector>> {
+        (self.transport == HttpTransport::Auto)
+            .then(|| Arc::new(self.clone().transport(HttpTransport::Sse)) as Arc<dyn Connector>)
     }
 }
 

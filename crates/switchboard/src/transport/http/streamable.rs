@@ -636,10 +636,9 @@ fn error_answer(body: &[u8], id: &RequestId) -> Option<Vec<u8>> {
     if object.get("jsonrpc")?.as_str()? != "2.0" || !object.get("error")?.is_object() {
         return None;
     }
-    // Some servers cannot read the id of a request they reject.
-    if object.get("id").is_none_or(serde_json::Value::is_null) {
-        object.insert("id".into(), serde_json::to_value(id).ok()?);
-    }
+    // The HTTP exchange pairs this answer with the request, whatever id the
+    // server wrote (null, or a placeholder such as "server-error").
+    object.insert("id".into(), serde_json::to_value(id).ok()?);
     serde_json::to_vec(&value).ok()
 }
 
