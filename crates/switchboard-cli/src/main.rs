@@ -66,7 +66,8 @@ struct ServerArgs {
         requires = "url"
     )]
     headers: Vec<String>,
-    /// The HTTP transport: auto (detect), or http (Streamable HTTP only).
+    /// The HTTP transport: auto (detect), http (Streamable HTTP only) or sse
+    /// (the legacy HTTP+SSE transport; the URL is its event stream, often …/sse).
     #[arg(long, value_enum, default_value_t = TransportArg::Auto, requires = "url")]
     transport: TransportArg,
     /// The server command and its arguments, after `--`.
@@ -78,6 +79,7 @@ struct ServerArgs {
 enum TransportArg {
     Auto,
     Http,
+    Sse,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -386,6 +388,7 @@ fn http_config(server: &ServerArgs, url: &str) -> Result<HttpConfig, Failure> {
     let mut config = HttpConfig::new(url).transport(match server.transport {
         TransportArg::Auto => HttpTransport::Auto,
         TransportArg::Http => HttpTransport::StreamableHttp,
+        TransportArg::Sse => HttpTransport::Sse,
     });
     for header in &server.headers {
         let (name, value) = header

@@ -406,8 +406,15 @@ impl Engine {
     async fn send_failed(&self, error: TransportError) -> Error {
         // A dead pipe usually means the process exited; the reader's reason
         // (exit status, stderr) is the more useful one and follows shortly.
-        let mut closed = self.shared.closed_signal.subscribe();
-        let _ = tokio::time::timeout(SEND_FAILURE_GRACE, closed.wait_for(|closed| *closed)).await;
+        // Only a broken connection has such a reason coming; an HTTP
+        // status is the whole story and is returned at once.
+        if matches!(
+            error,
+            TransportError::Closed { .. } | TransportError::Io(_) | TransportError::Exited { .. }
+        ) {
+            let mut closed = self.shared.closed_signal.subscribe();
+            let _ = tokio::time::timeout(SEND_FAILURE_GRACE, closed.wait_for(|closed| *closed)).await;
+        }
         match self.closed_reason() {
             Some(reason) => self.disconnected(reason),
             None => Error::Transport {
