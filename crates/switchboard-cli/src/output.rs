@@ -29,6 +29,7 @@ pub(crate) fn info_json(client: &Client, connect_time: Duration) -> Value {
     let session = client.session();
     json!({
         "server": client.server_name(),
+        "transport": session.transport,
         "era": session.era,
         "protocolVersion": session.protocol_version,
         "serverInfo": session.server_info,
@@ -78,6 +79,7 @@ pub(crate) fn print_info(client: &Client, connect_time: Duration) {
             format!("{} {}", text(&info, "name"), text(&info, "version")),
         ]);
     }
+    table.add_row(vec!["transport".to_owned(), session.transport.to_owned()]);
     table.add_row(vec!["era".to_owned(), session.era.to_string()]);
     table.add_row(vec![
         "protocol version".to_owned(),

@@ -40,6 +40,9 @@ pub enum EraMode {
 /// What was negotiated with the server.
 #[derive(Clone, Debug)]
 pub struct ServerSession {
+    /// The transport in use (`stdio`, `streamable-http`, `sse` …), after
+    /// any fallback.
+    pub transport: &'static str,
     /// The era in use.
     pub era: Era,
     /// The protocol version in use.
@@ -243,8 +246,10 @@ impl ClientBuilder {
             connector: &*connector,
             server: server.clone(),
             respawned: false,
+            transport: std::cell::Cell::new(connector.transport_name()),
         };
         let (engine, mut session) = negotiator.negotiate().await?;
+        session.transport = negotiator.transport.get();
         session.negotiation_time = started.elapsed();
         session.respawned = negotiator.respawned;
         let modern_meta = match session.era {
@@ -327,6 +332,8 @@ struct Negotiator<'a> {
     connector: &'a dyn Connector,
     server: Arc<str>,
     respawned: bool,
+    /// The transport that carried negotiation to its end.
+    transport: std::cell::Cell<&'static str>,
 }
 
 impl Negotiator<'_> {
@@ -364,6 +371,7 @@ impl Negotiator<'_> {
                         engine.close().await;
                         let engine = self.open_with(&*fallback).await?;
                         let session = self.initialize(&engine).await?;
+                        self.transport.set(fallback.transport_name());
                         Ok((engine, session))
                     }
                     _ => Err(error),
@@ -594,6 +602,7 @@ impl Negotiator<'_> {
         }
         engine.notify("notifications/initialized", None).await?;
         Ok(ServerSession {
+            transport: "",
             era: Era::Legacy,
             protocol_version: result.protocol_version,
             server_info: Some(result.server_info),
@@ -629,6 +638,7 @@ fn supported_list() -> String {
 
 fn modern_session(discover: DiscoverResult, version: ProtocolVersion) -> ServerSession {
     ServerSession {
+        transport: "",
         era: Era::Modern,
         protocol_version: version,
         server_info: discover.server_info(),

@@ -387,6 +387,10 @@ where
     fn describe(&self) -> String {
         "in-process server over a byte stream".to_owned()
     }
+
+    fn transport_name(&self) -> &'static str {
+        "in-process"
+    }
 }
 
 /// A [`Connection`] over `reader` and `writer` with newline-delimited

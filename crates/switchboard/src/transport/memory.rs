@@ -127,4 +127,8 @@ impl Connector for MemoryConnector {
     fn describe(&self) -> String {
         "in-memory server".to_owned()
     }
+
+    fn transport_name(&self) -> &'static str {
+        "in-memory"
+    }
 }

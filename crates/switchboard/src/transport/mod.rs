@@ -85,6 +85,12 @@ pub trait Connector: Send + Sync + 'static {
     /// without secrets.
     fn describe(&self) -> String;
 
+    /// The transport's name for status displays: `stdio`, `streamable-http`,
+    /// `sse`, `websocket` …
+    fn transport_name(&self) -> &'static str {
+        "custom"
+    }
+
     /// Whether this is a network transport, where a missing answer to the
     /// era probe is an outage rather than evidence of an older server.
     fn is_remote(&self) -> bool {

@@ -345,6 +345,10 @@ impl Connector for StdioConfig {
         Box::pin(async move { self.spawn() })
     }
 
+    fn transport_name(&self) -> &'static str {
+        "stdio"
+    }
+
     fn describe(&self) -> String {
         let mut line = quote(&self.command.to_string_lossy()).into_owned();
         for arg in &self.args {

@@ -242,6 +242,13 @@ impl Connector for HttpConfig {
         true
     }
 
+    fn transport_name(&self) -> &'static str {
+        match self.transport {
+            HttpTransport::Sse => "sse",
+            HttpTransport::Auto | HttpTransport::StreamableHttp => "streamable-http",
+        }
+    }
+
     /// For [`HttpTransport::Auto`]: the same server over the legacy HTTP+SSE
     /// transport.
     fn fallback(&self) -> Option<Arc<dyn Connector>> {
