@@ -10,8 +10,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
+use std::sync::Arc;
+
+use switchboard::transport::Connector;
 use switchboard::transport::http::{HttpConfig, HttpTransport};
 use switchboard::transport::stdio::StdioConfig;
+use switchboard::transport::ws::WebSocketConfig;
 use switchboard::{Client, EraMode};
 
 /// Exit codes, as documented in README.md.
@@ -66,8 +70,9 @@ struct ServerArgs {
         requires = "url"
     )]
     headers: Vec<String>,
-    /// The HTTP transport: auto (detect), http (Streamable HTTP only) or sse
-    /// (the legacy HTTP+SSE transport; the URL is its event stream, often …/sse).
+    /// The transport: auto (detect; ws:// and wss:// URLs use WebSocket), http
+    /// (Streamable HTTP only), sse (the legacy HTTP+SSE transport; the URL is
+    /// its event stream, often …/sse) or ws (WebSocket).
     #[arg(long, value_enum, default_value_t = TransportArg::Auto, requires = "url")]
     transport: TransportArg,
     /// The server command and its arguments, after `--`.
@@ -80,6 +85,7 @@ enum TransportArg {
     Auto,
     Http,
     Sse,
+    Ws,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -384,20 +390,42 @@ fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
     Ok(config)
 }
 
-fn http_config(server: &ServerArgs, url: &str) -> Result<HttpConfig, Failure> {
+fn headers(server: &ServerArgs) -> Result<Vec<(&str, &str)>, Failure> {
+    server
+        .headers
+        .iter()
+        .map(|header| {
+            header
+                .split_once(':')
+                .map(|(name, value)| (name.trim(), value.trim()))
+                .with_context(|| format!("--header {header:?} is not 'Name: value'"))
+                .map_err(Failure::usage)
+        })
+        .collect()
+}
+
+/// The connector for `--url`: WebSocket for ws:// URLs or `--transport ws`,
+/// HTTP otherwise.
+fn url_connector(server: &ServerArgs, url: &str) -> Result<Arc<dyn Connector>, Failure> {
+    let websocket = matches!(server.transport, TransportArg::Ws)
+        || (matches!(server.transport, TransportArg::Auto)
+            && (url.starts_with("ws://") || url.starts_with("wss://")));
+    if websocket {
+        let mut config = WebSocketConfig::new(url);
+        for (name, value) in headers(server)? {
+            config = config.header(name, value);
+        }
+        return Ok(Arc::new(config));
+    }
     let mut config = HttpConfig::new(url).transport(match server.transport {
-        TransportArg::Auto => HttpTransport::Auto,
+        TransportArg::Auto | TransportArg::Ws => HttpTransport::Auto,
         TransportArg::Http => HttpTransport::StreamableHttp,
         TransportArg::Sse => HttpTransport::Sse,
     });
-    for header in &server.headers {
-        let (name, value) = header
-            .split_once(':')
-            .with_context(|| format!("--header {header:?} is not 'Name: value'"))
-            .map_err(Failure::usage)?;
-        config = config.header(name.trim(), value.trim());
+    for (name, value) in headers(server)? {
+        config = config.header(name, value);
     }
-    Ok(config)
+    Ok(Arc::new(config))
 }
 
 async fn connect(server: &ServerArgs) -> Result<(Client, Duration), Failure> {
@@ -416,7 +444,7 @@ async fn connect(server: &ServerArgs) -> Result<(Client, Duration), Failure> {
         .era_mode(mode)
         .request_timeout(Duration::from_secs_f64(server.timeout));
     let client = match &server.url {
-        Some(url) => builder.connect(http_config(server, url)?).await?,
+        Some(url) => builder.connect_arc(url_connector(server, url)?).await?,
         None => builder.connect(stdio_config(server)?).await?,
     };
     Ok((client, started.elapsed()))

@@ -24,6 +24,8 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `stdio` | yes | [`transport::stdio`]: spawn local servers |
+//! | `http` | yes | [`transport::http`]: Streamable HTTP (both eras) and legacy HTTP+SSE |
+//! | `websocket` | no | `transport::ws`: `ws://` and `wss://` servers, subprotocol `mcp` |
 #![warn(missing_docs)]
 
 pub mod client;

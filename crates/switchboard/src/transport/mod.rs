@@ -18,6 +18,8 @@ pub mod memory;
 pub mod sse;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+#[cfg(feature = "websocket")]
+pub mod ws;
 
 /// The JSON-RPC error code a transport uses to fail one request whose
 /// response can no longer arrive (a response stream lost mid-flight). Never
