@@ -413,7 +413,8 @@ impl Engine {
             TransportError::Closed { .. } | TransportError::Io(_) | TransportError::Exited { .. }
         ) {
             let mut closed = self.shared.closed_signal.subscribe();
-            let _ = tokio::time::timeout(SEND_FAILURE_GRACE, closed.wait_for(|closed| *closed)).await;
+            let _ =
+                tokio::time::timeout(SEND_FAILURE_GRACE, closed.wait_for(|closed| *closed)).await;
         }
         match self.closed_reason() {
             Some(reason) => self.disconnected(reason),
