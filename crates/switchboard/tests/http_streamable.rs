@@ -1,0 +1,282 @@
+//! Streamable HTTP in the stateless era against a scripted loopback server
+//! that records every request's headers: routing headers, `x-mcp-header`
+//! mirroring (with base64), invalid tool definitions, and auth.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use switchboard::transport::http::HttpConfig;
+use switchboard::types::Era;
+use switchboard::{Client, EraMode};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+/// One request as the server saw it: lower-cased headers and the JSON body.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: String,
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// Answers one JSON-RPC request body; `None` → 202 Accepted.
+type Script = Arc<dyn Fn(&Value, &HashMap<String, String>) -> Option<(u16, Value)> + Send + Sync>;
+
+async fn serve(script: Script) -> (String, Log, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let log: Log = Arc::default();
+    let seen = log.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (read, mut write) = stream.into_split();
+            let mut read = BufReader::new(read);
+            let mut request_line = String::new();
+            if read.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+                continue;
+            }
+            let method = request_line.split(' ').next().unwrap_or("").to_owned();
+            let mut headers = HashMap::new();
+            loop {
+                let mut line = String::new();
+                read.read_line(&mut line).await.unwrap();
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+                }
+            }
+            let length: usize = headers
+                .get("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            read.read_exact(&mut body).await.unwrap();
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            seen.lock().unwrap().push(Seen {
+                method: method.clone(),
+                headers: headers.clone(),
+                body: body.clone(),
+            });
+            let response = if method != "POST" {
+                "HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_owned()
+            } else {
+                match script(&body, &headers) {
+                    None => {
+                        "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                            .to_owned()
+                    }
+                    Some((status, answer)) => {
+                        let text = answer.to_string();
+                        let auth = if status == 401 {
+                            "www-authenticate: Bearer realm=\"test\"\r\n"
+                        } else {
+                            ""
+                        };
+                        format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{auth}content-length: {}\r\nconnection: close\r\n\r\n{text}",
+                            text.len()
+                        )
+                    }
+                }
+            };
+            let _ = write.write_all(response.as_bytes()).await;
+            let _ = write.shutdown().await;
+        }
+    });
+    (url, log, task)
+}
+
+fn ok(body: &Value, result: Value) -> Option<(u16, Value)> {
+    Some((
+        200,
+        json!({"jsonrpc": "2.0", "id": body["id"], "result": result}),
+    ))
+}
+
+/// A modern server with tools whose parameters ask for header mirroring.
+fn modern_script() -> Script {
+    Arc::new(|body, _headers| {
+        let method = body["method"].as_str()?;
+        match method {
+            "server/discover" => ok(
+                body,
+                json!({
+                    "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}, "resources": {}},
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}
+                }),
+            ),
+            "tools/list" => ok(
+                body,
+                json!({"resultType": "complete", "tools": [
+                    {"name": "execute_sql", "inputSchema": {"type": "object", "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"},
+                        "query": {"type": "string"},
+                        "opts": {"type": "object", "properties": {
+                            "limit": {"type": "integer", "x-mcp-header": "Limit"},
+                            "dry": {"type": "boolean", "x-mcp-header": "Dry"}}}
+                    }}},
+                    {"name": "bad_tool", "inputSchema": {"type": "object", "properties": {
+                        "ratio": {"type": "number", "x-mcp-header": "Ratio"}}}},
+                    {"name": "plain", "inputSchema": {"type": "object"}}
+                ]}),
+            ),
+            "tools/call" => ok(
+                body,
+                json!({"resultType": "complete", "content": [{"type": "text", "text": "done"}]}),
+            ),
+            "resources/read" => ok(body, json!({"resultType": "complete", "contents": []})),
+            _ => Some((
+                400,
+                json!({"jsonrpc": "2.0", "id": body["id"],
+                "error": {"code": -32601, "message": "Method not found"}}),
+            )),
+        }
+    })
+}
+
+fn calls(log: &Log, method: &str) -> Vec<Seen> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.body["method"] == method)
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn stateless_requests_carry_routing_headers_and_mirrored_params() {
+    let (url, log, _server) = serve(modern_script()).await;
+    let client = Client::connect(HttpConfig::new(&url)).await.unwrap();
+    assert_eq!(client.era(), Era::Modern);
+    assert_eq!(client.session().transport, "streamable-http");
+
+    // The invalid tool is left out; the others stay.
+    let tools = client.list_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["execute_sql", "plain"]);
+
+    let args =
+        json!({"region": "Hello, 世界", "query": "SELECT 1", "opts": {"limit": 42, "dry": false}});
+    client
+        .call_tool("execute_sql", args.as_object().cloned())
+        .await
+        .unwrap();
+    let call = calls(&log, "tools/call").pop().unwrap();
+    let h = &call.headers;
+    assert_eq!(h["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(h["mcp-method"], "tools/call");
+    assert_eq!(h["mcp-name"], "execute_sql");
+    assert_eq!(h["mcp-param-region"], "=?base64?SGVsbG8sIOS4lueVjA==?=");
+    assert_eq!(h["mcp-param-limit"], "42");
+    assert_eq!(h["mcp-param-dry"], "false");
+    assert!(!h.contains_key("mcp-param-query"));
+    assert!(h["accept"].contains("application/json") && h["accept"].contains("text/event-stream"));
+
+    // An absent value omits its header; a tool without annotations has none.
+    client
+        .call_tool("execute_sql", json!({"query": "x"}).as_object().cloned())
+        .await
+        .unwrap();
+    let call = calls(&log, "tools/call").pop().unwrap();
+    assert!(
+        !call.headers.keys().any(|k| k.starts_with("mcp-param-")),
+        "{:?}",
+        call.headers
+    );
+    client.call_tool("plain", None).await.unwrap();
+
+    // resources/read names its URI; encoded when unsafe.
+    client.read_resource("file:///tmp/ü.txt").await.unwrap();
+    let read = calls(&log, "resources/read").pop().unwrap();
+    assert_eq!(read.headers["mcp-method"], "resources/read");
+    assert!(
+        read.headers["mcp-name"].starts_with("=?base64?"),
+        "{:?}",
+        read.headers
+    );
+
+    // Every request carried the version and method headers.
+    for seen in log.lock().unwrap().iter().filter(|s| s.method == "POST") {
+        assert_eq!(seen.headers["mcp-protocol-version"], "2026-07-28");
+        assert_eq!(
+            seen.headers["mcp-method"],
+            seen.body["method"].as_str().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn unauthorized_never_falls_back_to_another_transport() {
+    let script: Script = Arc::new(|body, headers| {
+        if headers.get("authorization").map(String::as_str) != Some("Bearer good") {
+            return Some((401, json!({"error": "unauthorized"})));
+        }
+        modern_script()(body, headers)
+    });
+    let (url, log, _server) = serve(script).await;
+    let error = Client::connect(HttpConfig::new(&url)).await.unwrap_err();
+    assert!(error.is_auth_required(), "{error}");
+    // Only the probe was sent: no initialize, no legacy SSE GET.
+    let requests: Vec<(String, Value)> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| (s.method.clone(), s.body["method"].clone()))
+        .collect();
+    assert_eq!(requests, [("POST".to_owned(), json!("server/discover"))]);
+
+    let client = Client::connect(HttpConfig::new(&url).header("Authorization", "Bearer good"))
+        .await
+        .unwrap();
+    assert_eq!(client.era(), Era::Modern);
+}
+
+#[tokio::test]
+async fn a_modern_error_body_on_400_is_era_evidence() {
+    // -32022 in a 400 body: the server is modern but wants another version;
+    // the client must not fall back to initialize.
+    let script: Script = Arc::new(|body, _| {
+        Some((
+            400,
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2099-01-01"], "requested": "2026-07-28"}}}),
+        ))
+        .filter(|_| body["method"].is_string())
+    });
+    let (url, log, _server) = serve(script).await;
+    let error = Client::connect(HttpConfig::new(&url)).await.unwrap_err();
+    assert!(error.to_string().contains("2099-01-01"), "{error}");
+    assert!(
+        calls(&log, "initialize").is_empty(),
+        "no fallback to initialize"
+    );
+
+    // Pinned legacy still works against a server that only knows initialize.
+    let legacy: Script = Arc::new(|body, _| match body["method"].as_str()? {
+        "initialize" => ok(
+            body,
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "serverInfo": {"name": "old", "version": "1"}}),
+        ),
+        _ => None,
+    });
+    let (url, _log, _server) = serve(legacy).await;
+    let client = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(HttpConfig::new(&url))
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version().as_str(), "2025-06-18");
+}
