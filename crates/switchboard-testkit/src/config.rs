@@ -20,7 +20,9 @@ pub const DEFAULT_SERVER_NAME: &str = "switchboard-testserver";
 pub const USAGE: &str = "\
 usage: switchboard-testserver [FLAGS]
 
-Serves newline-delimited JSON-RPC (MCP) on stdin/stdout.
+Serves newline-delimited JSON-RPC (MCP) on stdin/stdout, or over HTTP
+with --http (Streamable HTTP at /mcp, legacy HTTP+SSE at /sse + /messages,
+WebSocket at /ws).
 
 flags:
   --era legacy|modern|dual      protocol era (default: dual)
@@ -29,11 +31,19 @@ flags:
   --page-size N                 paginate list results, N items per page
   --extra-tools N               add generated tools tool_0..tool_{N-1}
   --fault NAME                  garbage | exit-before-init | repeat-cursor |
-                                no-tools-capability (repeatable)
+                                no-tools-capability | session-loss |
+                                cut-stream | no-get-stream (repeatable)
   --stderr-flood BYTES          write BYTES bytes of text to stderr at startup
   --stderr-line TEXT            write TEXT as a line to stderr at startup (repeatable)
   --record FILE                 append every received message to FILE
   --name NAME                   serverInfo name (default: switchboard-testserver)
+  --http ADDR                   serve HTTP on ADDR (e.g. 127.0.0.1:0) instead of
+                                stdio; prints `listening on http://IP:PORT`
+  --transports LIST             HTTP endpoints to serve: streamable,sse,ws
+                                (default: all three; others answer 404)
+  --http-response json|sse      how POST /mcp answers requests (default: json)
+  --require-header 'NAME: VALUE'
+                                HTTP POSTs without this header get 401 (repeatable)
   -h, --help                    print this help
 ";
 
@@ -85,6 +95,15 @@ pub enum Fault {
     RepeatCursor,
     /// Do not declare the `tools` capability.
     NoToolsCapability,
+    /// HTTP: add the `forget_session` tool, which makes the server forget the
+    /// current Streamable HTTP session (later requests with its id get 404).
+    SessionLoss,
+    /// HTTP, SSE response mode: the `progress` tool's response stream is cut
+    /// after a priming event and the first progress event; the rest is
+    /// delivered when the client resumes with `GET /mcp` + `Last-Event-ID`.
+    CutStream,
+    /// HTTP: `GET /mcp` answers 405 (no standalone SSE stream).
+    NoGetStream,
 }
 
 impl FromStr for Fault {
@@ -96,9 +115,13 @@ impl FromStr for Fault {
             "exit-before-init" => Ok(Fault::ExitBeforeInit),
             "repeat-cursor" => Ok(Fault::RepeatCursor),
             "no-tools-capability" => Ok(Fault::NoToolsCapability),
+            "session-loss" => Ok(Fault::SessionLoss),
+            "cut-stream" => Ok(Fault::CutStream),
+            "no-get-stream" => Ok(Fault::NoGetStream),
             other => Err(format!(
                 "unknown --fault {other:?} (expected garbage, exit-before-init, \
-                 repeat-cursor or no-tools-capability)"
+                 repeat-cursor, no-tools-capability, session-loss, cut-stream \
+                 or no-get-stream)"
             )),
         }
     }
@@ -111,6 +134,86 @@ impl fmt::Display for Fault {
             Fault::ExitBeforeInit => "exit-before-init",
             Fault::RepeatCursor => "repeat-cursor",
             Fault::NoToolsCapability => "no-tools-capability",
+            Fault::SessionLoss => "session-loss",
+            Fault::CutStream => "cut-stream",
+            Fault::NoGetStream => "no-get-stream",
+        })
+    }
+}
+
+/// An HTTP endpoint family served with `--http` (`--transports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HttpTransport {
+    /// Streamable HTTP at `/mcp`.
+    Streamable,
+    /// Legacy HTTP+SSE (2024-11-05): `GET /sse` + `POST /messages?session=…`.
+    Sse,
+    /// WebSocket at `/ws` (subprotocol `mcp`, one message per text frame).
+    Ws,
+}
+
+/// All HTTP transports, the default for `--transports`.
+pub const ALL_HTTP_TRANSPORTS: [HttpTransport; 3] = [
+    HttpTransport::Streamable,
+    HttpTransport::Sse,
+    HttpTransport::Ws,
+];
+
+impl FromStr for HttpTransport {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "streamable" => Ok(HttpTransport::Streamable),
+            "sse" => Ok(HttpTransport::Sse),
+            "ws" => Ok(HttpTransport::Ws),
+            other => Err(format!(
+                "unknown transport {other:?} (expected streamable, sse or ws)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HttpTransport::Streamable => "streamable",
+            HttpTransport::Sse => "sse",
+            HttpTransport::Ws => "ws",
+        })
+    }
+}
+
+/// How `POST /mcp` answers a request (`--http-response`), unless the
+/// client's `Accept` header only allows the other one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpResponseMode {
+    /// One `application/json` body.
+    #[default]
+    Json,
+    /// A `text/event-stream` carrying progress notifications, then the response.
+    Sse,
+}
+
+impl FromStr for HttpResponseMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "json" => Ok(HttpResponseMode::Json),
+            "sse" => Ok(HttpResponseMode::Sse),
+            other => Err(format!(
+                "invalid --http-response value {other:?} (expected json or sse)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for HttpResponseMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HttpResponseMode::Json => "json",
+            HttpResponseMode::Sse => "sse",
         })
     }
 }
@@ -140,6 +243,15 @@ pub struct ServerConfig {
     pub record: Option<PathBuf>,
     /// `serverInfo.name` (`--name`).
     pub name: String,
+    /// Serve HTTP on this address instead of stdio (`--http`).
+    pub http: Option<String>,
+    /// HTTP endpoints that exist (`--transports`); the others answer 404.
+    pub transports: Vec<HttpTransport>,
+    /// How `POST /mcp` answers requests (`--http-response`).
+    pub http_response: HttpResponseMode,
+    /// Headers (name, value) every HTTP POST must carry, else 401
+    /// (`--require-header`, repeatable).
+    pub require_headers: Vec<(String, String)>,
 }
 
 impl Default for ServerConfig {
@@ -155,6 +267,10 @@ impl Default for ServerConfig {
             stderr_lines: Vec::new(),
             record: None,
             name: DEFAULT_SERVER_NAME.to_owned(),
+            http: None,
+            transports: ALL_HTTP_TRANSPORTS.to_vec(),
+            http_response: HttpResponseMode::Json,
+            require_headers: Vec::new(),
         }
     }
 }
@@ -218,10 +334,64 @@ impl ServerConfig {
                 "--stderr-line" => config.stderr_lines.push(value()?),
                 "--record" => config.record = Some(PathBuf::from(value()?)),
                 "--name" => config.name = value()?,
+                "--http" => config.http = Some(value()?),
+                "--transports" => {
+                    let v = value()?;
+                    let mut transports = Vec::new();
+                    for t in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                        let t: HttpTransport = t.parse()?;
+                        if !transports.contains(&t) {
+                            transports.push(t);
+                        }
+                    }
+                    if transports.is_empty() {
+                        return Err("--transports requires at least one transport".into());
+                    }
+                    config.transports = transports;
+                }
+                "--http-response" => config.http_response = value()?.parse()?,
+                "--require-header" => {
+                    let v = value()?;
+                    config.require_headers.push(parse_header(&v)?);
+                }
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
         Ok(config)
+    }
+
+    /// Whether the HTTP transport `t` is enabled.
+    pub fn has_transport(&self, t: HttpTransport) -> bool {
+        self.transports.contains(&t)
+    }
+
+    /// Serve HTTP (only used by [`run_stdio_main`](crate::run_stdio_main);
+    /// [`serve_http`](crate::serve_http) takes its listener directly).
+    pub fn with_http(mut self, addr: impl Into<String>) -> Self {
+        self.http = Some(addr.into());
+        self
+    }
+
+    /// Replace the enabled HTTP transports.
+    pub fn with_transports<I: IntoIterator<Item = HttpTransport>>(mut self, transports: I) -> Self {
+        self.transports = transports.into_iter().collect();
+        self
+    }
+
+    /// Set how `POST /mcp` answers requests.
+    pub fn with_http_response(mut self, mode: HttpResponseMode) -> Self {
+        self.http_response = mode;
+        self
+    }
+
+    /// Require this header (exact value) on every HTTP POST, else 401.
+    pub fn with_require_header(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.require_headers.push((name.into(), value.into()));
+        self
     }
 
     /// Whether `fault` is enabled.
@@ -300,4 +470,19 @@ fn parse_num(flag: &str, v: &str) -> Result<usize, String> {
     v.trim()
         .parse()
         .map_err(|_| format!("{flag} expects a non-negative integer, got {v:?}"))
+}
+
+fn parse_header(v: &str) -> Result<(String, String), String> {
+    match v.split_once(':') {
+        Some((name, value))
+            if !name.trim().is_empty()
+                && name
+                    .trim()
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) =>
+        {
+            Ok((name.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(format!("--require-header expects 'Name: value', got {v:?}")),
+    }
 }

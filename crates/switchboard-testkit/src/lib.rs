@@ -2,7 +2,9 @@
 //!
 //! Used by switchboard's tests, benchmarks and CLI demo. It speaks
 //! newline-delimited JSON-RPC over any `AsyncRead`/`AsyncWrite` pair (see
-//! [`serve`]) or over stdin/stdout (see [`run_stdio_main`]), supports the
+//! [`serve`]) or over stdin/stdout (see [`run_stdio_main`]), and HTTP
+//! (Streamable HTTP, legacy HTTP+SSE and WebSocket, see [`serve_http`]); it
+//! supports the
 //! legacy `initialize` era, the modern stateless era (`server/discover`,
 //! per-request `_meta`) or both, and can be told to misbehave in specific
 //! ways (see [`Fault`]).
@@ -13,7 +15,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -21,14 +22,16 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 mod config;
+mod http;
 mod server;
 
 pub use config::{
-    DEFAULT_MODERN_VERSION, DEFAULT_SERVER_NAME, Era, Fault, LATEST_LEGACY_VERSION,
-    LEGACY_VERSIONS, ServerConfig, USAGE,
+    ALL_HTTP_TRANSPORTS, DEFAULT_MODERN_VERSION, DEFAULT_SERVER_NAME, Era, Fault, HttpResponseMode,
+    HttpTransport, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig, USAGE,
 };
+pub use http::serve_http;
 
-use server::{Action, AsyncJob, AsyncKind, Shared};
+use server::{Action, AsyncKind, Shared};
 
 /// The exact (compact) input schema of the `schema_rich` tool. The server
 /// emits exactly these bytes inside `tools/list`.
@@ -95,12 +98,12 @@ impl std::error::Error for ServerExit {}
 
 /// Messages from the read loop / request tasks to the write loop.
 #[derive(Debug)]
-enum Out {
+pub(crate) enum Out {
     Msg(Vec<u8>),
     Exit(i32),
 }
 
-type OutTx = mpsc::UnboundedSender<Out>;
+pub(crate) type OutTx = mpsc::UnboundedSender<Out>;
 
 fn encode(msg: &Value) -> Vec<u8> {
     let mut buf = Vec::with_capacity(256);
@@ -110,7 +113,7 @@ fn encode(msg: &Value) -> Vec<u8> {
     buf
 }
 
-fn send(tx: &OutTx, msg: &Value) {
+pub(crate) fn send(tx: &OutTx, msg: &Value) {
     // The receiver only goes away when the server is shutting down.
     let _ = tx.send(Out::Msg(encode(msg)));
 }
@@ -142,7 +145,7 @@ where
     Ok(())
 }
 
-async fn write_startup_stderr(config: &ServerConfig) {
+pub(crate) async fn write_startup_stderr(config: &ServerConfig) {
     if config.stderr_lines.is_empty() && config.stderr_flood == 0 {
         return;
     }
@@ -205,7 +208,7 @@ where
 }
 
 /// Key identifying an in-flight request (its id, serialized).
-fn id_key(id: &Value) -> String {
+pub(crate) fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
@@ -221,115 +224,147 @@ where
 {
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::with_capacity(8 * 1024);
-    let mut tasks: JoinSet<String> = JoinSet::new();
-    let mut in_flight: HashMap<String, InFlight> = HashMap::new();
+    let mut conn = Conn::new(shared, tx);
 
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line).await? == 0 {
             break;
         }
-        // Reap finished request tasks.
-        while let Some(res) = tasks.try_join_next_with_id() {
-            if let Ok((task_id, key)) = res
-                && in_flight
-                    .get(&key)
-                    .is_some_and(|f| f.handle.id() == task_id)
-            {
-                in_flight.remove(&key);
-            }
-        }
+        conn.reap();
         let trimmed = line.trim_ascii();
         if trimmed.is_empty() {
             continue;
         }
-        shared.record(&line);
+        conn.shared.record(&line);
 
         let msg: Value = match serde_json::from_slice(trimmed) {
             Ok(v) => v,
             Err(_) => {
-                send(&tx, &server::parse_error());
+                send(&conn.tx, &server::parse_error());
                 continue;
             }
         };
+        if let Some(code) = conn.handle(msg) {
+            let _ = conn.tx.send(Out::Exit(code));
+            return Ok(());
+        }
+    }
 
+    // EOF: drop hanging calls, let the rest finish.
+    conn.finish().await;
+    Ok(())
+}
+
+/// One message-oriented connection (stdio, WebSocket, legacy HTTP+SSE):
+/// incoming messages are handled one by one, slow requests run concurrently
+/// in tasks owned by the connection, and every outgoing message goes to `tx`.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) tx: OutTx,
+    tasks: JoinSet<String>,
+    in_flight: HashMap<String, InFlight>,
+}
+
+impl Conn {
+    pub(crate) fn new(shared: Arc<Shared>, tx: OutTx) -> Conn {
+        Conn {
+            shared,
+            tx,
+            tasks: JoinSet::new(),
+            in_flight: HashMap::new(),
+        }
+    }
+
+    /// Forget finished request tasks.
+    pub(crate) fn reap(&mut self) {
+        while let Some(res) = self.tasks.try_join_next_with_id() {
+            if let Ok((task_id, key)) = res
+                && self
+                    .in_flight
+                    .get(&key)
+                    .is_some_and(|f| f.handle.id() == task_id)
+            {
+                self.in_flight.remove(&key);
+            }
+        }
+    }
+
+    /// Handle one parsed incoming message (or batch). Returns `Some(code)`
+    /// when the server must exit with `code` (nothing more is sent).
+    pub(crate) fn handle(&mut self, msg: Value) -> Option<i32> {
+        let shared = &self.shared;
+        let tx = &self.tx;
         if let Value::Array(batch) = msg {
             if batch.is_empty() {
-                send(&tx, &server::invalid_request());
-                continue;
+                send(tx, &server::invalid_request());
+                return None;
             }
             let mut replies = Vec::with_capacity(batch.len());
             let mut jobs = Vec::new();
-            let mut exit = None;
             for item in batch {
                 match shared.dispatch(item) {
                     Action::None => {}
-                    Action::Reply(v) => replies.push(Some(v)),
-                    Action::Cancel(id) => cancel(&mut in_flight, &id),
-                    Action::Exit(code) => {
-                        exit = Some(code);
-                        break;
-                    }
+                    Action::Reply(v) | Action::ForgetSession(v) => replies.push(Some(v)),
+                    Action::Cancel(id) => cancel(&mut self.in_flight, &id),
+                    Action::Exit(code) => return Some(code),
                     Action::Async(job) => {
                         jobs.push((replies.len(), job));
                         replies.push(None);
                     }
                 }
             }
-            if let Some(code) = exit {
-                let _ = tx.send(Out::Exit(code));
-                return Ok(());
-            }
             if jobs.is_empty() {
                 if !replies.is_empty() {
-                    send(&tx, &Value::Array(replies.into_iter().flatten().collect()));
+                    send(tx, &Value::Array(replies.into_iter().flatten().collect()));
                 }
             } else {
-                let shared = Arc::clone(&shared);
+                let shared = Arc::clone(shared);
                 let tx = tx.clone();
-                tasks.spawn(async move {
+                self.tasks.spawn(async move {
                     for (slot, job) in jobs {
-                        replies[slot] = Some(run_job(&shared, &tx, job).await);
+                        let reply = shared.run_job(job, |n| send(&tx, &n)).await;
+                        replies[slot] = Some(reply);
                     }
                     send(&tx, &Value::Array(replies.into_iter().flatten().collect()));
                     String::new()
                 });
             }
-            continue;
+            return None;
         }
 
         match shared.dispatch(msg) {
             Action::None => {}
-            Action::Reply(v) => send(&tx, &v),
-            Action::Cancel(id) => cancel(&mut in_flight, &id),
-            Action::Exit(code) => {
-                let _ = tx.send(Out::Exit(code));
-                return Ok(());
-            }
+            Action::Reply(v) | Action::ForgetSession(v) => send(tx, &v),
+            Action::Cancel(id) => cancel(&mut self.in_flight, &id),
+            Action::Exit(code) => return Some(code),
             Action::Async(job) => {
                 let key = id_key(&job.id);
                 let hang = matches!(job.kind, AsyncKind::Hang);
-                let shared = Arc::clone(&shared);
+                let shared = Arc::clone(shared);
                 let tx = tx.clone();
                 let task_key = key.clone();
-                let handle = tasks.spawn(async move {
-                    let reply = run_job(&shared, &tx, job).await;
+                let handle = self.tasks.spawn(async move {
+                    let reply = shared.run_job(job, |n| send(&tx, &n)).await;
                     send(&tx, &reply);
                     task_key
                 });
-                in_flight.insert(key, InFlight { handle, hang });
+                self.in_flight.insert(key, InFlight { handle, hang });
             }
         }
+        None
     }
 
-    // EOF: drop hanging calls, let the rest finish.
-    for f in in_flight.values() {
-        if f.hang {
-            f.handle.abort();
+    /// End of input: drop hanging calls, let the rest finish.
+    pub(crate) async fn finish(mut self) {
+        for f in self.in_flight.values() {
+            if f.hang {
+                f.handle.abort();
+            }
         }
+        while self.tasks.join_next().await.is_some() {}
     }
-    while tasks.join_next().await.is_some() {}
-    Ok(())
 }
 
 fn cancel(in_flight: &mut HashMap<String, InFlight>, id: &Value) {
@@ -338,39 +373,17 @@ fn cancel(in_flight: &mut HashMap<String, InFlight>, id: &Value) {
     }
 }
 
-async fn run_job(shared: &Shared, tx: &OutTx, job: AsyncJob) -> Value {
-    let AsyncJob { id, mode, kind } = job;
-    let text = |t: String| serde_json::json!({"content": [{"type": "text", "text": t}]});
-    let result = match kind {
-        AsyncKind::Slow { ms } => {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            text("done".to_owned())
-        }
-        AsyncKind::Progress {
-            steps,
-            interval_ms,
-            token,
-        } => {
-            let interval = Duration::from_millis(interval_ms);
-            for i in 1..=steps {
-                tokio::time::sleep(interval).await;
-                if let Some(token) = &token {
-                    send(tx, &server::progress_notification(token, i, steps));
-                }
-            }
-            text(format!("completed {steps} steps"))
-        }
-        AsyncKind::Hang => std::future::pending().await,
-    };
-    shared.ok_response(id, mode, result)
-}
-
 /// Entry point of the `switchboard-testserver` binary (and the CLI's demo
 /// subcommand): parses `args` (without the program name), serves
-/// stdin/stdout and exits the process.
+/// stdin/stdout (or HTTP with `--http ADDR`) and exits the process.
+///
+/// With `--http`, binds ADDR, prints exactly one line
+/// `listening on http://IP:PORT` to stdout and serves until killed (or until
+/// the `exit` tool is called).
 ///
 /// Exit codes: 0 on EOF, 2 on bad arguments, the requested code for the
-/// `exit` tool, 1 for `exit-before-init` and I/O errors.
+/// `exit` tool, 1 for `exit-before-init` and I/O errors (including a failed
+/// bind).
 pub fn run_stdio_main(args: Vec<String>) -> ! {
     if args.iter().any(|a| a == "-h" || a == "--help") {
         eprint!("{USAGE}");
@@ -394,7 +407,10 @@ pub fn run_stdio_main(args: Vec<String>) -> ! {
             std::process::exit(1);
         }
     };
-    let result = runtime.block_on(serve(config, tokio::io::stdin(), tokio::io::stdout()));
+    let result = match config.http.clone() {
+        Some(addr) => runtime.block_on(http::run_http_main(config, &addr)),
+        None => runtime.block_on(serve(config, tokio::io::stdin(), tokio::io::stdout())),
+    };
     let code = match result {
         Ok(()) => 0,
         Err(e) => match ServerExit::from_io_error(&e) {

@@ -2,9 +2,11 @@
 
 use std::fs::File;
 use std::io::{self, Write as _};
+use std::ops::Deref;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
@@ -33,6 +35,9 @@ pub(crate) mod code {
     pub(crate) const INTERNAL_ERROR: i64 = -32603;
     pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    pub(crate) const HEADER_MISMATCH: i64 = -32020;
+    pub(crate) const SESSION_NOT_FOUND: i64 = -32001;
+    pub(crate) const REQUEST_CANCELLED: i64 = -32800;
 }
 
 #[derive(Debug)]
@@ -51,7 +56,7 @@ impl RpcError {
         }
     }
 
-    fn with_data(mut self, data: Value) -> Self {
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
@@ -100,19 +105,24 @@ pub(crate) enum Action {
     Cancel(Value),
     /// Terminate the server with this exit code, without answering.
     Exit(i32),
-    /// Run a job concurrently; it produces the reply.
+    /// Run a job concurrently (see [`Shared::run_job`]); it produces the reply.
     Async(AsyncJob),
+    /// Send this reply, then forget the current HTTP session (the
+    /// `forget_session` tool; other transports just send the reply).
+    ForgetSession(Value),
 }
 
 enum ToolOutcome {
     Done(Value),
     Exit(i32),
     Async(AsyncKind),
+    ForgetSession,
 }
 
-/// Per-connection server state, shared with request tasks.
+/// Server-wide immutable data (plus the record file and the
+/// `exit-before-init` bookkeeping), shared by all connections / sessions.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct Catalog {
     pub(crate) config: ServerConfig,
     server_info: Value,
     capabilities: Value,
@@ -120,13 +130,45 @@ pub(crate) struct Shared {
     resources: Vec<Value>,
     templates: Vec<Value>,
     prompts: Vec<Value>,
-    legacy_initialized: AtomicBool,
     seen_request: AtomicBool,
     record: Option<Mutex<File>>,
 }
 
+/// Per-connection (per-session) server state, shared with request tasks.
+/// Dereferences to the server-wide [`Catalog`].
+#[derive(Debug)]
+pub(crate) struct Shared {
+    catalog: Arc<Catalog>,
+    legacy_initialized: AtomicBool,
+}
+
+impl Deref for Shared {
+    type Target = Catalog;
+
+    fn deref(&self) -> &Catalog {
+        &self.catalog
+    }
+}
+
 impl Shared {
     pub(crate) fn new(config: ServerConfig) -> io::Result<Shared> {
+        Ok(Shared {
+            catalog: Arc::new(Catalog::new(config)?),
+            legacy_initialized: AtomicBool::new(false),
+        })
+    }
+
+    /// Fresh per-connection state (not initialized) over the same catalog.
+    pub(crate) fn fork(&self) -> Shared {
+        Shared {
+            catalog: Arc::clone(&self.catalog),
+            legacy_initialized: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Catalog {
+    fn new(config: ServerConfig) -> io::Result<Catalog> {
         let record = match &config.record {
             Some(path) => Some(Mutex::new(
                 std::fs::OpenOptions::new()
@@ -152,6 +194,13 @@ impl Shared {
         caps.insert("completions".into(), json!({}));
         caps.insert("logging".into(), json!({}));
         let mut tools = builtin_tools();
+        if config.has_fault(Fault::SessionLoss) {
+            tools.push(json!({
+                "name": "forget_session",
+                "description": "Makes the server forget the current HTTP session",
+                "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+            }));
+        }
         tools.extend((0..config.extra_tools).map(|i| {
             json!({
                 "name": format!("tool_{i}"),
@@ -159,7 +208,7 @@ impl Shared {
                 "inputSchema": {"type": "object", "properties": {}},
             })
         }));
-        Ok(Shared {
+        Ok(Catalog {
             server_info,
             capabilities: Value::Object(caps),
             tools,
@@ -201,14 +250,14 @@ impl Shared {
                     "description": "A prompt without arguments",
                 }),
             ],
-            legacy_initialized: AtomicBool::new(false),
             seen_request: AtomicBool::new(false),
             record,
             config,
         })
     }
 
-    /// Append a raw received line to the record file (if any).
+    /// Append a raw received message (line or HTTP body) to the record file
+    /// (if any).
     pub(crate) fn record(&self, line: &[u8]) {
         let Some(file) = &self.record else { return };
         let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
@@ -222,7 +271,43 @@ impl Shared {
         }
     }
 
-    /// Handle one parsed JSON-RPC message (not a batch).
+    /// Run the asynchronous part of a request (see [`Action::Async`]):
+    /// `emit` receives the request's notifications (progress) as they
+    /// happen; the returned value is the final response. Dropping the future
+    /// cancels the work.
+    pub(crate) async fn run_job(&self, job: AsyncJob, mut emit: impl FnMut(Value) + Send) -> Value {
+        let AsyncJob { id, mode, kind } = job;
+        let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
+        let result = match kind {
+            AsyncKind::Slow { ms } => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                text("done".to_owned())
+            }
+            AsyncKind::Progress {
+                steps,
+                interval_ms,
+                token,
+            } => {
+                let interval = Duration::from_millis(interval_ms);
+                for i in 1..=steps {
+                    tokio::time::sleep(interval).await;
+                    if let Some(token) = &token {
+                        emit(progress_notification(token, i, steps));
+                    }
+                }
+                text(format!("completed {steps} steps"))
+            }
+            AsyncKind::Hang => std::future::pending().await,
+        };
+        self.ok_response(id, mode, result)
+    }
+}
+
+impl Shared {
+    /// Handle one parsed JSON-RPC message (not a batch): everything that can
+    /// be answered at once is answered here; slow tool calls come back as
+    /// [`Action::Async`], to be completed with [`Catalog::run_job`]. Used by
+    /// every transport (stdio, WebSocket, HTTP+SSE, Streamable HTTP).
     pub(crate) fn dispatch(&self, msg: Value) -> Action {
         let Value::Object(mut msg) = msg else {
             return Action::Reply(error_response(
@@ -307,15 +392,7 @@ impl Shared {
                 Era::Legacy => Mode::Legacy,
                 Era::Modern => Mode::Modern,
                 Era::Dual => {
-                    let has_modern_meta = params
-                        .as_ref()
-                        .and_then(|p| p.get("_meta"))
-                        .and_then(Value::as_object)
-                        .is_some_and(|m| {
-                            m.contains_key(META_PROTOCOL_VERSION)
-                                || m.contains_key(META_CLIENT_CAPABILITIES)
-                        });
-                    if has_modern_meta
+                    if has_modern_meta(params.as_ref())
                         || !(method == "ping" || self.legacy_initialized.load(Ordering::Relaxed))
                     {
                         Mode::Modern
@@ -355,6 +432,11 @@ impl Shared {
                 Ok(ToolOutcome::Done(v)) => Ok(v),
                 Ok(ToolOutcome::Exit(code)) => return Action::Exit(code),
                 Ok(ToolOutcome::Async(kind)) => return Action::Async(AsyncJob { id, mode, kind }),
+                Ok(ToolOutcome::ForgetSession) => {
+                    let result =
+                        json!({"content": [{"type": "text", "text": "session forgotten"}]});
+                    return Action::ForgetSession(self.ok_response(id, mode, result));
+                }
                 Err(e) => Err(e),
             },
             "resources/list" => self.paginate(&self.resources, "resources", params.as_ref()),
@@ -394,8 +476,20 @@ impl Shared {
         });
         self.ok_response(id, Mode::Legacy, result)
     }
+}
 
-    fn validate_modern(&self, params: Option<&Value>) -> Result<(), RpcError> {
+/// Whether request params carry the modern per-request `_meta` fields.
+pub(crate) fn has_modern_meta(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+        .is_some_and(|m| {
+            m.contains_key(META_PROTOCOL_VERSION) || m.contains_key(META_CLIENT_CAPABILITIES)
+        })
+}
+
+impl Catalog {
+    pub(crate) fn validate_modern(&self, params: Option<&Value>) -> Result<(), RpcError> {
         let meta = params
             .and_then(|p| p.get("_meta"))
             .and_then(Value::as_object);
@@ -615,6 +709,9 @@ impl Shared {
                 }))
             }
             "schema_rich" => text(Value::Object(args).to_string()),
+            "forget_session" if self.config.has_fault(Fault::SessionLoss) => {
+                ToolOutcome::ForgetSession
+            }
             _ => match name
                 .strip_prefix("tool_")
                 .and_then(|n| n.parse::<usize>().ok())
