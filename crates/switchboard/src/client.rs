@@ -246,10 +246,10 @@ impl ClientBuilder {
             connector: &*connector,
             server: server.clone(),
             respawned: false,
-            transport: std::cell::Cell::new(connector.transport_name()),
+            transport: connector.transport_name(),
         };
         let (engine, mut session) = negotiator.negotiate().await?;
-        session.transport = negotiator.transport.get();
+        session.transport = negotiator.transport;
         session.negotiation_time = started.elapsed();
         session.respawned = negotiator.respawned;
         let modern_meta = match session.era {
@@ -333,7 +333,7 @@ struct Negotiator<'a> {
     server: Arc<str>,
     respawned: bool,
     /// The transport that carried negotiation to its end.
-    transport: std::cell::Cell<&'static str>,
+    transport: &'static str,
 }
 
 impl Negotiator<'_> {
@@ -359,7 +359,7 @@ impl Negotiator<'_> {
 
     /// `initialize`, and when a Streamable HTTP endpoint refuses it outright
     /// (400, 404, 405), the same on the connector's fallback transport.
-    async fn initialize_or_fall_back(&self, engine: Engine) -> Result<(Engine, ServerSession)> {
+    async fn initialize_or_fall_back(&mut self, engine: Engine) -> Result<(Engine, ServerSession)> {
         match self.initialize(&engine).await {
             Ok(session) => Ok((engine, session)),
             Err(error) => {
@@ -371,7 +371,7 @@ impl Negotiator<'_> {
                         engine.close().await;
                         let engine = self.open_with(&*fallback).await?;
                         let session = self.initialize(&engine).await?;
-                        self.transport.set(fallback.transport_name());
+                        self.transport = fallback.transport_name();
                         Ok((engine, session))
                     }
                     _ => Err(error),
@@ -1183,6 +1183,22 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Connecting and calling must work from `tokio::spawn` on a
+    /// multi-thread runtime.
+    #[test]
+    fn client_futures_are_send() {
+        fn assert_send<T: Send>(_: T) {}
+        let connector = crate::transport::memory::pair().0.into_connector();
+        assert_send(Client::builder().connect(connector));
+        let client: Option<Client> = None;
+        if let Some(client) = client {
+            assert_send(client.list_tools());
+            assert_send(client.call_tool("x", None));
+            assert_send(client.read_resource("x"));
+            assert_send(client.request_raw("x", None, RequestOptions::default()));
+        }
+    }
 
     #[test]
     fn picks_newest_mutual_version() {
