@@ -1,0 +1,288 @@
+//! The client against the test server over real loopback HTTP: detection of
+//! era and transport from a URL alone, SSE answers and their resumption,
+//! session loss, and the GET stream.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard::transport::http::{HttpConfig, HttpTransport};
+use switchboard::transport::ws::WebSocketConfig;
+use switchboard::types::{CallToolRequestParams, Era};
+use switchboard::{Client, Error, RequestOptions};
+
+const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
+
+/// A test server process serving HTTP; killed when dropped.
+struct HttpServer {
+    child: Child,
+    base: String,
+}
+
+impl HttpServer {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(SERVER)
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the test server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Self { child, base }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
+    value.as_object().cloned()
+}
+
+async fn echo(client: &Client) -> String {
+    let result = client
+        .call_tool("echo", args(json!({"text": "over http"})))
+        .await
+        .unwrap();
+    serde_json::to_value(&result).unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_url_alone_finds_the_era_and_transport() {
+    let cases: [(&[&str], &str, Era, &str); 7] = [
+        (&["--era", "dual"], "/mcp", Era::Modern, "streamable-http"),
+        (&["--era", "modern"], "/mcp", Era::Modern, "streamable-http"),
+        (&["--era", "legacy"], "/mcp", Era::Legacy, "streamable-http"),
+        (
+            &["--era", "dual", "--http-response", "sse"],
+            "/mcp",
+            Era::Modern,
+            "streamable-http",
+        ),
+        (
+            &["--era", "legacy", "--http-response", "sse"],
+            "/mcp",
+            Era::Legacy,
+            "streamable-http",
+        ),
+        // A server that only has the 2024-11-05 transport.
+        (
+            &["--era", "legacy", "--transports", "sse"],
+            "/sse",
+            Era::Legacy,
+            "sse",
+        ),
+        (
+            &["--era", "legacy", "--transports", "sse,ws"],
+            "/sse",
+            Era::Legacy,
+            "sse",
+        ),
+    ];
+    for (server_args, path, era, transport) in cases {
+        let server = HttpServer::start(server_args);
+        let url = server.url(path);
+        let client = Client::connect(HttpConfig::new(&url))
+            .await
+            .unwrap_or_else(|e| panic!("{server_args:?} {path}: {e}"));
+        assert_eq!(client.era(), era, "{server_args:?} {path}");
+        assert_eq!(
+            client.session().transport,
+            transport,
+            "{server_args:?} {path}"
+        );
+        assert!(client.list_tools().await.unwrap().len() >= 13);
+        assert_eq!(echo(&client).await, "over http");
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn websocket_urls_work() {
+    let server = HttpServer::start(&["--era", "dual"]);
+    let url = server.url("/ws").replace("http://", "ws://");
+    let client = Client::connect(WebSocketConfig::new(url)).await.unwrap();
+    assert_eq!(client.session().transport, "websocket");
+    assert_eq!(echo(&client).await, "over http");
+}
+
+#[tokio::test]
+async fn progress_arrives_over_sse_answers() {
+    for era in ["legacy", "modern"] {
+        let server = HttpServer::start(&["--era", era, "--http-response", "sse"]);
+        let client = Client::connect(HttpConfig::new(server.url("/mcp")))
+            .await
+            .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let params = CallToolRequestParams {
+            name: "progress".into(),
+            arguments: args(json!({"steps": 3, "interval_ms": 5})),
+            ..Default::default()
+        };
+        let options =
+            RequestOptions::default().on_progress(move |p| sink.lock().unwrap().push(p.progress));
+        client.call_tool_with(&params, options).await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0], "{era}");
+    }
+}
+
+#[tokio::test]
+async fn a_cut_response_stream_is_resumed_with_last_event_id() {
+    // The conformance scenario `sse-retry`: the server closes the answer's
+    // stream after an event with an id; the client resumes it with GET and
+    // Last-Event-ID and gets the rest, including the response.
+    let server = HttpServer::start(&[
+        "--era",
+        "legacy",
+        "--http-response",
+        "sse",
+        "--fault",
+        "cut-stream",
+    ]);
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")))
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let params = CallToolRequestParams {
+        name: "progress".into(),
+        arguments: args(json!({"steps": 3, "interval_ms": 20})),
+        ..Default::default()
+    };
+    let options = RequestOptions::timeout(Duration::from_secs(10))
+        .on_progress(move |p| sink.lock().unwrap().push(p.progress));
+    let result = client.call_tool_with(&params, options).await.unwrap();
+    assert_ne!(result.is_error, Some(true));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![1.0, 2.0, 3.0],
+        "every event once, none lost at the cut"
+    );
+}
+
+#[tokio::test]
+async fn session_loss_mid_flight_fails_the_lost_call_and_recovers() {
+    let server = HttpServer::start(&[
+        "--era",
+        "legacy",
+        "--http-response",
+        "sse",
+        "--fault",
+        "session-loss",
+    ]);
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")))
+        .await
+        .unwrap();
+    assert_eq!(client.era(), Era::Legacy);
+    // A slow call is in flight when the server forgets the session.
+    let slow = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 3000}))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    client.call_tool("forget_session", None).await.unwrap();
+    let lost = tokio::time::timeout(Duration::from_secs(5), slow)
+        .await
+        .expect("the lost call must fail promptly, not wait for a timeout")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(lost, Error::ResponseLost { .. }),
+        "typed, not replayed: {lost}"
+    );
+    // The next call meets a 404, the session is re-established, and it works.
+    assert_eq!(echo(&client).await, "over http");
+    assert_eq!(echo(&client).await, "over http");
+}
+
+#[tokio::test]
+async fn a_missing_get_stream_is_quiet() {
+    let server = HttpServer::start(&["--era", "legacy", "--fault", "no-get-stream"]);
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let subscriber = Capture(warnings.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "over http");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(echo(&client).await, "over http");
+    assert!(
+        warnings.lock().unwrap().is_empty(),
+        "{:?}",
+        warnings.lock().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn required_headers_and_auth() {
+    let server = HttpServer::start(&["--era", "dual", "--require-header", "X-Api-Key: sesame"]);
+    let error = Client::connect(HttpConfig::new(server.url("/mcp")))
+        .await
+        .unwrap_err();
+    assert!(error.is_auth_required(), "{error}");
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")).header("X-Api-Key", "sesame"))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "over http");
+    // Pinned to Streamable HTTP, a legacy-only server is an error, not a fallback.
+    let legacy_only = HttpServer::start(&["--era", "legacy", "--transports", "sse"]);
+    let error = Client::connect(
+        HttpConfig::new(legacy_only.url("/mcp")).transport(HttpTransport::StreamableHttp),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        match &error {
+            Error::Transport { source, .. } => source.http_status(),
+            _ => None,
+        },
+        Some(404),
+        "{error}"
+    );
+}
+
+/// Records WARN and ERROR events on this thread.
+struct Capture(Arc<Mutex<Vec<String>>>);
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{} {:?}", event.metadata().target(), event));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
