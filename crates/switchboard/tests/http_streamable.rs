@@ -66,6 +66,14 @@ async fn serve(script: Script) -> (String, Log, tokio::task::JoinHandle<()>) {
                 headers: headers.clone(),
                 body: body.clone(),
             });
+            if method == "POST" && script(&body, &headers).is_some_and(|(status, _)| status == 0) {
+                // Status 0: hold the request open and never answer.
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                    drop(write);
+                });
+                continue;
+            }
             let response = if method != "POST" {
                 "HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
                     .to_owned()
@@ -279,4 +287,24 @@ async fn a_modern_error_body_on_400_is_era_evidence() {
         .await
         .unwrap();
     assert_eq!(client.protocol_version().as_str(), "2025-06-18");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out() {
+    let script: Script = Arc::new(|body, headers| match body["method"].as_str()? {
+        "tools/call" => Some((0, Value::Null)),
+        _ => modern_script()(body, headers),
+    });
+    let (url, _log, _server) = serve(script).await;
+    let client = Client::builder()
+        .request_timeout(std::time::Duration::from_millis(300))
+        .connect(HttpConfig::new(&url))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let error = client.call_tool("plain", None).await.unwrap_err();
+    assert!(error.is_timeout(), "{error}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    // The connection is still usable.
+    client.read_resource("file:///x").await.unwrap();
 }

@@ -339,14 +339,27 @@ impl Engine {
             buf.extend_from_slice(params.get().as_bytes());
         }
         buf.push(b'}');
-        if let Err(error) = self.sink.send(&buf).await {
-            guard.cancel = false;
-            return Err(self.send_failed(error).await);
-        }
-
         let start = Instant::now();
         let hard_deadline = start + self.config.max_request_time.max(timeout);
         let mut deadline = start + timeout;
+        // The deadline covers sending too: an HTTP transport reads a JSON
+        // answer inside `send`, and a server may never send it.
+        match tokio::time::timeout_at(deadline, self.sink.send(&buf)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                guard.cancel = false;
+                return Err(self.send_failed(error).await);
+            }
+            // The guard tells the server (on HTTP, dropping the send already
+            // closed the request).
+            Err(_) => {
+                return Err(Error::Timeout {
+                    server: self.shared.server.clone(),
+                    method: method.to_owned(),
+                    after: start.elapsed(),
+                });
+            }
+        }
         let sleep = tokio::time::sleep_until(deadline);
         tokio::pin!(sleep);
         let mut rx = rx;
