@@ -182,3 +182,85 @@ fn the_demo_runs_every_scenario() {
     assert_eq!(eras, ["modern", "legacy", "legacy"]);
     assert_eq!(demo["demo"][2]["respawned"], true);
 }
+
+/// The bundled test server on loopback HTTP; killed when dropped.
+struct HttpServer(std::process::Child, String);
+
+impl HttpServer {
+    fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(BIN)
+            .args(["__testserver", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_owned();
+        Self(child, base)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_url_is_enough() {
+    for (era, expected) in [("dual", "modern"), ("legacy", "legacy")] {
+        let server = HttpServer::start(&["--era", era]);
+        let url = format!("{}/mcp", server.1);
+        let output = run(&["info", "--json", "--url", &url]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let info = stdout_json(&output);
+        assert_eq!(info["era"], expected);
+        assert_eq!(info["transport"], "streamable-http");
+        let output = run(&["call", "echo", "--arg", "text=remote", "--url", &url]);
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim(),
+            "remote",
+            "{}",
+            stderr(&output)
+        );
+    }
+    let server = HttpServer::start(&["--era", "legacy", "--transports", "sse,ws"]);
+    let info = stdout_json(&run(&[
+        "info",
+        "--json",
+        "--url",
+        &format!("{}/sse", server.1),
+    ]));
+    assert_eq!(info["transport"], "sse");
+    let ws = format!("{}/ws", server.1.replace("http://", "ws://"));
+    let info = stdout_json(&run(&["info", "--json", "--url", &ws]));
+    assert_eq!(info["transport"], "websocket");
+}
+
+#[test]
+fn authorization_required_exits_3_and_headers_fix_it() {
+    let server = HttpServer::start(&["--require-header", "X-Api-Key: sesame"]);
+    let url = format!("{}/mcp", server.1);
+    let output = run(&["tools", "--url", &url]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("authorization"),
+        "{}",
+        stderr(&output)
+    );
+    let output = run(&["tools", "--url", &url, "--header", "X-Api-Key: sesame"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // A server nobody listens on is unreachable: exit 4.
+    drop(server);
+    assert_eq!(run(&["tools", "--url", &url]).status.code(), Some(4));
+}
