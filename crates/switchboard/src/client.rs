@@ -682,6 +682,23 @@ fn check_result_type(
     }
 }
 
+/// The same params with `_meta.progressToken` set to `token` (for a
+/// re-issued request, whose progress must not be confused with the first).
+fn renumber_progress(
+    raw: &RawValue,
+    token: Option<i64>,
+) -> std::result::Result<Box<RawValue>, serde_json::Error> {
+    let Some(token) = token else {
+        return Ok(raw.to_owned());
+    };
+    let mut value: Value = serde_json::from_str(raw.get())?;
+    add_meta(
+        &mut value,
+        [(meta::PROGRESS_TOKEN.to_owned(), Value::from(token))],
+    );
+    serde_json::value::to_raw_value(&value)
+}
+
 /// Reads only `resultType`, skipping the rest without building it.
 fn peek_result_type(raw: &RawValue) -> Option<Cow<'_, str>> {
     #[derive(serde::Deserialize)]
@@ -826,10 +843,30 @@ impl Client {
                 method: method.to_owned(),
                 source,
             })?;
-        let raw = engine
-            .request(id, method, params.as_deref(), options)
-            .await?;
-        if self.inner.session.era == Era::Modern {
+        let modern = self.inner.session.era == Era::Modern;
+        let retry_options = modern.then(|| options.clone());
+        let mut outcome = engine.request(id, method, params.as_deref(), options).await;
+        // Stateless era: a response stream that broke before the answer is
+        // re-issued once, with a new id (a session-era request is never
+        // replayed: it may have run).
+        if let (Err(Error::ResponseLost { reason, .. }), Some(options)) = (&outcome, retry_options)
+        {
+            tracing::debug!(server = %engine.server(), %method, %reason, "response lost; re-issuing once");
+            let retry_id = engine.allocate_id();
+            let params = params
+                .as_deref()
+                .map(|raw| renumber_progress(raw, options.progress.is_some().then_some(retry_id)))
+                .transpose()
+                .map_err(|source| Error::Serialize {
+                    method: method.to_owned(),
+                    source,
+                })?;
+            outcome = engine
+                .request(retry_id, method, params.as_deref(), options)
+                .await;
+        }
+        let raw = outcome?;
+        if modern {
             check_result_type(
                 engine.server(),
                 method,
@@ -1355,6 +1392,34 @@ mod scripted {
         };
         let (error, ()) = tokio::join!(calls, script);
         assert_eq!(error.code(), Some(-32020));
+    }
+
+    #[tokio::test]
+    async fn a_lost_modern_response_is_reissued_once_with_a_new_id() {
+        let (client, mut server) = modern_client().await;
+        let lost = |id: &Value| {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": crate::transport::RESPONSE_LOST,
+                "message": "stream broke", "data": {"switchboard": "response_lost"}}})
+            .to_string()
+        };
+        let script = async {
+            let first: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+            server.send(lost(&first["id"])).await.unwrap();
+            let retry = answer(&mut server, json!({"content": []})).await;
+            assert_ne!(retry["id"], first["id"]);
+            assert_eq!(retry["params"]["name"], "t");
+            // Lost twice: the error reaches the caller.
+            let a: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+            server.send(lost(&a["id"])).await.unwrap();
+            let b: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+            server.send(lost(&b["id"])).await.unwrap();
+        };
+        let calls = async {
+            client.call_tool("t", None).await.unwrap();
+            client.call_tool("t", None).await.unwrap_err()
+        };
+        let (error, ()) = tokio::join!(calls, script);
+        assert!(matches!(error, Error::ResponseLost { .. }), "{error}");
     }
 
     #[tokio::test]
