@@ -426,7 +426,8 @@ impl Negotiator<'_> {
     async fn probe(&self, engine: &Engine, strict: bool) -> Result<ProbeOutcome> {
         let mut version = ProtocolVersion::LATEST;
         // A -32022 may name a version we speak; retry at most once per version.
-        for _ in 0..ProtocolVersion::MODERN.len() + 1 {
+        let mut retried_same = false;
+        for _ in 0..ProtocolVersion::MODERN.len() + 2 {
             let meta = modern_meta(
                 &version,
                 &self.builder.client_info,
@@ -446,8 +447,21 @@ impl Negotiator<'_> {
                 .await;
             match outcome {
                 Ok(raw) => {
-                    let discover: DiscoverResult =
-                        parse_result(&self.server, rq::Discover::METHOD, &raw)?;
+                    let discover: DiscoverResult = match parse_result(
+                        &self.server,
+                        rq::Discover::METHOD,
+                        &raw,
+                    ) {
+                        Ok(discover) => discover,
+                        // Some older servers answer any method with an
+                        // empty result: that is no DiscoverResult, so no
+                        // evidence of a modern server.
+                        Err(error) if !strict => {
+                            tracing::debug!(server = %self.server, %error, "probe answer is not a DiscoverResult; trying initialize");
+                            return Ok(ProbeOutcome::Legacy);
+                        }
+                        Err(error) => return Err(error),
+                    };
                     check_result_type(
                         &self.server,
                         rq::Discover::METHOD,
@@ -478,7 +492,11 @@ impl Negotiator<'_> {
                         .and_then(|s| serde_json::from_value(s.clone()).ok())
                         .unwrap_or_default();
                     match best_mutual(&supported, &ProtocolVersion::MODERN) {
-                        Some(chosen) if chosen != version => {
+                        // A version it lists: retry with it, even when it is
+                        // the one just refused (once; a server may refuse a
+                        // first request for reasons of its own).
+                        Some(chosen) if chosen != version || !retried_same => {
+                            retried_same |= chosen == version;
                             version = chosen;
                             continue;
                         }

@@ -6,7 +6,16 @@
 //! (`test://static/hello`, text `hello from rmcp`) and one prompt (`greet
 //! {name}`).
 //!
-//! Usage: `switchboard-rmcp-server [--legacy-only]`
+//! Usage: `switchboard-rmcp-server [--legacy-only] [--http ADDR]`
+//!
+//! * default transport: stdio.
+//! * `--http ADDR` (e.g. `127.0.0.1:0`): rmcp's Streamable HTTP server
+//!   (`StreamableHttpService` with its default config: sessions for the
+//!   initialize era, stateless for 2026-07-28; `LocalSessionManager`), served
+//!   with axum at the path `/mcp` of a TCP listener bound to `ADDR`. Once
+//!   bound it prints exactly one line, `listening on http://IP:PORT/mcp`
+//!   (the MCP endpoint, port resolved), to stdout, flushed, and serves until
+//!   killed.
 //!
 //! * default: the SDK's own version set, 2024-11-05 … 2026-07-28. rmcp 3.9
 //!   speaks both eras: it answers `server/discover` and stateless requests
@@ -231,17 +240,100 @@ fn blob(size: usize) -> String {
         .collect()
 }
 
+/// The path the `--http` mode serves MCP at.
+const HTTP_PATH: &str = "/mcp";
+
+/// Serves over stdio until the client hangs up; the exit status.
+async fn serve_stdio(legacy_only: bool) -> i32 {
+    let server = match RmcpServer::new(legacy_only)
+        .serve(rmcp::transport::stdio())
+        .await
+    {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("switchboard-rmcp-server: {error}");
+            return 1;
+        }
+    };
+    match server.waiting().await {
+        Ok(_) => 0,
+        Err(error) => {
+            eprintln!("switchboard-rmcp-server: {error}");
+            1
+        }
+    }
+}
+
+/// Serves rmcp's Streamable HTTP transport at `http://ADDR/mcp` until killed;
+/// the exit status.
+async fn serve_http(legacy_only: bool, addr: &str) -> i32 {
+    use std::io::Write as _;
+    use std::sync::Arc;
+
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!("switchboard-rmcp-server: cannot bind {addr}: {error}");
+            return 1;
+        }
+    };
+    let local = match listener.local_addr() {
+        Ok(local) => local,
+        Err(error) => {
+            eprintln!("switchboard-rmcp-server: {error}");
+            return 1;
+        }
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(RmcpServer::new(legacy_only)),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().route_service(HTTP_PATH, service);
+    {
+        let mut out = std::io::stdout().lock();
+        if writeln!(out, "listening on http://{local}{HTTP_PATH}")
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return 1;
+        }
+    }
+    match axum::serve(listener, router).await {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("switchboard-rmcp-server: {error}");
+            1
+        }
+    }
+}
+
 fn main() {
     let mut legacy_only = false;
-    for arg in std::env::args().skip(1) {
+    let mut http: Option<String> = None;
+    let mut argv = std::env::args().skip(1);
+    while let Some(arg) = argv.next() {
         match arg.as_str() {
             "--legacy-only" => legacy_only = true,
+            "--http" => match argv.next() {
+                Some(addr) => http = Some(addr),
+                None => {
+                    eprintln!("switchboard-rmcp-server: --http needs an address, e.g. 127.0.0.1:0");
+                    std::process::exit(2);
+                }
+            },
             "-h" | "--help" => {
                 println!(
-                    "switchboard-rmcp-server [--legacy-only]\n\n\
-                     An rmcp 3.9 MCP server on stdio with tools echo{{message}}, add{{a,b}}, blob{{size}},\n\
-                     the resource {RESOURCE_URI} and the prompt greet{{name}}.\n\
-                     --legacy-only  support only 2024-11-05 … 2025-11-25 (initialize era)"
+                    "switchboard-rmcp-server [--legacy-only] [--http ADDR]\n\n\
+                     An rmcp 3.9 MCP server with tools echo{{message}}, add{{a,b}}, blob{{size}},\n\
+                     the resource {RESOURCE_URI} and the prompt greet{{name}}. Stdio by default.\n\
+                     --legacy-only  support only 2024-11-05 … 2025-11-25 (initialize era)\n\
+                     --http ADDR    serve Streamable HTTP at http://ADDR{HTTP_PATH} instead (e.g.\n\
+                     \x20              127.0.0.1:0); prints `listening on http://IP:PORT{HTTP_PATH}`"
                 );
                 return;
             }
@@ -256,22 +348,9 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let code = runtime.block_on(async move {
-        let server = match RmcpServer::new(legacy_only)
-            .serve(rmcp::transport::stdio())
-            .await
-        {
-            Ok(server) => server,
-            Err(error) => {
-                eprintln!("switchboard-rmcp-server: {error}");
-                return 1;
-            }
-        };
-        match server.waiting().await {
-            Ok(_) => 0,
-            Err(error) => {
-                eprintln!("switchboard-rmcp-server: {error}");
-                1
-            }
+        match http {
+            Some(addr) => serve_http(legacy_only, &addr).await,
+            None => serve_stdio(legacy_only).await,
         }
     });
     std::process::exit(code);

@@ -106,6 +106,20 @@ pub(crate) fn everything_entry() -> Option<PathBuf> {
 /// `scripts/install-interop.sh` has then been printed to stderr, and the
 /// test should return. Panics instead when `SWITCHBOARD_REQUIRE_INTEROP=1`.
 pub(crate) fn everything_server() -> Option<(PathBuf, Vec<String>)> {
+    let (node, entry) = everything_node()?;
+    Some((
+        node,
+        vec![entry.to_string_lossy().into_owned(), "stdio".into()],
+    ))
+}
+
+/// `node` and the entry script of `@modelcontextprotocol/server-everything`
+/// (`<cache>/…/dist/index.js`), whose first argument picks the transport
+/// (`stdio`, `sse`, `streamableHttp`).
+///
+/// `None` when either is missing, after [`skip_or_fail`] (so it panics
+/// instead when `SWITCHBOARD_REQUIRE_INTEROP=1`); the test should return.
+pub(crate) fn everything_node() -> Option<(PathBuf, PathBuf)> {
     let test = current_test_name();
     let Some(node) = find_in_path("node") else {
         skip_or_fail(
@@ -124,10 +138,198 @@ pub(crate) fn everything_server() -> Option<(PathBuf, Vec<String>)> {
         );
         return None;
     };
-    Some((
-        node,
-        vec![entry.to_string_lossy().into_owned(), "stdio".into()],
-    ))
+    Some((node, entry))
+}
+
+/// The Python interop server script (`interop/python_server.py`; usage
+/// `python python_server.py {streamable-http|sse|stdio} PORT`).
+pub(crate) fn python_server_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("interop")
+        .join("python_server.py")
+}
+
+/// The interpreter of the venv `<cache>/python-mcp-<version>` that
+/// `scripts/install-interop.sh` creates for the Python SDK (PyPI `mcp`).
+///
+/// `None` when it is missing, after [`skip_or_fail`]; the test should
+/// return.
+pub(crate) fn python_sdk(version: &str) -> Option<PathBuf> {
+    let venv = cache_dir().join(format!("python-mcp-{version}"));
+    let python = if cfg!(windows) {
+        venv.join("Scripts").join("python.exe")
+    } else {
+        venv.join("bin").join("python")
+    };
+    if python.is_file() {
+        Some(python)
+    } else {
+        skip_or_fail(
+            &current_test_name(),
+            &format!(
+                "the Python SDK mcp=={version} is not installed ({} is missing); \
+                 run scripts/install-interop.sh",
+                python.display()
+            ),
+        );
+        None
+    }
+}
+
+/// A loopback port that was free a moment ago: bound on `127.0.0.1:0`,
+/// read, and released, for servers that take a port but cannot bind 0.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// How much of a server's output [`ServerProcess`] keeps (the tail).
+const OUTPUT_KEEP: usize = 64 * 1024;
+
+/// A server process started by a test, killed and reaped when dropped.
+///
+/// Its stdin is closed; its stdout and stderr are drained by threads into
+/// one buffer (the last 64 KiB), shown by [`ServerProcess::output`] and in
+/// this type's panics. The first stdout line is also kept for
+/// [`ServerProcess::first_line`] (`listening on …` announcements).
+pub(crate) struct ServerProcess {
+    name: String,
+    child: std::process::Child,
+    output: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    first_line: std::sync::mpsc::Receiver<String>,
+}
+
+impl ServerProcess {
+    /// Spawns `command` (its stdio is overridden as described above).
+    pub(crate) fn spawn(name: &str, mut command: std::process::Command) -> Self {
+        use std::io::{BufRead, BufReader, Read};
+        use std::process::Stdio;
+        use std::sync::{Arc, Mutex, mpsc};
+
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: cannot start {command:?}: {e}"));
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let append = |output: &Arc<Mutex<Vec<u8>>>, bytes: &[u8]| {
+            let mut buf = output.lock().unwrap_or_else(|e| e.into_inner());
+            buf.extend_from_slice(bytes);
+            if buf.len() > OUTPUT_KEEP {
+                let excess = buf.len() - OUTPUT_KEEP;
+                buf.drain(..excess);
+            }
+        };
+        let (line_tx, first_line) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let out = Arc::clone(&output);
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            let mut first = true;
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        append(&out, line.as_bytes());
+                        if std::mem::take(&mut first) {
+                            let _ = line_tx.send(line.trim_end().to_owned());
+                        }
+                    }
+                }
+            }
+        });
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let err = Arc::clone(&output);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                append(&err, &chunk[..n]);
+            }
+        });
+        Self {
+            name: name.to_owned(),
+            child,
+            output,
+            first_line,
+        }
+    }
+
+    /// What the server has written to stdout and stderr so far (the tail).
+    pub(crate) fn output(&self) -> String {
+        let buf = self.output.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// The first line the server writes to stdout (without the newline);
+    /// panics when none comes within `timeout` or the server exits first.
+    pub(crate) fn first_line(&mut self, timeout: std::time::Duration) -> String {
+        match self.first_line.recv_timeout(timeout) {
+            Ok(line) => line,
+            Err(_) => panic!(
+                "{}: no stdout line within {timeout:?}; output:\n{}",
+                self.name,
+                self.output()
+            ),
+        }
+    }
+
+    /// The URL of a `listening on URL` first stdout line.
+    pub(crate) fn listening_url(&mut self, timeout: std::time::Duration) -> String {
+        let line = self.first_line(timeout);
+        match line.strip_prefix("listening on ") {
+            Some(url) => url.trim().to_owned(),
+            None => panic!(
+                "{}: expected `listening on URL`, got {line:?}; output:\n{}",
+                self.name,
+                self.output()
+            ),
+        }
+    }
+
+    /// Polls until a TCP connection to `127.0.0.1:port` succeeds; panics when
+    /// the server exits or `timeout` passes first.
+    pub(crate) fn wait_until_accepting(&mut self, port: u16, timeout: std::time::Duration) {
+        use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+        use std::time::{Duration, Instant};
+
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let deadline = Instant::now() + timeout;
+        loop {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "{}: exited ({status}) before accepting on {addr}; output:\n{}",
+                    self.name,
+                    self.output()
+                );
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "{}: not accepting on {addr} after {timeout:?}; output:\n{}",
+                    self.name,
+                    self.output()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The name of the running test (libtest names its threads after tests).

@@ -1,0 +1,165 @@
+//! `switchboard-conformance <server-url>`: the client the official MCP
+//! conformance suite (`npx @modelcontextprotocol/conformance client`) runs.
+//!
+//! It reads the scenario from `MCP_CONFORMANCE_SCENARIO` and extra input from
+//! `MCP_CONFORMANCE_CONTEXT`, and does what a user of the library would do
+//! for that scenario — through the public API only, with default settings,
+//! so the suite judges the library, not this program.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use switchboard::transport::http::HttpConfig;
+use switchboard::{Client, Error};
+
+fn main() -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let Some(url) = std::env::args().nth(1).filter(|a| !a.starts_with('-')) else {
+        eprintln!("usage: switchboard-conformance <server-url>");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(run(&url, &scenario, &context)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("switchboard-conformance: {}", chain(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), Error> {
+    let client = Client::builder()
+        .client_info(switchboard::types::Implementation::new(
+            "switchboard-conformance",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .request_timeout(Duration::from_secs(20))
+        .connect(HttpConfig::new(url))
+        .await?;
+    let caps = client.capabilities().clone();
+    let outcome = if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
+        // The scenario says exactly which calls to make.
+        client.list_tools().await?;
+        for call in calls {
+            let name = call["name"].as_str().unwrap_or_default();
+            let arguments = call.get("arguments").and_then(Value::as_object).cloned();
+            client.call_tool(name, arguments).await?;
+        }
+        Ok(())
+    } else {
+        match scenario {
+            "initialize" => Ok(()),
+            "tools_call" => {
+                client.list_tools().await?;
+                client
+                    .call_tool("add_numbers", json!({"a": 5, "b": 3}).as_object().cloned())
+                    .await
+                    .map(drop)
+            }
+            // Every other scenario: use what the server offers, as an
+            // application would — every tool, resource and prompt once.
+            _ => {
+                exercise(
+                    &client,
+                    caps.tools.is_some(),
+                    caps.resources.is_some(),
+                    caps.prompts.is_some(),
+                )
+                .await
+            }
+        }
+    };
+    client.close().await;
+    outcome
+}
+
+async fn exercise(
+    client: &Client,
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+) -> Result<(), Error> {
+    if tools {
+        for tool in client.list_tools().await? {
+            let schema = Value::Object(tool.input_schema.clone());
+            client
+                .call_tool(&tool.name, Some(sample_arguments(&schema)))
+                .await?;
+        }
+    }
+    if resources {
+        for resource in client.list_resources().await? {
+            client.read_resource(&resource.uri).await?;
+        }
+    }
+    if prompts {
+        for prompt in client.list_prompts().await? {
+            let arguments: BTreeMap<String, String> = prompt
+                .arguments
+                .iter()
+                .flatten()
+                .filter(|a| a.required == Some(true))
+                .map(|a| (a.name.clone(), "test".to_owned()))
+                .collect();
+            client.get_prompt(&prompt.name, Some(arguments)).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Arguments for every required property, of the declared type.
+fn sample_arguments(schema: &Value) -> Map<String, Value> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut arguments = Map::new();
+    if let Some(properties) = schema["properties"].as_object() {
+        for (name, property) in properties
+            .iter()
+            .filter(|(n, _)| required.contains(&n.as_str()))
+        {
+            let value = property
+                .get("default")
+                .cloned()
+                .unwrap_or_else(|| match property["type"].as_str().unwrap_or("string") {
+                    "integer" | "number" => json!(1),
+                    "boolean" => json!(true),
+                    "object" => Value::Object(sample_arguments(property)),
+                    "array" => json!([]),
+                    _ => json!("test"),
+                });
+            arguments.insert(name.clone(), value);
+        }
+    }
+    arguments
+}
