@@ -78,6 +78,29 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), Error> {
     } else {
         match scenario {
             "initialize" => Ok(()),
+            // Echo the focal tool's inputSchema, as received, through the
+            // tool that takes a `schema` argument: shows what survived parsing.
+            "json-schema-2020-12-preservation" => {
+                let tools = client.list_tools().await?;
+                let takes_schema = |t: &&switchboard::types::Tool| {
+                    t.input_schema
+                        .get("properties")
+                        .is_some_and(|p| p.get("schema").is_some())
+                };
+                match (
+                    tools.iter().find(takes_schema),
+                    tools.iter().find(|t| !takes_schema(t)),
+                ) {
+                    (Some(echo), Some(focal)) => {
+                        let arguments = json!({"schema": focal.input_schema});
+                        client
+                            .call_tool(&echo.name, arguments.as_object().cloned())
+                            .await
+                            .map(drop)
+                    }
+                    _ => Ok(()),
+                }
+            }
             "tools_call" => {
                 client.list_tools().await?;
                 client
@@ -111,14 +134,16 @@ async fn exercise(
     if tools {
         for tool in client.list_tools().await? {
             let schema = Value::Object(tool.input_schema.clone());
-            client
-                .call_tool(&tool.name, Some(sample_arguments(&schema)))
-                .await?;
+            report(
+                client
+                    .call_tool(&tool.name, Some(sample_arguments(&schema)))
+                    .await,
+            )?;
         }
     }
     if resources {
         for resource in client.list_resources().await? {
-            client.read_resource(&resource.uri).await?;
+            report(client.read_resource(&resource.uri).await)?;
         }
     }
     if prompts {
@@ -130,10 +155,23 @@ async fn exercise(
                 .filter(|a| a.required == Some(true))
                 .map(|a| (a.name.clone(), "test".to_owned()))
                 .collect();
-            client.get_prompt(&prompt.name, Some(arguments)).await?;
+            report(client.get_prompt(&prompt.name, Some(arguments)).await)?;
         }
     }
     Ok(())
+}
+
+/// A server's JSON-RPC error for one call is reported and the run goes on,
+/// as an application would; anything else ends it.
+fn report<T>(outcome: Result<T, Error>) -> Result<(), Error> {
+    match outcome {
+        Ok(_) => Ok(()),
+        Err(error) if error.is_server_error() => {
+            eprintln!("switchboard-conformance: {error}");
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Arguments for every required property, of the declared type.

@@ -35,6 +35,8 @@ const QUEUE: usize = 1024;
 const MAX_RESUMES: u32 = 3;
 /// Reconnections of the GET stream before it is given up.
 const MAX_GET_RETRIES: u32 = 5;
+/// How long finishing the handshake waits for the GET stream to open.
+const GET_STREAM_WAIT: Duration = Duration::from_millis(500);
 /// Bytes of an error body kept for a message.
 const ERROR_BODY_PREVIEW: usize = 512;
 
@@ -583,20 +585,21 @@ async fn on_response(
     if body.iter().all(u8::is_ascii_whitespace) {
         // 202 Accepted for a notification or response; an empty 200 for a
         // request means the answer will come on the GET stream.
-        after_sent(shared, sniff);
+        after_sent(shared, sniff).await;
         return Ok(());
     }
     if sniff.method.as_deref() == Some("initialize") {
         record_initialize_result(shared, &body);
     }
     shared.deliver(body).await;
-    after_sent(shared, sniff);
+    after_sent(shared, sniff).await;
     Ok(())
 }
 
 /// After `notifications/initialized`, open the stream for server-initiated
-/// messages.
-fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
+/// messages, and wait (briefly) until the server has answered it, so that
+/// whatever the server sends from then on has a stream to go to.
+async fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
     if sniff.method.as_deref() != Some("notifications/initialized") {
         return;
     }
@@ -607,8 +610,10 @@ fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
         }
         state.get_stream_started = true;
     }
+    let (ready, opened) = tokio::sync::oneshot::channel();
     let shared2 = shared.clone();
-    shared.spawn(get_stream(shared2));
+    shared.spawn(get_stream(shared2, ready));
+    let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
 }
 
 fn record_initialize_result(shared: &Shared, body: &[u8]) {
@@ -711,7 +716,8 @@ async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportE
             method: Some(Cow::Borrowed("notifications/initialized")),
             ..Sniff::default()
         },
-    );
+    )
+    .await;
     Ok(())
 }
 
@@ -844,7 +850,8 @@ fn message_data(event: SseEvent) -> Option<String> {
 
 /// The GET stream for server-initiated messages: 405 means the server offers
 /// none; failures reconnect with bounded, jittered backoff.
-async fn get_stream(shared: Arc<Shared>) {
+async fn get_stream(shared: Arc<Shared>, ready: tokio::sync::oneshot::Sender<()>) {
+    let mut ready = Some(ready);
     let mut last_event_id: Option<String> = None;
     let mut failures = 0_u32;
     loop {
@@ -859,7 +866,12 @@ async fn get_stream(shared: Arc<Shared>) {
         if let Some(id) = &last_event_id {
             request = request.header(LAST_EVENT_ID, id.as_str());
         }
-        let delay = match shared.send_request(request).await {
+        let response = shared.send_request(request).await;
+        // Answered (or refused): the handshake need not wait any longer.
+        if let Some(ready) = ready.take() {
+            let _ = ready.send(());
+        }
+        let delay = match response {
             Ok(response) if response.status().as_u16() == 405 => {
                 tracing::debug!(server = %shared.display, "server offers no GET stream");
                 return;

