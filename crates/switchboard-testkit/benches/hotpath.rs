@@ -1,15 +1,27 @@
-//! Hot-path benchmark: switchboard against a hand-written NDJSON pipe client
-//! (the floor) and the official rmcp client, each against its own freshly
-//! spawned `switchboard-testserver`.
+//! Hot-path benchmark: switchboard against a hand-written client (the floor)
+//! and the official rmcp client, each against its own freshly started
+//! `switchboard-testserver`, over stdio (NDJSON pipes) and over Streamable
+//! HTTP (`--http 127.0.0.1:0`).
 //!
 //! ```text
 //! cargo bench -p switchboard-testkit --bench hotpath              # full run, 5 rounds
-//! cargo bench -p switchboard-testkit --bench hotpath -- --quick   # smoke run, 1 round
+//! cargo bench -p switchboard-testkit --bench hotpath -- --quick   # short run, 1 round
 //! cargo bench -p switchboard-testkit --bench hotpath -- --only raw,sb-modern --rounds 3
+//! cargo bench -p switchboard-testkit --bench hotpath -- --transport http
 //! ```
 //!
-//! Options: `--quick`, `--rounds N`, `--only CLIENTS` (raw, rmcp, sb-modern,
-//! sb-legacy), `--timeout SECS` (per metric, default 30).
+//! Options: `--quick`, `--rounds N`, `--transport stdio|http|all` (default
+//! all), `--only CLIENTS` (raw, rmcp, sb-modern, sb-legacy, raw-http,
+//! rmcp-http, sb-http-modern, sb-http-legacy), `--timeout SECS` (per metric,
+//! default 30).
+//!
+//! Over HTTP, raw is a minimal session-era client on one pooled
+//! `reqwest::Client` (JSON-RPC over `POST /mcp`, the `Mcp-Session-Id` and
+//! `MCP-Protocol-Version` headers), rmcp is its Streamable HTTP client with
+//! its defaults (`StreamableHttpClientTransport::from_uri`), and switchboard
+//! is `Client::builder().connect(HttpConfig::new(url))`. Each child starts its
+//! own server; HTTP cold connect starts a fresh server per sample (untimed)
+//! and times client connect → first `tools/list` result.
 //!
 //! Each client runs in its own child process (this binary re-executed with
 //! `HOTPATH_CHILD=<client>`), so its runtime is isolated and its peak RSS
@@ -46,13 +58,32 @@ const IN_FLIGHT: usize = 64;
 const MIB: usize = 1 << 20;
 const ECHO_TEXT: &str = "hello, switchboard";
 
-/// The clients, in table order.
-const CLIENTS: [ClientKind; 4] = [
+/// The clients, in table order (stdio, then HTTP).
+const CLIENTS: [ClientKind; 8] = [
     ClientKind::Raw,
     ClientKind::Rmcp,
     ClientKind::SbModern,
     ClientKind::SbLegacy,
+    ClientKind::RawHttp,
+    ClientKind::RmcpHttp,
+    ClientKind::SbHttpModern,
+    ClientKind::SbHttpLegacy,
 ];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "Streamable HTTP",
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ClientKind {
@@ -60,6 +91,10 @@ enum ClientKind {
     Rmcp,
     SbModern,
     SbLegacy,
+    RawHttp,
+    RmcpHttp,
+    SbHttpModern,
+    SbHttpLegacy,
 }
 
 impl ClientKind {
@@ -69,23 +104,63 @@ impl ClientKind {
             ClientKind::Rmcp => "rmcp",
             ClientKind::SbModern => "sb-modern",
             ClientKind::SbLegacy => "sb-legacy",
+            ClientKind::RawHttp => "raw-http",
+            ClientKind::RmcpHttp => "rmcp-http",
+            ClientKind::SbHttpModern => "sb-http-modern",
+            ClientKind::SbHttpLegacy => "sb-http-legacy",
         }
     }
 
+    /// The column title (each transport has its own table).
     fn title(self) -> &'static str {
         match self {
-            ClientKind::Raw => "raw",
-            ClientKind::Rmcp => "rmcp 3.9.0",
-            ClientKind::SbModern => "switchboard (modern)",
-            ClientKind::SbLegacy => "switchboard (legacy)",
+            ClientKind::Raw | ClientKind::RawHttp => "raw",
+            ClientKind::Rmcp | ClientKind::RmcpHttp => "rmcp 3.9.0",
+            ClientKind::SbModern | ClientKind::SbHttpModern => "switchboard (modern)",
+            ClientKind::SbLegacy | ClientKind::SbHttpLegacy => "switchboard (legacy)",
+        }
+    }
+
+    /// The title with the transport, for log lines.
+    fn long_title(self) -> String {
+        match self.transport() {
+            Transport::Stdio => format!("{} stdio", self.title()),
+            Transport::Http => format!("{} http", self.title()),
         }
     }
 
     fn server_era(self) -> &'static str {
         match self {
-            ClientKind::SbModern => "dual",
+            ClientKind::SbModern | ClientKind::SbHttpModern => "dual",
             _ => "legacy",
         }
+    }
+
+    fn transport(self) -> Transport {
+        match self {
+            ClientKind::Raw | ClientKind::Rmcp | ClientKind::SbModern | ClientKind::SbLegacy => {
+                Transport::Stdio
+            }
+            _ => Transport::Http,
+        }
+    }
+
+    /// The floor this client is compared with.
+    fn baseline(self) -> ClientKind {
+        match self.transport() {
+            Transport::Stdio => ClientKind::Raw,
+            Transport::Http => ClientKind::RawHttp,
+        }
+    }
+
+    fn is_switchboard(self) -> bool {
+        matches!(
+            self,
+            ClientKind::SbModern
+                | ClientKind::SbLegacy
+                | ClientKind::SbHttpModern
+                | ClientKind::SbHttpLegacy
+        )
     }
 
     fn parse(s: &str) -> Option<ClientKind> {
@@ -99,6 +174,9 @@ struct Plan {
     warmup: usize,
     sequential: usize,
     throughput: usize,
+    /// Throughput stops taking new calls after this long (a client that
+    /// opens a TCP connection per request would otherwise take minutes).
+    throughput_cap: Duration,
     blob_1m_reps: usize,
     blob_16m_reps: usize,
     cold_reps: usize,
@@ -114,6 +192,7 @@ impl Plan {
                 warmup: 5,
                 sequential: 20,
                 throughput: 256,
+                throughput_cap: Duration::from_secs(2),
                 blob_1m_reps: 1,
                 blob_16m_reps: 1,
                 cold_reps: 1,
@@ -124,6 +203,7 @@ impl Plan {
                 warmup: 100,
                 sequential: 500,
                 throughput: 2_000,
+                throughput_cap: Duration::from_secs(5),
                 blob_1m_reps: 3,
                 blob_16m_reps: 1,
                 cold_reps: 3,
@@ -134,6 +214,7 @@ impl Plan {
                 warmup: 1_000,
                 sequential: 5_000,
                 throughput: 20_000,
+                throughput_cap: Duration::from_secs(10),
                 blob_1m_reps: 7,
                 blob_16m_reps: 5,
                 cold_reps: 11,
@@ -427,7 +508,195 @@ impl RawClient {
 }
 
 // ---------------------------------------------------------------------------
-// The four clients behind one interface.
+// HTTP: the test server in `--http` mode, and the raw HTTP client (the floor).
+// ---------------------------------------------------------------------------
+
+/// A test server serving HTTP on a free loopback port, killed on drop.
+struct HttpServer {
+    child: Child,
+    /// The Streamable HTTP endpoint, `http://127.0.0.1:PORT/mcp`.
+    url: String,
+    /// Kept open: the server must not get EPIPE on stdout.
+    _stdout: BufReader<tokio::process::ChildStdout>,
+}
+
+impl HttpServer {
+    async fn start(era: &str) -> Result<HttpServer, String> {
+        let mut child = Command::new(SERVER)
+            .args(["--http", "127.0.0.1:0", "--era", era])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(fail)?;
+        let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut line = String::new();
+        stdout.read_line(&mut line).await.map_err(fail)?;
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .ok_or_else(|| format!("unexpected server announcement {line:?}"))?;
+        Ok(HttpServer {
+            url: format!("{base}/mcp"),
+            child,
+            _stdout: stdout,
+        })
+    }
+
+    async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// One pooled `reqwest` client for every raw HTTP connection in the process
+/// (switchboard shares one the same way), built before anything is timed.
+fn raw_http_client() -> reqwest::Client {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| reqwest::Client::builder().build().expect("reqwest client"))
+        .clone()
+}
+
+/// Session-era Streamable HTTP, by hand: `initialize` (→ `Mcp-Session-Id`),
+/// `notifications/initialized` (→ 202), then one POST per request, answered
+/// with `application/json` (or a `text/event-stream`, parsed minimally).
+struct RawHttpClient {
+    http: reqwest::Client,
+    url: String,
+    protocol_version: String,
+    session: Option<String>,
+    next_id: AtomicU64,
+}
+
+impl RawHttpClient {
+    async fn connect(url: &str) -> Result<RawHttpClient, String> {
+        let mut client = RawHttpClient {
+            http: raw_http_client(),
+            url: url.to_owned(),
+            protocol_version: String::new(),
+            session: None,
+            next_id: AtomicU64::new(1),
+        };
+        let id = client.next_id.fetch_add(1, Ordering::Relaxed);
+        let resp = client
+            .post(&json!({
+                "jsonrpc": "2.0", "id": id, "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "hotpath-raw-http", "version": "0.0.0"},
+                },
+            }))
+            .await?;
+        client.session = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let init = Self::answer(resp, id).await?;
+        client.protocol_version = init["protocolVersion"].as_str().unwrap_or("?").to_owned();
+        let resp = client
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await?;
+        if resp.status() != reqwest::StatusCode::ACCEPTED {
+            return Err(format!("notifications/initialized: HTTP {}", resp.status()));
+        }
+        Ok(client)
+    }
+
+    async fn post(&self, msg: &Value) -> Result<reqwest::Response, String> {
+        let body = serde_json::to_vec(msg).map_err(fail)?;
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(session) = &self.session {
+            req = req
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", &self.protocol_version);
+        }
+        req.send().await.map_err(fail)
+    }
+
+    /// The result of request `id` from its POST's response.
+    async fn answer(resp: reqwest::Response, id: u64) -> Result<Value, String> {
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(format!("HTTP {status}"));
+        }
+        let sse = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let body = resp.bytes().await.map_err(fail)?;
+        let mut msg: Value = if sse {
+            // Events separated by blank lines; the answer is the event whose
+            // `data:` is a response with our id.
+            let text = std::str::from_utf8(&body).map_err(fail)?;
+            text.split("\n\n")
+                .filter_map(|event| {
+                    let data: Vec<&str> = event
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                        .collect();
+                    serde_json::from_str::<Value>(&data.join("\n")).ok()
+                })
+                .find(|m| m.get("id").and_then(Value::as_u64) == Some(id))
+                .ok_or("no response in the event stream")?
+        } else {
+            serde_json::from_slice(&body).map_err(fail)?
+        };
+        if let Some(err) = msg.get("error") {
+            return Err(format!("JSON-RPC error: {err}"));
+        }
+        Ok(msg
+            .get_mut("result")
+            .map(Value::take)
+            .unwrap_or(Value::Null))
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let resp = self
+            .post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
+        Self::answer(resp, id).await
+    }
+
+    async fn call_tool(&self, name: &str, args: Map<String, Value>) -> Result<usize, String> {
+        let result = self
+            .request("tools/call", json!({"name": name, "arguments": args}))
+            .await?;
+        result["content"][0]["text"]
+            .as_str()
+            .map(str::len)
+            .ok_or_else(|| format!("unexpected result: {result}"))
+    }
+
+    /// Ends the session (`DELETE`), as the spec asks of a client.
+    async fn close(&self) {
+        if let Some(session) = &self.session {
+            let _ = self
+                .http
+                .delete(&self.url)
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", &self.protocol_version)
+                .send()
+                .await;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The clients behind one interface.
 // ---------------------------------------------------------------------------
 
 type RmcpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
@@ -435,12 +704,16 @@ type RmcpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 #[derive(Clone)]
 enum Conn {
     Raw(Arc<RawClient>),
+    RawHttp(Arc<RawHttpClient>),
     Rmcp(Arc<RmcpClient>),
     Sb(switchboard::Client),
 }
 
-async fn connect(kind: ClientKind) -> Result<Conn, String> {
+/// Connects a client; `url` is the HTTP server's endpoint (HTTP clients
+/// only: stdio clients spawn their server).
+async fn connect(kind: ClientKind, url: Option<&str>) -> Result<Conn, String> {
     let era = kind.server_era();
+    let url = || url.ok_or_else(|| format!("{}: no server URL", kind.id()));
     match kind {
         ClientKind::Raw => Ok(Conn::Raw(Arc::new(RawClient::connect(SERVER, era).await?))),
         ClientKind::Rmcp => {
@@ -469,6 +742,30 @@ async fn connect(kind: ClientKind) -> Result<Conn, String> {
                 .map_err(fail)?;
             Ok(Conn::Sb(client))
         }
+        ClientKind::RawHttp => Ok(Conn::RawHttp(Arc::new(
+            RawHttpClient::connect(url()?).await?,
+        ))),
+        ClientKind::RmcpHttp => {
+            use rmcp::ServiceExt;
+            // The defaults, as a user gets them.
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url()?);
+            let client = ().serve(transport).await.map_err(fail)?;
+            Ok(Conn::Rmcp(Arc::new(client)))
+        }
+        ClientKind::SbHttpModern | ClientKind::SbHttpLegacy => {
+            let mode = if kind == ClientKind::SbHttpModern {
+                switchboard::EraMode::Auto
+            } else {
+                switchboard::EraMode::Legacy
+            };
+            let config = switchboard::transport::http::HttpConfig::new(url()?);
+            let client = switchboard::Client::builder()
+                .era_mode(mode)
+                .connect(config)
+                .await
+                .map_err(fail)?;
+            Ok(Conn::Sb(client))
+        }
     }
 }
 
@@ -481,6 +778,7 @@ impl Conn {
     ) -> Result<usize, String> {
         match self {
             Conn::Raw(c) => c.call_tool(name, args).await,
+            Conn::RawHttp(c) => c.call_tool(name, args).await,
             Conn::Rmcp(c) => {
                 let params = rmcp::model::CallToolRequestParams::new(name).with_arguments(args);
                 let result = c.call_tool(params).await.map_err(fail)?;
@@ -525,6 +823,13 @@ impl Conn {
                     .map(Vec::len)
                     .ok_or_else(|| format!("unexpected tools/list result: {r}"))
             }
+            Conn::RawHttp(c) => {
+                let r = c.request("tools/list", json!({})).await?;
+                r["tools"]
+                    .as_array()
+                    .map(Vec::len)
+                    .ok_or_else(|| format!("unexpected tools/list result: {r}"))
+            }
             Conn::Rmcp(c) => Ok(c.list_tools(None).await.map_err(fail)?.tools.len()),
             Conn::Sb(c) => Ok(c.list_tools().await.map_err(fail)?.len()),
         }
@@ -534,6 +839,7 @@ impl Conn {
     fn protocol(&self) -> String {
         match self {
             Conn::Raw(c) => format!("{} (initialize)", c.protocol_version),
+            Conn::RawHttp(c) => format!("{} (initialize)", c.protocol_version),
             Conn::Rmcp(c) => match c.peer().peer_info() {
                 Some(info) => format!("{} (initialize)", info.protocol_version),
                 None => "?".into(),
@@ -545,6 +851,7 @@ impl Conn {
     async fn close(self) {
         match self {
             Conn::Raw(c) => c.close().await,
+            Conn::RawHttp(c) => c.close().await,
             Conn::Rmcp(c) => {
                 if let Ok(c) = Arc::try_unwrap(c) {
                     let _ = c.cancel().await;
@@ -587,19 +894,24 @@ async fn measure_sequential(conn: &Conn, plan: &Plan) -> Result<(f64, f64, f64),
     ))
 }
 
-/// Returns (calls/s, client CPU µs per call).
+/// Returns (calls/s, client CPU µs per call). Stops taking new calls after
+/// `plan.throughput` calls or `plan.throughput_cap`, whichever comes first.
 async fn measure_throughput(conn: &Conn, plan: &Plan) -> Result<(f64, f64), String> {
     let total = plan.throughput;
     let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     let cpu = cpu_time();
     let start = Instant::now();
+    let deadline = start + plan.throughput_cap;
     for _ in 0..IN_FLIGHT {
         let conn = conn.clone();
         let next = Arc::clone(&next);
+        let done = Arc::clone(&done);
         tasks.spawn(async move {
-            while next.fetch_add(1, Ordering::Relaxed) < total {
+            while next.fetch_add(1, Ordering::Relaxed) < total && Instant::now() < deadline {
                 conn.echo().await?;
+                done.fetch_add(1, Ordering::Relaxed);
             }
             Ok::<(), String>(())
         });
@@ -609,7 +921,8 @@ async fn measure_throughput(conn: &Conn, plan: &Plan) -> Result<(f64, f64), Stri
     }
     let elapsed = start.elapsed();
     let cpu = cpu_time().saturating_sub(cpu);
-    Ok((total as f64 / elapsed.as_secs_f64(), us(cpu) / total as f64))
+    let done = done.load(Ordering::Relaxed).max(1);
+    Ok((done as f64 / elapsed.as_secs_f64(), us(cpu) / done as f64))
 }
 
 async fn measure_blob(conn: &Conn, size: usize, reps: usize, limit: Duration) -> Outcome {
@@ -622,14 +935,24 @@ async fn measure_blob(conn: &Conn, size: usize, reps: usize, limit: Duration) ->
     Ok(ms(median(samples)))
 }
 
+/// stdio: spawn → handshake → first `tools/list` result. HTTP: a fresh
+/// server per sample (started untimed, so no pooled connection to it
+/// exists), then client connect → handshake → first `tools/list` result.
 async fn measure_cold(kind: ClientKind, plan: &Plan) -> Outcome {
     let mut samples = Vec::with_capacity(plan.cold_reps);
     for _ in 0..plan.cold_reps {
+        let server = match kind.transport() {
+            Transport::Stdio => None,
+            Transport::Http => Some(HttpServer::start(kind.server_era()).await?),
+        };
         let t = Instant::now();
-        let conn = connect(kind).await?;
+        let conn = connect(kind, server.as_ref().map(|s| s.url.as_str())).await?;
         let n = conn.list_tools().await?;
         let elapsed = t.elapsed();
         conn.close().await;
+        if let Some(server) = server {
+            server.stop().await;
+        }
         if n == 0 {
             return Err("tools/list returned no tools".into());
         }
@@ -647,7 +970,23 @@ async fn run_client(
     let mut protocol = String::from("?");
     let wanted = |key: &str| !skip.iter().any(|s| s == key);
     let limit = plan.timeout;
-    match limited(limit, connect(kind)).await {
+    if kind == ClientKind::RawHttp {
+        drop(raw_http_client()); // built once, untimed (as switchboard's shared client)
+    }
+    let server = match kind.transport() {
+        Transport::Stdio => Ok(None),
+        Transport::Http => limited(limit, HttpServer::start(kind.server_era()))
+            .await
+            .map(Some),
+    };
+    let connected = match &server {
+        Ok(server) => {
+            let url = server.as_ref().map(|s| s.url.as_str());
+            limited(limit, connect(kind, url)).await
+        }
+        Err(e) => Err(format!("server: {e}")),
+    };
+    match connected {
         Ok(conn) => {
             protocol = conn.protocol();
             let sequential = if wanted("seq_p50_us") {
@@ -706,6 +1045,9 @@ async fn run_client(
             }
         }
     }
+    if let Ok(Some(server)) = server {
+        server.stop().await;
+    }
     if wanted("cold_ms") {
         out.insert(
             "cold_ms",
@@ -754,6 +1096,8 @@ struct Options {
     /// Run by `cargo test` (no `--bench`): a tiny smoke run.
     smoke: bool,
     only: Option<Vec<ClientKind>>,
+    /// `--transport`: None = all.
+    transport: Option<Transport>,
     timeout: Duration,
     rounds: Option<usize>,
     skip: Vec<String>,
@@ -764,6 +1108,7 @@ fn parse_options() -> Options {
         quick: std::env::var_os("HOTPATH_QUICK").is_some(),
         smoke: false,
         only: None,
+        transport: None,
         timeout: Duration::from_secs(30),
         rounds: None,
         skip: Vec::new(),
@@ -781,12 +1126,24 @@ fn parse_options() -> Options {
                     .split(',')
                     .map(|s| {
                         ClientKind::parse(s.trim()).unwrap_or_else(|| {
-                            eprintln!("unknown client {s:?} (raw, rmcp, sb-modern, sb-legacy)");
+                            let ids: Vec<&str> = CLIENTS.iter().map(|c| c.id()).collect();
+                            eprintln!("unknown client {s:?} ({})", ids.join(", "));
                             std::process::exit(2)
                         })
                     })
                     .collect();
                 opts.only = Some(kinds);
+            }
+            "--transport" => {
+                opts.transport = match args.next().as_deref() {
+                    Some("stdio") => Some(Transport::Stdio),
+                    Some("http") => Some(Transport::Http),
+                    Some("all") => None,
+                    other => {
+                        eprintln!("--transport needs stdio, http or all, not {other:?}");
+                        std::process::exit(2)
+                    }
+                };
             }
             "--timeout" => {
                 let secs = args.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -814,7 +1171,9 @@ fn parse_options() -> Options {
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: hotpath [--quick] [--only raw,rmcp,sb-modern,sb-legacy] [--timeout SECS]"
+                    "usage: hotpath [--quick] [--rounds N] [--transport stdio|http|all] \
+                     [--only raw,rmcp,sb-modern,sb-legacy,raw-http,rmcp-http,sb-http-modern,\
+                     sb-http-legacy] [--timeout SECS]"
                 );
                 std::process::exit(0);
             }
@@ -906,6 +1265,10 @@ fn cell(key: &str, v: Option<&Outcome>, raw: Option<&Outcome>) -> String {
                 "FAIL (timeout)".into()
             } else {
                 let mut e = e.replace('\n', " ");
+                // Wrapped errors ("… error: … error: cause"): the cause.
+                if let Some(i) = e.rfind("error: ") {
+                    e = e[i + "error: ".len()..].to_owned();
+                }
                 if e.len() > 60 {
                     let cut = (0..=60).rev().find(|&i| e.is_char_boundary(i)).unwrap_or(0);
                     e.truncate(cut);
@@ -925,7 +1288,10 @@ fn cell(key: &str, v: Option<&Outcome>, raw: Option<&Outcome>) -> String {
 }
 
 fn print_table(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<String, Outcome>>) {
-    let raw = results.get("raw");
+    let Some(first) = kinds.first() else {
+        return;
+    };
+    let raw = results.get(first.baseline().id());
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut header = vec!["metric".to_owned()];
     header.extend(kinds.iter().map(|k| k.title().to_owned()));
@@ -969,25 +1335,27 @@ fn print_table(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<St
     }
 }
 
-/// The targets, for the switchboard columns.
+/// The targets, for the switchboard columns (cold connect: stdio only).
 fn check_targets(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<String, Outcome>>) {
     let get = |client: &str, key: &str| -> Option<Outcome> {
         results.get(client).and_then(|r| r.get(key)).cloned()
     };
     println!();
     println!("targets:");
-    for kind in kinds
-        .iter()
-        .filter(|k| matches!(k, ClientKind::SbModern | ClientKind::SbLegacy))
-    {
-        let checks: [(&str, &str, f64, bool); 4] = [
+    for kind in kinds.iter().filter(|k| k.is_switchboard()) {
+        let checks: &[(&str, &str, f64, bool)] = &[
             ("seq_p50_us", "sequential p50 <= 2x raw", 2.0, true),
             ("throughput", "calls/s >= 0.5x raw", 0.5, false),
             ("blob_16m_ms", "16 MiB <= 2x raw and succeeds", 2.0, true),
             ("cold_ms", "cold connect <= 1.3x raw", 1.3, true),
         ];
-        for (key, what, bound, upper) in checks {
-            let verdict = match (get(kind.id(), key), get("raw", key)) {
+        let checks = match kind.transport() {
+            Transport::Stdio => checks,
+            Transport::Http => &checks[..3],
+        };
+        let raw = kind.baseline().id();
+        for &(key, what, bound, upper) in checks {
+            let verdict = match (get(kind.id(), key), get(raw, key)) {
                 (Some(Ok(x)), Some(Ok(r))) if r > 0.0 => {
                     let ratio = x / r;
                     let ok = if upper {
@@ -1001,7 +1369,7 @@ fn check_targets(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<
                 (_, Some(Err(e))) => format!("n/a (raw failed: {e})"),
                 _ => "n/a (not measured)".into(),
             };
-            println!("  {:<22} {:<32} {verdict}", kind.title(), what);
+            println!("  {:<27} {:<32} {verdict}", kind.long_title(), what);
         }
     }
 }
@@ -1028,7 +1396,13 @@ fn combine(key: &str, rounds: &[Outcome]) -> Outcome {
 }
 
 fn parent_main(opts: Options) {
-    let kinds: Vec<ClientKind> = opts.only.clone().unwrap_or_else(|| CLIENTS.to_vec());
+    let kinds: Vec<ClientKind> = opts
+        .only
+        .clone()
+        .unwrap_or_else(|| CLIENTS.to_vec())
+        .into_iter()
+        .filter(|k| opts.transport.is_none_or(|t| k.transport() == t))
+        .collect();
     let plan = Plan::new(opts.quick, opts.smoke, opts.timeout);
     let rounds = opts.rounds.unwrap_or(if opts.quick { 1 } else { 5 });
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -1050,11 +1424,13 @@ fn parent_main(opts: Options) {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!(
-        "hotpath: per round: sequential {} calls after {} warm-up; throughput {} calls with \
-         {IN_FLIGHT} in flight; 1 MiB x{}, 16 MiB x{}; cold connect x{}; per-metric timeout {} s",
+        "hotpath: per round: sequential {} calls after {} warm-up; throughput {} calls (or {} s) \
+         with {IN_FLIGHT} in flight; 1 MiB x{}, 16 MiB x{}; cold connect x{}; per-metric \
+         timeout {} s",
         plan.sequential,
         plan.warmup,
         plan.throughput,
+        plan.throughput_cap.as_secs(),
         plan.blob_1m_reps,
         plan.blob_16m_reps,
         plan.cold_reps,
@@ -1084,7 +1460,7 @@ fn parent_main(opts: Options) {
                     r
                 }
                 Err(e) => {
-                    eprintln!("hotpath: {} failed: {e}", kind.title());
+                    eprintln!("hotpath: {} failed: {e}", kind.long_title());
                     METRICS
                         .iter()
                         .map(|m| (m.key.to_owned(), Err(e.clone())))
@@ -1102,7 +1478,7 @@ fn parent_main(opts: Options) {
                 .collect();
             eprintln!(
                 "hotpath: round {round}/{rounds} {} ({:.1} s, load {}): {}",
-                kind.title(),
+                kind.long_title(),
                 t.elapsed().as_secs_f64(),
                 loadavg(),
                 summary.join(", ")
@@ -1116,8 +1492,12 @@ fn parent_main(opts: Options) {
     println!("hotpath: load average at end: {}", loadavg());
     for kind in &kinds {
         println!(
-            "hotpath: {:<22} server --era {:<6} negotiated {}",
-            kind.title(),
+            "hotpath: {:<27} server {}--era {:<6} negotiated {}",
+            kind.long_title(),
+            match kind.transport() {
+                Transport::Stdio => "",
+                Transport::Http => "--http 127.0.0.1:0 ",
+            },
             kind.server_era(),
             protocols.get(kind.id()).map_or("?", String::as_str)
         );
@@ -1141,7 +1521,20 @@ fn parent_main(opts: Options) {
     } else {
         println!("(n×) = ratio to raw");
     }
-    print_table(&kinds, &results);
+    for transport in [Transport::Stdio, Transport::Http] {
+        let these: Vec<ClientKind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| k.transport() == transport)
+            .collect();
+        if these.is_empty() {
+            continue;
+        }
+        println!();
+        println!("{}:", transport.name());
+        println!();
+        print_table(&these, &results);
+    }
     if opts.smoke {
         println!("\ntargets: not judged in a smoke run (use `cargo bench`)");
     } else {
