@@ -9,13 +9,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{AuthProvider, HttpConfig, redact_url};
+use super::{AuthProvider, HttpConfig, auth_failure, header_map, http_error, redact_url};
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{BoxFuture, Connection, MessageSink, MessageStream, TransportError};
 
@@ -229,40 +229,7 @@ impl Http {
     }
 
     async fn on_auth_failure(&self, response: &reqwest::Response) -> TransportError {
-        let status = response.status().as_u16();
-        let www_authenticate = response
-            .headers()
-            .get(reqwest::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        if let Some(auth) = &self.auth {
-            auth.unauthorized(status, www_authenticate.as_deref()).await;
-        }
-        TransportError::AuthorizationRequired {
-            status,
-            www_authenticate,
-        }
-    }
-}
-
-fn header_map(config: &HttpConfig) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    for (name, value) in &config.headers {
-        // Validated by `HttpConfig::validate`.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    headers
-}
-
-fn http_error(display: &str, error: reqwest::Error) -> TransportError {
-    TransportError::Http {
-        url: display.to_owned(),
-        source: Box::new(error.without_url()),
+        auth_failure(self.auth.as_ref(), response).await
     }
 }
 

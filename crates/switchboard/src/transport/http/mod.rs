@@ -257,6 +257,48 @@ impl Connector for HttpConfig {
     }
 }
 
+/// The configured headers, as a map (validated by `HttpConfig::validate`).
+pub(crate) fn header_map(config: &HttpConfig) -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in &config.headers {
+        if let (Ok(name), Ok(value)) = (
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+            reqwest::header::HeaderValue::from_str(value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    headers
+}
+
+/// A failed HTTP exchange, named by the redacted URL `display`.
+pub(crate) fn http_error(display: &str, error: reqwest::Error) -> TransportError {
+    TransportError::Http {
+        url: display.to_owned(),
+        source: Box::new(error.without_url()),
+    }
+}
+
+/// A 401/403: tells the auth provider, and says what the server wants.
+pub(crate) async fn auth_failure(
+    auth: Option<&Arc<dyn AuthProvider>>,
+    response: &reqwest::Response,
+) -> TransportError {
+    let status = response.status().as_u16();
+    let www_authenticate = response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(auth) = auth {
+        auth.unauthorized(status, www_authenticate.as_deref()).await;
+    }
+    TransportError::AuthorizationRequired {
+        status,
+        www_authenticate,
+    }
+}
+
 /// The URL without user info or query (which may hold secrets).
 pub(crate) fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde::Deserialize;
 use switchboard_types::RequestId;
 use tokio::sync::mpsc;
@@ -18,7 +18,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::headers::{HeaderParam, header_params, param_headers};
-use super::{AuthProvider, HttpConfig, encode_header_value, redact_url};
+use super::{
+    AuthProvider, HttpConfig, auth_failure, encode_header_value, header_map, http_error, redact_url,
+};
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{
     BoxFuture, Connection, MessageSink, MessageStream, RESPONSE_LOST, TransportError,
@@ -45,16 +47,7 @@ type Queued = Result<Vec<u8>, TransportError>;
 pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Client) -> Connection {
     let (queue, rx) = mpsc::channel(QUEUE);
     let closing = CancellationToken::new();
-    let mut headers = HeaderMap::new();
-    for (name, value) in &config.headers {
-        // Validated by `HttpConfig::validate`.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            headers.append(name, value);
-        }
-    }
+    let headers = header_map(config);
     let shared = Arc::new(Shared {
         client,
         display: redact_url(url.as_str()),
@@ -126,10 +119,7 @@ impl Shared {
     }
 
     fn http_error(&self, error: reqwest::Error) -> TransportError {
-        TransportError::Http {
-            url: self.display.clone(),
-            source: Box::new(error.without_url()),
-        }
+        http_error(&self.display, error)
     }
 
     async fn push(&self, item: Queued) {
@@ -255,19 +245,7 @@ impl Shared {
     }
 
     async fn on_auth_failure(&self, response: &reqwest::Response) -> TransportError {
-        let status = response.status().as_u16();
-        let www_authenticate = response
-            .headers()
-            .get(reqwest::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        if let Some(auth) = &self.auth {
-            auth.unauthorized(status, www_authenticate.as_deref()).await;
-        }
-        TransportError::AuthorizationRequired {
-            status,
-            www_authenticate,
-        }
+        auth_failure(self.auth.as_ref(), response).await
     }
 
     /// Reads a whole body within the size limit and the idle timeout.
