@@ -286,3 +286,45 @@ impl tracing::Subscriber for Capture {
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
 }
+
+#[tokio::test]
+async fn verdicts_are_remembered_seeded_and_rechecked() {
+    use switchboard::transport::http::{
+        HttpVerdict, forget_verdict, remember_verdict, remembered_verdicts,
+    };
+    // Detection on a legacy-SSE server is remembered for its URL...
+    let sse_only = HttpServer::start(&["--era", "legacy", "--transports", "sse"]);
+    let url = sse_only.url("/sse");
+    let client = Client::connect(HttpConfig::new(&url)).await.unwrap();
+    assert_eq!(client.session().transport, "sse");
+    let verdict = HttpVerdict {
+        era: Era::Legacy,
+        transport: HttpTransport::Sse,
+    };
+    assert!(remembered_verdicts().contains(&(url.clone(), verdict)));
+    // ...and used the next time: straight to SSE, no probe.
+    let again = Client::connect(HttpConfig::new(&url)).await.unwrap();
+    assert_eq!(again.session().transport, "sse");
+    assert!(again.session().negotiation_time <= client.session().negotiation_time * 2);
+
+    // A stale (seeded) verdict is rechecked and replaced.
+    let modern = HttpServer::start(&["--era", "modern", "--transports", "streamable"]);
+    let url = modern.url("/mcp");
+    remember_verdict(&url, verdict);
+    let client = Client::connect(HttpConfig::new(&url)).await.unwrap();
+    assert_eq!(client.era(), Era::Modern);
+    assert_eq!(client.session().transport, "streamable-http");
+    let updated = remembered_verdicts()
+        .into_iter()
+        .find(|(u, _)| *u == url)
+        .map(|(_, v)| v);
+    assert_eq!(
+        updated,
+        Some(HttpVerdict {
+            era: Era::Modern,
+            transport: HttpTransport::StreamableHttp
+        })
+    );
+    forget_verdict(&url);
+    assert!(!remembered_verdicts().iter().any(|(u, _)| *u == url));
+}

@@ -241,22 +241,32 @@ impl ClientBuilder {
             .clone()
             .unwrap_or_else(|| connector.describe())
             .into();
+        // A verdict the transport remembers for this server stands in for a
+        // hint the caller did not give.
+        let mut builder = self;
+        if builder.era_hint.is_none() && builder.mode == EraMode::Auto {
+            builder.era_hint = connector.remembered_era();
+        }
         let mut negotiator = Negotiator {
-            builder: &self,
+            builder: &builder,
             connector: &*connector,
             server: server.clone(),
             respawned: false,
-            transport: connector.transport_name(),
+            fallback_transport: None,
         };
         let (engine, mut session) = negotiator.negotiate().await?;
-        session.transport = negotiator.transport;
+        // Read after connecting: a remembered verdict may have been dropped.
+        session.transport = negotiator
+            .fallback_transport
+            .unwrap_or_else(|| connector.transport_name());
+        connector.remember(session.era, session.transport);
         session.negotiation_time = started.elapsed();
         session.respawned = negotiator.respawned;
         let modern_meta = match session.era {
             Era::Modern => Some(modern_meta(
                 &session.protocol_version,
-                &self.client_info,
-                &self.capabilities,
+                &builder.client_info,
+                &builder.capabilities,
             )),
             Era::Legacy => None,
         };
@@ -271,7 +281,7 @@ impl ClientBuilder {
                 engine,
                 session,
                 modern_meta,
-                page_cap: self.page_cap,
+                page_cap: builder.page_cap,
             }),
         })
     }
@@ -332,8 +342,8 @@ struct Negotiator<'a> {
     connector: &'a dyn Connector,
     server: Arc<str>,
     respawned: bool,
-    /// The transport that carried negotiation to its end.
-    transport: &'static str,
+    /// The fallback transport, when negotiation ended on it.
+    fallback_transport: Option<&'static str>,
 }
 
 impl Negotiator<'_> {
@@ -371,7 +381,7 @@ impl Negotiator<'_> {
                         engine.close().await;
                         let engine = self.open_with(&*fallback).await?;
                         let session = self.initialize(&engine).await?;
-                        self.transport = fallback.transport_name();
+                        self.fallback_transport = Some(fallback.transport_name());
                         Ok((engine, session))
                     }
                     _ => Err(error),

@@ -308,3 +308,33 @@ async fn a_server_that_never_answers_times_out() {
     // The connection is still usable.
     client.read_resource("file:///x").await.unwrap();
 }
+
+#[tokio::test]
+async fn a_json_reply_to_a_notification_is_tolerated() {
+    // Some servers answer `notifications/initialized` with 200 and `{}`.
+    let script: Script = Arc::new(|body, headers| match body["method"].as_str()? {
+        "server/discover" => Some((404, json!({"error": "not found"}))),
+        "initialize" => ok(
+            body,
+            json!({"protocolVersion": "2025-03-26",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "lenient", "version": "1"}}),
+        ),
+        "notifications/initialized" => Some((200, json!({}))),
+        _ => modern_script()(body, headers),
+    });
+    let (url, log, _server) = serve(script).await;
+    let client = Client::connect(HttpConfig::new(&url)).await.unwrap();
+    assert_eq!(client.protocol_version().as_str(), "2025-03-26");
+    assert_eq!(
+        client.skipped_lines(),
+        0,
+        "the `{{}}` body was not treated as a bad message"
+    );
+    client.call_tool("plain", None).await.unwrap();
+    // No session id was given, so none is sent.
+    assert!(
+        !calls(&log, "tools/call")[0]
+            .headers
+            .contains_key("mcp-session-id")
+    );
+}

@@ -99,6 +99,17 @@ pub trait Connector: Send + Sync + 'static {
         false
     }
 
+    /// The era an earlier connection to this server settled on, remembered
+    /// so the next one can skip detection (see [`Connector::remember`]).
+    fn remembered_era(&self) -> Option<switchboard_types::Era> {
+        None
+    }
+
+    /// Told what negotiation settled on (the era, and the transport that
+    /// carried it), so later connections to the same server can skip
+    /// detection.
+    fn remember(&self, _era: switchboard_types::Era, _transport: &'static str) {}
+
     /// Another transport to try when this one is refused outright (Streamable
     /// HTTP falling back to the legacy HTTP+SSE transport).
     fn fallback(&self) -> Option<std::sync::Arc<dyn Connector>> {

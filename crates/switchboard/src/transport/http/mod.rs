@@ -220,18 +220,100 @@ fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, TransportE
         .map_err(|e| TransportError::Config(format!("cannot build the HTTP client: {e}")))
 }
 
+/// What detection found for one server URL: its era, and whether it needed
+/// the legacy HTTP+SSE transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpVerdict {
+    /// The protocol era.
+    pub era: switchboard_types::Era,
+    /// [`HttpTransport::StreamableHttp`] or [`HttpTransport::Sse`].
+    pub transport: HttpTransport,
+}
+
+/// Verdicts by server URL, for this process. Keyed by the full endpoint
+/// URL rather than the origin: one origin often hosts several servers.
+fn verdicts() -> std::sync::MutexGuard<'static, std::collections::HashMap<String, HttpVerdict>> {
+    static VERDICTS: OnceLock<std::sync::Mutex<std::collections::HashMap<String, HttpVerdict>>> =
+        OnceLock::new();
+    VERDICTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every detection verdict this process has made or been given, to persist
+/// (the hub stores them across restarts).
+pub fn remembered_verdicts() -> Vec<(String, HttpVerdict)> {
+    verdicts()
+        .iter()
+        .map(|(url, v)| (url.clone(), *v))
+        .collect()
+}
+
+/// Seeds a verdict (for example one persisted by an earlier run): the next
+/// [`HttpTransport::Auto`] connection to `url` uses it instead of detecting,
+/// and detects afresh if it no longer holds.
+pub fn remember_verdict(url: &str, verdict: HttpVerdict) {
+    verdicts().insert(url.to_owned(), verdict);
+}
+
+/// Forgets the verdict for `url`.
+pub fn forget_verdict(url: &str) {
+    verdicts().remove(url);
+}
+
+impl HttpConfig {
+    fn cached_verdict(&self) -> Option<HttpVerdict> {
+        (self.transport == HttpTransport::Auto)
+            .then(|| verdicts().get(&self.url).copied())
+            .flatten()
+    }
+}
+
 impl Connector for HttpConfig {
     fn connect(&self) -> BoxFuture<'_, Result<Connection, TransportError>> {
         Box::pin(async move {
             let url = self.validate()?;
             let client = self.http_client()?;
-            match self.transport {
-                HttpTransport::Sse => legacy_sse::connect(self, url, client).await,
+            let transport = match self.cached_verdict() {
+                Some(HttpVerdict {
+                    transport: HttpTransport::Sse,
+                    ..
+                }) => HttpTransport::Sse,
+                _ => self.transport,
+            };
+            match transport {
+                HttpTransport::Sse => {
+                    match legacy_sse::connect(self, url.clone(), client.clone()).await {
+                        Err(error) if self.transport == HttpTransport::Auto => {
+                            // The remembered verdict no longer holds: detect afresh.
+                            tracing::debug!(server = %redact_url(&self.url), %error, "remembered SSE verdict failed");
+                            forget_verdict(&self.url);
+                            Ok(streamable::connect(self, url, client))
+                        }
+                        outcome => outcome,
+                    }
+                }
                 HttpTransport::Auto | HttpTransport::StreamableHttp => {
                     Ok(streamable::connect(self, url, client))
                 }
             }
         })
+    }
+
+    fn remembered_era(&self) -> Option<switchboard_types::Era> {
+        self.cached_verdict().map(|v| v.era)
+    }
+
+    fn remember(&self, era: switchboard_types::Era, transport: &'static str) {
+        if self.transport != HttpTransport::Auto {
+            return;
+        }
+        let transport = match transport {
+            "sse" => HttpTransport::Sse,
+            _ => HttpTransport::StreamableHttp,
+        };
+        remember_verdict(&self.url, HttpVerdict { era, transport });
     }
 
     fn describe(&self) -> String {
@@ -243,8 +325,16 @@ impl Connector for HttpConfig {
     }
 
     fn transport_name(&self) -> &'static str {
+        let remembered_sse = matches!(
+            self.cached_verdict(),
+            Some(HttpVerdict {
+                transport: HttpTransport::Sse,
+                ..
+            })
+        );
         match self.transport {
             HttpTransport::Sse => "sse",
+            HttpTransport::Auto if remembered_sse => "sse",
             HttpTransport::Auto | HttpTransport::StreamableHttp => "streamable-http",
         }
     }

@@ -569,6 +569,13 @@ async fn on_response(
     if sniff.method.as_deref() == Some("initialize") {
         record_initialize_result(shared, &body);
     }
+    if !is_request && switchboard_types::jsonrpc::Incoming::from_slice(&body).is_err() {
+        // Some servers answer a notification with 200 and `{}`: nothing to
+        // deliver, and nothing worth a warning.
+        tracing::trace!(server = %shared.display, "ignored a non-message body in reply to a notification");
+        after_sent(shared, sniff).await;
+        return Ok(());
+    }
     shared.deliver(body).await;
     after_sent(shared, sniff).await;
     Ok(())
