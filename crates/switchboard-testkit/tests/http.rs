@@ -328,3 +328,58 @@ async fn verdicts_are_remembered_seeded_and_rechecked() {
     forget_verdict(&url);
     assert!(!remembered_verdicts().iter().any(|(u, _)| *u == url));
 }
+
+#[tokio::test]
+async fn a_timed_out_call_is_cancelled_on_the_server() {
+    let record = std::env::temp_dir().join(format!(
+        "switchboard-http-cancel-{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&record);
+    let server = HttpServer::start(&[
+        "--era",
+        "legacy",
+        "--http-response",
+        "sse",
+        "--record",
+        record.to_str().unwrap(),
+    ]);
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")))
+        .await
+        .unwrap();
+    let params = CallToolRequestParams {
+        name: "hang".into(),
+        ..Default::default()
+    };
+    let error = client
+        .call_tool_with(&params, RequestOptions::timeout(Duration::from_millis(300)))
+        .await
+        .unwrap_err();
+    assert!(error.is_timeout(), "{error}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        let seen: Vec<Value> = std::fs::read_to_string(&record)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let hang = seen
+            .iter()
+            .find(|m| m["params"]["name"] == "hang")
+            .map(|m| m["id"].clone());
+        let cancelled = seen.iter().any(|m| {
+            m["method"] == "notifications/cancelled"
+                && Some(&m["params"]["requestId"]) == hang.as_ref()
+        });
+        if cancelled {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cancel recorded: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(echo(&client).await, "over http");
+    let _ = std::fs::remove_file(&record);
+}

@@ -397,14 +397,18 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
     let modern_version = sniff.modern_version();
     let legacy_session = shared.state().negotiated_version.is_some();
 
-    if method == Some("notifications/cancelled") && !legacy_session {
-        // Stateless era: closing the response stream is the cancellation.
+    if method == Some("notifications/cancelled") {
+        // The caller gave up: stop reading (and never resume) its stream.
         if let Some(id) = sniff.params.as_ref().and_then(|p| p.request_id.as_ref())
             && let Some(stream) = shared.state().streams.remove(id)
         {
             stream.abort();
         }
-        return Ok(());
+        // Stateless era: closing the response stream is the cancellation;
+        // the session era also wants the notification.
+        if !legacy_session {
+            return Ok(());
+        }
     }
     if method == Some("initialize") {
         let mut state = shared.state();
