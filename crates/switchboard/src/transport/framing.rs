@@ -58,7 +58,9 @@ const SHRINK_BUFFER_ABOVE: usize = 1024 * 1024;
 /// rest of it.
 pub struct LineReader<R> {
     reader: R,
-    /// Storage; `buf[start..end]` is received and not yet returned.
+    /// Storage; `buf[start..end]` is received and not yet returned, and
+    /// `end == buf.len()`: reads append into the spare capacity, so a
+    /// growing buffer is never zero-filled first.
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -168,6 +170,18 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             if line_end - line_start > self.max_message_size {
                 return Err(self.too_large());
             }
+            if line_end - line_start > SHRINK_BUFFER_ABOVE {
+                // A large message takes the buffer itself rather than a copy
+                // of it; only the few bytes after it move to a new buffer.
+                let rest = self.buf[self.start..self.end].to_vec();
+                let mut line = std::mem::replace(&mut self.buf, rest);
+                line.truncate(line_end);
+                line.drain(..line_start);
+                self.start = 0;
+                self.end = self.buf.len();
+                self.scanned = 0;
+                return Ok(Some(line));
+            }
             return Ok(Some(self.buf[line_start..line_end].to_vec()));
         }
     }
@@ -193,31 +207,34 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             self.start = 0;
             self.end = 0;
             self.scanned = 0;
-            if self.buf.len() > SHRINK_BUFFER_ABOVE {
+            self.buf.clear();
+            if self.buf.capacity() > SHRINK_BUFFER_ABOVE {
                 self.buf = Vec::new();
             }
         }
-        if self.end == self.buf.len() {
+        if self.end == self.buf.capacity() {
             if self.start > 0 {
                 self.buf.copy_within(self.start..self.end, 0);
+                self.buf.truncate(self.end - self.start);
                 self.end -= self.start;
                 self.scanned -= self.start;
                 self.start = 0;
             }
-            if self.end == self.buf.len() {
+            if self.end == self.buf.capacity() {
                 // Never more than the longest acceptable line plus CRLF: a
                 // buffer that full without a newline is already an error.
                 let cap = self.max_message_size.saturating_add(2).max(self.end + 1);
-                let len = (self.buf.len() * 2).max(INITIAL_BUFFER).min(cap);
-                self.buf.resize(len, 0);
+                let len = (self.buf.capacity() * 2).max(INITIAL_BUFFER).min(cap);
+                self.buf.reserve_exact(len - self.end);
             }
         }
-        // The only await: everything above leaves `self` consistent, so a
-        // future dropped here loses nothing.
-        let read = self.reader.read(&mut self.buf[self.end..]).await;
+        // The only await: everything above leaves `self` consistent, and
+        // `read_buf` appends only what it read, so a future dropped here
+        // loses nothing.
+        let read = self.reader.read_buf(&mut self.buf).await;
         match read {
             Ok(0) => self.eof = true,
-            Ok(n) => self.end += n,
+            Ok(_) => self.end = self.buf.len(),
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) => return Err(TransportError::Io(error)),
         }
@@ -669,6 +686,22 @@ mod tests {
         assert_eq!(reader.read_message().await.unwrap().unwrap(), b"small");
         assert_eq!(reader.read_message().await.unwrap(), None);
         assert!(reader.buf.len() <= SHRINK_BUFFER_ABOVE);
+    }
+
+    #[tokio::test]
+    async fn a_large_crlf_line_is_handed_over_whole_with_what_follows_kept() {
+        let big = vec![b'b'; SHRINK_BUFFER_ABOVE + 123];
+        let mut input = b"first\n".to_vec();
+        input.extend_from_slice(&big);
+        input.extend_from_slice(b"\r\nnext\r\nla");
+        let mut chunks: Vec<Vec<u8>> = vec![input];
+        chunks.push(b"st".to_vec());
+        let mut reader = LineReader::new(Chunks(chunks.into()));
+        assert_eq!(reader.read_message().await.unwrap().unwrap(), b"first");
+        assert_eq!(reader.read_message().await.unwrap().unwrap(), big);
+        assert_eq!(reader.read_message().await.unwrap().unwrap(), b"next");
+        assert_eq!(reader.read_message().await.unwrap().unwrap(), b"last");
+        assert_eq!(reader.read_message().await.unwrap(), None);
     }
 
     /// Records every write call.
