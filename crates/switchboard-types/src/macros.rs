@@ -65,3 +65,41 @@ macro_rules! string_enum {
         }
     };
 }
+
+/// A page of a `*/list` result: the items plus the fields every list result
+/// shares (cursor, 2026-07-28 result type and caching, `_meta`, unknown fields).
+macro_rules! list_result {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            #[doc = $item_doc:literal]
+            pub $field:ident: Vec<$item:ty>,
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            #[doc = $item_doc]
+            pub $field: Vec<$item>,
+            /// The cursor for the next page; `None` on the last page.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub next_cursor: Option<String>,
+            /// `complete` (2026-07-28).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub result_type: Option<$crate::meta::ResultType>,
+            /// Freshness in milliseconds (2026-07-28).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub ttl_ms: Option<u64>,
+            /// Who may cache it (2026-07-28).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub cache_scope: Option<$crate::meta::CacheScope>,
+            /// Result metadata.
+            #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+            pub meta: Option<$crate::meta::JsonObject>,
+            /// Fields this crate does not know.
+            #[serde(flatten)]
+            pub extra: $crate::meta::JsonObject,
+        }
+    };
+}

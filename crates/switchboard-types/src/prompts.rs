@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::{ContentBlock, Role};
 use crate::lifecycle::Icon;
-use crate::meta::{CacheScope, JsonObject, ResultType};
+use crate::meta::{JsonObject, ResultType};
 use crate::mrtr::InputResponses;
 
 /// An argument a prompt accepts.
@@ -55,30 +55,12 @@ pub struct Prompt {
     pub extra: JsonObject,
 }
 
-/// The result of `prompts/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// This page of prompts.
-    pub prompts: Vec<Prompt>,
-    /// The cursor for the next page; `None` on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// `complete` (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Freshness in milliseconds (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Who may cache it (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know.
-    #[serde(flatten)]
-    pub extra: JsonObject,
+list_result! {
+    /// The result of `prompts/list`.
+    pub struct ListPromptsResult {
+        /// This page of prompts.
+        pub prompts: Vec<Prompt>,
+    }
 }
 
 /// Params of `prompts/get`.

@@ -165,56 +165,20 @@ impl<'de> Deserialize<'de> for ResourceContents {
     }
 }
 
-/// The result of `resources/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// This page of resources.
-    pub resources: Vec<Resource>,
-    /// The cursor for the next page; `None` on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// `complete` (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Freshness in milliseconds (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Who may cache it (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know.
-    #[serde(flatten)]
-    pub extra: JsonObject,
+list_result! {
+    /// The result of `resources/list`.
+    pub struct ListResourcesResult {
+        /// This page of resources.
+        pub resources: Vec<Resource>,
+    }
 }
 
-/// The result of `resources/templates/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// This page of templates.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// The cursor for the next page; `None` on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// `complete` (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Freshness in milliseconds (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Who may cache it (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know.
-    #[serde(flatten)]
-    pub extra: JsonObject,
+list_result! {
+    /// The result of `resources/templates/list`.
+    pub struct ListResourceTemplatesResult {
+        /// This page of templates.
+        pub resource_templates: Vec<ResourceTemplate>,
+    }
 }
 
 /// Params of `resources/read`.

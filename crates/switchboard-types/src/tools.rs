@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::content::ContentBlock;
 use crate::lifecycle::Icon;
-use crate::meta::{CacheScope, JsonObject, ResultType};
+use crate::meta::{JsonObject, ResultType};
 use crate::mrtr::InputResponses;
 use crate::tasks::TaskMetadata;
 
@@ -101,30 +101,12 @@ impl Tool {
     }
 }
 
-/// The result of `tools/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// This page of tools.
-    pub tools: Vec<Tool>,
-    /// The cursor for the next page; `None` on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// `complete` (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Freshness in milliseconds (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Who may cache it (2026-07-28).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know.
-    #[serde(flatten)]
-    pub extra: JsonObject,
+list_result! {
+    /// The result of `tools/list`.
+    pub struct ListToolsResult {
+        /// This page of tools.
+        pub tools: Vec<Tool>,
+    }
 }
 
 /// Params of `tools/call`.
