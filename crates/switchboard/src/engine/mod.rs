@@ -331,7 +331,7 @@ impl Engine {
 
         let mut buf = Vec::with_capacity(64 + params.map_or(0, |p| p.get().len()));
         buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        buf.extend_from_slice(itoa_i64(id).as_bytes());
+        buf.extend_from_slice(id.to_string().as_bytes());
         buf.extend_from_slice(br#","method":"#);
         serde_json::to_writer(&mut buf, method).expect("strings serialize");
         if let Some(params) = params {
@@ -486,10 +486,6 @@ fn is_transport_made(error: &ErrorObject) -> bool {
             .as_ref()
             .and_then(|d| d.get("switchboard"))
             .is_some_and(|v| v == "response_lost")
-}
-
-fn itoa_i64(n: i64) -> String {
-    n.to_string()
 }
 
 /// The per-connection reader: routes everything the server sends.
