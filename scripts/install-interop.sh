@@ -3,6 +3,11 @@
 # project-local cache (never globally):
 #
 #   $SWITCHBOARD_CACHE/npm/node_modules/@modelcontextprotocol/server-everything
+#   $SWITCHBOARD_CACHE/npm/node_modules/@modelcontextprotocol/sdk  (and zod)
+#
+# The TypeScript SDK is for crates/switchboard-testkit/interop/ts_everything_server.mjs
+# (sampling, elicitation, roots, progress, logging), which loads it from there:
+#   node crates/switchboard-testkit/interop/ts_everything_server.mjs [--http PORT]
 #
 # Also the Python SDK (PyPI `mcp`) in venvs: $SWITCHBOARD_CACHE/python-mcp-<version>.
 #
@@ -22,6 +27,12 @@ set -euo pipefail
 EVERYTHING_PKG="@modelcontextprotocol/server-everything"
 # Pinned; bump deliberately (check with `npm view $EVERYTHING_PKG version`).
 EVERYTHING_VERSION="2026.8.31"
+# The TypeScript SDK 1.x (session era only: 2025-11-25 and older) and the zod
+# its McpServer takes schemas in; pinned at the top level so a bump of
+# server-everything cannot move them.
+TS_SDK_PKG="@modelcontextprotocol/sdk"
+TS_SDK_VERSION="1.32.2"
+ZOD_VERSION="4.6.7"
 
 script_dir="${BASH_SOURCE[0]%/*}"
 [ "$script_dir" != "${BASH_SOURCE[0]}" ] || script_dir=.
@@ -38,40 +49,52 @@ if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
     return 0
 fi
 
+# The version of the installed package $1 ("" when missing).
 installed_version() {
-    [ -f "$pkg_dir/package.json" ] || return 0
+    local manifest="$prefix/node_modules/$1/package.json"
+    [ -f "$manifest" ] || return 0
     node -e 'try { process.stdout.write(require(process.argv[1]).version || "") } catch (e) {}' \
-        "$pkg_dir/package.json"
+        "$manifest"
 }
 
-current="$(installed_version)"
-if [ "$current" = "$EVERYTHING_VERSION" ] && [ -f "$entry" ]; then
-    echo "install-interop: $EVERYTHING_PKG@$EVERYTHING_VERSION already installed"
+# Whether every pinned package is installed at its version.
+all_pinned() {
+    [ -f "$entry" ] || return 1
+    local spec
+    for spec in "${npm_specs[@]}"; do
+        [ "$(installed_version "${spec%@*}")" = "${spec##*@}" ] || return 1
+    done
+}
+
+npm_specs=(
+    "$EVERYTHING_PKG@$EVERYTHING_VERSION"
+    "$TS_SDK_PKG@$TS_SDK_VERSION"
+    "zod@$ZOD_VERSION"
+)
+
+if all_pinned; then
+    echo "install-interop: ${npm_specs[*]} already installed"
 else
-    if [ -n "$current" ]; then
-        echo "install-interop: replacing $EVERYTHING_PKG@$current with $EVERYTHING_VERSION"
-    else
-        echo "install-interop: installing $EVERYTHING_PKG@$EVERYTHING_VERSION into $prefix"
-    fi
+    echo "install-interop: installing ${npm_specs[*]} into $prefix"
     mkdir -p "$prefix"
     # --prefix keeps everything under the cache; no package.json of the repo is
-    # touched. --no-save would leave no lock; an exact spec pins the top level.
-    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
-        "$EVERYTHING_PKG@$EVERYTHING_VERSION"
-    current="$(installed_version)"
-    if [ "$current" != "$EVERYTHING_VERSION" ] || [ ! -f "$entry" ]; then
-        echo "install-interop: install finished but $entry (version $EVERYTHING_VERSION) is missing" >&2
+    # touched. Exact specs pin the top level (recorded in $prefix/package.json).
+    npm install --prefix "$prefix" --save-exact --no-audit --no-fund --loglevel=error "${npm_specs[@]}"
+    if ! all_pinned; then
+        echo "install-interop: install finished but not every one of ${npm_specs[*]} is in $prefix/node_modules" >&2
         exit 1
     fi
 fi
 
 echo "install-interop: server-everything $EVERYTHING_VERSION at $pkg_dir"
 echo "install-interop: run over stdio: $(command -v node) $entry stdio"
+echo "install-interop: TypeScript SDK $TS_SDK_VERSION at $prefix/node_modules/$TS_SDK_PKG"
 }
 
 # The official Python SDK, both lines: 2.x (`MCPServer`, speaks 2026-07-28)
 # and 1.x (`FastMCP`, session era), each in its own venv under the cache.
-# crates/switchboard-testkit/interop/python_server.py runs on either.
+# crates/switchboard-testkit/interop/python_server.py and python_features_server.py
+# run on either.
 PYTHON_SDK_VERSIONS="2.3.0 1.30.0"
 
 install_python_sdk() {
