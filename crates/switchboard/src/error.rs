@@ -142,6 +142,47 @@ pub enum Error {
         /// The `InputRequiredResult`, as sent.
         result: Box<serde_json::value::RawValue>,
     },
+    /// A handler could not answer what the server asked for during a
+    /// multi round-trip request (2026-07-28), so the request was abandoned.
+    #[error(
+        "server `{server}` asked for `{input_method}` (input `{key}`) to answer `{method}`, and this client could not provide it"
+    )]
+    InputFailed {
+        /// The server's name.
+        server: Arc<str>,
+        /// The request that needed the input.
+        method: String,
+        /// The `inputRequests` key.
+        key: String,
+        /// What the server asked for (`sampling/createMessage` …).
+        input_method: String,
+        /// Why the handler did not answer.
+        #[source]
+        source: Box<crate::handlers::HandlerError>,
+    },
+    /// The server kept answering `input_required` past the round cap.
+    #[error(
+        "server `{server}` still needed input for `{method}` after {rounds} rounds (raise `max_input_rounds` if this is expected)"
+    )]
+    TooManyRounds {
+        /// The server's name.
+        server: Arc<str>,
+        /// The request.
+        method: String,
+        /// The rounds taken.
+        rounds: usize,
+    },
+    /// The tool's `structuredContent` does not match its `outputSchema`.
+    #[error("server `{server}`: {mismatch}")]
+    OutputMismatch {
+        /// The server's name.
+        server: Arc<str>,
+        /// Where and how it failed.
+        #[source]
+        mismatch: Box<crate::schema::OutputMismatch>,
+        /// The result as received, for callers that want it anyway.
+        result: Box<switchboard_types::CallToolResult>,
+    },
     /// A setting passed to a builder is invalid.
     #[error("invalid setting `{setting}`: {reason}")]
     Config {
@@ -232,7 +273,10 @@ impl Error {
             | Error::CapabilityMissing { server, .. }
             | Error::NotInThisEra { server, .. }
             | Error::Pagination { server, .. }
-            | Error::InputRequired { server, .. } => Some(server),
+            | Error::InputRequired { server, .. }
+            | Error::InputFailed { server, .. }
+            | Error::TooManyRounds { server, .. }
+            | Error::OutputMismatch { server, .. } => Some(server),
             Error::Config { .. } | Error::Serialize { .. } => None,
         }
     }

@@ -17,13 +17,23 @@ use switchboard_types::{
     CompleteResult, DiscoverResult, Era, GetPromptRequestParams, GetPromptResult, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, LoggingLevel, PaginatedRequestParams,
     Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Resource,
-    ResourceTemplate, ServerCapabilities, SetLevelRequestParams, Tool, codes, meta,
+    RequestOutcome, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, Tool, codes, meta,
+    methods,
 };
 use tokio::sync::mpsc;
 
-use crate::engine::{Engine, EngineConfig, RequestHandler, RequestOptions, ServerNotification};
+use crate::engine::{
+    Engine, EngineConfig, HandlerResult, RequestHandler, RequestOptions, ServerNotification,
+    ServerRequest,
+};
 use crate::error::{Error, Result};
-use crate::transport::{Connector, TransportError};
+use crate::events::EventStream;
+use crate::handlers::{
+    ElicitationHandler, HandlerContext, HandlerError, Handlers, Roots, SamplingHandler,
+};
+use crate::transport::{BoxFuture, Connector, TransportError};
+
+mod mrtr;
 
 /// Which protocol era to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,6 +84,10 @@ pub struct ClientBuilder {
     engine: EngineConfig,
     page_cap: usize,
     handler: Option<Arc<dyn RequestHandler>>,
+    handlers: Handlers,
+    max_input_rounds: usize,
+    url_elicitation_wait: Duration,
+    log_level: Option<LoggingLevel>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -86,6 +100,9 @@ impl fmt::Debug for ClientBuilder {
             .field("probe_timeout", &self.probe_timeout)
             .field("engine", &self.engine)
             .field("page_cap", &self.page_cap)
+            .field("handlers", &self.handlers)
+            .field("max_input_rounds", &self.max_input_rounds)
+            .field("log_level", &self.log_level)
             .finish_non_exhaustive()
     }
 }
@@ -102,6 +119,10 @@ impl Default for ClientBuilder {
             engine: EngineConfig::default(),
             page_cap: 1000,
             handler: None,
+            handlers: Handlers::default(),
+            max_input_rounds: 10,
+            url_elicitation_wait: Duration::from_secs(600),
+            log_level: None,
         }
     }
 }
@@ -176,9 +197,55 @@ impl ClientBuilder {
         self
     }
 
-    /// Answers requests the server sends (sampling, elicitation, roots …).
+    /// Answers server requests that no installed handler covers (methods
+    /// this crate does not know). Sampling, elicitation and roots go to
+    /// [`ClientBuilder::sampling`], [`ClientBuilder::elicitation`] and
+    /// [`ClientBuilder::roots`].
     pub fn request_handler(mut self, handler: Arc<dyn RequestHandler>) -> Self {
         self.handler = Some(handler);
+        self
+    }
+
+    /// Answers `sampling/createMessage` (declares `sampling`, and
+    /// `sampling.tools` if the handler supports tools).
+    pub fn sampling(mut self, handler: impl SamplingHandler) -> Self {
+        self.handlers.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `elicitation/create` (declares `elicitation.form`, and
+    /// `elicitation.url` if the handler supports URL mode).
+    pub fn elicitation(mut self, handler: impl ElicitationHandler) -> Self {
+        self.handlers.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `roots/list` from `roots` (declares `roots.listChanged`);
+    /// changing them notifies the server.
+    pub fn roots(mut self, roots: Roots) -> Self {
+        self.handlers.roots = Some(roots);
+        self
+    }
+
+    /// Most `input_required` rounds one request may take in the stateless
+    /// era before the client gives up (default 10).
+    pub fn max_input_rounds(mut self, rounds: usize) -> Self {
+        self.max_input_rounds = rounds;
+        self
+    }
+
+    /// How long a request refused with -32042 (URL elicitation required)
+    /// waits for the server's `notifications/elicitation/complete` after
+    /// the user consented, before it is retried anyway (default 10 min).
+    pub fn url_elicitation_wait(mut self, wait: Duration) -> Self {
+        self.url_elicitation_wait = wait;
+        self
+    }
+
+    /// The server's log level: `logging/setLevel` right after `initialize`
+    /// in the session era, `_meta` on every request in the stateless era.
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 
@@ -200,6 +267,7 @@ impl ClientBuilder {
             ("max_in_flight", self.engine.max_in_flight),
             ("notification_buffer", self.engine.notification_buffer),
             ("page_cap", self.page_cap),
+            ("max_input_rounds", self.max_input_rounds),
         ] {
             if value == 0 {
                 return Err(Error::Config {
@@ -247,6 +315,13 @@ impl ClientBuilder {
         if builder.era_hint.is_none() && builder.mode == EraMode::Auto {
             builder.era_hint = connector.remembered_era();
         }
+        // Declare exactly what the installed handlers support.
+        builder.capabilities = builder.handlers.capabilities(&builder.capabilities);
+        builder.handler = Some(Arc::new(SessionHandler {
+            handlers: builder.handlers.clone(),
+            server: server.clone(),
+            fallback: builder.handler.take(),
+        }));
         let mut negotiator = Negotiator {
             builder: &builder,
             connector: &*connector,
@@ -276,14 +351,40 @@ impl ClientBuilder {
             version = %session.protocol_version,
             "connected"
         );
-        Ok(Client {
+        // Session era: changed roots are announced.
+        let roots_listener: Option<Arc<dyn Fn() + Send + Sync>> = match (&builder.handlers.roots, session.era) {
+            (Some(roots), Era::Legacy) => {
+                let notify = engine.notifier();
+                let listener: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+                    notify(methods::NOTIFICATION_ROOTS_LIST_CHANGED);
+                });
+                roots.listen(listener.clone());
+                Some(listener)
+            }
+            _ => None,
+        };
+        let client = Client {
             inner: Arc::new(ClientInner {
                 engine,
                 session,
                 modern_meta,
                 page_cap: builder.page_cap,
+                handlers: builder.handlers.clone(),
+                max_input_rounds: builder.max_input_rounds,
+                url_elicitation_wait: builder.url_elicitation_wait,
+                log_level: std::sync::atomic::AtomicU8::new(level_code(builder.log_level)),
+                tools: std::sync::Mutex::new(std::collections::HashMap::new()),
+                output_validator: crate::schema::OutputValidator::default(),
+                _roots_listener: roots_listener,
             }),
-        })
+        };
+        if let Some(level) = builder.log_level
+            && client.era() == Era::Legacy
+            && client.capabilities().logging.is_some()
+        {
+            client.set_logging_level(level).await?;
+        }
+        Ok(client)
     }
 }
 
@@ -751,6 +852,64 @@ struct ClientInner {
     session: ServerSession,
     modern_meta: Option<JsonObject>,
     page_cap: usize,
+    handlers: Handlers,
+    max_input_rounds: usize,
+    url_elicitation_wait: Duration,
+    /// The stateless era's per-request log level; 0 = none (see `level_code`).
+    log_level: std::sync::atomic::AtomicU8,
+    /// The tools from the last `tools/list`, by name (for `outputSchema`).
+    tools: std::sync::Mutex<std::collections::HashMap<String, Tool>>,
+    output_validator: crate::schema::OutputValidator,
+    /// Kept alive so the roots handle can reach this connection.
+    _roots_listener: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+/// A log level as a small number, so it can live in an atomic.
+fn level_code(level: Option<LoggingLevel>) -> u8 {
+    level.map_or(0, |l| {
+        1 + LoggingLevel::ALL.iter().position(|x| *x == l).unwrap_or(0) as u8
+    })
+}
+
+fn level_from_code(code: u8) -> Option<LoggingLevel> {
+    code.checked_sub(1)
+        .and_then(|i| LoggingLevel::ALL.get(i as usize).copied())
+}
+
+/// Routes session-era server requests to the installed handlers.
+struct SessionHandler {
+    handlers: Handlers,
+    server: Arc<str>,
+    fallback: Option<Arc<dyn RequestHandler>>,
+}
+
+impl RequestHandler for SessionHandler {
+    fn handle(&self, request: ServerRequest) -> Option<BoxFuture<'static, HandlerResult>> {
+        match request.method.as_str() {
+            methods::SAMPLING_CREATE_MESSAGE | methods::ELICITATION_CREATE | methods::ROOTS_LIST => {}
+            _ => return self.fallback.as_ref().and_then(|f| f.handle(request)),
+        }
+        let handlers = self.handlers.clone();
+        let context = HandlerContext {
+            server: self.server.clone(),
+            era: Era::Legacy,
+            input_key: None,
+        };
+        Some(Box::pin(async move {
+            let params = match request.params.as_deref() {
+                Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+                    HandlerError::InvalidParams(format!("params are not JSON: {e}")).to_error_object()
+                })?,
+                None => Value::Object(JsonObject::new()),
+            };
+            let answer = handlers
+                .answer(context, &request.method, params)
+                .await
+                .map_err(|e| e.to_error_object())?;
+            serde_json::value::to_raw_value(&answer)
+                .map_err(|e| HandlerError::Failed(e.to_string()).to_error_object())
+        }))
+    }
 }
 
 impl fmt::Debug for Client {
@@ -837,6 +996,17 @@ impl Client {
         self.inner.engine.subscribe()
     }
 
+    /// Everything the server says from now on, typed and in arrival order,
+    /// ending with [`Event::Closed`](crate::events::Event::Closed). Each
+    /// stream buffers up to [`ClientBuilder::notification_buffer`] events
+    /// and reports any it had to drop as
+    /// [`Event::Lagged`](crate::events::Event::Lagged).
+    pub fn events(&self) -> EventStream {
+        let engine = &self.inner.engine;
+        let (rx, lagged) = engine.subscribe_counting(engine.notification_buffer());
+        EventStream::new(rx, lagged, Box::new(engine.closed_reader()))
+    }
+
     /// Sends any request and returns its raw result: the escape hatch for
     /// methods the types do not know. In the stateless era the per-request
     /// `_meta` fields are added.
@@ -859,6 +1029,10 @@ impl Client {
             let params = params.get_or_insert_with(|| Value::Object(JsonObject::new()));
             if let Some(fields) = &self.inner.modern_meta {
                 add_meta(params, fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+                let level = self.inner.log_level.load(std::sync::atomic::Ordering::Relaxed);
+                if let Some(level) = level_from_code(level) {
+                    add_meta(params, [(meta::META_LOG_LEVEL.to_owned(), Value::from(level.as_str()))]);
+                }
             }
             if options.progress.is_some() {
                 add_meta(params, [(meta::PROGRESS_TOKEN.to_owned(), Value::from(id))]);
@@ -1007,15 +1181,29 @@ impl Client {
             rq::ListTools::METHOD,
             self.capabilities().tools.is_some(),
         )?;
-        self.list_all::<rq::ListTools>().await
+        let tools = self.list_all::<rq::ListTools>().await?;
+        // Remembered for checking `structuredContent` against `outputSchema`.
+        let mut known = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
+        known.clear();
+        known.extend(tools.iter().map(|t| (t.name.clone(), t.clone())));
+        drop(known);
+        Ok(tools)
     }
 
     /// Calls a tool. A result with `is_error: Some(true)` is still `Ok`:
     /// the tool ran and failed, and the model should see why.
     ///
+    /// What the server asks for on the way is answered by the installed
+    /// handlers: `input_required` rounds in the stateless era (up to
+    /// [`ClientBuilder::max_input_rounds`]), -32042 URL elicitations in
+    /// either. When the tool is known from [`Client::list_tools`] and
+    /// declares an `outputSchema`, its `structuredContent` is checked.
+    ///
     /// # Errors
-    /// [`Error::CapabilityMissing`] when the server offers no tools; as
-    /// [`Client::request`].
+    /// [`Error::CapabilityMissing`] when the server offers no tools;
+    /// [`Error::InputFailed`] / [`Error::TooManyRounds`] when the server's
+    /// asks cannot be met; [`Error::OutputMismatch`] when the structured
+    /// result breaks the tool's `outputSchema`; as [`Client::request`].
     ///
     /// # Cancel safety
     /// Dropping the future cancels the call.
@@ -1050,7 +1238,10 @@ impl Client {
             rq::CallTool::METHOD,
             self.capabilities().tools.is_some(),
         )?;
-        match self.request::<rq::CallTool>(params, options.clone()).await {
+        let call = || {
+            self.request_rounds::<_, CallToolResult>(rq::CallTool::METHOD, params, options.clone())
+        };
+        let result = match self.with_url_elicitation(call).await {
             // The server's tool definitions changed under us (2026-07-28
             // header mirroring): learn them again and retry, once.
             Err(error)
@@ -1058,10 +1249,107 @@ impl Client {
             {
                 tracing::debug!(server = %self.server_name(), tool = %params.name, "header mismatch; refreshing the tool list and retrying once");
                 self.list_tools().await?;
-                self.request::<rq::CallTool>(params, options).await
+                self.request_rounds(rq::CallTool::METHOD, params, options.clone())
+                    .await
             }
             outcome => outcome,
+        }?;
+        self.check_output(&params.name, result)
+    }
+
+    /// Checks `structuredContent` against the tool's `outputSchema`, when
+    /// the tool is known.
+    fn check_output(&self, name: &str, result: CallToolResult) -> Result<CallToolResult> {
+        let tool = self
+            .inner
+            .tools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .filter(|t| t.output_schema.is_some())
+            .cloned();
+        let Some(tool) = tool else {
+            return Ok(result);
+        };
+        match self.inner.output_validator.validate(&tool, &result) {
+            Ok(()) => Ok(result),
+            // The server's own schema is broken: its result is passed on
+            // unchecked rather than failing every call.
+            Err(mismatch) if mismatch.is_schema_unusable() => {
+                tracing::warn!(server = %self.server_name(), tool = %name, %mismatch, "outputSchema unusable; result not checked");
+                Ok(result)
+            }
+            Err(mismatch) => Err(Error::OutputMismatch {
+                server: self.inner.engine.server().clone(),
+                mismatch: Box::new(mismatch),
+                result: Box::new(result),
+            }),
         }
+    }
+
+    /// One round of `tools/call`: the result, the server's
+    /// `input_required` result (2026-07-28) for applications that answer it
+    /// themselves, or a task. No handler runs and nothing is retried.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call.
+    pub async fn call_tool_once(
+        &self,
+        params: &CallToolRequestParams,
+        options: RequestOptions,
+    ) -> Result<RequestOutcome<CallToolResult>> {
+        self.require(
+            "tools",
+            rq::CallTool::METHOD,
+            self.capabilities().tools.is_some(),
+        )?;
+        self.request_once(rq::CallTool::METHOD, params, options)
+            .await
+    }
+
+    /// One round of `prompts/get` (see [`Client::call_tool_once`]).
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn get_prompt_once(
+        &self,
+        params: &GetPromptRequestParams,
+        options: RequestOptions,
+    ) -> Result<RequestOutcome<GetPromptResult>> {
+        self.require(
+            "prompts",
+            rq::GetPrompt::METHOD,
+            self.capabilities().prompts.is_some(),
+        )?;
+        self.request_once(rq::GetPrompt::METHOD, params, options)
+            .await
+    }
+
+    /// One round of `resources/read` (see [`Client::call_tool_once`]).
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn read_resource_once(
+        &self,
+        params: &ReadResourceRequestParams,
+        options: RequestOptions,
+    ) -> Result<RequestOutcome<ReadResourceResult>> {
+        self.require(
+            "resources",
+            rq::ReadResource::METHOD,
+            self.capabilities().resources.is_some(),
+        )?;
+        self.request_once(rq::ReadResource::METHOD, params, options)
+            .await
     }
 
     /// Every resource, following pagination.
@@ -1114,8 +1402,10 @@ impl Client {
             uri: uri.into(),
             ..Default::default()
         };
-        self.request::<rq::ReadResource>(&params, RequestOptions::default())
-            .await
+        let call = || {
+            self.request_rounds(rq::ReadResource::METHOD, &params, RequestOptions::default())
+        };
+        self.with_url_elicitation(call).await
     }
 
     /// Every prompt, following pagination.
@@ -1156,8 +1446,9 @@ impl Client {
             arguments: arguments.map(|a| a.into_iter().collect()),
             ..Default::default()
         };
-        self.request::<rq::GetPrompt>(&params, RequestOptions::default())
-            .await
+        let call =
+            || self.request_rounds(rq::GetPrompt::METHOD, &params, RequestOptions::default());
+        self.with_url_elicitation(call).await
     }
 
     /// Asks for completions of a prompt or resource-template argument.
@@ -1178,17 +1469,23 @@ impl Client {
             .await
     }
 
-    /// Sets the server's log level (session era only; in the stateless era
-    /// the level travels with each request).
+    /// Sets the server's log level: `logging/setLevel` in the session era;
+    /// in the stateless era the level travels in every later request's
+    /// `_meta` (no round trip).
     ///
     /// # Errors
-    /// [`Error::NotInThisEra`] on a 2026-07-28 connection;
-    /// [`Error::CapabilityMissing`] without the `logging` capability.
+    /// [`Error::CapabilityMissing`] without the `logging` capability
+    /// (session era).
     ///
     /// # Cancel safety
     /// Dropping the future cancels the request.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
-        self.require_legacy(rq::SetLevel::METHOD)?;
+        if self.era() == Era::Modern {
+            self.inner
+                .log_level
+                .store(level_code(Some(level)), std::sync::atomic::Ordering::Relaxed);
+            return Ok(());
+        }
         self.require(
             "logging",
             rq::SetLevel::METHOD,
@@ -1374,17 +1671,40 @@ mod scripted {
             "{error}"
         );
 
-        // input_required: kept whole for the caller.
+        // input_required with state only: retried with the state echoed
+        // byte for byte, under a new id.
+        let script = async {
+            let first = answer(
+                &mut server,
+                json!({"resultType": "input_required", "requestState": "a\u{e9} \"b\""}),
+            )
+            .await;
+            let retry = answer(&mut server, json!({"content": []})).await;
+            (first, retry)
+        };
+        let (result, (first, retry)) = tokio::join!(client.call_tool("t", None), script);
+        result.unwrap();
+        assert_ne!(first["id"], retry["id"]);
+        assert_eq!(retry["params"]["requestState"], "a\u{e9} \"b\"");
+        assert!(first["params"].get("requestState").is_none());
+
+        // The one-round variant hands the interim result to the caller.
+        let params = CallToolRequestParams {
+            name: "t".into(),
+            ..Default::default()
+        };
         let (result, _) = tokio::join!(
-            client.call_tool("t", None),
+            client.call_tool_once(&params, RequestOptions::default()),
             answer(
                 &mut server,
                 json!({"resultType": "input_required", "requestState": "abc"})
             )
         );
-        match result.unwrap_err() {
-            Error::InputRequired { result, .. } => assert!(result.get().contains("\"abc\"")),
-            other => panic!("{other}"),
+        match result.unwrap() {
+            RequestOutcome::InputRequired(interim) => {
+                assert_eq!(interim.request_state.as_deref(), Some("abc"))
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -143,10 +143,17 @@ struct Pending {
 struct Shared {
     server: Arc<str>,
     pending: Mutex<PendingMap>,
-    subscribers: Mutex<Vec<mpsc::Sender<ServerNotification>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     skipped_lines: AtomicU64,
     /// Flips to true once the reader has recorded why the connection died.
     closed_signal: tokio::sync::watch::Sender<bool>,
+}
+
+/// One reader of the notification stream.
+struct Subscriber {
+    tx: mpsc::Sender<ServerNotification>,
+    /// Notifications dropped because this subscriber's buffer was full.
+    lagged: Arc<AtomicU64>,
 }
 
 struct PendingMap {
@@ -167,6 +174,9 @@ const SEND_FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 enum Control {
     Cancel { id: i64, reason: &'static str },
+    /// A parameterless notification to send from the reader (for callers
+    /// that cannot await, like a roots change).
+    Notify { method: &'static str },
 }
 
 /// A running JSON-RPC connection.
@@ -254,13 +264,53 @@ impl Engine {
 
     /// Subscribes to the server's notifications, in arrival order.
     pub(crate) fn subscribe(&self) -> mpsc::Receiver<ServerNotification> {
-        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
-        self.shared
-            .subscribers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(tx);
-        rx
+        self.subscribe_counting(self.config.notification_buffer).0
+    }
+
+    /// [`Engine::subscribe`] with a buffer of `buffer` notifications and a
+    /// count of those dropped because the buffer was full. The receiver
+    /// ends when the connection dies.
+    pub(crate) fn subscribe_counting(
+        &self,
+        buffer: usize,
+    ) -> (mpsc::Receiver<ServerNotification>, Arc<AtomicU64>) {
+        let (tx, rx) = mpsc::channel(buffer.max(1));
+        let lagged = Arc::new(AtomicU64::new(0));
+        // Under the pending lock, so a subscriber never misses the close.
+        let pending = self.shared.lock();
+        if pending.closed.is_none() {
+            self.shared
+                .subscribers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Subscriber {
+                    tx,
+                    lagged: lagged.clone(),
+                });
+        }
+        drop(pending);
+        (rx, lagged)
+    }
+
+    /// The per-subscriber buffer size.
+    pub(crate) fn notification_buffer(&self) -> usize {
+        self.config.notification_buffer
+    }
+
+    /// A function that queues a parameterless notification without
+    /// awaiting (sent by the reader; dropped once the connection is gone).
+    /// It does not keep the connection alive.
+    pub(crate) fn notifier(&self) -> impl Fn(&'static str) + Send + Sync + 'static {
+        let control = self.control.clone();
+        move |method| {
+            let _ = control.send(Control::Notify { method });
+        }
+    }
+
+    /// Why the connection died, for a holder of the shared state only.
+    pub(crate) fn closed_reader(&self) -> impl Fn() -> Option<Arc<TransportError>> + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || shared.lock().closed.clone()
     }
 
     /// Sends a notification.
@@ -471,6 +521,13 @@ fn fail_all(shared: &Shared, reason: Arc<TransportError>) {
         if pending.closed.is_none() {
             pending.closed = Some(reason);
         }
+        // Ending the subscribers' streams under the lock: a subscriber
+        // added later sees `closed` and gets an ended stream.
+        shared
+            .subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         pending.map.drain().map(|(_, p)| p).collect()
     };
     shared.closed_signal.send_replace(true);
@@ -506,9 +563,10 @@ impl Reader {
         let reason = loop {
             tokio::select! {
                 biased;
-                Some(Control::Cancel { id, reason }) = control.recv() => {
-                    self.send_cancel(id, reason);
-                }
+                Some(control) = control.recv() => match control {
+                    Control::Cancel { id, reason } => self.send_cancel(id, reason),
+                    Control::Notify { method } => self.send_notification(method),
+                },
                 Some(_) = self.handlers.join_next(), if !self.handlers.is_empty() => {}
                 message = stream.recv() => match message {
                     Ok(Some(bytes)) => self.route(&bytes),
@@ -603,14 +661,16 @@ impl Reader {
             .subscribers
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        subscribers.retain(|tx| match tx.try_send(notification.clone()) {
+        subscribers.retain(|sub| match sub.tx.try_send(notification.clone()) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!(
-                    server = %self.shared.server,
-                    method = %notification.method,
-                    "a notification subscriber is not keeping up; dropped a notification"
-                );
+                if sub.lagged.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(
+                        server = %self.shared.server,
+                        method = %notification.method,
+                        "a notification subscriber is not keeping up; dropping notifications"
+                    );
+                }
                 true
             }
             Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -695,6 +755,14 @@ impl Reader {
         };
         self.running.retain(|_, handle| !handle.is_finished());
         self.running.insert(request.id, handle);
+    }
+
+    fn send_notification(&mut self, method: &'static str) {
+        let sink = self.sink.clone();
+        self.handlers.spawn(async move {
+            let message = format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#);
+            let _ = sink.send(message.as_bytes()).await;
+        });
     }
 
     fn send_cancel(&mut self, id: i64, reason: &'static str) {
