@@ -5,14 +5,13 @@
 //! progress, log messages, list changes, resource updates, task status,
 //! elicitation completions, anything else raw — and finally
 //! [`Event::Closed`] when the connection ends. Each stream has its own
-//! bounded buffer ([`ClientBuilder::event_buffer`](crate::ClientBuilder::event_buffer));
+//! bounded buffer ([`ClientBuilder::notification_buffer`](crate::ClientBuilder::notification_buffer));
 //! a consumer that falls behind is told how many events it missed with
 //! [`Event::Lagged`], never silently.
 
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use serde::de::DeserializeOwned;
@@ -22,7 +21,7 @@ use switchboard_types::tasks::TaskStatusNotificationParams;
 use switchboard_types::{LoggingMessageNotificationParams, methods};
 use tokio::sync::mpsc;
 
-use crate::engine::ServerNotification;
+use crate::engine::{LAGGED_MARKER, ServerNotification};
 use crate::transport::TransportError;
 
 /// Which list changed.
@@ -109,7 +108,6 @@ type ClosedReason = Box<dyn Fn() -> Option<Arc<TransportError>> + Send + Sync>;
 /// combinator crate. Ends after [`Event::Closed`].
 pub struct EventStream {
     rx: mpsc::Receiver<ServerNotification>,
-    lagged: Arc<AtomicU64>,
     closed_reason: ClosedReason,
     done: bool,
 }
@@ -117,21 +115,15 @@ pub struct EventStream {
 impl fmt::Debug for EventStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventStream")
-            .field("lagged", &self.lagged.load(Ordering::Relaxed))
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
 }
 
 impl EventStream {
-    pub(crate) fn new(
-        rx: mpsc::Receiver<ServerNotification>,
-        lagged: Arc<AtomicU64>,
-        closed_reason: ClosedReason,
-    ) -> Self {
+    pub(crate) fn new(rx: mpsc::Receiver<ServerNotification>, closed_reason: ClosedReason) -> Self {
         Self {
             rx,
-            lagged,
             closed_reason,
             done: false,
         }
@@ -149,13 +141,15 @@ impl EventStream {
         if self.done {
             return Poll::Ready(None);
         }
-        // A gap is reported where it happened: before the next event that
-        // made it through.
-        let missed = self.lagged.swap(0, Ordering::Relaxed);
-        if missed > 0 {
-            return Poll::Ready(Some(Event::Lagged(missed)));
-        }
         match self.rx.poll_recv(cx) {
+            // A gap is reported where it happened.
+            Poll::Ready(Some(marker)) if marker.method == LAGGED_MARKER => {
+                let missed = marker
+                    .params
+                    .and_then(|p| p.get().parse().ok())
+                    .unwrap_or(1);
+                Poll::Ready(Some(Event::Lagged(missed)))
+            }
             Poll::Ready(Some(notification)) => {
                 Poll::Ready(Some(Event::from_notification(notification)))
             }

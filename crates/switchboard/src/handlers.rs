@@ -261,7 +261,9 @@ impl Handlers {
     pub(crate) fn capabilities(&self, base: &ClientCapabilities) -> ClientCapabilities {
         let mut caps = base.clone();
         if let Some(sampling) = &self.sampling {
-            let entry = caps.sampling.get_or_insert_with(SamplingCapability::default);
+            let entry = caps
+                .sampling
+                .get_or_insert_with(SamplingCapability::default);
             if sampling.supports_tools() && entry.tools.is_none() {
                 entry.tools = Some(JsonObject::new());
             }
@@ -583,25 +585,22 @@ fn check_field(field: &PrimitiveSchemaDefinition, value: &Value) -> Result<(), S
             Err(format!("{v:?} is not one of {allowed:?}"))
         }
     };
-    let many = |allowed: Vec<&str>,
-                min: Option<u64>,
-                max: Option<u64>,
-                v: &Value|
-     -> Result<(), String> {
-        let Some(items) = v.as_array() else {
-            return Err(format!("{v} is not an array"));
+    let many =
+        |allowed: Vec<&str>, min: Option<u64>, max: Option<u64>, v: &Value| -> Result<(), String> {
+            let Some(items) = v.as_array() else {
+                return Err(format!("{v} is not an array"));
+            };
+            if min.is_some_and(|m| (items.len() as u64) < m) {
+                return Err(format!("fewer than {} items", min.unwrap_or(0)));
+            }
+            if max.is_some_and(|m| (items.len() as u64) > m) {
+                return Err(format!("more than {} items", max.unwrap_or(0)));
+            }
+            for item in items {
+                one_of(&mut allowed.iter().copied(), item)?;
+            }
+            Ok(())
         };
-        if min.is_some_and(|m| (items.len() as u64) < m) {
-            return Err(format!("fewer than {} items", min.unwrap_or(0)));
-        }
-        if max.is_some_and(|m| (items.len() as u64) > m) {
-            return Err(format!("more than {} items", max.unwrap_or(0)));
-        }
-        for item in items {
-            one_of(&mut allowed.iter().copied(), item)?;
-        }
-        Ok(())
-    };
     match field {
         PrimitiveSchemaDefinition::String(s) => {
             let Some(text) = value.as_str() else {
@@ -609,10 +608,16 @@ fn check_field(field: &PrimitiveSchemaDefinition, value: &Value) -> Result<(), S
             };
             let length = text.chars().count() as u64;
             if s.min_length.is_some_and(|m| length < m) {
-                return Err(format!("shorter than {} characters", s.min_length.unwrap_or(0)));
+                return Err(format!(
+                    "shorter than {} characters",
+                    s.min_length.unwrap_or(0)
+                ));
             }
             if s.max_length.is_some_and(|m| length > m) {
-                return Err(format!("longer than {} characters", s.max_length.unwrap_or(0)));
+                return Err(format!(
+                    "longer than {} characters",
+                    s.max_length.unwrap_or(0)
+                ));
             }
             if let Some(format) = &s.format
                 && !matches_format(format, text)
@@ -671,15 +676,13 @@ fn matches_format(format: &str, text: &str) -> bool {
         "email" => text
             .split_once('@')
             .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.')),
-        "uri" => text
-            .split_once(':')
-            .is_some_and(|(scheme, _)| {
-                !scheme.is_empty()
-                    && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                    && scheme
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-            }),
+        "uri" => text.split_once(':').is_some_and(|(scheme, _)| {
+            !scheme.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        }),
         "date" => is_date(text),
         "date-time" => text
             .split_once(['T', 't'])
@@ -705,7 +708,9 @@ fn is_time(text: &str) -> bool {
     bytes.len() >= 9
         && bytes[2] == b':'
         && bytes[5] == b':'
-        && [0, 1, 3, 4, 6, 7].iter().all(|&i| bytes[i].is_ascii_digit())
+        && [0, 1, 3, 4, 6, 7]
+            .iter()
+            .all(|&i| bytes[i].is_ascii_digit())
         && (text.ends_with(['Z', 'z']) || text[8..].contains(['+', '-']))
 }
 

@@ -1003,8 +1003,10 @@ impl Client {
     /// [`Event::Lagged`](crate::events::Event::Lagged).
     pub fn events(&self) -> EventStream {
         let engine = &self.inner.engine;
-        let (rx, lagged) = engine.subscribe_counting(engine.notification_buffer());
-        EventStream::new(rx, lagged, Box::new(engine.closed_reader()))
+        EventStream::new(
+            engine.subscribe_marking_gaps(),
+            Box::new(engine.closed_reader()),
+        )
     }
 
     /// Sends any request and returns its raw result: the escape hatch for

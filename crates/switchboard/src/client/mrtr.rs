@@ -43,9 +43,11 @@ impl Client {
                 .request_raw(method, Some(current), options.clone())
                 .await
             {
-                Err(Error::InputRequired { result, .. }) => {
-                    parse_result::<InputRequiredResult>(self.inner.engine.server(), method, &result)?
-                }
+                Err(Error::InputRequired { result, .. }) => parse_result::<InputRequiredResult>(
+                    self.inner.engine.server(),
+                    method,
+                    &result,
+                )?,
                 Ok(raw) => return parse_result(self.inner.engine.server(), method, &raw),
                 Err(error) => return Err(error),
             };

@@ -152,8 +152,57 @@ struct Shared {
 /// One reader of the notification stream.
 struct Subscriber {
     tx: mpsc::Sender<ServerNotification>,
-    /// Notifications dropped because this subscriber's buffer was full.
-    lagged: Arc<AtomicU64>,
+    /// Notifications dropped since the last one delivered, because this
+    /// subscriber's buffer was full.
+    lagged: u64,
+    /// Whether a gap is marked in the stream (see [`LAGGED_MARKER`]).
+    marks_gaps: bool,
+}
+
+/// The method of the marker an event subscriber receives where
+/// notifications were dropped; its params are the count. Never on the wire.
+pub(crate) const LAGGED_MARKER: &str = "$switchboard/lagged";
+
+impl Subscriber {
+    /// Delivers `notification`, first marking any gap before it; `false`
+    /// once the receiver is gone.
+    fn deliver(&mut self, notification: &ServerNotification, server: &str) -> bool {
+        use mpsc::error::TrySendError;
+        if self.lagged > 0 && self.marks_gaps {
+            let marker = ServerNotification {
+                method: LAGGED_MARKER.to_owned(),
+                params: RawValue::from_string(self.lagged.to_string())
+                    .ok()
+                    .map(Arc::from),
+            };
+            match self.tx.try_send(marker) {
+                Ok(()) => self.lagged = 0,
+                Err(TrySendError::Full(_)) => {
+                    self.lagged += 1;
+                    return true;
+                }
+                Err(TrySendError::Closed(_)) => return false,
+            }
+        }
+        match self.tx.try_send(notification.clone()) {
+            Ok(()) => {
+                self.lagged = 0;
+                true
+            }
+            Err(TrySendError::Full(_)) => {
+                if self.lagged == 0 {
+                    tracing::warn!(
+                        server = %server,
+                        method = %notification.method,
+                        "a notification subscriber is not keeping up; dropping notifications"
+                    );
+                }
+                self.lagged += 1;
+                true
+            }
+            Err(TrySendError::Closed(_)) => false,
+        }
+    }
 }
 
 struct PendingMap {
@@ -173,10 +222,15 @@ impl Shared {
 const SEND_FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 enum Control {
-    Cancel { id: i64, reason: &'static str },
+    Cancel {
+        id: i64,
+        reason: &'static str,
+    },
     /// A parameterless notification to send from the reader (for callers
     /// that cannot await, like a roots change).
-    Notify { method: &'static str },
+    Notify {
+        method: &'static str,
+    },
 }
 
 /// A running JSON-RPC connection.
@@ -264,18 +318,18 @@ impl Engine {
 
     /// Subscribes to the server's notifications, in arrival order.
     pub(crate) fn subscribe(&self) -> mpsc::Receiver<ServerNotification> {
-        self.subscribe_counting(self.config.notification_buffer).0
+        self.subscribe_with(false)
     }
 
-    /// [`Engine::subscribe`] with a buffer of `buffer` notifications and a
-    /// count of those dropped because the buffer was full. The receiver
-    /// ends when the connection dies.
-    pub(crate) fn subscribe_counting(
-        &self,
-        buffer: usize,
-    ) -> (mpsc::Receiver<ServerNotification>, Arc<AtomicU64>) {
-        let (tx, rx) = mpsc::channel(buffer.max(1));
-        let lagged = Arc::new(AtomicU64::new(0));
+    /// [`Engine::subscribe`], with a [`LAGGED_MARKER`] where notifications
+    /// were dropped because the buffer was full.
+    pub(crate) fn subscribe_marking_gaps(&self) -> mpsc::Receiver<ServerNotification> {
+        self.subscribe_with(true)
+    }
+
+    /// The receiver ends when the connection dies.
+    fn subscribe_with(&self, marks_gaps: bool) -> mpsc::Receiver<ServerNotification> {
+        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
         // Under the pending lock, so a subscriber never misses the close.
         let pending = self.shared.lock();
         if pending.closed.is_none() {
@@ -285,16 +339,12 @@ impl Engine {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(Subscriber {
                     tx,
-                    lagged: lagged.clone(),
+                    lagged: 0,
+                    marks_gaps,
                 });
         }
         drop(pending);
-        (rx, lagged)
-    }
-
-    /// The per-subscriber buffer size.
-    pub(crate) fn notification_buffer(&self) -> usize {
-        self.config.notification_buffer
+        rx
     }
 
     /// A function that queues a parameterless notification without
@@ -308,7 +358,9 @@ impl Engine {
     }
 
     /// Why the connection died, for a holder of the shared state only.
-    pub(crate) fn closed_reader(&self) -> impl Fn() -> Option<Arc<TransportError>> + Send + Sync + 'static {
+    pub(crate) fn closed_reader(
+        &self,
+    ) -> impl Fn() -> Option<Arc<TransportError>> + Send + Sync + 'static {
         let shared = self.shared.clone();
         move || shared.lock().closed.clone()
     }
@@ -661,20 +713,7 @@ impl Reader {
             .subscribers
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        subscribers.retain(|sub| match sub.tx.try_send(notification.clone()) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                if sub.lagged.fetch_add(1, Ordering::Relaxed) == 0 {
-                    tracing::warn!(
-                        server = %self.shared.server,
-                        method = %notification.method,
-                        "a notification subscriber is not keeping up; dropping notifications"
-                    );
-                }
-                true
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        });
+        subscribers.retain_mut(|sub| sub.deliver(&notification, &self.shared.server));
     }
 
     fn on_progress(&self, params: Option<&RawValue>) {

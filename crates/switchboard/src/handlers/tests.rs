@@ -96,8 +96,7 @@ fn form_defaults_are_gathered_and_nested_forms_refused() {
     );
     let nested = form(json!({"type": "object", "properties": {"o": {"type": "object"}}}));
     assert!(matches!(nested, Err(HandlerError::InvalidParams(m)) if m.contains("`o`")));
-    let unknown_required =
-        form(json!({"type": "object", "properties": {}, "required": ["ghost"]}));
+    let unknown_required = form(json!({"type": "object", "properties": {}, "required": ["ghost"]}));
     assert!(unknown_required.is_err());
 }
 
@@ -113,8 +112,10 @@ fn form_answers_are_checked_against_the_schema() {
     }, "required": ["name"]}))
     .unwrap();
     let accept = |content: Value| ElicitResult::accept(content.as_object().cloned());
-    let good = accept(json!({"name": "ann", "email": "a@b.io", "when": "2026-01-02T03:04:05Z",
-                              "age": 3, "color": "r", "tags": ["b"]}));
+    let good = accept(
+        json!({"name": "ann", "email": "a@b.io", "when": "2026-01-02T03:04:05Z",
+                              "age": 3, "color": "r", "tags": ["b"]}),
+    );
     assert_eq!(check_form_answer(&request.schema, &good), Ok(()));
     for bad in [
         json!({}),
@@ -134,7 +135,10 @@ fn form_answers_are_checked_against_the_schema() {
             "{bad} passed"
         );
     }
-    assert_eq!(check_form_answer(&request.schema, &ElicitResult::decline()), Ok(()));
+    assert_eq!(
+        check_form_answer(&request.schema, &ElicitResult::decline()),
+        Ok(())
+    );
     let mut declined_with_content = ElicitResult::decline();
     declined_with_content.content = Some(JsonObject::new());
     assert!(check_form_answer(&request.schema, &declined_with_content).is_err());
@@ -142,8 +146,14 @@ fn form_answers_are_checked_against_the_schema() {
 
 #[test]
 fn url_host_is_the_domain_to_show() {
-    assert_eq!(url_host("https://Example.COM/a?b").as_deref(), Some("example.com"));
-    assert_eq!(url_host("https://user:pw@evil.com@good.com:8443/").as_deref(), Some("good.com"));
+    assert_eq!(
+        url_host("https://Example.COM/a?b").as_deref(),
+        Some("example.com")
+    );
+    assert_eq!(
+        url_host("https://user:pw@evil.com@good.com:8443/").as_deref(),
+        Some("good.com")
+    );
     assert_eq!(url_host("http://[::1]:80/x").as_deref(), Some("::1"));
     assert_eq!(url_host("javascript:alert(1)"), None);
     assert_eq!(url_host("file:///etc/passwd"), None);
