@@ -16,8 +16,8 @@ use switchboard_types::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
     CompleteResult, DiscoverResult, Era, GetPromptRequestParams, GetPromptResult, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, LoggingLevel, PaginatedRequestParams,
-    Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Resource,
-    RequestOutcome, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, Tool, codes, meta,
+    Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, RequestOutcome,
+    Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, Tool, codes, meta,
     methods,
 };
 use tokio::sync::mpsc;
@@ -352,17 +352,18 @@ impl ClientBuilder {
             "connected"
         );
         // Session era: changed roots are announced.
-        let roots_listener: Option<Arc<dyn Fn() + Send + Sync>> = match (&builder.handlers.roots, session.era) {
-            (Some(roots), Era::Legacy) => {
-                let notify = engine.notifier();
-                let listener: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
-                    notify(methods::NOTIFICATION_ROOTS_LIST_CHANGED);
-                });
-                roots.listen(listener.clone());
-                Some(listener)
-            }
-            _ => None,
-        };
+        let roots_listener: Option<Arc<dyn Fn() + Send + Sync>> =
+            match (&builder.handlers.roots, session.era) {
+                (Some(roots), Era::Legacy) => {
+                    let notify = engine.notifier();
+                    let listener: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+                        notify(methods::NOTIFICATION_ROOTS_LIST_CHANGED);
+                    });
+                    roots.listen(listener.clone());
+                    Some(listener)
+                }
+                _ => None,
+            };
         let client = Client {
             inner: Arc::new(ClientInner {
                 engine,
@@ -886,7 +887,9 @@ struct SessionHandler {
 impl RequestHandler for SessionHandler {
     fn handle(&self, request: ServerRequest) -> Option<BoxFuture<'static, HandlerResult>> {
         match request.method.as_str() {
-            methods::SAMPLING_CREATE_MESSAGE | methods::ELICITATION_CREATE | methods::ROOTS_LIST => {}
+            methods::SAMPLING_CREATE_MESSAGE
+            | methods::ELICITATION_CREATE
+            | methods::ROOTS_LIST => {}
             _ => return self.fallback.as_ref().and_then(|f| f.handle(request)),
         }
         let handlers = self.handlers.clone();
@@ -898,7 +901,8 @@ impl RequestHandler for SessionHandler {
         Some(Box::pin(async move {
             let params = match request.params.as_deref() {
                 Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
-                    HandlerError::InvalidParams(format!("params are not JSON: {e}")).to_error_object()
+                    HandlerError::InvalidParams(format!("params are not JSON: {e}"))
+                        .to_error_object()
                 })?,
                 None => Value::Object(JsonObject::new()),
             };
@@ -1031,9 +1035,15 @@ impl Client {
             let params = params.get_or_insert_with(|| Value::Object(JsonObject::new()));
             if let Some(fields) = &self.inner.modern_meta {
                 add_meta(params, fields.iter().map(|(k, v)| (k.clone(), v.clone())));
-                let level = self.inner.log_level.load(std::sync::atomic::Ordering::Relaxed);
+                let level = self
+                    .inner
+                    .log_level
+                    .load(std::sync::atomic::Ordering::Relaxed);
                 if let Some(level) = level_from_code(level) {
-                    add_meta(params, [(meta::META_LOG_LEVEL.to_owned(), Value::from(level.as_str()))]);
+                    add_meta(
+                        params,
+                        [(meta::META_LOG_LEVEL.to_owned(), Value::from(level.as_str()))],
+                    );
                 }
             }
             if options.progress.is_some() {
@@ -1404,9 +1414,8 @@ impl Client {
             uri: uri.into(),
             ..Default::default()
         };
-        let call = || {
-            self.request_rounds(rq::ReadResource::METHOD, &params, RequestOptions::default())
-        };
+        let call =
+            || self.request_rounds(rq::ReadResource::METHOD, &params, RequestOptions::default());
         self.with_url_elicitation(call).await
     }
 
@@ -1483,9 +1492,10 @@ impl Client {
     /// Dropping the future cancels the request.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
         if self.era() == Era::Modern {
-            self.inner
-                .log_level
-                .store(level_code(Some(level)), std::sync::atomic::Ordering::Relaxed);
+            self.inner.log_level.store(
+                level_code(Some(level)),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             return Ok(());
         }
         self.require(
