@@ -45,6 +45,26 @@ flags:
   --require-header 'NAME: VALUE'
                                 HTTP POSTs without this header get 401 (repeatable)
   -h, --help                    print this help
+
+client-feature tools (both eras unless noted; capabilities come from
+initialize or from each request's _meta clientCapabilities):
+  sample {prompt, tools?}   sampling/createMessage (tools needs sampling.tools)
+  ask                       form elicitation (defaults); returns action + content
+  ask_url                   URL elicitation; session era then sends
+                            notifications/elicitation/complete
+  needs_url                 session era: -32042 first, success when called again
+  roots, roots_changes      roots/list; count of roots/list_changed received
+  multi                     sampling + elicitation + roots
+  state_only, forever       stateless era: requestState-only input_required
+                            (twice / always)
+  mrtr_ids                  ids and rounds of every MRTR tool call
+  progress {steps, delay_ms|interval_ms}, flood {count}
+                            progress + log lines (logging/setLevel or _meta
+                            io.modelcontextprotocol/logLevel)
+  weather, bad_weather      structured output matching / violating outputSchema
+Session era: server->client requests travel on the connection (stdio, /sse,
+/ws), on the POST's SSE stream, or on the GET stream when the POST is
+answered with JSON. Stateless era: InputRequiredResult (MRTR).
 ";
 
 /// Which protocol era(s) the server speaks.

@@ -153,6 +153,9 @@ struct Session {
     resumable: Mutex<HashMap<String, Resume>>,
     /// Standalone GET streams (dropping a sender ends its stream).
     get_streams: Mutex<Vec<mpsc::UnboundedSender<Bytes>>>,
+    /// Messages for the GET stream sent while none was open; the next GET
+    /// gets them first.
+    get_backlog: Mutex<Vec<Bytes>>,
 }
 
 /// The rest of a cut response stream, waiting for `GET` + `Last-Event-ID`.
@@ -173,14 +176,38 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Session {
-    fn new(id: String, shared: Arc<Shared>) -> Session {
-        Session {
+    /// A new session whose unsolicited messages go to its GET stream.
+    fn start(id: String, shared: Arc<Shared>) -> Arc<Session> {
+        let session = Arc::new(Session {
             id,
             shared,
             in_flight: Mutex::new(HashMap::new()),
             resumable: Mutex::new(HashMap::new()),
             get_streams: Mutex::new(Vec::new()),
+            get_backlog: Mutex::new(Vec::new()),
+        });
+        let weak = Arc::downgrade(&session);
+        session.shared.set_notifier(Arc::new(move |msg: Value| {
+            if let Some(s) = weak.upgrade() {
+                s.push_get(&msg);
+            }
+        }));
+        session
+    }
+
+    /// Send a message on the session's GET stream (or keep it for the next
+    /// one).
+    fn push_get(&self, msg: &Value) {
+        let event = sse_event(None, Some("message"), &msg.to_string());
+        let mut streams = lock(&self.get_streams);
+        streams.retain(|s| !s.is_closed());
+        if let Some(s) = streams.first()
+            && s.send(event.clone()).is_ok()
+        {
+            return;
         }
+        // Still holding `get_streams`: a GET opening now sees the backlog.
+        lock(&self.get_backlog).push(event);
     }
 
     fn cancel(&self, id: &Value) {
@@ -327,7 +354,7 @@ impl HttpState {
                     Err(r) => return r,
                 };
                 let id = random_id();
-                let session = Arc::new(Session::new(id.clone(), shared));
+                let session = Session::start(id.clone(), shared);
                 lock(&self.sessions).insert(id.clone(), session);
                 let mut r = reply_response(format, StatusCode::OK, &v);
                 if let Ok(value) = HeaderValue::from_str(&id) {
@@ -524,6 +551,13 @@ impl HttpState {
                         drop(guard);
                         return json_response(StatusCode::OK, &m);
                     }
+                    // A JSON answer cannot carry messages before the
+                    // response: the session's GET stream does (server→client
+                    // requests, progress, log lines); without a session they
+                    // are dropped.
+                    if let Some(s) = &session {
+                        s.push_get(&m);
+                    }
                 }
                 // Cancelled with notifications/cancelled.
                 json_response(
@@ -608,7 +642,9 @@ impl HttpState {
                     self.remove_session(&session.id);
                     replies.push(v);
                 }
-                Action::Async(job) => replies.push(session.shared.run_job(job, |_| {}).await),
+                Action::Async(job) => {
+                    replies.push(session.shared.run_job(job, |m| session.push_get(&m)).await)
+                }
             }
         }
         if replies.is_empty() {
@@ -745,16 +781,18 @@ async fn mcp_get(State(st): State<Arc<HttpState>>, headers: HeaderMap) -> Respon
             return st.resume(sid.to_owned(), last, resume);
         }
     }
-    // Standalone stream for server-initiated messages (there are none):
-    // keepalive comments until the session or the server goes away.
+    // Standalone stream for server-initiated messages (server→client
+    // requests of JSON-answered calls, list changes, resource updates), with
+    // keepalive comments, until the session or the server goes away.
     let (btx, brx) = mpsc::unbounded_channel::<Bytes>();
-    {
+    let backlog = {
         let mut streams = lock(&session.get_streams);
         streams.retain(|s| !s.is_closed());
         streams.push(btx);
-    }
+        std::mem::take(&mut *lock(&session.get_backlog))
+    };
     sse_response(sse_body(
-        Vec::new(),
+        backlog,
         brx,
         |b: Bytes| b,
         true,

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 mod config;
+mod features;
 mod http;
 mod server;
 
@@ -54,7 +55,7 @@ pub const GARBAGE_LINE: &str = "this is not json";
 const GARBAGE_LINE_NL: &[u8] = b"this is not json\n";
 
 /// Names of the built-in tools, in `tools/list` order.
-pub const TOOL_NAMES: [&str; 13] = [
+pub const TOOL_NAMES: [&str; 26] = [
     "echo",
     "add",
     "blob",
@@ -68,6 +69,19 @@ pub const TOOL_NAMES: [&str; 13] = [
     "long_line",
     "spawn_grandchild",
     "schema_rich",
+    "sample",
+    "ask",
+    "ask_url",
+    "needs_url",
+    "roots",
+    "roots_changes",
+    "multi",
+    "state_only",
+    "forever",
+    "mrtr_ids",
+    "flood",
+    "weather",
+    "bad_weather",
 ];
 
 /// The server asked for process termination (the `exit` tool or the
@@ -269,6 +283,8 @@ pub(crate) struct Conn {
 
 impl Conn {
     pub(crate) fn new(shared: Arc<Shared>, tx: OutTx) -> Conn {
+        let notify_tx = tx.clone();
+        shared.set_notifier(Arc::new(move |msg: Value| send(&notify_tx, &msg)));
         Conn {
             shared,
             tx,
@@ -341,7 +357,8 @@ impl Conn {
             Action::Exit(code) => return Some(code),
             Action::Async(job) => {
                 let key = id_key(&job.id);
-                let hang = matches!(job.kind, AsyncKind::Hang);
+                // Jobs that wait on the client cannot finish after EOF.
+                let hang = matches!(job.kind, AsyncKind::Hang | AsyncKind::Interact { .. });
                 let shared = Arc::clone(shared);
                 let tx = tx.clone();
                 let task_key = key.clone();

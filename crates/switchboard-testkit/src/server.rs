@@ -1,17 +1,20 @@
 //! Request dispatch: protocol eras, tools, resources, prompts, completion.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write as _};
 use std::ops::Deref;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
 
 use crate::config::{Era, Fault, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig};
-use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64};
+use crate::features::{self, META_LOG_LEVEL};
+use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64, id_key};
 
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -38,6 +41,14 @@ pub(crate) mod code {
     pub(crate) const HEADER_MISMATCH: i64 = -32020;
     pub(crate) const SESSION_NOT_FOUND: i64 = -32001;
     pub(crate) const REQUEST_CANCELLED: i64 = -32800;
+    pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
+}
+
+/// How long a session-era server→client request waits for its answer.
+const CLIENT_ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[derive(Debug)]
@@ -61,7 +72,7 @@ impl RpcError {
         self
     }
 
-    fn invalid_params(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(code::INVALID_PARAMS, message)
     }
 }
@@ -83,8 +94,23 @@ pub(crate) enum AsyncKind {
         steps: u64,
         interval_ms: u64,
         token: Option<Value>,
+        /// Minimum log level for the `notifications/message` between steps
+        /// (`None`: no log lines).
+        log: Option<u8>,
     },
     Hang,
+    /// Session era: ask the client (sampling, elicitation, roots) with
+    /// server→client requests, then answer.
+    Interact {
+        tool: String,
+        args: Map<String, Value>,
+        caps: Value,
+    },
+    /// `count` log lines (only if `log` allows `info`), then the result.
+    Flood {
+        count: u64,
+        log: Option<u8>,
+    },
 }
 
 #[derive(Debug)]
@@ -119,8 +145,9 @@ enum ToolOutcome {
     ForgetSession,
 }
 
-/// Server-wide immutable data (plus the record file and the
-/// `exit-before-init` bookkeeping), shared by all connections / sessions.
+/// Server-wide data (the catalog, the record file, the `exit-before-init`
+/// bookkeeping and the state the feature tools share), shared by all
+/// connections / sessions.
 #[derive(Debug)]
 pub(crate) struct Catalog {
     pub(crate) config: ServerConfig,
@@ -132,6 +159,14 @@ pub(crate) struct Catalog {
     prompts: Vec<Value>,
     seen_request: AtomicBool,
     record: Option<Mutex<File>>,
+    /// Session-era server→client requests awaiting an answer, by id.
+    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    /// Ids of server→client requests (server-wide, never reused).
+    next_out_id: AtomicU64,
+    /// Requests served, by method (the `hits` tool).
+    hits: Mutex<HashMap<String, u64>>,
+    /// Every call of an MRTR tool: `{id, tool, round}` (the `mrtr_ids` tool).
+    mrtr_log: Mutex<Vec<Value>>,
 }
 
 /// Per-connection (per-session) server state, shared with request tasks.
@@ -140,6 +175,43 @@ pub(crate) struct Catalog {
 pub(crate) struct Shared {
     catalog: Arc<Catalog>,
     legacy_initialized: AtomicBool,
+    pub(crate) conn: Arc<ConnState>,
+}
+
+/// Where a connection's unsolicited messages go (stdio, WebSocket and
+/// legacy SSE: the connection; Streamable HTTP: the session's GET stream).
+pub(crate) type Notifier = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// Session-era state of one connection.
+#[derive(Default)]
+pub(crate) struct ConnState {
+    /// `capabilities` from `initialize`.
+    client_caps: Mutex<Value>,
+    /// `logging/setLevel` (index into the syslog levels).
+    log_level: Mutex<Option<u8>>,
+    /// `notifications/roots/list_changed` received.
+    roots_changes: AtomicU64,
+    /// `needs_url`: 0 = never called, 1 = -32042 sent.
+    needs_url: AtomicU8,
+    pub(crate) notifier: Mutex<Option<Notifier>>,
+}
+
+impl std::fmt::Debug for ConnState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnState")
+            .field("client_caps", &self.client_caps)
+            .field("log_level", &self.log_level)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Removes a pending server→client request when its waiter goes away.
+struct PendingGuard<'a>(&'a Mutex<HashMap<String, oneshot::Sender<Value>>>, String);
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(self.0).remove(&self.1);
+    }
 }
 
 impl Deref for Shared {
@@ -155,6 +227,7 @@ impl Shared {
         Ok(Shared {
             catalog: Arc::new(Catalog::new(config)?),
             legacy_initialized: AtomicBool::new(false),
+            conn: Arc::default(),
         })
     }
 
@@ -163,6 +236,43 @@ impl Shared {
         Shared {
             catalog: Arc::clone(&self.catalog),
             legacy_initialized: AtomicBool::new(false),
+            conn: Arc::default(),
+        }
+    }
+
+    /// Send this connection's unsolicited (not request-bound) messages to
+    /// `notifier`.
+    pub(crate) fn set_notifier(&self, notifier: Notifier) {
+        *lock(&self.conn.notifier) = Some(notifier);
+    }
+
+    /// Send a request to the client (session era) on `emit` and wait for
+    /// its result. `Err` is a human-readable reason (error answer, timeout).
+    ///
+    /// # Cancel safety
+    /// Dropping the future forgets the request; a late answer is ignored.
+    async fn ask_client(
+        &self,
+        emit: &mut (impl FnMut(Value) + Send),
+        method: &str,
+        params: Value,
+    ) -> Result<Value, String> {
+        let id = Value::from(self.next_out_id.fetch_add(1, Ordering::Relaxed) + 1);
+        let key = id_key(&id);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(key.clone(), tx);
+        let _guard = PendingGuard(&self.pending, key);
+        emit(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        match tokio::time::timeout(CLIENT_ANSWER_TIMEOUT, rx).await {
+            Ok(Ok(mut resp)) => match resp.get_mut("result") {
+                Some(result) => Ok(result.take()),
+                None => Err(format!("{method} failed: {}", resp["error"])),
+            },
+            Ok(Err(_)) => Err(format!("{method}: the connection went away")),
+            Err(_) => Err(format!(
+                "{method}: no answer within {} s",
+                CLIENT_ANSWER_TIMEOUT.as_secs()
+            )),
         }
     }
 }
@@ -194,6 +304,7 @@ impl Catalog {
         caps.insert("completions".into(), json!({}));
         caps.insert("logging".into(), json!({}));
         let mut tools = builtin_tools();
+        tools.extend(features::feature_tools());
         if config.has_fault(Fault::SessionLoss) {
             tools.push(json!({
                 "name": "forget_session",
@@ -253,6 +364,10 @@ impl Catalog {
             seen_request: AtomicBool::new(false),
             record,
             config,
+            pending: Mutex::new(HashMap::new()),
+            next_out_id: AtomicU64::new(0),
+            hits: Mutex::new(HashMap::new()),
+            mrtr_log: Mutex::new(Vec::new()),
         })
     }
 
@@ -270,11 +385,14 @@ impl Catalog {
             eprintln!("switchboard-testserver: cannot write record file: {e}");
         }
     }
+}
 
+impl Shared {
     /// Run the asynchronous part of a request (see [`Action::Async`]):
-    /// `emit` receives the request's notifications (progress) as they
-    /// happen; the returned value is the final response. Dropping the future
-    /// cancels the work.
+    /// `emit` receives the request's notifications (progress, log lines) and
+    /// server→client requests as they happen (answers come back through
+    /// [`Shared::dispatch`]); the returned value is the final response.
+    /// Dropping the future cancels the work.
     pub(crate) async fn run_job(&self, job: AsyncJob, mut emit: impl FnMut(Value) + Send) -> Value {
         let AsyncJob { id, mode, kind } = job;
         let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
@@ -287,23 +405,82 @@ impl Catalog {
                 steps,
                 interval_ms,
                 token,
+                log,
             } => {
                 let interval = Duration::from_millis(interval_ms);
+                let info = features::level_index("info").unwrap_or(1);
                 for i in 1..=steps {
                     tokio::time::sleep(interval).await;
                     if let Some(token) = &token {
                         emit(progress_notification(token, i, steps));
                     }
+                    if i < steps && log.is_some_and(|l| l <= info) {
+                        emit(features::log_message(info, json!({"step": i, "of": steps})));
+                    }
                 }
                 text(format!("completed {steps} steps"))
             }
             AsyncKind::Hang => std::future::pending().await,
+            AsyncKind::Flood { count, log } => {
+                let info = features::level_index("info").unwrap_or(1);
+                if log.is_some_and(|l| l <= info) {
+                    for i in 0..count {
+                        emit(features::log_message(info, json!({"seq": i})));
+                    }
+                }
+                text(format!("flooded {count}"))
+            }
+            AsyncKind::Interact { tool, args, caps } => {
+                self.interact(&tool, &args, &caps, &mut emit).await
+            }
         };
         self.ok_response(id, mode, result)
     }
-}
 
-impl Shared {
+    /// Session era: ask for each input the tool needs with a server→client
+    /// request, in sequence, then build the tool result.
+    async fn interact(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        caps: &Value,
+        emit: &mut (impl FnMut(Value) + Send),
+    ) -> Value {
+        let keys = features::interactive_keys(tool).unwrap_or(&[]);
+        if let Some(err) = keys
+            .iter()
+            .find_map(|k| features::missing_capability(k, args, caps))
+        {
+            return err;
+        }
+        let mut got = Map::new();
+        for key in keys.iter().copied() {
+            let elicitation_id = (key == "ask_url").then(|| {
+                format!(
+                    "elicit-{}",
+                    self.next_out_id.fetch_add(1, Ordering::Relaxed) + 1
+                )
+            });
+            let mut req = features::input_request(key, args, false, elicitation_id.as_deref());
+            let method = req["method"].as_str().unwrap_or_default().to_owned();
+            let answer = match self.ask_client(emit, &method, req["params"].take()).await {
+                Ok(a) => a,
+                Err(e) => return features::tool_error(e),
+            };
+            if let Some(eid) = &elicitation_id
+                && answer.get("action").and_then(Value::as_str) == Some("accept")
+            {
+                emit(json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/elicitation/complete",
+                    "params": {"elicitationId": eid},
+                }));
+            }
+            got.insert(key.to_owned(), answer);
+        }
+        features::finish(tool, &got)
+    }
+
     /// Handle one parsed JSON-RPC message (not a batch): everything that can
     /// be answered at once is answered here; slow tool calls come back as
     /// [`Action::Async`], to be completed with [`Catalog::run_job`]. Used by
@@ -328,8 +505,16 @@ impl Shared {
                 ));
             }
             None => {
-                if id.is_some() && (msg.contains_key("result") || msg.contains_key("error")) {
-                    // A response to a request we never sent: ignore.
+                if let Some(id) = &id
+                    && (msg.contains_key("result") || msg.contains_key("error"))
+                {
+                    // An answer to a server→client request; one to a request
+                    // we never sent (or gave up on) is ignored.
+                    let waiter = lock(&self.pending).remove(&id_key(id));
+                    if let Some(tx) = waiter {
+                        msg.insert("id".into(), id.clone());
+                        let _ = tx.send(Value::Object(msg));
+                    }
                     return Action::None;
                 }
                 return Action::Reply(error_response(
@@ -348,8 +533,12 @@ impl Shared {
             {
                 return Action::Cancel(request_id);
             }
+            if method == "notifications/roots/list_changed" {
+                self.conn.roots_changes.fetch_add(1, Ordering::Relaxed);
+            }
             return Action::None;
         };
+        *lock(&self.hits).entry(method.clone()).or_default() += 1;
 
         if self.config.has_fault(Fault::ExitBeforeInit)
             && !self.seen_request.swap(true, Ordering::Relaxed)
@@ -426,9 +615,24 @@ impl Shared {
                 "instructions": INSTRUCTIONS,
             })),
             "ping" => Ok(json!({})),
-            "logging/setLevel" if mode == Mode::Legacy => Ok(json!({})),
+            "logging/setLevel" if mode == Mode::Legacy => {
+                match params
+                    .as_ref()
+                    .and_then(|p| p.get("level"))
+                    .and_then(Value::as_str)
+                    .and_then(features::level_index)
+                {
+                    Some(level) => {
+                        *lock(&self.conn.log_level) = Some(level);
+                        Ok(json!({}))
+                    }
+                    None => Err(RpcError::invalid_params(
+                        "Invalid params: level must be a syslog level name",
+                    )),
+                }
+            }
             "tools/list" => self.paginate(&self.tools, "tools", params.as_ref()),
-            "tools/call" => match self.call_tool(params) {
+            "tools/call" => match self.call_tool(&id, mode, params) {
                 Ok(ToolOutcome::Done(v)) => Ok(v),
                 Ok(ToolOutcome::Exit(code)) => return Action::Exit(code),
                 Ok(ToolOutcome::Async(kind)) => return Action::Async(AsyncJob { id, mode, kind }),
@@ -468,6 +672,10 @@ impl Shared {
             _ => LATEST_LEGACY_VERSION,
         };
         self.legacy_initialized.store(true, Ordering::Relaxed);
+        *lock(&self.conn.client_caps) = params
+            .and_then(|p| p.get("capabilities"))
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         let result = json!({
             "protocolVersion": version,
             "capabilities": self.capabilities,
@@ -517,6 +725,15 @@ impl Catalog {
         if !caps.is_some_and(Value::is_object) {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: _meta field {META_CLIENT_CAPABILITIES} must be an object"
+            )));
+        }
+        if let Some(level) = meta.and_then(|m| m.get(META_LOG_LEVEL))
+            && level
+                .as_str()
+                .is_none_or(|l| features::level_index(l).is_none())
+        {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: _meta field {META_LOG_LEVEL} must be a syslog level name"
             )));
         }
         if !self.config.modern_versions.iter().any(|v| v == version) {
@@ -590,8 +807,121 @@ impl Catalog {
         }
         Ok(Value::Object(result))
     }
+}
 
-    fn call_tool(&self, params: Option<Value>) -> Result<ToolOutcome, RpcError> {
+impl Shared {
+    /// The client's capabilities for this request: `_meta` in the stateless
+    /// era, `initialize` in the session era.
+    fn client_caps(&self, mode: Mode, params: &Map<String, Value>) -> Value {
+        match mode {
+            Mode::Modern => params
+                .get("_meta")
+                .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            Mode::Legacy => lock(&self.conn.client_caps).clone(),
+        }
+    }
+
+    /// The minimum level of log lines for this request: `_meta` in the
+    /// stateless era (absent: none at all), `logging/setLevel` in the
+    /// session era.
+    fn log_level(&self, mode: Mode, params: &Map<String, Value>) -> Option<u8> {
+        match mode {
+            Mode::Modern => params
+                .get("_meta")
+                .and_then(|m| m.get(META_LOG_LEVEL))
+                .and_then(Value::as_str)
+                .and_then(features::level_index),
+            Mode::Legacy => *lock(&self.conn.log_level),
+        }
+    }
+
+    /// A call of an MRTR-capable tool: the stateless era answers at once
+    /// (`input_required` or the result), the session era asks the client
+    /// with server→client requests in a job.
+    fn call_interactive(
+        &self,
+        id: &Value,
+        mode: Mode,
+        name: &str,
+        args: Map<String, Value>,
+        params: &mut Map<String, Value>,
+    ) -> Result<ToolOutcome, RpcError> {
+        let caps = self.client_caps(mode, params);
+        if mode == Mode::Legacy {
+            lock(&self.mrtr_log).push(json!({"id": id, "tool": name, "round": 0}));
+            return Ok(match name {
+                "state_only" | "forever" => ToolOutcome::Done(features::tool_error(format!(
+                    "{name} only exists in the stateless era (2026-07-28)"
+                ))),
+                _ => ToolOutcome::Async(AsyncKind::Interact {
+                    tool: name.to_owned(),
+                    args,
+                    caps,
+                }),
+            });
+        }
+        let state = match params.remove("requestState") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => {
+                let state = features::open_state(&s)?;
+                if state.get("tool").and_then(Value::as_str) != Some(name) {
+                    return Err(RpcError::invalid_params(format!(
+                        "Invalid params: requestState was not issued for tool {name}"
+                    )));
+                }
+                if state.get("id") == Some(id) {
+                    return Err(RpcError::new(
+                        code::INVALID_REQUEST,
+                        "Invalid Request: a retry must use a new JSON-RPC id, not the id of \
+                         the request that returned input_required",
+                    ));
+                }
+                Some(state)
+            }
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: requestState must be a string",
+                ));
+            }
+        };
+        let responses = match params.remove("inputResponses") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: inputResponses must be an object",
+                ));
+            }
+        };
+        if responses.is_some() && state.is_none() {
+            return Err(RpcError::invalid_params(
+                "Invalid params: inputResponses without the requestState they answer",
+            ));
+        }
+        let round = state
+            .as_ref()
+            .and_then(|s| s.get("round"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        lock(&self.mrtr_log).push(json!({"id": id, "tool": name, "round": round}));
+        Ok(ToolOutcome::Done(features::modern_round(
+            name,
+            &args,
+            &caps,
+            id,
+            state,
+            responses.as_ref(),
+        )))
+    }
+
+    fn call_tool(
+        &self,
+        id: &Value,
+        mode: Mode,
+        params: Option<Value>,
+    ) -> Result<ToolOutcome, RpcError> {
         let mut params = match params {
             Some(Value::Object(p)) => p,
             _ => {
@@ -657,12 +987,66 @@ impl Catalog {
             }),
             "progress" => ToolOutcome::Async(AsyncKind::Progress {
                 steps: int_arg(&args, &name, "steps")?,
-                interval_ms: int_arg(&args, &name, "interval_ms")?,
+                interval_ms: match (args.get("interval_ms"), args.get("delay_ms")) {
+                    (None, None) => 0,
+                    (Some(_), _) => int_arg(&args, &name, "interval_ms")?,
+                    (None, Some(_)) => int_arg(&args, &name, "delay_ms")?,
+                },
+                log: self.log_level(mode, &params),
                 token: params
                     .get_mut("_meta")
                     .and_then(|m| m.get_mut("progressToken"))
                     .map(Value::take),
             }),
+            "flood" => ToolOutcome::Async(AsyncKind::Flood {
+                count: int_arg(&args, &name, "count")?,
+                // The session era logs unless told otherwise; 2026-07-28
+                // only when the request asks for a level.
+                log: match mode {
+                    Mode::Legacy => Some(self.log_level(mode, &params).unwrap_or(0)),
+                    Mode::Modern => self.log_level(mode, &params),
+                },
+            }),
+            "sample" | "ask" | "ask_url" | "roots" | "multi" | "state_only" | "forever" => {
+                if name == "sample" && !args.get("prompt").is_some_and(Value::is_string) {
+                    return Err(bad_arg(&name, "prompt", "a string"));
+                }
+                return self.call_interactive(id, mode, &name, args, &mut params);
+            }
+            "needs_url" => match mode {
+                Mode::Modern => ToolOutcome::Done(features::tool_error(
+                    "needs_url only exists in the session era (2026-07-28 has no \
+                     URLElicitationRequiredError)"
+                        .to_owned(),
+                )),
+                Mode::Legacy if self.conn.needs_url.swap(1, Ordering::Relaxed) == 0 => {
+                    let eid = format!(
+                        "needs-url-{}",
+                        self.next_out_id.fetch_add(1, Ordering::Relaxed) + 1
+                    );
+                    return Err(RpcError::new(
+                        code::URL_ELICITATION_REQUIRED,
+                        "This request requires more information.",
+                    )
+                    .with_data(json!({"elicitations": [{
+                        "mode": "url",
+                        "elicitationId": eid,
+                        "url": features::CONSENT_URL,
+                        "message": "Please open the consent page, then call needs_url again",
+                    }]})));
+                }
+                Mode::Legacy => text("authorized".to_owned()),
+            },
+            "roots_changes" => text(self.conn.roots_changes.load(Ordering::Relaxed).to_string()),
+            "mrtr_ids" => {
+                let calls = Value::Array(lock(&self.mrtr_log).clone());
+                ToolOutcome::Done(json!({
+                    "content": [{"type": "text", "text": calls.to_string()}],
+                    "structuredContent": {"calls": calls},
+                }))
+            }
+            "weather" => ToolOutcome::Done(features::weather(false)),
+            "bad_weather" => ToolOutcome::Done(features::weather(true)),
             "hang" => ToolOutcome::Async(AsyncKind::Hang),
             "image" => ToolOutcome::Done(json!({
                 "content": [
@@ -917,14 +1301,17 @@ fn builtin_tools() -> Vec<Value> {
         }),
         json!({
             "name": "progress",
-            "description": "Sends `steps` progress notifications, one every `interval_ms`",
+            "description": "Sends `steps` progress notifications (with the request's progress \
+                            token), one every `interval_ms` (alias `delay_ms`), and a log line \
+                            between steps when a log level is set",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "steps": int_prop("Number of steps"),
                     "interval_ms": int_prop("Milliseconds between steps"),
+                    "delay_ms": int_prop("Alias of interval_ms"),
                 },
-                "required": ["steps", "interval_ms"],
+                "required": ["steps"],
             },
         }),
         json!({

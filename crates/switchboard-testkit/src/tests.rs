@@ -497,3 +497,464 @@ async fn big_blob_and_garbage() {
     );
     c.finish().await.unwrap();
 }
+
+// ---------------------------------------------------------------------------
+// Client features: server→client requests (session era) and MRTR.
+
+const ALL_CAPS: &str = r#"{"sampling": {"tools": {}}, "elicitation": {"form": {}, "url": {}},
+                           "roots": {"listChanged": true}}"#;
+
+async fn legacy_init_caps(c: &mut Client, caps: Value) {
+    let resp = c
+        .request(
+            1,
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": caps,
+                "clientInfo": {"name": "t", "version": "0"},
+            }),
+        )
+        .await;
+    assert!(resp.get("result").is_some(), "{resp}");
+    c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+}
+
+fn tool_call(id: u64, name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": args}})
+}
+
+/// Answer the server→client request `req` with `result`.
+async fn answer(c: &mut Client, req: &Value, result: Value) {
+    c.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": result}))
+        .await;
+}
+
+fn text_of(resp: &Value) -> &str {
+    resp["result"]["content"][0]["text"].as_str().unwrap()
+}
+
+#[tokio::test]
+async fn session_era_server_requests() {
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Legacy));
+    legacy_init_caps(&mut c, serde_json::from_str(ALL_CAPS).unwrap()).await;
+
+    // sample with tools.
+    c.send(tool_call(
+        2,
+        "sample",
+        json!({"prompt": "hi", "tools": true}),
+    ))
+    .await;
+    let req = c.recv().await;
+    assert_eq!(req["method"], "sampling/createMessage");
+    assert_eq!(req["params"]["messages"][0]["content"]["text"], "hi");
+    assert_eq!(req["params"]["tools"][0]["name"], "get_weather");
+    assert_eq!(req["params"]["toolChoice"]["mode"], "auto");
+    let sampled = json!({"role": "assistant", "content": {"type": "text", "text": "hello"},
+                         "model": "m1", "stopReason": "endTurn"});
+    answer(&mut c, &req, sampled.clone()).await;
+    let r = c.recv().await;
+    assert_eq!(r["id"], 2);
+    assert_eq!(text_of(&r), "sampled: hello (model m1)");
+
+    // Form elicitation with defaults.
+    c.send(tool_call(3, "ask", json!({}))).await;
+    let req = c.recv().await;
+    assert_eq!(req["method"], "elicitation/create");
+    let props = &req["params"]["requestedSchema"]["properties"];
+    assert_eq!(props["name"]["default"], "octocat");
+    assert_eq!(props["age"]["maximum"], 150);
+    assert_eq!(props["color"]["default"], "green");
+    assert_eq!(props["email"]["format"], "email");
+    let content = json!({"name": "x", "age": 3, "subscribe": false, "color": "red"});
+    answer(
+        &mut c,
+        &req,
+        json!({"action": "accept", "content": content}),
+    )
+    .await;
+    let r = c.recv().await;
+    let v: Value = serde_json::from_str(text_of(&r)).unwrap();
+    assert_eq!(v, json!({"action": "accept", "content": content}));
+
+    // URL elicitation, then the completion notification, then the result.
+    c.send(tool_call(4, "ask_url", json!({}))).await;
+    let req = c.recv().await;
+    assert_eq!(req["params"]["mode"], "url");
+    assert_eq!(req["params"]["url"], "https://example.com/consent?x=1");
+    let eid = req["params"]["elicitationId"].clone();
+    assert!(eid.is_string());
+    answer(&mut c, &req, json!({"action": "accept"})).await;
+    let n = c.recv().await;
+    assert_eq!(n["method"], "notifications/elicitation/complete");
+    assert_eq!(n["params"]["elicitationId"], eid);
+    let r = c.recv().await;
+    assert_eq!(r["id"], 4);
+    assert_eq!(text_of(&r), r#"{"action":"accept"}"#);
+
+    // needs_url: -32042 first, then success.
+    let r = c
+        .request(5, "tools/call", json!({"name": "needs_url"}))
+        .await;
+    assert_eq!(r["error"]["code"], -32042);
+    let e = &r["error"]["data"]["elicitations"][0];
+    assert_eq!(e["mode"], "url");
+    assert!(e["elicitationId"].is_string());
+    let r = c
+        .request(6, "tools/call", json!({"name": "needs_url"}))
+        .await;
+    assert_eq!(text_of(&r), "authorized");
+
+    // roots + list_changed counting.
+    c.send(tool_call(7, "roots", json!({}))).await;
+    let req = c.recv().await;
+    assert_eq!(req["method"], "roots/list");
+    let roots = json!([{"uri": "file:///tmp", "name": "tmp"}]);
+    answer(&mut c, &req, json!({"roots": roots})).await;
+    let r = c.recv().await;
+    assert_eq!(serde_json::from_str::<Value>(text_of(&r)).unwrap(), roots);
+    c.send(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}))
+        .await;
+    c.send(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}))
+        .await;
+    let r = c
+        .request(8, "tools/call", json!({"name": "roots_changes"}))
+        .await;
+    assert_eq!(text_of(&r), "2");
+
+    // multi: three requests in sequence, each with a fresh id.
+    c.send(tool_call(9, "multi", json!({"prompt": "p"}))).await;
+    let mut ids = Vec::new();
+    for (method, result) in [
+        ("sampling/createMessage", sampled.clone()),
+        ("elicitation/create", json!({"action": "decline"})),
+        ("roots/list", json!({"roots": []})),
+    ] {
+        let req = c.recv().await;
+        assert_eq!(req["method"], method);
+        ids.push(req["id"].clone());
+        answer(&mut c, &req, result).await;
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+    let r = c.recv().await;
+    let v: Value = serde_json::from_str(text_of(&r)).unwrap();
+    assert_eq!(v["sample"], "sampled: hello (model m1)");
+    assert_eq!(v["ask"]["action"], "decline");
+
+    // An error answer becomes a tool error.
+    c.send(tool_call(10, "roots", json!({}))).await;
+    let req = c.recv().await;
+    c.send(json!({"jsonrpc": "2.0", "id": req["id"],
+                  "error": {"code": -32601, "message": "no roots"}}))
+        .await;
+    let r = c.recv().await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    c.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn session_era_missing_capabilities_are_tool_errors() {
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Legacy));
+    legacy_init_caps(&mut c, json!({"sampling": {}, "elicitation": {}})).await;
+    for (tool, args, missing) in [
+        (
+            "sample",
+            json!({"prompt": "x", "tools": true}),
+            "sampling.tools",
+        ),
+        ("ask_url", json!({}), "elicitation.url"),
+        ("roots", json!({}), "roots"),
+        ("multi", json!({}), "roots"),
+    ] {
+        let r = c
+            .request(2, "tools/call", json!({"name": tool, "arguments": args}))
+            .await;
+        assert_eq!(r["result"]["isError"], true, "{tool}: {r}");
+        assert!(text_of(&r).contains(missing), "{tool}: {r}");
+    }
+    // `elicitation: {}` means form mode.
+    c.send(tool_call(3, "ask", json!({}))).await;
+    assert_eq!(c.recv().await["method"], "elicitation/create");
+    c.finish().await.unwrap();
+}
+
+fn modern_call(id: u64, name: &str, args: Value, caps: Value) -> Value {
+    let mut m = meta();
+    m["_meta"]["io.modelcontextprotocol/clientCapabilities"] = caps;
+    m["name"] = json!(name);
+    m["arguments"] = args;
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": m})
+}
+
+#[tokio::test]
+async fn modern_mrtr_round_trips() {
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Modern));
+    let caps: Value = serde_json::from_str(ALL_CAPS).unwrap();
+    let call = |id: u64, name: &str, args: Value| modern_call(id, name, args, caps.clone());
+
+    // sample: input_required, then complete on the retry.
+    c.send(call(1, "sample", json!({"prompt": "hi", "tools": true})))
+        .await;
+    let r = c.recv().await;
+    let res = &r["result"];
+    assert_eq!(res["resultType"], "input_required", "{r}");
+    let req = &res["inputRequests"]["sample"];
+    assert_eq!(req["method"], "sampling/createMessage");
+    assert_eq!(req["params"]["toolChoice"]["mode"], "auto");
+    let state = res["requestState"].as_str().unwrap().to_owned();
+    let sampled = json!({"role": "assistant", "content": {"type": "text", "text": "hey"},
+                         "model": "m2"});
+    let mut retry = call(2, "sample", json!({"prompt": "hi", "tools": true}));
+    retry["params"]["inputResponses"] = json!({"sample": sampled});
+    retry["params"]["requestState"] = json!(state);
+    c.send(retry.clone()).await;
+    let r = c.recv().await;
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(text_of(&r), "sampled: hey (model m2)");
+
+    // The retry must use a new id.
+    retry["id"] = json!(1);
+    let r = c.request(1, "tools/call", retry["params"].clone()).await;
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    // Tampered, foreign or missing state is rejected.
+    let mut bad = retry.clone();
+    bad["id"] = json!(3);
+    bad["params"]["requestState"] = json!(format!("x{state}"));
+    let r = c.request(3, "tools/call", bad["params"].clone()).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    bad["params"]["requestState"] = json!(state);
+    bad["params"]["name"] = json!("ask");
+    let r = c.request(3, "tools/call", bad["params"].clone()).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    bad["params"]["name"] = json!("sample");
+    bad["params"]
+        .as_object_mut()
+        .unwrap()
+        .remove("requestState");
+    let r = c.request(3, "tools/call", bad["params"].clone()).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    // multi: three keys; a partial answer asks again for the rest only.
+    let r = c
+        .request(
+            4,
+            "tools/call",
+            call(4, "multi", json!({}))["params"].clone(),
+        )
+        .await;
+    let keys: Vec<&String> = r["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys.len(), 3, "{r}");
+    assert_eq!(
+        r["result"]["inputRequests"]["ask"]["params"]["mode"],
+        "form"
+    );
+    assert_eq!(
+        r["result"]["inputRequests"]["roots"]["method"],
+        "roots/list"
+    );
+    let mut retry = call(5, "multi", json!({}));
+    retry["params"]["requestState"] = r["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] =
+        json!({"sample": sampled, "ask": {"action": "accept", "content": {"name": "n"}}});
+    let r = c.request(5, "tools/call", retry["params"].clone()).await;
+    let keys: Vec<&String> = r["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["roots"], "{r}");
+    let mut retry = call(6, "multi", json!({}));
+    retry["params"]["requestState"] = r["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] = json!({"roots": {"roots": [{"uri": "file:///a"}]}});
+    let r = c.request(6, "tools/call", retry["params"].clone()).await;
+    let v: Value = serde_json::from_str(text_of(&r)).unwrap();
+    assert_eq!(v["sample"], "sampled: hey (model m2)");
+    assert_eq!(v["ask"]["content"]["name"], "n");
+    assert_eq!(v["roots"][0]["uri"], "file:///a");
+
+    // ask_url: URL mode, no elicitationId in this revision.
+    let r = c
+        .request(
+            7,
+            "tools/call",
+            call(7, "ask_url", json!({}))["params"].clone(),
+        )
+        .await;
+    let req = &r["result"]["inputRequests"]["ask_url"];
+    assert_eq!(req["params"]["mode"], "url");
+    assert!(req["params"].get("elicitationId").is_none());
+
+    // state_only: two state-only rounds, then complete.
+    let mut params = call(8, "state_only", json!({}))["params"].clone();
+    for id in 8..10 {
+        let r = c.request(id, "tools/call", params.clone()).await;
+        assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+        assert!(r["result"].get("inputRequests").is_none());
+        params["requestState"] = r["result"]["requestState"].clone();
+    }
+    let r = c.request(10, "tools/call", params).await;
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    // forever never completes.
+    let mut params = call(11, "forever", json!({}))["params"].clone();
+    for id in 11..16 {
+        let r = c.request(id, "tools/call", params.clone()).await;
+        assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+        params["requestState"] = r["result"]["requestState"].clone();
+    }
+    // The ids and rounds are recorded.
+    let r = c
+        .request(
+            16,
+            "tools/call",
+            call(16, "mrtr_ids", json!({}))["params"].clone(),
+        )
+        .await;
+    let calls = r["result"]["structuredContent"]["calls"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(calls[0], json!({"id": 1, "tool": "sample", "round": 0}));
+    assert_eq!(calls[1], json!({"id": 2, "tool": "sample", "round": 1}));
+    assert_eq!(
+        calls.last().unwrap(),
+        &json!({"id": 15, "tool": "forever", "round": 4})
+    );
+
+    // Capabilities come from this request's _meta.
+    let r = c
+        .request(
+            17,
+            "tools/call",
+            modern_call(17, "roots", json!({}), json!({}))["params"].clone(),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let r = c
+        .request(
+            18,
+            "tools/call",
+            modern_call(
+                18,
+                "sample",
+                json!({"prompt": "x", "tools": true}),
+                json!({"sampling": {}}),
+            )["params"]
+                .clone(),
+        )
+        .await;
+    assert!(text_of(&r).contains("sampling.tools"), "{r}");
+    c.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn progress_logging_and_flood() {
+    // Session era: log lines only after logging/setLevel, filtered by it.
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Legacy));
+    legacy_init_caps(&mut c, json!({})).await;
+    let mut p = tool_call(2, "progress", json!({"steps": 2, "delay_ms": 1}));
+    p["params"]["_meta"] = json!({"progressToken": 7});
+    c.send(p.clone()).await;
+    assert_eq!(c.recv().await["method"], "notifications/progress");
+    assert_eq!(c.recv().await["method"], "notifications/progress");
+    assert_eq!(c.recv().await["id"], 2);
+    let r = c
+        .request(3, "logging/setLevel", json!({"level": "info"}))
+        .await;
+    assert_eq!(r["result"], json!({}));
+    p["id"] = json!(4);
+    c.send(p.clone()).await;
+    let kinds: Vec<Value> = [(); 4].iter().map(|_| Value::Null).collect();
+    let mut got = Vec::new();
+    for _ in kinds {
+        got.push(c.recv().await);
+    }
+    assert_eq!(got[0]["params"]["progress"], 1);
+    assert_eq!(got[1]["method"], "notifications/message");
+    assert_eq!(got[1]["params"]["level"], "info");
+    assert_eq!(got[2]["params"]["progress"], 2);
+    assert_eq!(got[3]["id"], 4);
+    let r = c
+        .request(5, "logging/setLevel", json!({"level": "error"}))
+        .await;
+    assert_eq!(r["result"], json!({}));
+    c.send(tool_call(6, "flood", json!({"count": 3}))).await;
+    assert_eq!(c.recv().await["id"], 6, "flood is info: filtered out");
+    let r = c
+        .request(7, "logging/setLevel", json!({"level": "loud"}))
+        .await;
+    assert_eq!(r["error"]["code"], -32602);
+    c.request(8, "logging/setLevel", json!({"level": "debug"}))
+        .await;
+    let n = 10_000;
+    c.send(tool_call(9, "flood", json!({"count": n}))).await;
+    for i in 0..n {
+        let m = c.recv().await;
+        assert_eq!(m["params"]["data"]["seq"], i);
+    }
+    assert_eq!(text_of(&c.recv().await), format!("flooded {n}"));
+    c.finish().await.unwrap();
+
+    // Stateless era: only with _meta logLevel, which must be valid.
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Modern));
+    let mut call = modern_call(1, "flood", json!({"count": 2}), json!({}));
+    let r = c.request(1, "tools/call", call["params"].clone()).await;
+    assert_eq!(text_of(&r), "flooded 2");
+    call["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+    c.send(call.clone()).await;
+    assert_eq!(c.recv().await["params"]["data"]["seq"], 0);
+    assert_eq!(c.recv().await["params"]["data"]["seq"], 1);
+    assert_eq!(c.recv().await["id"], 1);
+    call["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("warning");
+    let r = c.request(1, "tools/call", call["params"].clone()).await;
+    assert_eq!(text_of(&r), "flooded 2");
+    call["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("verbose");
+    let r = c.request(1, "tools/call", call["params"].clone()).await;
+    assert_eq!(r["error"]["code"], -32602);
+    let mut p = modern_call(2, "progress", json!({"steps": 2, "delay_ms": 1}), json!({}));
+    p["params"]["_meta"]["progressToken"] = json!("t");
+    p["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+    c.send(p).await;
+    let methods: Vec<Value> = [0; 4].iter().map(|_| Value::Null).collect();
+    let mut got = Vec::new();
+    for _ in methods {
+        got.push(c.recv().await);
+    }
+    assert_eq!(got[0]["params"]["progressToken"], "t");
+    assert_eq!(got[1]["method"], "notifications/message");
+    assert_eq!(got[2]["params"]["progress"], 2);
+    assert_eq!(got[3]["result"]["resultType"], "complete");
+    c.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn structured_output_tools() {
+    let mut c = Client::start(ServerConfig::default());
+    let r = c.request(1, "tools/list", meta()).await;
+    let tools = r["result"]["tools"].as_array().unwrap();
+    let schema =
+        |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["outputSchema"].clone();
+    assert_eq!(schema("weather"), schema("bad_weather"));
+    assert_eq!(
+        schema("weather")["required"],
+        json!(["temperature", "conditions"])
+    );
+    let r = c
+        .request(2, "tools/call", modern(json!({"name": "weather"})))
+        .await;
+    assert_eq!(r["result"]["structuredContent"]["temperature"], 21.5);
+    let text: Value = serde_json::from_str(text_of(&r)).unwrap();
+    assert_eq!(text, r["result"]["structuredContent"]);
+    let r = c
+        .request(3, "tools/call", modern(json!({"name": "bad_weather"})))
+        .await;
+    assert!(r["result"]["structuredContent"]["temperature"].is_string());
+    c.finish().await.unwrap();
+}

@@ -302,7 +302,10 @@ async fn legacy_initialize_returns_session_and_json() {
         )
         .await;
         assert_eq!(r.status, 200, "{r:?}");
-        assert_eq!(r.json()["result"]["tools"].as_array().unwrap().len(), 13);
+        assert_eq!(
+            r.json()["result"]["tools"].as_array().unwrap().len(),
+            crate::TOOL_NAMES.len()
+        );
         // Without MCP-Protocol-Version (assumed 2025-03-26) it still works.
         let r = post(
             addr,
@@ -1093,4 +1096,182 @@ async fn closing_the_response_cancels_the_request() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Server→client requests (session era) and MRTR (stateless era) over HTTP.
+
+const CAPS: &str = r#"{"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}}"#;
+
+fn init_caps_body() -> Value {
+    let mut b = init_body();
+    b["params"]["capabilities"] = serde_json::from_str(CAPS).unwrap();
+    b
+}
+
+/// Legacy initialize with every client capability; returns the session id.
+async fn init_caps(addr: SocketAddr) -> String {
+    let r = post(addr, &[], init_caps_body()).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let sid = r.header("mcp-session-id").unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = post(addr, &[("Mcp-Session-Id", &sid)], initialized).await;
+    assert_eq!(r.status, 202);
+    sid
+}
+
+async fn next_msg(c: &mut Http) -> Value {
+    let (_, data) = c.sse_event().await.expect("stream ended");
+    serde_json::from_str(&data).unwrap()
+}
+
+#[tokio::test]
+async fn server_request_on_post_sse_stream() {
+    let config = ServerConfig::default().with_http_response(HttpResponseMode::Sse);
+    let (addr, _server) = start(config).await;
+    let sid = init_caps(addr).await;
+    let mut c = Http::connect(addr).await;
+    let body = call(2, "roots", json!({})).to_string();
+    c.send(
+        "POST",
+        "/mcp",
+        &[ACCEPT_BOTH, ("Mcp-Session-Id", &sid)],
+        &body,
+    )
+    .await;
+    assert_eq!(c.head().await.0, 200);
+    let req = next_msg(&mut c).await;
+    assert_eq!(req["method"], "roots/list");
+    // The client answers with a new POST: 202, no body.
+    let answer = json!({"jsonrpc": "2.0", "id": req["id"],
+                        "result": {"roots": [{"uri": "file:///r"}]}});
+    let r = post(addr, &[("Mcp-Session-Id", &sid)], answer).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let resp = next_msg(&mut c).await;
+    assert_eq!(resp["id"], 2);
+    assert_eq!(
+        resp["result"]["content"][0]["text"],
+        r#"[{"uri":"file:///r"}]"#
+    );
+}
+
+#[tokio::test]
+async fn server_request_on_get_stream_when_answering_json() {
+    let (addr, _server) = start(ServerConfig::default()).await;
+    let sid = init_caps(addr).await;
+    // The request is sent before the GET stream opens: it waits for it.
+    let call_sid = sid.clone();
+    let call_task = tokio::spawn(async move {
+        let mut c = Http::connect(addr).await;
+        let body = call(2, "ask_url", json!({})).to_string();
+        c.send(
+            "POST",
+            "/mcp",
+            &[ACCEPT_BOTH, ("Mcp-Session-Id", &call_sid)],
+            &body,
+        )
+        .await;
+        c.response().await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut get = Http::connect(addr).await;
+    get.send(
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)],
+        "",
+    )
+    .await;
+    assert_eq!(get.head().await.0, 200);
+    let req = next_msg(&mut get).await;
+    assert_eq!(req["method"], "elicitation/create");
+    assert_eq!(req["params"]["mode"], "url");
+    let eid = req["params"]["elicitationId"].clone();
+    let answer = json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept"}});
+    let r = post(addr, &[("Mcp-Session-Id", &sid)], answer).await;
+    assert_eq!(r.status, 202);
+    let n = next_msg(&mut get).await;
+    assert_eq!(n["method"], "notifications/elicitation/complete");
+    assert_eq!(n["params"]["elicitationId"], eid);
+    let r = tokio::time::timeout(T, call_task).await.unwrap().unwrap();
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(
+        r.json()["result"]["content"][0]["text"],
+        r#"{"action":"accept"}"#
+    );
+}
+
+#[tokio::test]
+async fn server_request_over_legacy_sse_and_websocket() {
+    let (addr, _server) = start(ServerConfig::default().with_era(Era::Legacy)).await;
+    let mut c = Http::connect(addr).await;
+    c.send("GET", "/sse", &[("Accept", "text/event-stream")], "")
+        .await;
+    assert_eq!(c.head().await.0, 200);
+    let (_, endpoint) = c.sse_event().await.unwrap();
+    let post_msg = |m: Value| {
+        let endpoint = endpoint.clone();
+        async move { request(addr, "POST", &endpoint, &[], &m.to_string()).await }
+    };
+    assert_eq!(post_msg(init_caps_body()).await.status, 202);
+    assert_eq!(next_msg(&mut c).await["id"], 1);
+    post_msg(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    post_msg(call(2, "sample", json!({"prompt": "p"}))).await;
+    let req = next_msg(&mut c).await;
+    assert_eq!(req["method"], "sampling/createMessage");
+    post_msg(json!({"jsonrpc": "2.0", "id": req["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "t"}, "model": "m"}}))
+    .await;
+    let r = next_msg(&mut c).await;
+    assert_eq!(r["result"]["content"][0]["text"], "sampled: t (model m)");
+
+    let mut ws = Ws::connect(addr).await;
+    ws.send(&init_caps_body().to_string()).await;
+    assert_eq!(ws.recv().await["id"], 1);
+    ws.send(&call(2, "ask", json!({})).to_string()).await;
+    let req = ws.recv().await;
+    assert_eq!(req["method"], "elicitation/create");
+    ws.send(
+        &json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "cancel"}}).to_string(),
+    )
+    .await;
+    let r = ws.recv().await;
+    assert_eq!(r["result"]["content"][0]["text"], r#"{"action":"cancel"}"#);
+}
+
+#[tokio::test]
+async fn modern_input_required_over_http() {
+    let (addr, _server) = start(ServerConfig::default().with_era(Era::Modern)).await;
+    let mut body = modern_call(1, "ask", json!({}));
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {}});
+    let r = post(
+        addr,
+        &modern_headers("tools/call", Some("ask")),
+        body.clone(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let res = r.json()["result"].clone();
+    assert_eq!(res["resultType"], "input_required");
+    body["id"] = json!(2);
+    body["params"]["requestState"] = res["requestState"].clone();
+    body["params"]["inputResponses"] =
+        json!({"ask": {"action": "accept", "content": {"name": "z"}}});
+    let r = post(
+        addr,
+        &modern_headers("tools/call", Some("ask")),
+        body.clone(),
+    )
+    .await;
+    let v = r.json();
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        r#"{"action":"accept","content":{"name":"z"}}"#
+    );
+    body["id"] = json!(3);
+    body["params"]["requestState"] = json!("forged.0000000000000000");
+    let r = post(addr, &modern_headers("tools/call", Some("ask")), body).await;
+    assert_eq!(r.json()["error"]["code"], -32602);
 }
