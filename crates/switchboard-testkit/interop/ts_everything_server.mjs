@@ -196,17 +196,30 @@ function buildServer() {
         },
     );
 
+    // The -32042 flow: the first call is refused with one URL to visit; the
+    // "out-of-band" visit completes 300 ms later (announced with
+    // notifications/elicitation/complete, not tied to any request), and
+    // from then on the tool succeeds.
+    let authorized = false;
     server.registerTool(
         'test_url_elicitation_required',
-        { description: 'Fails with -32042 (URL elicitation required) naming one URL.' },
+        { description: 'Refused with -32042 (URL elicitation required) until the URL flow completes.' },
         async () => {
+            if (authorized) return text('Authorized call succeeded');
+            const elicitationId = 'ts-url-required-1';
+            setTimeout(() => {
+                authorized = true;
+                server.server
+                    .notification({ method: 'notifications/elicitation/complete', params: { elicitationId } })
+                    .catch(() => {});
+            }, 300);
             throw new McpError(ErrorCode.UrlElicitationRequired, 'This tool needs an authorization first.', {
                 elicitations: [
                     {
                         mode: 'url',
                         message: 'Authorize the test app',
-                        url: 'https://example.com/authorize?session=required',
-                        elicitationId: 'ts-url-required-1',
+                        url: 'https://auth.example.com/authorize?session=required',
+                        elicitationId,
                     },
                 ],
             });

@@ -369,3 +369,53 @@ pub(crate) fn args(value: serde_json::Value) -> serde_json::Map<String, serde_js
         other => panic!("tool arguments must be a JSON object, got {other}"),
     }
 }
+
+/// npm package name of the TypeScript SDK that `interop/ts_everything_server.mjs`
+/// runs on.
+pub(crate) const TS_SDK_PKG: &str = "@modelcontextprotocol/sdk";
+
+/// How to run `interop/ts_everything_server.mjs` (our server on the npm
+/// TypeScript SDK): `(node, script)`. It loads the SDK from
+/// `<cache>/npm`, so give it `SWITCHBOARD_CACHE=`[`cache_dir`]; add
+/// `--http 0` for Streamable HTTP (it announces `listening on URL`).
+///
+/// `None` when node or the SDK is missing, after [`skip_or_fail`]; the test
+/// should return.
+pub(crate) fn ts_everything_server() -> Option<(PathBuf, PathBuf)> {
+    let test = current_test_name();
+    let Some(node) = find_in_path("node") else {
+        skip_or_fail(
+            &test,
+            "`node` is not on PATH; install Node.js and run scripts/install-interop.sh",
+        );
+        return None;
+    };
+    let npm = cache_dir().join("npm");
+    let manifest = npm
+        .join("node_modules")
+        .join(TS_SDK_PKG)
+        .join("package.json");
+    if !manifest.is_file() {
+        skip_or_fail(
+            &test,
+            &format!(
+                "{TS_SDK_PKG} is not installed in {}; run scripts/install-interop.sh",
+                npm.display()
+            ),
+        );
+        return None;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("interop")
+        .join("ts_everything_server.mjs");
+    Some((node, script))
+}
+
+/// The Python client-features server script
+/// (`interop/python_features_server.py`; usage
+/// `python python_features_server.py {stdio|streamable-http} [PORT]`).
+pub(crate) fn python_features_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("interop")
+        .join("python_features_server.py")
+}
