@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use switchboard::handlers::BoxFuture;
 use switchboard::transport::http::{HttpConfig, HttpTransport};
 use switchboard::transport::stdio::StdioConfig;
+use switchboard::transport::ws::WebSocketConfig;
 use switchboard::types::{
     CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult, ElicitResult, Era,
     LoggingLevel, Root,
@@ -73,21 +74,24 @@ enum Target {
     /// Session era with SSE answers: the asks ride the POST's stream.
     HttpPostStream,
     LegacySse,
+    WebSocket(Era),
 }
 
 impl Target {
-    const ALL: [Target; 6] = [
+    const ALL: [Target; 8] = [
         Target::Stdio(Era::Legacy),
         Target::Stdio(Era::Modern),
         Target::Http(Era::Legacy),
         Target::Http(Era::Modern),
         Target::HttpPostStream,
         Target::LegacySse,
+        Target::WebSocket(Era::Legacy),
+        Target::WebSocket(Era::Modern),
     ];
 
     fn era(self) -> Era {
         match self {
-            Target::Stdio(era) | Target::Http(era) => era,
+            Target::Stdio(era) | Target::Http(era) | Target::WebSocket(era) => era,
             Target::HttpPostStream | Target::LegacySse => Era::Legacy,
         }
     }
@@ -125,6 +129,14 @@ async fn connect(target: Target, builder: ClientBuilder) -> Connected {
             let server = HttpServer::start(&["--era", target.era_flag(), "--http-response", "sse"]);
             let config = HttpConfig::new(format!("{}/mcp", server.base));
             (builder.connect(config).await, Some(server))
+        }
+        Target::WebSocket(_) => {
+            let server = HttpServer::start(&["--era", target.era_flag()]);
+            let url = format!("{}/ws", server.base).replace("http://", "ws://");
+            (
+                builder.connect(WebSocketConfig::new(url)).await,
+                Some(server),
+            )
         }
         Target::LegacySse => {
             let server = HttpServer::start(&["--era", "legacy"]);
