@@ -347,6 +347,11 @@ impl Engine {
         rx
     }
 
+    /// The per-subscriber buffer size.
+    pub(crate) fn notification_buffer(&self) -> usize {
+        self.config.notification_buffer
+    }
+
     /// A function that queues a parameterless notification without
     /// awaiting (sent by the reader; dropped once the connection is gone).
     /// It does not keep the connection alive.
