@@ -105,6 +105,10 @@ def roots_response(result: ListRootsResult) -> str:
     return compact({"roots": roots})
 
 
+def multi_response(who: UserInfo, sampled: CreateMessageResult) -> str:
+    return f"Multi: username={who.username}, {sampled_response(sampled)}"
+
+
 def sampling_messages(prompt: str) -> list[SamplingMessage]:
     return [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))]
 
@@ -148,6 +152,9 @@ if SDK2:
     def _roots() -> ListRoots:
         return ListRoots()
 
+    def _ask_who() -> Elicit[UserInfo]:
+        return Elicit("Who is asking?", UserInfo)
+
     @server.tool()
     async def test_sampling(prompt: str, sampled: Annotated[CreateMessageResult, Resolve(_sample)]) -> str:
         """Asks the client to sample an LLM with the prompt; returns its text."""
@@ -171,6 +178,15 @@ if SDK2:
     async def test_list_roots(roots: Annotated[ListRootsResult, Resolve(_roots)]) -> str:
         """Lists the client's roots (roots/list)."""
         return roots_response(roots)
+
+    @server.tool()
+    async def test_multi_ask(
+        prompt: str,
+        who: Annotated[UserInfo, Resolve(_ask_who)],
+        sampled: Annotated[CreateMessageResult, Resolve(_sample)],
+    ) -> str:
+        """Needs a form and a sample: one round with two inputRequests on 2026-07-28."""
+        return multi_response(who, sampled)
 
 else:
 
@@ -200,6 +216,20 @@ else:
     async def test_list_roots(ctx: Context) -> str:
         """Lists the client's roots (roots/list)."""
         return roots_response(await ctx.session.list_roots())
+
+    @server.tool()
+    async def test_multi_ask(prompt: str, ctx: Context) -> str:
+        """Needs a form and a sample, asked one after the other."""
+        who = await ctx.elicit("Who is asking?", UserInfo)
+        if who.action != "accept":
+            raise ValueError(f"elicitation was {who.action}")
+        sampled = await ctx.session.create_message(
+            messages=sampling_messages(prompt),
+            max_tokens=100,
+            system_prompt="You are a test.",
+            related_request_id=ctx.request_id,
+        )
+        return multi_response(who.data, sampled)
 
 
 def main() -> None:

@@ -227,6 +227,43 @@ function buildServer() {
     );
 
     server.registerTool(
+        'test_multi_ask',
+        {
+            description: 'Needs a form and a sample, asked one after the other.',
+            inputSchema: { prompt: z.string().describe('The prompt to send to the LLM') },
+        },
+        async ({ prompt }, extra) => {
+            const who = await server.server.elicitInput(
+                {
+                    message: 'Who is asking?',
+                    requestedSchema: {
+                        type: 'object',
+                        properties: {
+                            username: { type: 'string', description: "User's response" },
+                            email: { type: 'string', description: "User's email address" },
+                        },
+                        required: ['username', 'email'],
+                    },
+                },
+                related(extra),
+            );
+            if (who.action !== 'accept') throw new Error(`elicitation was ${who.action}`);
+            const sampled = await server.server.createMessage(
+                {
+                    messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+                    maxTokens: 100,
+                    systemPrompt: 'You are a test.',
+                },
+                related(extra),
+            );
+            return text(
+                `Multi: username=${who.content.username}, LLM response: ${sampled.content.text} ` +
+                    `(model: ${sampled.model}, stopReason: ${sampled.stopReason ?? 'none'})`,
+            );
+        },
+    );
+
+    server.registerTool(
         'test_list_roots',
         { description: "Lists the client's roots (roots/list); also says how many list_changed notifications came." },
         async (extra) => {

@@ -85,7 +85,8 @@ impl Recorder {
 }
 
 /// Answers every prompt with `sampled: <prompt>`, except
-/// [`REJECTED_PROMPT`], which it refuses.
+/// [`REJECTED_PROMPT`], which it refuses; takes 300 ms over a prompt that
+/// starts with `slow`.
 struct Sampler(Arc<Recorder>);
 
 impl SamplingHandler for Sampler {
@@ -101,6 +102,9 @@ impl SamplingHandler for Sampler {
             .to_owned();
         self.0.push(Ask::Sampling(context, Box::new(params)));
         Box::pin(async move {
+            if prompt.starts_with("slow") {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
             if prompt == REJECTED_PROMPT {
                 return Err(HandlerError::Rejected("the user refused to sample".into()));
             }
@@ -752,6 +756,71 @@ async fn check_url_elicitation_required(peer: &Peer) {
     assert_eq!(request.elicitation_id.as_deref(), Some("ts-url-required-1"));
 }
 
+/// Several calls at once, each waiting on its own ask: every answer goes
+/// back to the ask it belongs to, whichever handler finishes first.
+async fn check_parallel_asks(peer: &Peer) {
+    let prompts = ["slow one", "fast two", "slow three", "fast four"];
+    let calls = prompts
+        .iter()
+        .map(|prompt| peer.text("test_sampling", json!({"prompt": prompt})));
+    let texts = futures_util::future::join_all(calls).await;
+    for (prompt, text) in prompts.iter().zip(&texts) {
+        assert_eq!(
+            text,
+            &format!(
+                "LLM response: sampled: {prompt} (model: switchboard-test-model, stopReason: endTurn)"
+            ),
+            "{}: each call gets the answer to its own ask",
+            peer.label
+        );
+    }
+    assert_eq!(
+        peer.asks.take().len(),
+        prompts.len(),
+        "{}: one ask per call",
+        peer.label
+    );
+}
+
+/// A call that needs a form and a sample: asked one after the other in the
+/// session era, both in one `input_required` round on 2026-07-28 (mcp
+/// 2.x batches them).
+async fn check_multi_ask(peer: &Peer) {
+    assert_eq!(
+        peer.text("test_multi_ask", json!({"prompt": "and one more"}))
+            .await,
+        "Multi: username=alice, LLM response: sampled: and one more \
+         (model: switchboard-test-model, stopReason: endTurn)",
+        "{}: the result carries both answers",
+        peer.label
+    );
+    // In the session era the server asks in its order; in 2026-07-28 the
+    // client answers in key order: either way one form and one sample.
+    let asks = peer.asks.take();
+    let form = asks.iter().find_map(|a| match a {
+        Ask::Form(context, form) => Some((context, form)),
+        _ => None,
+    });
+    let sampling = asks.iter().find_map(|a| match a {
+        Ask::Sampling(context, _) => Some(context),
+        _ => None,
+    });
+    let (Some((form_context, form)), Some(sampling_context), 2) = (form, sampling, asks.len())
+    else {
+        panic!("{}: expected a form and a sample; got {asks:?}", peer.label);
+    };
+    assert_eq!(form.message, "Who is asking?", "{}", peer.label);
+    peer.assert_context(form_context, "form");
+    peer.assert_context(sampling_context, "sampling");
+    if peer.era() == Era::Modern {
+        assert_ne!(
+            form_context.input_key, sampling_context.input_key,
+            "{}: two inputRequests keys",
+            peer.label
+        );
+    }
+}
+
 // ---------------------------------------------------------------- tests
 
 /// One test per feature for each target: `$era` is the era it must land in.
@@ -797,6 +866,20 @@ macro_rules! feature_tests {
                 let Some(peer) = peer().await else { return };
                 check_elicitation(&peer).await;
                 check_elicitation_defaults(&peer).await;
+                peer.close().await;
+            }
+
+            #[tokio::test]
+            async fn parallel_asks() {
+                let Some(peer) = peer().await else { return };
+                check_parallel_asks(&peer).await;
+                peer.close().await;
+            }
+
+            #[tokio::test]
+            async fn multi_ask() {
+                let Some(peer) = peer().await else { return };
+                check_multi_ask(&peer).await;
                 peer.close().await;
             }
 
