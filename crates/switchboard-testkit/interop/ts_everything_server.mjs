@@ -176,6 +176,31 @@ function buildServer() {
     );
 
     server.registerTool(
+        'test_elicitation_timeout',
+        {
+            description: 'Form elicitation that the server gives up on after 300 ms (notifications/cancelled).',
+            inputSchema: { message: z.string().describe('The message to show the user') },
+        },
+        async ({ message }, extra) => {
+            try {
+                const result = await server.server.elicitInput(
+                    {
+                        message,
+                        requestedSchema: {
+                            type: 'object',
+                            properties: { answer: { type: 'string', description: 'Anything' } },
+                        },
+                    },
+                    { ...related(extra), timeout: 300 },
+                );
+                return text(`Elicitation answered in time: action=${result.action}`);
+            } catch (error) {
+                return text(`Elicitation given up: ${error.message}`);
+            }
+        },
+    );
+
+    server.registerTool(
         'test_url_elicitation',
         { description: 'URL-mode elicitation; on accept, notifies completion.' },
         async (extra) => {

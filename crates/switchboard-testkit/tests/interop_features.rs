@@ -20,6 +20,7 @@ mod support;
 
 use std::future::Future;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,6 +70,22 @@ enum Ask {
 #[derive(Debug, Default)]
 struct Recorder {
     asks: Mutex<Vec<Ask>>,
+    /// Handler futures dropped before they finished.
+    abandoned: AtomicUsize,
+}
+
+/// Counts its handler future as abandoned if dropped before `finished`.
+struct AbandonProbe {
+    recorder: Arc<Recorder>,
+    finished: bool,
+}
+
+impl Drop for AbandonProbe {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.recorder.abandoned.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Recorder {
@@ -125,8 +142,8 @@ fn sep1034_answer() -> Value {
     json!({"name": "Jane Smith", "age": 25, "score": 88.5, "status": "inactive", "verified": false})
 }
 
-/// Fills in forms (declines one whose message says "decline") and consents
-/// to every URL.
+/// Fills in forms (declines one whose message says "decline"; takes 10 s
+/// over one whose message starts with "slow") and consents to every URL.
 struct Elicitor(Arc<Recorder>);
 
 impl ElicitationHandler for Elicitor {
@@ -150,8 +167,20 @@ impl ElicitationHandler for Elicitor {
         } else {
             ElicitResult::accept(Some(object(sep1034_answer())))
         };
+        let slow = request.message.starts_with("slow");
         self.0.push(Ask::Form(context, Box::new(request)));
-        Box::pin(async move { Ok(answer) })
+        let recorder = Arc::clone(&self.0);
+        Box::pin(async move {
+            if slow {
+                let mut probe = AbandonProbe {
+                    recorder,
+                    finished: false,
+                };
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                probe.finished = true;
+            }
+            Ok(answer)
+        })
     }
 
     fn supports_url(&self) -> bool {
@@ -1002,4 +1031,45 @@ async fn py2_stdio_modern_without_handlers() {
         Era::Modern,
     )
     .await;
+}
+
+/// The server gives up on its ask after 300 ms and sends
+/// `notifications/cancelled`: the client drops the handler's work (the
+/// user's dialog would close) instead of letting it run to the end.
+async fn server_cancels_ask(target: Target) {
+    let Some(peer) = Peer::start(target, Era::Legacy).await else {
+        return;
+    };
+    let text = peer
+        .text(
+            "test_elicitation_timeout",
+            json!({"message": "slow: the server gives up"}),
+        )
+        .await;
+    assert!(
+        text.starts_with("Elicitation given up: "),
+        "{}: {text}",
+        peer.label
+    );
+    assert_eq!(peer.asks.take().len(), 1, "{}: one ask", peer.label);
+    let started = Instant::now();
+    while peer.asks.abandoned.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{}: the handler still runs 5 s after the server cancelled its request",
+            peer.label
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    peer.close().await;
+}
+
+#[tokio::test]
+async fn ts_stdio_server_cancels_ask() {
+    server_cancels_ask(Target::TsStdio).await;
+}
+
+#[tokio::test]
+async fn ts_http_server_cancels_ask() {
+    server_cancels_ask(Target::TsHttp).await;
 }
