@@ -5,14 +5,27 @@
 //! `MCP_CONFORMANCE_CONTEXT`, and does what a user of the library would do
 //! for that scenario — through the public API only, with default settings,
 //! so the suite judges the library, not this program.
+//!
+//! It installs a handler for everything a server may ask, so it declares
+//! `elicitation`, `sampling` and `roots`: forms are accepted with the
+//! defaults the server supplied (SEP-1034), sampling echoes the last user
+//! text, and the roots are one fixed directory.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use switchboard::handlers::BoxFuture;
 use switchboard::transport::http::HttpConfig;
-use switchboard::{Client, Error};
+use switchboard::types::elicitation::ElicitResult;
+use switchboard::types::roots::Root;
+use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use switchboard::types::{ContentBlock, Role};
+use switchboard::{
+    Client, ElicitationHandler, Error, FormRequest, HandlerContext, HandlerError, Roots,
+    SamplingHandler,
+};
 
 fn main() -> ExitCode {
     let _ = tracing_subscriber::fmt()
@@ -63,6 +76,13 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), Error> {
             env!("CARGO_PKG_VERSION"),
         ))
         .request_timeout(Duration::from_secs(20))
+        .elicitation(AcceptDefaults)
+        .sampling(EchoSampler)
+        .roots(Roots::new(vec![Root {
+            uri: "file:///tmp/switchboard-conformance".into(),
+            name: Some("conformance".into()),
+            ..Default::default()
+        }]))
         .connect(HttpConfig::new(url))
         .await?;
     let caps = client.capabilities().clone();
@@ -123,6 +143,53 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), Error> {
     };
     client.close().await;
     outcome
+}
+
+/// A user who accepts every form as the server pre-filled it: the answer
+/// is exactly the fields' defaults (SEP-1034), nothing made up.
+#[derive(Debug)]
+struct AcceptDefaults;
+
+impl ElicitationHandler for AcceptDefaults {
+    fn elicit_form(
+        &self,
+        _context: HandlerContext,
+        request: FormRequest,
+    ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+        Box::pin(async move { Ok(ElicitResult::accept(Some(request.defaults))) })
+    }
+}
+
+/// A stand-in model: answers with the last user text, so a scenario that
+/// samples gets a well-formed reply.
+#[derive(Debug)]
+struct EchoSampler;
+
+impl SamplingHandler for EchoSampler {
+    fn create_message(
+        &self,
+        _context: HandlerContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'static, Result<CreateMessageResult, HandlerError>> {
+        let text = params
+            .messages
+            .iter()
+            .rev()
+            .filter(|m| m.role == Role::User)
+            .flat_map(|m| m.content.blocks())
+            .find_map(|b| b.as_text().map(str::to_owned))
+            .unwrap_or_default();
+        Box::pin(async move {
+            Ok(CreateMessageResult {
+                role: Role::Assistant,
+                content: ContentBlock::text(text).into(),
+                model: "switchboard-conformance-echo".into(),
+                stop_reason: Some("endTurn".into()),
+                meta: None,
+                extra: Map::new(),
+            })
+        })
+    }
 }
 
 async fn exercise(
