@@ -1405,17 +1405,33 @@ impl Client {
     /// # Cancel safety
     /// Dropping the future cancels the read.
     pub async fn read_resource(&self, uri: impl Into<String>) -> Result<ReadResourceResult> {
+        let params = ReadResourceRequestParams {
+            uri: uri.into(),
+            ..Default::default()
+        };
+        self.read_resource_with(&params, RequestOptions::default())
+            .await
+    }
+
+    /// Reads a resource with full params and options (timeout, progress);
+    /// the server's asks are answered as for [`Client::call_tool`].
+    ///
+    /// # Errors
+    /// As [`Client::read_resource`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the read.
+    pub async fn read_resource_with(
+        &self,
+        params: &ReadResourceRequestParams,
+        options: RequestOptions,
+    ) -> Result<ReadResourceResult> {
         self.require(
             "resources",
             rq::ReadResource::METHOD,
             self.capabilities().resources.is_some(),
         )?;
-        let params = ReadResourceRequestParams {
-            uri: uri.into(),
-            ..Default::default()
-        };
-        let call =
-            || self.request_rounds(rq::ReadResource::METHOD, &params, RequestOptions::default());
+        let call = || self.request_rounds(rq::ReadResource::METHOD, params, options.clone());
         self.with_url_elicitation(call).await
     }
 
@@ -1447,18 +1463,34 @@ impl Client {
         name: impl Into<String>,
         arguments: Option<std::collections::BTreeMap<String, String>>,
     ) -> Result<GetPromptResult> {
-        self.require(
-            "prompts",
-            rq::GetPrompt::METHOD,
-            self.capabilities().prompts.is_some(),
-        )?;
         let params = GetPromptRequestParams {
             name: name.into(),
             arguments: arguments.map(|a| a.into_iter().collect()),
             ..Default::default()
         };
-        let call =
-            || self.request_rounds(rq::GetPrompt::METHOD, &params, RequestOptions::default());
+        self.get_prompt_with(&params, RequestOptions::default())
+            .await
+    }
+
+    /// Gets a prompt with full params and options (timeout, progress); the
+    /// server's asks are answered as for [`Client::call_tool`].
+    ///
+    /// # Errors
+    /// As [`Client::get_prompt`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn get_prompt_with(
+        &self,
+        params: &GetPromptRequestParams,
+        options: RequestOptions,
+    ) -> Result<GetPromptResult> {
+        self.require(
+            "prompts",
+            rq::GetPrompt::METHOD,
+            self.capabilities().prompts.is_some(),
+        )?;
+        let call = || self.request_rounds(rq::GetPrompt::METHOD, params, options.clone());
         self.with_url_elicitation(call).await
     }
 
