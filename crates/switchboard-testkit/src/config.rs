@@ -44,6 +44,11 @@ flags:
   --http-response json|sse      how POST /mcp answers requests (default: json)
   --require-header 'NAME: VALUE'
                                 HTTP POSTs without this header get 401 (repeatable)
+  --cache-ttl-ms N              stateless era: add ttlMs N and cacheScope to
+                                server/discover, the list results and
+                                resources/read (default: no caching hints)
+  --cache-scope public|private  override cacheScope (default: public for
+                                discover and lists, private for resources/read)
   -h, --help                    print this help
 
 client-feature tools (both eras unless noted; capabilities come from
@@ -62,6 +67,12 @@ initialize or from each request's _meta clientCapabilities):
                             progress + log lines (logging/setLevel or _meta
                             io.modelcontextprotocol/logLevel)
   weather, bad_weather      structured output matching / violating outputSchema
+  add_tool                  adds dynamic_<n>; notifications/tools/list_changed to
+                            session-era connections and opted-in listen streams
+  touch {uri}               notifications/resources/updated to resources/subscribe
+                            subscribers (session era) and listen streams
+  close_subscriptions       ends every subscriptions/listen stream with its result
+  hits {method?}            requests served per method (proves a cache hit)
 Session era: server->client requests travel on the connection (stdio, /sse,
 /ws), on the POST's SSE stream, or on the GET stream when the POST is
 answered with JSON. Stateless era: InputRequiredResult (MRTR).
@@ -272,6 +283,12 @@ pub struct ServerConfig {
     /// Headers (name, value) every HTTP POST must carry, else 401
     /// (`--require-header`, repeatable).
     pub require_headers: Vec<(String, String)>,
+    /// Stateless era caching hint `ttlMs` on cacheable results
+    /// (`--cache-ttl-ms`); `None`: no hints.
+    pub cache_ttl_ms: Option<u64>,
+    /// `cacheScope` for every cacheable result (`--cache-scope`); `None`:
+    /// `public` for discover and lists, `private` for `resources/read`.
+    pub cache_scope: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -291,6 +308,8 @@ impl Default for ServerConfig {
             transports: ALL_HTTP_TRANSPORTS.to_vec(),
             http_response: HttpResponseMode::Json,
             require_headers: Vec::new(),
+            cache_ttl_ms: None,
+            cache_scope: None,
         }
     }
 }
@@ -374,6 +393,18 @@ impl ServerConfig {
                     let v = value()?;
                     config.require_headers.push(parse_header(&v)?);
                 }
+                "--cache-ttl-ms" => {
+                    config.cache_ttl_ms = Some(parse_num(&flag, &value()?)? as u64);
+                }
+                "--cache-scope" => {
+                    let v = value()?;
+                    if v != "public" && v != "private" {
+                        return Err(format!(
+                            "invalid --cache-scope value {v:?} (expected public or private)"
+                        ));
+                    }
+                    config.cache_scope = Some(v);
+                }
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
@@ -411,6 +442,12 @@ impl ServerConfig {
         value: impl Into<String>,
     ) -> Self {
         self.require_headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Add stateless-era caching hints (`ttlMs`) to cacheable results.
+    pub fn with_cache_ttl_ms(mut self, ttl_ms: u64) -> Self {
+        self.cache_ttl_ms = Some(ttl_ms);
         self
     }
 

@@ -8,6 +8,8 @@ use crate::server::{RpcError, code};
 
 /// `_meta` key of the per-request log level (2026-07-28).
 pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key of the subscription id on `subscriptions/listen` streams.
+pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The URL asked for by `ask_url` and `needs_url`.
 pub(crate) const CONSENT_URL: &str = "https://example.com/consent?x=1";
@@ -465,6 +467,34 @@ pub(crate) fn feature_tools() -> Vec<Value> {
                 "type": "object",
                 "properties": {"count": {"type": "integer", "minimum": 0}},
                 "required": ["count"],
+            },
+        }),
+        json!({
+            "name": "add_tool",
+            "description": "Adds a tool dynamic_<n> and announces notifications/tools/list_changed",
+            "inputSchema": no_args(),
+        }),
+        json!({
+            "name": "touch",
+            "description": "Sends notifications/resources/updated for `uri` to its subscribers",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"uri": {"type": "string"}},
+                "required": ["uri"],
+            },
+        }),
+        json!({
+            "name": "close_subscriptions",
+            "description": "Ends every subscriptions/listen stream gracefully (with its result)",
+            "inputSchema": no_args(),
+        }),
+        json!({
+            "name": "hits",
+            "description": "How many requests of `method` the server has served (all methods \
+                            without `method`)",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"method": {"type": "string"}},
             },
         }),
         json!({

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::{Era, Fault, HttpResponseMode, HttpTransport, LEGACY_VERSIONS, ServerConfig};
@@ -152,11 +152,38 @@ struct Session {
     /// Streams cut by the `cut-stream` fault, by stream id.
     resumable: Mutex<HashMap<String, Resume>>,
     /// Standalone GET streams (dropping a sender ends its stream).
-    get_streams: Mutex<Vec<mpsc::UnboundedSender<Bytes>>>,
+    get_streams: Mutex<Vec<mpsc::UnboundedSender<GetItem>>>,
     /// Messages for the GET stream sent while none was open; the next GET
     /// gets them first.
     get_backlog: Mutex<Vec<Bytes>>,
 }
+
+/// What goes down a session's GET stream.
+#[derive(Debug)]
+enum GetItem {
+    /// An SSE event.
+    Event(Bytes),
+    /// Everything before this has been handed to the connection.
+    Flushed(oneshot::Sender<()>),
+}
+
+fn get_item(item: GetItem) -> Bytes {
+    match item {
+        GetItem::Event(b) => b,
+        GetItem::Flushed(tx) => {
+            let _ = tx.send(());
+            Bytes::new()
+        }
+    }
+}
+
+/// How long a JSON answer waits for the GET stream to carry the request's
+/// earlier messages (progress, log lines), so that they reach the client
+/// first.
+const GET_FLUSH_WAIT: Duration = Duration::from_secs(1);
+/// Extra time given to the client to read the GET stream before the JSON
+/// answer (the two travel on different connections).
+const GET_FLUSH_GRACE: Duration = Duration::from_millis(20);
 
 /// The rest of a cut response stream, waiting for `GET` + `Last-Event-ID`.
 #[derive(Debug)]
@@ -202,12 +229,24 @@ impl Session {
         let mut streams = lock(&self.get_streams);
         streams.retain(|s| !s.is_closed());
         if let Some(s) = streams.first()
-            && s.send(event.clone()).is_ok()
+            && s.send(GetItem::Event(event.clone())).is_ok()
         {
             return;
         }
         // Still holding `get_streams`: a GET opening now sees the backlog.
         lock(&self.get_backlog).push(event);
+    }
+
+    /// Wait until the GET stream has taken everything pushed so far (a
+    /// JSON answer must not overtake the progress sent before it).
+    async fn flush_get(&self) {
+        let (tx, rx) = oneshot::channel();
+        let sent = lock(&self.get_streams)
+            .first()
+            .is_some_and(|s| s.send(GetItem::Flushed(tx)).is_ok());
+        if sent && tokio::time::timeout(GET_FLUSH_WAIT, rx).await.is_ok() {
+            tokio::time::sleep(GET_FLUSH_GRACE).await;
+        }
     }
 
     fn cancel(&self, id: &Value) {
@@ -511,9 +550,20 @@ impl HttpState {
         shared: Arc<Shared>,
         job: AsyncJob,
     ) -> Response {
-        let format = match choose_format(headers, self.default_format()) {
-            Ok(f) => f,
-            Err(r) => return r,
+        // A listen stream is an SSE stream whatever the default.
+        let listen = matches!(job.kind, AsyncKind::Listen { .. });
+        let format = if listen && accepts_sse(headers) {
+            HttpResponseMode::Sse
+        } else if listen {
+            return text_response(
+                StatusCode::NOT_ACCEPTABLE,
+                "Not Acceptable: subscriptions/listen requires Accept: text/event-stream",
+            );
+        } else {
+            match choose_format(headers, self.default_format()) {
+                Ok(f) => f,
+                Err(r) => return r,
+            }
         };
         let cut = format == HttpResponseMode::Sse
             && session.is_some()
@@ -546,9 +596,13 @@ impl HttpState {
         let guard = AbortOnDrop(task.abort_handle());
         match format {
             HttpResponseMode::Json => {
+                let mut pushed = false;
                 while let Some(m) = rx.recv().await {
                     if is_response(&m) {
                         drop(guard);
+                        if pushed && let Some(s) = &session {
+                            s.flush_get().await;
+                        }
                         return json_response(StatusCode::OK, &m);
                     }
                     // A JSON answer cannot carry messages before the
@@ -557,6 +611,7 @@ impl HttpState {
                     // are dropped.
                     if let Some(s) = &session {
                         s.push_get(&m);
+                        pushed = true;
                     }
                 }
                 // Cancelled with notifications/cancelled.
@@ -572,7 +627,7 @@ impl HttpState {
                 Vec::new(),
                 rx,
                 |m: Value| sse_event(None, Some("message"), &m.to_string()),
-                false,
+                listen,
                 self.shutdown.clone(),
                 guard,
             )),
@@ -784,7 +839,7 @@ async fn mcp_get(State(st): State<Arc<HttpState>>, headers: HeaderMap) -> Respon
     // Standalone stream for server-initiated messages (server→client
     // requests of JSON-answered calls, list changes, resource updates), with
     // keepalive comments, until the session or the server goes away.
-    let (btx, brx) = mpsc::unbounded_channel::<Bytes>();
+    let (btx, brx) = mpsc::unbounded_channel::<GetItem>();
     let backlog = {
         let mut streams = lock(&session.get_streams);
         streams.retain(|s| !s.is_closed());
@@ -794,7 +849,7 @@ async fn mcp_get(State(st): State<Arc<HttpState>>, headers: HeaderMap) -> Respon
     sse_response(sse_body(
         backlog,
         brx,
-        |b: Bytes| b,
+        get_item,
         true,
         st.shutdown.clone(),
         (),

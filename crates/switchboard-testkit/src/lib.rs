@@ -55,7 +55,7 @@ pub const GARBAGE_LINE: &str = "this is not json";
 const GARBAGE_LINE_NL: &[u8] = b"this is not json\n";
 
 /// Names of the built-in tools, in `tools/list` order.
-pub const TOOL_NAMES: [&str; 26] = [
+pub const TOOL_NAMES: [&str; 30] = [
     "echo",
     "add",
     "blob",
@@ -80,6 +80,10 @@ pub const TOOL_NAMES: [&str; 26] = [
     "forever",
     "mrtr_ids",
     "flood",
+    "add_tool",
+    "touch",
+    "close_subscriptions",
+    "hits",
     "weather",
     "bad_weather",
 ];
@@ -358,7 +362,10 @@ impl Conn {
             Action::Async(job) => {
                 let key = id_key(&job.id);
                 // Jobs that wait on the client cannot finish after EOF.
-                let hang = matches!(job.kind, AsyncKind::Hang | AsyncKind::Interact { .. });
+                let hang = matches!(
+                    job.kind,
+                    AsyncKind::Hang | AsyncKind::Interact { .. } | AsyncKind::Listen { .. }
+                );
                 let shared = Arc::clone(shared);
                 let tx = tx.clone();
                 let task_key = key.clone();

@@ -1,19 +1,19 @@
 //! Request dispatch: protocol eras, tools, resources, prompts, completion.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write as _};
 use std::ops::Deref;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Era, Fault, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig};
-use crate::features::{self, META_LOG_LEVEL};
+use crate::features::{self, META_LOG_LEVEL, META_SUBSCRIPTION_ID};
 use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64, id_key};
 
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -111,6 +111,28 @@ pub(crate) enum AsyncKind {
         count: u64,
         log: Option<u8>,
     },
+    /// Stateless era `subscriptions/listen`: acknowledge, then forward the
+    /// notifications the filter asked for until cancelled or closed.
+    Listen {
+        filter: Value,
+    },
+}
+
+/// What a `subscriptions/listen` stream receives.
+#[derive(Debug)]
+enum ListenEvent {
+    /// A notification (without the subscription id; added per stream).
+    Notify(Value),
+    /// End the subscription gracefully (with its result).
+    Close,
+}
+
+/// One open `subscriptions/listen` stream.
+#[derive(Debug)]
+struct Listener {
+    tools: bool,
+    uris: HashSet<String>,
+    tx: mpsc::UnboundedSender<ListenEvent>,
 }
 
 #[derive(Debug)]
@@ -167,6 +189,13 @@ pub(crate) struct Catalog {
     hits: Mutex<HashMap<String, u64>>,
     /// Every call of an MRTR tool: `{id, tool, round}` (the `mrtr_ids` tool).
     mrtr_log: Mutex<Vec<Value>>,
+    /// Tools added by `add_tool`, after the fixed ones.
+    dyn_tools: Mutex<Vec<Value>>,
+    /// Every connection's session-era state, for list-changed and
+    /// resource-updated notifications.
+    peers: Mutex<Vec<Weak<ConnState>>>,
+    /// Open `subscriptions/listen` streams (stateless era).
+    listeners: Mutex<Vec<Listener>>,
 }
 
 /// Per-connection (per-session) server state, shared with request tasks.
@@ -193,6 +222,10 @@ pub(crate) struct ConnState {
     roots_changes: AtomicU64,
     /// `needs_url`: 0 = never called, 1 = -32042 sent.
     needs_url: AtomicU8,
+    /// `initialize` was answered on this connection.
+    legacy: AtomicBool,
+    /// URIs from `resources/subscribe`.
+    subscribed: Mutex<HashSet<String>>,
     pub(crate) notifier: Mutex<Option<Notifier>>,
 }
 
@@ -224,19 +257,25 @@ impl Deref for Shared {
 
 impl Shared {
     pub(crate) fn new(config: ServerConfig) -> io::Result<Shared> {
-        Ok(Shared {
-            catalog: Arc::new(Catalog::new(config)?),
-            legacy_initialized: AtomicBool::new(false),
-            conn: Arc::default(),
-        })
+        Ok(Shared::over(Arc::new(Catalog::new(config)?)))
     }
 
     /// Fresh per-connection state (not initialized) over the same catalog.
     pub(crate) fn fork(&self) -> Shared {
+        Shared::over(Arc::clone(&self.catalog))
+    }
+
+    fn over(catalog: Arc<Catalog>) -> Shared {
+        let conn = Arc::<ConnState>::default();
+        {
+            let mut peers = lock(&catalog.peers);
+            peers.retain(|p| p.strong_count() > 0);
+            peers.push(Arc::downgrade(&conn));
+        }
         Shared {
-            catalog: Arc::clone(&self.catalog),
+            catalog,
             legacy_initialized: AtomicBool::new(false),
-            conn: Arc::default(),
+            conn,
         }
     }
 
@@ -298,7 +337,7 @@ impl Catalog {
         }
         caps.insert(
             "resources".into(),
-            json!({"subscribe": false, "listChanged": false}),
+            json!({"subscribe": true, "listChanged": false}),
         );
         caps.insert("prompts".into(), json!({"listChanged": false}));
         caps.insert("completions".into(), json!({}));
@@ -368,6 +407,9 @@ impl Catalog {
             next_out_id: AtomicU64::new(0),
             hits: Mutex::new(HashMap::new()),
             mrtr_log: Mutex::new(Vec::new()),
+            dyn_tools: Mutex::new(Vec::new()),
+            peers: Mutex::new(Vec::new()),
+            listeners: Mutex::new(Vec::new()),
         })
     }
 
@@ -433,8 +475,94 @@ impl Shared {
             AsyncKind::Interact { tool, args, caps } => {
                 self.interact(&tool, &args, &caps, &mut emit).await
             }
+            AsyncKind::Listen { filter } => self.listen(&id, &filter, &mut emit).await,
         };
         self.ok_response(id, mode, result)
+    }
+
+    /// `subscriptions/listen`: acknowledge the part of `filter` the server
+    /// honours, forward matching notifications (tagged with the
+    /// subscription id), and end with a result when closed by the server.
+    async fn listen(
+        &self,
+        id: &Value,
+        filter: &Value,
+        emit: &mut (impl FnMut(Value) + Send),
+    ) -> Value {
+        let tools = filter.get("toolsListChanged").and_then(Value::as_bool) == Some(true);
+        let uris: HashSet<String> = filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Prompts and resources never change here: those types are omitted.
+        let mut agreed = Map::new();
+        if tools {
+            agreed.insert("toolsListChanged".into(), Value::Bool(true));
+        }
+        if let Some(subs) = filter.get("resourceSubscriptions").filter(|v| v.is_array()) {
+            agreed.insert("resourceSubscriptions".into(), subs.clone());
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        lock(&self.listeners).push(Listener { tools, uris, tx });
+        let sub_meta = json!({META_SUBSCRIPTION_ID: id});
+        emit(json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": sub_meta, "notifications": agreed},
+        }));
+        while let Some(ListenEvent::Notify(mut msg)) = rx.recv().await {
+            match msg.get_mut("params").and_then(Value::as_object_mut) {
+                Some(params) => {
+                    params.insert("_meta".into(), sub_meta.clone());
+                }
+                None => msg["params"] = json!({"_meta": sub_meta}),
+            }
+            emit(msg);
+        }
+        json!({"_meta": sub_meta})
+    }
+
+    /// Tell every connection and listen stream that wants it: `tools` for
+    /// a tools list change, `uri` for a resource update. Returns how many
+    /// were told.
+    fn broadcast(&self, msg: &Value, tools: bool, uri: Option<&str>) -> usize {
+        let mut told = 0;
+        let peers: Vec<Arc<ConnState>> =
+            lock(&self.peers).iter().filter_map(Weak::upgrade).collect();
+        for peer in peers {
+            let wants = peer.legacy.load(Ordering::Relaxed)
+                && (tools || uri.is_some_and(|u| lock(&peer.subscribed).contains(u)));
+            let notifier = lock(&peer.notifier).clone();
+            if wants && let Some(notify) = notifier {
+                notify(msg.clone());
+                told += 1;
+            }
+        }
+        let mut listeners = lock(&self.listeners);
+        listeners.retain(|l| !l.tx.is_closed());
+        for l in listeners.iter() {
+            if (tools && l.tools) || uri.is_some_and(|u| l.uris.contains(u)) {
+                let _ = l.tx.send(ListenEvent::Notify(msg.clone()));
+                told += 1;
+            }
+        }
+        told
+    }
+
+    /// End every listen stream gracefully; returns how many there were.
+    fn close_listeners(&self) -> usize {
+        let mut listeners = lock(&self.listeners);
+        let n = listeners.iter().filter(|l| !l.tx.is_closed()).count();
+        for l in listeners.drain(..) {
+            let _ = l.tx.send(ListenEvent::Close);
+        }
+        n
     }
 
     /// Session era: ask for each input the tool needs with a server→client
@@ -631,7 +759,53 @@ impl Shared {
                     )),
                 }
             }
-            "tools/list" => self.paginate(&self.tools, "tools", params.as_ref()),
+            "tools/list" => {
+                let dyn_tools = lock(&self.dyn_tools);
+                if dyn_tools.is_empty() {
+                    drop(dyn_tools);
+                    self.paginate(&self.tools, "tools", params.as_ref())
+                } else {
+                    let all: Vec<Value> =
+                        self.tools.iter().chain(dyn_tools.iter()).cloned().collect();
+                    drop(dyn_tools);
+                    self.paginate(&all, "tools", params.as_ref())
+                }
+            }
+            "resources/subscribe" | "resources/unsubscribe" if mode == Mode::Legacy => match params
+                .as_ref()
+                .and_then(|p| p.get("uri"))
+                .and_then(Value::as_str)
+            {
+                Some(uri) => {
+                    let mut subscribed = lock(&self.conn.subscribed);
+                    if method == "resources/subscribe" {
+                        subscribed.insert(uri.to_owned());
+                    } else {
+                        subscribed.remove(uri);
+                    }
+                    Ok(json!({}))
+                }
+                None => Err(RpcError::invalid_params("Invalid params: missing uri")),
+            },
+            "subscriptions/listen" if mode == Mode::Modern => {
+                let filter = params
+                    .as_ref()
+                    .and_then(|p| p.get("notifications"))
+                    .filter(|f| f.is_object())
+                    .cloned();
+                match filter {
+                    Some(filter) => {
+                        return Action::Async(AsyncJob {
+                            id,
+                            mode,
+                            kind: AsyncKind::Listen { filter },
+                        });
+                    }
+                    None => Err(RpcError::invalid_params(
+                        "Invalid params: notifications must be an object",
+                    )),
+                }
+            }
             "tools/call" => match self.call_tool(&id, mode, params) {
                 Ok(ToolOutcome::Done(v)) => Ok(v),
                 Ok(ToolOutcome::Exit(code)) => return Action::Exit(code),
@@ -657,9 +831,36 @@ impl Shared {
             )),
         };
         Action::Reply(match result {
-            Ok(result) => self.ok_response(id, mode, result),
+            Ok(mut result) => {
+                if mode == Mode::Modern {
+                    self.add_cache_hints(&method, &mut result);
+                }
+                self.ok_response(id, mode, result)
+            }
             Err(e) => error_response(id, e),
         })
+    }
+
+    /// `--cache-ttl-ms`: caching hints on the cacheable results of the
+    /// stateless era.
+    fn add_cache_hints(&self, method: &str, result: &mut Value) {
+        let Some(ttl) = self.config.cache_ttl_ms else {
+            return;
+        };
+        let default_scope = match method {
+            "server/discover"
+            | "tools/list"
+            | "prompts/list"
+            | "resources/list"
+            | "resources/templates/list" => "public",
+            "resources/read" => "private",
+            _ => return,
+        };
+        if let Some(map) = result.as_object_mut() {
+            let scope = self.config.cache_scope.as_deref().unwrap_or(default_scope);
+            map.insert("ttlMs".into(), Value::from(ttl));
+            map.insert("cacheScope".into(), Value::from(scope));
+        }
     }
 
     fn initialize(&self, id: Value, params: Option<&Value>) -> Value {
@@ -672,6 +873,7 @@ impl Shared {
             _ => LATEST_LEGACY_VERSION,
         };
         self.legacy_initialized.store(true, Ordering::Relaxed);
+        self.conn.legacy.store(true, Ordering::Relaxed);
         *lock(&self.conn.client_caps) = params
             .and_then(|p| p.get("capabilities"))
             .cloned()
@@ -1045,6 +1247,62 @@ impl Shared {
                     "structuredContent": {"calls": calls},
                 }))
             }
+            "add_tool" => {
+                let name = {
+                    let mut dyn_tools = lock(&self.dyn_tools);
+                    let name = format!("dynamic_{}", dyn_tools.len());
+                    dyn_tools.push(json!({
+                        "name": name,
+                        "description": "A tool added by add_tool",
+                        "inputSchema": {"type": "object", "properties": {}},
+                    }));
+                    name
+                };
+                let told = self.broadcast(
+                    &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                    true,
+                    None,
+                );
+                ToolOutcome::Done(json!({
+                    "content": [{"type": "text", "text": format!("added {name}")}],
+                    "structuredContent": {"name": name, "notified": told},
+                }))
+            }
+            "touch" => {
+                let Some(uri) = args.get("uri").and_then(Value::as_str) else {
+                    return Err(bad_arg(&name, "uri", "a string"));
+                };
+                let told = self.broadcast(
+                    &json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                            "params": {"uri": uri}}),
+                    false,
+                    Some(uri),
+                );
+                ToolOutcome::Done(json!({
+                    "content": [{"type": "text", "text": format!("touched {uri}")}],
+                    "structuredContent": {"notified": told},
+                }))
+            }
+            "close_subscriptions" => text(format!("closed {}", self.close_listeners())),
+            "hits" => {
+                let hits = lock(&self.hits);
+                match args.get("method").and_then(Value::as_str) {
+                    Some(method) => {
+                        let n = hits.get(method).copied().unwrap_or(0);
+                        ToolOutcome::Done(json!({
+                            "content": [{"type": "text", "text": n.to_string()}],
+                            "structuredContent": {"method": method, "count": n},
+                        }))
+                    }
+                    None => {
+                        let all = json!(*hits);
+                        ToolOutcome::Done(json!({
+                            "content": [{"type": "text", "text": all.to_string()}],
+                            "structuredContent": {"hits": all},
+                        }))
+                    }
+                }
+            }
             "weather" => ToolOutcome::Done(features::weather(false)),
             "bad_weather" => ToolOutcome::Done(features::weather(true)),
             "hang" => ToolOutcome::Async(AsyncKind::Hang),
@@ -1095,6 +1353,13 @@ impl Shared {
             "schema_rich" => text(Value::Object(args).to_string()),
             "forget_session" if self.config.has_fault(Fault::SessionLoss) => {
                 ToolOutcome::ForgetSession
+            }
+            _ if name
+                .strip_prefix("dynamic_")
+                .and_then(|n| n.parse::<usize>().ok())
+                .is_some_and(|i| i < lock(&self.dyn_tools).len()) =>
+            {
+                text(format!("{name} called"))
             }
             _ => match name
                 .strip_prefix("tool_")

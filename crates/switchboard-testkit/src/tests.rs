@@ -958,3 +958,221 @@ async fn structured_output_tools() {
     assert!(r["result"]["structuredContent"]["temperature"].is_string());
     c.finish().await.unwrap();
 }
+
+#[tokio::test]
+async fn session_era_list_changes_and_resource_subscriptions() {
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Legacy));
+    let r = legacy_init(&mut c, "2025-11-25").await;
+    assert_eq!(r["result"]["capabilities"]["resources"]["subscribe"], true);
+    let uri = "test://static/hello";
+    let r = c
+        .request(2, "resources/subscribe", json!({"uri": uri}))
+        .await;
+    assert_eq!(r["result"], json!({}));
+    c.send(tool_call(3, "touch", json!({"uri": uri}))).await;
+    let n = c.recv().await;
+    assert_eq!(n["method"], "notifications/resources/updated");
+    assert_eq!(n["params"]["uri"], uri);
+    assert_eq!(c.recv().await["id"], 3);
+    // Not subscribed to this one.
+    let r = c
+        .request(
+            4,
+            "tools/call",
+            json!({"name": "touch", "arguments": {"uri": "test://x"}}),
+        )
+        .await;
+    assert_eq!(r["result"]["structuredContent"]["notified"], 0);
+    c.request(5, "resources/unsubscribe", json!({"uri": uri}))
+        .await;
+    let r = c
+        .request(
+            6,
+            "tools/call",
+            json!({"name": "touch", "arguments": {"uri": uri}}),
+        )
+        .await;
+    assert_eq!(r["result"]["structuredContent"]["notified"], 0);
+
+    c.send(tool_call(7, "add_tool", json!({}))).await;
+    assert_eq!(c.recv().await["method"], "notifications/tools/list_changed");
+    let r = c.recv().await;
+    assert_eq!(r["result"]["structuredContent"]["name"], "dynamic_0");
+    let r = c.request(8, "tools/list", json!({})).await;
+    let tools = r["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), TOOL_NAMES.len() + 1);
+    assert_eq!(tools.last().unwrap()["name"], "dynamic_0");
+    let r = c
+        .request(9, "tools/call", json!({"name": "dynamic_0"}))
+        .await;
+    assert_eq!(text_of(&r), "dynamic_0 called");
+    c.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_subscriptions_listen() {
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Modern));
+    let mut listen = meta();
+    listen["notifications"] = json!({
+        "toolsListChanged": true,
+        "promptsListChanged": true,
+        "resourceSubscriptions": ["test://a"],
+    });
+    c.send(
+        json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+                  "params": listen}),
+    )
+    .await;
+    let ack = c.recv().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["test://a"]})
+    );
+    // A second subscription only for resources.
+    let mut listen2 = meta();
+    listen2["notifications"] = json!({"resourceSubscriptions": ["test://a"]});
+    c.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
+                  "params": listen2}),
+    )
+    .await;
+    assert_eq!(
+        c.recv().await["params"]["notifications"]["resourceSubscriptions"][0],
+        "test://a"
+    );
+
+    c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": modern(json!({"name": "add_tool"}))}))
+        .await;
+    let mut got = [c.recv().await, c.recv().await];
+    got.sort_by_key(|m| m.get("id").is_some());
+    assert_eq!(got[0]["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        got[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    assert_eq!(got[1]["result"]["structuredContent"]["notified"], 1);
+
+    c.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                  "params": modern(json!({"name": "touch", "arguments": {"uri": "test://a"}}))}))
+        .await;
+    let mut subs = Vec::new();
+    for _ in 0..3 {
+        let m = c.recv().await;
+        if m.get("id").is_some() {
+            assert_eq!(m["result"]["structuredContent"]["notified"], 2);
+        } else {
+            assert_eq!(m["method"], "notifications/resources/updated");
+            assert_eq!(m["params"]["uri"], "test://a");
+            subs.push(m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone());
+        }
+    }
+    subs.sort_by_key(Value::to_string);
+    assert_eq!(subs, [json!("sub-1"), json!(2)]);
+
+    // The client cancels one; the server closes the other gracefully.
+    c.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 2}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    c.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                  "params": modern(json!({"name": "close_subscriptions"}))}))
+        .await;
+    let mut got = [c.recv().await, c.recv().await];
+    got.sort_by_key(|m| !m["id"].is_number());
+    assert_eq!(got[0]["id"], 5);
+    assert_eq!(text_of(&got[0]), "closed 1");
+    assert_eq!(got[1]["id"], "sub-1");
+    assert_eq!(got[1]["result"]["resultType"], "complete");
+    assert_eq!(
+        got[1]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    // Bad filter; the session-era RPC does not exist here.
+    let r = c.request(6, "subscriptions/listen", meta()).await;
+    assert_eq!(r["error"]["code"], -32602);
+    let mut p = meta();
+    p["uri"] = json!("test://a");
+    let r = c.request(7, "resources/subscribe", p).await;
+    assert_eq!(r["error"]["code"], -32601);
+    // EOF ends open listens without waiting for them.
+    c.send(
+        json!({"jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen",
+                  "params": listen}),
+    )
+    .await;
+    c.recv().await;
+    c.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn caching_hints_and_hit_counter() {
+    let config = ServerConfig::from_args(["--cache-ttl-ms", "5000"].map(String::from)).unwrap();
+    assert_eq!(config.cache_ttl_ms, Some(5000));
+    let mut c = Client::start(config);
+    for (id, method, params, scope) in [
+        (1, "server/discover", meta(), "public"),
+        (2, "tools/list", meta(), "public"),
+        (3, "prompts/list", meta(), "public"),
+        (4, "resources/list", meta(), "public"),
+        (5, "resources/templates/list", meta(), "public"),
+        (
+            6,
+            "resources/read",
+            modern(json!({"uri": "test://static/hello"})),
+            "private",
+        ),
+    ] {
+        let r = c.request(id, method, params).await;
+        assert_eq!(r["result"]["ttlMs"], 5000, "{method}: {r}");
+        assert_eq!(r["result"]["cacheScope"], scope, "{method}");
+    }
+    let r = c
+        .request(
+            7,
+            "tools/call",
+            modern(json!({"name": "echo", "arguments": {"text": "x"}})),
+        )
+        .await;
+    assert!(r["result"].get("ttlMs").is_none());
+    c.request(8, "tools/list", meta()).await;
+    let r = c
+        .request(
+            9,
+            "tools/call",
+            modern(json!({"name": "hits", "arguments": {"method": "tools/list"}})),
+        )
+        .await;
+    assert_eq!(text_of(&r), "2");
+    assert_eq!(r["result"]["structuredContent"]["count"], 2);
+    let r = c
+        .request(10, "tools/call", modern(json!({"name": "hits"})))
+        .await;
+    assert_eq!(
+        r["result"]["structuredContent"]["hits"]["server/discover"],
+        1
+    );
+    c.finish().await.unwrap();
+
+    // No flag, no hints; the session era never has them.
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Modern));
+    let r = c.request(1, "tools/list", meta()).await;
+    assert!(r["result"].get("ttlMs").is_none());
+    c.finish().await.unwrap();
+    let mut c = Client::start(
+        ServerConfig::default()
+            .with_cache_ttl_ms(1)
+            .with_era(Era::Legacy),
+    );
+    legacy_init(&mut c, "2025-11-25").await;
+    let r = c.request(2, "tools/list", json!({})).await;
+    assert!(r["result"].get("ttlMs").is_none());
+    c.finish().await.unwrap();
+}

@@ -1275,3 +1275,68 @@ async fn modern_input_required_over_http() {
     let r = post(addr, &modern_headers("tools/call", Some("ask")), body).await;
     assert_eq!(r.json()["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn list_changes_on_get_stream_and_listen_over_http() {
+    let (addr, _server) = start(ServerConfig::default()).await;
+    // Session era: a GET stream gets list changes caused by anyone.
+    let sid = init(addr).await;
+    let mut get = Http::connect(addr).await;
+    get.send(
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)],
+        "",
+    )
+    .await;
+    assert_eq!(get.head().await.0, 200);
+
+    // Stateless era: the listen request's response stream stays open.
+    let mut listen = Http::connect(addr).await;
+    let mut body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen",
+                          "params": {"_meta": meta(), "notifications": {"toolsListChanged": true}}});
+    let h = modern_headers("subscriptions/listen", None);
+    let mut headers = vec![ACCEPT_BOTH];
+    headers.extend_from_slice(&h);
+    listen
+        .send("POST", "/mcp", &headers, &body.to_string())
+        .await;
+    let (status, hdrs) = listen.head().await;
+    assert_eq!(status, 200);
+    assert!(hdrs.contains(&("content-type".into(), "text/event-stream".into())));
+    let ack = next_msg(&mut listen).await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+
+    let r = post(
+        addr,
+        &modern_headers("tools/call", Some("add_tool")),
+        modern_call(1, "add_tool", json!({})),
+    )
+    .await;
+    assert_eq!(r.json()["result"]["structuredContent"]["notified"], 2);
+    let n = next_msg(&mut listen).await;
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    let n = next_msg(&mut get).await;
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+
+    // Closing the listen stream ends the subscription.
+    drop(listen);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let r = post(
+        addr,
+        &modern_headers("tools/call", Some("add_tool")),
+        modern_call(2, "add_tool", json!({})),
+    )
+    .await;
+    assert_eq!(r.json()["result"]["structuredContent"]["notified"], 1);
+    // A listen without SSE in Accept is refused.
+    body["id"] = json!(10);
+    let mut headers = vec![("Accept", "application/json")];
+    headers.extend_from_slice(&h);
+    let r = request(addr, "POST", "/mcp", &headers, &body.to_string()).await;
+    assert_eq!(r.status, 406);
+}
