@@ -1,9 +1,14 @@
 //! `switchboard`: talk to any MCP server from the terminal.
 
 mod args;
+mod ask;
 mod demo;
 mod output;
+mod sampling;
+mod ui;
 
+use std::future::Future;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -16,7 +21,11 @@ use switchboard::transport::Connector;
 use switchboard::transport::http::{HttpConfig, HttpTransport};
 use switchboard::transport::stdio::StdioConfig;
 use switchboard::transport::ws::WebSocketConfig;
-use switchboard::{Client, EraMode};
+use switchboard::types::roots::Root;
+use switchboard::types::{CallToolRequestParams, LoggingLevel};
+use switchboard::{Client, EraMode, RequestOptions, Roots};
+
+use crate::ui::Ui;
 
 /// Exit codes, as documented in README.md.
 mod exit {
@@ -78,6 +87,79 @@ struct ServerArgs {
     /// The server command and its arguments, after `--`.
     #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     command: Vec<String>,
+    /// Never prompt: decline every form, URL and sampling request the
+    /// server sends (the default when stdin is not a terminal).
+    #[arg(long, help_heading = "Answering the server")]
+    no_input: bool,
+    /// Send the server's sampling requests to --sampling-url without asking.
+    #[arg(long, short = 'y', help_heading = "Answering the server")]
+    yes: bool,
+    /// A directory (or file) the server may work in, offered as a file://
+    /// root (repeatable). Without it no roots are offered.
+    #[arg(
+        long = "root",
+        value_name = "PATH",
+        help_heading = "Answering the server"
+    )]
+    roots: Vec<PathBuf>,
+    /// An OpenAI-compatible API (…/v1, or the full …/chat/completions URL)
+    /// that answers the server's sampling requests; without it they are
+    /// declined.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "sampling_model",
+        help_heading = "Answering the server"
+    )]
+    sampling_url: Option<String>,
+    /// The model --sampling-url should use.
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "sampling_url",
+        help_heading = "Answering the server"
+    )]
+    sampling_model: Option<String>,
+    /// The environment variable holding the --sampling-url API key (sent as
+    /// a bearer token; none is sent when it is unset).
+    #[arg(
+        long,
+        value_name = "VAR",
+        default_value = "OPENAI_API_KEY",
+        help_heading = "Answering the server"
+    )]
+    sampling_key_env: String,
+    /// The least severe log message the server should send (shown on stderr
+    /// as it arrives).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    log_level: Option<LevelArg>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LevelArg {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl From<LevelArg> for LoggingLevel {
+    fn from(level: LevelArg) -> Self {
+        match level {
+            LevelArg::Debug => LoggingLevel::Debug,
+            LevelArg::Info => LoggingLevel::Info,
+            LevelArg::Notice => LoggingLevel::Notice,
+            LevelArg::Warning => LoggingLevel::Warning,
+            LevelArg::Error => LoggingLevel::Error,
+            LevelArg::Critical => LoggingLevel::Critical,
+            LevelArg::Alert => LoggingLevel::Alert,
+            LevelArg::Emergency => LoggingLevel::Emergency,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -274,7 +356,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
         Command::Demo { json } => demo::run(json).await,
         Command::Info(server) => {
-            let (client, connect_time) = connect(&server).await?;
+            let (client, connect_time, _) = connect(&server).await?;
             let info = output::info_json(&client, connect_time);
             if server.json {
                 output::print_json(&info);
@@ -285,7 +367,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Tools(server) => {
-            let (client, _) = connect(&server).await?;
+            let (client, _, _) = connect(&server).await?;
             let tools = client.list_tools().await?;
             if server.json {
                 output::print_json(&json!({ "tools": tools }));
@@ -296,7 +378,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Resources(server) => {
-            let (client, _) = connect(&server).await?;
+            let (client, _, _) = connect(&server).await?;
             let resources = client.list_resources().await?;
             let templates = client.list_resource_templates().await?;
             if server.json {
@@ -310,7 +392,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Prompts(server) => {
-            let (client, _) = connect(&server).await?;
+            let (client, _, _) = connect(&server).await?;
             let prompts = client.list_prompts().await?;
             if server.json {
                 output::print_json(&json!({ "prompts": prompts }));
@@ -328,9 +410,17 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         } => {
             let arguments =
                 args::tool_arguments(args_json.as_deref(), &args).map_err(Failure::usage)?;
-            let (client, _) = connect(&server).await?;
+            let (client, _, ui) = connect(&server).await?;
             let started = Instant::now();
-            let result = client.call_tool(&tool, Some(arguments)).await?;
+            let params = CallToolRequestParams {
+                name: tool,
+                arguments: Some(arguments),
+                ..Default::default()
+            };
+            // The callback only asks for a progress token: progress is
+            // shown from the event stream, in order with the log lines.
+            let options = RequestOptions::default().on_progress(|_| {});
+            let result = with_events(&client, &ui, client.call_tool_with(&params, options)).await?;
             let elapsed = started.elapsed();
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -345,8 +435,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             })
         }
         Command::Read { uri, server } => {
-            let (client, _) = connect(&server).await?;
-            let result = client.read_resource(&uri).await?;
+            let (client, _, ui) = connect(&server).await?;
+            let result = with_events(&client, &ui, client.read_resource(&uri)).await?;
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
             } else {
@@ -357,8 +447,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Prompt { name, args, server } => {
             let arguments = args::prompt_arguments(&args).map_err(Failure::usage)?;
-            let (client, _) = connect(&server).await?;
-            let result = client.get_prompt(&name, Some(arguments)).await?;
+            let (client, _, ui) = connect(&server).await?;
+            let result =
+                with_events(&client, &ui, client.get_prompt(&name, Some(arguments))).await?;
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
             } else {
@@ -428,7 +519,83 @@ fn url_connector(server: &ServerArgs, url: &str) -> Result<Arc<dyn Connector>, F
     Ok(Arc::new(config))
 }
 
-async fn connect(server: &ServerArgs) -> Result<(Client, Duration), Failure> {
+/// Runs one request while showing what the server says meanwhile.
+async fn with_events<T>(client: &Client, ui: &Ui, work: impl Future<Output = T>) -> T {
+    let mut events = client.events();
+    let mut work = std::pin::pin!(work);
+    let out = loop {
+        tokio::select! {
+            biased;
+            Some(event) = events.next() => ui.event(&event),
+            out = &mut work => break out,
+        }
+    };
+    // What arrived before the answer is shown before the result.
+    loop {
+        tokio::select! {
+            biased;
+            Some(event) = events.next() => ui.event(&event),
+            () = std::future::ready(()) => break,
+        }
+    }
+    ui.finish();
+    out
+}
+
+/// `--root` paths as file:// roots, named after their last component.
+fn roots(paths: &[PathBuf]) -> Result<Roots, Failure> {
+    let mut roots = Vec::new();
+    for path in paths {
+        let absolute = std::fs::canonicalize(path)
+            .with_context(|| format!("--root {}: not found", path.display()))
+            .map_err(Failure::usage)?;
+        let uri = url::Url::from_file_path(&absolute)
+            .map_err(|()| anyhow::anyhow!("--root {}: not a local path", path.display()))
+            .map_err(Failure::usage)?;
+        roots.push(Root {
+            uri: uri.to_string(),
+            name: absolute
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned()),
+            ..Default::default()
+        });
+    }
+    Ok(Roots::new(roots))
+}
+
+/// The handlers that answer the server: forms and URLs by asking the
+/// user, sampling through --sampling-url (or declined), roots from --root.
+fn answering(
+    builder: switchboard::ClientBuilder,
+    server: &ServerArgs,
+    ui: &Arc<Ui>,
+) -> Result<switchboard::ClientBuilder, Failure> {
+    let endpoint = match (&server.sampling_url, &server.sampling_model) {
+        (Some(url), Some(model)) => Some(sampling::Endpoint::new(
+            url,
+            model.clone(),
+            server.sampling_key_env.clone(),
+        )),
+        _ => None,
+    };
+    let mut builder = builder
+        .elicitation(ask::TerminalElicitation { ui: ui.clone() })
+        .sampling(sampling::CliSampling {
+            ui: ui.clone(),
+            endpoint,
+            preapproved: server.yes,
+            http: reqwest::Client::new(),
+        });
+    if !server.roots.is_empty() {
+        builder = builder.roots(roots(&server.roots)?);
+    }
+    if let Some(level) = server.log_level {
+        builder = builder.log_level(level.into());
+    }
+    Ok(builder)
+}
+
+async fn connect(server: &ServerArgs) -> Result<(Client, Duration, Arc<Ui>), Failure> {
     if !server.timeout.is_finite() || server.timeout <= 0.0 {
         return Err(Failure::usage(anyhow::anyhow!(
             "--timeout must be a positive number of seconds"
@@ -440,14 +607,16 @@ async fn connect(server: &ServerArgs) -> Result<(Client, Duration), Failure> {
         EraArg::Legacy => EraMode::Legacy,
     };
     let started = Instant::now();
+    let ui = Ui::new(server.json, server.no_input);
     let builder = Client::builder()
         .era_mode(mode)
         .request_timeout(Duration::from_secs_f64(server.timeout));
+    let builder = answering(builder, server, &ui)?;
     let client = match &server.url {
         Some(url) => builder.connect_arc(url_connector(server, url)?).await?,
         None => builder.connect(stdio_config(server)?).await?,
     };
-    Ok((client, started.elapsed()))
+    Ok((client, started.elapsed(), ui))
 }
 
 async fn finish(client: &Client, server: &ServerArgs) {

@@ -264,3 +264,353 @@ fn authorization_required_exits_3_and_headers_fix_it() {
     drop(server);
     assert_eq!(run(&["tools", "--url", &url]).status.code(), Some(4));
 }
+
+/// `against`, with extra environment variables.
+fn against_env(command: &[&str], server: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args: Vec<&str> = command.to_vec();
+    args.extend(["--", BIN, "__testserver"]);
+    args.extend(server);
+    Command::new(BIN)
+        .args(&args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("runs switchboard")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+const ERAS: [&str; 2] = ["modern", "legacy"];
+
+#[test]
+fn forms_are_declined_without_input_and_say_why() {
+    for era in ERAS {
+        let output = against(&["call", "ask", "--no-input", "--era", era], &[]);
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        assert!(
+            stdout(&output).contains(r#"{"action":"decline"}"#),
+            "{era}: {}",
+            stdout(&output)
+        );
+        assert!(
+            stderr(&output).contains("--no-input"),
+            "{}",
+            stderr(&output)
+        );
+
+        // Tests run without a terminal on stdin: nobody can answer either.
+        let output = against(&["call", "ask", "--era", era], &[]);
+        assert!(stdout(&output).contains(r#"{"action":"decline"}"#), "{era}");
+        let text = stderr(&output);
+        assert!(
+            text.contains("stdin is not a terminal")
+                && text.contains("Please tell us about yourself"),
+            "{era}: {text}"
+        );
+    }
+}
+
+#[test]
+fn url_elicitation_without_a_terminal_is_declined_and_shows_the_url() {
+    for era in ERAS {
+        let output = against(&["call", "ask_url", "--era", era], &[]);
+        assert!(
+            stdout(&output).contains(r#""action":"decline""#),
+            "{era}: {}",
+            stdout(&output)
+        );
+        let text = stderr(&output);
+        assert!(
+            text.contains("https://") && text.contains("(domain "),
+            "{era}: {text}"
+        );
+    }
+}
+
+#[test]
+fn sampling_without_an_endpoint_is_declined_with_the_reason() {
+    let reason = "no model is configured; pass --sampling-url";
+    // 2026-07-28: the call fails with the client's reason.
+    let output = against(
+        &["call", "sample", "--arg", "prompt=hi", "--era", "modern"],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains(reason), "{}", stderr(&output));
+    // Session era: the server gets the error and reports it in the result.
+    let output = against(
+        &["call", "sample", "--arg", "prompt=hi", "--era", "legacy"],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    assert!(stdout(&output).contains(reason), "{}", stdout(&output));
+    assert!(stderr(&output).contains(reason), "{}", stderr(&output));
+}
+
+/// A one-route OpenAI-compatible endpoint on loopback: answers every POST
+/// with `reply` and hands each request (head, body) to the test.
+struct ChatStub {
+    url: String,
+    requests: std::sync::mpsc::Receiver<(String, Value)>,
+}
+
+impl ChatStub {
+    fn start(reply: &'static str) -> Self {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let (tx, requests) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(8) {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    head.push_str(&line);
+                }
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let answer = serde_json::json!({
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "model": "stub-model",
+                    "choices": [{
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply},
+                        "finish_reason": "stop"
+                    }]
+                })
+                .to_string();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                if tx.send((head, body)).is_err() {
+                    return;
+                }
+            }
+        });
+        Self { url, requests }
+    }
+}
+
+#[test]
+fn sampling_goes_to_an_openai_compatible_endpoint() {
+    let stub = ChatStub::start("hello from the stub");
+    for era in ERAS {
+        let output = against_env(
+            &[
+                "call",
+                "sample",
+                "--arg",
+                "prompt=Say hi",
+                "--era",
+                era,
+                "--sampling-url",
+                &stub.url,
+                "--sampling-model",
+                "test-model",
+                "--sampling-key-env",
+                "SB_TEST_SAMPLING_KEY",
+                "--yes",
+            ],
+            &[],
+            &[("SB_TEST_SAMPLING_KEY", "sekrit")],
+        );
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        assert!(
+            stdout(&output).contains("sampled: hello from the stub (model stub-model)"),
+            "{era}: {}",
+            stdout(&output)
+        );
+        let (head, body) = stub
+            .requests
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        assert!(head.starts_with("POST /v1/chat/completions "), "{head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("authorization: bearer sekrit"),
+            "{head}"
+        );
+        assert_eq!(body["model"], "test-model");
+        assert_eq!(body["max_tokens"], 100);
+        assert_eq!(
+            body["messages"],
+            serde_json::json!([
+                {"role": "system", "content": "You are a test model."},
+                {"role": "user", "content": "Say hi"}
+            ])
+        );
+        assert!(
+            !stderr(&output).contains("sekrit"),
+            "the key is never printed"
+        );
+    }
+    // Without --yes (and no terminal to ask on) nothing is sent.
+    let output = against(
+        &[
+            "call",
+            "sample",
+            "--arg",
+            "prompt=hi",
+            "--era",
+            "legacy",
+            "--sampling-url",
+            &stub.url,
+            "--sampling-model",
+            "test-model",
+        ],
+        &[],
+    );
+    assert!(
+        stdout(&output).contains("pass --yes"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stub.requests.try_recv().is_err(),
+        "nothing reached the endpoint"
+    );
+}
+
+#[test]
+fn progress_and_log_messages_are_lines_without_a_terminal() {
+    for era in ERAS {
+        let output = against(
+            &[
+                "call",
+                "progress",
+                "--arg",
+                "steps=3",
+                "--log-level",
+                "info",
+                "--era",
+                era,
+            ],
+            &[],
+        );
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        let text = stderr(&output);
+        // The last line is the call's timing.
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("(ok")).collect();
+        assert_eq!(
+            lines,
+            [
+                "progress: 1/3 step 1 of 3",
+                r#"[info] testserver: {"step":1,"of":3}"#,
+                "progress: 2/3 step 2 of 3",
+                r#"[info] testserver: {"step":2,"of":3}"#,
+                "progress: 3/3 step 3 of 3",
+            ],
+            "{era}"
+        );
+        assert_eq!(stdout(&output).lines().next(), Some("completed 3 steps"));
+
+        // --json: one JSON object per line on stderr; stdout stays one document.
+        let output = against(
+            &[
+                "call",
+                "progress",
+                "--arg",
+                "steps=2",
+                "--json",
+                "--log-level",
+                "info",
+                "--era",
+                era,
+            ],
+            &[],
+        );
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        let events: Vec<Value> = stderr(&output)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect();
+        assert_eq!(events.len(), 3, "{events:?}");
+        assert_eq!(events[0]["progress"]["progress"], 1);
+        assert_eq!(events[0]["progress"]["total"], 2);
+        assert_eq!(events[1]["log"]["data"]["step"], 1);
+        assert_eq!(events[2]["progress"]["message"], "step 2 of 2");
+        assert_eq!(
+            stdout_json(&output)["content"][0]["text"],
+            "completed 2 steps"
+        );
+    }
+}
+
+#[test]
+fn log_messages_arrive_in_order() {
+    let output = against(
+        &["call", "flood", "--arg", "count=40", "--era", "legacy"],
+        &[],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let seqs: Vec<String> = stderr(&output)
+        .lines()
+        .filter(|l| !l.starts_with("(ok"))
+        .map(str::to_owned)
+        .collect();
+    let expected: Vec<String> = (0..40)
+        .map(|i| format!(r#"[info] testserver: {{"seq":{i}}}"#))
+        .collect();
+    assert_eq!(seqs, expected);
+}
+
+#[test]
+fn roots_come_from_root_flags() {
+    let dir = std::env::temp_dir().join(format!("switchboard-cli-root {}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = std::fs::canonicalize(&dir).unwrap();
+    for era in ERAS {
+        let output = against(
+            &[
+                "call",
+                "roots",
+                "--json",
+                "--root",
+                dir.to_str().unwrap(),
+                "--era",
+                era,
+            ],
+            &[],
+        );
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        let text = stdout_json(&output)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let roots: Value = serde_json::from_str(&text).unwrap();
+        let expected = format!("file://{}", dir.to_str().unwrap().replace(' ', "%20"));
+        assert_eq!(roots[0]["uri"], expected.as_str(), "{era}");
+        assert_eq!(roots[0]["name"], dir.file_name().unwrap().to_str().unwrap());
+
+        // Without --root no roots are offered at all.
+        let output = against(&["call", "roots", "--era", era], &[]);
+        assert_eq!(output.status.code(), Some(5), "{era}");
+        assert!(stdout(&output).contains("did not declare the roots capability"));
+    }
+    let output = against(&["call", "roots", "--root", "/nonexistent/dir"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("--root /nonexistent/dir"),
+        "{}",
+        stderr(&output)
+    );
+    let _ = std::fs::remove_dir(&dir);
+}
