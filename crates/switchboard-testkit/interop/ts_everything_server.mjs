@@ -80,13 +80,19 @@ function buildServer() {
 
     server.registerTool(
         'test_logging_tool',
-        { description: 'Sends three log messages (info, warning, error) during the call.' },
+        {
+            description:
+                'Sends three log messages (info, warning, error) during the call, ' +
+                'those below the level of logging/setLevel left out.',
+        },
         async (extra) => {
             for (const [i, level] of ['info', 'warning', 'error'].entries()) {
-                await extra.sendNotification({
-                    method: 'notifications/message',
-                    params: { level, logger: 'ts-everything', data: `log message ${i + 1} (${level})` },
-                });
+                // The SDK drops what is below the session's logging/setLevel;
+                // over HTTP these go on the GET stream (no related request).
+                await server.sendLoggingMessage(
+                    { level, logger: 'ts-everything', data: `log message ${i + 1} (${level})` },
+                    extra.sessionId,
+                );
                 await sleep(10);
             }
             return text('Logged 3 messages');
@@ -163,6 +169,56 @@ function buildServer() {
                                 default: 'active',
                             },
                             verified: { type: 'boolean', description: 'Verification status', default: true },
+                        },
+                        required: [],
+                    },
+                },
+                related(extra),
+            );
+            return text(
+                `Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`,
+            );
+        },
+    );
+
+    server.registerTool(
+        'test_elicitation_sep1330_enums',
+        { description: 'Form elicitation with each of the five enum shapes (SEP-1330).' },
+        async (extra) => {
+            const result = await server.server.elicitInput(
+                {
+                    message: 'Pick from each kind of enum',
+                    requestedSchema: {
+                        type: 'object',
+                        properties: {
+                            untitledSingle: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+                            titledSingle: {
+                                type: 'string',
+                                oneOf: [
+                                    { const: 'value1', title: 'First Option' },
+                                    { const: 'value2', title: 'Second Option' },
+                                    { const: 'value3', title: 'Third Option' },
+                                ],
+                            },
+                            legacyEnum: {
+                                type: 'string',
+                                enum: ['opt1', 'opt2', 'opt3'],
+                                enumNames: ['Option One', 'Option Two', 'Option Three'],
+                            },
+                            untitledMulti: {
+                                type: 'array',
+                                items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+                            },
+                            titledMulti: {
+                                type: 'array',
+                                items: {
+                                    anyOf: [
+                                        { const: 'value1', title: 'First Choice' },
+                                        { const: 'value2', title: 'Second Choice' },
+                                        { const: 'value3', title: 'Third Choice' },
+                                    ],
+                                },
+                            },
                         },
                         required: [],
                     },

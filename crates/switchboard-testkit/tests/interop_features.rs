@@ -142,6 +142,18 @@ fn sep1034_answer() -> Value {
     json!({"name": "Jane Smith", "age": 25, "score": 88.5, "status": "inactive", "verified": false})
 }
 
+/// What the form handler answers to the SEP-1330 form (one value from each
+/// kind of enum).
+fn sep1330_answer() -> Value {
+    json!({
+        "untitledSingle": "option1",
+        "titledSingle": "value1",
+        "legacyEnum": "opt1",
+        "untitledMulti": ["option1", "option2"],
+        "titledMulti": ["value1", "value2"],
+    })
+}
+
 /// Fills in forms (declines one whose message says "decline"; takes 10 s
 /// over one whose message starts with "slow") and consents to every URL.
 struct Elicitor(Arc<Recorder>);
@@ -164,6 +176,8 @@ impl ElicitationHandler for Elicitor {
             ElicitResult::accept(Some(object(
                 json!({"username": "alice", "email": "alice@example.com"}),
             )))
+        } else if fields.contains(&"untitledSingle") {
+            ElicitResult::accept(Some(object(sep1330_answer())))
         } else {
             ElicitResult::accept(Some(object(sep1034_answer())))
         };
@@ -227,8 +241,14 @@ struct Peer {
 }
 
 impl Peer {
-    /// Connects to `target`; `None` (after `SKIP:`) when it is not installed.
+    /// Connects to `target` asking for every log level; `None` (after
+    /// `SKIP:`) when it is not installed.
     async fn start(target: Target, era: Era) -> Option<Peer> {
+        Self::start_with(target, era, LoggingLevel::Debug).await
+    }
+
+    /// Connects to `target` with the server's log level set to `log_level`.
+    async fn start_with(target: Target, era: Era, log_level: LoggingLevel) -> Option<Peer> {
         let asks = Arc::new(Recorder::default());
         let roots = Roots::new(vec![root("file:///tmp/switchboard-a", "project a")]);
         let builder = |mode: EraMode| {
@@ -238,7 +258,7 @@ impl Peer {
                 .sampling(Sampler(Arc::clone(&asks)))
                 .elicitation(Elicitor(Arc::clone(&asks)))
                 .roots(roots.clone())
-                .log_level(LoggingLevel::Debug)
+                .log_level(log_level)
                 .url_elicitation_wait(STEP_TIMEOUT)
         };
         let label = format!("{target:?}");
@@ -1072,4 +1092,127 @@ async fn ts_stdio_server_cancels_ask() {
 #[tokio::test]
 async fn ts_http_server_cancels_ask() {
     server_cancels_ask(Target::TsHttp).await;
+}
+
+/// The client's log level reaches the server — `logging/setLevel` after
+/// `initialize` (TS, which declares `logging`), `_meta` on each request
+/// (2026-07-28) — and the server drops what is below it.
+async fn log_level_filters(target: Target, era: Era) {
+    let Some(peer) = Peer::start_with(target, era, LoggingLevel::Warning).await else {
+        return;
+    };
+    let mut events = peer.client.events();
+    assert_eq!(
+        peer.text("test_logging_tool", json!({})).await,
+        "Logged 3 messages",
+        "{}",
+        peer.label
+    );
+    // The error line is the last one sent, so once it is here nothing else
+    // is on its way.
+    let seen = collect_events(&mut events, |seen| {
+        seen.iter()
+            .any(|e| matches!(e, Event::Log(log) if log.data == json!("log message 3 (error)")))
+    })
+    .await;
+    let logged: Vec<&Value> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::Log(log) => Some(&log.data),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logged,
+        [
+            &json!("log message 2 (warning)"),
+            &json!("log message 3 (error)")
+        ],
+        "{}: only warning and above",
+        peer.label
+    );
+    peer.close().await;
+}
+
+#[tokio::test]
+async fn ts_stdio_log_level_filters() {
+    log_level_filters(Target::TsStdio, Era::Legacy).await;
+}
+
+#[tokio::test]
+async fn ts_http_log_level_filters() {
+    log_level_filters(Target::TsHttp, Era::Legacy).await;
+}
+
+#[tokio::test]
+async fn py2_stdio_modern_log_level_filters() {
+    log_level_filters(
+        Target::PythonStdio {
+            sdk: "2.3.0",
+            mode: EraMode::Auto,
+        },
+        Era::Modern,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn py2_http_modern_log_level_filters() {
+    log_level_filters(Target::PythonHttp { sdk: "2.3.0" }, Era::Modern).await;
+}
+
+/// The five enum shapes of SEP-1330 (TS server only): the handler gets each
+/// typed as its kind, and its answer passes both the client's check and the
+/// SDK's schema validation.
+async fn enum_forms(target: Target) {
+    use switchboard::types::elicitation::PrimitiveSchemaDefinition as Field;
+
+    let Some(peer) = Peer::start(target, Era::Legacy).await else {
+        return;
+    };
+    let text = peer.text("test_elicitation_sep1330_enums", json!({})).await;
+    assert_eq!(
+        json_after(&text, "action=accept, content=", &peer.label),
+        sep1330_answer(),
+        "{}: the tool result carries the form answer",
+        peer.label
+    );
+    let asks = peer.asks.take();
+    let [Ask::Form(_, form)] = asks.as_slice() else {
+        panic!("{}: expected one form ask, got {asks:?}", peer.label);
+    };
+    let kinds: Vec<(&str, &str)> = form
+        .schema
+        .properties
+        .iter()
+        .map(|(name, field)| {
+            let kind = match field {
+                Field::UntitledSingleSelectEnum(_) => "untitled single",
+                Field::TitledSingleSelectEnum(_) => "titled single",
+                Field::LegacyTitledEnum(_) => "legacy titled",
+                Field::UntitledMultiSelectEnum(_) => "untitled multi",
+                Field::TitledMultiSelectEnum(_) => "titled multi",
+                _ => "other",
+            };
+            (name.as_str(), kind)
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("untitledSingle", "untitled single"),
+            ("titledSingle", "titled single"),
+            ("legacyEnum", "legacy titled"),
+            ("untitledMulti", "untitled multi"),
+            ("titledMulti", "titled multi"),
+        ],
+        "{}: each field typed as its kind of enum",
+        peer.label
+    );
+    peer.close().await;
+}
+
+#[tokio::test]
+async fn ts_stdio_enum_forms() {
+    enum_forms(Target::TsStdio).await;
 }
