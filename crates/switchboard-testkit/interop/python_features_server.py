@@ -45,7 +45,8 @@ except ImportError:  # mcp 1.x
 
     SDK2 = False
 
-from mcp.types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp.types import CreateMessageResult, ElicitRequestURLParams, ListRootsResult, SamplingMessage, TextContent
 
 # Logging and sampling are deprecated in 2026-07-28 but still served; the
 # SDK's warnings would only clutter the test output.
@@ -136,6 +137,49 @@ async def test_logging_tool(ctx: Context) -> str:
     await ctx.warning("log message 2 (warning)", logger_name="python-features")
     await ctx.error("log message 3 (error)", logger_name="python-features")
     return "Logged 3 messages"
+
+
+# The -32042 flow: the first call is refused with one URL to visit; the
+# "out-of-band" visit completes 300 ms later (announced with
+# notifications/elicitation/complete where a channel for it is left: not on
+# 2026-07-28), and from then on the tool succeeds.
+_authorized = False
+_background: set[asyncio.Task] = set()
+
+
+@server.tool()
+async def test_url_elicitation_required(ctx: Context) -> str:
+    """Refused with -32042 (URL elicitation required) until the URL flow completes."""
+    global _authorized
+    if _authorized:
+        return "Authorized call succeeded"
+    elicitation_id = "py-url-required-1"
+    session = ctx.session
+
+    async def complete() -> None:
+        global _authorized
+        await asyncio.sleep(0.3)
+        _authorized = True
+        try:
+            await session.send_elicit_complete(elicitation_id)
+        except Exception:  # no channel left for it (2026-07-28)
+            pass
+
+    task = asyncio.get_running_loop().create_task(complete())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    raise UrlElicitationRequiredError(
+        [
+            ElicitRequestURLParams.model_validate(
+                {
+                    "mode": "url",
+                    "message": "Authorize the test app",
+                    "url": "https://auth.example.com/authorize?session=python",
+                    "elicitationId": elicitation_id,
+                }
+            )
+        ]
+    )
 
 
 if SDK2:

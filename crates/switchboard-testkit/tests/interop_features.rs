@@ -11,10 +11,15 @@
 //! | mcp 2.3.0 with the client pinned to legacy  | stdio           | legacy (2025-11-25) | server→client requests     |
 //!
 //! Every server has the same tools with the same result texts, so one set of
-//! checks runs against each: the handler is called with what the server
-//! sent, and the tool's result carries the handler's answer. The servers
-//! come from `scripts/install-interop.sh`; when they are missing the tests
-//! print `SKIP: …` and pass, unless `SWITCHBOARD_REQUIRE_INTEROP=1`.
+//! checks runs against each (`feature_tests!`): the handler is called with
+//! what the server sent, and the tool's result carries the handler's
+//! answer; progress reaches the callback and the event stream in order; log
+//! lines arrive as events. Beside them: URL mode and -32042 (TS, Python),
+//! SEP-1330 enum forms and a server cancelling its ask (TS), the log level
+//! filtering (TS, mcp 2.x in 2026-07-28), and a client without handlers.
+//! The servers come from `scripts/install-interop.sh`; when they are
+//! missing the tests print `SKIP: …` and pass, unless
+//! `SWITCHBOARD_REQUIRE_INTEROP=1`.
 
 mod support;
 
@@ -1159,6 +1164,81 @@ async fn py2_stdio_modern_log_level_filters() {
 #[tokio::test]
 async fn py2_http_modern_log_level_filters() {
     log_level_filters(Target::PythonHttp { sdk: "2.3.0" }, Era::Modern).await;
+}
+
+/// -32042 from the Python SDKs: the handler consents to the URL the error
+/// names, and the call is retried as soon as the server's completion notice
+/// arrives (over stdio it does in 2026-07-28 too).
+async fn python_url_elicitation_required(target: Target, era: Era) {
+    let Some(peer) = Peer::start(target, era).await else {
+        return;
+    };
+    let started = Instant::now();
+    assert_eq!(
+        peer.text("test_url_elicitation_required", json!({})).await,
+        "Authorized call succeeded",
+        "{}",
+        peer.label
+    );
+    let took = started.elapsed();
+    assert!(
+        took < STEP_TIMEOUT / 2,
+        "{}: the retry waited {took:?}: notifications/elicitation/complete was missed",
+        peer.label
+    );
+    let asks = peer.asks.take();
+    let [Ask::Url(context, request)] = asks.as_slice() else {
+        panic!("{}: expected one URL ask, got {asks:?}", peer.label);
+    };
+    assert_eq!(context.era, era, "{}", peer.label);
+    assert_eq!(
+        request.url,
+        "https://auth.example.com/authorize?session=python"
+    );
+    assert_eq!(request.domain, "auth.example.com");
+    assert_eq!(request.elicitation_id.as_deref(), Some("py-url-required-1"));
+    peer.close().await;
+}
+
+#[tokio::test]
+async fn py1_stdio_url_elicitation_required() {
+    python_url_elicitation_required(
+        Target::PythonStdio {
+            sdk: "1.30.0",
+            mode: EraMode::Auto,
+        },
+        Era::Legacy,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn py1_http_url_elicitation_required() {
+    python_url_elicitation_required(Target::PythonHttp { sdk: "1.30.0" }, Era::Legacy).await;
+}
+
+#[tokio::test]
+async fn py2_stdio_legacy_url_elicitation_required() {
+    python_url_elicitation_required(
+        Target::PythonStdio {
+            sdk: "2.3.0",
+            mode: EraMode::Legacy,
+        },
+        Era::Legacy,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn py2_stdio_modern_url_elicitation_required() {
+    python_url_elicitation_required(
+        Target::PythonStdio {
+            sdk: "2.3.0",
+            mode: EraMode::Auto,
+        },
+        Era::Modern,
+    )
+    .await;
 }
 
 /// The five enum shapes of SEP-1330 (TS server only): the handler gets each
