@@ -160,7 +160,8 @@ fn sep1330_answer() -> Value {
 }
 
 /// Fills in forms (declines one whose message says "decline"; takes 10 s
-/// over one whose message starts with "slow") and consents to every URL.
+/// over one whose message starts with "slow", 2 s over "pause") and
+/// consents to every URL.
 struct Elicitor(Arc<Recorder>);
 
 impl ElicitationHandler for Elicitor {
@@ -187,9 +188,13 @@ impl ElicitationHandler for Elicitor {
             ElicitResult::accept(Some(object(sep1034_answer())))
         };
         let slow = request.message.starts_with("slow");
+        let pause = request.message.starts_with("pause");
         self.0.push(Ask::Form(context, Box::new(request)));
         let recorder = Arc::clone(&self.0);
         Box::pin(async move {
+            if pause {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
             if slow {
                 let mut probe = AbandonProbe {
                     recorder,
@@ -235,6 +240,21 @@ enum Target {
     PythonHttp { sdk: &'static str },
 }
 
+/// Client settings that some tests change.
+struct Settings {
+    log_level: LoggingLevel,
+    request_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            log_level: LoggingLevel::Debug,
+            request_timeout: STEP_TIMEOUT,
+        }
+    }
+}
+
 /// A connected client with its handlers and what they recorded.
 struct Peer {
     label: String,
@@ -249,11 +269,11 @@ impl Peer {
     /// Connects to `target` asking for every log level; `None` (after
     /// `SKIP:`) when it is not installed.
     async fn start(target: Target, era: Era) -> Option<Peer> {
-        Self::start_with(target, era, LoggingLevel::Debug).await
+        Self::start_with(target, era, Settings::default()).await
     }
 
-    /// Connects to `target` with the server's log level set to `log_level`.
-    async fn start_with(target: Target, era: Era, log_level: LoggingLevel) -> Option<Peer> {
+    /// Connects to `target` with these client settings.
+    async fn start_with(target: Target, era: Era, settings: Settings) -> Option<Peer> {
         let asks = Arc::new(Recorder::default());
         let roots = Roots::new(vec![root("file:///tmp/switchboard-a", "project a")]);
         let builder = |mode: EraMode| {
@@ -263,7 +283,8 @@ impl Peer {
                 .sampling(Sampler(Arc::clone(&asks)))
                 .elicitation(Elicitor(Arc::clone(&asks)))
                 .roots(roots.clone())
-                .log_level(log_level)
+                .log_level(settings.log_level)
+                .request_timeout(settings.request_timeout)
                 .url_elicitation_wait(STEP_TIMEOUT)
         };
         let label = format!("{target:?}");
@@ -1103,7 +1124,16 @@ async fn ts_http_server_cancels_ask() {
 /// `initialize` (TS, which declares `logging`), `_meta` on each request
 /// (2026-07-28) — and the server drops what is below it.
 async fn log_level_filters(target: Target, era: Era) {
-    let Some(peer) = Peer::start_with(target, era, LoggingLevel::Warning).await else {
+    let Some(peer) = Peer::start_with(
+        target,
+        era,
+        Settings {
+            log_level: LoggingLevel::Warning,
+            ..Settings::default()
+        },
+    )
+    .await
+    else {
         return;
     };
     let mut events = peer.client.events();
@@ -1237,6 +1267,64 @@ async fn py2_stdio_modern_url_elicitation_required() {
             mode: EraMode::Auto,
         },
         Era::Modern,
+    )
+    .await;
+}
+
+/// A user who takes longer to answer than the request timeout: the call
+/// waits on the client's own handler, not on the server, so it must not
+/// time out. In 2026-07-28 no request is open while the handler runs; in
+/// the session era the `tools/call` deadline keeps running meanwhile.
+async fn slow_user(target: Target, era: Era) {
+    let settings = Settings {
+        request_timeout: Duration::from_secs(1),
+        ..Settings::default()
+    };
+    let Some(peer) = Peer::start_with(target, era, settings).await else {
+        return;
+    };
+    let text = peer
+        .text(
+            "test_elicitation",
+            json!({"message": "pause: the user takes 2 s"}),
+        )
+        .await;
+    assert_eq!(
+        json_after(&text, "User response: ", &peer.label)["action"],
+        "accept",
+        "{}",
+        peer.label
+    );
+    peer.close().await;
+}
+
+#[tokio::test]
+async fn py2_stdio_modern_slow_user() {
+    slow_user(
+        Target::PythonStdio {
+            sdk: "2.3.0",
+            mode: EraMode::Auto,
+        },
+        Era::Modern,
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "client bug: in the session era the tools/call deadline runs while the client's own handler waits on the user"]
+async fn ts_stdio_slow_user() {
+    slow_user(Target::TsStdio, Era::Legacy).await;
+}
+
+#[tokio::test]
+#[ignore = "client bug: in the session era the tools/call deadline runs while the client's own handler waits on the user"]
+async fn py1_stdio_slow_user() {
+    slow_user(
+        Target::PythonStdio {
+            sdk: "1.30.0",
+            mode: EraMode::Auto,
+        },
+        Era::Legacy,
     )
     .await;
 }
