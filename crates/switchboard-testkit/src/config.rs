@@ -73,6 +73,15 @@ initialize or from each request's _meta clientCapabilities):
                             subscribers (session era) and listen streams
   close_subscriptions       ends every subscriptions/listen stream with its result
   hits {method?}            requests served per method (proves a cache hit)
+  slow_task {ms}, must_task {ms}
+                            tasks: taskSupport optional / required. Session era:
+                            params.task -> {task}; tasks/get|result|list|cancel,
+                            notifications/tasks/status. Stateless era (client
+                            declares extensions io.modelcontextprotocol/tasks):
+                            resultType \"task\"; tasks/get|update|cancel,
+                            notifications/tasks on listen streams (taskIds)
+  input_task                stateless-era task that is input_required until
+                            tasks/update answers its \"ask\" elicitation
 Session era: server->client requests travel on the connection (stdio, /sse,
 /ws), on the POST's SSE stream, or on the GET stream when the POST is
 answered with JSON. Stateless era: InputRequiredResult (MRTR).

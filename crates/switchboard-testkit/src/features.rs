@@ -498,6 +498,31 @@ pub(crate) fn feature_tools() -> Vec<Value> {
             },
         }),
         json!({
+            "name": "slow_task",
+            "description": "Sleeps `ms` (default 100) then answers; may run as a task \
+                            (2025-11-25 task param, or the 2026-07-28 tasks extension)",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"ms": {"type": "integer", "minimum": 0}},
+            },
+            "execution": {"taskSupport": "optional"},
+        }),
+        json!({
+            "name": "must_task",
+            "description": "Like slow_task, but only as a task",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"ms": {"type": "integer", "minimum": 0}},
+            },
+            "execution": {"taskSupport": "required"},
+        }),
+        json!({
+            "name": "input_task",
+            "description": "Stateless era task that goes input_required (form elicitation) \
+                            until tasks/update answers it",
+            "inputSchema": no_args(),
+        }),
+        json!({
             "name": "weather",
             "description": "Returns structured content matching its output schema",
             "inputSchema": no_args(),

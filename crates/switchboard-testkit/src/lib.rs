@@ -25,6 +25,7 @@ mod config;
 mod features;
 mod http;
 mod server;
+mod tasks;
 
 pub use config::{
     ALL_HTTP_TRANSPORTS, DEFAULT_MODERN_VERSION, DEFAULT_SERVER_NAME, Era, Fault, HttpResponseMode,
@@ -55,7 +56,7 @@ pub const GARBAGE_LINE: &str = "this is not json";
 const GARBAGE_LINE_NL: &[u8] = b"this is not json\n";
 
 /// Names of the built-in tools, in `tools/list` order.
-pub const TOOL_NAMES: [&str; 30] = [
+pub const TOOL_NAMES: [&str; 33] = [
     "echo",
     "add",
     "blob",
@@ -84,6 +85,9 @@ pub const TOOL_NAMES: [&str; 30] = [
     "touch",
     "close_subscriptions",
     "hits",
+    "slow_task",
+    "must_task",
+    "input_task",
     "weather",
     "bad_weather",
 ];
@@ -364,7 +368,10 @@ impl Conn {
                 // Jobs that wait on the client cannot finish after EOF.
                 let hang = matches!(
                     job.kind,
-                    AsyncKind::Hang | AsyncKind::Interact { .. } | AsyncKind::Listen { .. }
+                    AsyncKind::Hang
+                        | AsyncKind::Interact { .. }
+                        | AsyncKind::Listen { .. }
+                        | AsyncKind::TaskResult { .. }
                 );
                 let shared = Arc::clone(shared);
                 let tx = tx.clone();

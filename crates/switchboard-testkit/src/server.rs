@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Era, Fault, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig};
 use crate::features::{self, META_LOG_LEVEL, META_SUBSCRIPTION_ID};
+use crate::tasks::{self, META_RELATED_TASK, TASKS_EXTENSION, TaskStore, TaskWork};
 use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64, id_key};
 
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -42,6 +43,7 @@ pub(crate) mod code {
     pub(crate) const SESSION_NOT_FOUND: i64 = -32001;
     pub(crate) const REQUEST_CANCELLED: i64 = -32800;
     pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
+    pub(crate) const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 }
 
 /// How long a session-era server→client request waits for its answer.
@@ -116,6 +118,10 @@ pub(crate) enum AsyncKind {
     Listen {
         filter: Value,
     },
+    /// Session era `tasks/result`: wait for the task to end.
+    TaskResult {
+        task_id: String,
+    },
 }
 
 /// What a `subscriptions/listen` stream receives.
@@ -132,6 +138,7 @@ enum ListenEvent {
 struct Listener {
     tools: bool,
     uris: HashSet<String>,
+    task_ids: HashSet<String>,
     tx: mpsc::UnboundedSender<ListenEvent>,
 }
 
@@ -175,6 +182,8 @@ pub(crate) struct Catalog {
     pub(crate) config: ServerConfig,
     server_info: Value,
     capabilities: Value,
+    /// `server/discover` capabilities (with the tasks extension).
+    modern_capabilities: Value,
     tools: Vec<Value>,
     resources: Vec<Value>,
     templates: Vec<Value>,
@@ -196,6 +205,8 @@ pub(crate) struct Catalog {
     peers: Mutex<Vec<Weak<ConnState>>>,
     /// Open `subscriptions/listen` streams (stateless era).
     listeners: Mutex<Vec<Listener>>,
+    /// Tasks of both eras.
+    pub(crate) tasks: TaskStore,
 }
 
 /// Per-connection (per-session) server state, shared with request tasks.
@@ -342,6 +353,12 @@ impl Catalog {
         caps.insert("prompts".into(), json!({"listChanged": false}));
         caps.insert("completions".into(), json!({}));
         caps.insert("logging".into(), json!({}));
+        let mut modern_caps = caps.clone();
+        modern_caps.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+        caps.insert(
+            "tasks".into(),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        );
         let mut tools = builtin_tools();
         tools.extend(features::feature_tools());
         if config.has_fault(Fault::SessionLoss) {
@@ -361,6 +378,7 @@ impl Catalog {
         Ok(Catalog {
             server_info,
             capabilities: Value::Object(caps),
+            modern_capabilities: Value::Object(modern_caps),
             tools,
             resources: vec![
                 json!({
@@ -410,6 +428,7 @@ impl Catalog {
             dyn_tools: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
+            tasks: TaskStore::default(),
         })
     }
 
@@ -437,6 +456,19 @@ impl Shared {
     /// Dropping the future cancels the work.
     pub(crate) async fn run_job(&self, job: AsyncJob, mut emit: impl FnMut(Value) + Send) -> Value {
         let AsyncJob { id, mode, kind } = job;
+        if let AsyncKind::TaskResult { task_id } = &kind {
+            return match self.tasks.outcome(task_id).await {
+                Ok(Ok(mut result)) => {
+                    if let Some(r) = result.as_object_mut() {
+                        let meta = r.entry("_meta").or_insert_with(|| json!({}));
+                        meta[META_RELATED_TASK] = json!({"taskId": task_id});
+                    }
+                    self.ok_response(id, mode, result)
+                }
+                Ok(Err(error)) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                Err(e) => error_response(id, e),
+            };
+        }
         let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
         let result = match kind {
             AsyncKind::Slow { ms } => {
@@ -476,6 +508,7 @@ impl Shared {
                 self.interact(&tool, &args, &caps, &mut emit).await
             }
             AsyncKind::Listen { filter } => self.listen(&id, &filter, &mut emit).await,
+            AsyncKind::TaskResult { .. } => unreachable!("handled above"),
         };
         self.ok_response(id, mode, result)
     }
@@ -508,8 +541,26 @@ impl Shared {
         if let Some(subs) = filter.get("resourceSubscriptions").filter(|v| v.is_array()) {
             agreed.insert("resourceSubscriptions".into(), subs.clone());
         }
+        let task_ids: HashSet<String> = filter
+            .get("taskIds")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(ids) = filter.get("taskIds").filter(|v| v.is_array()) {
+            agreed.insert("taskIds".into(), ids.clone());
+        }
         let (tx, mut rx) = mpsc::unbounded_channel();
-        lock(&self.listeners).push(Listener { tools, uris, tx });
+        lock(&self.listeners).push(Listener {
+            tools,
+            uris,
+            task_ids,
+            tx,
+        });
         let sub_meta = json!({META_SUBSCRIPTION_ID: id});
         emit(json!({
             "jsonrpc": "2.0",
@@ -739,7 +790,7 @@ impl Shared {
         let result = match method.as_str() {
             "server/discover" => Ok(json!({
                 "supportedVersions": self.config.modern_versions,
-                "capabilities": self.capabilities,
+                "capabilities": self.modern_capabilities,
                 "instructions": INSTRUCTIONS,
             })),
             "ping" => Ok(json!({})),
@@ -794,6 +845,12 @@ impl Shared {
                     .filter(|f| f.is_object())
                     .cloned();
                 match filter {
+                    Some(filter)
+                        if filter.get("taskIds").is_some()
+                            && !tasks::client_wants_tasks(&self.request_caps(params.as_ref())) =>
+                    {
+                        Err(tasks::missing_extension())
+                    }
                     Some(filter) => {
                         return Action::Async(AsyncJob {
                             id,
@@ -817,6 +874,58 @@ impl Shared {
                 }
                 Err(e) => Err(e),
             },
+            "tasks/get" | "tasks/cancel" | "tasks/update" | "tasks/list" | "tasks/result"
+                if mode == Mode::Legacy || method != "tasks/list" && method != "tasks/result" =>
+            {
+                let task_id = params
+                    .as_ref()
+                    .and_then(|p| p.get("taskId"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                match (mode, method.as_str(), task_id) {
+                    (Mode::Modern, _, _)
+                        if !tasks::client_wants_tasks(&self.request_caps(params.as_ref())) =>
+                    {
+                        Err(tasks::missing_extension())
+                    }
+                    (Mode::Legacy, "tasks/list", _) => Ok(self.tasks.list()),
+                    (_, _, None) => Err(RpcError::invalid_params(
+                        "Invalid params: taskId must be a string",
+                    )),
+                    (_, "tasks/get", Some(t)) => self.tasks.get(&t),
+                    (_, "tasks/cancel", Some(t)) => {
+                        let r = self.tasks.cancel(&t);
+                        if r.is_ok() {
+                            self.task_changed(&t);
+                        }
+                        r
+                    }
+                    (Mode::Legacy, "tasks/result", Some(task_id)) => {
+                        return Action::Async(AsyncJob {
+                            id,
+                            mode,
+                            kind: AsyncKind::TaskResult { task_id },
+                        });
+                    }
+                    (Mode::Modern, "tasks/update", Some(t)) => {
+                        let responses = params
+                            .as_ref()
+                            .and_then(|p| p.get("inputResponses"))
+                            .and_then(Value::as_object)
+                            .cloned();
+                        match responses {
+                            Some(r) => self.tasks.update(&t, r).map(|()| json!({})),
+                            None => Err(RpcError::invalid_params(
+                                "Invalid params: inputResponses must be an object",
+                            )),
+                        }
+                    }
+                    _ => Err(RpcError::new(
+                        code::METHOD_NOT_FOUND,
+                        format!("Method not found: {method}"),
+                    )),
+                }
+            }
             "resources/list" => self.paginate(&self.resources, "resources", params.as_ref()),
             "resources/templates/list" => {
                 self.paginate(&self.templates, "resourceTemplates", params.as_ref())
@@ -1011,7 +1120,105 @@ impl Catalog {
     }
 }
 
+impl Catalog {
+    /// Announce a task's new state: session era `notifications/tasks/status`
+    /// to the connection that created it; stateless era
+    /// `notifications/tasks` to listen streams that asked for its id.
+    pub(crate) fn task_changed(&self, task_id: &str) {
+        let Some((modern, owner, view)) = self.tasks.snapshot(task_id) else {
+            return;
+        };
+        if modern {
+            let msg = json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": view});
+            let mut listeners = lock(&self.listeners);
+            listeners.retain(|l| !l.tx.is_closed());
+            for l in listeners.iter().filter(|l| l.task_ids.contains(task_id)) {
+                let _ = l.tx.send(ListenEvent::Notify(msg.clone()));
+            }
+        } else if let Some(owner) = owner.upgrade() {
+            let notifier = lock(&owner.notifier).clone();
+            if let Some(notify) = notifier {
+                notify(
+                    json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+                              "params": view}),
+                );
+            }
+        }
+    }
+
+    /// `_meta` client capabilities of a (stateless era) request.
+    fn request_caps(&self, params: Option<&Value>) -> Value {
+        params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+            .cloned()
+            .unwrap_or_else(|| json!({}))
+    }
+}
+
 impl Shared {
+    /// A call of a task tool (`slow_task`, `must_task`, `input_task`), or of
+    /// another tool with a session-era `task` param: a task when asked for
+    /// (session era) or allowed (stateless era), else `None` (run normally).
+    fn call_task_tool(
+        &self,
+        mode: Mode,
+        name: &str,
+        args: &Map<String, Value>,
+        params: &Map<String, Value>,
+    ) -> Result<Option<ToolOutcome>, RpcError> {
+        let support = match name {
+            "slow_task" | "input_task" => "optional",
+            "must_task" => "required",
+            _ => "forbidden",
+        };
+        let use_task = match mode {
+            Mode::Legacy => params.get("task").is_some_and(Value::is_object),
+            Mode::Modern => {
+                support != "forbidden" && tasks::client_wants_tasks(&self.client_caps(mode, params))
+            }
+        };
+        if !use_task {
+            return match (mode, support) {
+                (Mode::Legacy, "required") => Err(RpcError::new(
+                    code::METHOD_NOT_FOUND,
+                    format!("Method not found: tool {name} must be called as a task"),
+                )),
+                (Mode::Modern, "required") => Err(tasks::missing_extension()),
+                _ => Ok(None),
+            };
+        }
+        if support == "forbidden" {
+            return Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: tool {name} does not support tasks"),
+            ));
+        }
+        let work = match name {
+            "input_task" if mode == Mode::Legacy => {
+                return Ok(Some(ToolOutcome::Done(features::tool_error(
+                    "input_task needs tasks/update, which only the stateless era has".to_owned(),
+                ))));
+            }
+            "input_task" => {
+                if let Some(err) =
+                    features::missing_capability("ask", args, &self.client_caps(mode, params))
+                {
+                    return Ok(Some(ToolOutcome::Done(err)));
+                }
+                TaskWork::Input
+            }
+            _ => TaskWork::Sleep {
+                ms: args.get("ms").and_then(Value::as_u64).unwrap_or(100),
+            },
+        };
+        let owner = Arc::downgrade(&self.conn);
+        let created = self
+            .tasks
+            .create(&self.catalog, mode == Mode::Modern, owner, work);
+        Ok(Some(ToolOutcome::Done(created)))
+    }
+
     /// The client's capabilities for this request: `_meta` in the stateless
     /// era, `initialize` in the session era.
     fn client_caps(&self, mode: Mode, params: &Map<String, Value>) -> Value {
@@ -1150,6 +1357,9 @@ impl Shared {
             }
         };
         let text = |t: String| ToolOutcome::Done(json!({"content": [{"type": "text", "text": t}]}));
+        if let Some(outcome) = self.call_task_tool(mode, &name, &args, &params)? {
+            return Ok(outcome);
+        }
         Ok(match name.as_str() {
             "echo" => {
                 let t = match args.get("text") {
@@ -1284,6 +1494,10 @@ impl Shared {
                 }))
             }
             "close_subscriptions" => text(format!("closed {}", self.close_listeners())),
+            "slow_task" | "must_task" => ToolOutcome::Async(AsyncKind::Slow {
+                ms: args.get("ms").and_then(Value::as_u64).unwrap_or(100),
+            }),
+            "input_task" => text("input_task only asks for input when run as a task".to_owned()),
             "hits" => {
                 let hits = lock(&self.hits);
                 match args.get("method").and_then(Value::as_str) {

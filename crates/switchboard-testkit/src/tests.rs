@@ -1176,3 +1176,238 @@ async fn caching_hints_and_hit_counter() {
     assert!(r["result"].get("ttlMs").is_none());
     c.finish().await.unwrap();
 }
+
+#[tokio::test]
+async fn session_era_tasks() {
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Legacy));
+    let r = legacy_init(&mut c, "2025-11-25").await;
+    let caps = &r["result"]["capabilities"]["tasks"];
+    assert_eq!(caps["requests"]["tools"]["call"], json!({}));
+    assert_eq!(caps["list"], json!({}));
+    let r = c.request(2, "tools/list", json!({})).await;
+    let tools = r["result"]["tools"].as_array().unwrap();
+    let support = |n: &str| {
+        tools.iter().find(|t| t["name"] == n).unwrap()["execution"]["taskSupport"].clone()
+    };
+    assert_eq!(support("slow_task"), "optional");
+    assert_eq!(support("must_task"), "required");
+
+    let r = c
+        .request(
+            3,
+            "tools/call",
+            json!({"name": "slow_task", "arguments": {"ms": 50}, "task": {"ttl": 1000}}),
+        )
+        .await;
+    let task = &r["result"]["task"];
+    assert_eq!(task["status"], "working", "{r}");
+    assert!(task["pollInterval"].is_u64() && task["createdAt"].is_string());
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let r = c.request(4, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(r["result"]["status"], "working");
+    c.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/result", "params": {"taskId": id}}))
+        .await;
+    let mut got = [c.recv().await, c.recv().await];
+    got.sort_by_key(|m| m.get("id").is_some());
+    assert_eq!(got[0]["method"], "notifications/tasks/status");
+    assert_eq!(got[0]["params"]["status"], "completed");
+    assert_eq!(got[1]["result"]["content"][0]["text"], "done after 50 ms");
+    assert_eq!(
+        got[1]["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id
+    );
+    let r = c.request(6, "tasks/list", json!({})).await;
+    assert_eq!(r["result"]["tasks"][0]["taskId"], id);
+    let r = c.request(7, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(r["error"]["code"], -32602);
+    let r = c.request(8, "tasks/get", json!({"taskId": "nope"})).await;
+    assert_eq!(r["error"]["code"], -32602);
+
+    // Cancelling a working task; its result is then an error.
+    let r = c
+        .request(
+            9,
+            "tools/call",
+            json!({"name": "must_task", "arguments": {"ms": 60000}, "task": {}}),
+        )
+        .await;
+    let id = r["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    c.send(json!({"jsonrpc": "2.0", "id": 10, "method": "tasks/cancel", "params": {"taskId": id}}))
+        .await;
+    let mut got = [c.recv().await, c.recv().await];
+    got.sort_by_key(|m| m.get("id").is_some());
+    assert_eq!(got[0]["params"]["status"], "cancelled");
+    assert_eq!(got[1]["result"]["status"], "cancelled");
+    let r = c.request(11, "tasks/result", json!({"taskId": id})).await;
+    assert_eq!(r["error"]["code"], -32800);
+
+    // Task support rules.
+    let r = c
+        .request(12, "tools/call", json!({"name": "must_task"}))
+        .await;
+    assert_eq!(r["error"]["code"], -32601);
+    let r = c
+        .request(
+            13,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}, "task": {}}),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32601);
+    let r = c
+        .request(
+            14,
+            "tools/call",
+            json!({"name": "slow_task", "arguments": {"ms": 1}}),
+        )
+        .await;
+    assert_eq!(text_of(&r), "done");
+    c.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn stateless_era_tasks_extension() {
+    let mut c = Client::start(ServerConfig::default().with_era(Era::Modern));
+    let r = c.request(1, "server/discover", meta()).await;
+    assert_eq!(
+        r["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+    let caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}});
+    let with_ext = |mut p: Value| {
+        p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = caps.clone();
+        p
+    };
+    // Without the extension: no task, and must_task / tasks/* are -32021.
+    let r = c
+        .request(
+            2,
+            "tools/call",
+            modern(json!({"name": "slow_task", "arguments": {"ms": 1}})),
+        )
+        .await;
+    assert_eq!(text_of(&r), "done");
+    let r = c
+        .request(3, "tools/call", modern(json!({"name": "must_task"})))
+        .await;
+    assert_eq!(r["error"]["code"], -32021);
+    assert!(
+        r["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+            .is_object()
+    );
+    let r = c
+        .request(4, "tasks/get", modern(json!({"taskId": "task-1"})))
+        .await;
+    assert_eq!(r["error"]["code"], -32021);
+    let r = c
+        .request(
+            5,
+            "subscriptions/listen",
+            modern(json!({"notifications": {"taskIds": ["x"]}})),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32021);
+
+    // slow_task: flat CreateTaskResult, notifications/tasks on a listen stream.
+    let r = c
+        .request(
+            6,
+            "tools/call",
+            with_ext(modern(
+                json!({"name": "slow_task", "arguments": {"ms": 100}}),
+            )),
+        )
+        .await;
+    let res = &r["result"];
+    assert_eq!(res["resultType"], "task", "{r}");
+    assert_eq!(res["status"], "working");
+    assert!(res["ttlMs"].is_u64() && res["pollIntervalMs"].is_u64());
+    assert!(res.get("task").is_none());
+    let id = res["taskId"].as_str().unwrap().to_owned();
+    c.send(
+        json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+                  "params": with_ext(modern(json!({"notifications": {"taskIds": [id]}})))}),
+    )
+    .await;
+    let ack = c.recv().await;
+    assert_eq!(ack["params"]["notifications"]["taskIds"][0], id.as_str());
+    let n = c.recv().await;
+    assert_eq!(n["method"], "notifications/tasks");
+    assert_eq!(n["params"]["status"], "completed");
+    assert_eq!(
+        n["params"]["result"]["content"][0]["text"],
+        "done after 100 ms"
+    );
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    let r = c
+        .request(7, "tasks/get", with_ext(modern(json!({"taskId": id}))))
+        .await;
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["status"], "completed");
+    let r = c.request(8, "tasks/list", with_ext(meta())).await;
+    assert_eq!(r["error"]["code"], -32601);
+
+    // input_task: input_required until tasks/update answers.
+    let r = c
+        .request(
+            9,
+            "tools/call",
+            with_ext(modern(json!({"name": "input_task"}))),
+        )
+        .await;
+    let id = r["result"]["taskId"].as_str().unwrap().to_owned();
+    let get = |n: u64| (n, with_ext(modern(json!({"taskId": id}))));
+    let mut status = Value::Null;
+    for _ in 0..50 {
+        let (n, p) = get(10);
+        status = c.request(n, "tasks/get", p).await["result"].clone();
+        if status["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        status["inputRequests"]["ask"]["method"], "elicitation/create",
+        "{status}"
+    );
+    let mut p = with_ext(modern(json!({"taskId": id})));
+    p["inputResponses"] =
+        json!({"ask": {"action": "accept", "content": {"name": "q"}}, "other": {}});
+    let r = c.request(11, "tasks/update", p).await;
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    for _ in 0..50 {
+        let (n, p) = get(12);
+        status = c.request(n, "tasks/get", p).await["result"].clone();
+        if status["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        status["result"]["content"][0]["text"],
+        r#"{"action":"accept","content":{"name":"q"}}"#
+    );
+    // Cancel acknowledges with an empty result.
+    let r = c
+        .request(
+            13,
+            "tools/call",
+            with_ext(modern(
+                json!({"name": "must_task", "arguments": {"ms": 60000}}),
+            )),
+        )
+        .await;
+    let id = r["result"]["taskId"].as_str().unwrap().to_owned();
+    let r = c
+        .request(14, "tasks/cancel", with_ext(modern(json!({"taskId": id}))))
+        .await;
+    assert_eq!(r["result"]["resultType"], "complete");
+    let r = c
+        .request(15, "tasks/get", with_ext(modern(json!({"taskId": id}))))
+        .await;
+    assert_eq!(r["result"]["status"], "cancelled");
+    c.finish().await.unwrap();
+}
