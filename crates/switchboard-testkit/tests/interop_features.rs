@@ -1311,13 +1311,11 @@ async fn py2_stdio_modern_slow_user() {
 }
 
 #[tokio::test]
-#[ignore = "client bug: in the session era the tools/call deadline runs while the client's own handler waits on the user"]
 async fn ts_stdio_slow_user() {
     slow_user(Target::TsStdio, Era::Legacy).await;
 }
 
 #[tokio::test]
-#[ignore = "client bug: in the session era the tools/call deadline runs while the client's own handler waits on the user"]
 async fn py1_stdio_slow_user() {
     slow_user(
         Target::PythonStdio {

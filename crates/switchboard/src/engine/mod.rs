@@ -145,6 +145,9 @@ struct Shared {
     pending: Mutex<PendingMap>,
     subscribers: Mutex<Vec<Subscriber>>,
     skipped_lines: AtomicU64,
+    /// Server requests our handlers are working on (a user filling in a
+    /// form): the server is waiting on us, so our requests' timeouts wait too.
+    asks: Mutex<Asks>,
     /// Flips to true once the reader has recorded why the connection died.
     closed_signal: tokio::sync::watch::Sender<bool>,
 }
@@ -202,6 +205,34 @@ impl Subscriber {
             }
             Err(TrySendError::Closed(_)) => false,
         }
+    }
+}
+
+#[derive(Default)]
+struct Asks {
+    running: usize,
+    last_finished: Option<Instant>,
+}
+
+/// Counts a running handler from its start until it ends or is aborted.
+struct AskGuard(Arc<Shared>);
+
+impl AskGuard {
+    fn new(shared: Arc<Shared>) -> Self {
+        shared
+            .asks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .running += 1;
+        Self(shared)
+    }
+}
+
+impl Drop for AskGuard {
+    fn drop(&mut self) {
+        let mut asks = self.0.asks.lock().unwrap_or_else(|e| e.into_inner());
+        asks.running -= 1;
+        asks.last_finished = Some(Instant::now());
     }
 }
 
@@ -270,6 +301,7 @@ impl Engine {
             }),
             subscribers: Mutex::new(Vec::new()),
             skipped_lines: AtomicU64::new(0),
+            asks: Mutex::new(Asks::default()),
             closed_signal: tokio::sync::watch::Sender::new(false),
         });
         let (control, control_rx) = mpsc::unbounded_channel();
@@ -449,26 +481,59 @@ impl Engine {
         let start = Instant::now();
         let hard_deadline = start + self.config.max_request_time.max(timeout);
         let mut deadline = start + timeout;
-        // The deadline covers sending too: an HTTP transport reads a JSON
-        // answer inside `send`, and a server may never send it.
-        match tokio::time::timeout_at(deadline, self.sink.send(&buf)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                guard.cancel = false;
-                return Err(self.send_failed(error).await);
-            }
-            // The guard tells the server (on HTTP, dropping the send already
-            // closed the request).
-            Err(_) => {
-                return Err(Error::Timeout {
-                    server: self.shared.server.clone(),
-                    method: method.to_owned(),
-                    after: start.elapsed(),
-                });
-            }
-        }
+        // When the deadline passes: a later one, if progress arrived or one
+        // of our handlers is (or just was) busy answering the server, up to
+        // the hard deadline.
+        let extend = |deadline: Instant| -> Option<Instant> {
+            let last_progress = progress_seen
+                .as_ref()
+                .and_then(|seen| *seen.lock().unwrap_or_else(|e| e.into_inner()));
+            let asks = self.shared.asks.lock().unwrap_or_else(|e| e.into_inner());
+            let last_ask = if asks.running > 0 {
+                Some(Instant::now())
+            } else {
+                asks.last_finished
+            };
+            drop(asks);
+            let extended = last_progress
+                .into_iter()
+                .chain(last_ask)
+                .max()
+                .map(|at| (at + timeout).min(hard_deadline))?;
+            (extended > deadline).then_some(extended)
+        };
         let sleep = tokio::time::sleep_until(deadline);
         tokio::pin!(sleep);
+        // The deadline covers sending too: an HTTP transport reads a JSON
+        // answer inside `send`, and a server may never send it.
+        let send = self.sink.send(&buf);
+        tokio::pin!(send);
+        loop {
+            tokio::select! {
+                biased;
+                sent = &mut send => match sent {
+                    Ok(()) => break,
+                    Err(error) => {
+                        guard.cancel = false;
+                        return Err(self.send_failed(error).await);
+                    }
+                },
+                () = &mut sleep => {
+                    if let Some(later) = extend(deadline) {
+                        deadline = later;
+                        sleep.as_mut().reset(deadline);
+                        continue;
+                    }
+                    // The guard tells the server (on HTTP, dropping the send
+                    // already closed the request).
+                    return Err(Error::Timeout {
+                        server: self.shared.server.clone(),
+                        method: method.to_owned(),
+                        after: start.elapsed(),
+                    });
+                }
+            }
+        }
         let mut rx = rx;
         loop {
             tokio::select! {
@@ -494,16 +559,10 @@ impl Engine {
                     };
                 }
                 () = &mut sleep => {
-                    let last_progress = progress_seen
-                        .as_ref()
-                        .and_then(|seen| *seen.lock().unwrap_or_else(|e| e.into_inner()));
-                    if let Some(at) = last_progress {
-                        let extended = (at + timeout).min(hard_deadline);
-                        if extended > deadline {
-                            deadline = extended;
-                            sleep.as_mut().reset(deadline);
-                            continue;
-                        }
+                    if let Some(later) = extend(deadline) {
+                        deadline = later;
+                        sleep.as_mut().reset(deadline);
+                        continue;
                     }
                     return Err(Error::Timeout {
                         server: self.shared.server.clone(),
@@ -775,14 +834,18 @@ impl Reader {
             })
         });
         let handle = match future {
-            Some(future) => self.handlers.spawn(async move {
-                let outcome = future.await;
-                let response = JsonRpcMessage::Response(JsonRpcResponse {
-                    id: Some(id),
-                    outcome,
-                });
-                let _ = sink.send(&response.to_vec()).await;
-            }),
+            Some(future) => {
+                let ask = AskGuard::new(self.shared.clone());
+                self.handlers.spawn(async move {
+                    let outcome = future.await;
+                    drop(ask);
+                    let response = JsonRpcMessage::Response(JsonRpcResponse {
+                        id: Some(id),
+                        outcome,
+                    });
+                    let _ = sink.send(&response.to_vec()).await;
+                })
+            }
             None => {
                 let method = request.method;
                 self.handlers.spawn(async move {

@@ -393,3 +393,70 @@ async fn batches_are_routed_element_by_element() {
     let pong = next_json(&mut peer).await;
     assert_eq!(pong["id"], "srv-1");
 }
+
+/// A handler that takes `delay` to answer (a user filling in a form).
+struct SlowUser {
+    delay: Duration,
+}
+
+impl RequestHandler for SlowUser {
+    fn handle(
+        &self,
+        _: ServerRequest,
+    ) -> Option<crate::transport::BoxFuture<'static, HandlerResult>> {
+        let delay = self.delay;
+        Some(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            Ok(raw(json!({"action": "decline"})))
+        }))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_waits_while_our_handler_answers_the_server() {
+    let config = EngineConfig {
+        max_request_time: Duration::from_secs(60),
+        ..EngineConfig::default()
+    };
+    let handler = Arc::new(SlowUser {
+        delay: Duration::from_secs(25),
+    });
+    let (engine, mut peer) = start_with(config, Some(handler));
+    let id = engine.allocate_id();
+    let call = engine.request(
+        id,
+        "tools/call",
+        None,
+        RequestOptions::timeout(Duration::from_secs(10)),
+    );
+    let server = async {
+        let request = next_json(&mut peer).await;
+        // The server asks the user (25 s) before it can answer; then it
+        // takes 5 s more — within 10 s of the user's answer.
+        peer.send(r#"{"jsonrpc":"2.0","id":"ask-1","method":"elicitation/create"}"#)
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&peer.recv().await.unwrap()).unwrap();
+        assert_eq!(answer["id"], "ask-1");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        reply(&peer, &request["id"], json!({"ok": true})).await;
+        peer
+    };
+    let started = Instant::now();
+    let (outcome, mut peer) = tokio::join!(call, server);
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert!(started.elapsed() >= Duration::from_secs(30));
+
+    // Once the handler is done, the usual timeout applies again.
+    let id = engine.allocate_id();
+    let call = engine.request(
+        id,
+        "tools/call",
+        None,
+        RequestOptions::timeout(Duration::from_secs(10)),
+    );
+    let started = Instant::now();
+    let (outcome, _) = tokio::join!(call, next_json(&mut peer));
+    assert!(outcome.unwrap_err().is_timeout());
+    assert!(started.elapsed() < Duration::from_secs(11));
+}
