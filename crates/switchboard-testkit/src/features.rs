@@ -55,6 +55,14 @@ fn checksum(payload: &str) -> u64 {
     h
 }
 
+/// Binds a `requestState` to the arguments of the call that got it.
+pub(crate) fn args_digest(args: &Map<String, Value>) -> String {
+    format!(
+        "{:016x}",
+        checksum(&Value::Object(args.clone()).to_string())
+    )
+}
+
 /// Seal `state` into an opaque `requestState` string.
 pub(crate) fn seal_state(state: &Value) -> String {
     let payload = base64url_encode(state.to_string().as_bytes());
@@ -336,7 +344,13 @@ pub(crate) fn modern_round(
         .and_then(Value::as_u64)
         .unwrap_or(0);
     let next_state = |got: Map<String, Value>| {
-        seal_state(&json!({"tool": tool, "round": round + 1, "id": id, "got": got}))
+        seal_state(&json!({
+            "tool": tool,
+            "args": args_digest(args),
+            "round": round + 1,
+            "id": id,
+            "got": got,
+        }))
     };
     match tool {
         "state_only" if round >= 2 => {

@@ -717,7 +717,15 @@ impl Shared {
             }
             return Action::None;
         };
-        *lock(&self.hits).entry(method.clone()).or_default() += 1;
+        {
+            let mut hits = lock(&self.hits);
+            match hits.get_mut(&method) {
+                Some(n) => *n += 1,
+                None => {
+                    hits.insert(method.clone(), 1);
+                }
+            }
+        }
 
         if self.config.has_fault(Fault::ExitBeforeInit)
             && !self.seen_request.swap(true, Ordering::Relaxed)
@@ -1279,6 +1287,13 @@ impl Shared {
                     return Err(RpcError::invalid_params(format!(
                         "Invalid params: requestState was not issued for tool {name}"
                     )));
+                }
+                if state.get("args").and_then(Value::as_str)
+                    != Some(features::args_digest(&args).as_str())
+                {
+                    return Err(RpcError::invalid_params(
+                        "Invalid params: requestState was issued for other arguments",
+                    ));
                 }
                 if state.get("id") == Some(id) {
                     return Err(RpcError::new(

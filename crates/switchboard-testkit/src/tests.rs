@@ -731,6 +731,16 @@ async fn modern_mrtr_round_trips() {
     let r = c.request(3, "tools/call", bad["params"].clone()).await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
     bad["params"]["name"] = json!("sample");
+    bad["params"]["arguments"]["prompt"] = json!("other");
+    let r = c.request(3, "tools/call", bad["params"].clone()).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("other arguments")
+    );
+    bad["params"]["arguments"]["prompt"] = json!("hi");
     bad["params"]
         .as_object_mut()
         .unwrap()
