@@ -620,6 +620,9 @@ async fn connect(server: &ServerArgs) -> Result<(Client, Duration, Arc<Ui>), Fai
 }
 
 async fn finish(client: &Client, server: &ServerArgs) {
+    // Closed first: the server's last words are in the buffer only once it
+    // has exited and its stderr has been read to the end.
+    client.close().await;
     if server.server_logs
         && let Some(stderr) = client.stderr().filter(|s| !s.is_empty())
     {
@@ -628,5 +631,4 @@ async fn finish(client: &Client, server: &ServerArgs) {
             eprintln!("  | {line}");
         }
     }
-    client.close().await;
 }

@@ -105,6 +105,9 @@ const EXIT_WAIT: Duration = Duration::from_millis(100);
 /// exited, so the error carries the last thing it printed.
 const STDERR_DRAIN_MIN: Duration = Duration::from_millis(20);
 
+/// The longest `close` waits for the end of an exited server's stderr.
+const STDERR_DRAIN_ON_CLOSE: Duration = Duration::from_millis(250);
+
 /// How long to wait for a `SIGKILL`ed process before leaving it to the
 /// background reaper.
 const KILL_WAIT: Duration = Duration::from_secs(2);
@@ -565,6 +568,10 @@ impl Process {
             Some(Ok(status)) => {
                 self.record_exit(status);
                 guard.take();
+                // What it wrote last is readable once `close` returns (the
+                // group was killed, so nothing holds the pipe open for long).
+                let _ =
+                    tokio::time::timeout(STDERR_DRAIN_ON_CLOSE, self.stderr_eof.cancelled()).await;
             }
             // Not reaped: `Drop` hands the child to the background reaper.
             Some(Err(error)) => {
