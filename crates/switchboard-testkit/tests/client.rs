@@ -14,7 +14,7 @@ use switchboard::types::{
     Reference,
 };
 use switchboard::{Client, ClientBuilder, EraMode, Error, RequestOptions};
-use switchboard_testkit::{Fault, SCHEMA_RICH_INPUT_SCHEMA, ServerConfig, serve};
+use switchboard_testkit::{Fault, SCHEMA_RICH_INPUT_SCHEMA, ServerConfig, TOOL_NAMES, serve};
 use tokio::task::JoinHandle;
 
 /// A running in-process server; aborted when dropped.
@@ -222,11 +222,11 @@ async fn lists_follow_every_page() {
         let (client, _server) =
             connect(&["--era", era, "--extra-tools", "25", "--page-size", "4"]).await;
         let tools = client.list_tools().await.unwrap();
-        assert_eq!(tools.len(), 13 + 25, "{era}");
+        assert_eq!(tools.len(), TOOL_NAMES.len() + 25, "{era}");
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 38, "no page read twice");
+        assert_eq!(names.len(), TOOL_NAMES.len() + 25, "no page read twice");
         assert_eq!(client.list_resources().await.unwrap().len(), 2);
         assert_eq!(client.list_resource_templates().await.unwrap().len(), 1);
         assert_eq!(client.list_prompts().await.unwrap().len(), 2);
@@ -381,11 +381,27 @@ async fn legacy_only_methods_are_refused_on_modern_connections() {
     let (client, _server) = connect(&["--era", "modern"]).await;
     let error = client.ping().await.unwrap_err();
     assert!(matches!(error, Error::NotInThisEra { .. }), "{error}");
-    let error = client
-        .set_logging_level(LoggingLevel::Info)
+}
+
+#[tokio::test]
+async fn the_log_level_travels_as_meta_in_the_stateless_era() {
+    let (client, _server) = connect(&["--era", "modern"]).await;
+    // No round trip: the level rides on every later request.
+    client.set_logging_level(LoggingLevel::Info).await.unwrap();
+    let mut events = client.events();
+    let params = switchboard::types::CallToolRequestParams {
+        name: "progress".into(),
+        arguments: json!({"steps": 2}).as_object().cloned(),
+        ..Default::default()
+    };
+    client
+        .call_tool_with(&params, RequestOptions::default())
         .await
-        .unwrap_err();
-    assert!(matches!(error, Error::NotInThisEra { .. }), "{error}");
+        .unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), events.next()).await {
+        Ok(Some(switchboard::Event::Log(line))) => assert_eq!(line.data["step"], 1),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]
