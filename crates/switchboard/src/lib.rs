@@ -30,18 +30,18 @@
 
 pub mod client;
 pub mod engine;
+pub mod error;
 pub mod events;
 pub mod handlers;
-pub mod error;
 pub mod schema;
 pub mod transport;
 
 pub use client::{Client, ClientBuilder, EraMode, ServerSession};
 pub use engine::{Progress, RequestOptions};
+pub use error::{Error, Result};
 pub use events::{Event, EventStream, ListKind};
 pub use handlers::{
-    ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots, SamplingHandler,
-    UrlRequest,
+    BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots,
+    SamplingHandler, UrlRequest,
 };
-pub use error::{Error, Result};
 pub use switchboard_types as types;
