@@ -33,7 +33,11 @@ use crate::handlers::{
 };
 use crate::transport::{BoxFuture, Connector, TransportError};
 
+mod cache;
 mod mrtr;
+mod subscriptions;
+
+pub use subscriptions::{Subscription, SubscriptionEvent};
 
 /// Which protocol era to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,6 +92,8 @@ pub struct ClientBuilder {
     max_input_rounds: usize,
     url_elicitation_wait: Duration,
     log_level: Option<LoggingLevel>,
+    /// The cache, list refreshes and listens (cache.rs, subscriptions.rs).
+    subs: subscriptions::Settings,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -103,6 +109,7 @@ impl fmt::Debug for ClientBuilder {
             .field("handlers", &self.handlers)
             .field("max_input_rounds", &self.max_input_rounds)
             .field("log_level", &self.log_level)
+            .field("subs", &self.subs)
             .finish_non_exhaustive()
     }
 }
@@ -123,6 +130,7 @@ impl Default for ClientBuilder {
             max_input_rounds: 10,
             url_elicitation_wait: Duration::from_secs(600),
             log_level: None,
+            subs: subscriptions::Settings::default(),
         }
     }
 }
@@ -276,6 +284,7 @@ impl ClientBuilder {
                 });
             }
         }
+        self.subs.validate()?;
         Ok(())
     }
 
@@ -364,6 +373,8 @@ impl ClientBuilder {
                 }
                 _ => None,
             };
+        let subs =
+            subscriptions::State::new(&engine, &builder.subs, builder.engine.request_timeout);
         let client = Client {
             inner: Arc::new(ClientInner {
                 engine,
@@ -374,11 +385,13 @@ impl ClientBuilder {
                 max_input_rounds: builder.max_input_rounds,
                 url_elicitation_wait: builder.url_elicitation_wait,
                 log_level: std::sync::atomic::AtomicU8::new(level_code(builder.log_level)),
-                tools: std::sync::Mutex::new(std::collections::HashMap::new()),
+                tools: std::sync::Mutex::default(),
+                subs,
                 output_validator: crate::schema::OutputValidator::default(),
                 _roots_listener: roots_listener,
             }),
         };
+        client.start_watching();
         if let Some(level) = builder.log_level
             && client.era() == Era::Legacy
             && client.capabilities().logging.is_some()
@@ -858,8 +871,11 @@ struct ClientInner {
     url_elicitation_wait: Duration,
     /// The stateless era's per-request log level; 0 = none (see `level_code`).
     log_level: std::sync::atomic::AtomicU8,
-    /// The tools from the last `tools/list`, by name (for `outputSchema`).
-    tools: std::sync::Mutex<std::collections::HashMap<String, Tool>>,
+    /// The tools from the last `tools/list`, by name (for `outputSchema`;
+    /// also [`Client::tools`]).
+    tools: std::sync::Mutex<subscriptions::ToolList>,
+    /// The other lists, the response cache and the listens (subscriptions.rs).
+    subs: subscriptions::State,
     output_validator: crate::schema::OutputValidator,
     /// Kept alive so the roots handle can reach this connection.
     _roots_listener: Option<Arc<dyn Fn() + Send + Sync>>,
@@ -1023,6 +1039,20 @@ impl Client {
     /// # Cancel safety
     /// Dropping the future cancels the request (`notifications/cancelled`).
     pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>> {
+        // Cacheable methods of the stateless era (cache.rs).
+        match self.cache_key(method, params.as_ref()) {
+            Some(key) => self.request_cached(key, method, params, options).await,
+            None => self.send_raw(method, params, options).await,
+        }
+    }
+
+    /// [`Client::request_raw`] past the cache.
+    async fn send_raw(
         &self,
         method: &str,
         params: Option<Value>,
@@ -1194,11 +1224,12 @@ impl Client {
             self.capabilities().tools.is_some(),
         )?;
         let tools = self.list_all::<rq::ListTools>().await?;
-        // Remembered for checking `structuredContent` against `outputSchema`.
-        let mut known = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
-        known.clear();
-        known.extend(tools.iter().map(|t| (t.name.clone(), t.clone())));
-        drop(known);
+        // Also for checking `structuredContent` against `outputSchema`.
+        self.inner
+            .tools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set(&tools);
         Ok(tools)
     }
 
@@ -1377,7 +1408,9 @@ impl Client {
             rq::ListResources::METHOD,
             self.capabilities().resources.is_some(),
         )?;
-        self.list_all::<rq::ListResources>().await
+        let resources = self.list_all::<rq::ListResources>().await?;
+        self.inner.subs.set_resources(&resources);
+        Ok(resources)
     }
 
     /// Every resource template, following pagination.
@@ -1393,7 +1426,9 @@ impl Client {
             rq::ListResourceTemplates::METHOD,
             self.capabilities().resources.is_some(),
         )?;
-        self.list_all::<rq::ListResourceTemplates>().await
+        let templates = self.list_all::<rq::ListResourceTemplates>().await?;
+        self.inner.subs.set_templates(&templates);
+        Ok(templates)
     }
 
     /// Reads a resource.
@@ -1448,7 +1483,9 @@ impl Client {
             rq::ListPrompts::METHOD,
             self.capabilities().prompts.is_some(),
         )?;
-        self.list_all::<rq::ListPrompts>().await
+        let prompts = self.list_all::<rq::ListPrompts>().await?;
+        self.inner.subs.set_prompts(&prompts);
+        Ok(prompts)
     }
 
     /// Gets a prompt with its arguments filled in.
