@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use switchboard_types::{CacheScope, Era, methods};
+use switchboard_types::{CacheScope, Era, codes, methods};
 use tokio::time::Instant;
 
 use super::{Client, ClientBuilder};
@@ -485,7 +485,7 @@ fn is_outage(error: &Error) -> bool {
         | Error::Transport { .. }
         | Error::Disconnected { .. }
         | Error::ResponseLost { .. } => true,
-        Error::Server { error, .. } => error.code == switchboard_types::codes::INTERNAL_ERROR,
+        Error::Server { error, .. } => error.code == codes::INTERNAL_ERROR,
         _ => false,
     }
 }
@@ -542,6 +542,25 @@ impl Client {
                 Err(error)
             }
         }
+    }
+
+    /// An error that says the server's definitions changed (a header
+    /// mismatch, an unknown tool or prompt, params it no longer takes)
+    /// makes the cached list stale, so the refresh that follows reaches
+    /// the server.
+    pub(super) fn note_refusal(&self, method: &str, outcome: &Result<Box<RawValue>>) {
+        let Err(error) = outcome else {
+            return;
+        };
+        let list = match (method, error.code()) {
+            (_, Some(codes::HEADER_MISMATCH)) => ListKind::Tools,
+            (methods::TOOLS_CALL, Some(codes::INVALID_PARAMS | codes::METHOD_NOT_FOUND)) => {
+                ListKind::Tools
+            }
+            (methods::PROMPTS_GET, Some(codes::INVALID_PARAMS)) => ListKind::Prompts,
+            _ => return,
+        };
+        self.inner.subs.cache.invalidate(Invalidate::List(list));
     }
 
     /// Forgets every cached result (the next request of each goes to the
@@ -811,6 +830,69 @@ mod tests {
                 let (read, ()) = tokio::join!(client.read_resource("file:///a"), script);
                 assert!(matches!(read, Err(Error::Server { .. })));
             }
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_header_mismatch_refetches_a_cached_tool_list() {
+            let (client, mut server) = connect(Client::builder()).await;
+            let (_, _) = tokio::join!(client.list_tools(), answer(&mut server, tools(60_000)));
+            let script = async {
+                let call = recv(&mut server).await;
+                assert_eq!(call["method"], "tools/call");
+                fail(&server, &call, -32020).await;
+                let list = answer(&mut server, tools(60_000)).await;
+                assert_eq!(list["method"], "tools/list", "not answered from the cache");
+                let retry = answer(&mut server, json!({"content": []})).await;
+                assert_eq!(retry["method"], "tools/call");
+            };
+            let (result, ()) = tokio::join!(client.call_tool("a", None), script);
+            result.unwrap();
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_cursor_the_server_refuses_drops_every_page_of_that_list() {
+            let (client, mut server) = connect(Client::builder()).await;
+            let page = |next: Option<&str>| {
+                let mut page = tools(60_000);
+                if let Some(next) = next {
+                    page["nextCursor"] = json!(next);
+                }
+                page
+            };
+            let script = async {
+                answer(&mut server, page(Some("2"))).await;
+                answer(&mut server, page(None)).await;
+            };
+            let (listed, ()) = tokio::join!(client.list_tools(), script);
+            assert_eq!(listed.unwrap().len(), 2);
+            client.list_tools().await.unwrap();
+            assert!(quiet(&mut server).await, "both pages cached");
+
+            // The second page expires first and its cursor is refused.
+            let cursor_key = client
+                .inner
+                .subs
+                .cache
+                .key("tools/list", Some(&json!({"cursor": "2"})))
+                .unwrap();
+            {
+                let mut store = client.inner.subs.cache.lock();
+                for entry in store.entries.get_mut(&cursor_key).unwrap() {
+                    entry.fresh_until = tokio::time::Instant::now();
+                }
+            }
+            let script = async {
+                let request = recv(&mut server).await;
+                assert_eq!(request["params"]["cursor"], "2");
+                fail(&server, &request, -32602).await;
+            };
+            let (listed, ()) = tokio::join!(client.list_tools(), script);
+            assert!(listed.is_err());
+            let (_, first) = tokio::join!(client.list_tools(), answer(&mut server, page(None)));
+            assert!(
+                first["params"].get("cursor").is_none(),
+                "the first page is fetched again"
+            );
         }
 
         #[tokio::test(start_paused = true)]

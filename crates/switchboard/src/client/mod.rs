@@ -1047,7 +1047,11 @@ impl Client {
         // Cacheable methods of the stateless era (cache.rs).
         match self.cache_key(method, params.as_ref()) {
             Some(key) => self.request_cached(key, method, params, options).await,
-            None => self.send_raw(method, params, options).await,
+            None => {
+                let outcome = self.send_raw(method, params, options).await;
+                self.note_refusal(method, &outcome);
+                outcome
+            }
         }
     }
 
