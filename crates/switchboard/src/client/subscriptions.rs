@@ -1019,6 +1019,17 @@ mod tests {
         assert_eq!(exceeds(&asked_extra, &extra), None);
     }
 
+    /// Listening must work from `tokio::spawn` on a multi-thread runtime.
+    #[test]
+    fn listen_futures_are_send() {
+        fn assert_send<T: Send>(_: T) {}
+        let client: Option<Client> = None;
+        if let Some(client) = client {
+            assert_send(client.listen(SubscriptionFilter::default()));
+            assert_send(client.subscribe_resource("x"));
+        }
+    }
+
     #[test]
     fn backoff_doubles_up_to_the_bound() {
         let config = ListenConfig::default();
