@@ -183,6 +183,24 @@ pub enum Error {
         /// The result as received, for callers that want it anyway.
         result: Box<switchboard_types::CallToolResult>,
     },
+    /// A task ended without a result (it failed or was cancelled), or the
+    /// client stopped waiting for it and cancelled it (then `status` is the
+    /// last one seen, not terminal, and [`Error::is_timeout`] holds).
+    #[error("server `{server}`: task `{task_id}` of `{method}` {detail}")]
+    Task {
+        /// The server's name.
+        server: Arc<str>,
+        /// The task's id.
+        task_id: String,
+        /// The request the task runs (`tools/call`).
+        method: String,
+        /// The task's last known status.
+        status: switchboard_types::TaskStatus,
+        /// What happened and what to do, for the message.
+        detail: String,
+        /// The JSON-RPC error the task failed with, when the server gave one.
+        error: Option<Box<ErrorObject>>,
+    },
     /// A setting passed to a builder is invalid.
     #[error("invalid setting `{setting}`: {reason}")]
     Config {
@@ -203,9 +221,13 @@ pub enum Error {
 }
 
 impl Error {
-    /// The request timed out.
+    /// The request timed out, or a task did not end within the wait.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Timeout { .. })
+        match self {
+            Error::Timeout { .. } => true,
+            Error::Task { status, .. } => !status.is_terminal(),
+            _ => false,
+        }
     }
 
     /// The connection is gone (the server exited or closed it).
@@ -236,6 +258,9 @@ impl Error {
     pub fn error_object(&self) -> Option<&ErrorObject> {
         match self {
             Error::Server { error, .. } => Some(error),
+            Error::Task {
+                error: Some(error), ..
+            } => Some(error),
             _ => None,
         }
     }
@@ -276,7 +301,8 @@ impl Error {
             | Error::InputRequired { server, .. }
             | Error::InputFailed { server, .. }
             | Error::TooManyRounds { server, .. }
-            | Error::OutputMismatch { server, .. } => Some(server),
+            | Error::OutputMismatch { server, .. }
+            | Error::Task { server, .. } => Some(server),
             Error::Config { .. } | Error::Serialize { .. } => None,
         }
     }

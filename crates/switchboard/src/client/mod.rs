@@ -35,6 +35,7 @@ use crate::transport::{BoxFuture, Connector, TransportError};
 
 mod cache;
 mod mrtr;
+pub mod tasks;
 mod subscriptions;
 
 pub use subscriptions::{Subscription, SubscriptionEvent};
@@ -389,6 +390,7 @@ impl ClientBuilder {
                 subs,
                 output_validator: crate::schema::OutputValidator::default(),
                 _roots_listener: roots_listener,
+                background: std::sync::Mutex::default(),
             }),
         };
         client.start_watching();
@@ -813,6 +815,9 @@ fn check_result_type(
 ) -> Result<()> {
     match result_type {
         None | Some("complete") => Ok(()),
+        // A task handle (the tasks extension), which only `tools/call` may
+        // answer with; `Client::call_tool_and_wait` declares the extension.
+        Some("task") if method == rq::CallTool::METHOD => Ok(()),
         Some("input_required") => Err(Error::InputRequired {
             server: server.clone(),
             method: method.to_owned(),
@@ -879,6 +884,9 @@ struct ClientInner {
     output_validator: crate::schema::OutputValidator,
     /// Kept alive so the roots handle can reach this connection.
     _roots_listener: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Requests sent for futures that were dropped (`tasks/cancel`),
+    /// owned by the client and aborted with it.
+    background: std::sync::Mutex<tokio::task::JoinSet<()>>,
 }
 
 /// A log level as a small number, so it can live in an atomic.
@@ -1068,7 +1076,13 @@ impl Client {
         if self.inner.modern_meta.is_some() || options.progress.is_some() {
             let params = params.get_or_insert_with(|| Value::Object(JsonObject::new()));
             if let Some(fields) = &self.inner.modern_meta {
-                add_meta(params, fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+                // A field the caller set (a per-request capability) wins.
+                let set = |k: &String| params.get("_meta").and_then(|m| m.get(k)).is_some();
+                let fields: Vec<_> = fields.iter().filter(|(k, _)| !set(k)).collect();
+                add_meta(
+                    params,
+                    fields.into_iter().map(|(k, v)| (k.clone(), v.clone())),
+                );
                 let level = self
                     .inner
                     .log_level

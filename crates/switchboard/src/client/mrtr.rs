@@ -110,7 +110,7 @@ impl Client {
 
     /// Builds the `inputResponses` of a retry, one handler call per entry,
     /// in key order (a user sees one question at a time).
-    async fn answer_inputs(
+    pub(super) async fn answer_inputs(
         &self,
         method: &'static str,
         requests: std::collections::BTreeMap<String, InputRequest>,
