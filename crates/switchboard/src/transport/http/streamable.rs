@@ -290,6 +290,8 @@ struct SniffParams<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     uri: Option<Cow<'a, str>>,
+    #[serde(rename = "taskId", borrow, default)]
+    task_id: Option<Cow<'a, str>>,
     #[serde(rename = "requestId", default)]
     request_id: Option<RequestId>,
     #[serde(rename = "_meta", borrow, default)]
@@ -316,12 +318,14 @@ impl<'a> Sniff<'a> {
             .as_deref()
     }
 
-    /// `Mcp-Name`: the tool or prompt name, or the resource URI.
+    /// `Mcp-Name`: the tool or prompt name, the resource URI, or (the
+    /// `io.modelcontextprotocol/tasks` extension) the task id.
     fn routing_name(&self) -> Option<&str> {
         let params = self.params.as_ref()?;
         match self.method.as_deref()? {
             "tools/call" | "prompts/get" => params.name.as_deref(),
             "resources/read" => params.uri.as_deref(),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => params.task_id.as_deref(),
             _ => None,
         }
     }
@@ -932,5 +936,35 @@ impl MessageStream for HttpStream {
                 () = self.closing.cancelled() => Ok(None),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sniff;
+
+    #[test]
+    fn mcp_name_comes_from_the_routing_field_of_each_method() {
+        let name = |message: &str| {
+            Sniff::parse(message.as_bytes())
+                .routing_name()
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            name(r#"{"method":"tools/call","params":{"name":"t","uri":"u"}}"#).as_deref(),
+            Some("t")
+        );
+        assert_eq!(
+            name(r#"{"method":"resources/read","params":{"uri":"file:///a"}}"#).as_deref(),
+            Some("file:///a")
+        );
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let message = format!(r#"{{"method":"{method}","params":{{"taskId":"t-1"}}}}"#);
+            assert_eq!(name(&message).as_deref(), Some("t-1"), "{method}");
+        }
+        assert_eq!(
+            name(r#"{"method":"tools/list","params":{"name":"x"}}"#),
+            None
+        );
     }
 }
