@@ -105,12 +105,24 @@ pub struct Task {
         skip_serializing_if = "Option::is_none"
     )]
     pub ttl_seconds: Option<Option<u64>>,
+    /// Retention from creation in milliseconds; `Some(None)` is `null`,
+    /// unlimited (the extension's later drafts).
+    #[serde(
+        default,
+        deserialize_with = "crate::util::double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttl_ms: Option<Option<u64>>,
     /// Suggested polling interval in milliseconds (2025-11-25).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub poll_interval: Option<u64>,
     /// Suggested polling interval in milliseconds (extension).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub poll_interval_milliseconds: Option<u64>,
+    /// Suggested polling interval in milliseconds (the extension's later
+    /// drafts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ms: Option<u64>,
     /// Opaque state to echo on the next `tasks/*` request (extension).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
@@ -131,13 +143,17 @@ pub struct Task {
 impl Task {
     /// The suggested polling interval, whichever revision named it.
     pub fn poll_interval(&self) -> Option<Duration> {
-        self.poll_interval_milliseconds
+        self.poll_interval_ms
+            .or(self.poll_interval_milliseconds)
             .or(self.poll_interval)
             .map(Duration::from_millis)
     }
 
     /// Retention from creation: `Some(None)` for unlimited, `None` if not said.
     pub fn retention(&self) -> Option<Option<Duration>> {
+        if let Some(ms) = self.ttl_ms {
+            return Some(ms.map(Duration::from_millis));
+        }
         if let Some(seconds) = self.ttl_seconds {
             return Some(seconds.map(Duration::from_secs));
         }
@@ -419,6 +435,11 @@ mod tests {
         let inline = json!({"resultType": "task", "taskId": "t", "status": "working",
             "createdAt": "a", "lastUpdatedAt": "b", "ttlSeconds": 60,
             "pollIntervalMilliseconds": 5000, "requestState": "s"});
+        let later: Task = serde_json::from_value(json!({"taskId": "t", "status": "working",
+            "createdAt": "a", "lastUpdatedAt": "b", "ttlMs": 90000, "pollIntervalMs": 250}))
+        .unwrap();
+        assert_eq!(later.poll_interval(), Some(Duration::from_millis(250)));
+        assert_eq!(later.retention(), Some(Some(Duration::from_secs(90))));
         let parsed: CreateTaskResult = serde_json::from_value(inline.clone()).unwrap();
         assert_eq!(parsed.task.retention(), Some(Some(Duration::from_secs(60))));
         assert_eq!(serde_json::to_value(&parsed).unwrap(), inline);

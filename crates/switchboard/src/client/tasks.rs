@@ -193,12 +193,7 @@ impl TaskOptions {
 
 /// The server's suggested poll interval, whichever revision named it.
 fn suggested_interval(task: &Task) -> Option<Duration> {
-    task.poll_interval().or_else(|| {
-        task.extra
-            .get("pollIntervalMs")
-            .and_then(Value::as_u64)
-            .map(Duration::from_millis)
-    })
+    task.poll_interval()
 }
 
 /// Which of the two task protocols a connection speaks.
