@@ -36,7 +36,8 @@ pub mod handlers;
 pub mod schema;
 pub mod transport;
 
-pub use client::{Client, ClientBuilder, EraMode, ServerSession};
+pub use client::tasks::TaskOptions;
+pub use client::{Client, ClientBuilder, EraMode, ServerSession, Subscription, SubscriptionEvent};
 pub use engine::{Progress, RequestOptions};
 pub use error::{Error, Result};
 pub use events::{Event, EventStream, ListKind};
