@@ -35,8 +35,8 @@ use crate::transport::{BoxFuture, Connector, TransportError};
 
 mod cache;
 mod mrtr;
-pub mod tasks;
 mod subscriptions;
+pub mod tasks;
 
 pub use subscriptions::{Subscription, SubscriptionEvent};
 
