@@ -34,8 +34,9 @@ impl Client {
         params: &P,
         options: RequestOptions,
     ) -> Result<T> {
-        let original = to_params(method, params)?;
-        let mut current = original.clone();
+        // No copy kept for retries: they are rare, and serializing the
+        // caller's params again is cheaper than cloning every call's.
+        let mut current = to_params(method, params)?;
         let mut rounds = 0usize;
         let mut state_only = 0u32;
         loop {
@@ -78,7 +79,7 @@ impl Client {
             };
             // Every retry starts from the caller's params: nothing from an
             // earlier round leaks into the next.
-            current = original.clone();
+            current = to_params(method, params)?;
             let object = current
                 .as_object_mut()
                 .expect("to_params always makes an object");
