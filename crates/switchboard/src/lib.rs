@@ -28,6 +28,8 @@
 //! | `websocket` | no | `transport::ws`: `ws://` and `wss://` servers, subprotocol `mcp` |
 #![warn(missing_docs)]
 
+#[cfg(feature = "http")]
+pub mod auth;
 pub mod client;
 pub mod engine;
 pub mod error;
