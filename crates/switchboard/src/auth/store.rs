@@ -445,7 +445,15 @@ impl FileStore {
             }
             Err(error) => return Err(StoreError::io("open", path)(error)),
         };
-        let size = file.metadata().map_err(StoreError::io("read", path))?.len();
+        let metadata = file.metadata().map_err(StoreError::io("read", path))?;
+        #[cfg(unix)]
+        if std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o077 != 0 {
+            tracing::warn!(
+                path = %path.display(),
+                "the credentials file can be read by other users; the next save makes it private (mode 0600)"
+            );
+        }
+        let size = metadata.len();
         let mut bytes = Vec::new();
         // The size is checked again while reading: the file may grow between.
         file.take(MAX_FILE_SIZE + 1)
