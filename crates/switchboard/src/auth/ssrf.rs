@@ -91,7 +91,7 @@ pub enum SsrfError {
     },
     /// The host is neither the issuer's host nor on the allow-list.
     #[error(
-        "refused {url}: host `{host}` is neither the issuer's (`{issuer}`) nor on the allow-list"
+        "refused {url}: host `{host}` is neither the issuer's (`{issuer}`) nor on the allow-list (add it there if it is trusted)"
     )]
     HostNotAllowed {
         /// The URL, redacted.
@@ -897,6 +897,46 @@ mod tests {
                 None => "name".to_owned(),
             };
             assert_eq!(got, want, "{host}");
+        }
+    }
+
+    #[test]
+    fn every_literal_form_agrees_with_url_and_is_judged_alike() {
+        let guard = strict();
+        for addr in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "93.184.216.34",
+            "8.8.4.4",
+        ] {
+            let v4: Ipv4Addr = addr.parse().unwrap();
+            let n = u32::from(v4);
+            let [a, b, c, d] = v4.octets();
+            let forms = [
+                format!("{n}"),
+                format!("0x{n:x}"),
+                format!("0{n:o}"),
+                format!("{a}.{}", n & 0xff_ffff),
+                format!("{a}.{b}.{}", n & 0xffff),
+                format!("0x{a:x}.0x{:X}", n & 0xff_ffff),
+                format!("0{a:o}.0{b:o}.0{c:o}.0{d:o}"),
+                format!("0x{a:02x}.0x{b:02x}.0x{c:02x}.0x{d:02x}"),
+                format!("{a}.0x{b:x}.0{c:o}.{d}"),
+            ];
+            let refused = classify(IpAddr::V4(v4)).is_some();
+            for form in forms {
+                assert_eq!(parse_inet_aton(&form), Some(Ok(v4)), "{form}");
+                let text = format!("https://{form}/");
+                let parsed = Url::parse(&text).unwrap();
+                assert_eq!(parsed.host(), Some(Host::Ipv4(v4)), "{form}");
+                assert_eq!(guard.check(&text, None).is_err(), refused, "{form}");
+            }
         }
     }
 
