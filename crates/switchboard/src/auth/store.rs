@@ -354,9 +354,17 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
 /// The store a CLI uses: the OS keyring when it works here, otherwise the
 /// file at [`FileStore::default_path`].
 ///
+/// On Linux the file is the default: the keyring backend that builds
+/// without system libraries is the kernel's keyutils, which lives in memory
+/// and would lose every login at reboot. Use [`KeyringStore`] directly to
+/// opt in.
+///
 /// # Errors
 /// Neither the keyring works nor a configuration directory is known.
 pub fn default_store() -> Result<Arc<dyn CredentialStore>, StoreError> {
+    if cfg!(target_os = "linux") {
+        return Ok(Arc::new(FileStore::new(FileStore::default_path()?)));
+    }
     let lock_path = FileStore::default_path()
         .ok()
         .map(|path| path.with_file_name("keyring.lock"));
