@@ -3,6 +3,7 @@
 //! passes, the credential store, and the metadata documents and the order
 //! they are looked up in.
 
+pub mod flow;
 pub mod metadata;
 pub mod ssrf;
 pub mod store;

@@ -1,0 +1,1445 @@
+//! The application-driven authorization code flow (MCP 2025-11-25 and
+//! 2026-07-28 "Authorization"): discovery, client registration, the
+//! authorization URL with PKCE S256, the code exchange and refresh.
+//!
+//! ```no_run
+//! # async fn run(store: std::sync::Arc<dyn switchboard::auth::store::CredentialStore>) -> Result<(), switchboard::auth::flow::OAuthError> {
+//! use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
+//! let flow = OAuthFlow::new(OAuthConfig::new("my-app", "http://127.0.0.1:8976/callback", store))?;
+//! let request = flow.begin("https://mcp.example.com/mcp", None).await?;
+//! println!("open {}", request.authorization_url);
+//! // … the browser comes back to the redirect URI with `code`, `state` and `iss` …
+//! # let (code, state, iss) = (String::new(), String::new(), None::<String>);
+//! let credentials = flow.finish(&code, &state, iss.as_deref()).await?;
+//! # let _ = credentials; Ok(()) }
+//! ```
+//!
+//! Every URL a server controls (metadata, endpoints) passes [`UrlGuard`]
+//! before it is fetched, and the HTTP client follows no redirect.
+//! oauth2 5.0 speaks reqwest 0.12 and this crate 0.13, so `oauth2` supplies
+//! only the PKCE verifier and the `state` value; the token requests go
+//! through this crate's reqwest.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use oauth2::{CsrfToken, PkceCodeChallenge};
+use serde::Deserialize;
+use url::Url;
+
+use super::metadata::{
+    self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
+};
+use super::ssrf::{SsrfError, UrlGuard};
+use super::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
+
+/// Largest metadata, registration or token response read.
+const MAX_RESPONSE: usize = 1024 * 1024;
+/// Per request to an authorization server or metadata URL.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long before expiry an access token is refreshed.
+pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// Where the token endpoint is remembered in [`StoredCredentials::extra`].
+const EXTRA_TOKEN_ENDPOINT: &str = "token_endpoint";
+/// Where the token endpoint auth method is remembered.
+const EXTRA_AUTH_METHOD: &str = "token_endpoint_auth_method";
+
+/// How the client authenticates at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenAuthMethod {
+    /// HTTP Basic with the client id and secret.
+    ClientSecretBasic,
+    /// Client id and secret in the form body.
+    ClientSecretPost,
+    /// A public client: the client id in the form body, no secret.
+    None,
+}
+
+impl TokenAuthMethod {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::ClientSecretBasic => "client_secret_basic",
+            Self::ClientSecretPost => "client_secret_post",
+            Self::None => "none",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "client_secret_basic" => Some(Self::ClientSecretBasic),
+            "client_secret_post" => Some(Self::ClientSecretPost),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+
+    /// The method for a client with or without a secret, among those the
+    /// server supports (RFC 8414: absent means `client_secret_basic`).
+    fn choose(has_secret: bool, supported: Option<&[String]>) -> Self {
+        if !has_secret {
+            return Self::None;
+        }
+        let supports = |m: &str| supported.is_none_or(|s| s.iter().any(|x| x == m));
+        if !supports("client_secret_basic") && supports("client_secret_post") {
+            Self::ClientSecretPost
+        } else {
+            Self::ClientSecretBasic
+        }
+    }
+}
+
+/// What the application configures once. Setters never fail;
+/// [`OAuthFlow::new`] reports a bad setting.
+#[derive(Clone)]
+#[must_use]
+pub struct OAuthConfig {
+    pub(crate) client_name: String,
+    pub(crate) redirect_uri: String,
+    pub(crate) pre_registered: Option<(String, Option<Secret>)>,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) allow_http_loopback: bool,
+    pub(crate) store: Arc<dyn CredentialStore>,
+}
+
+impl fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_name", &self.client_name)
+            .field("redirect_uri", &self.redirect_uri)
+            .field(
+                "pre_registered",
+                &self.pre_registered.as_ref().map(|(id, _)| id),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .field("allow_http_loopback", &self.allow_http_loopback)
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+impl OAuthConfig {
+    /// A client called `client_name` that receives the authorization
+    /// response at `redirect_uri`, keeping credentials in `store`.
+    pub fn new(
+        client_name: impl Into<String>,
+        redirect_uri: impl Into<String>,
+        store: Arc<dyn CredentialStore>,
+    ) -> Self {
+        Self {
+            client_name: client_name.into(),
+            redirect_uri: redirect_uri.into(),
+            pre_registered: None,
+            client_metadata_url: None,
+            scopes: None,
+            allow_http_loopback: false,
+            store,
+        }
+    }
+
+    /// A client id (and secret, for a confidential client) registered with
+    /// the authorization server beforehand; used before anything else.
+    pub fn pre_registered(mut self, client_id: impl Into<String>, secret: Option<Secret>) -> Self {
+        self.pre_registered = Some((client_id.into(), secret));
+        self
+    }
+
+    /// The HTTPS URL of this client's Client ID Metadata Document, used as
+    /// the `client_id` where the server supports it.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Scopes to request instead of those the challenge or metadata name.
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = String>) -> Self {
+        self.scopes = Some(scopes.into_iter().collect());
+        self
+    }
+
+    /// Allow plain `http` to loopback hosts (local servers, tests,
+    /// conformance); off by default.
+    pub fn allow_http_loopback(mut self, allow: bool) -> Self {
+        self.allow_http_loopback = allow;
+        self
+    }
+}
+
+/// Authorization failed or needs the user.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OAuthError {
+    /// A setting of [`OAuthConfig`] is unusable.
+    #[error("bad OAuth setting: {0}")]
+    Config(String),
+    /// A server-controlled URL was refused.
+    #[error("a URL given by the server was refused")]
+    Ssrf(#[from] SsrfError),
+    /// A metadata document must not be used.
+    #[error("the authorization metadata was refused")]
+    Metadata(#[from] MetadataError),
+    /// No protected resource metadata was found for the server.
+    #[error(
+        "no OAuth protected resource metadata found for {server}; the server does not support MCP authorization (configure a token header instead)"
+    )]
+    NoResourceMetadata {
+        /// The server URL, without query.
+        server: String,
+    },
+    /// No authorization server metadata was found.
+    #[error("no authorization server metadata found for issuer {issuer}")]
+    NoServerMetadata {
+        /// The issuer tried.
+        issuer: String,
+    },
+    /// The server allows no registration this client can do.
+    #[error(
+        "authorization server {issuer} offers no way for this client to register; configure a pre-registered client id"
+    )]
+    RegistrationRequired {
+        /// The issuer.
+        issuer: String,
+    },
+    /// An HTTP request failed.
+    #[error("request to {url} failed")]
+    Http {
+        /// The URL, without query.
+        url: String,
+        /// The cause.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A server answered something that cannot be used.
+    #[error("{url} answered {status}: {detail}")]
+    BadResponse {
+        /// The URL, without query.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The `state` of the authorization response matches no request begun
+    /// here: it may be forged.
+    #[error("the authorization response's state matches no pending request; start again")]
+    StateMismatch,
+    /// The `iss` of the authorization response (RFC 9207) is not the
+    /// authorization server the request went to, or is missing where the
+    /// server promised it.
+    #[error(
+        "the authorization response came from issuer {found:?}, expected {expected}; it was refused"
+    )]
+    IssMismatch {
+        /// The issuer the request went to.
+        expected: String,
+        /// The `iss` received.
+        found: Option<String>,
+    },
+    /// The token endpoint refused (OAuth error code and description).
+    #[error("the token endpoint refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    TokenRefused {
+        /// The OAuth error code.
+        error: String,
+        /// The server's description.
+        description: Option<String>,
+    },
+    /// The refresh token is no longer valid: log in again.
+    #[error("the login has expired or was revoked; log in again")]
+    LoginRequired,
+    /// The credential store failed.
+    #[error("the credential store failed")]
+    Store(#[from] StoreError),
+}
+
+impl OAuthError {
+    /// Whether the user must log in (again) interactively.
+    pub fn is_login_required(&self) -> bool {
+        matches!(self, Self::LoginRequired)
+    }
+}
+
+/// An authorization request for the user to complete in a browser.
+#[derive(Clone)]
+pub struct AuthorizationRequest {
+    /// Open this in the browser.
+    pub authorization_url: Url,
+    /// The `state` sent; [`OAuthFlow::finish`] checks the response's.
+    pub state: String,
+    /// The issuer the request goes to.
+    pub issuer: String,
+    /// The resource (RFC 8707) the tokens will be for.
+    pub resource: String,
+    /// The scopes requested, space-separated, if any.
+    pub scope: Option<String>,
+}
+
+impl fmt::Debug for AuthorizationRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthorizationRequest")
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request begun and not yet finished.
+struct Pending {
+    verifier: oauth2::PkceCodeVerifier,
+    issuer: String,
+    iss_required: bool,
+    resource: String,
+    token_endpoint: Url,
+    auth_method: TokenAuthMethod,
+    client_id: String,
+    client_secret: Option<Secret>,
+    scope: Option<String>,
+}
+
+/// Runs the authorization code flow. Cheap to clone.
+#[derive(Clone)]
+pub struct OAuthFlow {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: OAuthConfig,
+    guard: UrlGuard,
+    http: reqwest::Client,
+    pending: Mutex<HashMap<String, Pending>>,
+}
+
+impl fmt::Debug for OAuthFlow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthFlow")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthFlow {
+    /// A flow with `config`.
+    ///
+    /// # Errors
+    /// [`OAuthError::Config`] for an unusable redirect URI or client
+    /// metadata URL (which must be `https` with a path).
+    pub fn new(config: OAuthConfig) -> Result<Self, OAuthError> {
+        Url::parse(&config.redirect_uri)
+            .map_err(|e| OAuthError::Config(format!("redirect_uri: {e}")))?;
+        if let Some(url) = &config.client_metadata_url {
+            let parsed = Url::parse(url)
+                .map_err(|e| OAuthError::Config(format!("client_metadata_url: {e}")))?;
+            if parsed.scheme() != "https" || parsed.path() == "/" {
+                return Err(OAuthError::Config(
+                    "client_metadata_url must be an https URL with a path".into(),
+                ));
+            }
+        }
+        let guard = UrlGuard::builder()
+            .allow_http_loopback(config.allow_http_loopback)
+            .build()?;
+        let http = http_client()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                guard,
+                http,
+                pending: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Discovers the server's authorization server, registers this client
+    /// if needed, and builds the authorization URL to open.
+    ///
+    /// `www_authenticate` is the server's challenge (from a 401, or a 403
+    /// `insufficient_scope`, in which case the scopes already granted are
+    /// requested again with the new ones).
+    ///
+    /// # Errors
+    /// Discovery, metadata checks, the URL guard or registration failed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is remembered until the request is built (a
+    /// dynamic registration made before cancellation is lost).
+    pub async fn begin(
+        &self,
+        server_url: &str,
+        www_authenticate: Option<&str>,
+    ) -> Result<AuthorizationRequest, OAuthError> {
+        let inner = &*self.inner;
+        let server =
+            Url::parse(server_url).map_err(|e| OAuthError::Config(format!("server URL: {e}")))?;
+        let challenge = www_authenticate
+            .map(metadata::parse_www_authenticate)
+            .and_then(|cs| cs.into_iter().find(Challenge::is_bearer));
+        let (prm, resource) = self.discover_resource(&server, challenge.as_ref()).await?;
+        let issuer_text = prm
+            .authorization_servers
+            .as_deref()
+            .and_then(|s| s.first())
+            .ok_or_else(|| OAuthError::NoResourceMetadata {
+                server: shown(&server),
+            })?;
+        let issuer = inner.guard.check(issuer_text, None)?;
+        let asm = self.discover_server(&issuer).await?;
+        metadata::require_pkce_s256(&asm)?;
+        let endpoint = |e: &Option<String>, name: &str| -> Result<Url, OAuthError> {
+            let e = e.as_deref().ok_or_else(|| OAuthError::BadResponse {
+                url: shown(&issuer),
+                status: 200,
+                detail: format!("the metadata has no {name}"),
+            })?;
+            Ok(inner.guard.check(e, Some(&issuer))?)
+        };
+        let authorization_endpoint =
+            endpoint(&asm.authorization_endpoint, "authorization_endpoint")?;
+        let token_endpoint = endpoint(&asm.token_endpoint, "token_endpoint")?;
+
+        let key = CredentialKey::new(resource.clone(), asm.issuer.clone());
+        let stored = load(&inner.config.store, &key).await?;
+        let (client_id, client_secret) = self.client_for(&asm, &issuer, stored.as_ref()).await?;
+        let auth_method = TokenAuthMethod::choose(
+            client_secret.is_some(),
+            asm.token_endpoint_auth_methods_supported.as_deref(),
+        );
+
+        let earlier: Vec<String> = match (&challenge, &stored) {
+            (Some(c), Some(s)) if c.is_insufficient_scope() => s.scopes.clone(),
+            _ => Vec::new(),
+        };
+        let scope = match &inner.config.scopes {
+            Some(scopes) => (!scopes.is_empty()).then(|| scopes.join(" ")),
+            None => {
+                metadata::choose_scopes(challenge.as_ref(), Some(&prm), Some(&asm), &earlier, true)
+            }
+        };
+
+        let (challenge_s256, verifier) = PkceCodeChallenge::new_random_sha256();
+        let state = CsrfToken::new_random().secret().clone();
+        let mut url = authorization_endpoint;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &client_id)
+                .append_pair("redirect_uri", &inner.config.redirect_uri)
+                .append_pair("code_challenge", challenge_s256.as_str())
+                .append_pair("code_challenge_method", metadata::PKCE_S256)
+                .append_pair("state", &state)
+                .append_pair("resource", &resource);
+            if let Some(scope) = &scope {
+                q.append_pair("scope", scope);
+            }
+        }
+        let pending = Pending {
+            verifier,
+            issuer: asm.issuer.clone(),
+            iss_required: asm.authorization_response_iss_parameter_supported == Some(true),
+            resource: resource.clone(),
+            token_endpoint,
+            auth_method,
+            client_id,
+            client_secret,
+            scope: scope.clone(),
+        };
+        lock(&inner.pending).insert(state.clone(), pending);
+        Ok(AuthorizationRequest {
+            authorization_url: url,
+            state,
+            issuer: asm.issuer,
+            resource,
+            scope,
+        })
+    }
+
+    /// Completes a request begun by [`begin`](Self::begin) with the
+    /// authorization response's `code`, `state` and `iss` (RFC 9207), and
+    /// stores the credentials.
+    ///
+    /// # Errors
+    /// [`OAuthError::StateMismatch`], [`OAuthError::IssMismatch`], the token
+    /// endpoint refused, or the store failed.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the pending request is used up when the exchange
+    /// starts.
+    pub async fn finish(
+        &self,
+        code: &str,
+        state: &str,
+        iss: Option<&str>,
+    ) -> Result<StoredCredentials, OAuthError> {
+        let inner = &*self.inner;
+        let pending = lock(&inner.pending)
+            .remove(state)
+            .ok_or(OAuthError::StateMismatch)?;
+        match iss {
+            Some(found) if found == pending.issuer => {}
+            None if !pending.iss_required => {}
+            found => {
+                return Err(OAuthError::IssMismatch {
+                    expected: pending.issuer,
+                    found: found.map(str::to_owned),
+                });
+            }
+        }
+        let mut form = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code.to_owned()),
+            ("redirect_uri", inner.config.redirect_uri.clone()),
+            ("code_verifier", pending.verifier.secret().clone()),
+            ("resource", pending.resource.clone()),
+        ];
+        let token = token_request(
+            &inner.http,
+            &pending.token_endpoint,
+            pending.auth_method,
+            &pending.client_id,
+            pending.client_secret.as_ref(),
+            &mut form,
+        )
+        .await?;
+        let mut creds = StoredCredentials::new(pending.resource, pending.issuer, pending.client_id);
+        creds.client_secret = pending.client_secret;
+        creds.extra.insert(
+            EXTRA_TOKEN_ENDPOINT.into(),
+            pending.token_endpoint.as_str().into(),
+        );
+        creds.extra.insert(
+            EXTRA_AUTH_METHOD.into(),
+            pending.auth_method.as_str().into(),
+        );
+        token.apply(&mut creds, pending.scope.as_deref());
+        let key = creds.key();
+        let store = inner.config.store.clone();
+        let saved = creds.clone();
+        tokio::task::spawn_blocking(move || store.save(&key, &saved))
+            .await
+            .map_err(|e| OAuthError::Config(format!("store task failed: {e}")))??;
+        Ok(creds)
+    }
+
+    /// Refreshes the credentials stored under `key` when the access token
+    /// expires within [`REFRESH_MARGIN`], or always with `force` (after a
+    /// 401). The refresh runs under the store's lock, so two processes do
+    /// not both rotate the refresh token; a refusal with `invalid_grant`
+    /// (or HTTP 200 with an `error`) deletes the tokens.
+    ///
+    /// # Errors
+    /// [`OAuthError::LoginRequired`] when the user must log in again;
+    /// otherwise the token endpoint or the store failed.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: cancelling mid-request may lose a rotated refresh
+    /// token.
+    pub async fn refresh(
+        &self,
+        key: &CredentialKey,
+        force: bool,
+    ) -> Result<StoredCredentials, OAuthError> {
+        refresh_stored(
+            &self.inner.http,
+            &self.inner.config.store,
+            key,
+            force,
+            REFRESH_MARGIN,
+        )
+        .await
+    }
+
+    async fn discover_resource(
+        &self,
+        server: &Url,
+        challenge: Option<&Challenge>,
+    ) -> Result<(ProtectedResourceMetadata, String), OAuthError> {
+        for url in metadata::protected_resource_metadata_urls(server, challenge) {
+            let url = self.inner.guard.check(url.as_str(), None)?;
+            let Some(prm) = get_json::<ProtectedResourceMetadata>(&self.inner.http, &url).await?
+            else {
+                continue;
+            };
+            let resource = metadata::check_resource(server, &prm)?.to_owned();
+            return Ok((prm, resource));
+        }
+        Err(OAuthError::NoResourceMetadata {
+            server: shown(server),
+        })
+    }
+
+    async fn discover_server(
+        &self,
+        issuer: &Url,
+    ) -> Result<AuthorizationServerMetadata, OAuthError> {
+        for url in metadata::authorization_server_metadata_urls(issuer) {
+            let url = self.inner.guard.check(url.as_str(), Some(issuer))?;
+            if let Some(asm) =
+                get_json::<AuthorizationServerMetadata>(&self.inner.http, &url).await?
+            {
+                metadata::check_issuer(issuer, &asm)?;
+                return Ok(asm);
+            }
+        }
+        Err(OAuthError::NoServerMetadata {
+            issuer: shown(issuer),
+        })
+    }
+
+    /// The client id (and secret) to use, in the order: stored
+    /// registration, pre-registered, Client ID Metadata Document, dynamic
+    /// registration.
+    async fn client_for(
+        &self,
+        asm: &AuthorizationServerMetadata,
+        issuer: &Url,
+        stored: Option<&StoredCredentials>,
+    ) -> Result<(String, Option<Secret>), OAuthError> {
+        let config = &self.inner.config;
+        if let Some((id, secret)) = &config.pre_registered {
+            return Ok((id.clone(), secret.clone()));
+        }
+        if let Some(s) = stored {
+            return Ok((s.client_id.clone(), s.client_secret.clone()));
+        }
+        if let Some(url) = &config.client_metadata_url
+            && asm.client_id_metadata_document_supported == Some(true)
+        {
+            return Ok((url.clone(), None));
+        }
+        let Some(endpoint) = &asm.registration_endpoint else {
+            return Err(OAuthError::RegistrationRequired {
+                issuer: asm.issuer.clone(),
+            });
+        };
+        let endpoint = self.inner.guard.check(endpoint, Some(issuer))?;
+        let redirect = Url::parse(&config.redirect_uri)
+            .map_err(|e| OAuthError::Config(format!("redirect_uri: {e}")))?;
+        // RFC 8252: a loopback or private-scheme redirect is a native app.
+        let native = redirect.scheme() != "https"
+            || matches!(
+                redirect.host_str(),
+                Some("localhost" | "127.0.0.1" | "[::1]")
+            );
+        let body = serde_json::json!({
+            "client_name": config.client_name,
+            "redirect_uris": [config.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": if native { "native" } else { "web" },
+        });
+        let response = self
+            .inner
+            .http
+            .post(endpoint.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(http_error(&endpoint))?;
+        let status = response.status().as_u16();
+        let bytes = read_body(response, &endpoint).await?;
+        if !(200..300).contains(&status) {
+            return Err(bad(
+                &endpoint,
+                status,
+                "dynamic client registration refused",
+            ));
+        }
+        #[derive(Deserialize)]
+        struct Registered {
+            client_id: String,
+            client_secret: Option<String>,
+        }
+        let reg: Registered = serde_json::from_slice(&bytes).map_err(|e| {
+            bad(
+                &endpoint,
+                status,
+                &format!("bad registration response: {e}"),
+            )
+        })?;
+        Ok((reg.client_id, reg.client_secret.map(Secret::new)))
+    }
+}
+
+/// Refreshes the credentials stored under `key`, under the store's lock so
+/// that two processes do not both rotate the refresh token. With `force`
+/// false, nothing is done while the access token is valid for more than
+/// `margin`. Returns the credentials now stored.
+///
+/// A refresh refused with `invalid_grant` — or answered with HTTP 200 and
+/// an `error` (some servers send `{"error":"invalid_refresh_token"}`) —
+/// deletes the tokens and reports [`OAuthError::LoginRequired`].
+///
+/// # Errors
+/// [`OAuthError::LoginRequired`] when there is nothing usable to refresh
+/// with; otherwise the token endpoint or the store failed.
+///
+/// # Cancel safety
+/// Not cancel safe: cancelling mid-request may lose a rotated refresh
+/// token (the store keeps the old one).
+async fn refresh_stored(
+    http: &reqwest::Client,
+    store: &Arc<dyn CredentialStore>,
+    key: &CredentialKey,
+    force: bool,
+    margin: Duration,
+) -> Result<StoredCredentials, OAuthError> {
+    let store = store.clone();
+    let key = key.clone();
+    let http = http.clone();
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let mut outcome: Result<(), OAuthError> = Ok(());
+        let stored = store.update(&key, &mut |current| {
+            let mut creds = current?;
+            let fresh = creds.access_token.is_some()
+                && creds
+                    .expires_at
+                    .is_none_or(|at| at > SystemTime::now() + margin);
+            if fresh && !force {
+                return Some(creds);
+            }
+            match handle.block_on(refresh_once(&http, &creds)) {
+                Ok(token) => {
+                    token.apply(&mut creds, None);
+                    Some(creds)
+                }
+                Err(e) => {
+                    if e.is_login_required() {
+                        creds.access_token = None;
+                        creds.refresh_token = None;
+                        creds.expires_at = None;
+                    }
+                    outcome = Err(e);
+                    Some(creds)
+                }
+            }
+        })?;
+        outcome?;
+        stored
+            .filter(|c| c.access_token.is_some())
+            .ok_or(OAuthError::LoginRequired)
+    })
+    .await
+    .map_err(|e| OAuthError::Config(format!("refresh task failed: {e}")))?
+}
+
+async fn refresh_once(
+    http: &reqwest::Client,
+    creds: &StoredCredentials,
+) -> Result<TokenResponse, OAuthError> {
+    let refresh = creds
+        .refresh_token
+        .as_ref()
+        .ok_or(OAuthError::LoginRequired)?;
+    let endpoint = creds
+        .extra
+        .get(EXTRA_TOKEN_ENDPOINT)
+        .and_then(|v| v.as_str())
+        .and_then(|s| Url::parse(s).ok())
+        .ok_or(OAuthError::LoginRequired)?;
+    let method = creds
+        .extra
+        .get(EXTRA_AUTH_METHOD)
+        .and_then(|v| v.as_str())
+        .and_then(TokenAuthMethod::parse)
+        .unwrap_or(TokenAuthMethod::None);
+    let mut form = vec![
+        ("grant_type", "refresh_token".to_owned()),
+        ("refresh_token", refresh.expose().to_owned()),
+        ("resource", creds.resource.clone()),
+    ];
+    match token_request(
+        http,
+        &endpoint,
+        method,
+        &creds.client_id,
+        creds.client_secret.as_ref(),
+        &mut form,
+    )
+    .await
+    {
+        Err(OAuthError::TokenRefused { error, .. })
+            if matches!(
+                error.as_str(),
+                "invalid_grant" | "invalid_refresh_token" | "invalid_token"
+            ) =>
+        {
+            Err(OAuthError::LoginRequired)
+        }
+        other => other,
+    }
+}
+
+/// A token endpoint's answer (RFC 6749 §5.1).
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: Option<String>,
+    token_type: Option<String>,
+    expires_in: Option<u64>,
+    refresh_token: Option<String>,
+    scope: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+impl TokenResponse {
+    fn apply(self, creds: &mut StoredCredentials, requested: Option<&str>) {
+        let now = SystemTime::now();
+        creds.access_token = self.access_token.map(Secret::new);
+        creds.token_type = self.token_type;
+        creds.expires_at = self.expires_in.map(|s| now + Duration::from_secs(s));
+        creds.received_at = Some(now);
+        // A refresh response without a refresh token keeps the old one.
+        if let Some(refresh) = self.refresh_token {
+            creds.refresh_token = Some(Secret::new(refresh));
+        }
+        if let Some(scope) = self.scope.as_deref().or(requested) {
+            creds.scopes = scope.split_ascii_whitespace().map(str::to_owned).collect();
+        }
+    }
+}
+
+async fn token_request(
+    http: &reqwest::Client,
+    endpoint: &Url,
+    method: TokenAuthMethod,
+    client_id: &str,
+    secret: Option<&Secret>,
+    form: &mut Vec<(&'static str, String)>,
+) -> Result<TokenResponse, OAuthError> {
+    let mut request = http.post(endpoint.clone());
+    match (method, secret) {
+        (TokenAuthMethod::ClientSecretBasic, Some(secret)) => {
+            // RFC 6749 §2.3.1: both parts form-urlencoded before Basic.
+            let enc =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+                "{}:{}",
+                enc(client_id),
+                enc(secret.expose())
+            ));
+            request = request.header(reqwest::header::AUTHORIZATION, format!("Basic {basic}"));
+        }
+        (TokenAuthMethod::ClientSecretPost, Some(secret)) => {
+            form.push(("client_id", client_id.to_owned()));
+            form.push(("client_secret", secret.expose().to_owned()));
+        }
+        _ => form.push(("client_id", client_id.to_owned())),
+    }
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+        .finish();
+    let response = request
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .header(reqwest::header::ACCEPT, "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(http_error(endpoint))?;
+    let status = response.status().as_u16();
+    let bytes = read_body(response, endpoint).await?;
+    let token: TokenResponse = serde_json::from_slice(&bytes)
+        .map_err(|e| bad(endpoint, status, &format!("not a token response: {e}")))?;
+    // An `error` is a refusal whatever the status: some servers answer a
+    // failed refresh with 200.
+    if let Some(error) = token.error {
+        return Err(OAuthError::TokenRefused {
+            error,
+            description: token.error_description,
+        });
+    }
+    if !(200..300).contains(&status) || token.access_token.is_none() {
+        return Err(bad(endpoint, status, "no access token in the response"));
+    }
+    Ok(token)
+}
+
+/// GETs a JSON document; `None` for a 4xx (not there: try the next URL).
+async fn get_json<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &Url,
+) -> Result<Option<T>, OAuthError> {
+    let response = http
+        .get(url.clone())
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(http_error(url))?;
+    let status = response.status().as_u16();
+    if (400..500).contains(&status) {
+        return Ok(None);
+    }
+    let bytes = read_body(response, url).await?;
+    if status != 200 {
+        return Err(bad(url, status, "unexpected status"));
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| bad(url, status, &format!("not valid metadata: {e}")))
+}
+
+async fn read_body(mut response: reqwest::Response, url: &Url) -> Result<Vec<u8>, OAuthError> {
+    let status = response.status().as_u16();
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(http_error(url))? {
+        if body.len() + chunk.len() > MAX_RESPONSE {
+            return Err(bad(url, status, "response too large"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn http_client() -> Result<reqwest::Client, OAuthError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| OAuthError::Config(format!("cannot build the HTTP client: {e}")))
+}
+
+async fn load(
+    store: &Arc<dyn CredentialStore>,
+    key: &CredentialKey,
+) -> Result<Option<StoredCredentials>, OAuthError> {
+    let store = store.clone();
+    let key = key.clone();
+    tokio::task::spawn_blocking(move || store.load(&key))
+        .await
+        .map_err(|e| OAuthError::Config(format!("store task failed: {e}")))?
+        .map_err(OAuthError::from)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn http_error(url: &Url) -> impl FnOnce(reqwest::Error) -> OAuthError + '_ {
+    move |source| OAuthError::Http {
+        url: shown(url),
+        source: source.without_url(),
+    }
+}
+
+fn bad(url: &Url, status: u16, detail: &str) -> OAuthError {
+    OAuthError::BadResponse {
+        url: shown(url),
+        status,
+        detail: detail.to_owned(),
+    }
+}
+
+/// A URL for messages: no credentials, query or fragment.
+fn shown(url: &Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::net::TcpListener;
+    use tokio_util::task::AbortOnDropHandle;
+
+    use super::*;
+    use crate::auth::store::FileStore;
+
+    /// One request the stub saw.
+    #[derive(Debug, Clone)]
+    struct Seen {
+        method: String,
+        target: String,
+        head: String,
+        body: String,
+    }
+
+    type Routes = Arc<Mutex<HashMap<String, (u16, String)>>>;
+
+    /// A loopback HTTP/1.1 server answering each path (query ignored) with
+    /// a fixed status and JSON body, 404 otherwise.
+    struct Stub {
+        base: String,
+        routes: Routes,
+        seen: Arc<Mutex<Vec<Seen>>>,
+        _task: AbortOnDropHandle<()>,
+    }
+
+    impl Stub {
+        async fn start() -> Self {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let base = format!("http://{}", listener.local_addr().unwrap());
+            let routes: Routes = Arc::default();
+            let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+            let (r, s) = (routes.clone(), seen.clone());
+            let task = tokio::spawn(async move {
+                let mut conns = tokio::task::JoinSet::new();
+                loop {
+                    let (mut sock, _) = listener.accept().await.unwrap();
+                    let (r, s) = (r.clone(), s.clone());
+                    conns.spawn(async move {
+                        let mut buf = Vec::new();
+                        let mut chunk = [0u8; 4096];
+                        let head_end = loop {
+                            let n = sock.read(&mut chunk).await.unwrap();
+                            if n == 0 {
+                                return;
+                            }
+                            buf.extend_from_slice(&chunk[..n]);
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                        };
+                        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                        let len = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().unwrap())
+                            })
+                            .unwrap_or(0);
+                        while buf.len() < head_end + len {
+                            let n = sock.read(&mut chunk).await.unwrap();
+                            buf.extend_from_slice(&chunk[..n]);
+                        }
+                        let body = String::from_utf8_lossy(&buf[head_end..]).into_owned();
+                        let mut first = head.split_whitespace();
+                        let method = first.next().unwrap().to_owned();
+                        let target = first.next().unwrap().to_owned();
+                        let path = target.split('?').next().unwrap().to_owned();
+                        s.lock().unwrap().push(Seen {
+                            method,
+                            target,
+                            head,
+                            body,
+                        });
+                        let (status, body) = r
+                            .lock()
+                            .unwrap()
+                            .get(&path)
+                            .cloned()
+                            .unwrap_or((404, "{}".into()));
+                        let response = format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
+                        let _ = sock.write_all(response.as_bytes()).await;
+                    });
+                }
+            });
+            Self {
+                base,
+                routes,
+                seen,
+                _task: AbortOnDropHandle::new(task),
+            }
+        }
+
+        fn route(&self, path: &str, status: u16, body: serde_json::Value) {
+            self.routes
+                .lock()
+                .unwrap()
+                .insert(path.into(), (status, body.to_string()));
+        }
+
+        fn seen(&self) -> Vec<Seen> {
+            self.seen.lock().unwrap().clone()
+        }
+
+        fn paths(&self) -> Vec<String> {
+            self.seen().into_iter().map(|s| s.target).collect()
+        }
+
+        /// A complete server: resource metadata at the root, an issuer
+        /// at `/as` with PKCE, registration and token endpoints.
+        fn standard(&self) {
+            let b = &self.base;
+            self.route(
+                "/.well-known/oauth-protected-resource",
+                200,
+                serde_json::json!({
+                    "resource": format!("{b}/mcp"),
+                    "authorization_servers": [format!("{b}/as")],
+                    "scopes_supported": ["read"],
+                }),
+            );
+            self.route(
+                "/.well-known/oauth-authorization-server/as",
+                200,
+                self.as_metadata(),
+            );
+            self.route(
+                "/register",
+                201,
+                serde_json::json!({"client_id": "dyn-client"}),
+            );
+        }
+
+        fn as_metadata(&self) -> serde_json::Value {
+            let b = &self.base;
+            serde_json::json!({
+                "issuer": format!("{b}/as"),
+                "authorization_endpoint": format!("{b}/authorize"),
+                "token_endpoint": format!("{b}/token"),
+                "registration_endpoint": format!("{b}/register"),
+                "code_challenge_methods_supported": ["S256"],
+                "scopes_supported": ["read", "write", "offline_access"],
+                "authorization_response_iss_parameter_supported": true,
+            })
+        }
+    }
+
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn temp_store() -> (TempDir, Arc<dyn CredentialStore>) {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "switchboard-flow-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Arc::new(FileStore::new(dir.join("credentials.json")));
+        (TempDir(dir), store)
+    }
+
+    fn flow(store: Arc<dyn CredentialStore>) -> OAuthFlow {
+        OAuthFlow::new(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+                .allow_http_loopback(true),
+        )
+        .unwrap()
+    }
+
+    fn query(url: &Url) -> HashMap<String, String> {
+        url.query_pairs().into_owned().collect()
+    }
+
+    fn form(body: &str) -> HashMap<String, String> {
+        url::form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn discovery_follows_the_spec_order_with_fallback() {
+        let stub = Stub::start().await;
+        stub.standard();
+        // The issuer's first well-known URL is missing: OIDC path-inserted next.
+        stub.routes
+            .lock()
+            .unwrap()
+            .remove("/.well-known/oauth-authorization-server/as");
+        stub.route(
+            "/.well-known/openid-configuration/as",
+            200,
+            stub.as_metadata(),
+        );
+        let (_dir, store) = temp_store();
+        let header = format!(
+            r#"Bearer resource_metadata="{}/stale-prm", scope="read""#,
+            stub.base
+        );
+        flow(store)
+            .begin(&format!("{}/mcp", stub.base), Some(&header))
+            .await
+            .unwrap();
+        assert_eq!(
+            stub.paths(),
+            [
+                "/stale-prm",
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-authorization-server/as",
+                "/.well-known/openid-configuration/as",
+                "/register",
+            ]
+        );
+        let register = &stub.seen()[5];
+        assert_eq!(register.method, "POST");
+        let reg: serde_json::Value = serde_json::from_str(&register.body).unwrap();
+        assert_eq!(reg["application_type"], "native");
+        assert_eq!(reg["redirect_uris"][0], "http://127.0.0.1:1/callback");
+    }
+
+    #[tokio::test]
+    async fn issuer_mismatch_is_refused() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm["issuer"] = "https://evil.example/as".into();
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        let (_dir, store) = temp_store();
+        let err = flow(store)
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                OAuthError::Metadata(MetadataError::IssuerMismatch { .. })
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_pkce_is_refused() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm.as_object_mut()
+            .unwrap()
+            .remove("code_challenge_methods_supported");
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        let (_dir, store) = temp_store();
+        let err = flow(store)
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                OAuthError::Metadata(MetadataError::PkceUnsupported { .. })
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn non_loopback_http_metadata_is_refused() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm["token_endpoint"] = "http://auth.example/token".into();
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        let (_dir, store) = temp_store();
+        let err = flow(store)
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::Ssrf(_)), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn authorization_url_carries_pkce_state_resource_and_scope() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let (_dir, store) = temp_store();
+        let header = r#"Bearer error="insufficient_scope", scope="write""#;
+        let request = flow(store)
+            .begin(&format!("{}/mcp", stub.base), Some(header))
+            .await
+            .unwrap();
+        assert_eq!(request.authorization_url.path(), "/authorize");
+        let q = query(&request.authorization_url);
+        assert_eq!(q["response_type"], "code");
+        assert_eq!(q["client_id"], "dyn-client");
+        assert_eq!(q["code_challenge_method"], "S256");
+        assert_eq!(q["code_challenge"].len(), 43);
+        assert_eq!(q["state"], request.state);
+        assert_eq!(q["resource"], format!("{}/mcp", stub.base));
+        assert_eq!(q["scope"], "write offline_access");
+    }
+
+    #[tokio::test]
+    async fn pre_registered_client_skips_registration() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let (_dir, store) = temp_store();
+        let flow = OAuthFlow::new(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+                .allow_http_loopback(true)
+                .pre_registered("pre", Some(Secret::new("s3cret"))),
+        )
+        .unwrap();
+        let request = flow
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap();
+        assert_eq!(query(&request.authorization_url)["client_id"], "pre");
+        assert!(!stub.paths().iter().any(|p| p == "/register"));
+        // The default token endpoint auth method is client_secret_basic.
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at", "token_type": "Bearer"}),
+        );
+        flow.finish("code", &request.state, Some(&request.issuer))
+            .await
+            .unwrap();
+        let token = stub.seen().pop().unwrap();
+        let expected = base64::engine::general_purpose::STANDARD.encode("pre:s3cret");
+        assert!(
+            token.head.to_ascii_lowercase().contains(&format!(
+                "authorization: basic {}",
+                expected.to_ascii_lowercase()
+            )),
+            "{}",
+            token.head
+        );
+        assert!(!form(&token.body).contains_key("client_secret"));
+    }
+
+    #[tokio::test]
+    async fn finish_refuses_wrong_state_and_wrong_iss() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        let server = format!("{}/mcp", stub.base);
+        let request = flow.begin(&server, None).await.unwrap();
+        let err = flow
+            .finish("code", "forged", Some(&request.issuer))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::StateMismatch), "{err:?}");
+
+        let err = flow
+            .finish("code", &request.state, Some("https://evil.example"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::IssMismatch { .. }), "{err:?}");
+
+        // The server promised `iss`: its absence is refused too.
+        let request = flow.begin(&server, None).await.unwrap();
+        let err = flow.finish("code", &request.state, None).await.unwrap_err();
+        assert!(
+            matches!(err, OAuthError::IssMismatch { found: None, .. }),
+            "{err:?}"
+        );
+        assert!(!stub.paths().iter().any(|p| p == "/token"));
+    }
+
+    #[tokio::test]
+    async fn code_exchange_sends_the_pkce_verifier_and_stores_tokens() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({
+                "access_token": "at1", "token_type": "Bearer", "expires_in": 3600,
+                "refresh_token": "rt1", "scope": "read offline_access",
+            }),
+        );
+        let (_dir, store) = temp_store();
+        let flow = flow(store.clone());
+        let request = flow
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap();
+        let challenge = query(&request.authorization_url)["code_challenge"].clone();
+        let creds = flow
+            .finish("the-code", &request.state, Some(&request.issuer))
+            .await
+            .unwrap();
+        let token = stub.seen().pop().unwrap();
+        assert_eq!(token.target, "/token");
+        let f = form(&token.body);
+        assert_eq!(f["grant_type"], "authorization_code");
+        assert_eq!(f["code"], "the-code");
+        assert_eq!(f["client_id"], "dyn-client");
+        assert_eq!(f["resource"], format!("{}/mcp", stub.base));
+        let verifier = oauth2::PkceCodeVerifier::new(f["code_verifier"].clone());
+        assert_eq!(
+            PkceCodeChallenge::from_code_verifier_sha256(&verifier).as_str(),
+            challenge
+        );
+        assert_eq!(creds.access_token.as_ref().unwrap().expose(), "at1");
+        let stored = store.load(&creds.key()).unwrap().unwrap();
+        assert_eq!(stored.refresh_token.unwrap().expose(), "rt1");
+        assert_eq!(stored.scopes, ["read", "offline_access"]);
+        // A second `finish` with the same state is refused: state is single-use.
+        let err = flow
+            .finish("the-code", &request.state, Some(&request.issuer))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::StateMismatch));
+    }
+
+    async fn logged_in(
+        stub: &Stub,
+    ) -> (TempDir, Arc<dyn CredentialStore>, OAuthFlow, CredentialKey) {
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at1", "expires_in": 3600, "refresh_token": "rt1"}),
+        );
+        let (dir, store) = temp_store();
+        let flow = flow(store.clone());
+        let request = flow
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap();
+        let creds = flow
+            .finish("c", &request.state, Some(&request.issuer))
+            .await
+            .unwrap();
+        (dir, store, flow, creds.key())
+    }
+
+    #[tokio::test]
+    async fn refresh_rotates_and_stores_the_refresh_token() {
+        let stub = Stub::start().await;
+        let (_dir, store, flow, key) = logged_in(&stub).await;
+        // Not expiring: nothing is sent.
+        let before = stub.seen().len();
+        flow.refresh(&key, false).await.unwrap();
+        assert_eq!(stub.seen().len(), before);
+
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at2", "expires_in": 3600, "refresh_token": "rt2"}),
+        );
+        let creds = flow.refresh(&key, true).await.unwrap();
+        assert_eq!(creds.access_token.unwrap().expose(), "at2");
+        let sent = form(&stub.seen().pop().unwrap().body);
+        assert_eq!(sent["grant_type"], "refresh_token");
+        assert_eq!(sent["refresh_token"], "rt1");
+        assert_eq!(sent["resource"], format!("{}/mcp", stub.base));
+        let stored = store.load(&key).unwrap().unwrap();
+        assert_eq!(stored.refresh_token.unwrap().expose(), "rt2");
+        assert_eq!(stored.access_token.unwrap().expose(), "at2");
+    }
+
+    #[tokio::test]
+    async fn refresh_answered_200_with_an_error_means_log_in_again() {
+        let stub = Stub::start().await;
+        let (_dir, store, flow, key) = logged_in(&stub).await;
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"error": "invalid_refresh_token"}),
+        );
+        let err = flow.refresh(&key, true).await.unwrap_err();
+        assert!(err.is_login_required(), "{err:?}");
+        let stored = store.load(&key).unwrap().unwrap();
+        assert!(stored.refresh_token.is_none() && stored.access_token.is_none());
+        assert_eq!(stored.client_id, "dyn-client");
+    }
+}
