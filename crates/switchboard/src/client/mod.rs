@@ -376,11 +376,16 @@ impl ClientBuilder {
             };
         let subs =
             subscriptions::State::new(&engine, &builder.subs, builder.engine.request_timeout);
+        let modern_meta_json = modern_meta.as_ref().map(|fields| {
+            let text = serde_json::to_string(fields).expect("JSON objects serialize");
+            text[1..text.len() - 1].to_owned()
+        });
         let client = Client {
             inner: Arc::new(ClientInner {
                 engine,
                 session,
                 modern_meta,
+                modern_meta_json,
                 page_cap: builder.page_cap,
                 handlers: builder.handlers.clone(),
                 max_input_rounds: builder.max_input_rounds,
@@ -424,6 +429,44 @@ fn modern_meta(
         serde_json::to_value(capabilities).expect("ClientCapabilities serializes"),
     );
     object
+}
+
+/// `params` (an object, or none) with `_meta` holding `fragment` (the
+/// connection's per-request fields, serialized without braces), the log
+/// level and the progress token.
+fn with_modern_meta(
+    fragment: &str,
+    params: Option<&Value>,
+    level: Option<LoggingLevel>,
+    progress: Option<i64>,
+) -> std::result::Result<Box<RawValue>, serde_json::Error> {
+    let body = match params {
+        Some(params) => serde_json::to_string(params)?,
+        None => "{}".to_owned(),
+    };
+    let mut out = String::with_capacity(body.len() + fragment.len() + 80);
+    // An object serializes as `{…}`: reopen it before the closing brace.
+    out.push_str(&body[..body.len() - 1]);
+    if body.len() > 2 {
+        out.push(',');
+    }
+    out.push_str(r#""_meta":{"#);
+    out.push_str(fragment);
+    if let Some(level) = level {
+        out.push_str(r#",""#);
+        out.push_str(meta::META_LOG_LEVEL);
+        out.push_str(r#"":""#);
+        out.push_str(level.as_str());
+        out.push('"');
+    }
+    if let Some(token) = progress {
+        out.push_str(r#",""#);
+        out.push_str(meta::PROGRESS_TOKEN);
+        out.push_str(r#"":"#);
+        out.push_str(&token.to_string());
+    }
+    out.push_str("}}");
+    RawValue::from_string(out)
 }
 
 /// Merges `fields` into `params._meta`, making `params` an object if needed.
@@ -870,6 +913,8 @@ struct ClientInner {
     engine: Engine,
     session: ServerSession,
     modern_meta: Option<JsonObject>,
+    /// `modern_meta` serialized, without its braces (see `with_modern_meta`).
+    modern_meta_json: Option<String>,
     page_cap: usize,
     handlers: Handlers,
     max_input_rounds: usize,
@@ -1072,6 +1117,29 @@ impl Client {
     ) -> Result<Box<RawValue>> {
         let engine = &self.inner.engine;
         let id = engine.allocate_id();
+        // The common stateless-era case, params without `_meta` of their
+        // own: the per-request fields are spliced in as text, serialized
+        // once per connection, instead of built as JSON objects per call.
+        if let Some(fragment) = &self.inner.modern_meta_json
+            && params
+                .as_ref()
+                .is_none_or(|p| p.is_object() && p.get("_meta").is_none())
+        {
+            let level = level_from_code(
+                self.inner
+                    .log_level
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            );
+            let token = options.progress.is_some().then_some(id);
+            let raw =
+                with_modern_meta(fragment, params.as_ref(), level, token).map_err(|source| {
+                    Error::Serialize {
+                        method: method.to_owned(),
+                        source,
+                    }
+                })?;
+            return self.send_params(id, method, Some(raw), options).await;
+        }
         let mut params = params;
         if self.inner.modern_meta.is_some() || options.progress.is_some() {
             let params = params.get_or_insert_with(|| Value::Object(JsonObject::new()));
@@ -1105,6 +1173,19 @@ impl Client {
                 method: method.to_owned(),
                 source,
             })?;
+        self.send_params(id, method, params, options).await
+    }
+
+    /// Sends request `id` with its final params; re-issues a lost
+    /// stateless-era response once and checks `resultType`.
+    async fn send_params(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>> {
+        let engine = &self.inner.engine;
         let modern = self.inner.session.era == Era::Modern;
         let retry_options = modern.then(|| options.clone());
         let mut outcome = engine.request(id, method, params.as_deref(), options).await;
@@ -1669,6 +1750,54 @@ mod tests {
             Some(ProtocolVersion::V2026_07_28)
         );
         assert_eq!(best_mutual(&theirs[..1], &ProtocolVersion::MODERN), None);
+    }
+
+    #[test]
+    fn spliced_meta_equals_merged_meta() {
+        use serde_json::json;
+        let mut fields = JsonObject::new();
+        fields.insert(
+            "io.modelcontextprotocol/protocolVersion".into(),
+            json!("2026-07-28"),
+        );
+        fields.insert(
+            "io.modelcontextprotocol/clientInfo".into(),
+            json!({"name": "a\"b", "version": "1"}),
+        );
+        let text = serde_json::to_string(&fields).unwrap();
+        let fragment = &text[1..text.len() - 1];
+        for (params, level, token) in [
+            (None, None, None),
+            (Some(json!({})), Some(LoggingLevel::Info), None),
+            (
+                Some(json!({"name": "t", "arguments": {"x": [1, "}"]}})),
+                None,
+                Some(7),
+            ),
+            (
+                Some(json!({"uri": "u"})),
+                Some(LoggingLevel::Error),
+                Some(9),
+            ),
+        ] {
+            let spliced = with_modern_meta(fragment, params.as_ref(), level, token).unwrap();
+            let spliced: Value = serde_json::from_str(spliced.get()).unwrap();
+            let mut merged = params.clone().unwrap_or_else(|| json!({}));
+            add_meta(&mut merged, fields.clone());
+            if let Some(level) = level {
+                add_meta(
+                    &mut merged,
+                    [(meta::META_LOG_LEVEL.to_owned(), json!(level.as_str()))],
+                );
+            }
+            if let Some(token) = token {
+                add_meta(
+                    &mut merged,
+                    [(meta::PROGRESS_TOKEN.to_owned(), json!(token))],
+                );
+            }
+            assert_eq!(spliced, merged, "{params:?}");
+        }
     }
 
     #[test]
