@@ -525,8 +525,9 @@ impl OAuthFlow {
     }
 
     /// Refreshes the credentials stored under `key` when the access token
-    /// expires within [`REFRESH_MARGIN`], or always with `force` (after a
-    /// 401). The refresh runs under the store's lock, so two processes do
+    /// expires within [`REFRESH_MARGIN`], or is `rejected` (the token a
+    /// server answered 401 to; if another process already replaced it, its
+    /// replacement is used as it is). The refresh runs under the store's lock, so two processes do
     /// not both rotate the refresh token; a refusal with `invalid_grant`
     /// (or HTTP 200 with an `error`) deletes the tokens.
     ///
@@ -540,13 +541,13 @@ impl OAuthFlow {
     pub async fn refresh(
         &self,
         key: &CredentialKey,
-        force: bool,
+        rejected: Option<&Secret>,
     ) -> Result<StoredCredentials, OAuthError> {
         refresh_stored(
             &self.inner.http,
             &self.inner.config.store,
             key,
-            force,
+            rejected.cloned(),
             REFRESH_MARGIN,
         )
         .await
@@ -667,9 +668,9 @@ impl OAuthFlow {
 }
 
 /// Refreshes the credentials stored under `key`, under the store's lock so
-/// that two processes do not both rotate the refresh token. With `force`
-/// false, nothing is done while the access token is valid for more than
-/// `margin`. Returns the credentials now stored.
+/// that two processes do not both rotate the refresh token. Nothing is
+/// done while the stored access token is valid for more than `margin` and
+/// is not the `rejected` one. Returns the credentials now stored.
 ///
 /// A refresh refused with `invalid_grant` — or answered with HTTP 200 and
 /// an `error` (some servers send `{"error":"invalid_refresh_token"}`) —
@@ -686,7 +687,7 @@ async fn refresh_stored(
     http: &reqwest::Client,
     store: &Arc<dyn CredentialStore>,
     key: &CredentialKey,
-    force: bool,
+    rejected: Option<Secret>,
     margin: Duration,
 ) -> Result<StoredCredentials, OAuthError> {
     let store = store.clone();
@@ -701,6 +702,7 @@ async fn refresh_stored(
                 && creds
                     .expires_at
                     .is_none_or(|at| at > SystemTime::now() + margin);
+            let force = rejected.is_some() && creds.access_token == rejected;
             if fresh && !force {
                 return Some(creds);
             }
@@ -949,7 +951,7 @@ fn shown(url: &Url) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
 
@@ -962,7 +964,7 @@ mod tests {
 
     /// One request the stub saw.
     #[derive(Debug, Clone)]
-    struct Seen {
+    pub(crate) struct Seen {
         method: String,
         target: String,
         head: String,
@@ -973,15 +975,15 @@ mod tests {
 
     /// A loopback HTTP/1.1 server answering each path (query ignored) with
     /// a fixed status and JSON body, 404 otherwise.
-    struct Stub {
-        base: String,
+    pub(crate) struct Stub {
+        pub(crate) base: String,
         routes: Routes,
         seen: Arc<Mutex<Vec<Seen>>>,
         _task: AbortOnDropHandle<()>,
     }
 
     impl Stub {
-        async fn start() -> Self {
+        pub(crate) async fn start() -> Self {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let base = format!("http://{}", listener.local_addr().unwrap());
             let routes: Routes = Arc::default();
@@ -1051,24 +1053,24 @@ mod tests {
             }
         }
 
-        fn route(&self, path: &str, status: u16, body: serde_json::Value) {
+        pub(crate) fn route(&self, path: &str, status: u16, body: serde_json::Value) {
             self.routes
                 .lock()
                 .unwrap()
                 .insert(path.into(), (status, body.to_string()));
         }
 
-        fn seen(&self) -> Vec<Seen> {
+        pub(crate) fn seen(&self) -> Vec<Seen> {
             self.seen.lock().unwrap().clone()
         }
 
-        fn paths(&self) -> Vec<String> {
+        pub(crate) fn paths(&self) -> Vec<String> {
             self.seen().into_iter().map(|s| s.target).collect()
         }
 
         /// A complete server: resource metadata at the root, an issuer
         /// at `/as` with PKCE, registration and token endpoints.
-        fn standard(&self) {
+        pub(crate) fn standard(&self) {
             let b = &self.base;
             self.route(
                 "/.well-known/oauth-protected-resource",
@@ -1091,7 +1093,7 @@ mod tests {
             );
         }
 
-        fn as_metadata(&self) -> serde_json::Value {
+        pub(crate) fn as_metadata(&self) -> serde_json::Value {
             let b = &self.base;
             serde_json::json!({
                 "issuer": format!("{b}/as"),
@@ -1105,7 +1107,7 @@ mod tests {
         }
     }
 
-    struct TempDir(std::path::PathBuf);
+    pub(crate) struct TempDir(std::path::PathBuf);
 
     impl Drop for TempDir {
         fn drop(&mut self) {
@@ -1113,7 +1115,7 @@ mod tests {
         }
     }
 
-    fn temp_store() -> (TempDir, Arc<dyn CredentialStore>) {
+    pub(crate) fn temp_store() -> (TempDir, Arc<dyn CredentialStore>) {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "switchboard-flow-{}-{}",
@@ -1125,7 +1127,7 @@ mod tests {
         (TempDir(dir), store)
     }
 
-    fn flow(store: Arc<dyn CredentialStore>) -> OAuthFlow {
+    pub(crate) fn flow(store: Arc<dyn CredentialStore>) -> OAuthFlow {
         OAuthFlow::new(
             OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
                 .allow_http_loopback(true),
@@ -1133,11 +1135,11 @@ mod tests {
         .unwrap()
     }
 
-    fn query(url: &Url) -> HashMap<String, String> {
+    pub(crate) fn query(url: &Url) -> HashMap<String, String> {
         url.query_pairs().into_owned().collect()
     }
 
-    fn form(body: &str) -> HashMap<String, String> {
+    pub(crate) fn form(body: &str) -> HashMap<String, String> {
         url::form_urlencoded::parse(body.as_bytes())
             .into_owned()
             .collect()
@@ -1380,7 +1382,7 @@ mod tests {
         assert!(matches!(err, OAuthError::StateMismatch));
     }
 
-    async fn logged_in(
+    pub(crate) async fn logged_in(
         stub: &Stub,
     ) -> (TempDir, Arc<dyn CredentialStore>, OAuthFlow, CredentialKey) {
         stub.standard();
@@ -1408,7 +1410,7 @@ mod tests {
         let (_dir, store, flow, key) = logged_in(&stub).await;
         // Not expiring: nothing is sent.
         let before = stub.seen().len();
-        flow.refresh(&key, false).await.unwrap();
+        flow.refresh(&key, None).await.unwrap();
         assert_eq!(stub.seen().len(), before);
 
         stub.route(
@@ -1416,7 +1418,7 @@ mod tests {
             200,
             serde_json::json!({"access_token": "at2", "expires_in": 3600, "refresh_token": "rt2"}),
         );
-        let creds = flow.refresh(&key, true).await.unwrap();
+        let creds = flow.refresh(&key, Some(&Secret::new("at1"))).await.unwrap();
         assert_eq!(creds.access_token.unwrap().expose(), "at2");
         let sent = form(&stub.seen().pop().unwrap().body);
         assert_eq!(sent["grant_type"], "refresh_token");
@@ -1436,7 +1438,10 @@ mod tests {
             200,
             serde_json::json!({"error": "invalid_refresh_token"}),
         );
-        let err = flow.refresh(&key, true).await.unwrap_err();
+        let err = flow
+            .refresh(&key, Some(&Secret::new("at1")))
+            .await
+            .unwrap_err();
         assert!(err.is_login_required(), "{err:?}");
         let stored = store.load(&key).unwrap().unwrap();
         assert!(stored.refresh_token.is_none() && stored.access_token.is_none());

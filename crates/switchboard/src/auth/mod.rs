@@ -1,9 +1,11 @@
-//! OAuth 2.1 for remote servers (issue 6, in progress): the pieces that do
-//! not depend on the flow — the SSRF guard every server-controlled URL
-//! passes, the credential store, and the metadata documents and the order
-//! they are looked up in.
+//! OAuth 2.1 for remote servers (issue 6, in progress): the SSRF guard
+//! every server-controlled URL passes, the credential store, the metadata
+//! documents and the order they are looked up in, the application-driven
+//! authorization code flow ([`flow`]), and stored tokens as an
+//! `AuthProvider` for the HTTP transports ([`provider`]).
 
 pub mod flow;
 pub mod metadata;
+pub mod provider;
 pub mod ssrf;
 pub mod store;
