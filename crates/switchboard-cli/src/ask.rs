@@ -430,7 +430,8 @@ fn check_string(
         return Err(format!("at most {max} characters"));
     }
     match format {
-        Some(format) if !matches_format(format, text) => {
+        // Checked as the library checks answers: one that fails there is not sent.
+        Some(format) if !switchboard::handlers::string_matches_format(format, text) => {
             Err(format!("not {}", format_hint(format)))
         }
         _ => Ok(()),
@@ -476,47 +477,6 @@ fn parse_number(
         return Err(format!("at most {max}"));
     }
     Ok(Some(value))
-}
-
-/// The four formats forms allow, checked as the library checks answers
-/// (an answer that fails there would not be sent).
-fn matches_format(format: &str, text: &str) -> bool {
-    let is_date = |text: &str| {
-        let parts: Vec<&str> = text.split('-').collect();
-        let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
-        parts.len() == 3
-            && digits(parts[0], 4)
-            && digits(parts[1], 2)
-            && digits(parts[2], 2)
-            && (1..=12).contains(&parts[1].parse::<u8>().unwrap_or(0))
-            && (1..=31).contains(&parts[2].parse::<u8>().unwrap_or(0))
-    };
-    let is_time = |text: &str| {
-        let bytes = text.as_bytes();
-        bytes.len() >= 9
-            && bytes[2] == b':'
-            && bytes[5] == b':'
-            && [0, 1, 3, 4, 6, 7]
-                .iter()
-                .all(|&i| bytes[i].is_ascii_digit())
-            && (text.ends_with(['Z', 'z']) || text[8..].contains(['+', '-']))
-    };
-    match format {
-        "email" => text
-            .split_once('@')
-            .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.')),
-        "uri" => text.split_once(':').is_some_and(|(scheme, _)| {
-            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        }),
-        "date" => is_date(text),
-        "date-time" => text
-            .split_once(['T', 't'])
-            .is_some_and(|(date, time)| is_date(date) && is_time(time)),
-        _ => true,
-    }
 }
 
 /// What the user should check before opening a URL.

@@ -620,7 +620,7 @@ fn check_field(field: &PrimitiveSchemaDefinition, value: &Value) -> Result<(), S
                 ));
             }
             if let Some(format) = &s.format
-                && !matches_format(format, text)
+                && !string_matches_format(format, text)
             {
                 return Err(format!("{text:?} is not a valid {format}"));
             }
@@ -670,8 +670,11 @@ fn check_field(field: &PrimitiveSchemaDefinition, value: &Value) -> Result<(), S
     }
 }
 
-/// The four string formats elicitation forms allow.
-fn matches_format(format: &str, text: &str) -> bool {
+/// Whether `text` is a valid `format` (`email`, `uri`, `date`, `date-time`:
+/// the four string formats elicitation forms allow; any other format is an
+/// annotation and always matches). Form answers are checked with this
+/// before they are sent; a UI can check input the same way.
+pub fn string_matches_format(format: &str, text: &str) -> bool {
     match format {
         "email" => text
             .split_once('@')
