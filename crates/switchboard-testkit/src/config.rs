@@ -4,6 +4,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::authserver::{AuthConfig, check_issuer_suffix};
+
 /// Legacy (initialize-based) protocol versions the server can negotiate.
 pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
@@ -49,6 +51,16 @@ flags:
                                 resources/read (default: no caching hints)
   --cache-scope public|private  override cacheScope (default: public for
                                 discover and lists, private for resources/read)
+  --auth                        HTTP: serve a built-in OAuth 2.1 authorization
+                                server (issuer printed on a second stdout line,
+                                `auth issuer URL`); /mcp, /sse, /messages, /ws
+                                then need a Bearer token with scope mcp:read,
+                                the admin_echo tool also mcp:admin (403 step-up)
+  --auth-token-ttl-secs N       access-token lifetime (default: 3600; implies --auth)
+  --auth-quirk refresh-200-error
+                                refresh answers 200 {\"error\":\"invalid_refresh_token\"}
+                                (repeatable; implies --auth)
+  --auth-issuer-suffix X        issuer is http://IP:PORT/X (implies --auth)
   -h, --help                    print this help
 
 client-feature tools (both eras unless noted; capabilities come from
@@ -298,6 +310,9 @@ pub struct ServerConfig {
     /// `cacheScope` for every cacheable result (`--cache-scope`); `None`:
     /// `public` for discover and lists, `private` for `resources/read`.
     pub cache_scope: Option<String>,
+    /// The built-in OAuth authorization server and bearer-token checks on
+    /// the HTTP endpoints (`--auth`); `None`: no authorization.
+    pub auth: Option<AuthConfig>,
 }
 
 impl Default for ServerConfig {
@@ -319,6 +334,7 @@ impl Default for ServerConfig {
             require_headers: Vec::new(),
             cache_ttl_ms: None,
             cache_scope: None,
+            auth: None,
         }
     }
 }
@@ -414,6 +430,28 @@ impl ServerConfig {
                     }
                     config.cache_scope = Some(v);
                 }
+                "--auth" => {
+                    config.auth.get_or_insert_with(AuthConfig::default);
+                }
+                "--auth-token-ttl-secs" => {
+                    let secs = parse_num(&flag, &value()?)? as u64;
+                    config
+                        .auth
+                        .get_or_insert_with(AuthConfig::default)
+                        .token_ttl_secs = secs;
+                }
+                "--auth-quirk" => {
+                    let quirk = value()?.parse()?;
+                    let auth = config.auth.take().unwrap_or_default().with_quirk(quirk);
+                    config.auth = Some(auth);
+                }
+                "--auth-issuer-suffix" => {
+                    let suffix = check_issuer_suffix(&value()?)?;
+                    config
+                        .auth
+                        .get_or_insert_with(AuthConfig::default)
+                        .issuer_suffix = Some(suffix);
+                }
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
@@ -457,6 +495,13 @@ impl ServerConfig {
     /// Add stateless-era caching hints (`ttlMs`) to cacheable results.
     pub fn with_cache_ttl_ms(mut self, ttl_ms: u64) -> Self {
         self.cache_ttl_ms = Some(ttl_ms);
+        self
+    }
+
+    /// Serve the built-in OAuth authorization server and require its
+    /// bearer tokens on the HTTP endpoints.
+    pub fn with_auth(mut self, auth: AuthConfig) -> Self {
+        self.auth = Some(auth);
         self
     }
 

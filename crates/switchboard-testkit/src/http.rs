@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
+use crate::authserver::{self, AuthServer};
 use crate::config::{Era, Fault, HttpResponseMode, HttpTransport, LEGACY_VERSIONS, ServerConfig};
 use crate::server::{
     self, Action, AsyncJob, AsyncKind, META_PROTOCOL_VERSION, RpcError, Shared, code,
@@ -55,6 +56,10 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// `GET /sse` + `POST /messages?session=…`, WebSocket at `/ws`
 /// (subprotocol `mcp`, one JSON-RPC message per text frame).
 pub async fn serve_http(config: ServerConfig, listener: TcpListener) -> io::Result<()> {
+    let auth = match config.auth.clone() {
+        Some(c) => Some(Arc::new(AuthServer::new(c, listener.local_addr()?))),
+        None => None,
+    };
     let base = Arc::new(Shared::new(config)?);
     crate::write_startup_stderr(&base.config).await;
     let (exit_tx, mut exit_rx) = mpsc::unbounded_channel();
@@ -67,6 +72,7 @@ pub async fn serve_http(config: ServerConfig, listener: TcpListener) -> io::Resu
         exit_tx,
         shutdown: shutdown_rx,
         streams: AtomicU64::new(0),
+        auth,
     });
     let app = router(Arc::clone(&state));
     let mut conns = JoinSet::new();
@@ -104,6 +110,9 @@ pub(crate) async fn run_http_main(config: ServerConfig, addr: &str) -> io::Resul
     {
         let mut out = io::stdout().lock();
         writeln!(out, "listening on http://{local}")?;
+        if let Some(auth) = &config.auth {
+            writeln!(out, "auth issuer {}", auth.issuer_for(local))?;
+        }
         out.flush()?;
     }
     serve_http(config, listener).await
@@ -123,9 +132,15 @@ fn router(state: Arc<HttpState>) -> Router {
     if config.has_transport(HttpTransport::Ws) {
         app = app.route("/ws", get(ws_get));
     }
-    app.fallback(|| async { StatusCode::NOT_FOUND })
+    let auth = state.auth.clone();
+    let app = app
+        .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(state)
+        .with_state(state);
+    match auth {
+        Some(auth) => app.merge(authserver::router(auth)),
+        None => app,
+    }
 }
 
 #[derive(Debug)]
@@ -140,6 +155,8 @@ struct HttpState {
     shutdown: watch::Receiver<()>,
     /// Counter for resumable stream ids.
     streams: AtomicU64,
+    /// `--auth`: the authorization server and the bearer-token checks.
+    auth: Option<Arc<AuthServer>>,
 }
 
 /// One Streamable HTTP session (session era).
@@ -315,6 +332,11 @@ async fn mcp_post(State(st): State<Arc<HttpState>>, req: Request) -> Response {
         Ok(v) => v,
         Err(_) => return json_response(StatusCode::BAD_REQUEST, &server::parse_error()),
     };
+    if let Some(auth) = &st.auth
+        && let Some(r) = auth.check_request(headers, &msg)
+    {
+        return r;
+    }
     if msg.get("method").and_then(Value::as_str) == Some("initialize") {
         return st.initialize(headers, msg).await;
     }
@@ -338,8 +360,8 @@ fn looks_modern(headers: &HeaderMap, msg: &Value) -> bool {
 }
 
 impl HttpState {
-    /// Checks done before anything else: `Origin` (403) and, for POSTs,
-    /// `--require-header` (401).
+    /// Checks done before anything else: `Origin` (403), for POSTs
+    /// `--require-header` (401), and with `--auth` the bearer token (401).
     fn precheck(&self, headers: &HeaderMap, post: bool) -> Option<Response> {
         if let Some(origin) = headers.get(header::ORIGIN)
             && !origin.to_str().is_ok_and(origin_is_local)
@@ -362,6 +384,11 @@ impl HttpState {
                     return Some(r);
                 }
             }
+        }
+        if let Some(auth) = &self.auth
+            && let Err(r) = auth.check_bearer(headers)
+        {
+            return Some(r);
         }
         None
     }
@@ -500,9 +527,12 @@ impl HttpState {
         headers: &HeaderMap,
         session: Option<Arc<Session>>,
         shared: Arc<Shared>,
-        msg: Value,
+        mut msg: Value,
         modern: bool,
     ) -> Response {
+        if self.auth.is_some() {
+            authserver::rewrite_admin_call(&mut msg);
+        }
         match shared.dispatch(msg) {
             Action::None => StatusCode::ACCEPTED.into_response(),
             Action::Cancel(id) => {
@@ -687,7 +717,10 @@ impl HttpState {
             return json_response(StatusCode::BAD_REQUEST, &server::invalid_request());
         }
         let mut replies = Vec::new();
-        for item in batch {
+        for mut item in batch {
+            if self.auth.is_some() {
+                authserver::rewrite_admin_call(&mut item);
+            }
             match session.shared.dispatch(item) {
                 Action::None => {}
                 Action::Cancel(id) => session.cancel(&id),
@@ -1009,10 +1042,16 @@ async fn messages_post(State(st): State<Arc<HttpState>>, req: Request) -> Respon
         Err(r) => return r,
     };
     st.base.record(&bytes);
-    let msg: Value = match serde_json::from_slice(&bytes) {
+    let mut msg: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(_) => return json_response(StatusCode::BAD_REQUEST, &server::parse_error()),
     };
+    if let Some(auth) = &st.auth {
+        if let Some(r) = auth.check_request(headers, &msg) {
+            return r;
+        }
+        authserver::rewrite_admin_call(&mut msg);
+    }
     let tx = lock(&st.sse_sessions).get(&session).cloned();
     match tx {
         Some(tx) if tx.send(msg).is_ok() => text_response(StatusCode::ACCEPTED, "Accepted"),

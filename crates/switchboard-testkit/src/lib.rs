@@ -21,12 +21,16 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
+mod authserver;
 mod config;
 mod features;
 mod http;
 mod server;
 mod tasks;
 
+pub use authserver::{
+    ADMIN_TOOL, AuthConfig, AuthQuirk, DEFAULT_TOKEN_TTL_SECS, SCOPE_ADMIN, SCOPE_READ,
+};
 pub use config::{
     ALL_HTTP_TRANSPORTS, DEFAULT_MODERN_VERSION, DEFAULT_SERVER_NAME, Era, Fault, HttpResponseMode,
     HttpTransport, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig, USAGE,
@@ -409,8 +413,9 @@ fn cancel(in_flight: &mut HashMap<String, InFlight>, id: &Value) {
 /// stdin/stdout (or HTTP with `--http ADDR`) and exits the process.
 ///
 /// With `--http`, binds ADDR, prints exactly one line
-/// `listening on http://IP:PORT` to stdout and serves until killed (or until
-/// the `exit` tool is called).
+/// `listening on http://IP:PORT` to stdout (with `--auth`, a second one:
+/// `auth issuer URL`) and serves until killed (or until the `exit` tool is
+/// called).
 ///
 /// Exit codes: 0 on EOF, 2 on bad arguments, the requested code for the
 /// `exit` tool, 1 for `exit-before-init` and I/O errors (including a failed
