@@ -7,10 +7,11 @@
 //! stateless era as `input_required` results the client answers and
 //! retries. The same handlers must give the same results either way.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::HttpServer;
 
 use serde_json::{Value, json};
 use switchboard::handlers::BoxFuture;
@@ -30,41 +31,6 @@ const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
 
 /// Generous bound for anything that should happen at once.
 const PATIENCE: Duration = Duration::from_secs(20);
-
-/// A test server process serving HTTP; killed when dropped.
-struct HttpServer {
-    child: Child,
-    base: String,
-}
-
-impl HttpServer {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(SERVER)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the test server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        Self { child, base }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Where a test runs: an era and a transport.
 #[derive(Clone, Copy, Debug)]

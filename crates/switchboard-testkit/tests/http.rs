@@ -2,10 +2,11 @@
 //! era and transport from a URL alone, SSE answers and their resumption,
 //! session loss, and the GET stream.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::HttpServer;
 
 use serde_json::{Value, json};
 use switchboard::transport::http::{HttpConfig, HttpTransport};
@@ -13,46 +14,6 @@ use switchboard::transport::ws::WebSocketConfig;
 use switchboard::types::{CallToolRequestParams, Era};
 use switchboard::{Client, Error, RequestOptions};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
-
-/// A test server process serving HTTP; killed when dropped.
-struct HttpServer {
-    child: Child,
-    base: String,
-}
-
-impl HttpServer {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(SERVER)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the test server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        Self { child, base }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
     value.as_object().cloned()

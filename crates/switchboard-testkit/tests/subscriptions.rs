@@ -4,9 +4,10 @@
 //! client's lists, and `ttlMs` answers served from the cache (counted by the
 //! server's `hits` tool).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::time::Duration;
+use support::HttpServer;
 
 use serde_json::{Value, json};
 use switchboard::client::{Subscription, SubscriptionEvent};
@@ -18,44 +19,6 @@ use switchboard::{Client, Error, Event, ListKind};
 const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
 const HELLO: &str = "test://static/hello";
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A test server process serving HTTP; killed when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(SERVER)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the test server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        Self {
-            child,
-            url: format!("{base}/mcp"),
-        }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
     value.as_object().cloned()
@@ -184,7 +147,7 @@ async fn stateless_era_over_streamable_http() {
     let server = HttpServer::start(&["--era", "modern", "--cache-ttl-ms", "60000"]);
     let client = Client::builder()
         .auto_refresh_lists(true)
-        .connect(HttpConfig::new(&server.url))
+        .connect(HttpConfig::new(server.url("/mcp")))
         .await
         .unwrap();
     stateless_era(client).await;
@@ -272,7 +235,7 @@ async fn session_era_over_streamable_http() {
     let server = HttpServer::start(&["--era", "legacy", "--http-response", "sse"]);
     let client = Client::builder()
         .auto_refresh_lists(true)
-        .connect(HttpConfig::new(&server.url))
+        .connect(HttpConfig::new(server.url("/mcp")))
         .await
         .unwrap();
     session_era(client).await;

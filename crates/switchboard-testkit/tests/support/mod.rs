@@ -419,3 +419,46 @@ pub(crate) fn python_features_script() -> PathBuf {
         .join("interop")
         .join("python_features_server.py")
 }
+
+/// A test server process serving HTTP on loopback (`--http 127.0.0.1:0`
+/// plus `args`); killed when dropped.
+pub(crate) struct HttpServer {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`, as the server announced it.
+    pub(crate) base: String,
+}
+
+impl HttpServer {
+    pub(crate) fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(testserver())
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the test server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("the server announces its address");
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Self { child, base }
+    }
+
+    /// The URL of `path` on this server.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
