@@ -1306,6 +1306,76 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
+    async fn client_metadata_document_comes_before_dynamic_registration() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let cimd = "https://app.example/client.json";
+        let mut asm = stub.as_metadata();
+        asm["client_id_metadata_document_supported"] = true.into();
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        let (_dir, store) = temp_store();
+        let flow = OAuthFlow::new(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+                .allow_http_loopback(true)
+                .client_metadata_url(cimd),
+        )
+        .unwrap();
+        let request = flow
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap();
+        assert_eq!(query(&request.authorization_url)["client_id"], cimd);
+        assert!(!stub.paths().iter().any(|p| p == "/register"));
+    }
+
+    #[tokio::test]
+    async fn no_way_to_register_asks_for_a_client_id() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm.as_object_mut().unwrap().remove("registration_endpoint");
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        let (_dir, store) = temp_store();
+        let err = flow(store)
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, OAuthError::RegistrationRequired { .. }),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn client_secret_post_when_basic_is_not_supported() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm["token_endpoint_auth_methods_supported"] = serde_json::json!(["client_secret_post"]);
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        stub.route("/token", 200, serde_json::json!({"access_token": "at"}));
+        let (_dir, store) = temp_store();
+        let flow = OAuthFlow::new(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+                .allow_http_loopback(true)
+                .pre_registered("pre", Some(Secret::new("s3cret"))),
+        )
+        .unwrap();
+        let request = flow
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap();
+        flow.finish("code", &request.state, Some(&request.issuer))
+            .await
+            .unwrap();
+        let token = stub.seen().pop().unwrap();
+        let f = form(&token.body);
+        assert_eq!(f["client_id"], "pre");
+        assert_eq!(f["client_secret"], "s3cret");
+        assert!(!token.head.to_ascii_lowercase().contains("authorization:"));
+    }
+
+    #[tokio::test]
     async fn finish_refuses_wrong_state_and_wrong_iss() {
         let stub = Stub::start().await;
         stub.standard();
