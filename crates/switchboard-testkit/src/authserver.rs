@@ -1870,6 +1870,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn admin_tool_in_the_stateless_era() {
+        let srv = start(AuthConfig::default()).await;
+        let client = srv.public_client().await;
+        let call = |token: String| {
+            let srv = &srv;
+            async move {
+                let mut msg = admin_call();
+                msg["params"]["_meta"] = json!({
+                    "io.modelcontextprotocol/protocolVersion": crate::DEFAULT_MODERN_VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                });
+                read(
+                    srv.http
+                        .post(format!("{}/mcp", srv.base))
+                        .header("content-type", "application/json")
+                        .header("accept", "application/json, text/event-stream")
+                        .header("mcp-protocol-version", crate::DEFAULT_MODERN_VERSION)
+                        .header("mcp-method", "tools/call")
+                        .header("mcp-name", ADMIN_TOOL)
+                        .bearer_auth(token)
+                        .body(msg.to_string()),
+                )
+                .await
+            }
+        };
+        let read_only = srv.code_flow(&client, "mcp:read").await;
+        let r = call(read_only["access_token"].as_str().unwrap().to_owned()).await;
+        assert_eq!(r.status, 403);
+        let admin = srv.code_flow(&client, "mcp:admin").await;
+        // Mcp-Name still says admin_echo: the call is served as echo only
+        // after the header checks.
+        let r = call(admin["access_token"].as_str().unwrap().to_owned()).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["result"]["content"][0]["text"], "hi");
+    }
+
+    #[tokio::test]
     async fn refresh_200_error_quirk() {
         let srv = start(AuthConfig::default().with_quirk(AuthQuirk::Refresh200Error)).await;
         let client = srv.public_client().await;

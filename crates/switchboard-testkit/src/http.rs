@@ -55,6 +55,10 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// 404): Streamable HTTP at `/mcp` (POST, GET, DELETE), legacy HTTP+SSE at
 /// `GET /sse` + `POST /messages?session=…`, WebSocket at `/ws`
 /// (subprotocol `mcp`, one JSON-RPC message per text frame).
+///
+/// With [`ServerConfig::auth`] these need a bearer token from the built-in
+/// authorization server, served on the same listener (see
+/// [`AuthConfig`](crate::AuthConfig)).
 pub async fn serve_http(config: ServerConfig, listener: TcpListener) -> io::Result<()> {
     let auth = match config.auth.clone() {
         Some(c) => Some(Arc::new(AuthServer::new(c, listener.local_addr()?))),
