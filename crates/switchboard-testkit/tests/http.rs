@@ -14,7 +14,6 @@ use switchboard::transport::ws::WebSocketConfig;
 use switchboard::types::{CallToolRequestParams, Era};
 use switchboard::{Client, Error, RequestOptions};
 
-
 fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
     value.as_object().cloned()
 }
