@@ -279,9 +279,12 @@ impl AuthProvider for TestAuth {
         Box::pin(async { Some(SECRET.to_owned()) })
     }
 
-    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, ()> {
+    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool> {
         let challenge = www_authenticate.map(str::to_owned);
-        Box::pin(async move { self.told.lock().unwrap().push((status, challenge)) })
+        Box::pin(async move {
+            self.told.lock().unwrap().push((status, challenge));
+            false
+        })
     }
 }
 

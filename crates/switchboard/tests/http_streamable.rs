@@ -338,3 +338,75 @@ async fn a_json_reply_to_a_notification_is_tolerated() {
             .contains_key("mcp-session-id")
     );
 }
+
+/// Sends `Bearer old` until told of a 401, then `Bearer new` (a refresh).
+#[derive(Default)]
+struct Refreshing {
+    refreshed: std::sync::atomic::AtomicBool,
+    refusals: std::sync::atomic::AtomicUsize,
+}
+
+impl switchboard::transport::http::AuthProvider for Refreshing {
+    fn authorization(&self, _url: &str) -> switchboard::transport::BoxFuture<'_, Option<String>> {
+        let token = if self.refreshed.load(std::sync::atomic::Ordering::SeqCst) {
+            "Bearer new"
+        } else {
+            "Bearer old"
+        };
+        Box::pin(async move { Some(token.to_owned()) })
+    }
+
+    fn unauthorized(
+        &self,
+        _status: u16,
+        _www_authenticate: Option<&str>,
+    ) -> switchboard::transport::BoxFuture<'_, bool> {
+        self.refusals
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let first = !self
+            .refreshed
+            .swap(true, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move { first })
+    }
+}
+
+#[tokio::test]
+async fn a_refused_request_is_sent_once_more_after_a_refresh() {
+    let script: Script = Arc::new(|body, headers| {
+        if headers.get("authorization").map(String::as_str) != Some("Bearer new") {
+            return Some((401, json!({"error": "unauthorized"})));
+        }
+        modern_script()(body, headers)
+    });
+    let (url, log, _server) = serve(script).await;
+    let auth = Arc::new(Refreshing::default());
+    let client = Client::connect(HttpConfig::new(&url).auth(auth.clone()))
+        .await
+        .unwrap();
+    assert_eq!(client.era(), Era::Modern);
+    let probes: Vec<Option<String>> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.body["method"] == "server/discover")
+        .map(|s| s.headers.get("authorization").cloned())
+        .collect();
+    assert_eq!(
+        probes,
+        [Some("Bearer old".to_owned()), Some("Bearer new".to_owned())]
+    );
+    assert_eq!(auth.refusals.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // A provider with nothing new: the 401 is the answer, sent once.
+    let script: Script = Arc::new(|_, _| Some((401, json!({"error": "unauthorized"}))));
+    let (url, log, _server) = serve(script).await;
+    let stuck = Arc::new(Refreshing::default());
+    stuck
+        .refreshed
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let error = Client::connect(HttpConfig::new(&url).auth(stuck))
+        .await
+        .unwrap_err();
+    assert!(error.is_auth_required(), "{error}");
+    assert_eq!(log.lock().unwrap().len(), 1);
+}

@@ -190,7 +190,9 @@ impl OAuthProvider {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn on_unauthorized(&self, status: u16, www_authenticate: Option<&str>) {
+    /// Records a refusal; `true` when a refresh is due, so the refused
+    /// request is worth sending once more.
+    fn on_unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> bool {
         let mut state = self.state();
         let challenge = www_authenticate.map(str::to_owned);
         let step_up = status == 403
@@ -212,16 +214,17 @@ impl OAuthProvider {
                 reason,
                 www_authenticate: challenge,
             });
-            return;
+            return false;
         }
         if status != 401 {
-            return;
+            return false;
         }
         let sent = state.current.as_ref().map(|(t, _)| t.clone());
         match sent {
             Some(token) if state.refreshed_after_401.as_ref() != Some(&token) => {
                 // Refresh once before the next request.
                 state.rejected = Some(token);
+                true
             }
             sent => {
                 state.login_needed = Some(LoginNeeded {
@@ -232,6 +235,7 @@ impl OAuthProvider {
                     },
                     www_authenticate: challenge,
                 });
+                false
             }
         }
     }
@@ -250,9 +254,9 @@ impl AuthProvider for OAuthProvider {
         })
     }
 
-    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, ()> {
-        self.on_unauthorized(status, www_authenticate);
-        Box::pin(async {})
+    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool> {
+        let retry = self.on_unauthorized(status, www_authenticate);
+        Box::pin(async move { retry })
     }
 }
 
@@ -323,16 +327,22 @@ mod tests {
             Some("Bearer at1")
         );
         token_reply(&stub, "at2", "rt2");
-        provider.unauthorized(401, Some("Bearer")).await;
+        assert!(
+            provider.unauthorized(401, Some("Bearer")).await,
+            "a refresh is due: the refused request is worth one more try"
+        );
         assert_eq!(provider.login_needed(), None);
         assert_eq!(
             provider.authorization("x").await.as_deref(),
             Some("Bearer at2")
         );
         let before = token_requests(&stub);
-        provider
-            .unauthorized(401, Some(r#"Bearer error="invalid_token""#))
-            .await;
+        assert!(
+            !provider
+                .unauthorized(401, Some(r#"Bearer error="invalid_token""#))
+                .await,
+            "the refreshed token was refused too: no retry, log in"
+        );
         let needed = provider.login_needed().unwrap();
         assert_eq!(needed.reason, LoginReason::Rejected);
         assert_eq!(

@@ -64,7 +64,9 @@ pub(super) async fn connect(
 
     let status = response.status();
     if matches!(status.as_u16(), 401 | 403) {
-        return Err(http.on_auth_failure(&response).await);
+        // Not retried here: the connection was never made, so connecting
+        // again (with whatever the provider now holds) is the retry.
+        return Err(http.on_auth_failure(&response).await.error);
     }
     if !status.is_success() {
         let body = read_preview(response, config.read_timeout).await;
@@ -228,7 +230,7 @@ impl Http {
         request
     }
 
-    async fn on_auth_failure(&self, response: &reqwest::Response) -> TransportError {
+    async fn on_auth_failure(&self, response: &reqwest::Response) -> super::AuthFailure {
         auth_failure(self.auth.as_ref(), response).await
     }
 }
@@ -371,20 +373,30 @@ impl MessageSink for LegacySink {
 
 /// POSTs one message; 2xx (usually 202) means the server took it.
 async fn post(shared: &Shared, message: &[u8]) -> Result<(), TransportError> {
-    let request = shared
-        .http
-        .request(reqwest::Method::POST, &shared.endpoint)
-        .await
-        .header(CONTENT_TYPE, "application/json")
-        .body(message.to_vec());
-    let response = tokio::time::timeout(shared.read_timeout, request.send())
-        .await
-        .map_err(|_| TransportError::IdleTimeout(shared.read_timeout))?
-        .map_err(|e| http_error(&shared.display, e))?;
-    let status = response.status();
-    if matches!(status.as_u16(), 401 | 403) {
-        return Err(shared.http.on_auth_failure(&response).await);
-    }
+    let mut auth_retried = false;
+    let (response, status) = loop {
+        let request = shared
+            .http
+            .request(reqwest::Method::POST, &shared.endpoint)
+            .await
+            .header(CONTENT_TYPE, "application/json")
+            .body(message.to_vec());
+        let response = tokio::time::timeout(shared.read_timeout, request.send())
+            .await
+            .map_err(|_| TransportError::IdleTimeout(shared.read_timeout))?
+            .map_err(|e| http_error(&shared.display, e))?;
+        let status = response.status();
+        if !matches!(status.as_u16(), 401 | 403) {
+            break (response, status);
+        }
+        let failure = shared.http.on_auth_failure(&response).await;
+        // New credentials: the message was refused unread, send it again once.
+        if failure.retry && !auth_retried {
+            auth_retried = true;
+            continue;
+        }
+        return Err(failure.error);
+    };
     // Read even a success body, so the connection goes back to the pool.
     let body = read_preview(response, shared.read_timeout).await;
     if status.is_success() {

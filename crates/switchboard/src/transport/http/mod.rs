@@ -25,8 +25,10 @@ pub trait AuthProvider: Send + Sync + 'static {
     fn authorization(&self, url: &str) -> BoxFuture<'_, Option<String>>;
 
     /// The server refused the credentials (`status` 401 or 403), with its
-    /// `WWW-Authenticate` challenge.
-    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, ()>;
+    /// `WWW-Authenticate` challenge. Answers whether the refused request
+    /// should be sent once more (new credentials are ready, e.g. after a
+    /// refresh); it is, at most once per request.
+    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool>;
 }
 
 /// Which HTTP transport to speak.
@@ -373,20 +375,32 @@ pub(crate) fn http_error(display: &str, error: reqwest::Error) -> TransportError
 pub(crate) async fn auth_failure(
     auth: Option<&Arc<dyn AuthProvider>>,
     response: &reqwest::Response,
-) -> TransportError {
+) -> AuthFailure {
     let status = response.status().as_u16();
     let www_authenticate = response
         .headers()
         .get(reqwest::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Some(auth) = auth {
-        auth.unauthorized(status, www_authenticate.as_deref()).await;
+    let retry = match auth {
+        Some(auth) => auth.unauthorized(status, www_authenticate.as_deref()).await,
+        None => false,
+    };
+    AuthFailure {
+        retry,
+        error: TransportError::AuthorizationRequired {
+            status,
+            www_authenticate,
+        },
     }
-    TransportError::AuthorizationRequired {
-        status,
-        www_authenticate,
-    }
+}
+
+/// What a 401/403 means for the request that got it.
+pub(crate) struct AuthFailure {
+    /// The provider has new credentials: send the request once more.
+    pub(crate) retry: bool,
+    /// The error to report when it is not retried.
+    pub(crate) error: TransportError,
 }
 
 /// The URL without user info or query (which may hold secrets).

@@ -244,7 +244,7 @@ impl Shared {
         }
     }
 
-    async fn on_auth_failure(&self, response: &reqwest::Response) -> TransportError {
+    async fn on_auth_failure(&self, response: &reqwest::Response) -> super::AuthFailure {
         auth_failure(self.auth.as_ref(), response).await
     }
 
@@ -422,6 +422,7 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
     }
 
     let mut reinitialized = false;
+    let mut auth_retried = false;
     loop {
         let (session, version) = {
             let state = shared.state();
@@ -460,7 +461,14 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
         let status = response.status();
 
         if status.as_u16() == 401 || status.as_u16() == 403 {
-            return Err(shared.on_auth_failure(&response).await);
+            let failure = shared.on_auth_failure(&response).await;
+            // New credentials (a refresh): the request never ran, so it
+            // goes once more.
+            if failure.retry && !auth_retried {
+                auth_retried = true;
+                continue;
+            }
+            return Err(failure.error);
         }
         if status.as_u16() == 404
             && let Some(lost) = session
