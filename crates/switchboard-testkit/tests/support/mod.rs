@@ -424,6 +424,9 @@ pub(crate) fn python_features_script() -> PathBuf {
 /// plus `args`); killed when dropped.
 pub(crate) struct HttpServer {
     child: std::process::Child,
+    /// Held open: a server that prints more (`--auth` prints its issuer)
+    /// must not die of a closed pipe.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
     /// `http://127.0.0.1:PORT`, as the server announced it.
     pub(crate) base: String,
 }
@@ -439,7 +442,8 @@ impl HttpServer {
             .spawn()
             .expect("start the test server");
         let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        stdout
             .read_line(&mut line)
             .expect("the server announces its address");
         let base = line
@@ -447,7 +451,11 @@ impl HttpServer {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_owned();
-        Self { child, base }
+        Self {
+            child,
+            _stdout: stdout,
+            base,
+        }
     }
 
     /// The URL of `path` on this server.
