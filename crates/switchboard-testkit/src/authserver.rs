@@ -894,7 +894,7 @@ impl AuthServer {
                 if !scheme.eq_ignore_ascii_case("basic") {
                     return None;
                 }
-                let decoded = String::from_utf8(base64_decode(creds.trim())?).ok()?;
+                let decoded = String::from_utf8(crate::b64::decode(creds.trim())?).ok()?;
                 let (id, secret) = decoded.split_once(':')?;
                 // RFC 6749 §2.3.1: both parts are form-urlencoded first.
                 Some((percent_decode(id)?, percent_decode(secret)?))
@@ -1183,55 +1183,9 @@ fn percent_encode(s: &str) -> String {
     out
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn base64url_nopad(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, &b)| acc | (u32::from(b) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            let c = B64[((n >> (18 - 6 * i)) & 63) as usize];
-            out.push(match c {
-                b'+' => '-',
-                b'/' => '_',
-                c => c as char,
-            });
-        }
-    }
-    out
-}
-
-/// Standard or URL-safe base64, padding optional.
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim_end_matches('=');
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
-
 /// The PKCE S256 challenge of `verifier`.
 fn s256(verifier: &str) -> String {
-    base64url_nopad(&sha256(verifier.as_bytes()))
+    crate::b64::encode_url(&sha256(verifier.as_bytes()))
 }
 
 /// SHA-256 (FIPS 180-4).

@@ -65,7 +65,7 @@ pub(crate) fn args_digest(args: &Map<String, Value>) -> String {
 
 /// Seal `state` into an opaque `requestState` string.
 pub(crate) fn seal_state(state: &Value) -> String {
-    let payload = base64url_encode(state.to_string().as_bytes());
+    let payload = crate::b64::encode_url(state.to_string().as_bytes());
     let sum = checksum(&payload);
     format!("{payload}.{sum:016x}")
 }
@@ -82,42 +82,8 @@ pub(crate) fn open_state(sealed: &str) -> Result<Value, RpcError> {
     if u64::from_str_radix(sum, 16).ok() != Some(checksum(payload)) || sum.len() != 16 {
         return Err(bad());
     }
-    let bytes = base64url_decode(payload).ok_or_else(bad)?;
+    let bytes = crate::b64::decode(payload).ok_or_else(bad)?;
     serde_json::from_slice(&bytes).map_err(|_| bad())
-}
-
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-fn base64url_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..=chunk.len() {
-            out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
-fn base64url_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes() {
-        let v = B64.iter().position(|&x| x == c)? as u32;
-        acc = (acc << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -581,7 +547,10 @@ mod tests {
         assert!(open_state("garbage").is_err());
         for n in 0..5 {
             let data: Vec<u8> = (0..n).collect();
-            assert_eq!(base64url_decode(&base64url_encode(&data)).unwrap(), data);
+            assert_eq!(
+                crate::b64::decode(&crate::b64::encode_url(&data)).unwrap(),
+                data
+            );
         }
     }
 }

@@ -818,33 +818,9 @@ fn decode_header_value(v: &str) -> Option<String> {
         .strip_prefix("=?base64?")
         .and_then(|r| r.strip_suffix("?="))
     {
-        Some(b64) => String::from_utf8(base64_decode(b64)?).ok(),
+        Some(b64) => String::from_utf8(crate::b64::decode(b64)?).ok(),
         None => Some(v.to_owned()),
     }
-}
-
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim_end_matches('=');
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
 }
 
 // ---------------------------------------------------------------------------

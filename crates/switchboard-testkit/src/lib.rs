@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 mod authserver;
+mod b64;
 mod config;
 mod features;
 mod http;
