@@ -22,6 +22,9 @@ use switchboard::types::elicitation::ElicitResult;
 use switchboard::types::roots::Root;
 use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use switchboard::types::{ContentBlock, Role};
+mod auth;
+mod auth_ext;
+
 use switchboard::{
     Client, ElicitationHandler, Error, FormRequest, HandlerContext, HandlerError, Roots,
     SamplingHandler,
@@ -83,7 +86,7 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), Error> {
             name: Some("conformance".into()),
             ..Default::default()
         }]))
-        .connect(HttpConfig::new(url))
+        .connect(auth::configure(HttpConfig::new(url), url, scenario, context).await?)
         .await?;
     let caps = client.capabilities().clone();
     let outcome = if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
