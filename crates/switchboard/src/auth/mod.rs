@@ -4,7 +4,13 @@
 //! authorization code flow ([`flow`]), and stored tokens as an
 //! `AuthProvider` for the HTTP transports ([`provider`]).
 
+pub mod client_credentials;
+pub mod dpop;
+pub mod enterprise;
 pub mod flow;
+pub mod grant;
+pub mod jwt;
+pub mod jwt_bearer;
 pub mod metadata;
 pub mod provider;
 pub mod ssrf;

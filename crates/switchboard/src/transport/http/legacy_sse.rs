@@ -15,7 +15,10 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{AuthProvider, HttpConfig, auth_failure, header_map, http_error, redact_url};
+use super::{
+    AuthProvider, AuthRetries, HttpConfig, auth_failure, header_map, http_error, note_dpop_nonce,
+    redact_url,
+};
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{BoxFuture, Connection, MessageSink, MessageStream, TransportError};
 
@@ -218,14 +221,16 @@ struct Http {
 impl Http {
     /// A request with the custom and `Authorization` headers.
     async fn request(&self, method: reqwest::Method, url: &url::Url) -> reqwest::RequestBuilder {
+        let method_name = method.clone();
         let mut request = self
             .client
             .request(method, url.clone())
             .headers(self.headers.clone());
-        if let Some(auth) = &self.auth
-            && let Some(value) = auth.authorization(url.as_str()).await
-        {
-            request = request.header(reqwest::header::AUTHORIZATION, value);
+        if let Some(auth) = &self.auth {
+            request = auth
+                .request_credentials(method_name.as_str(), url.as_str())
+                .await
+                .apply(request);
         }
         request
     }
@@ -373,7 +378,7 @@ impl MessageSink for LegacySink {
 
 /// POSTs one message; 2xx (usually 202) means the server took it.
 async fn post(shared: &Shared, message: &[u8]) -> Result<(), TransportError> {
-    let mut auth_retried = false;
+    let mut auth_retries = AuthRetries::default();
     let (response, status) = loop {
         let request = shared
             .http
@@ -387,12 +392,13 @@ async fn post(shared: &Shared, message: &[u8]) -> Result<(), TransportError> {
             .map_err(|e| http_error(&shared.display, e))?;
         let status = response.status();
         if !matches!(status.as_u16(), 401 | 403) {
+            note_dpop_nonce(shared.http.auth.as_ref(), shared.endpoint.as_str(), &response);
             break (response, status);
         }
         let failure = shared.http.on_auth_failure(&response).await;
-        // New credentials: the message was refused unread, send it again once.
-        if failure.retry && !auth_retried {
-            auth_retried = true;
+        // New credentials (or a DPoP nonce): the message was refused
+        // unread, send it again.
+        if auth_retries.allow(&failure) {
             continue;
         }
         return Err(failure.error);

@@ -29,6 +29,89 @@ pub trait AuthProvider: Send + Sync + 'static {
     /// should be sent once more (new credentials are ready, e.g. after a
     /// refresh); it is, at most once per request.
     fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool>;
+
+    /// The credentials for one request (`method` and full `url`): the
+    /// `Authorization` value and, for a DPoP-bound token (RFC 9449), a
+    /// fresh `DPoP` proof. The transports call this, not
+    /// [`authorization`](Self::authorization), so that a proof can depend
+    /// on the method and URL; the default sends `authorization(url)` alone.
+    fn request_credentials<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, RequestCredentials> {
+        let _ = method;
+        Box::pin(async move { RequestCredentials::new(self.authorization(url).await, None) })
+    }
+
+    /// A response from `url` carried `DPoP-Nonce: nonce` (RFC 9449 §8, §9):
+    /// later proofs to that server must carry it. Called before
+    /// [`unauthorized`](Self::unauthorized) for a 401 `use_dpop_nonce`
+    /// challenge; a refused request is then worth one more try with the
+    /// nonce, besides the one retry for new credentials. Ignored by default.
+    fn dpop_nonce(&self, url: &str, nonce: &str) {
+        let _ = (url, nonce);
+    }
+}
+
+/// What [`AuthProvider::request_credentials`] puts on one request.
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RequestCredentials {
+    /// The `Authorization` header value (`Bearer …`, `DPoP …`).
+    pub authorization: Option<String>,
+    /// The `DPoP` header value: a proof for this method and URL.
+    pub dpop: Option<String>,
+}
+
+impl RequestCredentials {
+    /// An `Authorization` value and, optionally, a DPoP proof.
+    pub fn new(authorization: Option<String>, dpop: Option<String>) -> Self {
+        Self {
+            authorization,
+            dpop,
+        }
+    }
+
+    /// Sets the headers on `request`.
+    pub(crate) fn apply(self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if let Some(value) = self.authorization {
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
+        if let Some(proof) = self.dpop {
+            request = request.header(DPOP_HEADER, proof);
+        }
+        request
+    }
+}
+
+impl fmt::Debug for RequestCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Credentials: only whether they are there.
+        f.debug_struct("RequestCredentials")
+            .field("authorization", &self.authorization.is_some())
+            .field("dpop", &self.dpop.is_some())
+            .finish()
+    }
+}
+
+const DPOP_HEADER: &str = "DPoP";
+const DPOP_NONCE_HEADER: &str = "DPoP-Nonce";
+
+/// Hands a response's `DPoP-Nonce` to the provider.
+pub(crate) fn note_dpop_nonce(
+    auth: Option<&Arc<dyn AuthProvider>>,
+    url: &str,
+    response: &reqwest::Response,
+) {
+    if let Some(auth) = auth
+        && let Some(nonce) = response
+            .headers()
+            .get(DPOP_NONCE_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        auth.dpop_nonce(url, nonce);
+    }
 }
 
 /// Which HTTP transport to speak.
@@ -371,7 +454,8 @@ pub(crate) fn http_error(display: &str, error: reqwest::Error) -> TransportError
     }
 }
 
-/// A 401/403: tells the auth provider, and says what the server wants.
+/// A 401/403: tells the auth provider (a `DPoP-Nonce` first), and says
+/// what the server wants.
 pub(crate) async fn auth_failure(
     auth: Option<&Arc<dyn AuthProvider>>,
     response: &reqwest::Response,
@@ -382,12 +466,20 @@ pub(crate) async fn auth_failure(
         .get(reqwest::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let nonce = response.headers().contains_key(DPOP_NONCE_HEADER)
+        && www_authenticate
+            .as_deref()
+            .is_some_and(|w| w.contains("use_dpop_nonce"));
     let retry = match auth {
-        Some(auth) => auth.unauthorized(status, www_authenticate.as_deref()).await,
+        Some(auth) => {
+            note_dpop_nonce(Some(auth), response.url().as_str(), response);
+            auth.unauthorized(status, www_authenticate.as_deref()).await
+        }
         None => false,
     };
     AuthFailure {
         retry,
+        nonce,
         error: TransportError::AuthorizationRequired {
             status,
             www_authenticate,
@@ -399,8 +491,36 @@ pub(crate) async fn auth_failure(
 pub(crate) struct AuthFailure {
     /// The provider has new credentials: send the request once more.
     pub(crate) retry: bool,
+    /// The refusal was a DPoP nonce challenge (RFC 9449 §9) with a nonce.
+    pub(crate) nonce: bool,
     /// The error to report when it is not retried.
     pub(crate) error: TransportError,
+}
+
+/// The retries one request has had after a 401/403: one with new
+/// credentials, and one with a new DPoP nonce.
+#[derive(Default)]
+pub(crate) struct AuthRetries {
+    credentials: bool,
+    nonce: bool,
+}
+
+impl AuthRetries {
+    /// Whether the request should be sent again after `failure`.
+    pub(crate) fn allow(&mut self, failure: &AuthFailure) -> bool {
+        if !failure.retry {
+            return false;
+        }
+        if failure.nonce && !self.nonce {
+            self.nonce = true;
+            return true;
+        }
+        if !self.credentials {
+            self.credentials = true;
+            return true;
+        }
+        false
+    }
 }
 
 /// The URL without user info or query (which may hold secrets).

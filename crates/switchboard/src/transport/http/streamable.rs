@@ -19,7 +19,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::headers::{HeaderParam, header_params, param_headers};
 use super::{
-    AuthProvider, HttpConfig, auth_failure, encode_header_value, header_map, http_error, redact_url,
+    AuthProvider, AuthRetries, HttpConfig, auth_failure, encode_header_value, header_map,
+    http_error, note_dpop_nonce, redact_url,
 };
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{
@@ -216,6 +217,8 @@ impl Shared {
         session: Option<&str>,
         version: Option<&str>,
     ) -> reqwest::RequestBuilder {
+        // A DPoP proof names the method (a standard one clones for free).
+        let method_name = method.clone();
         let mut request = self
             .client
             .request(method, self.url.clone())
@@ -226,10 +229,11 @@ impl Shared {
         if let Some(version) = version {
             request = request.header(VERSION_HEADER, version);
         }
-        if let Some(auth) = &self.auth
-            && let Some(value) = auth.authorization(self.url.as_str()).await
-        {
-            request = request.header(reqwest::header::AUTHORIZATION, value);
+        if let Some(auth) = &self.auth {
+            request = auth
+                .request_credentials(method_name.as_str(), self.url.as_str())
+                .await
+                .apply(request);
         }
         request
     }
@@ -238,10 +242,17 @@ impl Shared {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, TransportError> {
-        tokio::select! {
+        let response = tokio::select! {
             response = request.send() => response.map_err(|e| self.http_error(e)),
             () = self.closing.cancelled() => Err(TransportError::ClosedByClient),
+        };
+        if let Ok(response) = &response
+            && response.status().is_success()
+        {
+            // A server may hand out the next DPoP nonce with any answer.
+            note_dpop_nonce(self.auth.as_ref(), self.url.as_str(), response);
         }
+        response
     }
 
     async fn on_auth_failure(&self, response: &reqwest::Response) -> super::AuthFailure {
@@ -422,7 +433,7 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
     }
 
     let mut reinitialized = false;
-    let mut auth_retried = false;
+    let mut auth_retries = AuthRetries::default();
     loop {
         let (session, version) = {
             let state = shared.state();
@@ -464,8 +475,7 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
             let failure = shared.on_auth_failure(&response).await;
             // New credentials (a refresh): the request never ran, so it
             // goes once more.
-            if failure.retry && !auth_retried {
-                auth_retried = true;
+            if auth_retries.allow(&failure) {
                 continue;
             }
             return Err(failure.error);

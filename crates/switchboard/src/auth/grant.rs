@@ -1,0 +1,1289 @@
+//! Grants a client runs without a user at the keyboard — client
+//! credentials ([`super::client_credentials`]), JWT bearer for workload
+//! identity ([`super::jwt_bearer`]), enterprise-managed authorization
+//! ([`super::enterprise`]) — and what they share: discovery of the
+//! server's authorization server, token requests with client
+//! authentication (`client_secret_basic`, `client_secret_post`,
+//! `private_key_jwt`, none) and DPoP, and [`GrantProvider`], which makes
+//! any [`Grant`] the HTTP transport's [`AuthProvider`].
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use switchboard::auth::client_credentials::ClientCredentials;
+//! use switchboard::auth::grant::{ClientAuth, GrantProvider};
+//! use switchboard::auth::store::Secret;
+//! use switchboard::transport::http::HttpConfig;
+//! # fn main() -> Result<(), switchboard::auth::grant::GrantError> {
+//! let grant = ClientCredentials::new(ClientAuth::SecretBasic {
+//!     client_id: "my-service".into(),
+//!     secret: Secret::new("from-the-vault"),
+//! });
+//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant).build()?;
+//! let config = HttpConfig::new("https://mcp.example.com/mcp").auth(Arc::new(provider));
+//! # let _ = config; Ok(()) }
+//! ```
+//!
+//! The provider obtains a token when the server first answers 401 (its
+//! `WWW-Authenticate` names the resource metadata), again when the token
+//! nears expiry, and at most [`MAX_REGRANTS`] more times when a server
+//! refuses a token. A grant the authorization server refuses is not tried
+//! again until [`GrantProvider::reset`]: the refusal is
+//! [`GrantProvider::last_error`].
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use serde::Deserialize;
+use url::Url;
+
+use super::dpop::{self, DpopKey};
+use super::jwt::{self, JwtError, JwtSigner};
+use super::metadata::{
+    self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
+};
+use super::ssrf::{SsrfError, UrlGuard};
+use super::store::Secret;
+use crate::transport::BoxFuture;
+use crate::transport::http::{AuthProvider, RequestCredentials};
+
+/// Largest metadata or token response read.
+const MAX_RESPONSE: usize = 1024 * 1024;
+/// Per request to an authorization server or metadata URL.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long before expiry a token is replaced.
+pub const RENEW_MARGIN: Duration = Duration::from_secs(30);
+/// How many times a refused token is replaced by a new grant before the
+/// provider gives up (until [`GrantProvider::reset`]).
+pub const MAX_REGRANTS: u32 = 3;
+
+/// `grant_type` of the JWT bearer grant (RFC 7523 §2.1).
+pub const GRANT_JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// `grant_type` of token exchange (RFC 8693 §2.1).
+pub const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// How the client authenticates at a token endpoint.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum ClientAuth {
+    /// A public client: `client_id` in the form, no secret.
+    None {
+        /// The client id.
+        client_id: String,
+    },
+    /// No client authentication and no `client_id` (grants whose assertion
+    /// identifies the client, as workload identity's may).
+    Anonymous,
+    /// HTTP Basic with the form-urlencoded id and secret (RFC 6749 §2.3.1).
+    SecretBasic {
+        /// The client id.
+        client_id: String,
+        /// The client secret.
+        secret: Secret,
+    },
+    /// Id and secret in the form body.
+    SecretPost {
+        /// The client id.
+        client_id: String,
+        /// The client secret.
+        secret: Secret,
+    },
+    /// A signed client assertion (`private_key_jwt`, RFC 7523 §2.2) with
+    /// `aud` the authorization server's issuer.
+    PrivateKeyJwt {
+        /// The client id (`iss` and `sub` of the assertion).
+        client_id: String,
+        /// The client's private key.
+        key: Arc<JwtSigner>,
+    },
+}
+
+impl fmt::Debug for ClientAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (method, id) = match self {
+            Self::None { client_id } => ("none", Some(client_id)),
+            Self::Anonymous => ("anonymous", None),
+            Self::SecretBasic { client_id, .. } => ("client_secret_basic", Some(client_id)),
+            Self::SecretPost { client_id, .. } => ("client_secret_post", Some(client_id)),
+            Self::PrivateKeyJwt { client_id, .. } => ("private_key_jwt", Some(client_id)),
+        };
+        f.debug_struct("ClientAuth")
+            .field("method", &method)
+            .field("client_id", &id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientAuth {
+    /// The client id, if this method sends one.
+    pub fn client_id(&self) -> Option<&str> {
+        match self {
+            Self::Anonymous => None,
+            Self::None { client_id }
+            | Self::SecretBasic { client_id, .. }
+            | Self::SecretPost { client_id, .. }
+            | Self::PrivateKeyJwt { client_id, .. } => Some(client_id),
+        }
+    }
+
+    /// Adds the credentials to a token request; `audience` is the
+    /// authorization server's issuer (the assertion's `aud`).
+    fn apply(
+        &self,
+        request: reqwest::RequestBuilder,
+        form: &mut Vec<(&'static str, String)>,
+        audience: &str,
+    ) -> Result<reqwest::RequestBuilder, GrantError> {
+        Ok(match self {
+            Self::Anonymous => request,
+            Self::None { client_id } => {
+                form.push(("client_id", client_id.clone()));
+                request
+            }
+            Self::SecretBasic { client_id, secret } => {
+                request.header(reqwest::header::AUTHORIZATION, basic(client_id, secret))
+            }
+            Self::SecretPost { client_id, secret } => {
+                form.push(("client_id", client_id.clone()));
+                form.push(("client_secret", secret.expose().to_owned()));
+                request
+            }
+            Self::PrivateKeyJwt { client_id, key } => {
+                form.push(("client_id", client_id.clone()));
+                form.push(("client_assertion_type", jwt::CLIENT_ASSERTION_TYPE.into()));
+                form.push((
+                    "client_assertion",
+                    jwt::client_assertion(key, client_id, audience)?,
+                ));
+                request
+            }
+        })
+    }
+}
+
+/// `Basic base64(urlencode(id) ":" urlencode(secret))` (RFC 6749 §2.3.1).
+fn basic(client_id: &str, secret: &Secret) -> String {
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let pair = format!("{}:{}", enc(client_id), enc(secret.expose()));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
+/// What a token endpoint issued.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TokenSet {
+    /// The token (`access_token`; for token exchange, the issued token).
+    pub access_token: Secret,
+    /// `token_type`: `Bearer`, `DPoP`, or `N_A` for an exchanged token.
+    pub token_type: String,
+    /// When it expires, from `expires_in`.
+    pub expires_at: Option<SystemTime>,
+    /// The scopes granted, space-separated.
+    pub scope: Option<String>,
+    /// `issued_token_type` (token exchange, RFC 8693 §2.2.1).
+    pub issued_token_type: Option<String>,
+    /// A refresh token, if one was issued.
+    pub refresh_token: Option<Secret>,
+}
+
+impl TokenSet {
+    /// Whether the token is DPoP-bound (`token_type` `DPoP`): it is sent as
+    /// `Authorization: DPoP …` with a proof.
+    pub fn is_dpop(&self) -> bool {
+        self.token_type.eq_ignore_ascii_case(dpop::TOKEN_TYPE)
+    }
+
+    fn expires_within(&self, margin: Duration) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= SystemTime::now() + margin)
+    }
+}
+
+/// Obtaining a token failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantError {
+    /// A setting is unusable.
+    #[error("bad OAuth grant setting: {0}")]
+    Config(String),
+    /// A server-controlled URL was refused.
+    #[error("a URL given by the server was refused")]
+    Ssrf(#[from] SsrfError),
+    /// A metadata document must not be used.
+    #[error("the authorization metadata was refused")]
+    Metadata(#[from] MetadataError),
+    /// No protected resource metadata was found.
+    #[error(
+        "no OAuth protected resource metadata found for {server}; the server does not support MCP authorization (configure a token header instead)"
+    )]
+    NoResourceMetadata {
+        /// The server URL, without query.
+        server: String,
+    },
+    /// No authorization server metadata was found.
+    #[error(
+        "no authorization server metadata found for issuer {issuer}; check the authorization server named by {server}"
+    )]
+    NoServerMetadata {
+        /// The issuer tried.
+        issuer: String,
+        /// The MCP server.
+        server: String,
+    },
+    /// An HTTP request failed.
+    #[error("request to {url} failed")]
+    Http {
+        /// The URL, without query.
+        url: String,
+        /// The cause.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A server answered something that cannot be used.
+    #[error("{url} answered {status}: {detail}")]
+    BadResponse {
+        /// The URL, without query.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A token endpoint refused the request (OAuth error code and
+    /// description): check the client's credentials, assertion or scopes.
+    #[error("the token endpoint {url} refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// The token endpoint, without query.
+        url: String,
+        /// The OAuth error code (`invalid_client`, `invalid_grant`, …).
+        error: String,
+        /// The server's description.
+        description: Option<String>,
+    },
+    /// A client assertion or DPoP proof could not be signed.
+    #[error("signing failed")]
+    Jwt(#[from] JwtError),
+    /// The workload or identity token could not be read.
+    #[error("cannot read the assertion from {path}")]
+    Assertion {
+        /// Where it was read from.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl GrantError {
+    /// The OAuth error code, when a token endpoint refused.
+    pub fn oauth_error(&self) -> Option<&str> {
+        match self {
+            Self::Refused { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// What discovery found for an MCP server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Discovered {
+    /// The MCP server's URL.
+    pub server: Url,
+    /// The resource (RFC 8707) tokens are for, as its metadata writes it.
+    pub resource: String,
+    /// The protected resource metadata.
+    pub resource_metadata: ProtectedResourceMetadata,
+    /// The authorization server's metadata (its `issuer` checked).
+    pub metadata: AuthorizationServerMetadata,
+    /// The token endpoint, checked by the URL guard.
+    pub token_endpoint: Url,
+    /// The scope to request when the grant has none configured: the
+    /// challenge's, else the resource's `scopes_supported`.
+    pub scope: Option<String>,
+}
+
+impl Discovered {
+    /// The authorization server's issuer identifier (the audience of client
+    /// assertions and of ID-JAGs).
+    pub fn issuer(&self) -> &str {
+        &self.metadata.issuer
+    }
+}
+
+/// Token requests and discovery: a client that follows no redirect and
+/// checks every server-controlled URL with the [`UrlGuard`].
+#[derive(Clone)]
+pub struct TokenClient {
+    http: reqwest::Client,
+    guard: UrlGuard,
+    dpop: Option<DpopKey>,
+}
+
+impl fmt::Debug for TokenClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenClient")
+            .field("dpop", &self.dpop)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A token endpoint's answer (RFC 6749 §5.1, RFC 8693 §2.2).
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: Option<String>,
+    token_type: Option<String>,
+    expires_in: Option<u64>,
+    refresh_token: Option<String>,
+    scope: Option<String>,
+    issued_token_type: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+impl TokenClient {
+    /// A client whose guard allows plain `http` to loopback hosts when
+    /// `allow_http_loopback`; token requests carry a DPoP proof when `dpop`
+    /// is given.
+    ///
+    /// # Errors
+    /// [`GrantError::Config`] if the HTTP client cannot be built.
+    pub fn new(allow_http_loopback: bool, dpop: Option<DpopKey>) -> Result<Self, GrantError> {
+        let guard = UrlGuard::builder()
+            .allow_http_loopback(allow_http_loopback)
+            .build()?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { http, guard, dpop })
+    }
+
+    /// The DPoP key token requests are bound to, if any.
+    pub fn dpop(&self) -> Option<&DpopKey> {
+        self.dpop.as_ref()
+    }
+
+    /// `url` if the URL guard allows it.
+    ///
+    /// # Errors
+    /// [`GrantError::Ssrf`] when it does not.
+    pub fn check_url(&self, url: &str) -> Result<Url, GrantError> {
+        Ok(self.guard.check(url, None)?)
+    }
+
+    /// Finds the authorization server for the MCP server at `server_url`:
+    /// its protected resource metadata (the challenge's `resource_metadata`
+    /// first, then the well-known URLs), the resource check, then the
+    /// authorization server's metadata with its issuer check.
+    ///
+    /// # Errors
+    /// Nothing usable was found, a check failed, or a request failed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is kept.
+    pub async fn discover(
+        &self,
+        server_url: &str,
+        www_authenticate: Option<&str>,
+    ) -> Result<Discovered, GrantError> {
+        let server =
+            Url::parse(server_url).map_err(|e| GrantError::Config(format!("server URL: {e}")))?;
+        let challenges = www_authenticate
+            .map(metadata::parse_www_authenticate)
+            .unwrap_or_default();
+        // A DPoP-only server challenges with `DPoP`, not `Bearer`.
+        let challenge = challenges
+            .iter()
+            .find(|c| c.is_bearer())
+            .or_else(|| {
+                challenges
+                    .iter()
+                    .find(|c| c.scheme.eq_ignore_ascii_case(dpop::SCHEME))
+            })
+            .cloned();
+        let mut found = None;
+        for url in metadata::protected_resource_metadata_urls(&server, challenge.as_ref()) {
+            let url = self.guard.check(url.as_str(), None)?;
+            if let Some(prm) = self.get_json::<ProtectedResourceMetadata>(&url).await? {
+                found = Some(prm);
+                break;
+            }
+        }
+        let prm = found.ok_or_else(|| GrantError::NoResourceMetadata {
+            server: shown(&server),
+        })?;
+        let resource = metadata::check_resource(&server, &prm)?.to_owned();
+        let issuer_text = prm
+            .authorization_servers
+            .as_deref()
+            .and_then(|s| s.first())
+            .ok_or_else(|| GrantError::NoResourceMetadata {
+                server: shown(&server),
+            })?;
+        let issuer = self.guard.check(issuer_text, None)?;
+        let mut asm = None;
+        for url in metadata::authorization_server_metadata_urls(&issuer) {
+            let url = self.guard.check(url.as_str(), Some(&issuer))?;
+            if let Some(found) = self.get_json::<AuthorizationServerMetadata>(&url).await? {
+                metadata::check_issuer(&issuer, &found)?;
+                asm = Some(found);
+                break;
+            }
+        }
+        let asm = asm.ok_or_else(|| GrantError::NoServerMetadata {
+            issuer: shown(&issuer),
+            server: shown(&server),
+        })?;
+        let token_endpoint =
+            asm.token_endpoint
+                .as_deref()
+                .ok_or_else(|| GrantError::BadResponse {
+                    url: shown(&issuer),
+                    status: 200,
+                    detail: "the authorization server metadata has no token_endpoint".into(),
+                })?;
+        let token_endpoint = self.guard.check(token_endpoint, Some(&issuer))?;
+        let scope = metadata::choose_scopes(challenge.as_ref(), Some(&prm), Some(&asm), &[], false);
+        Ok(Discovered {
+            server,
+            resource,
+            resource_metadata: prm,
+            metadata: asm,
+            token_endpoint,
+            scope,
+        })
+    }
+
+    /// POSTs a token request: `form` plus the client's credentials (a
+    /// client assertion's `aud` is `audience`), with a DPoP proof when
+    /// this client has a key and `dpop` is set. A `use_dpop_nonce` refusal
+    /// is retried once with the server's nonce.
+    ///
+    /// # Errors
+    /// [`GrantError::Refused`] with the server's OAuth error, or the
+    /// request or response failed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe; a nonce learned is kept.
+    pub async fn request(
+        &self,
+        endpoint: &Url,
+        auth: &ClientAuth,
+        audience: &str,
+        form: Vec<(&'static str, String)>,
+        dpop: bool,
+    ) -> Result<TokenSet, GrantError> {
+        let key = self.dpop.as_ref().filter(|_| dpop);
+        let mut nonce_retried = false;
+        loop {
+            let mut form = form.clone();
+            let mut request = auth.apply(self.http.post(endpoint.clone()), &mut form, audience)?;
+            if let Some(key) = key {
+                request = request.header(dpop::HEADER, key.proof("POST", endpoint.as_str(), None)?);
+            }
+            let body = url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+                .finish();
+            let response = request
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                )
+                .header(reqwest::header::ACCEPT, "application/json")
+                .body(body)
+                .send()
+                .await
+                .map_err(|source| GrantError::Http {
+                    url: shown(endpoint),
+                    source: source.without_url(),
+                })?;
+            let status = response.status().as_u16();
+            let new_nonce = match (key, response.headers().get(dpop::NONCE_HEADER)) {
+                (Some(key), Some(nonce)) => nonce
+                    .to_str()
+                    .is_ok_and(|n| key.remember_nonce(endpoint.as_str(), n)),
+                _ => false,
+            };
+            let bytes = read_body(response, endpoint).await?;
+            let token: TokenResponse = serde_json::from_slice(&bytes)
+                .map_err(|e| bad(endpoint, status, &format!("not a token response: {e}")))?;
+            if let Some(error) = token.error {
+                if error == dpop::USE_DPOP_NONCE && new_nonce && !nonce_retried {
+                    nonce_retried = true;
+                    continue;
+                }
+                return Err(GrantError::Refused {
+                    url: shown(endpoint),
+                    error,
+                    description: token.error_description,
+                });
+            }
+            let (true, Some(access_token)) = ((200..300).contains(&status), token.access_token)
+            else {
+                return Err(bad(endpoint, status, "no access token in the response"));
+            };
+            return Ok(TokenSet {
+                access_token: Secret::new(access_token),
+                token_type: token.token_type.unwrap_or_else(|| "Bearer".into()),
+                expires_at: token
+                    .expires_in
+                    .map(|s| SystemTime::now() + Duration::from_secs(s)),
+                scope: token.scope,
+                issued_token_type: token.issued_token_type,
+                refresh_token: token.refresh_token.map(Secret::new),
+            });
+        }
+    }
+
+    /// GETs a JSON document; `None` for a 4xx (try the next URL).
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &Url,
+    ) -> Result<Option<T>, GrantError> {
+        let response = self
+            .http
+            .get(url.clone())
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|source| GrantError::Http {
+                url: shown(url),
+                source: source.without_url(),
+            })?;
+        let status = response.status().as_u16();
+        if (400..500).contains(&status) {
+            return Ok(None);
+        }
+        let bytes = read_body(response, url).await?;
+        if status != 200 {
+            return Err(bad(url, status, "unexpected status"));
+        }
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| bad(url, status, &format!("not valid metadata: {e}")))
+    }
+}
+
+async fn read_body(mut response: reqwest::Response, url: &Url) -> Result<Vec<u8>, GrantError> {
+    let status = response.status().as_u16();
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|source| GrantError::Http {
+        url: shown(url),
+        source: source.without_url(),
+    })? {
+        if body.len() + chunk.len() > MAX_RESPONSE {
+            return Err(bad(url, status, "response too large"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn bad(url: &Url, status: u16, detail: &str) -> GrantError {
+    GrantError::BadResponse {
+        url: shown(url),
+        status,
+        detail: detail.to_owned(),
+    }
+}
+
+/// A URL for messages: no credentials, query or fragment.
+pub(crate) fn shown(url: &Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.into()
+}
+
+/// A way to obtain a token for a discovered server.
+pub trait Grant: Send + Sync + fmt::Debug + 'static {
+    /// Runs the grant against `target`'s authorization server through
+    /// `client`.
+    fn obtain<'a>(
+        &'a self,
+        client: &'a TokenClient,
+        target: &'a Discovered,
+    ) -> BoxFuture<'a, Result<TokenSet, GrantError>>;
+}
+
+/// Any [`Grant`] as the HTTP transport's [`AuthProvider`]: discovers on
+/// the first 401, runs the grant, sends the token (`Bearer`, or `DPoP`
+/// with a fresh proof per request), replaces it before expiry. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct GrantProvider {
+    inner: Arc<ProviderInner>,
+}
+
+struct ProviderInner {
+    server: String,
+    grant: Box<dyn Grant>,
+    client: TokenClient,
+    /// The token sent; read on every request without waiting.
+    current: Mutex<Option<Arc<TokenSet>>>,
+    /// Serialises grants so concurrent 401s run one.
+    state: tokio::sync::Mutex<ProviderState>,
+    last_error: Mutex<Option<Arc<GrantError>>>,
+}
+
+#[derive(Default)]
+struct ProviderState {
+    discovered: Option<Arc<Discovered>>,
+    failed: bool,
+    regrants: u32,
+}
+
+impl fmt::Debug for GrantProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrantProvider")
+            .field("server", &self.inner.server)
+            .field("grant", &self.inner.grant)
+            .field("client", &self.inner.client)
+            .field("has_token", &self.current().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`GrantProvider`]. Setters never fail; [`build`](Self::build)
+/// reports a bad setting.
+#[must_use]
+#[derive(Debug)]
+pub struct GrantProviderBuilder {
+    server: String,
+    grant: Box<dyn Grant>,
+    dpop: Option<DpopKey>,
+    allow_http_loopback: bool,
+}
+
+impl GrantProviderBuilder {
+    /// Binds tokens to `key` (RFC 9449): token requests carry proofs, and a
+    /// `DPoP` token is sent with a fresh proof per request.
+    pub fn dpop(mut self, key: DpopKey) -> Self {
+        self.dpop = Some(key);
+        self
+    }
+
+    /// Allow plain `http` to loopback hosts (local servers, tests,
+    /// conformance); off by default.
+    pub fn allow_http_loopback(mut self, allow: bool) -> Self {
+        self.allow_http_loopback = allow;
+        self
+    }
+
+    /// The provider.
+    ///
+    /// # Errors
+    /// [`GrantError::Config`] for an unusable server URL or HTTP client.
+    pub fn build(self) -> Result<GrantProvider, GrantError> {
+        Url::parse(&self.server).map_err(|e| GrantError::Config(format!("server URL: {e}")))?;
+        Ok(GrantProvider {
+            inner: Arc::new(ProviderInner {
+                server: self.server,
+                grant: self.grant,
+                client: TokenClient::new(self.allow_http_loopback, self.dpop)?,
+                current: Mutex::new(None),
+                state: tokio::sync::Mutex::new(ProviderState::default()),
+                last_error: Mutex::new(None),
+            }),
+        })
+    }
+}
+
+impl GrantProvider {
+    /// A provider for the MCP server at `server_url` that runs `grant`.
+    pub fn builder(server_url: impl Into<String>, grant: impl Grant) -> GrantProviderBuilder {
+        GrantProviderBuilder {
+            server: server_url.into(),
+            grant: Box::new(grant),
+            dpop: None,
+            allow_http_loopback: false,
+        }
+    }
+
+    /// Obtains a token now (discovering first, from `www_authenticate` if
+    /// given) instead of waiting for the server's 401.
+    ///
+    /// # Errors
+    /// Discovery or the grant failed; the error is also
+    /// [`last_error`](Self::last_error).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the token is kept only once obtained.
+    pub async fn authorize(&self, www_authenticate: Option<&str>) -> Result<(), Arc<GrantError>> {
+        let mut state = self.inner.state.lock().await;
+        self.run(&mut state, www_authenticate).await
+    }
+
+    /// The last failure to obtain a token, if the latest attempt failed.
+    pub fn last_error(&self) -> Option<Arc<GrantError>> {
+        lock(&self.inner.last_error).clone()
+    }
+
+    /// Forgets the token, the discovery and any failure: the next 401 runs
+    /// the grant afresh.
+    pub fn reset(&self) {
+        *lock(&self.inner.current) = None;
+        *lock(&self.inner.last_error) = None;
+        if let Ok(mut state) = self.inner.state.try_lock() {
+            *state = ProviderState::default();
+        }
+    }
+
+    fn current(&self) -> Option<Arc<TokenSet>> {
+        lock(&self.inner.current).clone()
+    }
+
+    async fn run(
+        &self,
+        state: &mut ProviderState,
+        www_authenticate: Option<&str>,
+    ) -> Result<(), Arc<GrantError>> {
+        let inner = &*self.inner;
+        let outcome = async {
+            let discovered = match (&state.discovered, www_authenticate) {
+                (Some(d), None) => d.clone(),
+                _ => Arc::new(
+                    inner
+                        .client
+                        .discover(&inner.server, www_authenticate)
+                        .await?,
+                ),
+            };
+            state.discovered = Some(discovered.clone());
+            inner.grant.obtain(&inner.client, &discovered).await
+        }
+        .await;
+        match outcome {
+            Ok(token) => {
+                *lock(&inner.current) = Some(Arc::new(token));
+                *lock(&inner.last_error) = None;
+                state.failed = false;
+                Ok(())
+            }
+            Err(error) => {
+                tracing::warn!(server = %inner.server, error = %error, "OAuth grant failed");
+                state.failed = true;
+                let error = Arc::new(error);
+                *lock(&inner.last_error) = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// The token to send, replaced first when it nears expiry.
+    async fn token(&self) -> Option<Arc<TokenSet>> {
+        let current = self.current()?;
+        if !current.expires_within(RENEW_MARGIN) {
+            return Some(current);
+        }
+        let mut state = self.inner.state.lock().await;
+        let current = self.current()?;
+        if current.expires_within(RENEW_MARGIN) && !state.failed {
+            let _ = self.run(&mut state, None).await;
+        }
+        let token = self.current()?;
+        // An expired token is useless; one still valid is sent as it is.
+        token
+            .expires_at
+            .is_none_or(|at| at > SystemTime::now())
+            .then_some(token)
+    }
+
+    async fn on_unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> bool {
+        let challenges = www_authenticate
+            .map(metadata::parse_www_authenticate)
+            .unwrap_or_default();
+        let current = self.current();
+        // RFC 9449 §9: the nonce came in the same response (the transport
+        // handed it over before calling here); the token is still good.
+        if let (Some(key), Some(token)) = (self.inner.client.dpop(), &current)
+            && token.is_dpop()
+            && challenges
+                .iter()
+                .any(|c| c.error() == Some(dpop::USE_DPOP_NONCE))
+        {
+            return key.nonce_for(&self.inner.server).is_some();
+        }
+        let step_up = status == 403 && challenges.iter().any(Challenge::is_insufficient_scope);
+        if status != 401 && !step_up {
+            return false;
+        }
+        let mut state = self.inner.state.lock().await;
+        if state.failed {
+            return false;
+        }
+        // Another request replaced the refused token meanwhile: use that.
+        let latest = self.current();
+        let replaced = match (&current, &latest) {
+            (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if replaced {
+            return true;
+        }
+        if latest.is_some() {
+            if state.regrants >= MAX_REGRANTS {
+                return false;
+            }
+            state.regrants += 1;
+        }
+        self.run(&mut state, www_authenticate).await.is_ok()
+    }
+}
+
+impl AuthProvider for GrantProvider {
+    fn authorization(&self, _url: &str) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let token = self.token().await?;
+            let scheme = if token.is_dpop() {
+                dpop::SCHEME
+            } else {
+                "Bearer"
+            };
+            Some(format!("{scheme} {}", token.access_token.expose()))
+        })
+    }
+
+    fn request_credentials<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, RequestCredentials> {
+        Box::pin(async move {
+            let Some(token) = self.token().await else {
+                return RequestCredentials::default();
+            };
+            let secret = token.access_token.expose();
+            match self.inner.client.dpop().filter(|_| token.is_dpop()) {
+                Some(key) => {
+                    let proof = key
+                        .proof(method, url, Some(secret))
+                        .inspect_err(|e| tracing::warn!(error = %e, "DPoP proof failed"))
+                        .ok();
+                    RequestCredentials::new(Some(format!("{} {secret}", dpop::SCHEME)), proof)
+                }
+                None => RequestCredentials::new(Some(format!("Bearer {secret}")), None),
+            }
+        })
+    }
+
+    fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool> {
+        let www_authenticate = www_authenticate.map(str::to_owned);
+        Box::pin(async move {
+            self.on_unauthorized(status, www_authenticate.as_deref())
+                .await
+        })
+    }
+
+    fn dpop_nonce(&self, url: &str, nonce: &str) {
+        if let Some(key) = self.inner.client.dpop() {
+            key.remember_nonce(url, nonce);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::{HashMap, VecDeque};
+
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::net::TcpListener;
+    use tokio_util::task::AbortOnDropHandle;
+
+    use super::*;
+    use crate::auth::client_credentials::ClientCredentials;
+    use crate::auth::jwt::JwtAlgorithm;
+    use crate::auth::jwt::tests::{decode, verify_es256};
+
+    /// One request the stub saw.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Seen {
+        pub(crate) path: String,
+        pub(crate) headers: HashMap<String, String>,
+        pub(crate) form: HashMap<String, String>,
+    }
+
+    /// An answer: status, extra headers, JSON body.
+    type Reply = (u16, Vec<(&'static str, String)>, Value);
+
+    #[derive(Default)]
+    struct Routes {
+        /// Answers per path, used in order; the last one repeats.
+        replies: HashMap<String, VecDeque<Reply>>,
+        seen: Vec<Seen>,
+    }
+
+    /// A loopback authorization server and resource metadata host.
+    pub(crate) struct Stub {
+        pub(crate) base: String,
+        routes: Arc<Mutex<Routes>>,
+        _task: AbortOnDropHandle<()>,
+    }
+
+    impl Stub {
+        pub(crate) async fn start() -> Self {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let base = format!("http://{}", listener.local_addr().unwrap());
+            let routes = Arc::new(Mutex::new(Routes::default()));
+            let shared = routes.clone();
+            let task = tokio::spawn(async move {
+                loop {
+                    let Ok((mut socket, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let routes = shared.clone();
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let (head, body) = loop {
+                        let n = socket.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            break (String::new(), String::new());
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buf).into_owned();
+                        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                            let len = head
+                                .lines()
+                                .find_map(|l| {
+                                    let (k, v) = l.split_once(':')?;
+                                    k.eq_ignore_ascii_case("content-length")
+                                        .then(|| v.trim().parse::<usize>().ok())?
+                                })
+                                .unwrap_or(0);
+                            if body.len() >= len {
+                                break (head.to_owned(), body.to_owned());
+                            }
+                        }
+                    };
+                    let target = head.split(' ').nth(1).unwrap_or("/").to_owned();
+                    let path = target.split('?').next().unwrap_or("/").to_owned();
+                    let headers = head
+                        .lines()
+                        .skip(1)
+                        .filter_map(|l| l.split_once(':'))
+                        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                        .collect();
+                    let form = url::form_urlencoded::parse(body.as_bytes())
+                        .into_owned()
+                        .collect();
+                    let (status, extra, reply) = {
+                        let mut routes = routes.lock().unwrap();
+                        routes.seen.push(Seen {
+                            path: path.clone(),
+                            headers,
+                            form,
+                        });
+                        match routes.replies.get_mut(&path) {
+                            Some(queue) if queue.len() > 1 => queue.pop_front().unwrap(),
+                            Some(queue) => queue.front().cloned().unwrap(),
+                            None => (404, Vec::new(), json!({"error": "not_found"})),
+                        }
+                    };
+                    let body = reply.to_string();
+                    let mut response = format!(
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                        body.len()
+                    );
+                    for (name, value) in extra {
+                        response.push_str(&format!("{name}: {value}\r\n"));
+                    }
+                    response.push_str("\r\n");
+                    response.push_str(&body);
+                    let _ = socket.write_all(response.as_bytes()).await;
+                    let _ = socket.shutdown().await;
+                }
+            });
+            Self {
+                base,
+                routes,
+                _task: AbortOnDropHandle::new(task),
+            }
+        }
+
+        pub(crate) fn reply(
+            &self,
+            path: &str,
+            status: u16,
+            headers: Vec<(&'static str, String)>,
+            body: Value,
+        ) {
+            self.routes
+                .lock()
+                .unwrap()
+                .replies
+                .entry(path.to_owned())
+                .or_default()
+                .push_back((status, headers, body));
+        }
+
+        /// PRM at the path-aware well-known URL and RFC 8414 metadata.
+        pub(crate) fn standard(&self) {
+            self.reply(
+                "/.well-known/oauth-protected-resource/mcp",
+                200,
+                Vec::new(),
+                json!({"resource": format!("{}/mcp", self.base), "authorization_servers": [self.base]}),
+            );
+            self.reply(
+                "/.well-known/oauth-authorization-server",
+                200,
+                Vec::new(),
+                json!({
+                    "issuer": self.base,
+                    "token_endpoint": format!("{}/token", self.base),
+                    "grant_types_supported": ["client_credentials"],
+                }),
+            );
+        }
+
+        pub(crate) fn token_requests(&self) -> Vec<Seen> {
+            self.routes
+                .lock()
+                .unwrap()
+                .seen
+                .iter()
+                .filter(|s| s.path.ends_with("/token"))
+                .cloned()
+                .collect()
+        }
+
+        pub(crate) fn challenge(&self) -> String {
+            format!(
+                r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp""#,
+                self.base
+            )
+        }
+    }
+
+    fn provider(stub: &Stub, grant: impl Grant, dpop: Option<DpopKey>) -> GrantProvider {
+        let mut builder =
+            GrantProvider::builder(format!("{}/mcp", stub.base), grant).allow_http_loopback(true);
+        if let Some(key) = dpop {
+            builder = builder.dpop(key);
+        }
+        builder.build().unwrap()
+    }
+
+    #[tokio::test]
+    async fn client_secret_basic_on_the_first_401() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.reply(
+            "/token",
+            200,
+            Vec::new(),
+            json!({"access_token": "cc-1", "token_type": "Bearer", "expires_in": 3600}),
+        );
+        let grant = ClientCredentials::new(ClientAuth::SecretBasic {
+            client_id: "svc:1".into(),
+            secret: Secret::new("p@ss word"),
+        });
+        let provider = provider(&stub, grant, None);
+        assert_eq!(
+            provider.authorization("x").await,
+            None,
+            "no token before the 401"
+        );
+        assert!(provider.unauthorized(401, Some(&stub.challenge())).await);
+        assert_eq!(
+            provider.authorization("x").await.as_deref(),
+            Some("Bearer cc-1")
+        );
+        let creds = provider.request_credentials("POST", "x").await;
+        assert_eq!(creds.authorization.as_deref(), Some("Bearer cc-1"));
+        assert_eq!(creds.dpop, None, "a bearer token carries no proof");
+        let requests = stub.token_requests();
+        assert_eq!(requests.len(), 1);
+        let request = &requests[0];
+        assert_eq!(request.form["grant_type"], "client_credentials");
+        assert_eq!(request.form["resource"], format!("{}/mcp", stub.base));
+        assert!(!request.form.contains_key("client_secret"));
+        // RFC 6749 §2.3.1: each part form-urlencoded, then Basic.
+        let basic = request.headers["authorization"]
+            .strip_prefix("Basic ")
+            .unwrap();
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(basic)
+            .unwrap();
+        assert_eq!(String::from_utf8(decoded).unwrap(), "svc%3A1:p%40ss+word");
+        assert!(
+            !format!("{provider:?}").contains("cc-1"),
+            "Debug hides the token"
+        );
+    }
+
+    #[tokio::test]
+    async fn private_key_jwt_assertions_are_for_the_issuer() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.reply("/token", 200, Vec::new(), json!({"access_token": "cc-2"}));
+        let key = Arc::new(JwtSigner::generate(JwtAlgorithm::Es256).unwrap());
+        let grant = ClientCredentials::new(ClientAuth::PrivateKeyJwt {
+            client_id: "svc".into(),
+            key: key.clone(),
+        })
+        .scopes(["read".to_owned(), "write".to_owned()]);
+        let provider = provider(&stub, grant, None);
+        provider.authorize(None).await.unwrap();
+        let request = &stub.token_requests()[0];
+        assert_eq!(
+            request.form["client_assertion_type"],
+            jwt::CLIENT_ASSERTION_TYPE
+        );
+        assert_eq!(request.form["scope"], "read write");
+        assert!(!request.headers.contains_key("authorization"));
+        let assertion = &request.form["client_assertion"];
+        assert!(verify_es256(assertion, &key.public_jwk()));
+        let claims = jwt::unverified_claims(assertion).unwrap();
+        assert_eq!(claims["aud"], stub.base.as_str());
+        assert_eq!(claims["iss"], "svc");
+        assert_eq!(claims["sub"], "svc");
+    }
+
+    #[tokio::test]
+    async fn dpop_tokens_follow_the_token_endpoint_nonce() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.reply(
+            "/token",
+            400,
+            vec![("DPoP-Nonce", "as-nonce".into())],
+            json!({"error": "use_dpop_nonce"}),
+        );
+        stub.reply(
+            "/token",
+            200,
+            Vec::new(),
+            json!({"access_token": "bound", "token_type": "DPoP"}),
+        );
+        let key = DpopKey::generate().unwrap();
+        let grant = ClientCredentials::new(ClientAuth::None {
+            client_id: "c".into(),
+        });
+        let provider = provider(&stub, grant, Some(key.clone()));
+        provider.authorize(None).await.unwrap();
+        let requests = stub.token_requests();
+        assert_eq!(requests.len(), 2, "one retry with the nonce");
+        let proof = |seen: &Seen| {
+            let jwt = seen.headers["dpop"].clone();
+            decode(jwt.split('.').nth(1).unwrap())
+        };
+        assert!(proof(&requests[0]).get("nonce").is_none());
+        assert_eq!(proof(&requests[1])["nonce"], "as-nonce");
+        assert_eq!(proof(&requests[1])["htu"], format!("{}/token", stub.base));
+        assert_ne!(proof(&requests[0])["jti"], proof(&requests[1])["jti"]);
+
+        let url = format!("{}/mcp", stub.base);
+        let creds = provider.request_credentials("POST", &url).await;
+        assert_eq!(creds.authorization.as_deref(), Some("DPoP bound"));
+        let sent = creds.dpop.unwrap();
+        let claims = jwt::unverified_claims(&sent).unwrap();
+        assert_eq!(claims["htm"], "POST");
+        assert_eq!(claims["htu"], url.as_str());
+        assert_eq!(claims["ath"], dpop::access_token_hash("bound").as_str());
+        // The stub is one origin, so the token endpoint's nonce applies.
+        assert_eq!(claims["nonce"], "as-nonce");
+
+        // The server asks for its nonce: the same token, retried with it.
+        provider.dpop_nonce(&url, "rs-nonce");
+        assert!(
+            provider
+                .unauthorized(401, Some(r#"DPoP error="use_dpop_nonce""#))
+                .await
+        );
+        let creds = provider.request_credentials("POST", &url).await;
+        let claims = jwt::unverified_claims(&creds.dpop.unwrap()).unwrap();
+        assert_eq!(claims["nonce"], "rs-nonce");
+        assert_eq!(stub.token_requests().len(), 2, "no new grant for a nonce");
+    }
+
+    #[tokio::test]
+    async fn a_refused_grant_is_reported_and_not_retried() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.reply(
+            "/token",
+            400,
+            Vec::new(),
+            json!({"error": "invalid_grant", "error_description": "expired"}),
+        );
+        let grant = ClientCredentials::new(ClientAuth::None {
+            client_id: "c".into(),
+        });
+        let provider = provider(&stub, grant, None);
+        assert!(!provider.unauthorized(401, Some(&stub.challenge())).await);
+        let error = provider.last_error().unwrap();
+        assert_eq!(error.oauth_error(), Some("invalid_grant"));
+        assert!(
+            error
+                .to_string()
+                .contains("/token refused: invalid_grant (expired)"),
+            "{error}"
+        );
+        assert!(!provider.unauthorized(401, Some(&stub.challenge())).await);
+        assert_eq!(stub.token_requests().len(), 1, "no second attempt");
+        provider.reset();
+        assert!(provider.last_error().is_none());
+    }
+
+    #[tokio::test]
+    async fn refused_tokens_are_replaced_a_bounded_number_of_times() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.reply("/token", 200, Vec::new(), json!({"access_token": "t"}));
+        let grant = ClientCredentials::new(ClientAuth::None {
+            client_id: "c".into(),
+        });
+        let provider = provider(&stub, grant, None);
+        assert!(provider.unauthorized(401, Some(&stub.challenge())).await);
+        for _ in 0..MAX_REGRANTS {
+            assert!(provider.unauthorized(401, None).await);
+        }
+        assert!(!provider.unauthorized(401, None).await);
+        assert_eq!(stub.token_requests().len(), 1 + MAX_REGRANTS as usize);
+        // A 403 that is not about scope is not a reason for a new token.
+        assert!(
+            !provider
+                .unauthorized(403, Some("Bearer error=\"forbidden\""))
+                .await
+        );
+    }
+
+    #[tokio::test]
+    async fn discovery_refuses_metadata_for_another_resource() {
+        let stub = Stub::start().await;
+        stub.reply(
+            "/.well-known/oauth-protected-resource/mcp",
+            200,
+            Vec::new(),
+            json!({"resource": "https://evil.example.com/mcp", "authorization_servers": [stub.base]}),
+        );
+        let client = TokenClient::new(true, None).unwrap();
+        let error = client
+            .discover(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                GrantError::Metadata(MetadataError::ResourceMismatch { .. })
+            ),
+            "{error}"
+        );
+        assert!(stub.token_requests().is_empty());
+    }
+}
