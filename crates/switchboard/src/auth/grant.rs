@@ -377,6 +377,46 @@ impl TokenClient {
         Ok(self.guard.check(url, None)?)
     }
 
+    /// `url`, an endpoint named by `target`'s authorization server
+    /// metadata, if the URL guard allows it.
+    ///
+    /// # Errors
+    /// [`GrantError::Ssrf`] when it does not.
+    pub fn check_endpoint(&self, url: &str, target: &Discovered) -> Result<Url, GrantError> {
+        let issuer = Url::parse(target.issuer()).ok();
+        Ok(self.guard.check(url, issuer.as_ref())?)
+    }
+
+    /// POSTs a JSON document (a registration) and reads the JSON answer.
+    ///
+    /// # Errors
+    /// The request failed, or the answer is not a 2xx `T`.
+    pub async fn post_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &Url,
+        body: &serde_json::Value,
+    ) -> Result<T, GrantError> {
+        let response = self
+            .http
+            .post(url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|source| GrantError::Http {
+                url: shown(url),
+                source: source.without_url(),
+            })?;
+        let status = response.status().as_u16();
+        let bytes = read_body(response, url).await?;
+        if !(200..300).contains(&status) {
+            let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+            return Err(bad(url, status, &format!("refused: {preview}")));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| bad(url, status, &format!("bad answer: {e}")))
+    }
+
     /// Finds the authorization server for the MCP server at `server_url`:
     /// its protected resource metadata (the challenge's `resource_metadata`
     /// first, then the well-known URLs), the resource check, then the
@@ -612,6 +652,18 @@ pub trait Grant: Send + Sync + fmt::Debug + 'static {
         client: &'a TokenClient,
         target: &'a Discovered,
     ) -> BoxFuture<'a, Result<TokenSet, GrantError>>;
+
+    /// Refreshes with `refresh_token` (RFC 6749 §6), for grants that get
+    /// one; `None` (the default) means obtain anew instead.
+    fn refresh<'a>(
+        &'a self,
+        client: &'a TokenClient,
+        target: &'a Discovered,
+        refresh_token: &'a Secret,
+    ) -> Option<BoxFuture<'a, Result<TokenSet, GrantError>>> {
+        let _ = (client, target, refresh_token);
+        None
+    }
 }
 
 /// Any [`Grant`] as the HTTP transport's [`AuthProvider`]: discovers on
@@ -758,6 +810,26 @@ impl GrantProvider {
                 ),
             };
             state.discovered = Some(discovered.clone());
+            let refresh_token = lock(&inner.current)
+                .as_ref()
+                .and_then(|t| t.refresh_token.clone());
+            if let Some(refresh_token) = &refresh_token
+                && let Some(refresh) =
+                    inner
+                        .grant
+                        .refresh(&inner.client, &discovered, refresh_token)
+            {
+                match refresh.await {
+                    Ok(mut token) => {
+                        // A refresh answer without a refresh token keeps the old one.
+                        token.refresh_token.get_or_insert_with(|| refresh_token.clone());
+                        return Ok(token);
+                    }
+                    Err(error) => {
+                        tracing::debug!(server = %inner.server, %error, "refresh failed; running the grant again");
+                    }
+                }
+            }
             inner.grant.obtain(&inner.client, &discovered).await
         }
         .await;

@@ -5,6 +5,7 @@
 //! `AuthProvider` for the HTTP transports ([`provider`]).
 
 pub mod client_credentials;
+pub mod code_grant;
 pub mod dpop;
 pub mod enterprise;
 pub mod flow;

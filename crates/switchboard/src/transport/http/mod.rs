@@ -583,6 +583,38 @@ mod tests {
     }
 
     #[test]
+    fn refused_requests_are_retried_once_per_reason() {
+        let failure = |retry, nonce| AuthFailure {
+            retry,
+            nonce,
+            error: TransportError::ClosedByClient,
+        };
+        let mut retries = AuthRetries::default();
+        assert!(
+            !retries.allow(&failure(false, true)),
+            "the provider decides"
+        );
+        assert!(retries.allow(&failure(true, false)), "new credentials");
+        assert!(retries.allow(&failure(true, true)), "then a DPoP nonce");
+        assert!(!retries.allow(&failure(true, true)));
+        assert!(!retries.allow(&failure(true, false)));
+        let mut retries = AuthRetries::default();
+        assert!(retries.allow(&failure(true, true)));
+        assert!(
+            retries.allow(&failure(true, true)),
+            "a nonce, then credentials"
+        );
+        assert!(!retries.allow(&failure(true, false)));
+    }
+
+    #[test]
+    fn request_credentials_never_show_in_debug() {
+        let creds = RequestCredentials::new(Some("Bearer secret".into()), Some("proof".into()));
+        let shown = format!("{creds:?}");
+        assert!(!shown.contains("secret") && !shown.contains("proof"));
+    }
+
+    #[test]
     fn urls_are_redacted() {
         assert_eq!(
             redact_url("https://user:secret@example.com/mcp?key=abc"),
