@@ -83,12 +83,23 @@ async fn serve(script: Script) -> (String, Log, tokio::task::JoinHandle<()>) {
                         "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
                             .to_owned()
                     }
-                    Some((status, answer)) => {
+                    Some((status, mut answer)) => {
+                        // A `_headers` object in the answer becomes headers.
+                        let extra: String = answer
+                            .as_object_mut()
+                            .and_then(|o| o.remove("_headers"))
+                            .and_then(|h| h.as_object().cloned())
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|(k, v)| format!("{k}: {}\r\n", v.as_str().unwrap_or_default()))
+                            .collect();
                         let text = answer.to_string();
-                        let auth = if status == 401 {
-                            "www-authenticate: Bearer realm=\"test\"\r\n"
+                        let auth = if !extra.is_empty() {
+                            extra
+                        } else if status == 401 {
+                            "www-authenticate: Bearer realm=\"test\"\r\n".to_owned()
                         } else {
-                            ""
+                            String::new()
                         };
                         format!(
                             "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{auth}content-length: {}\r\nconnection: close\r\n\r\n{text}",
@@ -409,4 +420,121 @@ async fn a_refused_request_is_sent_once_more_after_a_refresh() {
         .unwrap_err();
     assert!(error.is_auth_required(), "{error}");
     assert_eq!(log.lock().unwrap().len(), 1);
+}
+
+/// A DPoP-bound token, obtained on the first 401: a fresh proof per
+/// request, and the server's nonce in every proof once it asked for one.
+#[derive(Debug)]
+struct Dpop {
+    key: switchboard::auth::dpop::DpopKey,
+    has_token: std::sync::atomic::AtomicBool,
+    refusals: std::sync::atomic::AtomicUsize,
+}
+
+impl switchboard::transport::http::AuthProvider for Dpop {
+    fn authorization(&self, _url: &str) -> switchboard::transport::BoxFuture<'_, Option<String>> {
+        let token = self
+            .has_token
+            .load(std::sync::atomic::Ordering::SeqCst)
+            .then(|| "DPoP tok".to_owned());
+        Box::pin(async move { token })
+    }
+
+    fn request_credentials<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+    ) -> switchboard::transport::BoxFuture<'a, switchboard::transport::http::RequestCredentials>
+    {
+        let credentials = if self.has_token.load(std::sync::atomic::Ordering::SeqCst) {
+            let proof = self.key.proof(method, url, Some("tok")).ok();
+            switchboard::transport::http::RequestCredentials::new(Some("DPoP tok".into()), proof)
+        } else {
+            Default::default()
+        };
+        Box::pin(async move { credentials })
+    }
+
+    fn unauthorized(
+        &self,
+        _status: u16,
+        www_authenticate: Option<&str>,
+    ) -> switchboard::transport::BoxFuture<'_, bool> {
+        self.refusals
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let retry = www_authenticate.is_some_and(|w| w.contains("use_dpop_nonce"))
+            || !self
+                .has_token
+                .swap(true, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move { retry })
+    }
+
+    fn dpop_nonce(&self, url: &str, nonce: &str) {
+        self.key.remember_nonce(url, nonce);
+    }
+}
+
+fn proof_claims(headers: &HashMap<String, String>) -> Value {
+    use base64::Engine as _;
+    let proof = headers.get("dpop").cloned().unwrap_or_default();
+    let payload = proof.split('.').nth(1).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn a_request_is_retried_for_a_token_and_then_for_a_dpop_nonce() {
+    let script: Script = Arc::new(|body, headers| {
+        if !headers.contains_key("authorization") {
+            return Some((401, json!({"error": "unauthorized"})));
+        }
+        if proof_claims(headers)["nonce"] != "n1" {
+            return Some((
+                401,
+                json!({"error": "use_dpop_nonce", "_headers": {
+                    "www-authenticate": "DPoP error=\"use_dpop_nonce\"",
+                    "dpop-nonce": "n1",
+                }}),
+            ));
+        }
+        modern_script()(body, headers)
+    });
+    let (url, log, _server) = serve(script).await;
+    let auth = Arc::new(Dpop {
+        key: switchboard::auth::dpop::DpopKey::generate().unwrap(),
+        has_token: Default::default(),
+        refusals: Default::default(),
+    });
+    let client = Client::connect(HttpConfig::new(&url).auth(auth.clone()))
+        .await
+        .unwrap();
+    client.call_tool("plain", None).await.unwrap();
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(
+        auth.refusals.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the first request, without a token and then without the nonce"
+    );
+    assert!(!seen[0].headers.contains_key("authorization"));
+    assert!(!seen[0].headers.contains_key("dpop"));
+    assert_eq!(proof_claims(&seen[1].headers).get("nonce"), None);
+    let mut jtis = std::collections::HashSet::new();
+    for request in &seen[1..] {
+        assert_eq!(request.headers["authorization"], "DPoP tok");
+        let claims = proof_claims(&request.headers);
+        assert_eq!(claims["htm"], "POST");
+        assert_eq!(claims["htu"], url.as_str());
+        assert!(
+            jtis.insert(claims["jti"].to_string()),
+            "a fresh proof each time"
+        );
+    }
+    assert!(
+        seen[2..]
+            .iter()
+            .all(|r| proof_claims(&r.headers)["nonce"] == "n1")
+    );
 }
