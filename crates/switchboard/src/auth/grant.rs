@@ -31,6 +31,7 @@
 //! [`GrantProvider::last_error`].
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -337,12 +338,26 @@ impl fmt::Debug for TokenClient {
 struct TokenResponse {
     access_token: Option<String>,
     token_type: Option<String>,
+    #[serde(default, deserialize_with = "lenient_seconds")]
     expires_in: Option<u64>,
     refresh_token: Option<String>,
     scope: Option<String>,
     issued_token_type: Option<String>,
     error: Option<String>,
     error_description: Option<String>,
+}
+
+/// `expires_in` as a number or, as some servers send it, a numeric
+/// string; anything else is treated as absent rather than failing the
+/// whole response.
+fn lenient_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    })
 }
 
 impl TokenClient {
@@ -684,13 +699,15 @@ struct ProviderInner {
     /// Serialises grants so concurrent 401s run one.
     state: tokio::sync::Mutex<ProviderState>,
     last_error: Mutex<Option<Arc<GrantError>>>,
+    /// The last grant was refused: no more until `reset`.
+    failed: AtomicBool,
+    /// Grants run because a server refused a token.
+    regrants: AtomicU32,
 }
 
 #[derive(Default)]
 struct ProviderState {
     discovered: Option<Arc<Discovered>>,
-    failed: bool,
-    regrants: u32,
 }
 
 impl fmt::Debug for GrantProvider {
@@ -744,6 +761,8 @@ impl GrantProviderBuilder {
                 current: Mutex::new(None),
                 state: tokio::sync::Mutex::new(ProviderState::default()),
                 last_error: Mutex::new(None),
+                failed: AtomicBool::new(false),
+                regrants: AtomicU32::new(0),
             }),
         })
     }
@@ -784,6 +803,9 @@ impl GrantProvider {
     pub fn reset(&self) {
         *lock(&self.inner.current) = None;
         *lock(&self.inner.last_error) = None;
+        self.inner.failed.store(false, Ordering::SeqCst);
+        self.inner.regrants.store(0, Ordering::SeqCst);
+        // A grant running now rediscovers anyway.
         if let Ok(mut state) = self.inner.state.try_lock() {
             *state = ProviderState::default();
         }
@@ -837,12 +859,12 @@ impl GrantProvider {
             Ok(token) => {
                 *lock(&inner.current) = Some(Arc::new(token));
                 *lock(&inner.last_error) = None;
-                state.failed = false;
+                inner.failed.store(false, Ordering::SeqCst);
                 Ok(())
             }
             Err(error) => {
                 tracing::warn!(server = %inner.server, error = %error, "OAuth grant failed");
-                state.failed = true;
+                inner.failed.store(true, Ordering::SeqCst);
                 let error = Arc::new(error);
                 *lock(&inner.last_error) = Some(error.clone());
                 Err(error)
@@ -858,7 +880,7 @@ impl GrantProvider {
         }
         let mut state = self.inner.state.lock().await;
         let current = self.current()?;
-        if current.expires_within(RENEW_MARGIN) && !state.failed {
+        if current.expires_within(RENEW_MARGIN) && !self.inner.failed.load(Ordering::SeqCst) {
             let _ = self.run(&mut state, None).await;
         }
         let token = self.current()?;
@@ -889,7 +911,7 @@ impl GrantProvider {
             return false;
         }
         let mut state = self.inner.state.lock().await;
-        if state.failed {
+        if self.inner.failed.load(Ordering::SeqCst) {
             return false;
         }
         // Another request replaced the refused token meanwhile: use that.
@@ -903,10 +925,10 @@ impl GrantProvider {
             return true;
         }
         if latest.is_some() {
-            if state.regrants >= MAX_REGRANTS {
+            if self.inner.regrants.load(Ordering::SeqCst) >= MAX_REGRANTS {
                 return false;
             }
-            state.regrants += 1;
+            self.inner.regrants.fetch_add(1, Ordering::SeqCst);
         }
         self.run(&mut state, www_authenticate).await.is_ok()
     }
@@ -1281,6 +1303,19 @@ pub(crate) mod tests {
         let claims = jwt::unverified_claims(&creds.dpop.unwrap()).unwrap();
         assert_eq!(claims["nonce"], "rs-nonce");
         assert_eq!(stub.token_requests().len(), 2, "no new grant for a nonce");
+    }
+
+    #[test]
+    fn expires_in_may_be_a_string() {
+        let parse = |v: Value| {
+            serde_json::from_value::<TokenResponse>(json!({"access_token": "a", "expires_in": v}))
+                .unwrap()
+                .expires_in
+        };
+        assert_eq!(parse(json!(3600)), Some(3600));
+        assert_eq!(parse(json!("3600")), Some(3600));
+        assert_eq!(parse(json!(-1)), None);
+        assert_eq!(parse(json!({"x": 1})), None);
     }
 
     #[tokio::test]
