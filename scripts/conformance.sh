@@ -98,7 +98,7 @@ run_group() { # group suite spec-version-or-empty scenario...
         verdict=$(python3 - "$out" "$code" <<'PY'
 import glob, json, sys
 out, code = sys.argv[1], int(sys.argv[2])
-files = glob.glob(f"{out}/*/checks.json")
+files = glob.glob(f"{out}/**/checks.json", recursive=True)  # auth/x results sit one folder deeper
 checks = json.load(open(files[0])) if files else []
 status = [c.get("status") for c in checks]
 ok = status.count("SUCCESS")
