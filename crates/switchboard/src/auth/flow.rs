@@ -35,6 +35,7 @@ use super::metadata::{
 };
 use super::ssrf::{SsrfError, UrlGuard};
 use super::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
+use crate::transport::BoxFuture;
 
 /// Largest metadata, registration or token response read.
 const MAX_RESPONSE: usize = 1024 * 1024;
@@ -103,6 +104,7 @@ pub struct OAuthConfig {
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) scopes: Option<Vec<String>>,
     pub(crate) allow_http_loopback: bool,
+    pub(crate) allow_hosts: Vec<String>,
     pub(crate) store: Arc<dyn CredentialStore>,
 }
 
@@ -118,6 +120,7 @@ impl fmt::Debug for OAuthConfig {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("allow_http_loopback", &self.allow_http_loopback)
+            .field("allow_hosts", &self.allow_hosts)
             .field("store", &self.store)
             .finish()
     }
@@ -138,6 +141,7 @@ impl OAuthConfig {
             client_metadata_url: None,
             scopes: None,
             allow_http_loopback: false,
+            allow_hosts: Vec::new(),
             store,
         }
     }
@@ -168,6 +172,64 @@ impl OAuthConfig {
         self.allow_http_loopback = allow;
         self
     }
+
+    /// Hosts an authorization server's endpoints may live on besides the
+    /// issuer's own (see [`UrlGuard`]); bare host names or IP addresses.
+    pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.allow_hosts.extend(hosts);
+        self
+    }
+}
+
+/// The user's part of a login: open the authorization URL (in a browser,
+/// usually) and wait until the authorization server sends the user agent
+/// back to the redirect URI.
+///
+/// [`OAuthFlow::login`] calls it between [`OAuthFlow::begin`] and
+/// [`OAuthFlow::finish_redirect`], and an
+/// [`OAuthProvider`](super::provider::OAuthProvider) made with
+/// [`interactive`](super::provider::OAuthProvider::interactive) calls it
+/// whenever the server asks for a login. A desktop application implements it
+/// with a loopback HTTP server on the redirect URI that opens the browser and
+/// returns the first request it receives; a headless test follows the
+/// authorization server's redirect itself.
+///
+/// ```no_run
+/// use switchboard::auth::flow::{AuthorizationRequest, Authorizer, OAuthError};
+/// use switchboard::transport::BoxFuture;
+///
+/// #[derive(Debug)]
+/// struct AskOnTheTerminal;
+///
+/// impl Authorizer for AskOnTheTerminal {
+///     fn authorize<'a>(
+///         &'a self,
+///         request: &'a AuthorizationRequest,
+///     ) -> BoxFuture<'a, Result<url::Url, OAuthError>> {
+///         Box::pin(async move {
+///             println!("open {} and paste the address you land on", request.authorization_url);
+///             let mut line = String::new();
+///             std::io::stdin()
+///                 .read_line(&mut line)
+///                 .map_err(|e| OAuthError::Interaction(Box::new(e)))?;
+///             url::Url::parse(line.trim()).map_err(|e| OAuthError::Interaction(Box::new(e)))
+///         })
+///     }
+/// }
+/// ```
+pub trait Authorizer: Send + Sync + 'static {
+    /// Shows `request.authorization_url` to the user and returns the URL the
+    /// authorization server redirected back to, with its whole query
+    /// (`code`, `state` and `iss`, or `error`). The redirect is not checked
+    /// here: [`OAuthFlow::finish_redirect`] does that.
+    ///
+    /// # Errors
+    /// [`OAuthError::Interaction`] when the user agent could not be shown the
+    /// URL or never came back (closed, timed out, cancelled).
+    fn authorize<'a>(
+        &'a self,
+        request: &'a AuthorizationRequest,
+    ) -> BoxFuture<'a, Result<Url, OAuthError>>;
 }
 
 /// Authorization failed or needs the user.
@@ -248,6 +310,25 @@ pub enum OAuthError {
         /// The server's description.
         description: Option<String>,
     },
+    /// The [`Authorizer`] could not complete its part (the browser could not
+    /// be opened, the user never came back, the wait was cancelled).
+    #[error("the login in the browser did not complete; try logging in again")]
+    Interaction(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The authorization server redirected back with an `error` instead of
+    /// a code (the user declined, or the request was refused).
+    #[error("the authorization server refused the login: {error}{}; log in again or check the client's registration", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    AuthorizationDenied {
+        /// The OAuth error code (`access_denied`, `invalid_scope`, …).
+        error: String,
+        /// The server's description.
+        description: Option<String>,
+    },
+    /// The redirect back from the authorization server cannot be used.
+    #[error("the authorization response is unusable: {detail}; start the login again")]
+    InvalidRedirect {
+        /// What is wrong with it.
+        detail: String,
+    },
     /// The refresh token is no longer valid: log in again.
     #[error("the login has expired or was revoked; log in again")]
     LoginRequired,
@@ -292,6 +373,9 @@ impl fmt::Debug for AuthorizationRequest {
 struct Pending {
     verifier: oauth2::PkceCodeVerifier,
     issuer: String,
+    /// Whether the issuer came from metadata (not from the 2025-03-26
+    /// default endpoints), so that an `iss` is compared with it.
+    issuer_known: bool,
     iss_required: bool,
     resource: String,
     token_endpoint: Url,
@@ -342,6 +426,7 @@ impl OAuthFlow {
         }
         let guard = UrlGuard::builder()
             .allow_http_loopback(config.allow_http_loopback)
+            .allow_hosts(config.allow_hosts.iter().cloned())
             .build()?;
         let http = http_client()?;
         Ok(Self {
@@ -378,17 +463,14 @@ impl OAuthFlow {
         let challenge = www_authenticate
             .map(metadata::parse_www_authenticate)
             .and_then(|cs| cs.into_iter().find(Challenge::is_bearer));
-        let (prm, resource) = self.discover_resource(&server, challenge.as_ref()).await?;
-        let issuer_text = prm
-            .authorization_servers
-            .as_deref()
-            .and_then(|s| s.first())
-            .ok_or_else(|| OAuthError::NoResourceMetadata {
-                server: shown(&server),
-            })?;
-        let issuer = inner.guard.check(issuer_text, None)?;
-        let asm = self.discover_server(&issuer).await?;
-        metadata::require_pkce_s256(&asm)?;
+        let found = self.discover(&server, challenge.as_ref()).await?;
+        let Discovered {
+            prm,
+            resource,
+            issuer,
+            asm,
+            defaults,
+        } = found;
         let endpoint = |e: &Option<String>, name: &str| -> Result<Url, OAuthError> {
             let e = e.as_deref().ok_or_else(|| OAuthError::BadResponse {
                 url: shown(&issuer),
@@ -401,13 +483,20 @@ impl OAuthFlow {
             endpoint(&asm.authorization_endpoint, "authorization_endpoint")?;
         let token_endpoint = endpoint(&asm.token_endpoint, "token_endpoint")?;
 
+        // Credentials belong to one authorization server: a server that
+        // moved to another issuer gets a new registration, never the old one.
         let key = CredentialKey::new(resource.clone(), asm.issuer.clone());
         let stored = load(&inner.config.store, &key).await?;
-        let (client_id, client_secret) = self.client_for(&asm, &issuer, stored.as_ref()).await?;
-        let auth_method = TokenAuthMethod::choose(
-            client_secret.is_some(),
-            asm.token_endpoint_auth_methods_supported.as_deref(),
-        );
+        let client = self
+            .client_for(&asm, &issuer, stored.as_ref(), defaults, &server)
+            .await?;
+        let auth_method = client.method.unwrap_or_else(|| {
+            TokenAuthMethod::choose(
+                client.secret.is_some(),
+                asm.token_endpoint_auth_methods_supported.as_deref(),
+            )
+        });
+        let (client_id, client_secret) = (client.id, client.secret);
 
         let earlier: Vec<String> = match (&challenge, &stored) {
             (Some(c), Some(s)) if c.is_insufficient_scope() => s.scopes.clone(),
@@ -415,9 +504,13 @@ impl OAuthFlow {
         };
         let scope = match &inner.config.scopes {
             Some(scopes) => (!scopes.is_empty()).then(|| scopes.join(" ")),
-            None => {
-                metadata::choose_scopes(challenge.as_ref(), Some(&prm), Some(&asm), &earlier, true)
-            }
+            None => metadata::choose_scopes(
+                challenge.as_ref(),
+                prm.as_ref(),
+                Some(&asm),
+                &earlier,
+                true,
+            ),
         };
 
         let (challenge_s256, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -439,6 +532,7 @@ impl OAuthFlow {
         let pending = Pending {
             verifier,
             issuer: asm.issuer.clone(),
+            issuer_known: !defaults,
             iss_required: asm.authorization_response_iss_parameter_supported == Some(true),
             resource: resource.clone(),
             token_endpoint,
@@ -478,8 +572,10 @@ impl OAuthFlow {
         let pending = lock(&inner.pending)
             .remove(state)
             .ok_or(OAuthError::StateMismatch)?;
+        // RFC 9207: a present `iss` is compared with the issuer recorded
+        // from the metadata, as a plain string, advertised or not.
         match iss {
-            Some(found) if found == pending.issuer => {}
+            Some(found) if found == pending.issuer || !pending.issuer_known => {}
             None if !pending.iss_required => {}
             found => {
                 return Err(OAuthError::IssMismatch {
@@ -522,6 +618,70 @@ impl OAuthFlow {
             .await
             .map_err(|e| OAuthError::Config(format!("store task failed: {e}")))??;
         Ok(creds)
+    }
+
+    /// Completes a request begun by [`begin`](Self::begin) from the URL the
+    /// authorization server redirected back to: reads `code`, `state` and
+    /// `iss` from its query and calls [`finish`](Self::finish). An `error`
+    /// in the redirect ends the request.
+    ///
+    /// # Errors
+    /// [`OAuthError::StateMismatch`] when `state` is missing or unknown,
+    /// [`OAuthError::AuthorizationDenied`] for an `error`,
+    /// [`OAuthError::InvalidRedirect`] without a `code`; otherwise as
+    /// [`finish`](Self::finish).
+    ///
+    /// # Cancel safety
+    /// As [`finish`](Self::finish).
+    pub async fn finish_redirect(&self, redirect: &Url) -> Result<StoredCredentials, OAuthError> {
+        let response = AuthorizationResponse::parse(redirect);
+        let state = response.state.ok_or(OAuthError::StateMismatch)?;
+        if let Some(error) = response.error {
+            // Known state only: a forged error must not end a real request.
+            lock(&self.inner.pending)
+                .remove(&state)
+                .ok_or(OAuthError::StateMismatch)?;
+            return Err(OAuthError::AuthorizationDenied {
+                error,
+                description: response.error_description,
+            });
+        }
+        let Some(code) = response.code else {
+            lock(&self.inner.pending).remove(&state);
+            return Err(OAuthError::InvalidRedirect {
+                detail: "it carries neither a code nor an error".into(),
+            });
+        };
+        self.finish(&code, &state, response.iss.as_deref()).await
+    }
+
+    /// A whole login for `server_url`: [`begin`](Self::begin), the user's
+    /// part through `authorizer`, then [`finish_redirect`](Self::finish_redirect).
+    /// Returns the credentials now stored.
+    ///
+    /// `www_authenticate` is the server's challenge, as for `begin`.
+    ///
+    /// # Errors
+    /// As `begin`, the authorizer and `finish_redirect`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe until the authorizer returns; not after (see
+    /// [`finish`](Self::finish)).
+    pub async fn login(
+        &self,
+        server_url: &str,
+        www_authenticate: Option<&str>,
+        authorizer: &dyn Authorizer,
+    ) -> Result<StoredCredentials, OAuthError> {
+        let request = self.begin(server_url, www_authenticate).await?;
+        // However this ends (an error, a redirect for another request,
+        // cancellation), the request is not left pending.
+        let _forget = Forget {
+            flow: self,
+            state: &request.state,
+        };
+        let redirect = authorizer.authorize(&request).await?;
+        self.finish_redirect(&redirect).await
     }
 
     /// Refreshes the credentials stored under `key` when the access token
@@ -590,26 +750,114 @@ impl OAuthFlow {
         })
     }
 
-    /// The client id (and secret) to use, in the order: stored
-    /// registration, pre-registered, Client ID Metadata Document, dynamic
-    /// registration.
+    /// Where the server's authorization lives: its protected resource
+    /// metadata and the first authorization server it names, or — for a
+    /// 2025-03-26 server, which publishes no resource metadata — the
+    /// authorization server at its origin (its metadata, else the default
+    /// `/authorize`, `/token` and `/register`).
+    async fn discover(
+        &self,
+        server: &Url,
+        challenge: Option<&Challenge>,
+    ) -> Result<Discovered, OAuthError> {
+        let guard = &self.inner.guard;
+        match self.discover_resource(server, challenge).await {
+            Ok((prm, resource)) => {
+                let issuer_text = prm
+                    .authorization_servers
+                    .as_deref()
+                    .and_then(|s| s.first())
+                    .ok_or_else(|| OAuthError::NoResourceMetadata {
+                        server: shown(server),
+                    })?;
+                let issuer = guard.check(issuer_text, None)?;
+                let asm = self.discover_server(&issuer).await?;
+                metadata::require_pkce_s256(&asm)?;
+                Ok(Discovered {
+                    prm: Some(prm),
+                    resource,
+                    issuer,
+                    asm,
+                    defaults: false,
+                })
+            }
+            Err(OAuthError::NoResourceMetadata { .. }) => {
+                let legacy = metadata::legacy_2025_03_26_endpoints(server);
+                let url = guard.check(legacy.metadata.as_str(), Some(&legacy.base))?;
+                let found = get_json::<AuthorizationServerMetadata>(&self.inner.http, &url).await?;
+                let (asm, defaults) = match found {
+                    Some(asm) => {
+                        // 2025-03-26 names no issuer beforehand: the document
+                        // at the server's origin is the server's own, and its
+                        // issuer may add a path (`…/oauth`), never another origin.
+                        let same_origin = Url::parse(&asm.issuer)
+                            .is_ok_and(|i| i.origin() == legacy.base.origin());
+                        if !same_origin {
+                            metadata::check_issuer(&legacy.base, &asm)?;
+                        }
+                        metadata::require_pkce_s256(&asm)?;
+                        (asm, false)
+                    }
+                    None => {
+                        let asm = serde_json::from_value(serde_json::json!({
+                            "issuer": legacy.base.as_str(),
+                            "authorization_endpoint": legacy.authorization_endpoint.as_str(),
+                            "token_endpoint": legacy.token_endpoint.as_str(),
+                            "registration_endpoint": legacy.registration_endpoint.as_str(),
+                        }))
+                        .map_err(|e| OAuthError::Config(format!("default endpoints: {e}")))?;
+                        (asm, true)
+                    }
+                };
+                Ok(Discovered {
+                    prm: None,
+                    resource: server.as_str().to_owned(),
+                    issuer: legacy.base,
+                    asm,
+                    defaults,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The client to use, in the order: pre-registered, stored
+    /// registration, Client ID Metadata Document, dynamic registration.
     async fn client_for(
         &self,
         asm: &AuthorizationServerMetadata,
         issuer: &Url,
         stored: Option<&StoredCredentials>,
-    ) -> Result<(String, Option<Secret>), OAuthError> {
+        defaults: bool,
+        server: &Url,
+    ) -> Result<ClientRegistration, OAuthError> {
         let config = &self.inner.config;
         if let Some((id, secret)) = &config.pre_registered {
-            return Ok((id.clone(), secret.clone()));
+            return Ok(ClientRegistration {
+                id: id.clone(),
+                secret: secret.clone(),
+                method: None,
+            });
         }
         if let Some(s) = stored {
-            return Ok((s.client_id.clone(), s.client_secret.clone()));
+            return Ok(ClientRegistration {
+                id: s.client_id.clone(),
+                secret: s.client_secret.clone(),
+                method: s
+                    .extra
+                    .get(EXTRA_AUTH_METHOD)
+                    .and_then(|v| v.as_str())
+                    .and_then(TokenAuthMethod::parse),
+            });
         }
         if let Some(url) = &config.client_metadata_url
             && asm.client_id_metadata_document_supported == Some(true)
         {
-            return Ok((url.clone(), None));
+            return Ok(ClientRegistration {
+                id: url.clone(),
+                secret: None,
+                method: Some(TokenAuthMethod::None),
+            });
         }
         let Some(endpoint) = &asm.registration_endpoint else {
             return Err(OAuthError::RegistrationRequired {
@@ -625,12 +873,22 @@ impl OAuthFlow {
                 redirect.host_str(),
                 Some("localhost" | "127.0.0.1" | "[::1]")
             );
+        // A public client where the server allows one; otherwise a method
+        // the server lists (RFC 7591 §2).
+        let supported = asm.token_endpoint_auth_methods_supported.as_deref();
+        let requested = match supported {
+            Some(methods) if !methods.iter().any(|m| m == "none") => methods
+                .iter()
+                .find_map(|m| TokenAuthMethod::parse(m))
+                .unwrap_or(TokenAuthMethod::None),
+            _ => TokenAuthMethod::None,
+        };
         let body = serde_json::json!({
             "client_name": config.client_name,
             "redirect_uris": [config.redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
+            "token_endpoint_auth_method": requested.as_str(),
             "application_type": if native { "native" } else { "web" },
         });
         let response = self
@@ -638,12 +896,20 @@ impl OAuthFlow {
             .http
             .post(endpoint.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json")
             .body(body.to_string())
             .send()
             .await
             .map_err(http_error(&endpoint))?;
         let status = response.status().as_u16();
         let bytes = read_body(response, &endpoint).await?;
+        if defaults && matches!(status, 404 | 405) {
+            // Neither resource metadata, nor metadata at the origin, nor a
+            // registration endpoint: the server does not do OAuth.
+            return Err(OAuthError::NoResourceMetadata {
+                server: shown(server),
+            });
+        }
         if !(200..300).contains(&status) {
             return Err(bad(
                 &endpoint,
@@ -655,6 +921,7 @@ impl OAuthFlow {
         struct Registered {
             client_id: String,
             client_secret: Option<String>,
+            token_endpoint_auth_method: Option<String>,
         }
         let reg: Registered = serde_json::from_slice(&bytes).map_err(|e| {
             bad(
@@ -663,8 +930,87 @@ impl OAuthFlow {
                 &format!("bad registration response: {e}"),
             )
         })?;
-        Ok((reg.client_id, reg.client_secret.map(Secret::new)))
+        let secret = reg.client_secret.map(Secret::new);
+        // The server may grant another method than the one asked for; a
+        // secret-based one needs the secret it issued.
+        let method = reg
+            .token_endpoint_auth_method
+            .as_deref()
+            .and_then(TokenAuthMethod::parse)
+            .filter(|m| *m == TokenAuthMethod::None || secret.is_some());
+        Ok(ClientRegistration {
+            id: reg.client_id,
+            secret,
+            method,
+        })
     }
+}
+
+/// The query of a redirect back from the authorization server.
+struct AuthorizationResponse {
+    code: Option<String>,
+    state: Option<String>,
+    iss: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+impl AuthorizationResponse {
+    fn parse(redirect: &Url) -> Self {
+        let mut response = Self {
+            code: None,
+            state: None,
+            iss: None,
+            error: None,
+            error_description: None,
+        };
+        for (name, value) in redirect.query_pairs() {
+            let slot = match name.as_ref() {
+                "code" => &mut response.code,
+                "state" => &mut response.state,
+                "iss" => &mut response.iss,
+                "error" => &mut response.error,
+                "error_description" => &mut response.error_description,
+                _ => continue,
+            };
+            // The first of a repeated parameter, as most servers read it.
+            slot.get_or_insert_with(|| value.into_owned());
+        }
+        response
+    }
+}
+
+/// Removes a pending request when dropped.
+struct Forget<'a> {
+    flow: &'a OAuthFlow,
+    state: &'a str,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(&self.flow.inner.pending).remove(self.state);
+    }
+}
+
+/// What discovery found for a server.
+struct Discovered {
+    /// The protected resource metadata (none for a 2025-03-26 server).
+    prm: Option<ProtectedResourceMetadata>,
+    /// The `resource` to send, exactly as the metadata writes it.
+    resource: String,
+    /// The issuer the metadata was looked up for.
+    issuer: Url,
+    asm: AuthorizationServerMetadata,
+    /// No metadata at all: the 2025-03-26 default endpoints.
+    defaults: bool,
+}
+
+/// The client id to authorize as, its secret, and the token endpoint auth
+/// method the registration settled (`None`: choose from the metadata).
+struct ClientRegistration {
+    id: String,
+    secret: Option<Secret>,
+    method: Option<TokenAuthMethod>,
 }
 
 /// Refreshes the credentials stored under `key`, under the store's lock so
@@ -1450,6 +1796,396 @@ pub(crate) mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, OAuthError::StateMismatch));
+    }
+
+    /// A user agent that comes straight back with a code, recording what
+    /// it was asked.
+    #[derive(Default)]
+    pub(crate) struct Redirects {
+        /// `iss` to send instead of the request's issuer (`Some(None)`: none).
+        pub(crate) iss: Option<Option<String>>,
+        /// Fail instead of coming back.
+        pub(crate) fail: bool,
+        /// The authorization URLs seen.
+        pub(crate) seen: Mutex<Vec<Url>>,
+    }
+
+    impl Redirects {
+        pub(crate) fn count(&self) -> usize {
+            self.seen.lock().unwrap().len()
+        }
+
+        pub(crate) fn scopes(&self) -> Vec<Option<String>> {
+            self.seen
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|u| query(u).get("scope").cloned())
+                .collect()
+        }
+    }
+
+    impl Authorizer for Redirects {
+        fn authorize<'a>(
+            &'a self,
+            request: &'a AuthorizationRequest,
+        ) -> BoxFuture<'a, Result<Url, OAuthError>> {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(request.authorization_url.clone());
+            let mut url = Url::parse("http://127.0.0.1:1/callback").unwrap();
+            url.query_pairs_mut()
+                .append_pair("code", "the-code")
+                .append_pair("state", &request.state);
+            match &self.iss {
+                None => {
+                    url.query_pairs_mut().append_pair("iss", &request.issuer);
+                }
+                Some(Some(iss)) => {
+                    url.query_pairs_mut().append_pair("iss", iss);
+                }
+                Some(None) => {}
+            }
+            let fail = self.fail;
+            Box::pin(async move {
+                if fail {
+                    Err(OAuthError::Interaction("the browser was closed".into()))
+                } else {
+                    Ok(url)
+                }
+            })
+        }
+    }
+
+    fn pending_count(flow: &OAuthFlow) -> usize {
+        lock(&flow.inner.pending).len()
+    }
+
+    #[tokio::test]
+    async fn login_runs_the_authorizer_between_begin_and_finish() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route("/token", 200, serde_json::json!({"access_token": "at1"}));
+        let (_dir, store) = temp_store();
+        let flow = flow(store.clone());
+        let redirects = Redirects::default();
+        let creds = flow
+            .login(&format!("{}/mcp", stub.base), None, &redirects)
+            .await
+            .unwrap();
+        assert_eq!(redirects.count(), 1);
+        assert_eq!(creds.access_token.as_ref().unwrap().expose(), "at1");
+        assert_eq!(creds.client_id, "dyn-client");
+        let token = stub.seen().pop().unwrap();
+        assert_eq!(token.target, "/token");
+        assert_eq!(form(&token.body)["code"], "the-code");
+        assert!(store.load(&creds.key()).unwrap().is_some());
+        assert_eq!(pending_count(&flow), 0);
+    }
+
+    #[tokio::test]
+    async fn a_failed_authorizer_leaves_nothing_pending() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        let redirects = Redirects {
+            fail: true,
+            ..Redirects::default()
+        };
+        let err = flow
+            .login(&format!("{}/mcp", stub.base), None, &redirects)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::Interaction(_)), "{err:?}");
+        assert_eq!(pending_count(&flow), 0);
+        assert!(!stub.paths().iter().any(|p| p == "/token"));
+    }
+
+    #[tokio::test]
+    async fn finish_redirect_reads_errors_and_refuses_what_is_unusable() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route("/token", 200, serde_json::json!({"access_token": "at1"}));
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        let server = format!("{}/mcp", stub.base);
+        let callback =
+            |query: &str| Url::parse(&format!("http://127.0.0.1:1/callback?{query}")).unwrap();
+
+        // The user declined: the request ends, its state is used up.
+        let request = flow.begin(&server, None).await.unwrap();
+        let err = flow
+            .finish_redirect(&callback(&format!(
+                "error=access_denied&error_description=no&state={}",
+                request.state
+            )))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, OAuthError::AuthorizationDenied { error, .. } if error == "access_denied"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("access_denied (no)"), "{err}");
+        assert_eq!(pending_count(&flow), 0);
+
+        // A forged error for a state never issued ends nothing.
+        let request = flow.begin(&server, None).await.unwrap();
+        let err = flow
+            .finish_redirect(&callback("error=access_denied&state=forged"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::StateMismatch), "{err:?}");
+        assert_eq!(pending_count(&flow), 1);
+
+        // Neither code nor error.
+        let err = flow
+            .finish_redirect(&callback(&format!("state={}", request.state)))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::InvalidRedirect { .. }), "{err:?}");
+
+        // No state at all.
+        let err = flow.finish_redirect(&callback("code=c")).await.unwrap_err();
+        assert!(matches!(err, OAuthError::StateMismatch), "{err:?}");
+        assert!(!stub.paths().iter().any(|p| p == "/token"));
+
+        let request = flow.begin(&server, None).await.unwrap();
+        let creds = flow
+            .finish_redirect(&callback(&format!(
+                "code=c&state={}&iss={}",
+                request.state,
+                url::form_urlencoded::byte_serialize(request.issuer.as_bytes()).collect::<String>()
+            )))
+            .await
+            .unwrap();
+        assert_eq!(creds.access_token.unwrap().expose(), "at1");
+    }
+
+    #[tokio::test]
+    async fn iss_is_compared_as_a_string_even_when_not_advertised() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm.as_object_mut()
+            .unwrap()
+            .remove("authorization_response_iss_parameter_supported");
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        stub.route("/token", 200, serde_json::json!({"access_token": "at1"}));
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        let server = format!("{}/mcp", stub.base);
+        let issuer = format!("{}/as", stub.base);
+        for wrong in ["https://evil.example.com".to_owned(), format!("{issuer}/")] {
+            let redirects = Redirects {
+                iss: Some(Some(wrong.clone())),
+                ..Redirects::default()
+            };
+            let err = flow.login(&server, None, &redirects).await.unwrap_err();
+            assert!(
+                matches!(&err, OAuthError::IssMismatch { found: Some(f), .. } if *f == wrong),
+                "{err:?}"
+            );
+        }
+        assert!(!stub.paths().iter().any(|p| p == "/token"));
+        // Not advertised and not sent: accepted.
+        let redirects = Redirects {
+            iss: Some(None),
+            ..Redirects::default()
+        };
+        flow.login(&server, None, &redirects).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn registration_asks_for_a_supported_method_and_uses_the_one_granted() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm["token_endpoint_auth_methods_supported"] = serde_json::json!(["client_secret_post"]);
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        stub.route(
+            "/register",
+            201,
+            serde_json::json!({
+                "client_id": "dyn", "client_secret": "dyn-secret",
+                "token_endpoint_auth_method": "client_secret_post",
+            }),
+        );
+        stub.route("/token", 200, serde_json::json!({"access_token": "at1"}));
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        flow.login(&format!("{}/mcp", stub.base), None, &Redirects::default())
+            .await
+            .unwrap();
+        let seen = stub.seen();
+        let register = seen.iter().find(|s| s.target == "/register").unwrap();
+        let body: serde_json::Value = serde_json::from_str(&register.body).unwrap();
+        assert_eq!(body["token_endpoint_auth_method"], "client_secret_post");
+        let token = seen.last().unwrap();
+        let f = form(&token.body);
+        assert_eq!(f["client_id"], "dyn");
+        assert_eq!(f["client_secret"], "dyn-secret");
+        assert!(!token.head.to_ascii_lowercase().contains("authorization:"));
+    }
+
+    #[tokio::test]
+    async fn a_public_registration_sends_no_secret() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm["token_endpoint_auth_methods_supported"] = serde_json::json!(["none"]);
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        // A server that hands out a secret anyway, but grants `none`.
+        stub.route(
+            "/register",
+            201,
+            serde_json::json!({
+                "client_id": "dyn", "client_secret": "unused",
+                "token_endpoint_auth_method": "none",
+            }),
+        );
+        stub.route("/token", 200, serde_json::json!({"access_token": "at1"}));
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        flow.login(&format!("{}/mcp", stub.base), None, &Redirects::default())
+            .await
+            .unwrap();
+        let seen = stub.seen();
+        let register = seen.iter().find(|s| s.target == "/register").unwrap();
+        let body: serde_json::Value = serde_json::from_str(&register.body).unwrap();
+        assert_eq!(body["token_endpoint_auth_method"], "none");
+        let token = seen.last().unwrap();
+        let f = form(&token.body);
+        assert_eq!(f["client_id"], "dyn");
+        assert!(!f.contains_key("client_secret"));
+        assert!(!token.head.to_ascii_lowercase().contains("authorization:"));
+    }
+
+    #[tokio::test]
+    async fn a_2025_03_26_server_has_its_metadata_at_the_origin() {
+        let stub = Stub::start().await;
+        let b = stub.base.clone();
+        // No resource metadata; the authorization server lives under /oauth
+        // and names itself so.
+        stub.route(
+            "/.well-known/oauth-authorization-server",
+            200,
+            serde_json::json!({
+                "issuer": format!("{b}/oauth"),
+                "authorization_endpoint": format!("{b}/oauth/authorize"),
+                "token_endpoint": format!("{b}/oauth/token"),
+                "registration_endpoint": format!("{b}/oauth/register"),
+                "code_challenge_methods_supported": ["S256"],
+            }),
+        );
+        stub.route(
+            "/oauth/register",
+            201,
+            serde_json::json!({"client_id": "legacy"}),
+        );
+        stub.route(
+            "/oauth/token",
+            200,
+            serde_json::json!({"access_token": "at1"}),
+        );
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        let redirects = Redirects::default();
+        let creds = flow
+            .login(&format!("{b}/mcp"), None, &redirects)
+            .await
+            .unwrap();
+        assert_eq!(creds.issuer, format!("{b}/oauth"));
+        assert_eq!(redirects.seen.lock().unwrap()[0].path(), "/oauth/authorize");
+        assert_eq!(
+            stub.paths(),
+            [
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-authorization-server",
+                "/oauth/register",
+                "/oauth/token",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_2025_03_26_server_without_metadata_gets_the_default_endpoints() {
+        let stub = Stub::start().await;
+        let b = stub.base.clone();
+        stub.route(
+            "/register",
+            201,
+            serde_json::json!({"client_id": "legacy", "client_secret": "s"}),
+        );
+        stub.route("/token", 200, serde_json::json!({"access_token": "at1"}));
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        // Without metadata there is no issuer to compare an `iss` with.
+        let redirects = Redirects {
+            iss: Some(Some("https://whatever.example".into())),
+            ..Redirects::default()
+        };
+        let creds = flow
+            .login(&format!("{b}/mcp"), None, &redirects)
+            .await
+            .unwrap();
+        let url = redirects.seen.lock().unwrap()[0].clone();
+        assert_eq!(url.path(), "/authorize");
+        assert_eq!(query(&url)["code_challenge_method"], "S256");
+        assert_eq!(creds.client_id, "legacy");
+        let token = stub.seen().pop().unwrap();
+        assert_eq!(token.target, "/token");
+        // No metadata: RFC 8414's default method for a client with a secret.
+        assert!(
+            token
+                .head
+                .to_ascii_lowercase()
+                .contains("authorization: basic")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_without_any_oauth_is_reported_as_such() {
+        let stub = Stub::start().await;
+        let (_dir, store) = temp_store();
+        let err = flow(store)
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, OAuthError::NoResourceMetadata { .. }),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_2025_03_26_metadata_naming_another_origin_is_refused() {
+        let stub = Stub::start().await;
+        let b = stub.base.clone();
+        stub.route(
+            "/.well-known/oauth-authorization-server",
+            200,
+            serde_json::json!({
+                "issuer": "https://attacker.example.com",
+                "authorization_endpoint": format!("{b}/authorize"),
+                "token_endpoint": format!("{b}/token"),
+                "code_challenge_methods_supported": ["S256"],
+            }),
+        );
+        let (_dir, store) = temp_store();
+        let err = flow(store)
+            .begin(&format!("{b}/mcp"), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                OAuthError::Metadata(MetadataError::IssuerMismatch { .. })
+            ),
+            "{err:?}"
+        );
     }
 
     pub(crate) async fn logged_in(

@@ -1,19 +1,26 @@
 //! [`OAuthProvider`]: stored OAuth tokens as an [`AuthProvider`] for the
 //! HTTP transports.
 //!
-//! The provider never opens a browser. It sends the stored access token,
-//! refreshes it shortly before it expires, and refreshes once when a server
-//! answers 401 to it. When only the user can help (no token, the refresh
-//! token was refused, a second 401, or a 403 `insufficient_scope`), the
-//! transport's request fails with `AuthorizationRequired` and
-//! [`OAuthProvider::login_needed`] says why and carries the challenge to
-//! pass to [`OAuthFlow::begin`].
+//! The provider sends the stored access token, refreshes it shortly before
+//! it expires, and refreshes once when a server answers 401 to it. When only
+//! the user can help (no token, the refresh token was refused, a second 401,
+//! or a 403 `insufficient_scope`):
+//! - a provider made with [`OAuthProvider::interactive`] logs in itself
+//!   through its [`Authorizer`] — discovery, registration, the user's
+//!   authorization, the code exchange, with the server's challenge (so a
+//!   step-up asks for the scopes already granted plus the new ones, at most
+//!   [`MAX_STEP_UPS`] times) — and the transport sends the refused request
+//!   once more with the new token. The login runs while that request waits,
+//!   so the client's request timeout must leave the user time to finish it;
+//! - any other provider never opens a browser: the transport's request fails
+//!   with `AuthorizationRequired`, and [`OAuthProvider::login_needed`] says
+//!   why and carries the challenge to pass to [`OAuthFlow::begin`].
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::flow::{OAuthError, OAuthFlow, REFRESH_MARGIN};
+use super::flow::{Authorizer, OAuthError, OAuthFlow, REFRESH_MARGIN};
 use super::metadata;
 use super::store::{CredentialKey, Secret, StoredCredentials};
 use crate::transport::BoxFuture;
@@ -61,12 +68,29 @@ pub struct OAuthProvider {
 
 struct Inner {
     flow: OAuthFlow,
-    key: CredentialKey,
+    /// Present for an interactive provider.
+    login: Option<Login>,
+    /// One login at a time; a request refused meanwhile uses its result.
+    login_lock: tokio::sync::Mutex<()>,
     state: Mutex<State>,
+}
+
+/// What an interactive provider logs in with.
+struct Login {
+    server_url: String,
+    authorizer: Arc<dyn Authorizer>,
 }
 
 #[derive(Default)]
 struct State {
+    /// Where the credentials are stored; learnt from the first login for an
+    /// interactive provider.
+    key: Option<CredentialKey>,
+    /// Counts the logins, so that a request refused while another one was
+    /// logging in uses that login instead of starting its own.
+    logins: u64,
+    /// Why the last login failed.
+    login_error: Option<Arc<OAuthError>>,
     /// The access token last handed out, and when it expires.
     current: Option<(Secret, Option<SystemTime>)>,
     /// A token the server answered 401 to, to be replaced before the next
@@ -81,7 +105,8 @@ struct State {
 impl fmt::Debug for OAuthProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OAuthProvider")
-            .field("key", &self.inner.key)
+            .field("key", &self.state().key)
+            .field("interactive", &self.inner.login.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -90,13 +115,55 @@ impl OAuthProvider {
     /// A provider for the credentials stored under `key`, refreshed through
     /// `flow`.
     pub fn new(flow: OAuthFlow, key: CredentialKey) -> Self {
+        Self::build(flow, Some(key), None)
+    }
+
+    /// A provider for the server at `server_url` (its MCP endpoint) that
+    /// logs in through `authorizer` whenever the server asks: on a 401 with
+    /// no usable token (none yet, or refused and not refreshable) and on a
+    /// 403 `insufficient_scope`. The transport then sends the refused
+    /// request once more.
+    ///
+    /// Why a login failed is logged (`tracing` warning) and kept in
+    /// [`login_error`](Self::login_error); the request fails with the
+    /// transport's `AuthorizationRequired`.
+    pub fn interactive(
+        flow: OAuthFlow,
+        server_url: impl Into<String>,
+        authorizer: Arc<dyn Authorizer>,
+    ) -> Self {
+        let login = Login {
+            server_url: server_url.into(),
+            authorizer,
+        };
+        Self::build(flow, None, Some(login))
+    }
+
+    fn build(flow: OAuthFlow, key: Option<CredentialKey>, login: Option<Login>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 flow,
-                key,
-                state: Mutex::new(State::default()),
+                login,
+                login_lock: tokio::sync::Mutex::new(()),
+                state: Mutex::new(State {
+                    key,
+                    ..State::default()
+                }),
             }),
         }
+    }
+
+    /// Where the credentials in use are stored: the key given to
+    /// [`new`](Self::new), or the one the last login of an interactive
+    /// provider stored under (`None` before it).
+    pub fn key(&self) -> Option<CredentialKey> {
+        self.state().key.clone()
+    }
+
+    /// Why the last login of an interactive provider failed, until one
+    /// succeeds.
+    pub fn login_error(&self) -> Option<Arc<OAuthError>> {
+        self.state().login_error.clone()
     }
 
     /// A provider for `credentials` (as [`OAuthFlow::finish`] returns them).
@@ -135,8 +202,11 @@ impl OAuthProvider {
     /// Not cancel safe while a refresh is in flight (see
     /// [`OAuthFlow::refresh`]).
     pub async fn access_token(&self) -> Result<Secret, OAuthError> {
-        let rejected = {
+        let (key, rejected) = {
             let state = self.state();
+            let Some(key) = state.key.clone() else {
+                return Err(OAuthError::LoginRequired);
+            };
             if let Some(needed) = &state.login_needed
                 && needed.reason != LoginReason::NotLoggedIn
             {
@@ -148,14 +218,10 @@ impl OAuthProvider {
                 {
                     return Ok(token.clone());
                 }
-                _ => state.rejected.clone(),
+                _ => (key, state.rejected.clone()),
             }
         };
-        let result = self
-            .inner
-            .flow
-            .refresh(&self.inner.key, rejected.as_ref())
-            .await;
+        let result = self.inner.flow.refresh(&key, rejected.as_ref()).await;
         let mut state = self.state();
         match result {
             Ok(creds) => {
@@ -181,6 +247,57 @@ impl OAuthProvider {
                 Err(e)
             }
         }
+    }
+
+    /// Runs a login with the server's challenge, unless another login
+    /// finished since the refusal (`logins` was the count then). Answers
+    /// whether new credentials are ready.
+    async fn log_in(&self, login: &Login, www_authenticate: Option<&str>, logins: u64) -> bool {
+        let _one_at_a_time = self.inner.login_lock.lock().await;
+        if self.state().logins != logins {
+            return true;
+        }
+        let outcome = self
+            .inner
+            .flow
+            .login(
+                &login.server_url,
+                www_authenticate,
+                login.authorizer.as_ref(),
+            )
+            .await;
+        match outcome {
+            Ok(creds) => {
+                let mut state = self.state();
+                state.key = Some(creds.key());
+                state.current = creds.access_token.map(|t| (t, creds.expires_at));
+                state.rejected = None;
+                state.refreshed_after_401 = None;
+                state.login_needed = None;
+                state.login_error = None;
+                state.logins += 1;
+                state.current.is_some()
+            }
+            Err(e) => {
+                self.login_failed(login, e);
+                false
+            }
+        }
+    }
+
+    fn login_failed(&self, login: &Login, error: OAuthError) {
+        let mut chain = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            chain.push_str(": ");
+            chain.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        tracing::warn!(
+            server = %redact(&login.server_url),
+            "OAuth login failed: {chain}"
+        );
+        self.state().login_error = Some(Arc::new(error));
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -247,7 +364,7 @@ impl AuthProvider for OAuthProvider {
             match self.access_token().await {
                 Ok(token) => Some(format!("Bearer {}", token.expose())),
                 Err(e) => {
-                    tracing::debug!(error = %e, key = %self.inner.key, "no OAuth token to send");
+                    tracing::debug!(error = %e, "no OAuth token to send");
                     None
                 }
             }
@@ -255,8 +372,47 @@ impl AuthProvider for OAuthProvider {
     }
 
     fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool> {
+        let logins = self.state().logins;
         let retry = self.on_unauthorized(status, www_authenticate);
-        Box::pin(async move { retry })
+        let Some(login) = &self.inner.login else {
+            return Box::pin(async move { retry });
+        };
+        Box::pin(async move {
+            if retry {
+                // Refresh now rather than before the retry, so that a
+                // refresh that cannot work still leaves room to log in.
+                match self.access_token().await {
+                    Ok(_) => return true,
+                    Err(e) if e.is_login_required() => {}
+                    Err(e) => {
+                        self.login_failed(login, e);
+                        return false;
+                    }
+                }
+            }
+            let Some(needed) = self.login_needed() else {
+                return false;
+            };
+            if needed.reason == LoginReason::StepUpExhausted {
+                return false;
+            }
+            self.log_in(login, needed.www_authenticate.as_deref(), logins)
+                .await
+        })
+    }
+}
+
+/// A server URL for logs: no credentials, query or fragment.
+fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.into()
+        }
+        Err(_) => "(not a URL)".into(),
     }
 }
 
@@ -265,7 +421,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::auth::flow::tests::{Stub, logged_in};
+    use crate::auth::flow::tests::{Redirects, Stub, flow, logged_in, temp_store};
 
     fn token_reply(stub: &Stub, access: &str, refresh: &str) {
         stub.route(
@@ -400,5 +556,244 @@ mod tests {
             .unauthorized(403, Some(r#"Bearer error="forbidden""#))
             .await;
         assert_eq!(provider.login_needed(), None);
+    }
+
+    fn interactive(
+        stub: &Stub,
+        store: Arc<dyn crate::auth::store::CredentialStore>,
+    ) -> (OAuthProvider, Arc<Redirects>) {
+        let redirects = Arc::new(Redirects::default());
+        let provider = OAuthProvider::interactive(
+            flow(store),
+            format!("{}/mcp", stub.base),
+            redirects.clone(),
+        );
+        (provider, redirects)
+    }
+
+    fn challenge(stub: &Stub, extra: &str) -> String {
+        format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource"{extra}"#,
+            stub.base
+        )
+    }
+
+    #[tokio::test]
+    async fn interactive_logs_in_on_401_and_the_request_is_retried() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at1", "expires_in": 3600}),
+        );
+        let (_dir, store) = temp_store();
+        let (provider, redirects) = interactive(&stub, store);
+        assert_eq!(
+            provider.authorization("x").await,
+            None,
+            "nothing before a login"
+        );
+        assert_eq!(provider.key(), None);
+        assert!(
+            provider
+                .unauthorized(401, Some(&challenge(&stub, r#", scope="read""#)))
+                .await,
+            "logged in: the refused request goes again"
+        );
+        assert_eq!(redirects.count(), 1);
+        assert_eq!(redirects.scopes(), [Some("read offline_access".to_owned())]);
+        assert_eq!(
+            provider.authorization("x").await.as_deref(),
+            Some("Bearer at1")
+        );
+        let key = provider.key().unwrap();
+        assert_eq!(key.issuer, format!("{}/as", stub.base));
+        assert_eq!(provider.login_needed(), None);
+        assert!(provider.login_error().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_401_refreshes_before_it_logs_in() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at1", "expires_in": 3600, "refresh_token": "rt1"}),
+        );
+        let (_dir, store) = temp_store();
+        let (provider, redirects) = interactive(&stub, store);
+        assert!(
+            provider
+                .unauthorized(401, Some(&challenge(&stub, "")))
+                .await
+        );
+        provider.authorization("x").await.unwrap();
+        token_reply(&stub, "at2", "rt2");
+        assert!(
+            provider
+                .unauthorized(401, Some(&challenge(&stub, "")))
+                .await
+        );
+        assert_eq!(redirects.count(), 1, "the refresh served: no second login");
+        assert_eq!(
+            provider.authorization("x").await.as_deref(),
+            Some("Bearer at2")
+        );
+        // The refreshed token is refused too: now the user logs in again.
+        assert!(
+            provider
+                .unauthorized(401, Some(&challenge(&stub, "")))
+                .await
+        );
+        assert_eq!(redirects.count(), 2);
+    }
+
+    #[tokio::test]
+    async fn step_up_asks_for_the_union_at_most_three_times() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at1", "expires_in": 3600}),
+        );
+        let (_dir, store) = temp_store();
+        let (provider, redirects) = interactive(&stub, store);
+        assert!(
+            provider
+                .unauthorized(401, Some(&challenge(&stub, r#", scope="read""#)))
+                .await
+        );
+        let step_up = challenge(&stub, r#", scope="write", error="insufficient_scope""#);
+        for _ in 0..MAX_STEP_UPS {
+            assert!(provider.unauthorized(403, Some(&step_up)).await);
+        }
+        assert!(
+            !provider.unauthorized(403, Some(&step_up)).await,
+            "a fourth step-up is refused"
+        );
+        assert_eq!(redirects.count(), 1 + MAX_STEP_UPS as usize);
+        let scopes = redirects.scopes();
+        assert_eq!(scopes[0].as_deref(), Some("read offline_access"));
+        assert_eq!(
+            scopes[1].as_deref(),
+            Some("read offline_access write"),
+            "what was granted stays, the new scope is added"
+        );
+        assert_eq!(
+            provider.login_needed().unwrap().reason,
+            LoginReason::StepUpExhausted
+        );
+    }
+
+    #[tokio::test]
+    async fn a_new_authorization_server_gets_a_new_registration() {
+        let stub = Stub::start().await;
+        stub.standard();
+        // No refresh token: a refused token needs a new login.
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at1", "expires_in": 3600}),
+        );
+        let (_dir, store) = temp_store();
+        let (provider, redirects) = interactive(&stub, store.clone());
+        assert!(
+            provider
+                .unauthorized(401, Some(&challenge(&stub, "")))
+                .await
+        );
+        let first = provider.key().unwrap();
+
+        let b = stub.base.clone();
+        stub.route(
+            "/.well-known/oauth-protected-resource",
+            200,
+            serde_json::json!({"resource": format!("{b}/mcp"), "authorization_servers": [format!("{b}/as2")]}),
+        );
+        let mut asm = stub.as_metadata();
+        asm["issuer"] = format!("{b}/as2").into();
+        asm["registration_endpoint"] = format!("{b}/register2").into();
+        stub.route("/.well-known/oauth-authorization-server/as2", 200, asm);
+        stub.route(
+            "/register2",
+            201,
+            serde_json::json!({"client_id": "client-2"}),
+        );
+        assert!(
+            provider
+                .unauthorized(401, Some(&challenge(&stub, "")))
+                .await
+        );
+
+        let second = provider.key().unwrap();
+        assert_eq!(second.issuer, format!("{b}/as2"));
+        assert_eq!(redirects.count(), 2);
+        let url = redirects.seen.lock().unwrap()[1].clone();
+        assert_eq!(
+            url.query_pairs().find(|(k, _)| k == "client_id").unwrap().1,
+            "client-2",
+            "the first server's client id is not reused"
+        );
+        assert!(stub.paths().iter().any(|p| p == "/register2"));
+        assert_eq!(store.load(&second).unwrap().unwrap().client_id, "client-2");
+        assert_eq!(store.load(&first).unwrap().unwrap().client_id, "dyn-client");
+    }
+
+    #[tokio::test]
+    async fn a_failed_login_is_kept_and_nothing_is_retried() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut prm = serde_json::json!({
+            "resource": "https://evil.example.com/mcp",
+            "authorization_servers": [format!("{}/as", stub.base)],
+        });
+        stub.route("/.well-known/oauth-protected-resource", 200, prm.take());
+        let (_dir, store) = temp_store();
+        let (provider, redirects) = interactive(&stub, store);
+        assert!(
+            !provider
+                .unauthorized(401, Some(&challenge(&stub, "")))
+                .await
+        );
+        assert_eq!(
+            redirects.count(),
+            0,
+            "nothing is authorized for a mismatched resource"
+        );
+        let error = provider.login_error().unwrap();
+        assert!(
+            matches!(
+                *error,
+                OAuthError::Metadata(metadata::MetadataError::ResourceMismatch { .. })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            provider.login_needed().unwrap().reason,
+            LoginReason::NotLoggedIn
+        );
+    }
+
+    #[tokio::test]
+    async fn concurrent_refusals_share_one_login() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at1", "expires_in": 3600}),
+        );
+        let (_dir, store) = temp_store();
+        let (provider, redirects) = interactive(&stub, store);
+        let header = challenge(&stub, "");
+        let (a, b) = tokio::join!(
+            provider.unauthorized(401, Some(&header)),
+            provider.unauthorized(401, Some(&header))
+        );
+        assert!(a && b);
+        assert_eq!(redirects.count(), 1);
     }
 }
