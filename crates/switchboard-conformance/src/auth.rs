@@ -1,10 +1,38 @@
 //! The `auth/*` scenarios that use the authorization code flow: the
-//! transport gets an OAuth provider that logs in headlessly (the suite's
-//! authorization server redirects straight back with a code).
+//! transport gets an interactive OAuth provider whose "browser" follows the
+//! authorization endpoint's redirect itself (the suite's authorization
+//! server redirects straight back with a code, no user involved).
+//!
+//! Everything else is the library as an application would configure it: a
+//! client name and loopback redirect URI, a Client ID Metadata Document URL
+//! (used where the authorization server supports it), pre-registered
+//! credentials when the scenario hands some over, plain HTTP to loopback
+//! allowed (the suite's servers listen on `localhost`), and a credential
+//! store that lives as long as the process.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use switchboard::Error;
+use switchboard::auth::flow::{
+    AuthorizationRequest, Authorizer, OAuthConfig, OAuthError, OAuthFlow,
+};
+use switchboard::auth::provider::OAuthProvider;
+use switchboard::auth::store::{
+    CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials,
+};
+use switchboard::transport::BoxFuture;
 use switchboard::transport::http::HttpConfig;
+use url::Url;
+
+/// Where the authorization server sends the user back; nothing listens
+/// there, the redirect is read from the authorization endpoint's answer.
+const REDIRECT_URI: &str = "http://127.0.0.1:8976/callback";
+
+/// The client's metadata document URL, the one the suite's `auth/basic-cimd`
+/// expects as `client_id`.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// `config` as the scenario needs it: unchanged for scenarios without
 /// authorization, with an auth provider for `auth/*` ones.
@@ -20,6 +48,113 @@ pub(crate) async fn configure(
     if crate::auth_ext::handles(scenario) {
         return crate::auth_ext::configure(config, url, scenario, context).await;
     }
-    let _ = url;
-    Ok(config)
+    let mut oauth = OAuthConfig::new(
+        "switchboard-conformance",
+        REDIRECT_URI,
+        Arc::new(MemoryStore::default()),
+    )
+    .allow_http_loopback(true)
+    .client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(client_id) = context.get("client_id").and_then(Value::as_str) {
+        let secret = context
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .map(Secret::new);
+        oauth = oauth.pre_registered(client_id, secret);
+    }
+    let flow = OAuthFlow::new(oauth).map_err(|e| Error::Config {
+        setting: "oauth",
+        reason: e.to_string(),
+    })?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| Error::Config {
+            setting: "oauth",
+            reason: format!("cannot build the HTTP client: {e}"),
+        })?;
+    let provider = OAuthProvider::interactive(flow, url, Arc::new(FollowRedirect { http }));
+    Ok(config.auth(Arc::new(provider)))
+}
+
+/// A user agent that opens the authorization URL and stops at the first
+/// redirect, which is the authorization response.
+#[derive(Debug)]
+struct FollowRedirect {
+    http: reqwest::Client,
+}
+
+impl Authorizer for FollowRedirect {
+    fn authorize<'a>(
+        &'a self,
+        request: &'a AuthorizationRequest,
+    ) -> BoxFuture<'a, Result<Url, OAuthError>> {
+        Box::pin(async move {
+            let failed = |detail: String| OAuthError::Interaction(detail.into());
+            let response = self
+                .http
+                .get(request.authorization_url.clone())
+                .send()
+                .await
+                .map_err(|e| OAuthError::Interaction(Box::new(e.without_url())))?;
+            let status = response.status();
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| {
+                    failed(format!(
+                        "the authorization endpoint answered {status} without redirecting back"
+                    ))
+                })?;
+            request
+                .authorization_url
+                .join(location)
+                .map_err(|e| failed(format!("the redirect back is not a URL: {e}")))
+        })
+    }
+}
+
+/// Credentials for this process only.
+#[derive(Debug, Default)]
+struct MemoryStore {
+    entries: Mutex<HashMap<CredentialKey, StoredCredentials>>,
+}
+
+impl MemoryStore {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<CredentialKey, StoredCredentials>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl CredentialStore for MemoryStore {
+    fn load(&self, key: &CredentialKey) -> Result<Option<StoredCredentials>, StoreError> {
+        Ok(self.entries().get(key).cloned())
+    }
+
+    fn save(&self, key: &CredentialKey, credentials: &StoredCredentials) -> Result<(), StoreError> {
+        self.entries().insert(key.clone(), credentials.clone());
+        Ok(())
+    }
+
+    fn delete(&self, key: &CredentialKey) -> Result<(), StoreError> {
+        self.entries().remove(key);
+        Ok(())
+    }
+
+    fn update(
+        &self,
+        key: &CredentialKey,
+        f: &mut dyn FnMut(Option<StoredCredentials>) -> Option<StoredCredentials>,
+    ) -> Result<Option<StoredCredentials>, StoreError> {
+        let mut entries = self.entries();
+        let updated = f(entries.get(key).cloned());
+        match &updated {
+            Some(credentials) => entries.insert(key.clone(), credentials.clone()),
+            None => entries.remove(key),
+        };
+        Ok(updated)
+    }
 }
