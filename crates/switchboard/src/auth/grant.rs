@@ -1,7 +1,8 @@
 //! Grants a client runs without a user at the keyboard — client
 //! credentials ([`super::client_credentials`]), JWT bearer for workload
 //! identity ([`super::jwt_bearer`]), enterprise-managed authorization
-//! ([`super::enterprise`]) — and what they share: discovery of the
+//! ([`super::enterprise`]), the authorization code grant for DPoP-bound
+//! tokens ([`super::code_grant`]) — and what they share: discovery of the
 //! server's authorization server, token requests with client
 //! authentication (`client_secret_basic`, `client_secret_post`,
 //! `private_key_jwt`, none) and DPoP, and [`GrantProvider`], which makes

@@ -221,14 +221,15 @@ struct Http {
 impl Http {
     /// A request with the custom and `Authorization` headers.
     async fn request(&self, method: reqwest::Method, url: &url::Url) -> reqwest::RequestBuilder {
-        let method_name = method.clone();
+        // A DPoP proof names the method; nothing is kept without a provider.
+        let method_name = self.auth.as_ref().map(|_| method.clone());
         let mut request = self
             .client
             .request(method, url.clone())
             .headers(self.headers.clone());
-        if let Some(auth) = &self.auth {
+        if let (Some(auth), Some(method)) = (&self.auth, &method_name) {
             request = auth
-                .request_credentials(method_name.as_str(), url.as_str())
+                .request_credentials(method.as_str(), url.as_str())
                 .await
                 .apply(request);
         }
@@ -392,7 +393,11 @@ async fn post(shared: &Shared, message: &[u8]) -> Result<(), TransportError> {
             .map_err(|e| http_error(&shared.display, e))?;
         let status = response.status();
         if !matches!(status.as_u16(), 401 | 403) {
-            note_dpop_nonce(shared.http.auth.as_ref(), shared.endpoint.as_str(), &response);
+            note_dpop_nonce(
+                shared.http.auth.as_ref(),
+                shared.endpoint.as_str(),
+                &response,
+            );
             break (response, status);
         }
         let failure = shared.http.on_auth_failure(&response).await;

@@ -217,8 +217,8 @@ impl Shared {
         session: Option<&str>,
         version: Option<&str>,
     ) -> reqwest::RequestBuilder {
-        // A DPoP proof names the method (a standard one clones for free).
-        let method_name = method.clone();
+        // A DPoP proof names the method; nothing is kept without a provider.
+        let method_name = self.auth.as_ref().map(|_| method.clone());
         let mut request = self
             .client
             .request(method, self.url.clone())
@@ -229,9 +229,9 @@ impl Shared {
         if let Some(version) = version {
             request = request.header(VERSION_HEADER, version);
         }
-        if let Some(auth) = &self.auth {
+        if let (Some(auth), Some(method)) = (&self.auth, &method_name) {
             request = auth
-                .request_credentials(method_name.as_str(), self.url.as_str())
+                .request_credentials(method.as_str(), self.url.as_str())
                 .await
                 .apply(request);
         }
