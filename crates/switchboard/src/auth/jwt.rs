@@ -173,6 +173,60 @@ impl JwtSigner {
         })
     }
 
+    /// An EC private key from a JWK (RFC 7518 §6.2: `kty` `EC`, `crv`
+    /// `P-256` or `P-384`, `x`, `y`, `d`); its `kid`, if any, is sent in
+    /// every header. RSA keys are read from PEM instead.
+    ///
+    /// # Errors
+    /// [`JwtError::Key`] for a JWK that is not such a key, or whose parts
+    /// do not belong together.
+    pub fn from_jwk(jwk: &Value) -> Result<Self, JwtError> {
+        let algorithm = match jwk.get("crv").and_then(Value::as_str) {
+            Some("P-384") => JwtAlgorithm::Es384,
+            _ => JwtAlgorithm::Es256,
+        };
+        let fail = |detail: &str| JwtError::Key {
+            algorithm,
+            detail: detail.to_owned(),
+        };
+        if jwk.get("kty").and_then(Value::as_str) != Some("EC") {
+            return Err(fail(
+                "the JWK is not an EC key (kty \"EC\"); load RSA keys from PEM",
+            ));
+        }
+        if !matches!(
+            jwk.get("crv").and_then(Value::as_str),
+            Some("P-256" | "P-384")
+        ) {
+            return Err(fail("the JWK's curve must be P-256 or P-384"));
+        }
+        let part = |name: &str| {
+            jwk.get(name)
+                .and_then(Value::as_str)
+                .and_then(|v| {
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .decode(v)
+                        .ok()
+                })
+                .ok_or_else(|| fail(&format!("the JWK has no valid `{name}`")))
+        };
+        let (x, y, d) = (part("x")?, part("y")?, part("d")?);
+        let mut point = Vec::with_capacity(1 + x.len() + y.len());
+        point.push(4);
+        point.extend_from_slice(&x);
+        point.extend_from_slice(&y);
+        let alg = algorithm
+            .ecdsa()
+            .unwrap_or(&signature::ECDSA_P256_SHA256_FIXED_SIGNING);
+        let key = EcdsaKeyPair::from_private_key_and_public_key(alg, &d, &point)
+            .map_err(|e| fail(&format!("the JWK's parts do not form a key: {e}")))?;
+        Ok(Self {
+            algorithm,
+            key: Key::Ec(key),
+            key_id: jwk.get("kid").and_then(Value::as_str).map(str::to_owned),
+        })
+    }
+
     /// Sends `kid` in every header (the id the server knows the key by).
     #[must_use]
     pub fn with_key_id(mut self, kid: impl Into<String>) -> Self {
@@ -484,6 +538,34 @@ pub(crate) mod tests {
         // The same key is not a P-384 or RSA key.
         assert!(JwtSigner::from_pem(&text, JwtAlgorithm::Es384).is_err());
         assert!(JwtSigner::from_pem(&text, JwtAlgorithm::Rs256).is_err());
+    }
+
+    #[test]
+    fn ec_private_jwks_load() {
+        use aws_lc_rs::encoding::{AsBigEndian as _, EcPrivateKeyBin};
+        let key = JwtSigner::generate(JwtAlgorithm::Es256).unwrap();
+        let Key::Ec(pair) = &key.key else {
+            unreachable!()
+        };
+        let d: EcPrivateKeyBin<'_> = pair.private_key().as_be_bytes().unwrap();
+        let mut jwk = key.public_jwk();
+        jwk["d"] = b64url(d.as_ref()).into();
+        jwk["kid"] = "k7".into();
+        let loaded = JwtSigner::from_jwk(&jwk).unwrap();
+        assert_eq!(loaded.public_jwk(), key.public_jwk());
+        let jwt = loaded.sign(Map::new(), &json!({})).unwrap();
+        assert!(verify_es256(&jwt, &key.public_jwk()));
+        assert_eq!(decode(jwt.split('.').next().unwrap())["kid"], "k7");
+        // Another key's private part does not match this public point.
+        let other = JwtSigner::generate(JwtAlgorithm::Es256).unwrap();
+        let mut mixed = other.public_jwk();
+        mixed["d"] = jwk["d"].clone();
+        assert!(JwtSigner::from_jwk(&mixed).is_err());
+        assert!(JwtSigner::from_jwk(&json!({"kty": "RSA", "n": "AQAB", "e": "AQAB"})).is_err());
+        assert!(
+            JwtSigner::from_jwk(&key.public_jwk()).is_err(),
+            "no private part"
+        );
     }
 
     #[test]
