@@ -457,6 +457,23 @@ impl OAuthFlow {
         server_url: &str,
         www_authenticate: Option<&str>,
     ) -> Result<AuthorizationRequest, OAuthError> {
+        match self.start(server_url, www_authenticate, None).await? {
+            Begun::Request(request) => Ok(request),
+            Begun::Stored(_) => unreachable!("stored credentials are only offered when asked for"),
+        }
+    }
+
+    /// [`begin`](Self::begin), or — when `reuse` is given and the challenge
+    /// is not a step-up — the credentials already stored for the server and
+    /// its authorization server, if they can serve without the user: an
+    /// access token other than `reuse.refused` that is fresh or can be
+    /// refreshed.
+    pub(crate) async fn start(
+        &self,
+        server_url: &str,
+        www_authenticate: Option<&str>,
+        reuse: Option<Reuse<'_>>,
+    ) -> Result<Begun, OAuthError> {
         let inner = &*self.inner;
         let server =
             Url::parse(server_url).map_err(|e| OAuthError::Config(format!("server URL: {e}")))?;
@@ -487,6 +504,20 @@ impl OAuthFlow {
         // moved to another issuer gets a new registration, never the old one.
         let key = CredentialKey::new(resource.clone(), asm.issuer.clone());
         let stored = load(&inner.config.store, &key).await?;
+        let step_up = challenge
+            .as_ref()
+            .is_some_and(Challenge::is_insufficient_scope);
+        if let (Some(reuse), Some(creds), false) = (&reuse, &stored, step_up) {
+            let usable = creds.access_token.is_some()
+                && creds.access_token.as_ref() != reuse.refused
+                && (creds.refresh_token.is_some()
+                    || creds
+                        .expires_at
+                        .is_none_or(|at| at > SystemTime::now() + REFRESH_MARGIN));
+            if usable {
+                return Ok(Begun::Stored(creds.clone()));
+            }
+        }
         let client = self
             .client_for(&asm, &issuer, stored.as_ref(), defaults, &server)
             .await?;
@@ -542,13 +573,13 @@ impl OAuthFlow {
             scope: scope.clone(),
         };
         lock(&inner.pending).insert(state.clone(), pending);
-        Ok(AuthorizationRequest {
+        Ok(Begun::Request(AuthorizationRequest {
             authorization_url: url,
             state,
             issuer: asm.issuer,
             resource,
             scope,
-        })
+        }))
     }
 
     /// Completes a request begun by [`begin`](Self::begin) with the
@@ -673,7 +704,23 @@ impl OAuthFlow {
         www_authenticate: Option<&str>,
         authorizer: &dyn Authorizer,
     ) -> Result<StoredCredentials, OAuthError> {
-        let request = self.begin(server_url, www_authenticate).await?;
+        self.login_or_reuse(server_url, www_authenticate, authorizer, None)
+            .await
+    }
+
+    /// [`login`](Self::login), unless `reuse` is given and credentials
+    /// stored earlier serve (see [`start`](Self::start)).
+    pub(crate) async fn login_or_reuse(
+        &self,
+        server_url: &str,
+        www_authenticate: Option<&str>,
+        authorizer: &dyn Authorizer,
+        reuse: Option<Reuse<'_>>,
+    ) -> Result<StoredCredentials, OAuthError> {
+        let request = match self.start(server_url, www_authenticate, reuse).await? {
+            Begun::Stored(creds) => return Ok(creds),
+            Begun::Request(request) => request,
+        };
         // However this ends (an error, a redirect for another request,
         // cancellation), the request is not left pending.
         let _forget = Forget {
@@ -944,6 +991,21 @@ impl OAuthFlow {
             method,
         })
     }
+}
+
+/// What [`OAuthFlow::start`] did.
+pub(crate) enum Begun {
+    /// Credentials stored earlier serve.
+    Stored(StoredCredentials),
+    /// The user has to authorize.
+    Request(AuthorizationRequest),
+}
+
+/// Stored credentials may serve instead of a new authorization.
+#[derive(Clone, Copy)]
+pub(crate) struct Reuse<'a> {
+    /// The access token the server refused, never offered again.
+    pub(crate) refused: Option<&'a Secret>,
 }
 
 /// The query of a redirect back from the authorization server.
@@ -2185,6 +2247,42 @@ pub(crate) mod tests {
                 OAuthError::Metadata(MetadataError::IssuerMismatch { .. })
             ),
             "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn endpoints_on_another_host_need_the_allow_list() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let mut asm = stub.as_metadata();
+        asm["authorization_endpoint"] = "https://login.example.com/authorize".into();
+        stub.route("/.well-known/oauth-authorization-server/as", 200, asm);
+        let server = format!("{}/mcp", stub.base);
+        let (_dir, store) = temp_store();
+        let err = flow(store.clone()).begin(&server, None).await.unwrap_err();
+        assert!(
+            matches!(err, OAuthError::Ssrf(SsrfError::HostNotAllowed { .. })),
+            "{err:?}"
+        );
+        let allowed = OAuthFlow::new(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store.clone())
+                .allow_http_loopback(true)
+                .allow_hosts(["login.example.com".to_owned()]),
+        )
+        .unwrap();
+        let request = allowed.begin(&server, None).await.unwrap();
+        assert_eq!(
+            request.authorization_url.host_str(),
+            Some("login.example.com")
+        );
+        let bad = OAuthFlow::new(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+                .allow_hosts(["https://login.example.com/".to_owned()]),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(bad, OAuthError::Ssrf(SsrfError::BadAllowHost { .. })),
+            "{bad:?}"
         );
     }
 

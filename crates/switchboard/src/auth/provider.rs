@@ -20,7 +20,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::flow::{Authorizer, OAuthError, OAuthFlow, REFRESH_MARGIN};
+use super::flow::{Authorizer, OAuthError, OAuthFlow, REFRESH_MARGIN, Reuse};
 use super::metadata;
 use super::store::{CredentialKey, Secret, StoredCredentials};
 use crate::transport::BoxFuture;
@@ -124,9 +124,28 @@ impl OAuthProvider {
     /// 403 `insufficient_scope`. The transport then sends the refused
     /// request once more.
     ///
-    /// Why a login failed is logged (`tracing` warning) and kept in
-    /// [`login_error`](Self::login_error); the request fails with the
-    /// transport's `AuthorizationRequired`.
+    /// Credentials already in the flow's store for the server and its
+    /// authorization server (from an earlier run) are used without the user
+    /// when they can serve. Why a login failed is logged (`tracing`
+    /// warning) and kept in [`login_error`](Self::login_error); the request
+    /// fails with the transport's `AuthorizationRequired`.
+    ///
+    /// ```no_run
+    /// # async fn run(authorizer: std::sync::Arc<dyn switchboard::auth::flow::Authorizer>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
+    /// use switchboard::auth::provider::OAuthProvider;
+    /// use switchboard::auth::store::default_store;
+    /// use switchboard::transport::http::HttpConfig;
+    ///
+    /// let url = "https://mcp.example.com/mcp";
+    /// let config = OAuthConfig::new("my-app", "http://127.0.0.1:8976/callback", default_store()?);
+    /// let provider = OAuthProvider::interactive(OAuthFlow::new(config)?, url, authorizer);
+    /// let client = switchboard::Client::builder()
+    ///     .connect(HttpConfig::new(url).auth(Arc::new(provider)))
+    ///     .await?;
+    /// # let _ = client; Ok(()) }
+    /// ```
     pub fn interactive(
         flow: OAuthFlow,
         server_url: impl Into<String>,
@@ -254,16 +273,26 @@ impl OAuthProvider {
     /// whether new credentials are ready.
     async fn log_in(&self, login: &Login, www_authenticate: Option<&str>, logins: u64) -> bool {
         let _one_at_a_time = self.inner.login_lock.lock().await;
-        if self.state().logins != logins {
-            return true;
-        }
+        let refused = {
+            let state = self.state();
+            if state.logins != logins {
+                return true;
+            }
+            state.current.as_ref().map(|(token, _)| token.clone())
+        };
+        // A login stored earlier (by another run, or `OAuthFlow::finish`)
+        // serves without the user, unless it is the token just refused.
+        let reuse = Reuse {
+            refused: refused.as_ref(),
+        };
         let outcome = self
             .inner
             .flow
-            .login(
+            .login_or_reuse(
                 &login.server_url,
                 www_authenticate,
                 login.authorizer.as_ref(),
+                Some(reuse),
             )
             .await;
         match outcome {
@@ -795,5 +824,37 @@ mod tests {
         );
         assert!(a && b);
         assert_eq!(redirects.count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_stored_login_serves_a_new_provider_without_the_user() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at1", "expires_in": 3600}),
+        );
+        let (_dir, store) = temp_store();
+        let (first, redirects) = interactive(&stub, store.clone());
+        assert!(first.unauthorized(401, Some(&challenge(&stub, ""))).await);
+        assert_eq!(redirects.count(), 1);
+
+        // Another run, the same store: the server's first 401 is answered
+        // from the store.
+        let (second, redirects) = interactive(&stub, store);
+        assert!(second.unauthorized(401, Some(&challenge(&stub, ""))).await);
+        assert_eq!(redirects.count(), 0);
+        assert_eq!(
+            second.authorization("x").await.as_deref(),
+            Some("Bearer at1")
+        );
+        // That token refused, with nothing to refresh it: the user logs in.
+        assert!(second.unauthorized(401, Some(&challenge(&stub, ""))).await);
+        assert_eq!(redirects.count(), 1);
+        // A step-up never settles for what is stored.
+        let step_up = challenge(&stub, r#", scope="write", error="insufficient_scope""#);
+        assert!(second.unauthorized(403, Some(&step_up)).await);
+        assert_eq!(redirects.count(), 2);
     }
 }
