@@ -226,8 +226,14 @@ impl OAuthProvider {
             let Some(key) = state.key.clone() else {
                 return Err(OAuthError::LoginRequired);
             };
+            // A step-up that an interactive provider could not get leaves
+            // the token it has: it still serves what it was granted for.
+            let step_up = |r: &LoginReason| {
+                matches!(r, LoginReason::StepUp { .. } | LoginReason::StepUpExhausted)
+            };
             if let Some(needed) = &state.login_needed
                 && needed.reason != LoginReason::NotLoggedIn
+                && !(self.inner.login.is_some() && step_up(&needed.reason))
             {
                 return Err(OAuthError::LoginRequired);
             }
@@ -714,6 +720,11 @@ mod tests {
         assert_eq!(
             provider.login_needed().unwrap().reason,
             LoginReason::StepUpExhausted
+        );
+        assert_eq!(
+            provider.authorization("x").await.as_deref(),
+            Some("Bearer at1"),
+            "the token keeps serving what it was granted for"
         );
     }
 
