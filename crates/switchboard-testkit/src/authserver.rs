@@ -12,12 +12,20 @@
 //! - dynamic client registration (RFC 7591) at `/register`, an
 //!   auto-approving `/authorize` (PKCE S256, RFC 9207 `iss`), `/token`
 //!   (`authorization_code`, rotating `refresh_token`, `client_credentials`);
-//! - `/auth/stats`: counters a test uses to prove a refresh happened.
+//! - `/auth/stats`: counters a test uses to prove a refresh happened, and
+//!   that no rotated refresh token was presented again.
 //!
 //! Tokens are opaque random strings kept in memory. The MCP endpoints then
-//! require `Authorization: Bearer <access token>` (401 otherwise); the
-//! `admin_echo` tool also needs the `mcp:admin` scope (403
-//! `insufficient_scope` otherwise) and then behaves like `echo`.
+//! require `Authorization: Bearer <access token>` (401 otherwise) with the
+//! `mcp:read` scope (403 `insufficient_scope` otherwise); the `admin_echo`
+//! tool also needs `mcp:admin` (403 `insufficient_scope` naming only that
+//! scope, so a client must ask for the union itself) and then behaves like
+//! `echo`.
+//!
+//! Refresh tokens rotate on every use. A rotated one presented again is
+//! refused, counted (`refresh_reused`), and its whole family — every token
+//! descended from the same authorization — is revoked (RFC 9700 §4.14.2),
+//! so a client that loses a rotated token finds out.
 //!
 //! [`ServerConfig::with_auth`]: crate::ServerConfig::with_auth
 
@@ -56,6 +64,8 @@ const AUTH_BODY_LIMIT: usize = 64 << 10;
 /// Most clients, codes and tokens kept at once; beyond that registering or
 /// issuing fails (a runaway test, not a real load).
 const MAX_ENTRIES: usize = 100_000;
+/// The refresh-token family [`AuthServer::issue`] replaces by a new one.
+const NEW_FAMILY: u64 = 0;
 
 /// Deliberate misbehaviours of the authorization server (`--auth-quirk`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,6 +73,13 @@ pub enum AuthQuirk {
     /// A refresh request is answered HTTP 200 with
     /// `{"error":"invalid_refresh_token"}` (as some providers do).
     Refresh200Error,
+    /// Dynamic registration makes every client confidential
+    /// (`client_secret_basic` with a secret), even one that asked for
+    /// `none`: RFC 7591 §3.2.1 lets the server replace requested metadata.
+    ConfidentialClients,
+    /// `admin_echo` answers 403 `insufficient_scope` whatever the token's
+    /// scopes: step-up never succeeds.
+    StepUpLoop,
 }
 
 impl FromStr for AuthQuirk {
@@ -71,8 +88,11 @@ impl FromStr for AuthQuirk {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "refresh-200-error" => Ok(AuthQuirk::Refresh200Error),
+            "confidential-clients" => Ok(AuthQuirk::ConfidentialClients),
+            "step-up-loop" => Ok(AuthQuirk::StepUpLoop),
             other => Err(format!(
-                "unknown --auth-quirk {other:?} (expected refresh-200-error)"
+                "unknown --auth-quirk {other:?} (expected refresh-200-error, \
+                 confidential-clients or step-up-loop)"
             )),
         }
     }
@@ -82,6 +102,8 @@ impl fmt::Display for AuthQuirk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             AuthQuirk::Refresh200Error => "refresh-200-error",
+            AuthQuirk::ConfidentialClients => "confidential-clients",
+            AuthQuirk::StepUpLoop => "step-up-loop",
         })
     }
 }
@@ -244,6 +266,8 @@ struct RefreshToken {
     client_id: String,
     resource: String,
     scopes: Vec<String>,
+    /// Every refresh token descended from one authorization shares this.
+    family: u64,
 }
 
 #[derive(Debug, Default)]
@@ -252,6 +276,9 @@ struct Store {
     codes: HashMap<String, Code>,
     access: HashMap<String, AccessToken>,
     refresh: HashMap<String, RefreshToken>,
+    /// Rotated-away refresh tokens and their family, to recognise reuse.
+    rotated: HashMap<String, u64>,
+    next_family: u64,
 }
 
 #[derive(Debug, Default)]
@@ -262,6 +289,8 @@ struct Stats {
     tokens_issued: AtomicU64,
     /// Successful `refresh_token` grants.
     refreshed: AtomicU64,
+    /// Rotated refresh tokens presented again (each revoked its family).
+    refresh_reused: AtomicU64,
     /// `client_credentials` grants.
     client_credentials: AtomicU64,
     /// Requests to the MCP endpoints refused with 401 or 403.
@@ -327,14 +356,30 @@ impl AuthServer {
         let mut store = lock(&self.store);
         let now = Instant::now();
         store.access.retain(|_, t| t.expires > now);
-        match store.access.get(&token) {
+        let scopes = match store.access.get(&token) {
             // A token for another resource is not ours to accept.
-            Some(t) if t.resource == self.resource => Ok(t.scopes.clone()),
+            Some(t) if t.resource == self.resource => t.scopes.clone(),
             _ => {
                 drop(store);
-                Err(self.unauthorized(true))
+                return Err(self.unauthorized(true));
             }
+        };
+        drop(store);
+        if !scopes.iter().any(|s| s == SCOPE_READ) {
+            return Err(self.insufficient_scope(SCOPE_READ, "every request"));
         }
+        Ok(scopes)
+    }
+
+    /// The 403 step-up answer naming the one `scope` missing for `what`.
+    fn insufficient_scope(&self, scope: &str, what: &str) -> Response {
+        self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+        let challenge = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{scope}\", \
+             resource_metadata=\"{}\", error_description=\"{what} requires {scope}\"",
+            self.resource_metadata_url()
+        );
+        challenge_response(StatusCode::FORBIDDEN, &challenge)
     }
 
     fn unauthorized(&self, bad_token: bool) -> Response {
@@ -366,16 +411,12 @@ impl AuthServer {
             Value::Array(batch) => batch.iter().any(calls_admin),
             m => calls_admin(m),
         };
-        if !needs_admin || scopes.iter().any(|s| s == SCOPE_ADMIN) {
+        let granted = scopes.iter().any(|s| s == SCOPE_ADMIN)
+            && !self.config.has_quirk(AuthQuirk::StepUpLoop);
+        if !needs_admin || granted {
             return None;
         }
-        self.stats.rejected.fetch_add(1, Ordering::Relaxed);
-        let challenge = format!(
-            "Bearer error=\"insufficient_scope\", scope=\"{SCOPE_READ} {SCOPE_ADMIN}\", \
-             resource_metadata=\"{}\", error_description=\"{ADMIN_TOOL} requires {SCOPE_ADMIN}\"",
-            self.resource_metadata_url()
-        );
-        Some(challenge_response(StatusCode::FORBIDDEN, &challenge))
+        Some(self.insufficient_scope(SCOPE_ADMIN, ADMIN_TOOL))
     }
 }
 
@@ -493,6 +534,7 @@ async fn stats(State(auth): State<Arc<AuthServer>>) -> Response {
             "codes_issued": n(&s.codes_issued),
             "tokens_issued": n(&s.tokens_issued),
             "refreshed": n(&s.refreshed),
+            "refresh_reused": n(&s.refresh_reused),
             "client_credentials": n(&s.client_credentials),
             "rejected": n(&s.rejected),
         }),
@@ -523,6 +565,12 @@ async fn register(State(auth): State<Arc<AuthServer>>, body: Bytes) -> Response 
             }
         },
     };
+    let method =
+        if method == AuthMethod::None && auth.config.has_quirk(AuthQuirk::ConfidentialClients) {
+            AuthMethod::Basic
+        } else {
+            method
+        };
     let strings = |key: &str| -> Result<Option<Vec<String>>, String> {
         match meta.get(key) {
             None => Ok(None),
@@ -995,7 +1043,7 @@ impl AuthServer {
                 );
             }
         }
-        self.issue(client_id, c.resource, c.scopes, true)
+        self.issue(client_id, c.resource, c.scopes, Some(NEW_FAMILY))
     }
 
     fn refresh_grant<'a>(&self, client_id: &str, p: impl Fn(&str) -> Option<&'a str>) -> Response {
@@ -1013,13 +1061,28 @@ impl AuthServer {
         let old = {
             let mut store = lock(&self.store);
             match store.refresh.get(refresh) {
-                Some(t) if t.client_id == client_id => store.refresh.remove(refresh),
+                Some(t) if t.client_id == client_id => {
+                    let old = store.refresh.remove(refresh);
+                    if let Some(t) = &old {
+                        store.rotated.insert(refresh.to_owned(), t.family);
+                    }
+                    old
+                }
                 Some(_) => return grant_error("refresh token was issued to another client"),
-                None => None,
+                None => {
+                    if let Some(&family) = store.rotated.get(refresh) {
+                        // Reuse: someone holds a copy. Revoke the family.
+                        store.refresh.retain(|_, t| t.family != family);
+                        drop(store);
+                        self.stats.refresh_reused.fetch_add(1, Ordering::Relaxed);
+                        return grant_error("reused refresh token; its grant is revoked");
+                    }
+                    None
+                }
             }
         };
         let Some(old) = old else {
-            return grant_error("unknown, rotated or revoked refresh token");
+            return grant_error("unknown or revoked refresh token");
         };
         if p("resource").is_some_and(|r| r != old.resource) {
             return oauth_error(
@@ -1043,7 +1106,7 @@ impl AuthServer {
             },
         };
         self.stats.refreshed.fetch_add(1, Ordering::Relaxed);
-        self.issue(client_id, old.resource, scopes, true)
+        self.issue(client_id, old.resource, scopes, Some(old.family))
     }
 
     fn client_credentials_grant<'a>(
@@ -1064,24 +1127,28 @@ impl AuthServer {
         self.stats
             .client_credentials
             .fetch_add(1, Ordering::Relaxed);
-        self.issue(client_id, self.resource.clone(), scopes, false)
+        self.issue(client_id, self.resource.clone(), scopes, None)
     }
 
-    /// Issue an access token (and a refresh token when `with_refresh`).
+    /// Issue an access token, and a refresh token in `family` when given
+    /// ([`NEW_FAMILY`] starts one).
     fn issue(
         &self,
         client_id: &str,
         resource: String,
         scopes: Vec<String>,
-        with_refresh: bool,
+        family: Option<u64>,
     ) -> Response {
         let access = random_token();
-        let refresh = with_refresh.then(random_token);
+        let refresh = family.map(|f| (random_token(), f));
         {
             let mut store = lock(&self.store);
             let now = Instant::now();
             store.access.retain(|_, t| t.expires > now);
-            if store.access.len() >= MAX_ENTRIES || store.refresh.len() >= MAX_ENTRIES {
+            if store.access.len() >= MAX_ENTRIES
+                || store.refresh.len() >= MAX_ENTRIES
+                || store.rotated.len() >= MAX_ENTRIES
+            {
                 return oauth_error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "temporarily_unavailable",
@@ -1096,13 +1163,20 @@ impl AuthServer {
                     expires: now + self.token_ttl(),
                 },
             );
-            if let Some(r) = &refresh {
+            if let Some((r, family)) = &refresh {
+                let family = if *family == NEW_FAMILY {
+                    store.next_family += 1;
+                    store.next_family
+                } else {
+                    *family
+                };
                 store.refresh.insert(
                     r.clone(),
                     RefreshToken {
                         client_id: client_id.to_owned(),
                         resource,
                         scopes: scopes.clone(),
+                        family,
                     },
                 );
             }
@@ -1114,7 +1188,7 @@ impl AuthServer {
             "expires_in": self.config.token_ttl_secs,
             "scope": scopes.join(" "),
         });
-        if let Some(r) = refresh {
+        if let Some((r, _)) = refresh {
             body["refresh_token"] = Value::String(r);
         }
         json_ok(StatusCode::OK, &body)
@@ -1490,6 +1564,10 @@ mod tests {
             "--auth-token-ttl-secs",
             "2",
             "--auth-quirk=refresh-200-error",
+            "--auth-quirk",
+            "confidential-clients",
+            "--auth-quirk",
+            "step-up-loop",
             "--auth-issuer-suffix",
             "/run-2/",
         ])
@@ -1500,6 +1578,8 @@ mod tests {
                 AuthConfig::default()
                     .with_token_ttl_secs(2)
                     .with_quirk(AuthQuirk::Refresh200Error)
+                    .with_quirk(AuthQuirk::ConfidentialClients)
+                    .with_quirk(AuthQuirk::StepUpLoop)
                     .with_issuer_suffix("run-2")
             )
         );
@@ -1757,16 +1837,133 @@ mod tests {
         assert_ne!(new, old);
         assert_ne!(second["access_token"], first["access_token"]);
         assert_eq!(second["scope"], "mcp:read");
+        assert_eq!(refresh(new.to_owned()).await.status, 200);
         let r = refresh(old.to_owned()).await;
         assert_eq!(
             (r.status, r.json()["error"].clone()),
             (400, json!("invalid_grant"))
         );
-        assert_eq!(refresh(new.to_owned()).await.status, 200);
         srv.session(second["access_token"].as_str().unwrap()).await;
         let stats = srv.stats().await;
         assert_eq!(stats["refreshed"], 2);
         assert_eq!(stats["tokens_issued"], 3);
+        assert_eq!(stats["refresh_reused"], 1);
+    }
+
+    #[tokio::test]
+    async fn a_reused_refresh_token_revokes_its_family() {
+        let srv = start(AuthConfig::default()).await;
+        let client = srv.public_client().await;
+        let refresh = |token: String| {
+            let client = client.clone();
+            let srv = &srv;
+            async move {
+                srv.token(
+                    &[
+                        ("grant_type", "refresh_token"),
+                        ("refresh_token", &token),
+                        ("client_id", &client),
+                    ],
+                    None,
+                )
+                .await
+            }
+        };
+        let rt = |v: &Value| v["refresh_token"].as_str().unwrap().to_owned();
+        // Two grants: two families.
+        let a0 = rt(&srv.code_flow(&client, "mcp:read").await);
+        let b0 = rt(&srv.code_flow(&client, "mcp:read").await);
+        let a1 = rt(&refresh(a0.clone()).await.json());
+        let a2 = rt(&refresh(a1.clone()).await.json());
+        assert_eq!(srv.stats().await["refresh_reused"], 0);
+        // a1 was rotated away: presenting it again is reuse, and revokes
+        // a2 (same family) but not b0.
+        let r = refresh(a1).await;
+        assert_eq!(
+            (r.status, r.json()["error"].clone()),
+            (400, json!("invalid_grant"))
+        );
+        assert_eq!(srv.stats().await["refresh_reused"], 1);
+        let r = refresh(a2).await;
+        assert_eq!(
+            (r.status, r.json()["error"].clone()),
+            (400, json!("invalid_grant"))
+        );
+        assert_eq!(refresh(b0).await.status, 200);
+        // A token never issued is refused without counting as reuse.
+        let r = refresh("never-issued".into()).await;
+        assert_eq!(r.status, 400);
+        let stats = srv.stats().await;
+        assert_eq!(stats["refresh_reused"], 1);
+        assert_eq!(stats["refreshed"], 3);
+    }
+
+    #[tokio::test]
+    async fn every_request_needs_the_read_scope() {
+        let srv = start(AuthConfig::default()).await;
+        let client = srv.public_client().await;
+        let admin_only = srv.code_flow(&client, "mcp:admin").await;
+        let r = srv
+            .mcp(
+                admin_only["access_token"].as_str(),
+                None,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+            )
+            .await;
+        assert_eq!(r.status, 403);
+        assert!(
+            r.header("www-authenticate").unwrap().starts_with(
+                "Bearer error=\"insufficient_scope\", scope=\"mcp:read\", resource_metadata="
+            ),
+            "{:?}",
+            r.header("www-authenticate")
+        );
+    }
+
+    #[tokio::test]
+    async fn confidential_clients_quirk_gives_every_client_a_secret() {
+        let srv = start(AuthConfig::default().with_quirk(AuthQuirk::ConfidentialClients)).await;
+        let r = srv
+            .register(json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let reg = r.json();
+        assert_eq!(reg["token_endpoint_auth_method"], "client_secret_basic");
+        let (id, secret) = (
+            reg["client_id"].as_str().unwrap(),
+            reg["client_secret"].as_str().unwrap(),
+        );
+        let code = query_param(&srv.authorize(id, "mcp:read").await, "code").unwrap();
+        let resource = srv.resource();
+        let pairs = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", VERIFIER),
+            ("resource", resource.as_str()),
+        ];
+        let mut public = pairs.to_vec();
+        public.push(("client_id", id));
+        let r = srv.token(&public, None).await;
+        assert_eq!(r.status, 401, "a secret is now needed: {}", r.body);
+        let r = srv.token(&pairs, Some((id, secret))).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+
+    #[tokio::test]
+    async fn step_up_loop_quirk_refuses_even_the_admin_scope() {
+        let srv = start(AuthConfig::default().with_quirk(AuthQuirk::StepUpLoop)).await;
+        let client = srv.public_client().await;
+        let admin = srv.code_flow(&client, "mcp:read mcp:admin").await;
+        let admin = admin["access_token"].as_str().unwrap();
+        let session = srv.session(admin).await;
+        let r = srv.mcp(Some(admin), Some(&session), admin_call()).await;
+        assert_eq!(r.status, 403);
+        assert!(
+            r.header("www-authenticate")
+                .unwrap()
+                .contains("insufficient_scope")
+        );
     }
 
     #[tokio::test]
@@ -1802,7 +1999,7 @@ mod tests {
         assert_eq!(
             r.header("www-authenticate").unwrap(),
             format!(
-                "Bearer error=\"insufficient_scope\", scope=\"mcp:read mcp:admin\", \
+                "Bearer error=\"insufficient_scope\", scope=\"mcp:admin\", \
                  resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", \
                  error_description=\"admin_echo requires mcp:admin\"",
                 srv.base
@@ -1852,7 +2049,18 @@ mod tests {
         let read_only = srv.code_flow(&client, "mcp:read").await;
         let r = call(read_only["access_token"].as_str().unwrap().to_owned()).await;
         assert_eq!(r.status, 403);
-        let admin = srv.code_flow(&client, "mcp:admin").await;
+        // mcp:admin alone is not enough: every request needs mcp:read.
+        let admin_only = srv.code_flow(&client, "mcp:admin").await;
+        let r = call(admin_only["access_token"].as_str().unwrap().to_owned()).await;
+        assert_eq!(r.status, 403);
+        assert!(
+            r.header("www-authenticate")
+                .unwrap()
+                .contains("scope=\"mcp:read\""),
+            "{:?}",
+            r.header("www-authenticate")
+        );
+        let admin = srv.code_flow(&client, "mcp:read mcp:admin").await;
         // Mcp-Name still says admin_echo: the call is served as echo only
         // after the header checks.
         let r = call(admin["access_token"].as_str().unwrap().to_owned()).await;

@@ -57,9 +57,13 @@ flags:
                                 then need a Bearer token with scope mcp:read,
                                 the admin_echo tool also mcp:admin (403 step-up)
   --auth-token-ttl-secs N       access-token lifetime (default: 3600; implies --auth)
-  --auth-quirk refresh-200-error
-                                refresh answers 200 {\"error\":\"invalid_refresh_token\"}
-                                (repeatable; implies --auth)
+  --auth-quirk Q                misbehave (repeatable; implies --auth):
+                                refresh-200-error: refresh answers 200
+                                  {\"error\":\"invalid_refresh_token\"};
+                                confidential-clients: registration gives every
+                                  client a secret (client_secret_basic);
+                                step-up-loop: admin_echo is refused (403
+                                  insufficient_scope) whatever the scopes
   --auth-issuer-suffix X        issuer is http://IP:PORT/X (implies --auth)
   -h, --help                    print this help
 
