@@ -23,6 +23,13 @@ pub(crate) fn testserver() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_switchboard-testserver"))
 }
 
+/// The one-run OAuth client of this crate (`switchboard-oauth-client`);
+/// only built with the `oauth-client` feature (on by default).
+#[cfg(feature = "oauth-client")]
+pub(crate) fn oauth_client() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_switchboard-oauth-client"))
+}
+
 /// The rmcp 3.9 server of this crate (`switchboard-rmcp-server`); only built
 /// with the `rmcp` feature (on by default).
 #[cfg(feature = "rmcp")]
@@ -426,16 +433,22 @@ pub(crate) struct HttpServer {
     child: std::process::Child,
     /// Held open: a server that prints more (`--auth` prints its issuer)
     /// must not die of a closed pipe.
-    _stdout: std::io::BufReader<std::process::ChildStdout>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
     /// `http://127.0.0.1:PORT`, as the server announced it.
     pub(crate) base: String,
 }
 
 impl HttpServer {
     pub(crate) fn start(args: &[&str]) -> Self {
+        Self::start_on("127.0.0.1:0", args)
+    }
+
+    /// Serves on `addr` (e.g. the port of a server that was stopped, to
+    /// restart it at the same URL).
+    pub(crate) fn start_on(addr: &str, args: &[&str]) -> Self {
         use std::io::BufRead;
         let mut child = std::process::Command::new(testserver())
-            .args(["--http", "127.0.0.1:0"])
+            .args(["--http", addr])
             .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -453,7 +466,7 @@ impl HttpServer {
             .to_owned();
         Self {
             child,
-            _stdout: stdout,
+            stdout,
             base,
         }
     }
@@ -461,6 +474,25 @@ impl HttpServer {
     /// The URL of `path` on this server.
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// The `127.0.0.1:PORT` it listens on.
+    pub(crate) fn addr(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    /// The issuer an `--auth` server announces on its second stdout line
+    /// (`auth issuer URL`); call once.
+    pub(crate) fn auth_issuer(&mut self) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("an --auth server announces its issuer");
+        line.trim()
+            .strip_prefix("auth issuer ")
+            .unwrap_or_else(|| panic!("unexpected second line {line:?}"))
+            .to_owned()
     }
 }
 
