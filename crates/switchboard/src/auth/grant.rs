@@ -257,7 +257,7 @@ pub enum GrantError {
     },
     /// A token endpoint refused the request (OAuth error code and
     /// description): check the client's credentials, assertion or scopes.
-    #[error("the token endpoint {url} refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    #[error("the token endpoint {url} refused: {error}{}; {}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default(), refusal_hint(error))]
     Refused {
         /// The token endpoint, without query.
         url: String,
@@ -278,6 +278,25 @@ pub enum GrantError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What to do about an OAuth error code (RFC 6749 §5.2, RFC 9449 §8).
+fn refusal_hint(error: &str) -> &'static str {
+    match error {
+        "invalid_client" => "check the client id and its secret or key",
+        "invalid_grant" => {
+            "the assertion, code or refresh token is invalid or expired; obtain a new one"
+        }
+        "invalid_scope" => "request only scopes the authorization server allows",
+        "unauthorized_client" => {
+            "this client may not use this grant; ask the authorization server's administrator"
+        }
+        "unsupported_grant_type" => "the authorization server does not offer this grant",
+        "invalid_dpop_proof" | "use_dpop_nonce" => {
+            "the DPoP proof was refused; check the key and the server's nonce"
+        }
+        _ => "check the client's configuration for this authorization server",
+    }
 }
 
 impl GrantError {
@@ -1339,7 +1358,7 @@ pub(crate) mod tests {
         assert!(
             error
                 .to_string()
-                .contains("/token refused: invalid_grant (expired)"),
+                .contains("/token refused: invalid_grant (expired); the assertion"),
             "{error}"
         );
         assert!(!provider.unauthorized(401, Some(&stub.challenge())).await);
