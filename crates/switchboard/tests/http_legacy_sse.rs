@@ -220,6 +220,19 @@ async fn serve(state: Arc<State>, socket: tokio::net::TcpStream) {
         "POST" if request.seen.target.ends_with("/sse") => {
             respond(&mut write, "405 Method Not Allowed", "", "").await;
         }
+        // A DPoP proof without the server's nonce: ask for it (RFC 9449 §9).
+        "POST"
+            if request.seen.header("dpop").is_some()
+                && proof_claims(request.seen.header("dpop"))["nonce"] != "n1" =>
+        {
+            respond(
+                &mut write,
+                "401 Unauthorized",
+                "WWW-Authenticate: DPoP error=\"use_dpop_nonce\"\r\nDPoP-Nonce: n1\r\n",
+                "",
+            )
+            .await;
+        }
         "POST" => {
             let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
                 return respond(&mut write, "400 Bad Request", "", "not JSON").await;
@@ -285,6 +298,54 @@ impl AuthProvider for TestAuth {
             self.told.lock().unwrap().push((status, challenge));
             false
         })
+    }
+}
+
+/// The claims of a DPoP proof header (not verified: the library's tests
+/// check signatures).
+fn proof_claims(proof: Option<&str>) -> Value {
+    use base64::Engine as _;
+    let payload = proof
+        .unwrap_or_default()
+        .split('.')
+        .nth(1)
+        .unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// A DPoP-bound token with a fresh proof per request; learns nonces.
+#[derive(Debug)]
+struct DpopAuth {
+    key: switchboard::auth::dpop::DpopKey,
+}
+
+impl AuthProvider for DpopAuth {
+    fn authorization(&self, _url: &str) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { Some("DPoP tok".to_owned()) })
+    }
+
+    fn request_credentials<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, switchboard::transport::http::RequestCredentials> {
+        let proof = self.key.proof(method, url, Some("tok")).ok();
+        Box::pin(async move {
+            switchboard::transport::http::RequestCredentials::new(Some("DPoP tok".into()), proof)
+        })
+    }
+
+    fn unauthorized(&self, _status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool> {
+        let nonce = www_authenticate.is_some_and(|w| w.contains("use_dpop_nonce"));
+        Box::pin(async move { nonce })
+    }
+
+    fn dpop_nonce(&self, url: &str, nonce: &str) {
+        self.key.remember_nonce(url, nonce);
     }
 }
 
@@ -478,6 +539,36 @@ async fn a_silent_stream_hits_the_idle_read_timeout() {
         "{error:?}"
     );
     server.wait_streams_ended(1).await;
+}
+
+#[tokio::test]
+async fn dpop_proofs_name_each_request_and_a_nonce_challenge_is_answered() {
+    let server = TestServer::start(Behaviour::default()).await;
+    let auth = Arc::new(DpopAuth {
+        key: switchboard::auth::dpop::DpopKey::generate().unwrap(),
+    });
+    let mut connection = connect(&sse(server.url("/sse")).auth(auth))
+        .await
+        .expect("connect");
+    connection.sink.send(INITIALIZE).await.expect("send");
+    assert_eq!(recv_json(&mut connection).await["id"], 1);
+    let seen = server.seen();
+    let get = proof_claims(seen[0].header("dpop"));
+    assert_eq!(get["htm"], "GET");
+    assert_eq!(get["htu"], server.url("/sse"));
+    let posts = server.posts();
+    assert_eq!(posts.len(), 2, "refused for the nonce, then accepted");
+    let (first, second) = (
+        proof_claims(posts[0].header("dpop")),
+        proof_claims(posts[1].header("dpop")),
+    );
+    assert_eq!(first["htm"], "POST");
+    // The endpoint's query is not part of htu (RFC 9449 §4.2).
+    assert_eq!(first["htu"], server.url("/messages"));
+    assert_eq!(first.get("nonce"), None);
+    assert_eq!(second["nonce"], "n1");
+    assert_ne!(first["jti"], second["jti"]);
+    assert_eq!(posts[1].header("authorization"), Some("DPoP tok"));
 }
 
 #[tokio::test]
