@@ -15,9 +15,12 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use support::HttpServer;
 use switchboard::Client;
-use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
+use switchboard::auth::flow::{
+    AuthorizationRequest, Authorizer, OAuthConfig, OAuthError, OAuthFlow,
+};
 use switchboard::auth::provider::{LoginReason, OAuthProvider};
 use switchboard::auth::store::{CredentialKey, CredentialStore, FileStore, StoredCredentials};
+use switchboard::transport::BoxFuture;
 use switchboard::transport::http::HttpConfig;
 
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
@@ -651,4 +654,262 @@ async fn a_refresh_refused_with_http_200_asks_for_login() {
     let run = run_client(&path, &server, &key, &[]);
     assert_eq!(run["ok"], true, "{run}");
     assert_eq!(stats(&server).await["clients_registered"], 1);
+}
+
+/// Lets the runtime see the connections a stopped server closed: the
+/// shared HTTP client's pool would otherwise hand the restarted server's
+/// first request a dead connection (the test blocked the runtime while it
+/// stopped and restarted the server, which an application would not).
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// What one authorization asked the user for.
+#[derive(Debug, Clone)]
+struct Asked {
+    issuer: String,
+    client_id: String,
+    scope: Vec<String>,
+}
+
+/// Plays the user's browser for an interactive provider: approves every
+/// authorization at once, and remembers what each asked for.
+#[derive(Debug, Default)]
+struct Browser {
+    asked: std::sync::Mutex<Vec<Asked>>,
+}
+
+impl Browser {
+    fn asked(&self) -> Vec<Asked> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl Authorizer for Browser {
+    fn authorize<'a>(
+        &'a self,
+        request: &'a AuthorizationRequest,
+    ) -> BoxFuture<'a, Result<reqwest::Url, OAuthError>> {
+        Box::pin(async move {
+            let url = request.authorization_url.to_string();
+            self.asked.lock().unwrap().push(Asked {
+                issuer: request.issuer.clone(),
+                client_id: query_param(&url, "client_id").unwrap_or_default(),
+                scope: request
+                    .scope
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split(' ')
+                    .map(str::to_owned)
+                    .collect(),
+            });
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap();
+            let response = http
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| OAuthError::Interaction(Box::new(e)))?;
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| {
+                    OAuthError::Interaction(format!("no redirect: {}", response.status()).into())
+                })?;
+            reqwest::Url::parse(location).map_err(|e| OAuthError::Interaction(Box::new(e)))
+        })
+    }
+}
+
+/// An interactive provider for `server`'s `/mcp`, logging in through a
+/// [`Browser`], its credentials in `store`.
+fn interactive(server: &HttpServer, store: &Path) -> (Arc<OAuthProvider>, Arc<Browser>) {
+    let store: Arc<dyn CredentialStore> = Arc::new(FileStore::new(store));
+    let browser = Arc::new(Browser::default());
+    let provider = OAuthProvider::interactive(flow(store), server.url("/mcp"), browser.clone());
+    (Arc::new(provider), browser)
+}
+
+fn has(scopes: &[String], scope: &str) -> bool {
+    scopes.iter().any(|s| s == scope)
+}
+
+#[tokio::test]
+async fn the_interactive_provider_logs_in_and_steps_up_with_the_union_of_scopes() {
+    let mut server = HttpServer::start(&["--era", "legacy", "--auth"]);
+    server.auth_issuer();
+    let dir = TempDir::new("interactive-step-up");
+    let (provider, browser) = interactive(&server, &dir.credentials());
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")).auth(provider.clone()))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "hi");
+    let first = browser.asked();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(has(&first[0].scope, "mcp:read"), "{first:?}");
+    assert!(!has(&first[0].scope, "mcp:admin"), "{first:?}");
+
+    // admin_echo's 403 names only mcp:admin: the provider logs in again
+    // asking for both, and the call goes through.
+    assert_eq!(call(&client, "admin_echo").await.unwrap(), "hi");
+    let asked = browser.asked();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(has(&asked[1].scope, "mcp:read"), "{asked:?}");
+    assert!(has(&asked[1].scope, "mcp:admin"), "{asked:?}");
+    assert_eq!(asked[1].client_id, asked[0].client_id);
+    assert_eq!(echo(&client).await, "hi");
+    let counts = stats(&server).await;
+    assert_eq!(counts["clients_registered"], 1, "{counts}");
+    assert_eq!(counts["codes_issued"], 2, "{counts}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_interactive_provider_gives_up_after_three_step_ups() {
+    let mut server = HttpServer::start(&["--era", "legacy", "--auth-quirk", "step-up-loop"]);
+    server.auth_issuer();
+    let dir = TempDir::new("interactive-step-up-loop");
+    let (provider, browser) = interactive(&server, &dir.credentials());
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")).auth(provider.clone()))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "hi");
+    for _ in 0..5 {
+        let error = call(&client, "admin_echo").await.unwrap_err();
+        assert!(error.is_auth_required(), "{error:?}");
+    }
+    let asked = browser.asked();
+    // The first login, then three step-ups, and no more however often the
+    // tool is called.
+    assert_eq!(asked.len(), 1 + 3, "{asked:?}");
+    for step_up in &asked[1..] {
+        assert!(has(&step_up.scope, "mcp:read"), "{asked:?}");
+        assert!(has(&step_up.scope, "mcp:admin"), "{asked:?}");
+    }
+    assert_eq!(
+        provider.login_needed().map(|n| n.reason),
+        Some(LoginReason::StepUpExhausted)
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_restarted_interactive_provider_registers_with_a_new_issuer() {
+    let dir = TempDir::new("interactive-issuer");
+    let mut before = HttpServer::start(&["--era", "legacy", "--auth"]);
+    let old_issuer = before.auth_issuer();
+    let (provider, browser) = interactive(&before, &dir.credentials());
+    let client = Client::connect(HttpConfig::new(before.url("/mcp")).auth(provider))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "hi");
+    client.close().await;
+    let old = browser.asked();
+    assert_eq!(old[0].issuer, old_issuer);
+
+    let addr = before.addr().to_owned();
+    drop(before);
+    let mut after =
+        HttpServer::start_on(&addr, &["--era", "legacy", "--auth-issuer-suffix", "two"]);
+    let new_issuer = after.auth_issuer();
+    settle().await;
+    // A new run of the application, on the same credentials file.
+    let (provider, browser) = interactive(&after, &dir.credentials());
+    let client = Client::connect(HttpConfig::new(after.url("/mcp")).auth(provider.clone()))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "hi");
+    let asked = browser.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].issuer, new_issuer);
+    assert_ne!(asked[0].client_id, old[0].client_id, "registered anew");
+    assert_eq!(stats(&after).await["clients_registered"], 1);
+    assert_eq!(provider.key().map(|k| k.issuer), Some(new_issuer));
+    client.close().await;
+}
+
+#[tokio::test]
+#[ignore = "bug in auth/flow.rs refresh_once: a refresh refused with invalid_client is not \
+            LoginRequired, so the interactive provider never logs in again"]
+async fn a_running_interactive_provider_logs_in_again_after_an_issuer_change() {
+    let dir = TempDir::new("interactive-issuer-running");
+    let mut before = HttpServer::start(&["--era", "legacy", "--auth"]);
+    before.auth_issuer();
+    let (provider, browser) = interactive(&before, &dir.credentials());
+    let client = Client::connect(HttpConfig::new(before.url("/mcp")).auth(provider.clone()))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "hi");
+    client.close().await;
+
+    let addr = before.addr().to_owned();
+    drop(before);
+    let mut after =
+        HttpServer::start_on(&addr, &["--era", "legacy", "--auth-issuer-suffix", "two"]);
+    let new_issuer = after.auth_issuer();
+    settle().await;
+    // The same provider (a long-running application): its token and its
+    // client are unknown to the new authorization server.
+    let connected =
+        Client::connect(HttpConfig::new(after.url("/mcp")).auth(provider.clone())).await;
+    let client = connected.unwrap_or_else(|e| {
+        panic!(
+            "{e:?}; login error: {:?}; login needed: {:?}",
+            provider.login_error(),
+            provider.login_needed()
+        )
+    });
+    assert_eq!(echo(&client).await, "hi");
+    let asked = browser.asked();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[1].issuer, new_issuer);
+    client.close().await;
+}
+
+#[tokio::test]
+#[ignore = "bug in auth/provider.rs log_in with flow.rs start(reuse): stored credentials with \
+            an expired token count as usable unrefreshed; the retry's refresh fails, and the \
+            login that follows comes after the transport's one retry, so the request fails"]
+async fn the_interactive_provider_logs_in_when_a_refresh_is_refused_with_http_200() {
+    let mut server = HttpServer::start(&["--era", "legacy", "--auth-quirk", "refresh-200-error"]);
+    server.auth_issuer();
+    let dir = TempDir::new("interactive-refresh-200");
+    let path = dir.credentials();
+    let store: Arc<dyn CredentialStore> = Arc::new(FileStore::new(&path));
+    let first = log_in(
+        &flow(store.clone()),
+        &server.url("/mcp"),
+        Some(&challenge(&server).await),
+    )
+    .await;
+    // Later: the stored access token has expired, and the refresh will be
+    // answered 200 {"error":"invalid_refresh_token"}.
+    store
+        .update(&first.credentials.key(), &mut |c| {
+            let mut c = c?;
+            c.expires_at = Some(SystemTime::now() - Duration::from_secs(1));
+            Some(c)
+        })
+        .unwrap();
+
+    let (provider, browser) = interactive(&server, &path);
+    let connected =
+        Client::connect(HttpConfig::new(server.url("/mcp")).auth(provider.clone())).await;
+    let client = connected.unwrap_or_else(|e| {
+        panic!(
+            "{e:?}; login error: {:?}; login needed: {:?}; asked: {:?}",
+            provider.login_error(),
+            provider.login_needed(),
+            browser.asked()
+        )
+    });
+    assert_eq!(echo(&client).await, "hi");
+    let asked = browser.asked();
+    assert_eq!(asked.len(), 1, "the user logs in again: {asked:?}");
+    assert_eq!(asked[0].client_id, first.client_id, "the same registration");
+    assert_eq!(stats(&server).await["refreshed"], 0);
+    client.close().await;
 }
