@@ -308,6 +308,18 @@ async fn a_new_process_refreshes_with_the_stored_client_secret() {
     let first = run_client(&path, &server, &key, &[]);
     assert_eq!(first["ok"], true, "{first}");
     assert_eq!(first["text"], "hi");
+    let rotated = FileStore::new(&path).load(&key).unwrap().unwrap();
+    let printed = first.to_string();
+    for secret in [
+        Some(&secret),
+        rotated.access_token.as_ref(),
+        rotated.refresh_token.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        assert!(!printed.contains(secret.expose()), "a secret was printed");
+    }
     let after_first = stats(&server).await;
     assert!(
         after_first["refreshed"].as_u64().unwrap() >= 1,
