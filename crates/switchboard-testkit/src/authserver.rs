@@ -73,6 +73,10 @@ pub enum AuthQuirk {
     /// A refresh request is answered HTTP 200 with
     /// `{"error":"invalid_refresh_token"}` (as some providers do).
     Refresh200Error,
+    /// A refresh request is answered HTTP 200 with the error as an object,
+    /// `{"error":{"code":"invalid_refresh_token","message":…}}` (as some
+    /// APIs shape their errors).
+    Refresh200ErrorObject,
     /// Dynamic registration makes every client confidential
     /// (`client_secret_basic` with a secret), even one that asked for
     /// `none`: RFC 7591 §3.2.1 lets the server replace requested metadata.
@@ -88,11 +92,12 @@ impl FromStr for AuthQuirk {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "refresh-200-error" => Ok(AuthQuirk::Refresh200Error),
+            "refresh-200-error-object" => Ok(AuthQuirk::Refresh200ErrorObject),
             "confidential-clients" => Ok(AuthQuirk::ConfidentialClients),
             "step-up-loop" => Ok(AuthQuirk::StepUpLoop),
             other => Err(format!(
                 "unknown --auth-quirk {other:?} (expected refresh-200-error, \
-                 confidential-clients or step-up-loop)"
+                 refresh-200-error-object, confidential-clients or step-up-loop)"
             )),
         }
     }
@@ -102,6 +107,7 @@ impl fmt::Display for AuthQuirk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             AuthQuirk::Refresh200Error => "refresh-200-error",
+            AuthQuirk::Refresh200ErrorObject => "refresh-200-error-object",
             AuthQuirk::ConfidentialClients => "confidential-clients",
             AuthQuirk::StepUpLoop => "step-up-loop",
         })
@@ -1049,6 +1055,13 @@ impl AuthServer {
     fn refresh_grant<'a>(&self, client_id: &str, p: impl Fn(&str) -> Option<&'a str>) -> Response {
         if self.config.has_quirk(AuthQuirk::Refresh200Error) {
             return json_ok(StatusCode::OK, &json!({"error": "invalid_refresh_token"}));
+        }
+        if self.config.has_quirk(AuthQuirk::Refresh200ErrorObject) {
+            return json_ok(
+                StatusCode::OK,
+                &json!({"error": {"code": "invalid_refresh_token",
+                                  "message": "The refresh token is invalid or expired."}}),
+            );
         }
         let grant_error = |d: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", d);
         let Some(refresh) = p("refresh_token") else {
@@ -2086,6 +2099,22 @@ mod tests {
         assert_eq!(r.status, 200);
         assert_eq!(r.json(), json!({"error": "invalid_refresh_token"}));
         assert_eq!(srv.stats().await["refreshed"], 0);
+
+        let srv = start(AuthConfig::default().with_quirk(AuthQuirk::Refresh200ErrorObject)).await;
+        let client = srv.public_client().await;
+        let tokens = srv.code_flow(&client, "mcp:read").await;
+        let r = srv
+            .token(
+                &[
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+                    ("client_id", &client),
+                ],
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["error"]["code"], "invalid_refresh_token");
     }
 
     #[tokio::test]

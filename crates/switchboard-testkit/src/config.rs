@@ -60,6 +60,8 @@ flags:
   --auth-quirk Q                misbehave (repeatable; implies --auth):
                                 refresh-200-error: refresh answers 200
                                   {\"error\":\"invalid_refresh_token\"};
+                                refresh-200-error-object: the same with
+                                  {\"error\":{\"code\":…,\"message\":…}};
                                 confidential-clients: registration gives every
                                   client a secret (client_secret_basic);
                                 step-up-loop: admin_echo is refused (403
