@@ -1119,7 +1119,13 @@ async fn refresh_stored(
                     token.apply(&mut creds, None);
                     Some(creds)
                 }
-                Err(e) => {
+                Err(RefreshFailed::ClientUnknown) => {
+                    // The registration itself is dead: forget it, so that
+                    // the next login registers again.
+                    outcome = Err(OAuthError::LoginRequired);
+                    None
+                }
+                Err(RefreshFailed::Other(e)) => {
                     if e.is_login_required() {
                         creds.access_token = None;
                         creds.refresh_token = None;
@@ -1139,20 +1145,27 @@ async fn refresh_stored(
     .map_err(|e| OAuthError::Config(format!("refresh task failed: {e}")))?
 }
 
+/// Why a refresh failed.
+enum RefreshFailed {
+    /// The token endpoint no longer knows the client (`invalid_client`).
+    ClientUnknown,
+    /// Anything else; [`OAuthError::LoginRequired`] when the refresh token
+    /// is missing or was refused.
+    Other(OAuthError),
+}
+
 async fn refresh_once(
     http: &reqwest::Client,
     creds: &StoredCredentials,
-) -> Result<TokenResponse, OAuthError> {
-    let refresh = creds
-        .refresh_token
-        .as_ref()
-        .ok_or(OAuthError::LoginRequired)?;
+) -> Result<TokenResponse, RefreshFailed> {
+    let login_required = || RefreshFailed::Other(OAuthError::LoginRequired);
+    let refresh = creds.refresh_token.as_ref().ok_or_else(login_required)?;
     let endpoint = creds
         .extra
         .get(EXTRA_TOKEN_ENDPOINT)
         .and_then(|v| v.as_str())
         .and_then(|s| Url::parse(s).ok())
-        .ok_or(OAuthError::LoginRequired)?;
+        .ok_or_else(login_required)?;
     let method = creds
         .extra
         .get(EXTRA_AUTH_METHOD)
@@ -1174,15 +1187,18 @@ async fn refresh_once(
     )
     .await
     {
+        Err(OAuthError::TokenRefused { error, .. }) if error == "invalid_client" => {
+            Err(RefreshFailed::ClientUnknown)
+        }
         Err(OAuthError::TokenRefused { error, .. })
             if matches!(
                 error.as_str(),
-                "invalid_grant" | "invalid_refresh_token" | "invalid_token"
+                "invalid_grant" | "invalid_refresh_token" | "invalid_token" | "unauthorized_client"
             ) =>
         {
-            Err(OAuthError::LoginRequired)
+            Err(login_required())
         }
-        other => other,
+        other => other.map_err(RefreshFailed::Other),
     }
 }
 
@@ -2284,6 +2300,33 @@ pub(crate) mod tests {
             matches!(bad, OAuthError::Ssrf(SsrfError::BadAllowHost { .. })),
             "{bad:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_refresh_refused_with_invalid_client_forgets_the_registration() {
+        let stub = Stub::start().await;
+        let (_dir, store, flow, key) = logged_in(&stub).await;
+        stub.route(
+            "/token",
+            401,
+            serde_json::json!({"error": "invalid_client", "error_description": "unknown client"}),
+        );
+        let err = flow
+            .refresh(&key, Some(&Secret::new("at1")))
+            .await
+            .unwrap_err();
+        assert!(err.is_login_required(), "{err:?}");
+        assert!(
+            store.load(&key).unwrap().is_none(),
+            "the dead registration is gone"
+        );
+        // The next login registers again instead of presenting it.
+        let before = stub.paths().iter().filter(|p| *p == "/register").count();
+        flow.begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap();
+        let after = stub.paths().iter().filter(|p| *p == "/register").count();
+        assert_eq!(after, before + 1);
     }
 
     pub(crate) async fn logged_in(

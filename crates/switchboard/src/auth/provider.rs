@@ -226,14 +226,10 @@ impl OAuthProvider {
             let Some(key) = state.key.clone() else {
                 return Err(OAuthError::LoginRequired);
             };
-            // A step-up that an interactive provider could not get leaves
-            // the token it has: it still serves what it was granted for.
-            let step_up = |r: &LoginReason| {
-                matches!(r, LoginReason::StepUp { .. } | LoginReason::StepUpExhausted)
-            };
+            // Only a refused token stops the sending: a step-up not (yet)
+            // granted leaves the token held serving what it was granted for.
             if let Some(needed) = &state.login_needed
-                && needed.reason != LoginReason::NotLoggedIn
-                && !(self.inner.login.is_some() && step_up(&needed.reason))
+                && needed.reason == LoginReason::Rejected
             {
                 return Err(OAuthError::LoginRequired);
             }
@@ -578,6 +574,11 @@ mod tests {
             let needed = provider.login_needed().unwrap();
             assert_eq!(needed.reason, LoginReason::StepUp { attempt });
             assert_eq!(needed.www_authenticate.as_deref(), Some(header));
+            assert_eq!(
+                provider.authorization("x").await.as_deref(),
+                Some("Bearer at1"),
+                "until the user grants more, the token serves what it can"
+            );
             provider.reset();
         }
         provider.unauthorized(403, Some(header)).await;
