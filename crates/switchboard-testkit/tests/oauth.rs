@@ -508,8 +508,9 @@ async fn step_up_gives_up_after_three() {
 }
 
 #[tokio::test]
-#[ignore = "bug in auth/provider.rs: a pending step-up (LoginReason::StepUp) makes \
-            access_token() refuse every request, not just the one needing more scope"]
+#[ignore = "auth/provider.rs access_token: a pending step-up (LoginReason::StepUp) of a \
+            non-interactive provider refuses every request until reset(), not just the one \
+            needing more scope (1d43272 changed this for interactive providers only)"]
 async fn a_declined_step_up_leaves_the_other_tools_working() {
     let mut server = HttpServer::start(&["--era", "legacy", "--auth"]);
     server.auth_issuer();
@@ -701,6 +702,9 @@ struct Asked {
 #[derive(Debug, Default)]
 struct Browser {
     asked: std::sync::Mutex<Vec<Asked>>,
+    /// The user approves this many authorizations and closes the browser
+    /// on the others (`None`: approves all).
+    approves: Option<usize>,
 }
 
 impl Browser {
@@ -716,6 +720,7 @@ impl Authorizer for Browser {
     ) -> BoxFuture<'a, Result<reqwest::Url, OAuthError>> {
         Box::pin(async move {
             let url = request.authorization_url.to_string();
+            let count = self.asked.lock().unwrap().len();
             self.asked.lock().unwrap().push(Asked {
                 issuer: request.issuer.clone(),
                 client_id: query_param(&url, "client_id").unwrap_or_default(),
@@ -727,6 +732,11 @@ impl Authorizer for Browser {
                     .map(str::to_owned)
                     .collect(),
             });
+            if self.approves.is_some_and(|n| count >= n) {
+                return Err(OAuthError::Interaction(
+                    "the user closed the browser".into(),
+                ));
+            }
             let http = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -751,8 +761,16 @@ impl Authorizer for Browser {
 /// An interactive provider for `server`'s `/mcp`, logging in through a
 /// [`Browser`], its credentials in `store`.
 fn interactive(server: &HttpServer, store: &Path) -> (Arc<OAuthProvider>, Arc<Browser>) {
+    interactive_with(server, store, Browser::default())
+}
+
+fn interactive_with(
+    server: &HttpServer,
+    store: &Path,
+    browser: Browser,
+) -> (Arc<OAuthProvider>, Arc<Browser>) {
     let store: Arc<dyn CredentialStore> = Arc::new(FileStore::new(store));
-    let browser = Arc::new(Browser::default());
+    let browser = Arc::new(browser);
     let provider = OAuthProvider::interactive(flow(store), server.url("/mcp"), browser.clone());
     (Arc::new(provider), browser)
 }
@@ -788,6 +806,31 @@ async fn the_interactive_provider_logs_in_and_steps_up_with_the_union_of_scopes(
     let counts = stats(&server).await;
     assert_eq!(counts["clients_registered"], 1, "{counts}");
     assert_eq!(counts["codes_issued"], 2, "{counts}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_interactive_step_up_the_user_declines_leaves_the_other_tools_working() {
+    let mut server = HttpServer::start(&["--era", "legacy", "--auth"]);
+    server.auth_issuer();
+    let dir = TempDir::new("interactive-step-up-declined");
+    let browser = Browser {
+        approves: Some(1),
+        ..Browser::default()
+    };
+    let (provider, browser) = interactive_with(&server, &dir.credentials(), browser);
+    let client = Client::connect(HttpConfig::new(server.url("/mcp")).auth(provider.clone()))
+        .await
+        .unwrap();
+    assert_eq!(echo(&client).await, "hi");
+    let error = call(&client, "admin_echo").await.unwrap_err();
+    assert!(error.is_auth_required(), "{error:?}");
+    assert_eq!(browser.asked().len(), 2, "the step-up was asked for");
+    // The token held still serves what it was granted for, without asking
+    // the user again.
+    assert_eq!(echo(&client).await, "hi");
+    assert_eq!(echo(&client).await, "hi");
+    assert_eq!(browser.asked().len(), 2, "{:?}", browser.asked());
     client.close().await;
 }
 
