@@ -13,6 +13,7 @@ pub mod flow;
 pub mod grant;
 pub mod jwt;
 pub mod jwt_bearer;
+pub mod loopback;
 pub mod metadata;
 pub mod provider;
 pub mod ssrf;
