@@ -3,6 +3,7 @@
 mod args;
 mod ask;
 mod demo;
+mod login;
 mod output;
 mod sampling;
 mod ui;
@@ -46,6 +47,11 @@ mod exit {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The credentials file for OAuth logins (created 0600), instead of the
+    /// default store (the OS keyring; on Linux
+    /// ~/.config/switchboard/credentials.json). Also SWITCHBOARD_CREDENTIALS.
+    #[arg(long, global = true, value_name = "FILE")]
+    credentials: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -178,6 +184,17 @@ enum EraArg {
 }
 
 #[derive(Subcommand, Debug)]
+enum AuthCommand {
+    /// List the stored logins: server, issuer, client id, scopes, token
+    /// expiry (never a token).
+    Status {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum Command {
     /// Run the bundled test server and show what switchboard does, no setup needed.
     Demo {
@@ -224,6 +241,23 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Log in to a remote server with OAuth: opens the browser (and prints
+    /// the URL), receives the authorization on 127.0.0.1, stores the tokens.
+    Login(login::LoginArgs),
+    /// Remove the stored credentials of a server.
+    Logout {
+        /// The server's URL, as given to `login` (or its resource URI).
+        #[arg(value_name = "URL")]
+        server: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stored OAuth credentials.
+    Auth {
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
     /// Run the bundled test server on stdin/stdout (used by `demo`).
     #[command(name = "__testserver", hide = true)]
     TestServer {
@@ -255,6 +289,11 @@ fn main() -> ExitCode {
         Command::Call { server, .. }
         | Command::Read { server, .. }
         | Command::Prompt { server, .. } => server.json,
+        Command::Login(args) => args.json,
+        Command::Logout { json, .. }
+        | Command::Auth {
+            command: AuthCommand::Status { json },
+        } => *json,
         Command::TestServer { .. } => false,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -293,6 +332,8 @@ struct Failure {
     error: anyhow::Error,
     stderr_tail: Option<String>,
     server: Option<String>,
+    /// What to do next (the login command, for authorization required).
+    hint: Option<String>,
 }
 
 impl Failure {
@@ -302,6 +343,7 @@ impl Failure {
             error,
             stderr_tail: None,
             server: None,
+            hint: None,
         }
     }
 
@@ -319,6 +361,7 @@ impl Failure {
             error: anyhow::Error::new(error),
             stderr_tail,
             server,
+            hint: None,
         }
     }
 
@@ -333,9 +376,15 @@ impl Failure {
             if let Some(tail) = &self.stderr_tail {
                 object["serverStderr"] = Value::String(tail.clone());
             }
+            if let Some(hint) = &self.hint {
+                object["hint"] = Value::String(hint.clone());
+            }
             eprintln!("{}", json!({ "error": object }));
         } else {
             eprintln!("error: {message}");
+            if let Some(hint) = &self.hint {
+                eprintln!("{hint}");
+            }
             if let Some(tail) = &self.stderr_tail {
                 eprintln!("server stderr (last lines):");
                 for line in tail.lines() {
@@ -352,11 +401,41 @@ impl From<switchboard::Error> for Failure {
     }
 }
 
+/// The remote server a command talks to, if any.
+fn remote_url(command: &Command) -> Option<&str> {
+    match command {
+        Command::Info(s) | Command::Tools(s) | Command::Resources(s) | Command::Prompts(s) => {
+            s.url.as_deref()
+        }
+        Command::Call { server, .. }
+        | Command::Read { server, .. }
+        | Command::Prompt { server, .. } => server.url.as_deref(),
+        _ => None,
+    }
+}
+
 async fn run(cli: Cli) -> Result<u8, Failure> {
+    let url = remote_url(&cli.command).map(str::to_owned);
+    let credentials = cli.credentials.clone();
+    run_command(cli).await.map_err(|mut failure| {
+        if failure.code == exit::AUTH_REQUIRED
+            && let Some(url) = url
+        {
+            failure.hint = Some(format!(
+                "to log in, run: {}",
+                login::login_command(&url, credentials.as_deref())
+            ));
+        }
+        failure
+    })
+}
+
+async fn run_command(cli: Cli) -> Result<u8, Failure> {
+    let creds = cli.credentials.as_deref();
     match cli.command {
         Command::Demo { json } => demo::run(json).await,
         Command::Info(server) => {
-            let (client, connect_time, _) = connect(&server).await?;
+            let (client, connect_time, _) = connect(&server, creds).await?;
             let info = output::info_json(&client, connect_time);
             if server.json {
                 output::print_json(&info);
@@ -367,7 +446,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Tools(server) => {
-            let (client, _, _) = connect(&server).await?;
+            let (client, _, _) = connect(&server, creds).await?;
             let tools = client.list_tools().await?;
             if server.json {
                 output::print_json(&json!({ "tools": tools }));
@@ -378,7 +457,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Resources(server) => {
-            let (client, _, _) = connect(&server).await?;
+            let (client, _, _) = connect(&server, creds).await?;
             let resources = client.list_resources().await?;
             let templates = client.list_resource_templates().await?;
             if server.json {
@@ -392,7 +471,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Prompts(server) => {
-            let (client, _, _) = connect(&server).await?;
+            let (client, _, _) = connect(&server, creds).await?;
             let prompts = client.list_prompts().await?;
             if server.json {
                 output::print_json(&json!({ "prompts": prompts }));
@@ -410,7 +489,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         } => {
             let arguments =
                 args::tool_arguments(args_json.as_deref(), &args).map_err(Failure::usage)?;
-            let (client, _, ui) = connect(&server).await?;
+            let (client, _, ui) = connect(&server, creds).await?;
             let started = Instant::now();
             let params = CallToolRequestParams {
                 name: tool,
@@ -435,7 +514,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             })
         }
         Command::Read { uri, server } => {
-            let (client, _, ui) = connect(&server).await?;
+            let (client, _, ui) = connect(&server, creds).await?;
             let result = with_events(&client, &ui, client.read_resource(&uri)).await?;
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -447,7 +526,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Prompt { name, args, server } => {
             let arguments = args::prompt_arguments(&args).map_err(Failure::usage)?;
-            let (client, _, ui) = connect(&server).await?;
+            let (client, _, ui) = connect(&server, creds).await?;
             let result =
                 with_events(&client, &ui, client.get_prompt(&name, Some(arguments))).await?;
             if server.json {
@@ -458,6 +537,13 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             finish(&client, &server).await;
             Ok(0)
         }
+        Command::Login(args) => login::login(args, creds).await.map_err(Failure::usage),
+        Command::Logout { server, json } => login::logout(&server, creds, json)
+            .await
+            .map_err(Failure::usage),
+        Command::Auth {
+            command: AuthCommand::Status { json },
+        } => login::status(creds, json).await.map_err(Failure::usage),
         Command::TestServer { args } => switchboard_testkit::run_stdio_main(args),
     }
 }
@@ -497,7 +583,11 @@ fn headers(server: &ServerArgs) -> Result<Vec<(&str, &str)>, Failure> {
 
 /// The connector for `--url`: WebSocket for ws:// URLs or `--transport ws`,
 /// HTTP otherwise.
-fn url_connector(server: &ServerArgs, url: &str) -> Result<Arc<dyn Connector>, Failure> {
+fn url_connector(
+    server: &ServerArgs,
+    url: &str,
+    credentials: Option<&std::path::Path>,
+) -> Result<Arc<dyn Connector>, Failure> {
     let websocket = matches!(server.transport, TransportArg::Ws)
         || (matches!(server.transport, TransportArg::Auto)
             && (url.starts_with("ws://") || url.starts_with("wss://")));
@@ -513,7 +603,16 @@ fn url_connector(server: &ServerArgs, url: &str) -> Result<Arc<dyn Connector>, F
         TransportArg::Http => HttpTransport::StreamableHttp,
         TransportArg::Sse => HttpTransport::Sse,
     });
-    for (name, value) in headers(server)? {
+    let headers = headers(server)?;
+    // An Authorization header given by hand wins over stored logins.
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        && let Some(provider) = login::provider_for(url, credentials)
+    {
+        config = config.auth(provider);
+    }
+    for (name, value) in headers {
         config = config.header(name, value);
     }
     Ok(Arc::new(config))
@@ -595,7 +694,10 @@ fn answering(
     Ok(builder)
 }
 
-async fn connect(server: &ServerArgs) -> Result<(Client, Duration, Arc<Ui>), Failure> {
+async fn connect(
+    server: &ServerArgs,
+    credentials: Option<&std::path::Path>,
+) -> Result<(Client, Duration, Arc<Ui>), Failure> {
     if !server.timeout.is_finite() || server.timeout <= 0.0 {
         return Err(Failure::usage(anyhow::anyhow!(
             "--timeout must be a positive number of seconds"
@@ -613,7 +715,11 @@ async fn connect(server: &ServerArgs) -> Result<(Client, Duration, Arc<Ui>), Fai
         .request_timeout(Duration::from_secs_f64(server.timeout));
     let builder = answering(builder, server, &ui)?;
     let client = match &server.url {
-        Some(url) => builder.connect_arc(url_connector(server, url)?).await?,
+        Some(url) => {
+            builder
+                .connect_arc(url_connector(server, url, credentials)?)
+                .await?
+        }
         None => builder.connect(stdio_config(server)?).await?,
     };
     Ok((client, started.elapsed(), ui))

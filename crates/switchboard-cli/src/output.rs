@@ -40,7 +40,7 @@ pub(crate) fn info_json(client: &Client, connect_time: Duration) -> Value {
     })
 }
 
-fn table(header: &[&str]) -> Table {
+pub(crate) fn table(header: &[&str]) -> Table {
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)

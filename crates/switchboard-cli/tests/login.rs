@@ -1,0 +1,344 @@
+//! `switchboard login --no-browser`, `auth status` and `logout` end to end:
+//! the real binary against the bundled test server's authorization server
+//! (`__testserver --http --auth`), the test playing the user's browser.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The bundled test server over HTTP with `--auth`; killed when dropped.
+struct AuthServer {
+    child: Child,
+    /// Held open: the server writes its issuer line after its address.
+    _stdout: BufReader<ChildStdout>,
+    base: String,
+    issuer: String,
+}
+
+impl AuthServer {
+    fn start() -> Self {
+        let mut child = Command::new(BIN)
+            .args(["__testserver", "--http", "127.0.0.1:0", "--auth"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the test server");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        let issuer = line
+            .trim()
+            .strip_prefix("auth issuer ")
+            .unwrap_or_else(|| panic!("unexpected second line {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            _stdout: stdout,
+            base,
+            issuer,
+        }
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A scratch directory holding the credentials; also the config home, so
+/// nothing reaches the user's own store.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("switchboard-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn credentials(&self) -> PathBuf {
+        self.0.join("credentials.json")
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .env("SWITCHBOARD_CREDENTIALS", self.credentials())
+            .env("XDG_CONFIG_HOME", self.0.join("config"))
+            .env("HOME", self.0.join("home"));
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs switchboard")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Plays the browser: GETs the authorization URL from the test
+/// authorization server (which approves at once) and returns where it
+/// redirects to.
+fn approve(authorization_url: &str) -> String {
+    let url = url::Url::parse(authorization_url).unwrap();
+    let host = url.host_str().unwrap();
+    let port = url.port().unwrap();
+    let mut stream = TcpStream::connect((host, port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let target = format!("{}?{}", url.path(), url.query().unwrap_or(""));
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 302"), "{answer}");
+    answer
+        .lines()
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(name, _)| name.eq_ignore_ascii_case("location"))
+                .map(|(_, value)| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no Location in {answer}"))
+}
+
+/// Every token and client secret in the credentials file.
+fn secrets(credentials: &Path) -> Vec<String> {
+    let file: Value = serde_json::from_slice(&std::fs::read(credentials).unwrap()).unwrap();
+    let mut found = Vec::new();
+    for entry in file["entries"].as_object().unwrap().values() {
+        for field in ["access_token", "refresh_token", "client_secret"] {
+            if let Some(secret) = entry[field].as_str() {
+                found.push(secret.to_owned());
+            }
+        }
+    }
+    found
+}
+
+fn wait_for(child: &mut Child) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > WAIT {
+            let _ = child.kill();
+            panic!("switchboard login did not finish within {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn login_without_a_browser_then_call_status_and_logout() {
+    let server = AuthServer::start();
+    let mcp = format!("{}/mcp", server.base);
+    let scratch = Scratch::new("login");
+
+    // Not logged in: exit 3, and the command to run.
+    let refused = scratch.run(&["tools", "--url", &mcp]);
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains(&format!("run: switchboard login {mcp}")),
+        "{}",
+        text(&refused.stderr)
+    );
+
+    // Log in: the URL is printed, the browser's redirect pasted on stdin.
+    let mut login = scratch
+        .command()
+        .args(["login", "--no-browser", &mcp])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines_tx, lines) = mpsc::channel();
+    let stderr = login.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let authorization_url = loop {
+        let line = lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no authorization URL printed; stderr so far: {seen:#?}"));
+        let trimmed = line.trim().to_owned();
+        seen.push(line);
+        if trimmed.starts_with("http") && trimmed.contains("response_type=code") {
+            break trimmed;
+        }
+    };
+    let issuer = url::Url::parse(&server.issuer).unwrap();
+    assert!(
+        authorization_url.starts_with(&format!("{}authorize", issuer.as_str())),
+        "{authorization_url}"
+    );
+    let redirect = approve(&authorization_url);
+    assert!(
+        redirect.starts_with("http://127.0.0.1:") && redirect.contains("/callback?"),
+        "{redirect}"
+    );
+    assert!(redirect.contains("code="), "{redirect}");
+
+    let mut stdin = login.stdin.take().unwrap();
+    // A response from another attempt is refused, and the login waits on.
+    let state = url::Url::parse(&redirect)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    writeln!(stdin, "{}", redirect.replace(&state, "another-attempt")).unwrap();
+    writeln!(stdin, "  {redirect}  ").unwrap();
+    stdin.flush().unwrap();
+    let status = wait_for(&mut login);
+    drop(stdin);
+    reader.join().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    let mut out = String::new();
+    login
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(status.success(), "login failed: {seen:#?} {rest:#?}");
+    assert!(
+        rest.iter().any(|l| l.contains("another login")),
+        "the stale paste was not refused: {rest:#?}"
+    );
+    assert!(out.contains("Logged in to"), "{out}");
+
+    // The stored token is sent: the server that refused now answers.
+    let call = scratch.run(&["call", "echo", "--arg", "text=hi", "--url", &mcp]);
+    assert!(call.status.success(), "{}", text(&call.stderr));
+    assert_eq!(text(&call.stdout).trim(), "hi");
+
+    // auth status shows the login, never a secret.
+    let secrets = secrets(&scratch.credentials());
+    assert!(
+        secrets.len() >= 2,
+        "an access and a refresh token are stored"
+    );
+    let status = scratch.run(&["auth", "status", "--json"]);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    let listed: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let entries = listed["credentials"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{listed}");
+    assert_eq!(entries[0]["server"], mcp.as_str());
+    assert_eq!(entries[0]["resource"], mcp.as_str());
+    assert_eq!(entries[0]["issuer"], server.issuer.as_str());
+    assert!(!entries[0]["clientId"].as_str().unwrap().is_empty());
+    assert!(
+        entries[0]["expiresInSecs"].as_i64().unwrap() > 0,
+        "{listed}"
+    );
+    let table = scratch.run(&["auth", "status"]);
+    assert!(table.status.success(), "{}", text(&table.stderr));
+    assert!(
+        text(&table.stdout).contains(&mcp),
+        "{}",
+        text(&table.stdout)
+    );
+    for output in [&status, &table] {
+        let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        for secret in &secrets {
+            assert!(!all.contains(secret.as_str()), "a secret is shown:\n{all}");
+        }
+    }
+
+    // logout removes the credentials: the server refuses again.
+    let logout = scratch.run(&["logout", &mcp]);
+    assert!(logout.status.success(), "{}", text(&logout.stderr));
+    assert!(
+        secrets_left(&scratch.credentials()).is_empty(),
+        "logout left credentials behind"
+    );
+    let refused = scratch.run(&["call", "echo", "--arg", "text=hi", "--url", &mcp]);
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains(&format!("run: switchboard login {mcp}")),
+        "{}",
+        text(&refused.stderr)
+    );
+    let listed = scratch.run(&["auth", "status", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed["credentials"], Value::Array(Vec::new()));
+    // A second logout has nothing to remove and says so.
+    let again = scratch.run(&["logout", &mcp]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("not logged in"),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
+fn secrets_left(credentials: &Path) -> Vec<String> {
+    if !credentials.exists() {
+        return Vec::new();
+    }
+    secrets(credentials)
+}
+
+#[test]
+fn login_gives_up_after_its_timeout() {
+    let server = AuthServer::start();
+    let scratch = Scratch::new("timeout");
+    let output = scratch.run(&[
+        "login",
+        "--no-browser",
+        "--timeout",
+        "1",
+        &format!("{}/mcp", server.base),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("response_type=code"),
+        "the URL is printed: {stderr}"
+    );
+    assert!(stderr.contains("within 1 s"), "{stderr}");
+    assert!(
+        secrets_left(&scratch.credentials()).is_empty(),
+        "nothing is stored"
+    );
+}
