@@ -31,7 +31,9 @@
 //! clone) between the two: it remembers the PKCE verifier per `state`.
 //!
 //! A pasted URL is read with [`parse_redirect`], which checks the `state`
-//! the same way.
+//! the same way. [`LoopbackAuthorizer`] is the receiver as an
+//! [`Authorizer`], for [`OAuthFlow::login`](super::flow::OAuthFlow::login)
+//! and an interactive [`OAuthProvider`](super::provider::OAuthProvider).
 
 use std::fmt;
 use std::io;
@@ -42,6 +44,9 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use url::Url;
+
+use super::flow::{AuthorizationRequest, Authorizer, OAuthError};
+use crate::transport::BoxFuture;
 
 /// How long [`LoopbackReceiver::receive`] is usually given: five minutes
 /// for the user to log in.
@@ -194,6 +199,101 @@ fn parse_query(query: &str, expected_state: Option<&str>) -> Result<CallbackPara
 /// sequences), at most 200 characters.
 fn printable(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
+/// A [`LoopbackReceiver`] as the user's part of
+/// [`OAuthFlow::login`](super::flow::OAuthFlow::login) and of an
+/// interactive [`OAuthProvider`](super::provider::OAuthProvider): hands the
+/// authorization URL to `show` (print it, open a browser) and waits for the
+/// browser to come back. Give the flow [`redirect_uri`](Self::redirect_uri).
+///
+/// ```no_run
+/// # async fn run(store: std::sync::Arc<dyn switchboard::auth::store::CredentialStore>) -> Result<(), Box<dyn std::error::Error>> {
+/// use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
+/// use switchboard::auth::loopback::{LoopbackAuthorizer, LoopbackReceiver};
+///
+/// let authorizer = LoopbackAuthorizer::new(LoopbackReceiver::bind(0).await?, |url| {
+///     println!("open {url}");
+/// });
+/// let flow = OAuthFlow::new(OAuthConfig::new("my-app", authorizer.redirect_uri(), store))?;
+/// let credentials = flow.login("https://mcp.example.com/mcp", None, &authorizer).await?;
+/// # let _ = credentials; Ok(()) }
+/// ```
+pub struct LoopbackAuthorizer {
+    receiver: LoopbackReceiver,
+    timeout: Duration,
+    show: Box<dyn Fn(&Url) + Send + Sync>,
+}
+
+impl fmt::Debug for LoopbackAuthorizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoopbackAuthorizer")
+            .field("receiver", &self.receiver)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoopbackAuthorizer {
+    /// Waits on `receiver` (for [`DEFAULT_TIMEOUT`]) after showing each
+    /// authorization URL through `show`.
+    pub fn new(receiver: LoopbackReceiver, show: impl Fn(&Url) + Send + Sync + 'static) -> Self {
+        Self {
+            receiver,
+            timeout: DEFAULT_TIMEOUT,
+            show: Box::new(show),
+        }
+    }
+
+    /// How long to wait for the browser (default [`DEFAULT_TIMEOUT`]).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The redirect URI to configure the flow with.
+    pub fn redirect_uri(&self) -> String {
+        self.receiver.redirect_uri()
+    }
+}
+
+impl Authorizer for LoopbackAuthorizer {
+    fn authorize<'a>(
+        &'a self,
+        request: &'a AuthorizationRequest,
+    ) -> BoxFuture<'a, Result<Url, OAuthError>> {
+        Box::pin(async move {
+            (self.show)(&request.authorization_url);
+            let received = self.receiver.receive(&request.state, self.timeout).await;
+            let mut redirect = Url::parse(&self.receiver.redirect_uri())
+                .map_err(|e| OAuthError::Interaction(Box::new(e)))?;
+            let mut query = redirect.query_pairs_mut();
+            match received {
+                Ok(params) => {
+                    query
+                        .append_pair("code", &params.code)
+                        .append_pair("state", &params.state);
+                    if let Some(iss) = &params.iss {
+                        query.append_pair("iss", iss);
+                    }
+                }
+                // Handed on as the redirect said it, so the flow reports the
+                // refusal the way it does for every authorizer.
+                Err(CallbackError::Denied { error, description }) => {
+                    query
+                        .append_pair("error", &error)
+                        .append_pair("state", &request.state);
+                    if let Some(description) = &description {
+                        query.append_pair("error_description", description);
+                    }
+                }
+                Err(e) => return Err(OAuthError::Interaction(Box::new(e))),
+            }
+            drop(query);
+            Ok(redirect)
+        })
+    }
 }
 
 /// Listens on `127.0.0.1` for the browser to come back to the redirect
@@ -545,6 +645,62 @@ mod tests {
             "{error:?}"
         );
         assert!(error.to_string().contains(&first.port().to_string()));
+    }
+
+    fn authorization_request(state: &str) -> AuthorizationRequest {
+        AuthorizationRequest {
+            authorization_url: Url::parse("https://as.example/authorize?client_id=c").unwrap(),
+            state: state.into(),
+            issuer: "https://as.example".into(),
+            resource: "https://mcp.example/mcp".into(),
+            scope: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn as_an_authorizer_it_shows_the_url_and_returns_the_redirect() {
+        let (shown_tx, mut shown) = tokio::sync::mpsc::unbounded_channel();
+        let authorizer =
+            LoopbackAuthorizer::new(LoopbackReceiver::bind(0).await.unwrap(), move |url| {
+                let _ = shown_tx.send(url.clone());
+            });
+        let redirect_uri = authorizer.redirect_uri();
+        let port = Url::parse(&redirect_uri).unwrap().port().unwrap();
+        let request = authorization_request("s1");
+        let user = async {
+            let url = shown.recv().await.unwrap();
+            assert_eq!(url, request.authorization_url);
+            browser(
+                port,
+                get("/callback?code=c1&state=s1&iss=https%3A%2F%2Fas.example"),
+            )
+            .await
+        };
+        let (redirect, page) = tokio::join!(authorizer.authorize(&request), user);
+        let redirect = redirect.unwrap();
+        assert!(page.contains("close this tab"), "{page}");
+        assert!(redirect.as_str().starts_with(&redirect_uri), "{redirect}");
+        let params = parse_redirect(redirect.as_str(), Some("s1")).unwrap();
+        assert_eq!(
+            (params.code.as_str(), params.iss.as_deref()),
+            ("c1", Some("https://as.example"))
+        );
+
+        // A refusal comes back as the redirect said it; a timeout is an
+        // interaction error.
+        let request = authorization_request("s2");
+        let (redirect, _) = tokio::join!(
+            authorizer.authorize(&request),
+            browser(port, get("/callback?error=access_denied&state=s2"))
+        );
+        assert!(matches!(
+            parse_redirect(redirect.unwrap().as_str(), Some("s2")),
+            Err(CallbackError::Denied { error, .. }) if error == "access_denied"
+        ));
+        let quick = LoopbackAuthorizer::new(LoopbackReceiver::bind(0).await.unwrap(), |_| {})
+            .timeout(Duration::from_millis(50));
+        let error = quick.authorize(&request).await.unwrap_err();
+        assert!(matches!(error, OAuthError::Interaction(_)), "{error:?}");
     }
 
     #[test]
