@@ -313,9 +313,16 @@ pub(crate) async fn login(args: LoginArgs, flag: Option<&Path>) -> anyhow::Resul
              Paste that whole URL from its address bar here:",
             receiver.redirect_uri()
         );
-    } else if let Err(e) = webbrowser::open(url) {
-        eprintln!("Could not open a browser ({e}); open the URL above yourself.");
     } else {
+        // On a thread of its own: a text-mode browser (or `BROWSER=…`) runs
+        // until it is done, and it comes back to the loopback this process
+        // must already be serving. The thread ends with the process.
+        let url = url.to_owned();
+        std::thread::spawn(move || {
+            if let Err(e) = webbrowser::open(&url) {
+                eprintln!("Could not open a browser ({e}); open the URL above yourself.");
+            }
+        });
         eprintln!("Waiting for the browser (or paste the URL it was redirected to)…");
     }
 

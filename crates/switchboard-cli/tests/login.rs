@@ -342,3 +342,48 @@ fn login_gives_up_after_its_timeout() {
         "nothing is stored"
     );
 }
+
+/// `curl` on `PATH`, to play a browser that follows redirects.
+fn curl() -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("curl"))
+        .find(|path| path.is_file())
+}
+
+#[test]
+fn login_with_a_browser_comes_back_on_the_loopback() {
+    // webbrowser honours BROWSER on Linux; elsewhere a real browser would open.
+    if !cfg!(target_os = "linux") {
+        eprintln!("SKIP: login_with_a_browser_comes_back_on_the_loopback: Linux only");
+        return;
+    }
+    let Some(curl) = curl() else {
+        eprintln!("SKIP: login_with_a_browser_comes_back_on_the_loopback: no curl on PATH");
+        return;
+    };
+    let server = AuthServer::start();
+    let mcp = format!("{}/mcp", server.base);
+    let scratch = Scratch::new("browser");
+    // The "browser" follows the authorization server's redirect to the
+    // loopback callback, as a real one does, and runs until answered there:
+    // the loopback must be served while the browser command runs.
+    let output = scratch
+        .command()
+        .args(["login", "--timeout", "30", &mcp])
+        .env(
+            "BROWSER",
+            format!("{} -sL -m 20 -o /dev/null %s", curl.display()),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("response_type=code"),
+        "the URL is printed even when a browser opens: {}",
+        text(&output.stderr)
+    );
+    let call = scratch.run(&["call", "echo", "--arg", "text=hi", "--url", &mcp]);
+    assert!(call.status.success(), "{}", text(&call.stderr));
+    assert_eq!(text(&call.stdout).trim(), "hi");
+}
