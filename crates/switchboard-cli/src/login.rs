@@ -117,7 +117,7 @@ impl Credentials {
         let tmp = self
             .index
             .with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(&tmp, bytes)
+        write_private(&tmp, &bytes)
             .and_then(|()| std::fs::rename(&tmp, &self.index))
             .with_context(|| format!("cannot write {}", self.index.display()))
     }
@@ -169,6 +169,19 @@ impl Login {
     fn key(&self) -> CredentialKey {
         CredentialKey::new(self.resource.clone(), self.issuer.clone())
     }
+}
+
+/// Writes `bytes` to a new file readable by its owner only: a server URL
+/// may name a tenant, or carry a key in its query.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 fn index_path(credentials: &Path) -> PathBuf {
@@ -595,6 +608,15 @@ mod tests {
             "not a path-segment prefix"
         );
         assert_eq!(found("https://c.example/mcp"), None);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&credentials.index)
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "the index is private: {mode:o}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 
