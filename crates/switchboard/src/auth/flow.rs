@@ -503,19 +503,31 @@ impl OAuthFlow {
         // Credentials belong to one authorization server: a server that
         // moved to another issuer gets a new registration, never the old one.
         let key = CredentialKey::new(resource.clone(), asm.issuer.clone());
-        let stored = load(&inner.config.store, &key).await?;
+        let mut stored = load(&inner.config.store, &key).await?;
         let step_up = challenge
             .as_ref()
             .is_some_and(Challenge::is_insufficient_scope);
-        if let (Some(reuse), Some(creds), false) = (&reuse, &stored, step_up) {
-            let usable = creds.access_token.is_some()
-                && creds.access_token.as_ref() != reuse.refused
-                && (creds.refresh_token.is_some()
-                    || creds
-                        .expires_at
-                        .is_none_or(|at| at > SystemTime::now() + REFRESH_MARGIN));
-            if usable {
+        if let (Some(reuse), Some(creds), false) = (&reuse, &stored, step_up)
+            && creds.access_token.is_some()
+            && creds.access_token.as_ref() != reuse.refused
+        {
+            let fresh = creds
+                .expires_at
+                .is_none_or(|at| at > SystemTime::now() + REFRESH_MARGIN);
+            if fresh {
                 return Ok(Begun::Stored(creds.clone()));
+            }
+            if creds.refresh_token.is_some() {
+                // Refreshed here, not on the next request: if it fails, the
+                // user logs in now, before the refused request's one retry.
+                let store = &inner.config.store;
+                match refresh_stored(&inner.http, store, &key, None, REFRESH_MARGIN).await {
+                    Ok(creds) => return Ok(Begun::Stored(creds)),
+                    // The refusal may have removed the tokens or the
+                    // registration: read again what is left.
+                    Err(e) if e.is_login_required() => stored = load(store, &key).await?,
+                    Err(e) => return Err(e),
+                }
             }
         }
         let client = self
@@ -1210,8 +1222,9 @@ struct TokenResponse {
     expires_in: Option<u64>,
     refresh_token: Option<String>,
     scope: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
+    /// A string (RFC 6749), or an object with a `code` from some servers.
+    error: Option<serde_json::Value>,
+    error_description: Option<serde_json::Value>,
 }
 
 impl TokenResponse {
@@ -1273,14 +1286,24 @@ async fn token_request(
         .map_err(http_error(endpoint))?;
     let status = response.status().as_u16();
     let bytes = read_body(response, endpoint).await?;
-    let token: TokenResponse = serde_json::from_slice(&bytes)
+    let mut token: TokenResponse = serde_json::from_slice(&bytes)
         .map_err(|e| bad(endpoint, status, &format!("not a token response: {e}")))?;
     // An `error` is a refusal whatever the status: some servers answer a
     // failed refresh with 200.
-    if let Some(error) = token.error {
+    if let Some(error) = token.error.take().filter(|e| !e.is_null()) {
+        let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(str::to_owned);
+        let (error, nested) = match &error {
+            serde_json::Value::String(code) => (code.clone(), None),
+            serde_json::Value::Object(o) => (
+                text(o.get("code").or_else(|| o.get("error")))
+                    .unwrap_or_else(|| "unknown_error".to_owned()),
+                text(o.get("message").or_else(|| o.get("description"))),
+            ),
+            other => (other.to_string(), None),
+        };
         return Err(OAuthError::TokenRefused {
             error,
-            description: token.error_description,
+            description: text(token.error_description.as_ref()).or(nested),
         });
     }
     if !(200..300).contains(&status) || token.access_token.is_none() {
@@ -2327,6 +2350,60 @@ pub(crate) mod tests {
             .unwrap();
         let after = stub.paths().iter().filter(|p| *p == "/register").count();
         assert_eq!(after, before + 1);
+    }
+
+    #[tokio::test]
+    async fn a_refresh_refused_with_an_error_object_means_log_in_again() {
+        let stub = Stub::start().await;
+        let (_dir, store, flow, key) = logged_in(&stub).await;
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"error": {"code": "invalid_refresh_token", "message": "expired"}}),
+        );
+        let err = flow
+            .refresh(&key, Some(&Secret::new("at1")))
+            .await
+            .unwrap_err();
+        assert!(err.is_login_required(), "{err:?}");
+        let stored = store.load(&key).unwrap().unwrap();
+        assert!(stored.refresh_token.is_none() && stored.access_token.is_none());
+    }
+
+    #[tokio::test]
+    async fn stored_credentials_are_refreshed_before_they_are_offered() {
+        let stub = Stub::start().await;
+        let (_dir, store, flow, key) = logged_in(&stub).await;
+        let server = format!("{}/mcp", stub.base);
+        let expire = || {
+            store
+                .update(&key, &mut |c| {
+                    let mut c = c?;
+                    c.expires_at = Some(SystemTime::now() - Duration::from_secs(1));
+                    Some(c)
+                })
+                .unwrap();
+        };
+        let reuse = Some(Reuse { refused: None });
+        expire();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at2", "expires_in": 3600}),
+        );
+        match flow.start(&server, None, reuse).await.unwrap() {
+            Begun::Stored(creds) => assert_eq!(creds.access_token.unwrap().expose(), "at2"),
+            Begun::Request(_) => panic!("a refreshable login was not reused"),
+        }
+        // The refresh is refused: the user is asked, with the registration kept.
+        expire();
+        stub.route("/token", 200, serde_json::json!({"error": "invalid_grant"}));
+        match flow.start(&server, None, reuse).await.unwrap() {
+            Begun::Request(request) => {
+                assert_eq!(query(&request.authorization_url)["client_id"], "dyn-client");
+            }
+            Begun::Stored(_) => panic!("a dead login was offered"),
+        }
     }
 
     pub(crate) async fn logged_in(
