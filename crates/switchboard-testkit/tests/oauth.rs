@@ -508,9 +508,6 @@ async fn step_up_gives_up_after_three() {
 }
 
 #[tokio::test]
-#[ignore = "auth/provider.rs access_token: a pending step-up (LoginReason::StepUp) of a \
-            non-interactive provider refuses every request until reset(), not just the one \
-            needing more scope (1d43272 changed this for interactive providers only)"]
 async fn a_declined_step_up_leaves_the_other_tools_working() {
     let mut server = HttpServer::start(&["--era", "legacy", "--auth"]);
     server.auth_issuer();
@@ -588,8 +585,6 @@ async fn a_new_issuer_gets_a_new_registration() {
 
 #[cfg(feature = "oauth-client")]
 #[tokio::test]
-#[ignore = "bug in auth/flow.rs refresh_once: a refresh refused with invalid_client (the \
-            authorization server no longer knows the registered client) is not LoginRequired"]
 async fn after_an_issuer_change_the_old_credentials_ask_for_login() {
     let dir = TempDir::new("issuer-old");
     let path = dir.credentials();
@@ -899,8 +894,6 @@ async fn a_restarted_interactive_provider_registers_with_a_new_issuer() {
 }
 
 #[tokio::test]
-#[ignore = "bug in auth/flow.rs refresh_once: a refresh refused with invalid_client is not \
-            LoginRequired, so the interactive provider never logs in again"]
 async fn a_running_interactive_provider_logs_in_again_after_an_issuer_change() {
     let dir = TempDir::new("interactive-issuer-running");
     let mut before = HttpServer::start(&["--era", "legacy", "--auth"]);
@@ -985,17 +978,11 @@ async fn an_interactive_provider_logs_in_when_a_refresh_is_refused_with_http_200
 }
 
 #[tokio::test]
-#[ignore = "bug in auth/flow.rs token_request: a refresh answered 200 with an `error` object is \
-            BadResponse (\"not a token response\"), not LoginRequired; the stored refresh token \
-            is kept and the interactive provider never logs in"]
 async fn an_interactive_provider_logs_in_when_a_refresh_is_refused_with_an_error_object() {
     interactive_refresh_refused_logs_in("refresh-200-error-object").await;
 }
 
 #[tokio::test]
-#[ignore = "bug in auth/provider.rs log_in with flow.rs start(reuse): stored credentials with \
-            an expired token count as usable unrefreshed; the retry's refresh fails, and the \
-            login that follows comes after the transport's one retry, so the request fails"]
 async fn the_interactive_provider_logs_in_at_once_when_a_refresh_is_refused_with_http_200() {
     let mut server = HttpServer::start(&["--era", "legacy", "--auth-quirk", "refresh-200-error"]);
     server.auth_issuer();
