@@ -1,0 +1,302 @@
+//! The normalized server configuration.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One server, whichever file and dialect it came from.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The server's name: unique within a loaded configuration.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// `false`: configured but switched off (kept, listed as disabled).
+    pub enabled: bool,
+    /// A required server that fails to start fails the hub's start.
+    pub required: bool,
+    /// How long connecting (spawn or HTTP setup, then the handshake) may
+    /// take; `None` is the hub's default.
+    pub startup_timeout: Option<Duration>,
+    /// The default timeout for each request; `None` is the client default.
+    pub request_timeout: Option<Duration>,
+    /// Which of the server's tools are offered.
+    pub tools: ToolFilter,
+    /// OAuth settings for a remote server, when the file gives any.
+    pub oauth: Option<OAuthSettings>,
+    /// Where it was configured.
+    pub origin: Origin,
+}
+
+impl ServerConfig {
+    /// A server called `name` reached by `transport`, enabled, not
+    /// required, with no filters, configured in `origin`.
+    pub fn new(name: impl Into<String>, transport: TransportConfig, origin: Origin) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            enabled: true,
+            required: false,
+            startup_timeout: None,
+            request_timeout: None,
+            tools: ToolFilter::default(),
+            oauth: None,
+            origin,
+        }
+    }
+
+    /// What identifies the server regardless of its name: the command
+    /// array for a local server, the URL for a remote one. Two entries
+    /// with the same signature are the same server configured twice.
+    pub fn signature(&self) -> String {
+        match &self.transport {
+            TransportConfig::Stdio { command, args, .. } => {
+                let mut parts = vec![command.as_str()];
+                parts.extend(args.iter().map(String::as_str));
+                format!(
+                    "stdio:{}",
+                    serde_json::to_string(&parts).unwrap_or_default()
+                )
+            }
+            TransportConfig::Http { url, .. } | TransportConfig::WebSocket { url, .. } => {
+                format!("url:{url}")
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .field("enabled", &self.enabled)
+            .field("required", &self.required)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("tools", &self.tools)
+            .field("oauth", &self.oauth)
+            .field("origin", &self.origin)
+            .finish()
+    }
+}
+
+/// How a server is reached. Environment and header values may hold
+/// secrets: `Debug` shows their names only.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportConfig {
+    /// A local process spoken to over stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables.
+        env: BTreeMap<String, String>,
+        /// The working directory, if not the caller's.
+        cwd: Option<PathBuf>,
+    },
+    /// A remote server over HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Extra request headers.
+        headers: BTreeMap<String, String>,
+        /// Which HTTP transport the file asked for.
+        kind: HttpKind,
+    },
+    /// A remote server over WebSocket.
+    WebSocket {
+        /// The `ws://` or `wss://` endpoint.
+        url: String,
+        /// Extra handshake headers.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl fmt::Debug for TransportConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            Self::Http { url, headers, kind } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .field("kind", kind)
+                .finish(),
+            Self::WebSocket { url, headers } => f
+                .debug_struct("WebSocket")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// The HTTP transport a file names (`"http"`, `"streamable-http"`, `"sse"`, …).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpKind {
+    /// Not said: Streamable HTTP, falling back to legacy HTTP+SSE.
+    #[default]
+    Auto,
+    /// Streamable HTTP.
+    Streamable,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+}
+
+/// Which tools of a server are offered: a tool is offered when `include`
+/// is empty or one of its globs matches, and no `exclude` glob matches
+/// (deny wins).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// Globs of tool names to offer (empty: all).
+    pub include: Vec<String>,
+    /// Globs of tool names never offered.
+    pub exclude: Vec<String>,
+}
+
+/// OAuth settings a file gives for a remote server. The secret, if any,
+/// stays as written (usually a `${VAR}` reference).
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OAuthSettings {
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<String>,
+    /// Scopes to ask for instead of those the server names.
+    pub scopes: Vec<String>,
+    /// A fixed loopback port for the login callback.
+    pub callback_port: Option<u16>,
+}
+
+impl fmt::Debug for OAuthSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthSettings")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .finish()
+    }
+}
+
+/// Where a server was configured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The file.
+    pub file: PathBuf,
+    /// Its dialect.
+    pub dialect: Dialect,
+    /// Its place in the precedence order.
+    pub scope: Scope,
+}
+
+/// The config file formats read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// switchboard's own TOML file.
+    Switchboard,
+    /// Claude Code: `.mcp.json`, `~/.claude.json`.
+    ClaudeCode,
+    /// Claude Desktop: `claude_desktop_config.json`.
+    ClaudeDesktop,
+    /// VS Code: `.vscode/mcp.json`, the user `mcp.json`.
+    VsCode,
+    /// Cursor: `.cursor/mcp.json`, `~/.cursor/mcp.json`.
+    Cursor,
+    /// Codex: `~/.codex/config.toml`.
+    Codex,
+    /// Gemini CLI: `settings.json`.
+    Gemini,
+    /// goose: `config.yaml`.
+    Goose,
+}
+
+/// Precedence, highest first: an explicit `--config` file, then local,
+/// project, user; an imported file (another client's) ranks below a
+/// switchboard file of the same scope. A managed (admin) file is exclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Scope {
+    /// Given on the command line (`--config FILE`).
+    Explicit,
+    /// The user's private settings for one project.
+    Local,
+    /// Checked into the project.
+    Project,
+    /// The user's settings for every project.
+    User,
+    /// An administrator's file: when present, the only source.
+    Managed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin() -> Origin {
+        Origin {
+            file: PathBuf::from("/x/.mcp.json"),
+            dialect: Dialect::ClaudeCode,
+            scope: Scope::Project,
+        }
+    }
+
+    #[test]
+    fn signatures_name_the_command_array_or_the_url() {
+        let local = ServerConfig::new(
+            "a",
+            TransportConfig::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "server".into()],
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            origin(),
+        );
+        assert_eq!(local.signature(), r#"stdio:["npx","-y","server"]"#);
+        let remote = ServerConfig::new(
+            "b",
+            TransportConfig::Http {
+                url: "https://example.com/mcp".into(),
+                headers: BTreeMap::new(),
+                kind: HttpKind::Auto,
+            },
+            origin(),
+        );
+        assert_eq!(remote.signature(), "url:https://example.com/mcp");
+    }
+
+    #[test]
+    fn debug_shows_no_env_or_header_values() {
+        let config = ServerConfig::new(
+            "a",
+            TransportConfig::Http {
+                url: "https://example.com/mcp".into(),
+                headers: BTreeMap::from([("Authorization".into(), "Bearer sk-secret".into())]),
+                kind: HttpKind::Auto,
+            },
+            origin(),
+        );
+        let shown = format!("{config:?}");
+        assert!(shown.contains("Authorization") && !shown.contains("sk-secret"));
+    }
+}

@@ -1,0 +1,1 @@
+//! The [`Hub`]: named servers, each with a state, connected in parallel.

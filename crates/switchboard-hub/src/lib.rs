@@ -1,0 +1,14 @@
+//! Many MCP servers at once.
+//!
+//! - [`config`]: one loader for every config dialect users already have
+//!   (Claude Code, Claude Desktop, VS Code, Cursor, Codex, Gemini CLI,
+//!   goose, and switchboard's own TOML), normalized into [`ServerConfig`],
+//!   with variable expansion, precedence and policies.
+//! - [`hub`]: the [`Hub`](hub::Hub) that connects named servers in
+//!   parallel, keeps each one's state, reconnects, and routes tool calls by
+//!   namespaced name.
+
+pub mod config;
+pub mod hub;
+
+pub use config::{Dialect, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig};
