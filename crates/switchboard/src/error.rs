@@ -254,6 +254,16 @@ impl Error {
         }
     }
 
+    /// The server's `WWW-Authenticate` challenge, when it wants
+    /// credentials and sent one (see [`is_auth_required`](Self::is_auth_required)).
+    pub fn www_authenticate(&self) -> Option<&str> {
+        match self {
+            Error::Transport { source, .. } => source.www_authenticate(),
+            Error::Disconnected { reason, .. } => reason.www_authenticate(),
+            _ => None,
+        }
+    }
+
     /// The JSON-RPC error object, when the server answered with one.
     pub fn error_object(&self) -> Option<&ErrorObject> {
         match self {

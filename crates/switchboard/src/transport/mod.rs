@@ -256,6 +256,17 @@ impl TransportError {
         matches!(self, TransportError::AuthorizationRequired { .. })
     }
 
+    /// The server's `WWW-Authenticate` challenge, when it asked for
+    /// credentials and sent one: what `auth::flow::OAuthFlow::begin` takes.
+    pub fn www_authenticate(&self) -> Option<&str> {
+        match self {
+            TransportError::AuthorizationRequired {
+                www_authenticate, ..
+            } => www_authenticate.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The exit status, when the server process exited.
     pub fn exit_status(&self) -> Option<ExitInfo> {
         match self {
@@ -362,5 +373,32 @@ mod tests {
         buffer.push(b"0123456789abc");
         assert_eq!(buffer.contents(), "3456789abc");
         assert_eq!(buffer.tail(3), "3456789abc");
+    }
+
+    #[test]
+    fn the_challenge_is_reachable_from_the_client_error() {
+        const CHALLENGE: &str = "Bearer resource_metadata=\"https://a.example/prm\"";
+        let refused = || TransportError::AuthorizationRequired {
+            status: 401,
+            www_authenticate: Some(CHALLENGE.into()),
+        };
+        assert_eq!(refused().www_authenticate(), Some(CHALLENGE));
+        let error = crate::Error::Transport {
+            server: "a".into(),
+            source: Box::new(refused()),
+        };
+        assert!(error.is_auth_required());
+        assert_eq!(error.www_authenticate(), Some(CHALLENGE));
+        let error = crate::Error::Disconnected {
+            server: "a".into(),
+            reason: std::sync::Arc::new(refused()),
+        };
+        assert_eq!(error.www_authenticate(), Some(CHALLENGE));
+        let bare = TransportError::AuthorizationRequired {
+            status: 403,
+            www_authenticate: None,
+        };
+        assert_eq!(bare.www_authenticate(), None);
+        assert_eq!(TransportError::ClosedByClient.www_authenticate(), None);
     }
 }
