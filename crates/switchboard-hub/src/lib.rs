@@ -12,3 +12,7 @@ pub mod config;
 pub mod hub;
 
 pub use config::{Dialect, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig};
+pub use hub::{
+    Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubTool, ServerState,
+    ServerStats, ServerStatus, StartReport,
+};

@@ -171,6 +171,48 @@ pub struct ToolFilter {
     pub exclude: Vec<String>,
 }
 
+impl ToolFilter {
+    /// Whether the tool called `tool` is offered: `include` is empty or
+    /// one of its globs matches, and no `exclude` glob matches (deny
+    /// wins). Globs know `*` (any run of characters) and `?` (one).
+    pub fn allows(&self, tool: &str) -> bool {
+        let matches = |glob: &String| glob_match(glob, tool);
+        (self.include.is_empty() || self.include.iter().any(matches))
+            && !self.exclude.iter().any(matches)
+    }
+}
+
+/// `*` and `?` globbing over characters, without backtracking blow-up
+/// (the classic two-pointer match: remember the last `*` and retry from
+/// one character further).
+fn glob_match(glob: &str, text: &str) -> bool {
+    let glob: Vec<char> = glob.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut g, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match glob.get(g) {
+            Some('*') => {
+                star = Some((g, t));
+                g += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                g += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((sg, st)) => {
+                    g = sg + 1;
+                    t = st + 1;
+                    star = Some((sg, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    glob[g..].iter().all(|&c| c == '*')
+}
+
 /// OAuth settings a file gives for a remote server. The secret, if any,
 /// stays as written (usually a `${VAR}` reference).
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -283,6 +325,31 @@ mod tests {
             origin(),
         );
         assert_eq!(remote.signature(), "url:https://example.com/mcp");
+    }
+
+    #[test]
+    fn tool_filters_allow_then_deny_and_deny_wins() {
+        let all = ToolFilter::default();
+        assert!(all.allows("anything"));
+        let filter = ToolFilter {
+            include: vec!["read_*".into(), "list?".into()],
+            exclude: vec!["*secret*".into()],
+        };
+        assert!(filter.allows("read_file"));
+        assert!(filter.allows("lists"));
+        assert!(!filter.allows("list"));
+        assert!(!filter.allows("write_file"));
+        assert!(!filter.allows("read_secret_key"));
+        let deny_only = ToolFilter {
+            include: vec![],
+            exclude: vec!["exit".into(), "*_admin".into()],
+        };
+        assert!(deny_only.allows("echo"));
+        assert!(!deny_only.allows("exit"));
+        assert!(!deny_only.allows("db_admin"));
+        assert!(glob_match("a*b*c", "aXbYbZc"));
+        assert!(!glob_match("a*b*c", "aXbYbZ"));
+        assert!(glob_match("**", ""));
     }
 
     #[test]

@@ -1,1 +1,796 @@
-//! The [`Hub`]: named servers, each with a state, connected in parallel.
+//! The [`Hub`]: named servers, each with a state, connected in parallel,
+//! reconnected when they drop, their tools in one namespaced list.
+//!
+//! ```no_run
+//! use switchboard_hub::hub::Hub;
+//! use switchboard_hub::{Dialect, Origin, Scope, ServerConfig, TransportConfig};
+//!
+//! # async fn demo() -> Result<(), switchboard_hub::hub::HubError> {
+//! let origin = Origin { file: "switchboard.toml".into(), dialect: Dialect::Switchboard, scope: Scope::User };
+//! let everything = ServerConfig::new(
+//!     "everything",
+//!     TransportConfig::Stdio {
+//!         command: "npx".into(),
+//!         args: vec!["-y".into(), "@modelcontextprotocol/server-everything".into()],
+//!         env: Default::default(),
+//!         cwd: None,
+//!     },
+//!     origin,
+//! );
+//! let hub = Hub::builder().server(everything).build()?;
+//! hub.start().await?;
+//! for tool in hub.tools() {
+//!     println!("{}", tool.name); // everything__echo …
+//! }
+//! let args = serde_json::json!({"message": "hi"}).as_object().cloned();
+//! let result = hub.call_tool("everything__echo", args).await?;
+//! println!("{:?}", result.content);
+//! hub.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Lifecycle
+//! Each enabled server gets a supervisor task (owned by the hub's
+//! `TaskTracker`, under one `CancellationToken`): it connects (bounded by
+//! the local or remote concurrency limit and the startup timeout), lists
+//! the tools, then watches the connection. A server that was ready and
+//! closes is reconnected with exponential backoff and jitter; its last
+//! tools stay listed, marked stale. A first connection that fails is
+//! `failed` (with exit status, HTTP status, stderr tail); a 401/403 is
+//! `needs-auth`. [`Hub::shutdown`] closes every server gracefully and
+//! waits for every task.
+//!
+//! ## What the client library does not offer (yet)
+//! - Byte counts: [`ServerStats::bytes_sent`] stays `None`.
+//! - A per-request `_meta` hook: the W3C `traceparent` cannot be put in
+//!   `_meta` of 2026-07-28 requests without one, so it is not sent.
+
+mod error;
+mod state;
+mod stats;
+mod store;
+mod supervisor;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use switchboard::transport::http::AuthProvider;
+use switchboard::types::{CallToolResult, JsonObject};
+use switchboard::{ClientBuilder, Error as ClientError};
+use tokio::sync::{Semaphore, broadcast, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::config::ServerConfig;
+
+pub use error::HubError;
+pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
+pub use stats::ServerStats;
+
+use stats::InFlight;
+use store::Store;
+use supervisor::View;
+
+/// The hub-wide name of `server`'s tool `tool`. The one place names are
+/// made; [`Hub::call_tool`] routes by the names it produced.
+pub fn namespaced(server: &str, tool: &str) -> String {
+    format!("{server}__{tool}")
+}
+
+/// Default for [`HubBuilder::local_concurrency`]: enough for every local
+/// server of a large configuration to start at once (spawning is cheap;
+/// servers mostly wait on their own start-up), see `benches/connect.rs`.
+pub const DEFAULT_LOCAL_CONCURRENCY: usize = 64;
+/// Default for [`HubBuilder::remote_concurrency`].
+pub const DEFAULT_REMOTE_CONCURRENCY: usize = 20;
+/// Default for [`HubBuilder::startup_timeout`].
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a server that closed unexpectedly is reconnected: the first attempt
+/// after `initial` (with jitter: between half and all of it), each next
+/// delay doubled up to `max`, at most `attempts` attempts before the
+/// server is `failed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Backoff {
+    /// The first delay (default 0.5 s).
+    pub initial: Duration,
+    /// The cap (default 30 s).
+    pub max: Duration,
+    /// Attempts before giving up (default 5; 0 never reconnects).
+    pub attempts: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(30),
+            attempts: 5,
+        }
+    }
+}
+
+impl Backoff {
+    /// A policy with these delays and attempts.
+    pub fn new(initial: Duration, max: Duration, attempts: u32) -> Self {
+        Self {
+            initial,
+            max,
+            attempts,
+        }
+    }
+
+    /// The delay before attempt `attempt` (1-based), jittered.
+    pub(crate) fn delay(&self, attempt: u32) -> Duration {
+        let exp = attempt.saturating_sub(1).min(20);
+        let full = self.initial.saturating_mul(1 << exp).min(self.max);
+        let half = full / 2;
+        half + half.mul_f64(jitter())
+    }
+}
+
+/// A number in [0, 1) that differs between calls and processes, without a
+/// random number crate: the std hasher's per-process random keys over a
+/// counter.
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    static N: AtomicU64 = AtomicU64::new(0);
+    let hash = KEYS
+        .get_or_init(RandomState::new)
+        .hash_one(N.fetch_add(1, Ordering::Relaxed));
+    (hash >> 11) as f64 / (1u64 << 53) as f64
+}
+
+type Customize = Arc<dyn Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync>;
+type AuthFactory = Arc<dyn Fn(&ServerConfig) -> Option<Arc<dyn AuthProvider>> + Send + Sync>;
+
+/// Builds a [`Hub`]. Setters never fail; [`HubBuilder::build`] reports the
+/// first bad setting.
+#[must_use]
+#[derive(Clone)]
+pub struct HubBuilder {
+    servers: Vec<ServerConfig>,
+    customize: Option<Customize>,
+    auth: Option<AuthFactory>,
+    local_concurrency: usize,
+    remote_concurrency: usize,
+    startup_timeout: Duration,
+    backoff: Backoff,
+    keepalive: Option<Duration>,
+    event_capacity: usize,
+    state_dir: Option<PathBuf>,
+    persist: bool,
+}
+
+impl std::fmt::Debug for HubBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubBuilder")
+            .field("servers", &self.servers)
+            .field("customize", &self.customize.is_some())
+            .field("auth", &self.auth.is_some())
+            .field("local_concurrency", &self.local_concurrency)
+            .field("remote_concurrency", &self.remote_concurrency)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("backoff", &self.backoff)
+            .field("keepalive", &self.keepalive)
+            .field("event_capacity", &self.event_capacity)
+            .field("state_dir", &self.state_dir)
+            .field("persist", &self.persist)
+            .finish()
+    }
+}
+
+impl Default for HubBuilder {
+    fn default() -> Self {
+        Self {
+            servers: Vec::new(),
+            customize: None,
+            auth: None,
+            local_concurrency: DEFAULT_LOCAL_CONCURRENCY,
+            remote_concurrency: DEFAULT_REMOTE_CONCURRENCY,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            backoff: Backoff::default(),
+            keepalive: None,
+            event_capacity: 256,
+            state_dir: None,
+            persist: true,
+        }
+    }
+}
+
+impl HubBuilder {
+    /// Adds a server (already expanded: runnable).
+    pub fn server(mut self, server: ServerConfig) -> Self {
+        self.servers.push(server);
+        self
+    }
+
+    /// Adds servers, in order (the aggregated tool list keeps it).
+    pub fn servers(mut self, servers: impl IntoIterator<Item = ServerConfig>) -> Self {
+        self.servers.extend(servers);
+        self
+    }
+
+    /// Customises each server's [`ClientBuilder`] (handlers, client info,
+    /// era mode …). Called on every connection attempt with the builder
+    /// the hub prepared (name, request timeout, remembered era).
+    pub fn client(
+        mut self,
+        customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.customize = Some(Arc::new(customize));
+        self
+    }
+
+    /// Gives remote servers credentials: called on every connection
+    /// attempt to an HTTP server (an OAuth provider over a credential
+    /// store, say). A server that still answers 401/403 is `needs-auth`.
+    pub fn auth(
+        mut self,
+        factory: impl Fn(&ServerConfig) -> Option<Arc<dyn AuthProvider>> + Send + Sync + 'static,
+    ) -> Self {
+        self.auth = Some(Arc::new(factory));
+        self
+    }
+
+    /// How many local servers may be starting at once (default
+    /// [`DEFAULT_LOCAL_CONCURRENCY`]).
+    pub fn local_concurrency(mut self, limit: usize) -> Self {
+        self.local_concurrency = limit;
+        self
+    }
+
+    /// How many remote servers may be connecting at once (default
+    /// [`DEFAULT_REMOTE_CONCURRENCY`]).
+    pub fn remote_concurrency(mut self, limit: usize) -> Self {
+        self.remote_concurrency = limit;
+        self
+    }
+
+    /// How long one connection attempt (spawn or dial, handshake, first
+    /// tool list) may take when the server's configuration does not say
+    /// (default 30 s).
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
+    /// How servers that close unexpectedly are reconnected.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Pings session-era servers this often (default: never); a ping not
+    /// answered within the interval counts as a lost connection.
+    pub fn keepalive(mut self, interval: Option<Duration>) -> Self {
+        self.keepalive = interval;
+        self
+    }
+
+    /// How many events each [`Hub::events`] stream buffers before it lags
+    /// (default 256).
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.event_capacity = capacity;
+        self
+    }
+
+    /// Where the state file lives (default: `switchboard` under the user's
+    /// data directory).
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether to read and write the state file at all (default `true`).
+    pub fn persist(mut self, persist: bool) -> Self {
+        self.persist = persist;
+        self
+    }
+
+    /// Makes the hub (nothing connects until [`Hub::start`]). The state
+    /// file, if any, is read now, so [`Hub::list`] answers at once.
+    ///
+    /// # Errors
+    /// [`HubError::Config`] for a zero limit, timeout or capacity, or two
+    /// servers with the same name.
+    pub fn build(self) -> Result<Hub, HubError> {
+        let bad = |setting, reason: &str| {
+            Err(HubError::Config {
+                setting,
+                reason: reason.into(),
+            })
+        };
+        if self.local_concurrency == 0 {
+            return bad("local_concurrency", "must be at least 1");
+        }
+        if self.remote_concurrency == 0 {
+            return bad("remote_concurrency", "must be at least 1");
+        }
+        if self.event_capacity == 0 {
+            return bad("event_capacity", "must be at least 1");
+        }
+        if self.startup_timeout.is_zero() {
+            return bad("startup_timeout", "must be greater than zero");
+        }
+        if self.backoff.initial.is_zero() || self.backoff.max < self.backoff.initial {
+            return bad("backoff", "initial must be > 0 and at most max");
+        }
+        if self.keepalive.is_some_and(|k| k.is_zero()) {
+            return bad("keepalive", "must be greater than zero");
+        }
+        let mut by_name = HashMap::new();
+        for (i, server) in self.servers.iter().enumerate() {
+            if by_name.insert(server.name.clone(), i).is_some() {
+                return Err(HubError::Config {
+                    setting: "servers",
+                    reason: format!("two servers are named `{}`", server.name),
+                });
+            }
+        }
+        let store = if self.persist {
+            self.state_dir
+                .clone()
+                .or_else(store::default_dir)
+                .map(|dir| Store::open(&dir))
+        } else {
+            None
+        };
+        let slots = self
+            .servers
+            .iter()
+            .map(|config| {
+                let stored = store
+                    .as_ref()
+                    .and_then(|s| s.get(&config.name, &config.signature()));
+                Arc::new(supervisor::Slot::new(config.clone(), stored))
+            })
+            .collect();
+        let (events, _) = broadcast::channel(self.event_capacity);
+        let shared = Arc::new(Shared {
+            slots,
+            by_name,
+            routes: RwLock::new(HashMap::new()),
+            local: Semaphore::new(self.local_concurrency),
+            remote: Semaphore::new(self.remote_concurrency),
+            events,
+            store,
+            settings: Settings {
+                customize: self.customize,
+                auth: self.auth,
+                startup_timeout: self.startup_timeout,
+                backoff: self.backoff,
+                keepalive: self.keepalive,
+            },
+            tasks: TaskTracker::new(),
+        });
+        shared.rebuild_routes();
+        Ok(Hub {
+            inner: Arc::new(HubInner {
+                shared,
+                cancel: CancellationToken::new(),
+            }),
+        })
+    }
+}
+
+pub(crate) struct Settings {
+    customize: Option<Customize>,
+    auth: Option<AuthFactory>,
+    startup_timeout: Duration,
+    backoff: Backoff,
+    keepalive: Option<Duration>,
+}
+
+/// What the hub handle and the supervisors share (the supervisors never
+/// hold the handle, so dropping the last handle cancels them).
+pub(crate) struct Shared {
+    slots: Vec<Arc<supervisor::Slot>>,
+    by_name: HashMap<String, usize>,
+    /// Hub-wide tool name → (slot, tool), rebuilt when a tool list changes.
+    routes: RwLock<HashMap<String, (usize, String)>>,
+    local: Semaphore,
+    remote: Semaphore,
+    events: broadcast::Sender<HubEvent>,
+    store: Option<Store>,
+    settings: Settings,
+    /// Every task of the hub: the supervisors, and the closing of lost
+    /// connections (so a reconnection need not wait for it).
+    tasks: TaskTracker,
+}
+
+impl Shared {
+    fn rebuild_routes(&self) {
+        // Computed under the write lock: two servers getting ready at once
+        // must not store their maps in the opposite order they read them.
+        let mut guard = self.routes.write().unwrap_or_else(|e| e.into_inner());
+        let mut routes = HashMap::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            let view = slot.view.borrow();
+            for tool in view.tools.iter() {
+                if slot.config.tools.allows(&tool.name) {
+                    routes
+                        .entry(namespaced(&slot.config.name, &tool.name))
+                        .or_insert((i, tool.name.clone()));
+                }
+            }
+        }
+        *guard = routes;
+    }
+
+    fn emit(&self, event: HubEvent) {
+        // No receiver is fine: nobody is watching.
+        let _ = self.events.send(event);
+    }
+}
+
+struct HubInner {
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+}
+
+impl Drop for HubInner {
+    fn drop(&mut self) {
+        // The supervisors stop and drop their clients, which stops the
+        // server processes; `shutdown` is the graceful way.
+        self.cancel.cancel();
+    }
+}
+
+/// Many MCP servers behind one handle. Cheap to clone; the servers stop
+/// when the last clone is dropped (gracefully with [`Hub::shutdown`]).
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<HubInner>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let servers: Vec<_> = self
+            .inner
+            .shared
+            .slots
+            .iter()
+            .map(|s| (s.config.name.clone(), s.view.borrow().state.name()))
+            .collect();
+        f.debug_struct("Hub").field("servers", &servers).finish()
+    }
+}
+
+/// What [`Hub::start`] found.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct StartReport {
+    /// Servers that are ready.
+    pub ready: Vec<String>,
+    /// Servers that are not (failed, needs-auth), with their state; the
+    /// hub runs without them.
+    pub not_ready: Vec<(String, ServerState)>,
+    /// How long the start took.
+    pub elapsed: Duration,
+}
+
+impl Hub {
+    /// A builder with default settings.
+    pub fn builder() -> HubBuilder {
+        HubBuilder::default()
+    }
+
+    /// Connects every enabled server not yet started, in parallel (within
+    /// the concurrency limits, each within its startup timeout), and waits
+    /// until each is ready or has failed.
+    ///
+    /// # Errors
+    /// [`HubError::RequiredFailed`] when a server marked `required` did not
+    /// become ready; the others keep running (call [`Hub::shutdown`] to
+    /// stop them).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops waiting; the servers keep starting.
+    pub async fn start(&self) -> Result<StartReport, HubError> {
+        let started = Instant::now();
+        let shared = &self.inner.shared;
+        let mut waiting = Vec::new();
+        for slot in &shared.slots {
+            if !slot.config.enabled || !slot.claim_start() {
+                continue;
+            }
+            let task = supervisor::run(
+                shared.clone(),
+                slot.clone(),
+                self.inner.cancel.child_token(),
+            );
+            shared.tasks.spawn(task);
+            waiting.push(slot.clone());
+        }
+        let mut report = StartReport::default();
+        let mut required_failed = None;
+        for slot in waiting {
+            let mut rx = slot.view.subscribe();
+            let state = rx
+                .wait_for(|v| v.state.is_settled())
+                .await
+                .map(|v| v.state.clone())
+                .unwrap_or(ServerState::Stopped);
+            if state.is_ready() {
+                report.ready.push(slot.config.name.clone());
+            } else {
+                if slot.config.required && required_failed.is_none() {
+                    required_failed = Some(HubError::RequiredFailed {
+                        server: slot.config.name.clone(),
+                        state: state.clone(),
+                    });
+                }
+                report.not_ready.push((slot.config.name.clone(), state));
+            }
+        }
+        report.elapsed = started.elapsed();
+        match required_failed {
+            Some(error) => Err(error),
+            None => Ok(report),
+        }
+    }
+
+    /// Every server, in configuration order, as it is now; before
+    /// [`Hub::start`] with the state file's last known state and tools.
+    pub fn list(&self) -> Vec<ServerStatus> {
+        self.inner
+            .shared
+            .slots
+            .iter()
+            .map(|slot| slot.status())
+            .collect()
+    }
+
+    /// One server's status.
+    ///
+    /// # Errors
+    /// [`HubError::UnknownServer`].
+    pub fn status(&self, server: &str) -> Result<ServerStatus, HubError> {
+        Ok(self.slot(server)?.status())
+    }
+
+    /// One server's counters.
+    ///
+    /// # Errors
+    /// [`HubError::UnknownServer`].
+    pub fn stats(&self, server: &str) -> Result<ServerStats, HubError> {
+        Ok(self.slot(server)?.stats.snapshot())
+    }
+
+    /// Every offered tool of every server that has a tool list (ready,
+    /// reconnecting with its last list, or known from the state file), in
+    /// configuration order, named by [`namespaced`], filtered by each
+    /// server's include/exclude globs.
+    pub fn tools(&self) -> Vec<HubTool> {
+        let mut tools = Vec::new();
+        for slot in &self.inner.shared.slots {
+            let view = slot.view.borrow();
+            if !view.lists_tools() {
+                continue;
+            }
+            for tool in view.tools.iter() {
+                if slot.config.tools.allows(&tool.name) {
+                    tools.push(HubTool {
+                        name: namespaced(&slot.config.name, &tool.name),
+                        server: slot.config.name.clone(),
+                        tool: tool.clone(),
+                        stale: view.stale,
+                    });
+                }
+            }
+        }
+        tools
+    }
+
+    /// The hub's events from now on: state and tool-list changes.
+    pub fn events(&self) -> HubEvents {
+        HubEvents {
+            rx: self.inner.shared.events.subscribe(),
+        }
+    }
+
+    /// Calls a tool by its hub-wide name (see [`Hub::tools`]).
+    ///
+    /// # Errors
+    /// [`HubError::UnknownTool`] for a name no server lists; otherwise as
+    /// [`Hub::call`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, HubError> {
+        let route = self
+            .inner
+            .shared
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned();
+        let Some((index, tool)) = route else {
+            return Err(HubError::UnknownTool { name: name.into() });
+        };
+        let slot = self.inner.shared.slots[index].clone();
+        self.call_slot(&slot, &tool, arguments).await
+    }
+
+    /// Calls `server`'s tool `tool`. A call whose connection closes under
+    /// it fails with [`HubError::ClosedDuringCall`], unless the tool is
+    /// annotated read-only: then it is sent once more after the server
+    /// reconnects (within the startup timeout plus the longest backoff).
+    ///
+    /// # Errors
+    /// [`HubError::UnknownServer`]; [`HubError::ToolNotAllowed`] for a tool
+    /// the filter excludes; [`HubError::Unavailable`] when the server is
+    /// not ready; [`HubError::ClosedDuringCall`]; [`HubError::Call`] for
+    /// any other failure. A result with `isError: true` is `Ok`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, HubError> {
+        let slot = self.slot(server)?.clone();
+        self.call_slot(&slot, tool, arguments).await
+    }
+
+    async fn call_slot(
+        &self,
+        slot: &supervisor::Slot,
+        tool: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, HubError> {
+        let server = slot.config.name.as_str();
+        if !slot.config.tools.allows(tool) {
+            return Err(HubError::ToolNotAllowed {
+                server: server.into(),
+                tool: tool.into(),
+            });
+        }
+        let span = tracing::info_span!(
+            "mcp.request",
+            server,
+            method = "tools/call",
+            tool,
+            latency_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        async {
+            let started = Instant::now();
+            let _in_flight = InFlight::new(&slot.stats);
+            let result = self.call_with_replay(slot, tool, arguments).await;
+            let latency = started.elapsed();
+            slot.stats.latency.record(latency);
+            slot.stats
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let outcome = match &result {
+                Ok(r) if r.is_error == Some(true) => "tool_error",
+                Ok(_) => "ok",
+                Err(e) => {
+                    slot.stats
+                        .errors
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if e.is_timeout() {
+                        slot.stats
+                            .timeouts
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        "timeout"
+                    } else if e.is_closed_during_call() {
+                        "closed"
+                    } else {
+                        "error"
+                    }
+                }
+            };
+            let span = tracing::Span::current();
+            span.record("latency_ms", latency.as_secs_f64() * 1000.0);
+            span.record("outcome", outcome);
+            tracing::debug!(outcome, "tool call finished");
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn call_with_replay(
+        &self,
+        slot: &supervisor::Slot,
+        tool: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, HubError> {
+        let server = slot.config.name.as_str();
+        let (client, generation, read_only) = slot.ready_client(tool)?;
+        let replay_args = read_only.then(|| arguments.clone());
+        let first = client.call_tool(tool, arguments).await;
+        drop(client);
+        let error = match first {
+            Ok(result) => return Ok(result),
+            Err(e) if !closed_under_call(&e) => {
+                return Err(HubError::Call {
+                    server: server.into(),
+                    tool: tool.into(),
+                    source: Box::new(e),
+                });
+            }
+            Err(e) => e,
+        };
+        let closed = |source| HubError::ClosedDuringCall {
+            server: server.into(),
+            tool: tool.into(),
+            source: Box::new(source),
+        };
+        let Some(arguments) = replay_args else {
+            return Err(closed(error));
+        };
+        let settings = &self.inner.shared.settings;
+        let wait = slot.startup_timeout(settings) + settings.backoff.max;
+        let Some(client) = slot.next_client(generation, wait).await else {
+            return Err(closed(error));
+        };
+        tracing::debug!("read-only tool sent again after the reconnection");
+        client
+            .call_tool(tool, arguments)
+            .await
+            .map_err(|e| match closed_under_call(&e) {
+                true => closed(e),
+                false => HubError::Call {
+                    server: server.into(),
+                    tool: tool.into(),
+                    source: Box::new(e),
+                },
+            })
+    }
+
+    /// Closes every server gracefully (stdin closed, then SIGTERM, then
+    /// SIGKILL for a process; the session ended for HTTP) and waits until
+    /// every task of the hub has ended.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops waiting; the servers are still told to
+    /// stop.
+    pub async fn shutdown(&self) {
+        self.inner.cancel.cancel();
+        self.inner.shared.tasks.close();
+        self.inner.shared.tasks.wait().await;
+    }
+
+    fn slot(&self, server: &str) -> Result<&Arc<supervisor::Slot>, HubError> {
+        let shared = &self.inner.shared;
+        shared
+            .by_name
+            .get(server)
+            .map(|&i| &shared.slots[i])
+            .ok_or_else(|| HubError::UnknownServer {
+                server: server.into(),
+            })
+    }
+}
+
+/// The connection ended with the call in flight.
+fn closed_under_call(error: &ClientError) -> bool {
+    matches!(
+        error,
+        ClientError::Disconnected { .. } | ClientError::ResponseLost { .. }
+    )
+}
+
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Hub>();
+    is::<watch::Sender<View>>();
+}

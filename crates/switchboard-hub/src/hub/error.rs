@@ -1,0 +1,141 @@
+//! The hub's error type.
+
+use super::state::ServerState;
+
+/// What can go wrong in the hub. `Display` names the server and says what
+/// to do; a client error is the [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HubError {
+    /// A builder setting is invalid.
+    #[error("invalid hub setting `{setting}`: {reason}")]
+    Config {
+        /// The setting.
+        setting: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// No server of that name is configured.
+    #[error("no server named `{server}` is configured")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// No tool of that hub-wide name is listed (see [`Hub::tools`](super::Hub::tools)).
+    #[error("no tool named `{name}` is offered by any server (list them with `tools`)")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// The server's tool filter does not offer this tool.
+    #[error("server `{server}`: tool `{tool}` is excluded by the configuration's tool filter")]
+    ToolNotAllowed {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The server is not ready (starting, reconnecting, failed, needs
+    /// authorization, disabled or stopped).
+    #[error("server `{server}` is not ready ({state}); {}", advice(state))]
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Its state when the call was made.
+        state: ServerState,
+    },
+    /// The server's connection closed while the call was under way. The
+    /// call was not sent again (it may have run); call again once the
+    /// server is ready.
+    #[error(
+        "server `{server}` closed while `{tool}` was running; it was not retried, since it may have run (call again once the server has reconnected)"
+    )]
+    ClosedDuringCall {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The client's error (with the exit status and stderr tail).
+        #[source]
+        source: Box<switchboard::Error>,
+    },
+    /// The call failed (the server answered with an error, timed out …).
+    #[error("server `{server}`: calling `{tool}` failed")]
+    Call {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The client's error.
+        #[source]
+        source: Box<switchboard::Error>,
+    },
+    /// A server marked `required` did not start, so the start failed.
+    #[error("required server `{server}` did not start ({state})")]
+    RequiredFailed {
+        /// The server.
+        server: String,
+        /// The state it ended in.
+        state: ServerState,
+    },
+}
+
+fn advice(state: &ServerState) -> &'static str {
+    match state {
+        ServerState::Pending => "start the hub first",
+        ServerState::Connecting | ServerState::Reconnecting { .. } => "try again shortly",
+        ServerState::NeedsAuth { .. } => "log in to it, then start it again",
+        ServerState::Failed(_) => "see its failure reason and fix its configuration",
+        ServerState::Disabled => "enable it in the configuration",
+        _ => "start a new hub",
+    }
+}
+
+impl HubError {
+    /// The server it is about, when it names one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            HubError::UnknownServer { server }
+            | HubError::ToolNotAllowed { server, .. }
+            | HubError::Unavailable { server, .. }
+            | HubError::ClosedDuringCall { server, .. }
+            | HubError::Call { server, .. }
+            | HubError::RequiredFailed { server, .. } => Some(server),
+            _ => None,
+        }
+    }
+
+    /// The connection closed under the call ([`HubError::ClosedDuringCall`]).
+    pub fn is_closed_during_call(&self) -> bool {
+        matches!(self, HubError::ClosedDuringCall { .. })
+    }
+
+    /// The call timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, HubError::Call { source, .. } if source.is_timeout())
+    }
+
+    /// The server wants credentials.
+    pub fn is_auth_required(&self) -> bool {
+        match self {
+            HubError::Unavailable { state, .. } | HubError::RequiredFailed { state, .. } => {
+                matches!(state, ServerState::NeedsAuth { .. })
+            }
+            HubError::Call { source, .. } => source.is_auth_required(),
+            _ => false,
+        }
+    }
+
+    /// Calling again later may succeed (the server is starting or
+    /// reconnecting, or closed under the call).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            HubError::ClosedDuringCall { .. } => true,
+            HubError::Unavailable { state, .. } => matches!(
+                state,
+                ServerState::Connecting | ServerState::Reconnecting { .. }
+            ),
+            _ => false,
+        }
+    }
+}

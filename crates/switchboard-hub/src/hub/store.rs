@@ -1,0 +1,193 @@
+//! The state file: per server the last state, era/transport verdict and
+//! tool list, so a listing answers before anything connects.
+//!
+//! One JSON document (`hub-state.json`) under the user's data directory
+//! (`etcetera`: `$XDG_DATA_HOME/switchboard` on Linux, the platform's
+//! equivalent elsewhere). Written atomically (a temporary file in the same
+//! directory, then a rename). A file that does not parse, or has another
+//! format version, is discarded with a warning.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use switchboard::types::{Era, Tool};
+
+/// Bumped whenever the layout changes; other versions are discarded.
+const FORMAT: u32 = 1;
+const FILE: &str = "hub-state.json";
+
+/// What one server left behind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Stored {
+    /// `ServerConfig::signature`: an entry for another command or URL
+    /// under the same name is not this server's.
+    pub(crate) signature: String,
+    pub(crate) state: String,
+    #[serde(default)]
+    pub(crate) transport: Option<String>,
+    #[serde(default)]
+    pub(crate) era: Option<Era>,
+    #[serde(default)]
+    pub(crate) protocol_version: Option<String>,
+    #[serde(default)]
+    pub(crate) tools: Vec<Tool>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Document {
+    format: u32,
+    servers: BTreeMap<String, Stored>,
+}
+
+/// The state file and its contents in memory.
+pub(crate) struct Store {
+    path: PathBuf,
+    servers: Mutex<BTreeMap<String, Stored>>,
+}
+
+/// The default directory: `<data dir>/switchboard`.
+pub(crate) fn default_dir() -> Option<PathBuf> {
+    use etcetera::BaseStrategy;
+    etcetera::choose_base_strategy()
+        .ok()
+        .map(|s| s.data_dir().join("switchboard"))
+}
+
+impl Store {
+    /// Loads `dir/hub-state.json`; a missing file is an empty store, a bad
+    /// one is discarded with a warning.
+    pub(crate) fn open(dir: &Path) -> Self {
+        let path = dir.join(FILE);
+        let servers = match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice::<Document>(&bytes) {
+                Ok(doc) if doc.format == FORMAT => doc.servers,
+                Ok(doc) => {
+                    tracing::warn!(path = %path.display(), format = doc.format, "hub state file has another format; discarded");
+                    BTreeMap::new()
+                }
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "hub state file is corrupt; discarded");
+                    BTreeMap::new()
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot read the hub state file; starting without it");
+                BTreeMap::new()
+            }
+        };
+        Self {
+            path,
+            servers: Mutex::new(servers),
+        }
+    }
+
+    /// The entry for `name`, if it was written for the same `signature`.
+    pub(crate) fn get(&self, name: &str, signature: &str) -> Option<Stored> {
+        self.lock()
+            .get(name)
+            .filter(|s| s.signature == signature)
+            .cloned()
+    }
+
+    /// Records `name`'s entry and writes the file. A failed write is a
+    /// warning: the state file is a cache.
+    pub(crate) fn put(&self, name: &str, entry: Stored) {
+        let mut servers = self.lock();
+        if servers.get(name) == Some(&entry) {
+            return;
+        }
+        servers.insert(name.to_owned(), entry);
+        let doc = Document {
+            format: FORMAT,
+            servers: servers.clone(),
+        };
+        // Written under the lock, so two writers never interleave.
+        if let Err(error) = write_atomically(&self.path, &doc) {
+            tracing::warn!(path = %self.path.display(), %error, "cannot write the hub state file");
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Stored>> {
+        self.servers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn write_atomically(path: &Path, doc: &Document) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let bytes = serde_json::to_vec_pretty(doc).map_err(std::io::Error::other)?;
+    // Unique per process and write, so two hubs on one directory never
+    // share a temporary file.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{FILE}.{}.{n}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "switchboard-hub-store-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn entry(sig: &str) -> Stored {
+        Stored {
+            signature: sig.into(),
+            state: "ready".into(),
+            transport: Some("stdio".into()),
+            era: Some(Era::Modern),
+            protocol_version: Some("2026-07-28".into()),
+            tools: vec![Tool {
+                name: "echo".into(),
+                ..Tool::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_ignores_another_signature() {
+        let dir = temp_dir("roundtrip");
+        Store::open(&dir).put("a", entry("sig-a"));
+        let again = Store::open(&dir);
+        assert_eq!(again.get("a", "sig-a"), Some(entry("sig-a")));
+        assert_eq!(again.get("a", "sig-other"), None);
+        assert_eq!(again.get("b", "sig-a"), None);
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers, vec![std::ffi::OsString::from(FILE)]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn corrupt_or_old_files_are_discarded_and_then_replaced() {
+        let dir = temp_dir("corrupt");
+        std::fs::create_dir_all(&dir).unwrap();
+        for bad in [
+            &b"{not json"[..],
+            br#"{"format":0,"servers":{"a":{"signature":"sig-a","state":"ready"}}}"#,
+            br#"[1,2,3]"#,
+        ] {
+            std::fs::write(dir.join(FILE), bad).unwrap();
+            let store = Store::open(&dir);
+            assert_eq!(store.get("a", "sig-a"), None);
+            store.put("a", entry("sig-a"));
+            assert_eq!(Store::open(&dir).get("a", "sig-a"), Some(entry("sig-a")));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,499 @@
+//! One task per server: connect, watch, reconnect, stop.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use switchboard::transport::Connector;
+use switchboard::transport::http::{HttpConfig, HttpTransport};
+use switchboard::transport::stdio::StdioConfig;
+use switchboard::types::{Era, Tool};
+use switchboard::{Client, Error as ClientError, Event, ListKind};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::stats::Stats;
+use super::store::Stored;
+use super::{Failure, HubError, HubEvent, ServerState, ServerStatus, Settings, Shared};
+use crate::config::{HttpKind, ServerConfig, TransportConfig};
+
+/// One configured server: its settings, what is known about it now, and
+/// its counters.
+pub(crate) struct Slot {
+    pub(crate) config: ServerConfig,
+    pub(crate) view: watch::Sender<View>,
+    pub(crate) stats: Stats,
+    started: AtomicBool,
+}
+
+/// A server as it is now. Cloned out of the watch for readers; the client
+/// handle inside is an `Arc`.
+#[derive(Clone)]
+pub(crate) struct View {
+    pub(crate) state: ServerState,
+    /// The live connection, while ready.
+    pub(crate) client: Option<Client>,
+    /// Bumped on every successful connection.
+    pub(crate) generation: u64,
+    pub(crate) tools: Arc<Vec<Tool>>,
+    pub(crate) stale: bool,
+    pub(crate) transport: Option<String>,
+    pub(crate) era: Option<Era>,
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) last_known: Option<String>,
+}
+
+impl View {
+    /// Whether this server's tools belong in the aggregated list: ready,
+    /// reconnecting (stale), or not started yet with a remembered list.
+    pub(crate) fn lists_tools(&self) -> bool {
+        matches!(
+            self.state,
+            ServerState::Ready
+                | ServerState::Reconnecting { .. }
+                | ServerState::Pending
+                | ServerState::Connecting
+        )
+    }
+}
+
+impl Slot {
+    pub(crate) fn new(config: ServerConfig, stored: Option<Stored>) -> Self {
+        let stored = stored.unwrap_or_default();
+        let state = if config.enabled {
+            ServerState::Pending
+        } else {
+            ServerState::Disabled
+        };
+        let view = View {
+            state,
+            client: None,
+            generation: 0,
+            tools: Arc::new(stored.tools),
+            stale: true,
+            transport: stored.transport,
+            era: stored.era,
+            protocol_version: stored.protocol_version,
+            last_known: (!stored.state.is_empty()).then_some(stored.state),
+        };
+        Self {
+            config,
+            view: watch::Sender::new(view),
+            stats: Stats::new(),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    /// True the first time only: this caller starts the supervisor.
+    pub(crate) fn claim_start(&self) -> bool {
+        !self.started.swap(true, Ordering::AcqRel)
+    }
+
+    pub(crate) fn startup_timeout(&self, settings: &Settings) -> Duration {
+        self.config
+            .startup_timeout
+            .unwrap_or(settings.startup_timeout)
+    }
+
+    pub(crate) fn status(&self) -> ServerStatus {
+        let view = self.view.borrow();
+        ServerStatus {
+            name: self.config.name.clone(),
+            state: view.state.clone(),
+            required: self.config.required,
+            transport: view.transport.clone(),
+            era: view.era,
+            protocol_version: view.protocol_version.clone(),
+            tools: view.tools.to_vec(),
+            tools_stale: view.stale,
+            last_known_state: view.last_known.clone(),
+            stats: self.stats.snapshot(),
+        }
+    }
+
+    /// The live client, its generation, and whether `tool` is annotated
+    /// read-only.
+    pub(crate) fn ready_client(&self, tool: &str) -> Result<(Client, u64, bool), HubError> {
+        let view = self.view.borrow();
+        match (&view.state, &view.client) {
+            (ServerState::Ready, Some(client)) => {
+                let read_only = view
+                    .tools
+                    .iter()
+                    .find(|t| t.name == tool)
+                    .and_then(|t| t.annotations.as_ref())
+                    .and_then(|a| a.read_only_hint)
+                    == Some(true);
+                Ok((client.clone(), view.generation, read_only))
+            }
+            (state, _) => Err(HubError::Unavailable {
+                server: self.config.name.clone(),
+                state: state.clone(),
+            }),
+        }
+    }
+
+    /// The client of a connection newer than `generation`, once there is
+    /// one; `None` if the server gives up or `wait` passes first.
+    pub(crate) async fn next_client(&self, generation: u64, wait: Duration) -> Option<Client> {
+        let mut rx = self.view.subscribe();
+        let settled = rx.wait_for(|v| {
+            (v.state.is_ready() && v.generation > generation)
+                || matches!(
+                    v.state,
+                    ServerState::Failed(_) | ServerState::NeedsAuth { .. } | ServerState::Stopped
+                )
+        });
+        match tokio::time::timeout(wait, settled).await {
+            Ok(Ok(view)) if view.state.is_ready() => view.client.clone(),
+            _ => None,
+        }
+    }
+
+    fn set_state(&self, shared: &Shared, state: ServerState) {
+        let from = self.view.borrow().state.name();
+        {
+            let _span = tracing::info_span!("mcp.state", from, to = state.name()).entered();
+            match &state {
+                ServerState::Failed(_) | ServerState::Reconnecting { .. } => {
+                    tracing::warn!(state = %state, "server state changed");
+                }
+                _ => tracing::info!(state = %state, "server state changed"),
+            }
+        }
+        self.view.send_modify(|v| v.state = state.clone());
+        if matches!(
+            state,
+            ServerState::Failed(_) | ServerState::NeedsAuth { .. }
+        ) {
+            self.persist(shared);
+        }
+        shared.emit(HubEvent::StateChanged {
+            server: self.config.name.clone(),
+            state,
+        });
+    }
+
+    fn set_ready(&self, shared: &Shared, client: Client, tools: Vec<Tool>) {
+        let session = client.session().clone();
+        let count = tools.len();
+        // Tools and routes first, the state last: whoever sees `ready`
+        // (`Hub::start` returning, a waiting call) can route to them.
+        self.view.send_modify(|v| {
+            v.client = Some(client);
+            v.generation += 1;
+            v.tools = Arc::new(tools);
+            v.stale = false;
+            v.transport = Some(session.transport.to_owned());
+            v.era = Some(session.era);
+            v.protocol_version = Some(session.protocol_version.as_str().to_owned());
+        });
+        shared.rebuild_routes();
+        shared.emit(HubEvent::ToolsChanged {
+            server: self.config.name.clone(),
+            count,
+            stale: false,
+        });
+        self.view.send_modify(|v| v.state = ServerState::Ready);
+        tracing::info!(
+            state = "ready",
+            transport = session.transport,
+            era = %session.era,
+            tools = count,
+            negotiation_ms = session.negotiation_time.as_secs_f64() * 1000.0,
+            "server state changed"
+        );
+        shared.emit(HubEvent::StateChanged {
+            server: self.config.name.clone(),
+            state: ServerState::Ready,
+        });
+        self.persist(shared);
+    }
+
+    fn set_tools(&self, shared: &Shared, tools: Option<Vec<Tool>>) {
+        let mut count = 0;
+        self.view.send_modify(|v| {
+            match tools {
+                Some(tools) => {
+                    v.tools = Arc::new(tools);
+                    v.stale = false;
+                }
+                None => v.stale = true,
+            }
+            count = v.tools.len();
+        });
+        let stale = self.view.borrow().stale;
+        shared.rebuild_routes();
+        if !stale {
+            self.persist(shared);
+        }
+        shared.emit(HubEvent::ToolsChanged {
+            server: self.config.name.clone(),
+            count,
+            stale,
+        });
+    }
+
+    fn persist(&self, shared: &Shared) {
+        let Some(store) = &shared.store else { return };
+        let entry = {
+            let view = self.view.borrow();
+            Stored {
+                signature: self.config.signature(),
+                state: view.state.name().to_owned(),
+                transport: view.transport.clone(),
+                era: view.era,
+                protocol_version: view.protocol_version.clone(),
+                tools: view.tools.to_vec(),
+            }
+        };
+        store.put(&self.config.name, entry);
+    }
+}
+
+fn is_remote(transport: &TransportConfig) -> bool {
+    !matches!(transport, TransportConfig::Stdio { .. })
+}
+
+/// The client's connector for a server's transport.
+fn connector(shared: &Shared, config: &ServerConfig) -> Result<Arc<dyn Connector>, Failure> {
+    match &config.transport {
+        TransportConfig::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut stdio = StdioConfig::new(command).args(args).envs(env.iter());
+            if let Some(dir) = cwd {
+                stdio = stdio.cwd(dir);
+            }
+            Ok(Arc::new(stdio))
+        }
+        TransportConfig::Http { url, headers, kind } => {
+            let mut http = HttpConfig::new(url.clone()).transport(match kind {
+                HttpKind::Streamable => HttpTransport::StreamableHttp,
+                HttpKind::Sse => HttpTransport::Sse,
+                _ => HttpTransport::Auto,
+            });
+            for (name, value) in headers {
+                http = http.header(name.clone(), value.clone());
+            }
+            if let Some(provider) = shared.settings.auth.as_ref().and_then(|f| f(config)) {
+                http = http.auth(provider);
+            }
+            Ok(Arc::new(http))
+        }
+        TransportConfig::WebSocket { .. } => Err(Failure::message(
+            "WebSocket servers need the switchboard library's `websocket` feature, which this hub is built without",
+        )),
+    }
+}
+
+enum Attempt {
+    NeedsAuth(Option<String>),
+    Failed(Failure),
+}
+
+/// One connection attempt: a concurrency permit, then connect and list the
+/// tools within the startup timeout.
+async fn connect_once(shared: &Shared, slot: &Slot) -> Result<(Client, Vec<Tool>), Attempt> {
+    let config = &slot.config;
+    let limit = if is_remote(&config.transport) {
+        &shared.remote
+    } else {
+        &shared.local
+    };
+    let _permit = limit
+        .acquire()
+        .await
+        .map_err(|_| Attempt::Failed(Failure::message("the hub is shutting down")))?;
+    let connector = connector(shared, config).map_err(Attempt::Failed)?;
+    let era = slot.view.borrow().era;
+    let mut builder = Client::builder().name(config.name.clone()).era_hint(era);
+    if let Some(timeout) = config.request_timeout {
+        builder = builder.request_timeout(timeout);
+    }
+    if let Some(customize) = &shared.settings.customize {
+        builder = customize(config, builder);
+    }
+    let timeout = slot.startup_timeout(&shared.settings);
+    let attempt = async {
+        let client = builder.connect_arc(connector).await?;
+        let tools = if client.capabilities().tools.is_some() {
+            client.list_tools().await?
+        } else {
+            Vec::new()
+        };
+        Ok::<_, ClientError>((client, tools))
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(connected)) => Ok(connected),
+        Ok(Err(e)) if e.is_auth_required() => {
+            Err(Attempt::NeedsAuth(e.www_authenticate().map(str::to_owned)))
+        }
+        Ok(Err(e)) => Err(Attempt::Failed(Failure::from_error(&e))),
+        Err(_) => Err(Attempt::Failed(Failure::message(format!(
+            "did not start within {timeout:?} (raise its startup timeout if it needs longer)"
+        )))),
+    }
+}
+
+enum Ended {
+    Cancelled,
+    Closed(Failure),
+}
+
+/// Watches a ready connection: tool list changes, the close, keepalive.
+async fn serve(shared: &Shared, slot: &Slot, client: &Client, cancel: &CancellationToken) -> Ended {
+    let mut events = client.events();
+    let keepalive = shared
+        .settings
+        .keepalive
+        .filter(|_| client.era() == Era::Legacy);
+    let mut ticker = keepalive.map(|every| {
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker
+    });
+    loop {
+        let tick = async {
+            match ticker.as_mut() {
+                Some(ticker) => {
+                    ticker.tick().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ended::Cancelled,
+            event = events.next() => match event {
+                Some(Event::ListChanged(ListKind::Tools) | Event::Lagged(_)) => {
+                    refresh_tools(shared, slot, client).await;
+                }
+                Some(Event::Closed(reason)) => {
+                    return Ended::Closed(Failure::from_transport(reason.as_ref()));
+                }
+                None => {
+                    return Ended::Closed(Failure::from_transport(
+                        client.connection_error().as_ref(),
+                    ));
+                }
+                Some(_) => {}
+            },
+            () = tick => {
+                let every = keepalive.unwrap_or_default();
+                match tokio::time::timeout(every, client.ping()).await {
+                    Ok(Ok(())) => tracing::trace!("keepalive ping answered"),
+                    Ok(Err(e)) => return Ended::Closed(Failure::from_error(&e)),
+                    Err(_) => {
+                        return Ended::Closed(Failure::message(format!(
+                            "missed a keepalive ping (no answer within {every:?})"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn refresh_tools(shared: &Shared, slot: &Slot, client: &Client) {
+    let timeout = slot.startup_timeout(&shared.settings);
+    match tokio::time::timeout(timeout, client.list_tools()).await {
+        Ok(Ok(tools)) => slot.set_tools(shared, Some(tools)),
+        Ok(Err(error)) => tracing::warn!(%error, "could not refresh the tool list"),
+        Err(_) => tracing::warn!(?timeout, "the tool list refresh timed out"),
+    }
+}
+
+/// The supervisor of one server, to run on the hub's task tracker.
+pub(crate) fn run(
+    shared: Arc<Shared>,
+    slot: Arc<Slot>,
+    cancel: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    let span = tracing::info_span!("mcp.server", server = %slot.config.name);
+    async move { supervise(&shared, &slot, &cancel).await }.instrument(span)
+}
+
+async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) {
+    let backoff = shared.settings.backoff;
+    let mut ever_ready = false;
+    let mut attempt = 0u32;
+    let mut last_failure: Failure;
+    slot.set_state(shared, ServerState::Connecting);
+    loop {
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            outcome = connect_once(shared, slot) => outcome,
+        };
+        match outcome {
+            Ok((client, tools)) => {
+                if ever_ready {
+                    slot.stats.reconnects.fetch_add(1, Ordering::Relaxed);
+                }
+                ever_ready = true;
+                attempt = 0;
+                slot.set_ready(shared, client.clone(), tools);
+                let ended = serve(shared, slot, &client, cancel).await;
+                slot.view.send_modify(|v| v.client = None);
+                match ended {
+                    Ended::Cancelled => {
+                        client.close().await;
+                        break;
+                    }
+                    Ended::Closed(failure) => {
+                        tracing::warn!(reason = %failure, "server closed unexpectedly");
+                        // Reaps the process, or stops one that missed its
+                        // pings (calls still on it fail at once); the
+                        // reconnection need not wait for its grace periods.
+                        shared.tasks.spawn(async move { client.close().await });
+                        slot.set_tools(shared, None);
+                        last_failure = failure;
+                    }
+                }
+            }
+            Err(Attempt::NeedsAuth(www_authenticate)) => {
+                slot.set_state(shared, ServerState::NeedsAuth { www_authenticate });
+                return;
+            }
+            Err(Attempt::Failed(failure)) => {
+                if !ever_ready {
+                    slot.set_state(shared, ServerState::Failed(failure));
+                    return;
+                }
+                tracing::warn!(attempt, reason = %failure, "reconnection failed");
+                last_failure = failure;
+            }
+        }
+        attempt += 1;
+        if attempt > backoff.attempts {
+            let mut failure = last_failure.clone();
+            failure.message = format!(
+                "gave up reconnecting after {} attempts: {}",
+                backoff.attempts, failure.message
+            );
+            slot.set_state(shared, ServerState::Failed(failure));
+            return;
+        }
+        slot.set_state(
+            shared,
+            ServerState::Reconnecting {
+                attempt,
+                reason: last_failure.clone(),
+            },
+        );
+        let delay = backoff.delay(attempt);
+        tracing::debug!(?delay, attempt, "reconnecting after a delay");
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(delay) => {}
+        }
+    }
+    slot.set_state(shared, ServerState::Stopped);
+}

@@ -1,0 +1,622 @@
+//! The hub against real server processes: the test server of
+//! `switchboard-testkit`, run by this very binary (`hub __testserver …`),
+//! since a dev-dependency's binaries are not built for another crate's
+//! tests. Hence `harness = false` and the small runner in `main`: it takes
+//! name filters like libtest (`cargo test -p switchboard-hub --test hub
+//! crash`) and runs each test on a fresh multi-threaded runtime.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard::types::{CallToolResult, ContentBlock, JsonObject};
+use switchboard_hub::hub::Hub;
+use switchboard_hub::{
+    Backoff, Dialect, HubError, HubEvent, HubEvents, Origin, Scope, ServerConfig, ServerState,
+    ToolFilter, TransportConfig,
+};
+
+type Test = fn() -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+macro_rules! tests {
+    ($($name:ident),* $(,)?) => {
+        &[$((stringify!($name), || Box::pin($name()))),*]
+    };
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("__testserver") {
+        switchboard_testkit::run_stdio_main(args[2..].to_vec());
+    }
+    let tests: &[(&str, Test)] = tests![
+        crash_mid_session_reports_reconnects_and_recovers,
+        start_reports_failures_and_required_servers_fail_it,
+        tools_are_namespaced_filtered_and_routed,
+        state_file_answers_listing_before_start_and_corrupt_files_are_dropped,
+        shutdown_leaves_no_process_behind,
+        a_lagging_event_consumer_gets_a_marker_and_never_blocks_the_hub,
+        a_missed_keepalive_ping_reconnects,
+        startup_timeout_fails_a_server_that_never_answers,
+    ];
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in tests {
+            println!("{name}: test");
+        }
+        return;
+    }
+    let filters: Vec<&str> = args[1..]
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect();
+    let exact = args.iter().any(|a| a == "--exact");
+    let chosen: Vec<_> = tests
+        .iter()
+        .filter(|(name, _)| {
+            filters.is_empty()
+                || filters
+                    .iter()
+                    .any(|f| if exact { name == f } else { name.contains(f) })
+        })
+        .collect();
+    println!("\nrunning {} tests", chosen.len());
+    let mut failed = Vec::new();
+    for (name, test) in chosen {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(120), test()).await })
+        }));
+        drop(runtime);
+        match outcome {
+            Ok(Ok(())) => println!("test {name} ... ok"),
+            Ok(Err(_)) => {
+                println!("test {name} ... FAILED (timed out after 120 s)");
+                failed.push(*name);
+            }
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed.push(*name);
+            }
+        }
+    }
+    if failed.is_empty() {
+        println!("\ntest result: ok");
+    } else {
+        println!("\nfailures: {failed:?}\ntest result: FAILED");
+        std::process::exit(101);
+    }
+}
+
+// ------------------------------------------------------------------ helpers
+
+fn origin() -> Origin {
+    Origin {
+        file: PathBuf::from("/tests/hub.toml"),
+        dialect: Dialect::Switchboard,
+        scope: Scope::Explicit,
+    }
+}
+
+/// The test server under `name`, with extra test-server flags.
+fn testserver(name: &str, flags: &[&str]) -> ServerConfig {
+    let mut args = vec!["__testserver".to_owned()];
+    args.extend(flags.iter().map(|f| (*f).to_owned()));
+    ServerConfig::new(
+        name,
+        TransportConfig::Stdio {
+            command: std::env::current_exe()
+                .expect("current exe")
+                .to_string_lossy()
+                .into_owned(),
+            args,
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        origin(),
+    )
+}
+
+fn shell(name: &str, script: &str) -> ServerConfig {
+    ServerConfig::new(
+        name,
+        TransportConfig::Stdio {
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        origin(),
+    )
+}
+
+/// A fresh, empty directory for one test's state file.
+fn state_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("switchboard-hub-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn args(value: Value) -> Option<JsonObject> {
+    value.as_object().cloned()
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The next event that `pick` accepts (others are skipped), within 20 s.
+async fn next_matching<T>(
+    events: &mut HubEvents,
+    what: &str,
+    mut pick: impl FnMut(&HubEvent) -> Option<T>,
+) -> T {
+    let wait = async {
+        loop {
+            match events.next().await {
+                Some(event) => {
+                    if let Some(found) = pick(&event) {
+                        return found;
+                    }
+                }
+                None => panic!("the event stream ended before {what}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no event for {what} within 20 s"))
+}
+
+/// Whether process `pid` still runs (a zombie counts as gone: it runs
+/// nothing and only waits for its parent to reap it).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            state != Some("Z") && state != Some("X")
+        }
+        Err(_) => false,
+    }
+}
+
+fn kill(signal: &str, pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// The test server's pid, as its `spawn_grandchild` tool tells it (and the
+/// grandchild's).
+async fn pids(hub: &Hub, server: &str) -> (u32, u32) {
+    let result = hub
+        .call(server, "spawn_grandchild", None)
+        .await
+        .expect("spawn_grandchild");
+    let structured = result.structured_content.expect("structuredContent");
+    let pid = |key: &str| structured[key].as_u64().expect("pid") as u32;
+    (pid("serverPid"), pid("pid"))
+}
+
+// -------------------------------------------------------------------- tests
+
+/// Acceptance 1: a server crashes with a call in flight; the hub reports
+/// it, reconnects after a backoff, lists the tools stale then fresh; the
+/// call fails with the typed error and a later call succeeds.
+async fn crash_mid_session_reports_reconnects_and_recovers() {
+    let dir = state_dir("crash");
+    let hub = Hub::builder()
+        .server(testserver("s", &[]))
+        .state_dir(&dir)
+        .build()
+        .unwrap();
+    let mut events = hub.events();
+    let report = hub.start().await.expect("start");
+    assert_eq!(report.ready, vec!["s".to_owned()]);
+    let tools = hub.tools();
+    assert!(tools.iter().any(|t| t.name == "s__hang"), "{tools:?}");
+    assert!(tools.iter().all(|t| !t.stale));
+
+    // `hang` never answers: it is in flight when the server dies.
+    let hanging = {
+        let hub = hub.clone();
+        tokio::spawn(async move { hub.call("s", "hang", None).await })
+    };
+    let waited = Instant::now();
+    while hub.stats("s").unwrap().in_flight == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "hang never started"
+        );
+        tokio::task::yield_now().await;
+    }
+    let exit = hub.call("s", "exit", args(json!({"code": 3}))).await;
+    assert!(
+        exit.as_ref().is_err_and(HubError::is_closed_during_call),
+        "{exit:?}"
+    );
+
+    let reason = next_matching(&mut events, "the crash", |e| match e {
+        HubEvent::StateChanged {
+            state: ServerState::Reconnecting { attempt: 1, reason },
+            ..
+        } => Some(reason.clone()),
+        _ => None,
+    })
+    .await;
+    let lost_at = Instant::now();
+    assert_eq!(reason.exit.and_then(|e| e.code), Some(3), "{reason:?}");
+    assert!(
+        reason
+            .stderr_tail
+            .as_deref()
+            .unwrap_or("")
+            .contains("exiting with code 3"),
+        "{reason:?}"
+    );
+    // The backoff (at least 0.25 s) has not passed: still reconnecting.
+    let stale = hub.tools();
+    assert!(
+        !stale.is_empty() && stale.iter().all(|t| t.stale),
+        "{stale:?}"
+    );
+    let early = hub
+        .call("s", "echo", args(json!({"text": "too soon"})))
+        .await;
+    assert!(
+        matches!(&early, Err(e @ HubError::Unavailable { .. }) if e.is_retryable()),
+        "{early:?}"
+    );
+
+    let error = hanging.await.unwrap().expect_err("hang cannot succeed");
+    assert!(error.is_closed_during_call(), "{error:?}");
+    assert!(
+        error.to_string().contains("server `s` closed while `hang`"),
+        "{error}"
+    );
+
+    next_matching(&mut events, "fresh tools", |e| match e {
+        HubEvent::ToolsChanged { stale: false, .. } => Some(()),
+        _ => None,
+    })
+    .await;
+    next_matching(&mut events, "ready again", |e| match e {
+        HubEvent::StateChanged {
+            state: ServerState::Ready,
+            ..
+        } => Some(()),
+        _ => None,
+    })
+    .await;
+    let backoff = lost_at.elapsed();
+    assert!(
+        backoff >= Duration::from_millis(200),
+        "reconnected after {backoff:?}"
+    );
+    assert!(hub.tools().iter().all(|t| !t.stale));
+
+    let again = hub
+        .call_tool("s__echo", args(json!({"text": "again"})))
+        .await
+        .expect("a call after the reconnection");
+    assert_eq!(text(&again), "again");
+    let stats = hub.stats("s").unwrap();
+    assert_eq!(stats.reconnects, 1);
+    assert_eq!(stats.calls, 4, "{stats:?}");
+    assert_eq!(stats.errors, 3, "{stats:?}");
+    assert!(stats.p50.is_some() && stats.p99 >= stats.p50, "{stats:?}");
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn start_reports_failures_and_required_servers_fail_it() {
+    let mut disabled = testserver("off", &[]);
+    disabled.enabled = false;
+    let hub = Hub::builder()
+        .servers([
+            testserver("good", &[]),
+            shell("dies", "echo boom >&2; exit 7"),
+            shell("missing", "exec /nonexistent/switchboard-test-binary"),
+            disabled,
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    let report = hub.start().await.expect("nothing required");
+    assert_eq!(report.ready, vec!["good".to_owned()]);
+    let not_ready: Vec<_> = report.not_ready.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(not_ready, ["dies", "missing"]);
+    let dies = hub.status("dies").unwrap();
+    let ServerState::Failed(failure) = &dies.state else {
+        panic!("{dies:?}")
+    };
+    assert_eq!(failure.exit.and_then(|e| e.code), Some(7), "{failure:?}");
+    assert!(
+        failure
+            .stderr_tail
+            .as_deref()
+            .unwrap_or("")
+            .contains("boom")
+    );
+    assert!(matches!(
+        hub.status("off").unwrap().state,
+        ServerState::Disabled
+    ));
+    let off = hub.call("off", "echo", args(json!({"text": "x"}))).await;
+    assert!(matches!(off, Err(HubError::Unavailable { .. })), "{off:?}");
+    // The others keep working.
+    assert!(
+        hub.call("good", "echo", args(json!({"text": "x"})))
+            .await
+            .is_ok()
+    );
+    hub.shutdown().await;
+
+    let mut required = shell("dies", "exit 7");
+    required.required = true;
+    let hub = Hub::builder()
+        .servers([testserver("good", &[]), required])
+        .persist(false)
+        .build()
+        .unwrap();
+    let error = hub.start().await.expect_err("a required server failed");
+    assert!(
+        matches!(&error, HubError::RequiredFailed { server, .. } if server == "dies"),
+        "{error:?}"
+    );
+    hub.shutdown().await;
+
+    let duplicate = Hub::builder()
+        .servers([testserver("a", &[]), testserver("a", &[])])
+        .build();
+    assert!(matches!(duplicate, Err(HubError::Config { .. })));
+}
+
+async fn tools_are_namespaced_filtered_and_routed() {
+    let mut two = testserver("two", &[]);
+    two.tools = ToolFilter {
+        include: vec!["echo".into(), "ad*".into()],
+        exclude: vec!["add".into()],
+    };
+    let hub = Hub::builder()
+        .servers([testserver("one", &[]), two])
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let names: Vec<String> = hub.tools().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"one__echo".to_owned()) && names.contains(&"one__add".to_owned()));
+    let of_two: Vec<_> = names.iter().filter(|n| n.starts_with("two__")).collect();
+    assert_eq!(of_two, ["two__echo", "two__add_tool"]);
+    // `one__…` come before `two__…`: configuration order.
+    let first_two = names.iter().position(|n| n.starts_with("two__")).unwrap();
+    assert!(names[..first_two].iter().all(|n| n.starts_with("one__")));
+
+    let echoed = hub
+        .call_tool("two__echo", args(json!({"text": "routed"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&echoed), "routed");
+    assert_eq!(hub.stats("two").unwrap().calls, 1);
+    assert_eq!(hub.stats("one").unwrap().calls, 0);
+    let sum = hub
+        .call_tool("one__add", args(json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert_eq!(sum.structured_content.unwrap()["sum"].as_f64(), Some(5.0));
+
+    let hidden = hub
+        .call_tool("two__add", args(json!({"a": 1, "b": 1})))
+        .await;
+    assert!(
+        matches!(hidden, Err(HubError::UnknownTool { .. })),
+        "{hidden:?}"
+    );
+    let direct = hub.call("two", "add", args(json!({"a": 1, "b": 1}))).await;
+    assert!(
+        matches!(direct, Err(HubError::ToolNotAllowed { .. })),
+        "{direct:?}"
+    );
+    let nobody = hub.call("three", "echo", None).await;
+    assert!(
+        matches!(nobody, Err(HubError::UnknownServer { .. })),
+        "{nobody:?}"
+    );
+    let failing = hub.call("one", "fail", None).await;
+    assert!(
+        matches!(&failing, Err(HubError::Call { source, .. }) if source.is_server_error()),
+        "{failing:?}"
+    );
+    assert_eq!(hub.stats("one").unwrap().errors, 1);
+    hub.shutdown().await;
+}
+
+async fn state_file_answers_listing_before_start_and_corrupt_files_are_dropped() {
+    let dir = state_dir("persist");
+    let config = || testserver("p", &[]);
+    let hub = Hub::builder()
+        .server(config())
+        .state_dir(&dir)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let live = hub.status("p").unwrap();
+    hub.shutdown().await;
+
+    let cold = Hub::builder()
+        .server(config())
+        .state_dir(&dir)
+        .build()
+        .unwrap();
+    let listed = cold.status("p").unwrap();
+    assert_eq!(listed.state, ServerState::Pending);
+    assert_eq!(listed.last_known_state.as_deref(), Some("ready"));
+    assert_eq!(listed.transport.as_deref(), Some("stdio"));
+    assert_eq!(listed.era, live.era);
+    assert!(listed.era.is_some());
+    assert_eq!(listed.tools, live.tools);
+    assert!(listed.tools_stale);
+    let tools = cold.tools();
+    assert!(!tools.is_empty() && tools.iter().all(|t| t.stale && t.server == "p"));
+
+    // Another command under the same name is another server.
+    let other = Hub::builder()
+        .server(testserver("p", &["--name", "other"]))
+        .state_dir(&dir)
+        .build()
+        .unwrap();
+    assert!(other.status("p").unwrap().tools.is_empty());
+
+    let file = dir.join("hub-state.json");
+    for bad in [
+        "{\"format\": 1, \"servers\": ",
+        "{\"format\": 99, \"servers\": {}}",
+    ] {
+        std::fs::write(&file, bad).unwrap();
+        let fresh = Hub::builder()
+            .server(config())
+            .state_dir(&dir)
+            .build()
+            .unwrap();
+        let status = fresh.status("p").unwrap();
+        assert!(status.tools.is_empty() && status.last_known_state.is_none());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn shutdown_leaves_no_process_behind() {
+    let hub = Hub::builder()
+        .servers((0..3).map(|i| testserver(&format!("s{i}"), &[])))
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let mut all = Vec::new();
+    for i in 0..3 {
+        let (server, grandchild) = pids(&hub, &format!("s{i}")).await;
+        assert!(alive(server) && alive(grandchild));
+        all.extend([server, grandchild]);
+    }
+    hub.shutdown().await;
+    // The servers are reaped by the time shutdown returns; the grandchildren
+    // were killed with their group, but another process reaps them.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let survivors: Vec<_> = all.iter().filter(|&&pid| alive(pid)).collect();
+        if survivors.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still running: {survivors:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        hub.list().iter().all(|s| s.state == ServerState::Stopped),
+        "{:?}",
+        hub.list()
+    );
+}
+
+async fn a_lagging_event_consumer_gets_a_marker_and_never_blocks_the_hub() {
+    let hub = Hub::builder()
+        .servers((0..3).map(|i| testserver(&format!("s{i}"), &[])))
+        .event_capacity(2)
+        .persist(false)
+        .build()
+        .unwrap();
+    let mut events = hub.events();
+    // Nobody reads while three servers start (nine events).
+    hub.start().await.unwrap();
+    let first = events.next().await;
+    assert!(
+        matches!(first, Some(HubEvent::Lagged(n)) if n > 0),
+        "{first:?}"
+    );
+    assert!(events.next().await.is_some());
+    hub.shutdown().await;
+}
+
+async fn a_missed_keepalive_ping_reconnects() {
+    let hub = Hub::builder()
+        .server(testserver("k", &["--era", "legacy"]))
+        .keepalive(Some(Duration::from_millis(200)))
+        .backoff(Backoff::new(
+            Duration::from_millis(50),
+            Duration::from_secs(1),
+            3,
+        ))
+        .persist(false)
+        .build()
+        .unwrap();
+    let mut events = hub.events();
+    hub.start().await.unwrap();
+    let (pid, _) = pids(&hub, "k").await;
+    // A stopped process answers nothing, and its pipes stay open.
+    kill("-STOP", pid);
+    let reason = next_matching(&mut events, "the missed ping", |e| match e {
+        HubEvent::StateChanged {
+            state: ServerState::Reconnecting { reason, .. },
+            ..
+        } => Some(reason.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(reason.message.contains("keepalive"), "{reason:?}");
+    next_matching(&mut events, "ready again", |e| match e {
+        HubEvent::StateChanged {
+            state: ServerState::Ready,
+            ..
+        } => Some(()),
+        _ => None,
+    })
+    .await;
+    let (new_pid, _) = pids(&hub, "k").await;
+    assert_ne!(new_pid, pid);
+    // The stopped server was killed when its connection was dropped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the unresponsive server still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    hub.shutdown().await;
+}
+
+async fn startup_timeout_fails_a_server_that_never_answers() {
+    let mut silent = shell("silent", "exec sleep 30");
+    silent.startup_timeout = Some(Duration::from_millis(300));
+    let hub = Hub::builder()
+        .server(silent)
+        .persist(false)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    hub.start().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let status = hub.status("silent").unwrap();
+    assert!(
+        matches!(&status.state, ServerState::Failed(f) if f.message.contains("did not start within")),
+        "{status:?}"
+    );
+    hub.shutdown().await;
+}
