@@ -34,6 +34,7 @@ fn main() {
     }
     let tests: &[(&str, Test)] = tests![
         crash_mid_session_reports_reconnects_and_recovers,
+        a_read_only_call_cut_by_a_crash_is_sent_again,
         start_reports_failures_and_required_servers_fail_it,
         tools_are_namespaced_filtered_and_routed,
         state_file_answers_listing_before_start_and_corrupt_files_are_dropped,
@@ -326,6 +327,52 @@ async fn crash_mid_session_reports_reconnects_and_recovers() {
     assert!(stats.p50.is_some() && stats.p99 >= stats.p50, "{stats:?}");
     hub.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `slow` is annotated read-only: cut off by a crash, it is sent again to
+/// the next connection and succeeds; `hang` (not read-only) fails.
+async fn a_read_only_call_cut_by_a_crash_is_sent_again() {
+    let hub = Hub::builder()
+        .server(testserver("r", &[]))
+        .backoff(Backoff::new(
+            Duration::from_millis(50),
+            Duration::from_secs(1),
+            3,
+        ))
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let (first_pid, _) = pids(&hub, "r").await;
+    let spawn_call = |tool: &'static str, arguments: Option<JsonObject>| {
+        let hub = hub.clone();
+        tokio::spawn(async move { hub.call("r", tool, arguments).await })
+    };
+    let slow = spawn_call("slow", args(json!({"ms": 1500})));
+    let hang = spawn_call("hang", None);
+    let waited = Instant::now();
+    while hub.stats("r").unwrap().in_flight < 2 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "calls never started"
+        );
+        tokio::task::yield_now().await;
+    }
+    let _ = hub.call("r", "exit", args(json!({"code": 5}))).await;
+    let hung = hang.await.unwrap();
+    assert!(
+        hung.as_ref().is_err_and(HubError::is_closed_during_call),
+        "{hung:?}"
+    );
+    let replayed = slow
+        .await
+        .unwrap()
+        .expect("the read-only call is sent again");
+    assert_eq!(text(&replayed), "done");
+    let (second_pid, _) = pids(&hub, "r").await;
+    assert_ne!(first_pid, second_pid, "answered by the new server");
+    assert_eq!(hub.stats("r").unwrap().reconnects, 1);
+    hub.shutdown().await;
 }
 
 async fn start_reports_failures_and_required_servers_fail_it() {

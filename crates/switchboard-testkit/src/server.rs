@@ -1792,6 +1792,9 @@ fn builtin_tools() -> Vec<Value> {
                 "properties": {"ms": int_prop("Milliseconds to sleep")},
                 "required": ["ms"],
             },
+            // Safe to send again (the hub replays read-only calls cut off
+            // by a reconnection).
+            "annotations": {"readOnlyHint": true},
         }),
         json!({
             "name": "progress",
