@@ -42,6 +42,7 @@ fn main() {
         a_lagging_event_consumer_gets_a_marker_and_never_blocks_the_hub,
         a_missed_keepalive_ping_reconnects,
         startup_timeout_fails_a_server_that_never_answers,
+        a_remote_server_that_answers_401_needs_auth,
     ];
     if args.iter().any(|a| a == "--list") {
         for (name, _) in tests {
@@ -664,6 +665,98 @@ async fn startup_timeout_fails_a_server_that_never_answers() {
     assert!(
         matches!(&status.state, ServerState::Failed(f) if f.message.contains("did not start within")),
         "{status:?}"
+    );
+    hub.shutdown().await;
+}
+
+/// The test server on loopback HTTP (`listening on http://…` is its first
+/// line); killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    base: String,
+    /// Kept open: the server may write more, and a closed pipe could end it.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl HttpServer {
+    fn start(flags: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["__testserver", "--http", "127.0.0.1:0"])
+            .args(flags)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_owned();
+        Self {
+            child,
+            base,
+            _stdout: stdout,
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A 401 is `needs-auth` with the server's challenge, and the application's
+/// auth factory is asked for the server's provider on each attempt.
+async fn a_remote_server_that_answers_401_needs_auth() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let server = HttpServer::start(&["--auth"]);
+    let remote = ServerConfig::new(
+        "remote",
+        TransportConfig::Http {
+            url: format!("{}/mcp", server.base),
+            headers: BTreeMap::new(),
+            kind: switchboard_hub::HttpKind::Auto,
+        },
+        origin(),
+    );
+    let asked = Arc::new(AtomicUsize::new(0));
+    let hub = Hub::builder()
+        .server(remote)
+        .auth({
+            let asked = asked.clone();
+            move |config| {
+                assert_eq!(config.name, "remote");
+                asked.fetch_add(1, Ordering::SeqCst);
+                None
+            }
+        })
+        .persist(false)
+        .build()
+        .unwrap();
+    let report = hub.start().await.unwrap();
+    assert!(report.ready.is_empty());
+    let status = hub.status("remote").unwrap();
+    let ServerState::NeedsAuth { www_authenticate } = &status.state else {
+        panic!("{status:?}")
+    };
+    assert!(
+        www_authenticate
+            .as_deref()
+            .is_some_and(|c| c.starts_with("Bearer")),
+        "{www_authenticate:?}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    let call = hub.call("remote", "echo", None).await;
+    assert!(
+        call.as_ref().is_err_and(HubError::is_auth_required),
+        "{call:?}"
     );
     hub.shutdown().await;
 }

@@ -53,6 +53,7 @@ mod supervisor;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -138,7 +139,7 @@ impl Backoff {
 /// counter.
 fn jitter() -> f64 {
     use std::hash::{BuildHasher, RandomState};
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::AtomicU64;
     static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
     static N: AtomicU64 = AtomicU64::new(0);
     let hash = KEYS
@@ -345,11 +346,12 @@ impl HubBuilder {
         let slots = self
             .servers
             .iter()
-            .map(|config| {
+            .enumerate()
+            .map(|(index, config)| {
                 let stored = store
                     .as_ref()
                     .and_then(|s| s.get(&config.name, &config.signature()));
-                Arc::new(supervisor::Slot::new(config.clone(), stored))
+                Arc::new(supervisor::Slot::new(index, config.clone(), stored))
             })
             .collect();
         let (events, _) = broadcast::channel(self.event_capacity);
@@ -369,8 +371,11 @@ impl HubBuilder {
                 keepalive: self.keepalive,
             },
             tasks: TaskTracker::new(),
+            writer_started: AtomicBool::new(false),
         });
-        shared.rebuild_routes();
+        for index in 0..shared.slots.len() {
+            shared.update_routes(index);
+        }
         Ok(Hub {
             inner: Arc::new(HubInner {
                 shared,
@@ -400,28 +405,29 @@ pub(crate) struct Shared {
     events: broadcast::Sender<HubEvent>,
     store: Option<Store>,
     settings: Settings,
-    /// Every task of the hub: the supervisors, and the closing of lost
-    /// connections (so a reconnection need not wait for it).
+    /// Every task of the hub: the supervisors, the state file's writer,
+    /// and the closing of lost connections (so a reconnection need not
+    /// wait for it).
     tasks: TaskTracker,
+    writer_started: AtomicBool,
 }
 
 impl Shared {
-    fn rebuild_routes(&self) {
-        // Computed under the write lock: two servers getting ready at once
-        // must not store their maps in the opposite order they read them.
-        let mut guard = self.routes.write().unwrap_or_else(|e| e.into_inner());
-        let mut routes = HashMap::new();
-        for (i, slot) in self.slots.iter().enumerate() {
-            let view = slot.view.borrow();
-            for tool in view.tools.iter() {
-                if slot.config.tools.allows(&tool.name) {
-                    routes
-                        .entry(namespaced(&slot.config.name, &tool.name))
-                        .or_insert((i, tool.name.clone()));
-                }
+    /// Replaces slot `index`'s routes with those of its current tools.
+    fn update_routes(&self, index: usize) {
+        let slot = &self.slots[index];
+        // Read under the write lock: two servers getting ready at once must
+        // not store what they read in the opposite order.
+        let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
+        routes.retain(|_, (i, _)| *i != index);
+        let view = slot.view.borrow();
+        for tool in view.tools.iter() {
+            if slot.config.tools.allows(&tool.name) {
+                routes
+                    .entry(namespaced(&slot.config.name, &tool.name))
+                    .or_insert((index, tool.name.clone()));
             }
         }
-        *guard = routes;
     }
 
     fn emit(&self, event: HubEvent) {
@@ -496,6 +502,11 @@ impl Hub {
     pub async fn start(&self) -> Result<StartReport, HubError> {
         let started = Instant::now();
         let shared = &self.inner.shared;
+        if shared.store.is_some() && !shared.writer_started.swap(true, Ordering::AcqRel) {
+            shared
+                .tasks
+                .spawn(write_state(shared.clone(), self.inner.cancel.child_token()));
+        }
         let mut waiting = Vec::new();
         for slot in &shared.slots {
             if !slot.config.enabled || !slot.claim_start() {
@@ -674,20 +685,14 @@ impl Hub {
             let result = self.call_with_replay(slot, tool, arguments).await;
             let latency = started.elapsed();
             slot.stats.latency.record(latency);
-            slot.stats
-                .calls
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            slot.stats.calls.fetch_add(1, Ordering::Relaxed);
             let outcome = match &result {
                 Ok(r) if r.is_error == Some(true) => "tool_error",
                 Ok(_) => "ok",
                 Err(e) => {
-                    slot.stats
-                        .errors
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    slot.stats.errors.fetch_add(1, Ordering::Relaxed);
                     if e.is_timeout() {
-                        slot.stats
-                            .timeouts
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        slot.stats.timeouts.fetch_add(1, Ordering::Relaxed);
                         "timeout"
                     } else if e.is_closed_during_call() {
                         "closed"
@@ -766,6 +771,10 @@ impl Hub {
         self.inner.cancel.cancel();
         self.inner.shared.tasks.close();
         self.inner.shared.tasks.wait().await;
+        // What the supervisors recorded while stopping.
+        if let Some(store) = &self.inner.shared.store {
+            store.flush();
+        }
     }
 
     fn slot(&self, server: &str) -> Result<&Arc<supervisor::Slot>, HubError> {
@@ -778,6 +787,28 @@ impl Hub {
                 server: server.into(),
             })
     }
+}
+
+/// Writes the state file at most every 100 ms while entries change, and
+/// once more when the hub stops.
+async fn write_state(shared: Arc<Shared>, cancel: CancellationToken) {
+    let Some(store) = shared.store.as_ref() else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            () = store.changed() => {}
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        store.flush();
+    }
+    store.flush();
 }
 
 /// The connection ended with the call in flight.

@@ -3,16 +3,20 @@
 //!
 //! One JSON document (`hub-state.json`) under the user's data directory
 //! (`etcetera`: `$XDG_DATA_HOME/switchboard` on Linux, the platform's
-//! equivalent elsewhere). Written atomically (a temporary file in the same
+//! equivalent elsewhere). Written by one task of the hub, at most every
+//! 100 ms and once more at shutdown (fifty servers getting ready write it
+//! a few times, not fifty), atomically (a temporary file in the same
 //! directory, then a rename). A file that does not parse, or has another
 //! format version, is discarded with a warning.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 use switchboard::types::{Era, Tool};
+use tokio::sync::Notify;
 
 /// Bumped whenever the layout changes; other versions are discarded.
 const FORMAT: u32 = 1;
@@ -45,6 +49,9 @@ struct Document {
 pub(crate) struct Store {
     path: PathBuf,
     servers: Mutex<BTreeMap<String, Stored>>,
+    /// Entries changed since the last write.
+    dirty: AtomicBool,
+    changed: Notify,
 }
 
 /// The default directory: `<data dir>/switchboard`.
@@ -81,6 +88,8 @@ impl Store {
         Self {
             path,
             servers: Mutex::new(servers),
+            dirty: AtomicBool::new(false),
+            changed: Notify::new(),
         }
     }
 
@@ -92,19 +101,37 @@ impl Store {
             .cloned()
     }
 
-    /// Records `name`'s entry and writes the file. A failed write is a
-    /// warning: the state file is a cache.
+    /// Records `name`'s entry; [`Store::flush`] writes it.
     pub(crate) fn put(&self, name: &str, entry: Stored) {
         let mut servers = self.lock();
         if servers.get(name) == Some(&entry) {
             return;
         }
         servers.insert(name.to_owned(), entry);
+        drop(servers);
+        self.dirty.store(true, Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    /// Waits until an entry changed since the last flush.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub(crate) async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// Writes the file if anything changed. A failed write is a warning:
+    /// the state file is a cache. Called from one task only (the hub's
+    /// writer), so writes never interleave.
+    pub(crate) fn flush(&self) {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
         let doc = Document {
             format: FORMAT,
-            servers: servers.clone(),
+            servers: self.lock().clone(),
         };
-        // Written under the lock, so two writers never interleave.
         if let Err(error) = write_atomically(&self.path, &doc) {
             tracing::warn!(path = %self.path.display(), %error, "cannot write the hub state file");
         }
@@ -160,7 +187,9 @@ mod tests {
     #[test]
     fn round_trips_and_ignores_another_signature() {
         let dir = temp_dir("roundtrip");
-        Store::open(&dir).put("a", entry("sig-a"));
+        let store = Store::open(&dir);
+        store.put("a", entry("sig-a"));
+        store.flush();
         let again = Store::open(&dir);
         assert_eq!(again.get("a", "sig-a"), Some(entry("sig-a")));
         assert_eq!(again.get("a", "sig-other"), None);
@@ -186,6 +215,7 @@ mod tests {
             let store = Store::open(&dir);
             assert_eq!(store.get("a", "sig-a"), None);
             store.put("a", entry("sig-a"));
+            store.flush();
             assert_eq!(Store::open(&dir).get("a", "sig-a"), Some(entry("sig-a")));
         }
         std::fs::remove_dir_all(&dir).unwrap();

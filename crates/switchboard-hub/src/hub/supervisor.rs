@@ -22,6 +22,8 @@ use crate::config::{HttpKind, ServerConfig, TransportConfig};
 /// One configured server: its settings, what is known about it now, and
 /// its counters.
 pub(crate) struct Slot {
+    /// Its place in the hub's list.
+    pub(crate) index: usize,
     pub(crate) config: ServerConfig,
     pub(crate) view: watch::Sender<View>,
     pub(crate) stats: Stats,
@@ -60,7 +62,7 @@ impl View {
 }
 
 impl Slot {
-    pub(crate) fn new(config: ServerConfig, stored: Option<Stored>) -> Self {
+    pub(crate) fn new(index: usize, config: ServerConfig, stored: Option<Stored>) -> Self {
         let stored = stored.unwrap_or_default();
         let state = if config.enabled {
             ServerState::Pending
@@ -79,6 +81,7 @@ impl Slot {
             last_known: (!stored.state.is_empty()).then_some(stored.state),
         };
         Self {
+            index,
             config,
             view: watch::Sender::new(view),
             stats: Stats::new(),
@@ -168,7 +171,7 @@ impl Slot {
             state,
             ServerState::Failed(_) | ServerState::NeedsAuth { .. }
         ) {
-            self.persist(shared);
+            self.persist(shared, &state);
         }
         shared.emit(HubEvent::StateChanged {
             server: self.config.name.clone(),
@@ -190,12 +193,15 @@ impl Slot {
             v.era = Some(session.era);
             v.protocol_version = Some(session.protocol_version.as_str().to_owned());
         });
-        shared.rebuild_routes();
+        shared.update_routes(self.index);
         shared.emit(HubEvent::ToolsChanged {
             server: self.config.name.clone(),
             count,
             stale: false,
         });
+        // Recorded before anyone can see `ready`, so a shutdown right after
+        // `Hub::start` still writes it.
+        self.persist(shared, &ServerState::Ready);
         self.view.send_modify(|v| v.state = ServerState::Ready);
         tracing::info!(
             state = "ready",
@@ -209,7 +215,6 @@ impl Slot {
             server: self.config.name.clone(),
             state: ServerState::Ready,
         });
-        self.persist(shared);
     }
 
     fn set_tools(&self, shared: &Shared, tools: Option<Vec<Tool>>) {
@@ -225,9 +230,10 @@ impl Slot {
             count = v.tools.len();
         });
         let stale = self.view.borrow().stale;
-        shared.rebuild_routes();
+        shared.update_routes(self.index);
         if !stale {
-            self.persist(shared);
+            let state = self.view.borrow().state.clone();
+            self.persist(shared, &state);
         }
         shared.emit(HubEvent::ToolsChanged {
             server: self.config.name.clone(),
@@ -236,13 +242,14 @@ impl Slot {
         });
     }
 
-    fn persist(&self, shared: &Shared) {
+    /// Records the server in the state file as being in `state`.
+    fn persist(&self, shared: &Shared, state: &ServerState) {
         let Some(store) = &shared.store else { return };
         let entry = {
             let view = self.view.borrow();
             Stored {
                 signature: self.config.signature(),
-                state: view.state.name().to_owned(),
+                state: state.name().to_owned(),
                 transport: view.transport.clone(),
                 era: view.era,
                 protocol_version: view.protocol_version.clone(),
