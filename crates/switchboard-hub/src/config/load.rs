@@ -1,0 +1,393 @@
+//! One loader for every dialect: which files are read, which server wins.
+//!
+//! # Precedence
+//!
+//! 1. A managed (administrator) file — switchboard's `managed.toml` with
+//!    servers, or Claude Code's `managed-mcp.json` — is exclusive: when one
+//!    exists only its servers load (every other file, `--config` too, is
+//!    ignored, and edits are refused).
+//! 2. Otherwise, for two servers of the same **name**, the higher scope
+//!    wins: `--config FILE` (explicit) > local > project > user. Within a
+//!    scope, switchboard's own file beats an imported one (another
+//!    client's), imports rank Claude Code, VS Code, Cursor, Gemini CLI,
+//!    Codex, goose, Claude Desktop, and among `.mcp.json` files the one
+//!    nearer the working directory wins. The loser is reported (info) as
+//!    shadowed.
+//! 3. Two servers of different names with the same **signature** (command
+//!    array or URL) are one server configured twice: one configured by
+//!    hand in a switchboard file beats an imported one; otherwise the
+//!    higher precedence wins. The other is reported as a skipped
+//!    duplicate.
+//! 4. Policies (every allow and deny list read, deny wins) block servers;
+//!    blocked servers are reported with the rule and file that block them.
+//!
+//! A file that cannot be read or parsed is an error diagnostic with its
+//! line and column; everything else still loads.
+
+use std::path::{Path, PathBuf};
+
+use super::diag::Diagnostic;
+use super::dialect::{self, FileLoad, InputSpec};
+use super::expand::Expander;
+use super::locations::Locations;
+use super::model::{Dialect, Scope, ServerConfig};
+use super::policy::Policy;
+
+/// What to read.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct LoadOptions {
+    /// Files given with `--config`, each read in the dialect its name and
+    /// content suggest; they outrank every standard file.
+    pub explicit: Vec<PathBuf>,
+    /// Read only the explicit files (no standard file).
+    pub strict: bool,
+    /// Read only switchboard's own files, not other clients'.
+    pub no_imports: bool,
+}
+
+impl LoadOptions {
+    /// Every standard file, no explicit one.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a `--config FILE`.
+    #[must_use]
+    pub fn with_config(mut self, file: impl Into<PathBuf>) -> Self {
+        self.explicit.push(file.into());
+        self
+    }
+
+    /// Only the explicit files.
+    #[must_use]
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Only switchboard's own files.
+    #[must_use]
+    pub fn no_imports(mut self, no_imports: bool) -> Self {
+        self.no_imports = no_imports;
+        self
+    }
+}
+
+/// Why a configured server is not among [`LoadedConfig::servers`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// A server of the same name with higher precedence won.
+    Shadowed,
+    /// The same server (signature) under another name won.
+    Duplicate,
+    /// A policy blocks it (the message says which rule, in which file).
+    Blocked(String),
+}
+
+/// A configured server that does not run, and why.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Skipped {
+    /// The server as configured.
+    pub server: ServerConfig,
+    /// Why it is left out.
+    pub reason: SkipReason,
+    /// The name of the server kept instead (shadowed, duplicate).
+    pub kept: Option<String>,
+}
+
+/// The result of loading: servers plus everything found on the way.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct LoadedConfig {
+    /// The servers that won, sorted by name, references unexpanded.
+    pub servers: Vec<ServerConfig>,
+    /// Bad files and entries, shadowed and duplicate servers, blocked
+    /// servers, skipped entries, in the order found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Servers left out (shadowed, duplicates, blocked).
+    pub skipped: Vec<Skipped>,
+    /// The merged policy.
+    pub policy: Policy,
+    /// The managed file in force, if any: the only source, and no edits.
+    pub managed: Option<PathBuf>,
+    /// The files that existed and were read.
+    pub files: Vec<PathBuf>,
+    /// VS Code `inputs` declared by the files read.
+    pub inputs: Vec<InputSpec>,
+}
+
+impl LoadedConfig {
+    /// The winning server called `name`.
+    pub fn get(&self, name: &str) -> Option<&ServerConfig> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// Whether any file or entry could not be read.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// A non-interactive [`Expander`] that knows the files' `inputs`; add
+    /// a prompt with [`Expander::with_prompt`].
+    pub fn expander<'a>(&self, locations: &'a Locations) -> Expander<'a> {
+        Expander::new(locations).with_inputs(self.inputs.iter().cloned())
+    }
+}
+
+/// Reads every file `options` and `locations` name and merges them.
+pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
+    let mut loaded = LoadedConfig::default();
+    let mut found: Vec<(usize, ServerConfig)> = Vec::new();
+    let mut disable: Vec<String> = Vec::new();
+
+    // Policies in the managed directory apply whatever else is read.
+    let settings = locations.claude_code_managed_settings();
+    if settings.exists() {
+        read_into(
+            &mut loaded,
+            &settings,
+            Dialect::ClaudeCode,
+            Scope::Managed,
+            locations,
+            &mut found,
+            &mut disable,
+        );
+        found.clear();
+    }
+    for (file, dialect) in locations.managed_files() {
+        if file.exists() {
+            let before = found.len();
+            read_into(
+                &mut loaded,
+                &file,
+                dialect,
+                Scope::Managed,
+                locations,
+                &mut found,
+                &mut disable,
+            );
+            if found.len() > before || dialect == Dialect::ClaudeCode {
+                loaded.managed.get_or_insert(file);
+            }
+        }
+    }
+
+    if let Some(managed) = &loaded.managed {
+        for file in &options.explicit {
+            loaded.diagnostics.push(
+                Diagnostic::warning(format!(
+                    "ignored: the managed file {} is in force and is the only source of servers",
+                    managed.display()
+                ))
+                .in_file(file),
+            );
+        }
+    } else {
+        let mut files: Vec<(PathBuf, Option<Dialect>, Scope)> = options
+            .explicit
+            .iter()
+            .map(|f| (f.clone(), None, Scope::Explicit))
+            .collect();
+        if !options.strict {
+            files.extend(
+                locations
+                    .standard_files()
+                    .into_iter()
+                    .filter(|(_, d, _)| !options.no_imports || *d == Dialect::Switchboard)
+                    .map(|(f, d, s)| (f, Some(d), s)),
+            );
+        }
+        for (file, dialect, scope) in files {
+            if scope == Scope::Explicit && !file.exists() {
+                loaded.diagnostics.push(
+                    Diagnostic::error(
+                        "the file given with --config does not exist; check the path",
+                    )
+                    .in_file(&file),
+                );
+                continue;
+            }
+            if !file.is_file() {
+                continue;
+            }
+            read_into(
+                &mut loaded,
+                &file,
+                dialect.unwrap_or(Dialect::Switchboard),
+                scope,
+                locations,
+                &mut found,
+                &mut disable,
+            );
+        }
+    }
+
+    for (_, s) in &mut found {
+        if s.origin.dialect == Dialect::ClaudeCode && s.enabled && disable.contains(&s.name) {
+            s.enabled = false;
+            loaded.diagnostics.push(
+                Diagnostic::info(
+                    "switched off for this project in ~/.claude.json (disabledMcpServers / disabledMcpjsonServers): loaded as disabled",
+                )
+                .in_file(&s.origin.file)
+                .server(&s.name),
+            );
+        }
+    }
+
+    resolve(&mut loaded, found);
+    loaded
+}
+
+/// Reads one file in a known dialect and scope, without the rest.
+pub fn load_file(
+    locations: &Locations,
+    file: &Path,
+    dialect: Dialect,
+    scope: Scope,
+) -> LoadedConfig {
+    let mut loaded = LoadedConfig::default();
+    let mut found = Vec::new();
+    let mut disable = Vec::new();
+    read_into(
+        &mut loaded,
+        file,
+        dialect,
+        scope,
+        locations,
+        &mut found,
+        &mut disable,
+    );
+    resolve(&mut loaded, found);
+    loaded
+}
+
+fn read_into(
+    loaded: &mut LoadedConfig,
+    file: &Path,
+    dialect: Dialect,
+    scope: Scope,
+    locations: &Locations,
+    found: &mut Vec<(usize, ServerConfig)>,
+    disable: &mut Vec<String>,
+) {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            loaded
+                .diagnostics
+                .push(Diagnostic::error(format!("cannot read the file: {e}")).in_file(file));
+            return;
+        }
+    };
+    let dialect = if scope == Scope::Explicit {
+        dialect::sniff(file, &text)
+    } else {
+        dialect
+    };
+    let FileLoad {
+        servers,
+        diagnostics,
+        inputs,
+        policy,
+        disable: off,
+    } = dialect::parse(file, &text, dialect, scope, locations.project_root());
+    let index = loaded.files.len();
+    loaded.files.push(file.to_path_buf());
+    loaded.diagnostics.extend(diagnostics);
+    loaded.inputs.extend(inputs);
+    loaded.policy.allow.extend(policy.allow);
+    loaded.policy.deny.extend(policy.deny);
+    disable.extend(off);
+    found.extend(servers.into_iter().map(|s| (index, s)));
+}
+
+/// Precedence rank: lower wins. Scope first, then switchboard's own file
+/// before imported ones, then the dialects in a fixed order (Claude Code,
+/// VS Code, Cursor, Gemini CLI, Codex, goose, Claude Desktop), then the
+/// later file read (a nearer `.mcp.json`).
+fn rank(file_index: usize, s: &ServerConfig) -> (Scope, u8, std::cmp::Reverse<usize>) {
+    let dialect = match s.origin.dialect {
+        Dialect::Switchboard => 0,
+        Dialect::ClaudeCode => 1,
+        Dialect::VsCode => 2,
+        Dialect::Cursor => 3,
+        Dialect::Gemini => 4,
+        Dialect::Codex => 5,
+        Dialect::Goose => 6,
+        _ => 7,
+    };
+    (s.origin.scope, dialect, std::cmp::Reverse(file_index))
+}
+
+fn resolve(loaded: &mut LoadedConfig, mut found: Vec<(usize, ServerConfig)>) {
+    found.sort_by_key(|(i, s)| rank(*i, s));
+    // Names: the first of each name wins.
+    let mut winners: Vec<(usize, ServerConfig)> = Vec::new();
+    for (i, s) in found {
+        if let Some((_, kept)) = winners.iter().find(|(_, w)| w.name == s.name) {
+            loaded.diagnostics.push(
+                Diagnostic::info(format!(
+                    "shadowed by `{}` in {} ({:?} scope wins)",
+                    kept.name,
+                    kept.origin.file.display(),
+                    kept.origin.scope
+                ))
+                .in_file(&s.origin.file)
+                .server(&s.name),
+            );
+            let kept = Some(kept.name.clone());
+            loaded.skipped.push(Skipped {
+                server: s,
+                reason: SkipReason::Shadowed,
+                kept,
+            });
+        } else {
+            winners.push((i, s));
+        }
+    }
+    // Signatures: hand-made (switchboard) first, then precedence.
+    winners.sort_by_key(|(i, s)| (s.origin.dialect != Dialect::Switchboard, rank(*i, s)));
+    let mut kept: Vec<ServerConfig> = Vec::new();
+    for (_, s) in winners {
+        let signature = s.signature();
+        if let Some(other) = kept.iter().find(|k| k.signature() == signature) {
+            loaded.diagnostics.push(
+                Diagnostic::info(format!(
+                    "the same server as `{}` in {} ({}); skipped as a duplicate",
+                    other.name,
+                    other.origin.file.display(),
+                    signature
+                ))
+                .in_file(&s.origin.file)
+                .server(&s.name),
+            );
+            let name = Some(other.name.clone());
+            loaded.skipped.push(Skipped {
+                server: s,
+                reason: SkipReason::Duplicate,
+                kept: name,
+            });
+            continue;
+        }
+        if let Err(denied) = loaded.policy.check(&s) {
+            loaded.diagnostics.push(
+                Diagnostic::warning(format!("not started: {}", denied.reason))
+                    .in_file(&s.origin.file)
+                    .server(&s.name),
+            );
+            loaded.skipped.push(Skipped {
+                server: s,
+                reason: SkipReason::Blocked(denied.reason),
+                kept: None,
+            });
+            continue;
+        }
+        kept.push(s);
+    }
+    kept.sort_by(|a, b| a.name.cmp(&b.name));
+    loaded.servers = kept;
+}

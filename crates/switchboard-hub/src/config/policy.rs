@@ -1,0 +1,222 @@
+//! Which servers may run: allow and deny lists matching a server by name,
+//! by command array (a local server) or by URL glob (a remote one). Deny
+//! wins; when any allow list is given, a server must match each one.
+//!
+//! Lists come from switchboard files (`[policy] allow = […]`,
+//! `deny = […]`) and from Claude Code's `managed-settings.json`
+//! (`allowedMcpServers`, `deniedMcpServers`, entries `{"serverName": …}`,
+//! `{"serverCommand": […]}`, `{"serverUrl": "https://*.corp.example/*"}`).
+//! An empty allow list allows nothing.
+
+use std::fmt;
+
+use super::model::{ServerConfig, TransportConfig};
+
+/// One entry of an allow or deny list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rule {
+    /// The server's name, exactly.
+    Name(String),
+    /// A local server's command and arguments, exactly.
+    Command(Vec<String>),
+    /// A remote server's URL; `*` matches any run of characters.
+    Url(String),
+}
+
+impl Rule {
+    /// Whether `server` matches this rule.
+    pub fn matches(&self, server: &ServerConfig) -> bool {
+        match (self, &server.transport) {
+            (Self::Name(name), _) => *name == server.name,
+            (Self::Command(want), TransportConfig::Stdio { command, args, .. }) => {
+                want.first() == Some(command)
+                    && want.len() == args.len() + 1
+                    && want[1..].iter().zip(args).all(|(a, b)| a == b)
+            }
+            (
+                Self::Url(glob),
+                TransportConfig::Http { url, .. } | TransportConfig::WebSocket { url, .. },
+            ) => glob_match(glob, url),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Name(n) => write!(f, "name `{n}`"),
+            Self::Command(c) => write!(f, "command `{}`", c.join(" ")),
+            Self::Url(u) => write!(f, "url `{u}`"),
+        }
+    }
+}
+
+/// Allow and deny lists, merged from every file that gives some.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Each allow list given, with the file that gave it; a server must
+    /// match a rule of each.
+    pub allow: Vec<(String, Vec<Rule>)>,
+    /// Every deny rule, with the file that gave it.
+    pub deny: Vec<(String, Rule)>,
+}
+
+/// Why a server may not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denied {
+    /// Said to the user: the rule or list and the file it is in.
+    pub reason: String,
+}
+
+impl Policy {
+    /// Adds the lists of another source (`source` names its file).
+    pub fn merge(&mut self, source: &str, allow: Option<Vec<Rule>>, deny: Vec<Rule>) {
+        if let Some(allow) = allow {
+            self.allow.push((source.to_owned(), allow));
+        }
+        self.deny
+            .extend(deny.into_iter().map(|r| (source.to_owned(), r)));
+    }
+
+    /// Whether `server` may run; deny wins over allow.
+    ///
+    /// # Errors
+    /// [`Denied`] with the rule that denies it, or the allow list it is
+    /// not on.
+    pub fn check(&self, server: &ServerConfig) -> Result<(), Denied> {
+        if let Some((source, rule)) = self.deny.iter().find(|(_, r)| r.matches(server)) {
+            return Err(Denied {
+                reason: format!("denied by the policy in {source} ({rule})"),
+            });
+        }
+        for (source, rules) in &self.allow {
+            if !rules.iter().any(|r| r.matches(server)) {
+                return Err(Denied {
+                    reason: format!(
+                        "not on the allow list in {source}; ask its administrator to allow it"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `*` matches any run of characters (including none); everything else
+/// matches itself.
+pub(crate) fn glob_match(glob: &str, text: &str) -> bool {
+    let parts: Vec<&str> = glob.split('*').collect();
+    if parts.len() == 1 {
+        return glob == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::config::model::{Dialect, HttpKind, Origin, Scope};
+
+    fn origin() -> Origin {
+        Origin {
+            file: PathBuf::from("/p/switchboard.toml"),
+            dialect: Dialect::Switchboard,
+            scope: Scope::Project,
+        }
+    }
+
+    fn stdio(name: &str, command: &[&str]) -> ServerConfig {
+        ServerConfig::new(
+            name,
+            TransportConfig::Stdio {
+                command: command[0].into(),
+                args: command[1..].iter().map(|s| s.to_string()).collect(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            origin(),
+        )
+    }
+
+    fn remote(name: &str, url: &str) -> ServerConfig {
+        ServerConfig::new(
+            name,
+            TransportConfig::Http {
+                url: url.into(),
+                headers: BTreeMap::new(),
+                kind: HttpKind::Auto,
+            },
+            origin(),
+        )
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(
+            "https://*.corp.example/*",
+            "https://mcp.corp.example/v1"
+        ));
+        assert!(!glob_match(
+            "https://*.corp.example/*",
+            "https://evil.example/corp.example/"
+        ));
+        assert!(glob_match("a*b*c", "abc"));
+        assert!(!glob_match("a*b*c", "acb"));
+        assert!(glob_match("exact", "exact") && !glob_match("exact", "exactly"));
+    }
+
+    #[test]
+    fn deny_wins_over_allow() {
+        let mut policy = Policy::default();
+        policy.merge(
+            "managed.toml",
+            Some(vec![
+                Rule::Name("files".into()),
+                Rule::Url("https://*.corp.example/*".into()),
+            ]),
+            vec![Rule::Command(vec!["npx".into(), "evil".into()])],
+        );
+        assert_eq!(policy.check(&stdio("files", &["npx", "ok"])), Ok(()));
+        let denied = policy.check(&stdio("files", &["npx", "evil"])).unwrap_err();
+        assert!(denied.reason.contains("denied") && denied.reason.contains("managed.toml"));
+        assert!(
+            policy
+                .check(&remote("docs", "https://mcp.corp.example/mcp"))
+                .is_ok()
+        );
+        let off_list = policy
+            .check(&remote("docs", "https://other.example/mcp"))
+            .unwrap_err();
+        assert!(off_list.reason.contains("not on the allow list"));
+        // A command rule matches the whole array, not a prefix.
+        assert!(policy.check(&stdio("x", &["npx", "evil", "more"])).is_err());
+        assert!(
+            !Rule::Command(vec!["npx".into(), "evil".into()])
+                .matches(&stdio("x", &["npx", "evil", "more"]))
+        );
+    }
+
+    #[test]
+    fn an_empty_allow_list_allows_nothing_and_no_list_allows_all() {
+        let mut policy = Policy::default();
+        assert!(policy.check(&stdio("a", &["x"])).is_ok());
+        policy.merge("m", Some(vec![]), vec![]);
+        assert!(policy.check(&stdio("a", &["x"])).is_err());
+    }
+}

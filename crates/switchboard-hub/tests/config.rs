@@ -1,0 +1,754 @@
+//! The config loader over fixture files modelled on each client's real
+//! format: every dialect loads to the same normalized servers; precedence,
+//! duplicates, policies, bad files, expansion and edits, each in a
+//! throwaway home and project (the real home is never read).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use switchboard_hub::config::{
+    Dialect, EditError, HttpKind, LoadOptions, Locations, Origin, Scope, ServerConfig, Severity,
+    SkipReason, ToolFilter, TransportConfig, add_server, load, load_file, remove_server,
+    set_enabled,
+};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "switchboard-config-{name}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Canonical, so paths compare equal to what the loader computes.
+        Self(dir.canonicalize().unwrap())
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.0.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn fixture(rel: &str) -> String {
+    std::fs::read_to_string(fixtures().join(rel)).unwrap()
+}
+
+fn dummy_origin() -> Origin {
+    Origin {
+        file: PathBuf::new(),
+        dialect: Dialect::Switchboard,
+        scope: Scope::User,
+    }
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The three servers every fixture describes, as far as `dialect` can say
+/// them (what a format has no key for is left at its default).
+fn expected(dialect: Dialect) -> Vec<ServerConfig> {
+    use Dialect::*;
+    let mut files = ServerConfig::new(
+        "files",
+        TransportConfig::Stdio {
+            command: "npx".into(),
+            args: strings(&["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"]),
+            env: BTreeMap::from([
+                ("API_KEY".into(), "${API_KEY}".into()),
+                ("LOG_LEVEL".into(), "debug".into()),
+            ]),
+            cwd: None,
+        },
+        dummy_origin(),
+    );
+    if matches!(dialect, Switchboard | Codex | Gemini | Goose) {
+        files.request_timeout = Some(Duration::from_secs(30));
+    }
+    let docs = ServerConfig::new(
+        "docs",
+        TransportConfig::Http {
+            url: "https://mcp.example.com/mcp".into(),
+            headers: BTreeMap::from([("Authorization".into(), "Bearer ${DOCS_TOKEN}".into())]),
+            // VS Code's "http" and Cursor's bare url try Streamable HTTP,
+            // then fall back to SSE.
+            kind: if matches!(dialect, VsCode | Cursor) {
+                HttpKind::Auto
+            } else {
+                HttpKind::Streamable
+            },
+        },
+        dummy_origin(),
+    );
+    let mut legacy = ServerConfig::new(
+        "legacy",
+        TransportConfig::Stdio {
+            command: "uvx".into(),
+            args: strings(&["legacy-server"]),
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        dummy_origin(),
+    );
+    if matches!(dialect, Switchboard | Codex | Gemini | Goose) {
+        legacy.enabled = false;
+        legacy.tools = ToolFilter {
+            include: strings(&["read_*"]),
+            exclude: if dialect == Goose {
+                vec![] // goose has available_tools only
+            } else {
+                strings(&["delete_*"])
+            },
+        };
+    }
+    let mut servers = vec![docs, files, legacy];
+    if dialect == ClaudeDesktop {
+        servers.remove(0); // Claude Desktop's file holds local servers only
+    }
+    servers
+}
+
+fn without_origin(mut servers: Vec<ServerConfig>) -> Vec<ServerConfig> {
+    for s in &mut servers {
+        s.origin = dummy_origin();
+    }
+    servers
+}
+
+#[test]
+fn every_dialect_loads_the_same_servers() {
+    let cases = [
+        ("switchboard/switchboard.toml", Dialect::Switchboard),
+        ("claude-code/.mcp.json", Dialect::ClaudeCode),
+        (
+            "claude-desktop/claude_desktop_config.json",
+            Dialect::ClaudeDesktop,
+        ),
+        ("vscode/mcp.json", Dialect::VsCode),
+        ("cursor/mcp.json", Dialect::Cursor),
+        ("codex/config.toml", Dialect::Codex),
+        ("gemini/settings.json", Dialect::Gemini),
+        ("goose/config.yaml", Dialect::Goose),
+    ];
+    let locations = Locations::new("/nonexistent-home", "/nonexistent-project");
+    for (rel, dialect) in cases {
+        let file = fixtures().join(rel);
+        let loaded = load_file(&locations, &file, dialect, Scope::User);
+        let errors: Vec<String> = loaded
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity >= Severity::Warning)
+            .map(ToString::to_string)
+            .collect();
+        assert!(errors.is_empty(), "{rel}: {errors:#?}");
+        for s in &loaded.servers {
+            assert_eq!(s.origin.file, file, "{rel}");
+            assert_eq!(s.origin.dialect, dialect, "{rel}");
+        }
+        assert_eq!(
+            without_origin(loaded.servers),
+            expected(dialect),
+            "{rel} ({dialect:?})"
+        );
+    }
+}
+
+#[test]
+fn goose_builtins_are_skipped_and_said_so() {
+    let locations = Locations::new("/h", "/p");
+    let loaded = load_file(
+        &locations,
+        &fixtures().join("goose/config.yaml"),
+        Dialect::Goose,
+        Scope::User,
+    );
+    assert!(loaded.get("developer").is_none());
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Info
+                && d.server.as_deref() == Some("developer")
+                && d.message.contains("built-in"))
+    );
+}
+
+/// A home and a project (a git checkout with a subdirectory as cwd).
+struct World {
+    home: TempDir,
+    project: TempDir,
+    managed: TempDir,
+}
+
+impl World {
+    fn new(name: &str) -> Self {
+        let w = Self {
+            home: TempDir::new(&format!("{name}-home")),
+            project: TempDir::new(&format!("{name}-project")),
+            managed: TempDir::new(&format!("{name}-managed")),
+        };
+        std::fs::create_dir_all(w.project.path().join(".git")).unwrap();
+        std::fs::create_dir_all(w.project.path().join("sub")).unwrap();
+        w
+    }
+
+    fn locations(&self) -> Locations {
+        Locations::new(self.home.path(), self.project.path().join("sub"))
+            .with_os(switchboard_hub::config::Os::Linux)
+            .with_managed_dir(self.managed.path())
+    }
+}
+
+fn command_of(s: &ServerConfig) -> String {
+    match &s.transport {
+        TransportConfig::Stdio { command, .. } => command.clone(),
+        TransportConfig::Http { url, .. } | TransportConfig::WebSocket { url, .. } => url.clone(),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn precedence_is_explicit_then_local_then_project_then_user() {
+    let w = World::new("precedence");
+    let root = w.project.path().to_string_lossy().into_owned();
+    w.home.write(
+        ".config/switchboard/config.toml",
+        "[servers.a]\ncommand = \"a-user\"\n[servers.b]\ncommand = \"b-user\"\n[servers.c]\ncommand = \"c-user\"\n[servers.d]\ncommand = \"d-user\"\n",
+    );
+    w.project.write(
+        "switchboard.toml",
+        "[servers.b]\ncommand = \"b-project\"\n[servers.c]\ncommand = \"c-project\"\n[servers.d]\ncommand = \"d-project\"\n",
+    );
+    w.project.write(
+        "switchboard.local.toml",
+        "[servers.c]\ncommand = \"c-local\"\n[servers.d]\ncommand = \"d-local\"\n",
+    );
+    let explicit = w.home.write(
+        "elsewhere/extra.toml",
+        "[servers.d]\ncommand = \"d-explicit\"\n",
+    );
+    // Claude Code: ~/.claude.json local section, and .mcp.json in the
+    // project root and in the working directory (nearer wins).
+    w.home.write(
+        ".claude.json",
+        &fixture("claude-code/claude.json").replace("@PROJECT@", &root),
+    );
+    w.project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"e": {"command": "e-root"}, "f": {"command": "f-root"}}}"#,
+    );
+    w.project.write(
+        "sub/.mcp.json",
+        r#"{"mcpServers": {"f": {"command": "f-sub"}}}"#,
+    );
+    // An imported project server named like a switchboard project server.
+    w.project.write(
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {"b": {"command": "b-cursor"}}}"#,
+    );
+
+    let options = LoadOptions::new().with_config(&explicit);
+    let loaded = load(&w.locations(), &options);
+    assert!(!loaded.has_errors(), "{:#?}", loaded.diagnostics);
+    let winners: BTreeMap<&str, String> = loaded
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), command_of(s)))
+        .collect();
+    assert_eq!(winners["a"], "a-user");
+    assert_eq!(
+        winners["b"], "b-project",
+        "switchboard beats an import of the same scope"
+    );
+    assert_eq!(winners["c"], "c-local");
+    assert_eq!(winners["d"], "d-explicit", "--config wins");
+    assert_eq!(winners["e"], "e-root");
+    assert_eq!(winners["f"], "f-sub", "the nearer .mcp.json wins");
+    assert_eq!(winners["local-db"], "db-mcp");
+    assert_eq!(loaded.get("local-db").unwrap().origin.scope, Scope::Local);
+    assert_eq!(
+        winners["user-search"], "https://search.example.com/sse",
+        "~/.claude.json user servers"
+    );
+    assert!(
+        loaded.get("elsewhere").is_none(),
+        "another project's section"
+    );
+    // Every loser is reported as shadowed.
+    let shadowed: Vec<String> = loaded
+        .skipped
+        .iter()
+        .filter(|s| s.reason == SkipReason::Shadowed)
+        .map(|s| command_of(&s.server))
+        .collect();
+    for loser in [
+        "b-user",
+        "b-cursor",
+        "c-user",
+        "c-project",
+        "d-user",
+        "d-project",
+        "d-local",
+        "f-root",
+    ] {
+        assert!(
+            shadowed.contains(&loser.to_string()),
+            "{loser} in {shadowed:?}"
+        );
+    }
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.server.as_deref() == Some("b") && d.message.contains("shadowed"))
+    );
+
+    // Without --config the local file wins d; strict reads --config only.
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    assert_eq!(command_of(loaded.get("d").unwrap()), "d-local");
+    let loaded = load(
+        &w.locations(),
+        &LoadOptions::new().with_config(&explicit).strict(true),
+    );
+    assert_eq!(loaded.servers.len(), 1);
+    assert_eq!(loaded.servers[0].origin.scope, Scope::Explicit);
+}
+
+#[test]
+fn claude_json_switches_off_mcp_json_servers_for_its_project() {
+    let w = World::new("claude-off");
+    let root = w.project.path().to_string_lossy().into_owned();
+    w.home.write(
+        ".claude.json",
+        &fixture("claude-code/claude.json").replace("@PROJECT@", &root),
+    );
+    w.project
+        .write(".mcp.json", &fixture("claude-code/.mcp.json"));
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    assert!(!loaded.get("legacy").unwrap().enabled);
+    assert!(loaded.get("files").unwrap().enabled);
+}
+
+#[test]
+fn a_vscode_shaped_file_where_mcp_servers_was_expected_is_reported() {
+    let w = World::new("shape");
+    w.project
+        .write(".mcp.json", &fixture("bad/vscode-shaped.mcp.json"));
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    assert!(loaded.servers.is_empty());
+    let d = loaded
+        .diagnostics
+        .iter()
+        .find(|d| d.is_error())
+        .expect("an error, not a silently empty file");
+    let text = d.to_string();
+    assert!(
+        text.contains(".mcp.json:2:")
+            && text.contains("`servers`")
+            && text.contains("`mcpServers`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_files_name_file_line_and_column_and_the_rest_still_loads() {
+    let w = World::new("bad");
+    w.project
+        .write(".mcp.json", &fixture("bad/syntax.mcp.json"));
+    w.project
+        .write("switchboard.toml", &fixture("bad/syntax.toml"));
+    w.home
+        .write(".config/goose/config.yaml", &fixture("bad/syntax.yaml"));
+    w.home
+        .write(".cursor/mcp.json", &fixture("bad/entry.mcp.json"));
+    w.home.write(
+        ".config/switchboard/config.toml",
+        &fixture("bad/timeout.toml"),
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    let errors: Vec<String> = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(ToString::to_string)
+        .collect();
+    let find = |needle: &str| {
+        errors
+            .iter()
+            .find(|e| e.contains(needle))
+            .unwrap_or_else(|| panic!("no error with {needle:?} in {errors:#?}"))
+    };
+    // JSON: the missing comma is noticed at the next key, line 5.
+    assert!(find(".mcp.json:5:").contains("not valid JSON"));
+    // TOML: the unclosed array, line 3 or 4.
+    let toml = find("switchboard.toml:");
+    assert!(
+        toml.contains("not valid TOML") && (toml.contains(":3:") || toml.contains(":4:")),
+        "{toml}"
+    );
+    let yaml = find("config.yaml:");
+    assert!(
+        yaml.contains("not valid YAML") && (yaml.contains(":4:") || yaml.contains(":5:")),
+        "{yaml}"
+    );
+    // A bad entry: file, line of the key, server, key and what is wrong.
+    let entry = find("server `broken`");
+    assert!(
+        entry.contains("cursor/mcp.json:8:")
+            && entry.contains("key `args`")
+            && entry.contains("expected an array of strings"),
+        "{entry}"
+    );
+    let timeout = find("server `slow`");
+    assert!(
+        timeout.contains(":3:") && timeout.contains("\"30s\""),
+        "{timeout}"
+    );
+    // …and the good servers of those files still load.
+    for name in ["good", "also-good", "fine"] {
+        assert!(loaded.get(name).is_some(), "{name}");
+    }
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+}
+
+#[test]
+fn duplicates_by_signature_keep_the_hand_configured_one() {
+    let w = World::new("dups");
+    w.home.write(
+        ".config/switchboard/config.toml",
+        "[servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/srv/data\"]\n",
+    );
+    // Imported under other names, in a higher scope.
+    w.project
+        .write(".mcp.json", &fixture("claude-code/.mcp.json"));
+    w.project.write(
+        ".vscode/mcp.json",
+        r#"{"servers": {"docs-again": {"type": "http", "url": "https://mcp.example.com/mcp"}}}"#,
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    assert!(loaded.get("fs").is_some());
+    assert!(
+        loaded.get("files").is_none(),
+        "the imported duplicate is skipped"
+    );
+    assert!(loaded.get("docs").is_some());
+    assert!(loaded.get("docs-again").is_none());
+    let files = loaded
+        .skipped
+        .iter()
+        .find(|s| s.server.name == "files")
+        .unwrap();
+    assert_eq!(files.reason, SkipReason::Duplicate);
+    assert_eq!(files.kept.as_deref(), Some("fs"));
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.server.as_deref() == Some("files")
+                && d.message.contains("duplicate")
+                && d.message.contains("`fs`"))
+    );
+    // Between two imports of the same scope, Claude Code's is kept.
+    assert!(
+        loaded
+            .skipped
+            .iter()
+            .any(|s| s.server.name == "docs-again" && s.kept.as_deref() == Some("docs"))
+    );
+}
+
+#[test]
+fn policies_deny_wins_and_blocked_servers_are_reported() {
+    let w = World::new("policy");
+    w.managed.write(
+        "managed-settings.json",
+        r#"{"allowedMcpServers": [{"serverName": "files"}, {"serverUrl": "https://*.example.com/*"}, {"serverCommand": ["uvx", "legacy-server"]}],
+            "deniedMcpServers": [{"serverName": "legacy"}]}"#,
+    );
+    w.project
+        .write(".mcp.json", &fixture("claude-code/.mcp.json"));
+    w.project.write(
+        "switchboard.toml",
+        "[servers.other]\ncommand = \"other\"\n[policy]\ndeny = [{ url = \"https://mcp.example.com/*\" }]\n",
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    assert!(loaded.managed.is_none(), "settings alone are not exclusive");
+    let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["files"]);
+    let reason = |name: &str| match &loaded
+        .skipped
+        .iter()
+        .find(|s| s.server.name == name)
+        .unwrap()
+        .reason
+    {
+        SkipReason::Blocked(r) => r.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        reason("legacy").contains("denied"),
+        "deny wins over the allowed command"
+    );
+    assert!(
+        reason("docs").contains("switchboard.toml"),
+        "denied by the project's own policy"
+    );
+    assert!(reason("other").contains("not on the allow list"));
+}
+
+#[test]
+fn a_managed_file_is_exclusive_and_refuses_edits() {
+    let w = World::new("managed");
+    w.managed.write(
+        "managed-mcp.json",
+        r#"{"mcpServers": {"corp": {"type": "http", "url": "https://mcp.corp.example/mcp"}}}"#,
+    );
+    w.project
+        .write(".mcp.json", &fixture("claude-code/.mcp.json"));
+    let extra = w
+        .home
+        .write("x.toml", "[servers.mine]\ncommand = \"mine\"\n");
+    let locations = w.locations();
+    let loaded = load(&locations, &LoadOptions::new().with_config(&extra));
+    let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["corp"]);
+    assert_eq!(loaded.servers[0].origin.scope, Scope::Managed);
+    assert!(loaded.managed.is_some());
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.file.as_deref() == Some(&*extra) && d.message.contains("managed"))
+    );
+
+    let target = w.project.path().join("switchboard.toml");
+    let server = ServerConfig::new(
+        "new",
+        TransportConfig::Stdio {
+            command: "x".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        dummy_origin(),
+    );
+    let err = add_server(&locations, &target, Dialect::Switchboard, &server).unwrap_err();
+    assert!(matches!(err, EditError::Managed { .. }));
+    let message = err.to_string();
+    assert!(
+        message.contains("managed-mcp.json") && message.contains("exclusive control"),
+        "{message}"
+    );
+    assert!(remove_server(&locations, &target, Dialect::Switchboard, "corp").is_err());
+    assert!(!target.exists());
+}
+
+#[test]
+fn loaded_configs_keep_references_and_expansion_warns_about_unset_ones() {
+    let w = World::new("expand");
+    w.project
+        .write("switchboard.toml", &fixture("switchboard/switchboard.toml"));
+    let locations = w.locations().with_var("API_KEY", "sk-files");
+    let loaded = load(&locations, &LoadOptions::new());
+    let files = loaded.get("files").unwrap();
+    let listing = format!("{files:?}");
+    assert!(!listing.contains("sk-files"));
+    let mut expander = loaded.expander(&locations);
+    let runnable = expander.expand(files).unwrap();
+    match &runnable.config.transport {
+        TransportConfig::Stdio { env, .. } => assert_eq!(env["API_KEY"], "sk-files"),
+        _ => unreachable!(),
+    }
+    assert!(runnable.warnings.is_empty());
+    let docs = expander.expand(loaded.get("docs").unwrap()).unwrap();
+    assert_eq!(docs.warnings.len(), 1);
+    let w0 = docs.warnings[0].to_string();
+    assert!(
+        w0.contains("switchboard.toml")
+            && w0.contains("key `headers.Authorization`")
+            && w0.contains("DOCS_TOKEN"),
+        "{w0}"
+    );
+}
+
+#[test]
+fn vscode_inputs_are_prompted_once_with_the_files_description() {
+    let locations = Locations::new("/h", "/p");
+    let loaded = load_file(
+        &locations,
+        &fixtures().join("vscode/inputs.json"),
+        Dialect::VsCode,
+        Scope::Project,
+    );
+    assert_eq!(loaded.inputs.len(), 1);
+    let mut non_interactive = loaded.expander(&locations);
+    let err = non_interactive
+        .expand(loaded.get("perplexity").unwrap())
+        .unwrap_err();
+    assert!(err.to_string().contains("input:api-key"), "{err}");
+
+    let mut prompts = Vec::new();
+    let mut expander = loaded.expander(&locations).with_prompt(|spec| {
+        prompts.push((spec.description.clone(), spec.password));
+        Ok("pplx-123".into())
+    });
+    for name in ["perplexity", "perplexity-too"] {
+        let runnable = expander.expand(loaded.get(name).unwrap()).unwrap();
+        match &runnable.config.transport {
+            TransportConfig::Stdio { env, .. } => {
+                assert_eq!(env["PERPLEXITY_API_KEY"], "pplx-123");
+            }
+            _ => unreachable!(),
+        }
+    }
+    drop(expander);
+    assert_eq!(prompts, [("Perplexity API Key".to_string(), true)]);
+}
+
+const COMMENTED: &str = r#"# My servers. Keep this comment.
+[servers.files]   # the file server
+command = "npx"
+args = [
+    "-y",   # non-interactive
+    "@modelcontextprotocol/server-filesystem",
+]
+
+# Remote one.
+[servers.docs]
+url = "https://mcp.example.com/mcp"
+"#;
+
+#[test]
+fn toml_edits_keep_comments_and_formatting() {
+    let w = World::new("edit-toml");
+    let locations = w.locations();
+    let file = w.project.write("switchboard.toml", COMMENTED);
+    let loaded = load_file(
+        &locations,
+        &fixtures().join("switchboard/switchboard.toml"),
+        Dialect::Switchboard,
+        Scope::User,
+    );
+    let legacy = loaded.get("legacy").unwrap();
+    add_server(&locations, &file, Dialect::Switchboard, legacy).unwrap();
+    let after_add = std::fs::read_to_string(&file).unwrap();
+    assert!(after_add.starts_with(COMMENTED), "{after_add}");
+    // What was added reads back as the same server.
+    let reread = load_file(&locations, &file, Dialect::Switchboard, Scope::Project);
+    let mut back = reread.get("legacy").unwrap().clone();
+    back.origin = legacy.origin.clone();
+    assert_eq!(&back, legacy);
+    assert!(matches!(
+        add_server(&locations, &file, Dialect::Switchboard, legacy),
+        Err(EditError::Exists { .. })
+    ));
+
+    set_enabled(&locations, &file, Dialect::Switchboard, "files", false).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("[servers.files]   # the file server\n"),
+        "{text}"
+    );
+    assert!(text.contains("\"-y\",   # non-interactive"), "{text}");
+    let reread = load_file(&locations, &file, Dialect::Switchboard, Scope::Project);
+    assert!(!reread.get("files").unwrap().enabled);
+    set_enabled(&locations, &file, Dialect::Switchboard, "files", true).unwrap();
+    remove_server(&locations, &file, Dialect::Switchboard, "legacy").unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), COMMENTED);
+    assert!(matches!(
+        remove_server(&locations, &file, Dialect::Switchboard, "legacy"),
+        Err(EditError::NotFound { .. })
+    ));
+    // No temporary file is left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(w.project.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn json_edits_keep_key_order_and_round_trip() {
+    let w = World::new("edit-json");
+    let locations = w.locations();
+    let file = w.project.write(
+        ".mcp.json",
+        "{\n  \"zeta\": 1,\n  \"mcpServers\": {\n    \"z\": {\"command\": \"z\"},\n    \"a\": {\"command\": \"a\"}\n  },\n  \"alpha\": 2\n}\n",
+    );
+    let source = load_file(
+        &locations,
+        &fixtures().join("claude-code/.mcp.json"),
+        Dialect::ClaudeCode,
+        Scope::Project,
+    );
+    let docs = source.get("docs").unwrap();
+    add_server(&locations, &file, Dialect::ClaudeCode, docs).unwrap();
+    set_enabled(&locations, &file, Dialect::ClaudeCode, "z", false).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let keys = |t: &str| -> Vec<usize> {
+        [
+            "\"zeta\"",
+            "\"mcpServers\"",
+            "\"z\"",
+            "\"a\"",
+            "\"docs\"",
+            "\"alpha\"",
+        ]
+        .iter()
+        .map(|k| t.find(k).unwrap_or_else(|| panic!("{k} in {t}")))
+        .collect()
+    };
+    let at = keys(&text);
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "order kept: {text}");
+    let reread = load_file(&locations, &file, Dialect::ClaudeCode, Scope::Project);
+    assert!(!reread.get("z").unwrap().enabled);
+    let mut back = reread.get("docs").unwrap().clone();
+    back.origin = docs.origin.clone();
+    assert_eq!(&back, docs);
+
+    // Gemini switches servers off through mcp.excluded.
+    let gemini = w
+        .home
+        .write(".gemini/settings.json", &fixture("gemini/settings.json"));
+    set_enabled(&locations, &gemini, Dialect::Gemini, "legacy", true).unwrap();
+    set_enabled(&locations, &gemini, Dialect::Gemini, "files", false).unwrap();
+    let reread = load_file(&locations, &gemini, Dialect::Gemini, Scope::User);
+    assert!(reread.get("legacy").unwrap().enabled);
+    assert!(!reread.get("files").unwrap().enabled);
+
+    // Codex and goose files are not edited.
+    let codex = w
+        .home
+        .write(".codex/config.toml", &fixture("codex/config.toml"));
+    let err = remove_server(&locations, &codex, Dialect::Codex, "files").unwrap_err();
+    assert!(matches!(err, EditError::Unsupported { .. }), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&codex).unwrap(),
+        fixture("codex/config.toml")
+    );
+}
