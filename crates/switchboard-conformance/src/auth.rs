@@ -1,7 +1,9 @@
 //! The `auth/*` scenarios that use the authorization code flow: the
-//! transport gets an interactive OAuth provider whose "browser" follows the
-//! authorization endpoint's redirect itself (the suite's authorization
-//! server redirects straight back with a code, no user involved).
+//! transport gets an interactive OAuth provider whose "browser" is the
+//! library's `RedirectAgent`, which reads the authorization endpoint's
+//! redirect itself (the suite's authorization server redirects straight
+//! back with a code, no user involved). `auth/dpop` and `auth/dpop-nonce`
+//! are the same flow with a DPoP key.
 //!
 //! Everything else is the library as an application would configure it: a
 //! client name and loopback redirect URI, a Client ID Metadata Document URL
@@ -15,16 +17,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use switchboard::Error;
-use switchboard::auth::flow::{
-    AuthorizationRequest, Authorizer, OAuthConfig, OAuthError, OAuthFlow,
-};
+use switchboard::auth::dpop::DpopKey;
+use switchboard::auth::flow::{OAuthConfig, OAuthFlow, RedirectAgent};
 use switchboard::auth::provider::OAuthProvider;
 use switchboard::auth::store::{
     CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials,
 };
-use switchboard::transport::BoxFuture;
 use switchboard::transport::http::HttpConfig;
-use url::Url;
 
 /// Where the authorization server sends the user back; nothing listens
 /// there, the redirect is read from the authorization endpoint's answer.
@@ -62,56 +61,19 @@ pub(crate) async fn configure(
             .map(Secret::new);
         oauth = oauth.pre_registered(client_id, secret);
     }
-    let flow = OAuthFlow::new(oauth).map_err(|e| Error::Config {
-        setting: "oauth",
-        reason: e.to_string(),
-    })?;
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| Error::Config {
-            setting: "oauth",
-            reason: format!("cannot build the HTTP client: {e}"),
-        })?;
-    let provider = OAuthProvider::interactive(flow, url, Arc::new(FollowRedirect { http }));
+    if matches!(scenario, "auth/dpop" | "auth/dpop-nonce") {
+        oauth = oauth.dpop(DpopKey::generate().map_err(config_error)?);
+    }
+    let flow = OAuthFlow::new(oauth).map_err(config_error)?;
+    let agent = RedirectAgent::new().map_err(config_error)?;
+    let provider = OAuthProvider::interactive(flow, url, Arc::new(agent));
     Ok(config.auth(Arc::new(provider)))
 }
 
-/// A user agent that opens the authorization URL and stops at the first
-/// redirect, which is the authorization response.
-#[derive(Debug)]
-struct FollowRedirect {
-    http: reqwest::Client,
-}
-
-impl Authorizer for FollowRedirect {
-    fn authorize<'a>(
-        &'a self,
-        request: &'a AuthorizationRequest,
-    ) -> BoxFuture<'a, Result<Url, OAuthError>> {
-        Box::pin(async move {
-            let failed = |detail: String| OAuthError::Interaction(detail.into());
-            let response = self
-                .http
-                .get(request.authorization_url.clone())
-                .send()
-                .await
-                .map_err(|e| OAuthError::Interaction(Box::new(e.without_url())))?;
-            let status = response.status();
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| {
-                    failed(format!(
-                        "the authorization endpoint answered {status} without redirecting back"
-                    ))
-                })?;
-            request
-                .authorization_url
-                .join(location)
-                .map_err(|e| failed(format!("the redirect back is not a URL: {e}")))
-        })
+fn config_error(e: impl std::fmt::Display) -> Error {
+    Error::Config {
+        setting: "oauth",
+        reason: e.to_string(),
     }
 }
 

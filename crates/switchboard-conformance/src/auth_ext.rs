@@ -1,6 +1,8 @@
-//! The extension `auth/*` scenarios: client credentials (`client_secret_basic`,
-//! `private_key_jwt`), enterprise-managed authorization (cross-app access),
-//! DPoP (with and without nonces) and workload identity (JWT bearer).
+//! The extension `auth/*` scenarios without a user: client credentials
+//! (`client_secret_basic`, `private_key_jwt`), enterprise-managed
+//! authorization (cross-app access) and workload identity (JWT bearer).
+//! DPoP (`auth/dpop`, `auth/dpop-nonce`) is the authorization code flow
+//! with a key, in [`crate::auth`].
 //!
 //! Each is a library grant behind a `GrantProvider`, configured from what
 //! the suite hands over in `MCP_CONFORMANCE_CONTEXT`, as an application
@@ -11,10 +13,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchboard::Error;
 use switchboard::auth::client_credentials::ClientCredentials;
-use switchboard::auth::code_grant::{AuthorizationCode, RedirectAgent};
-use switchboard::auth::dpop::DpopKey;
 use switchboard::auth::enterprise::{EnterpriseGrant, IdentityProvider};
-use switchboard::auth::grant::{ClientAuth, Grant, GrantProvider, GrantProviderBuilder};
+use switchboard::auth::grant::{ClientAuth, Grant, GrantProvider};
 use switchboard::auth::jwt::{JwtAlgorithm, JwtSigner};
 use switchboard::auth::jwt_bearer::JwtBearer;
 use switchboard::auth::store::Secret;
@@ -31,8 +31,6 @@ pub(crate) fn handles(scenario: &str) -> bool {
             | "auth/cross-app-access-complete-flow"
             | "auth/enterprise-managed-authorization"
             | "auth/wif-jwt-bearer"
-            | "auth/dpop"
-            | "auth/dpop-nonce"
     )
 }
 
@@ -96,28 +94,13 @@ pub(crate) async fn configure(
             }
             provider(url, grant)
         }
-        "auth/dpop" | "auth/dpop-nonce" => {
-            // The suite's authorization server redirects straight back.
-            let agent = RedirectAgent::new().map_err(|e| config_error(e.to_string()))?;
-            let grant = AuthorizationCode::new(
-                "switchboard-conformance",
-                "http://127.0.0.1:1/callback",
-                agent,
-            );
-            let key = DpopKey::generate().map_err(|e| config_error(e.to_string()))?;
-            build(GrantProvider::builder(url, grant).dpop(key))
-        }
         _ => return Ok(config),
     }?;
     Ok(config.auth(Arc::new(provider)))
 }
 
 fn provider(url: &str, grant: impl Grant) -> Result<GrantProvider, Error> {
-    build(GrantProvider::builder(url, grant))
-}
-
-fn build(builder: GrantProviderBuilder) -> Result<GrantProvider, Error> {
-    builder
+    GrantProvider::builder(url, grant)
         // The suite's servers listen on http://localhost.
         .allow_http_loopback(true)
         .build()

@@ -18,18 +18,26 @@
 //! before it is fetched, and the HTTP client follows no redirect.
 //! oauth2 5.0 speaks reqwest 0.12 and this crate 0.13, so `oauth2` supplies
 //! only the PKCE verifier and the `state` value; the token requests go
-//! through this crate's reqwest.
+//! through [`super::grant`]'s, the one token request of every grant.
+//!
+//! With a DPoP key ([`OAuthConfig::dpop`], RFC 9449) the authorization
+//! request carries the key's `dpop_jkt`, the code exchange and every refresh
+//! a proof, and a `DPoP` token is stored with its type, so that an
+//! [`OAuthProvider`](super::provider::OAuthProvider) sends it as
+//! `Authorization: DPoP …` with a fresh proof per request.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use base64::Engine as _;
 use oauth2::{CsrfToken, PkceCodeChallenge};
 use serde::Deserialize;
 use url::Url;
 
+use super::dpop::{self, DpopKey};
+use super::grant::{self, ClientAuth, GrantError, TokenSet, shown};
+use super::jwt::JwtError;
 use super::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
 };
@@ -37,10 +45,6 @@ use super::ssrf::{SsrfError, UrlGuard};
 use super::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
 use crate::transport::BoxFuture;
 
-/// Largest metadata, registration or token response read.
-const MAX_RESPONSE: usize = 1024 * 1024;
-/// Per request to an authorization server or metadata URL.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long before expiry an access token is refreshed.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// Where the token endpoint is remembered in [`StoredCredentials::extra`].
@@ -78,6 +82,23 @@ impl TokenAuthMethod {
         }
     }
 
+    /// How a token request authenticates `client_id` with this method: a
+    /// secret-based method without a secret sends the id alone.
+    fn client_auth(self, client_id: &str, secret: Option<&Secret>) -> ClientAuth {
+        let client_id = client_id.to_owned();
+        match (self, secret) {
+            (Self::ClientSecretBasic, Some(secret)) => ClientAuth::SecretBasic {
+                client_id,
+                secret: secret.clone(),
+            },
+            (Self::ClientSecretPost, Some(secret)) => ClientAuth::SecretPost {
+                client_id,
+                secret: secret.clone(),
+            },
+            _ => ClientAuth::None { client_id },
+        }
+    }
+
     /// The method for a client with or without a secret, among those the
     /// server supports (RFC 8414: absent means `client_secret_basic`).
     fn choose(has_secret: bool, supported: Option<&[String]>) -> Self {
@@ -106,6 +127,7 @@ pub struct OAuthConfig {
     pub(crate) allow_http_loopback: bool,
     pub(crate) allow_hosts: Vec<String>,
     pub(crate) store: Arc<dyn CredentialStore>,
+    pub(crate) dpop: Option<DpopKey>,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -122,6 +144,7 @@ impl fmt::Debug for OAuthConfig {
             .field("allow_http_loopback", &self.allow_http_loopback)
             .field("allow_hosts", &self.allow_hosts)
             .field("store", &self.store)
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -143,6 +166,7 @@ impl OAuthConfig {
             allow_http_loopback: false,
             allow_hosts: Vec::new(),
             store,
+            dpop: None,
         }
     }
 
@@ -177,6 +201,16 @@ impl OAuthConfig {
     /// issuer's own (see [`UrlGuard`]); bare host names or IP addresses.
     pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
         self.allow_hosts.extend(hosts);
+        self
+    }
+
+    /// Binds the tokens to `key` (DPoP, RFC 9449): the authorization
+    /// request names the key (`dpop_jkt`), the code exchange and refreshes
+    /// carry proofs (retried once with the server's nonce on
+    /// `use_dpop_nonce`), and a `DPoP` token is sent with a fresh proof per
+    /// request.
+    pub fn dpop(mut self, key: DpopKey) -> Self {
+        self.dpop = Some(key);
         self
     }
 }
@@ -230,6 +264,58 @@ pub trait Authorizer: Send + Sync + 'static {
         &'a self,
         request: &'a AuthorizationRequest,
     ) -> BoxFuture<'a, Result<Url, OAuthError>>;
+}
+
+/// An [`Authorizer`] for authorization servers that answer without a user
+/// (consent given beforehand, test and conformance servers): it GETs the
+/// authorization URL and returns where the redirect points, without
+/// following it.
+#[derive(Debug, Clone)]
+pub struct RedirectAgent {
+    http: reqwest::Client,
+}
+
+impl RedirectAgent {
+    /// An agent with its own HTTP client, which follows no redirect.
+    ///
+    /// # Errors
+    /// [`OAuthError::Config`] if the HTTP client cannot be built.
+    pub fn new() -> Result<Self, OAuthError> {
+        Ok(Self {
+            http: http_client()?,
+        })
+    }
+}
+
+impl Authorizer for RedirectAgent {
+    fn authorize<'a>(
+        &'a self,
+        request: &'a AuthorizationRequest,
+    ) -> BoxFuture<'a, Result<Url, OAuthError>> {
+        Box::pin(async move {
+            let failed = |detail: String| OAuthError::Interaction(detail.into());
+            let response = self
+                .http
+                .get(request.authorization_url.clone())
+                .send()
+                .await
+                .map_err(|e| OAuthError::Interaction(Box::new(e.without_url())))?;
+            let status = response.status();
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| {
+                    failed(format!(
+                        "the authorization endpoint answered {status} without redirecting back; this authorization server needs a user (use a browser-based Authorizer)"
+                    ))
+                })?;
+            request
+                .authorization_url
+                .join(location)
+                .map_err(|e| failed(format!("the redirect back is not a URL: {e}")))
+        })
+    }
 }
 
 /// Authorization failed or needs the user.
@@ -335,12 +421,44 @@ pub enum OAuthError {
     /// The credential store failed.
     #[error("the credential store failed")]
     Store(#[from] StoreError),
+    /// A DPoP proof could not be signed.
+    #[error("the DPoP proof could not be signed")]
+    Proof(#[source] JwtError),
 }
 
 impl OAuthError {
     /// Whether the user must log in (again) interactively.
     pub fn is_login_required(&self) -> bool {
         matches!(self, Self::LoginRequired)
+    }
+
+    /// The flow's error for what the shared token request and HTTP helpers
+    /// of [`super::grant`] report.
+    fn from_grant(error: GrantError) -> Self {
+        match error {
+            GrantError::Config(reason) => Self::Config(reason),
+            GrantError::Ssrf(e) => Self::Ssrf(e),
+            GrantError::Metadata(e) => Self::Metadata(e),
+            GrantError::NoResourceMetadata { server } => Self::NoResourceMetadata { server },
+            GrantError::NoServerMetadata { issuer, .. } => Self::NoServerMetadata { issuer },
+            GrantError::Http { url, source } => Self::Http { url, source },
+            GrantError::BadResponse {
+                url,
+                status,
+                detail,
+            } => Self::BadResponse {
+                url,
+                status,
+                detail,
+            },
+            GrantError::Refused {
+                error, description, ..
+            } => Self::TokenRefused { error, description },
+            GrantError::Jwt(e) => Self::Proof(e),
+            GrantError::Assertion { path, source } => {
+                Self::Config(format!("cannot read {path}: {source}"))
+            }
+        }
     }
 }
 
@@ -477,9 +595,7 @@ impl OAuthFlow {
         let inner = &*self.inner;
         let server =
             Url::parse(server_url).map_err(|e| OAuthError::Config(format!("server URL: {e}")))?;
-        let challenge = www_authenticate
-            .map(metadata::parse_www_authenticate)
-            .and_then(|cs| cs.into_iter().find(Challenge::is_bearer));
+        let challenge = www_authenticate.and_then(auth_challenge);
         let found = self.discover(&server, challenge.as_ref()).await?;
         let Discovered {
             prm,
@@ -521,7 +637,8 @@ impl OAuthFlow {
                 // Refreshed here, not on the next request: if it fails, the
                 // user logs in now, before the refused request's one retry.
                 let store = &inner.config.store;
-                match refresh_stored(&inner.http, store, &key, None, REFRESH_MARGIN).await {
+                let dpop = inner.config.dpop.as_ref();
+                match refresh_stored(&inner.http, store, &key, None, REFRESH_MARGIN, dpop).await {
                     Ok(creds) => return Ok(Begun::Stored(creds)),
                     // The refusal may have removed the tokens or the
                     // registration: read again what is left.
@@ -570,6 +687,10 @@ impl OAuthFlow {
                 .append_pair("resource", &resource);
             if let Some(scope) = &scope {
                 q.append_pair("scope", scope);
+            }
+            if let Some(key) = &inner.config.dpop {
+                // RFC 9449 §10: binds the code to the key.
+                q.append_pair("dpop_jkt", key.thumbprint());
             }
         }
         let pending = Pending {
@@ -627,22 +748,26 @@ impl OAuthFlow {
                 });
             }
         }
-        let mut form = vec![
+        let form = [
             ("grant_type", "authorization_code".to_owned()),
             ("code", code.to_owned()),
             ("redirect_uri", inner.config.redirect_uri.clone()),
             ("code_verifier", pending.verifier.secret().clone()),
             ("resource", pending.resource.clone()),
         ];
-        let token = token_request(
+        let auth = pending
+            .auth_method
+            .client_auth(&pending.client_id, pending.client_secret.as_ref());
+        let token = grant::token_request(
             &inner.http,
             &pending.token_endpoint,
-            pending.auth_method,
-            &pending.client_id,
-            pending.client_secret.as_ref(),
-            &mut form,
+            &auth,
+            &pending.issuer,
+            &form,
+            inner.config.dpop.as_ref(),
         )
-        .await?;
+        .await
+        .map_err(OAuthError::from_grant)?;
         let mut creds = StoredCredentials::new(pending.resource, pending.issuer, pending.client_id);
         creds.client_secret = pending.client_secret;
         creds.extra.insert(
@@ -653,7 +778,7 @@ impl OAuthFlow {
             EXTRA_AUTH_METHOD.into(),
             pending.auth_method.as_str().into(),
         );
-        token.apply(&mut creds, pending.scope.as_deref());
+        store_token(&mut creds, token, pending.scope.as_deref());
         let key = creds.key();
         let store = inner.config.store.clone();
         let saved = creds.clone();
@@ -768,8 +893,14 @@ impl OAuthFlow {
             key,
             rejected.cloned(),
             REFRESH_MARGIN,
+            self.inner.config.dpop.as_ref(),
         )
         .await
+    }
+
+    /// The key tokens are bound to, if any ([`OAuthConfig::dpop`]).
+    pub fn dpop_key(&self) -> Option<&DpopKey> {
+        self.inner.config.dpop.as_ref()
     }
 
     async fn discover_resource(
@@ -961,7 +1092,9 @@ impl OAuthFlow {
             .await
             .map_err(http_error(&endpoint))?;
         let status = response.status().as_u16();
-        let bytes = read_body(response, &endpoint).await?;
+        let bytes = grant::read_body(response, &endpoint)
+            .await
+            .map_err(OAuthError::from_grant)?;
         if defaults && matches!(status, 404 | 405) {
             // Neither resource metadata, nor metadata at the origin, nor a
             // registration endpoint: the server does not do OAuth.
@@ -1109,10 +1242,12 @@ async fn refresh_stored(
     key: &CredentialKey,
     rejected: Option<Secret>,
     margin: Duration,
+    dpop: Option<&DpopKey>,
 ) -> Result<StoredCredentials, OAuthError> {
     let store = store.clone();
     let key = key.clone();
     let http = http.clone();
+    let dpop = dpop.cloned();
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut outcome: Result<(), OAuthError> = Ok(());
@@ -1126,9 +1261,9 @@ async fn refresh_stored(
             if fresh && !force {
                 return Some(creds);
             }
-            match handle.block_on(refresh_once(&http, &creds)) {
+            match handle.block_on(refresh_once(&http, &creds, dpop.as_ref())) {
                 Ok(token) => {
-                    token.apply(&mut creds, None);
+                    store_token(&mut creds, token, None);
                     Some(creds)
                 }
                 Err(RefreshFailed::ClientUnknown) => {
@@ -1169,7 +1304,8 @@ enum RefreshFailed {
 async fn refresh_once(
     http: &reqwest::Client,
     creds: &StoredCredentials,
-) -> Result<TokenResponse, RefreshFailed> {
+    dpop: Option<&DpopKey>,
+) -> Result<TokenSet, RefreshFailed> {
     let login_required = || RefreshFailed::Other(OAuthError::LoginRequired);
     let refresh = creds.refresh_token.as_ref().ok_or_else(login_required)?;
     let endpoint = creds
@@ -1184,20 +1320,15 @@ async fn refresh_once(
         .and_then(|v| v.as_str())
         .and_then(TokenAuthMethod::parse)
         .unwrap_or(TokenAuthMethod::None);
-    let mut form = vec![
+    let form = [
         ("grant_type", "refresh_token".to_owned()),
         ("refresh_token", refresh.expose().to_owned()),
         ("resource", creds.resource.clone()),
     ];
-    match token_request(
-        http,
-        &endpoint,
-        method,
-        &creds.client_id,
-        creds.client_secret.as_ref(),
-        &mut form,
-    )
-    .await
+    let auth = method.client_auth(&creds.client_id, creds.client_secret.as_ref());
+    match grant::token_request(http, &endpoint, &auth, &creds.issuer, &form, dpop)
+        .await
+        .map_err(OAuthError::from_grant)
     {
         Err(OAuthError::TokenRefused { error, .. }) if error == "invalid_client" => {
             Err(RefreshFailed::ClientUnknown)
@@ -1214,102 +1345,35 @@ async fn refresh_once(
     }
 }
 
-/// A token endpoint's answer (RFC 6749 §5.1).
-#[derive(Deserialize)]
-struct TokenResponse {
-    access_token: Option<String>,
-    token_type: Option<String>,
-    expires_in: Option<u64>,
-    refresh_token: Option<String>,
-    scope: Option<String>,
-    /// A string (RFC 6749), or an object with a `code` from some servers.
-    error: Option<serde_json::Value>,
-    error_description: Option<serde_json::Value>,
-}
-
-impl TokenResponse {
-    fn apply(self, creds: &mut StoredCredentials, requested: Option<&str>) {
-        let now = SystemTime::now();
-        creds.access_token = self.access_token.map(Secret::new);
-        creds.token_type = self.token_type;
-        creds.expires_at = self.expires_in.map(|s| now + Duration::from_secs(s));
-        creds.received_at = Some(now);
-        // A refresh response without a refresh token keeps the old one.
-        if let Some(refresh) = self.refresh_token {
-            creds.refresh_token = Some(Secret::new(refresh));
-        }
-        if let Some(scope) = self.scope.as_deref().or(requested) {
-            creds.scopes = scope.split_ascii_whitespace().map(str::to_owned).collect();
-        }
+/// Keeps what a token endpoint issued in `creds`; `requested` is the
+/// scope asked for, kept when the answer names none.
+fn store_token(creds: &mut StoredCredentials, token: TokenSet, requested: Option<&str>) {
+    creds.access_token = Some(token.access_token);
+    creds.token_type = Some(token.token_type);
+    creds.expires_at = token.expires_at;
+    creds.received_at = Some(SystemTime::now());
+    // A refresh response without a refresh token keeps the old one.
+    if let Some(refresh) = token.refresh_token {
+        creds.refresh_token = Some(refresh);
+    }
+    if let Some(scope) = token.scope.as_deref().or(requested) {
+        creds.scopes = scope.split_ascii_whitespace().map(str::to_owned).collect();
     }
 }
 
-async fn token_request(
-    http: &reqwest::Client,
-    endpoint: &Url,
-    method: TokenAuthMethod,
-    client_id: &str,
-    secret: Option<&Secret>,
-    form: &mut Vec<(&'static str, String)>,
-) -> Result<TokenResponse, OAuthError> {
-    let mut request = http.post(endpoint.clone());
-    match (method, secret) {
-        (TokenAuthMethod::ClientSecretBasic, Some(secret)) => {
-            // RFC 6749 §2.3.1: both parts form-urlencoded before Basic.
-            let enc =
-                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-                "{}:{}",
-                enc(client_id),
-                enc(secret.expose())
-            ));
-            request = request.header(reqwest::header::AUTHORIZATION, format!("Basic {basic}"));
-        }
-        (TokenAuthMethod::ClientSecretPost, Some(secret)) => {
-            form.push(("client_id", client_id.to_owned()));
-            form.push(("client_secret", secret.expose().to_owned()));
-        }
-        _ => form.push(("client_id", client_id.to_owned())),
-    }
-    let body = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
-        .finish();
-    let response = request
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .header(reqwest::header::ACCEPT, "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(http_error(endpoint))?;
-    let status = response.status().as_u16();
-    let bytes = read_body(response, endpoint).await?;
-    let mut token: TokenResponse = serde_json::from_slice(&bytes)
-        .map_err(|e| bad(endpoint, status, &format!("not a token response: {e}")))?;
-    // An `error` is a refusal whatever the status: some servers answer a
-    // failed refresh with 200.
-    if let Some(error) = token.error.take().filter(|e| !e.is_null()) {
-        let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(str::to_owned);
-        let (error, nested) = match &error {
-            serde_json::Value::String(code) => (code.clone(), None),
-            serde_json::Value::Object(o) => (
-                text(o.get("code").or_else(|| o.get("error")))
-                    .unwrap_or_else(|| "unknown_error".to_owned()),
-                text(o.get("message").or_else(|| o.get("description"))),
-            ),
-            other => (other.to_string(), None),
-        };
-        return Err(OAuthError::TokenRefused {
-            error,
-            description: text(token.error_description.as_ref()).or(nested),
-        });
-    }
-    if !(200..300).contains(&status) || token.access_token.is_none() {
-        return Err(bad(endpoint, status, "no access token in the response"));
-    }
-    Ok(token)
+/// The challenge that speaks for the server's authorization: its
+/// `Bearer` one, else its `DPoP` one (a DPoP-only server has no other).
+pub(crate) fn auth_challenge(www_authenticate: &str) -> Option<Challenge> {
+    let mut challenges = metadata::parse_www_authenticate(www_authenticate);
+    let i = challenges
+        .iter()
+        .position(Challenge::is_bearer)
+        .or_else(|| {
+            challenges
+                .iter()
+                .position(|c| c.scheme.eq_ignore_ascii_case(dpop::SCHEME))
+        })?;
+    Some(challenges.swap_remove(i))
 }
 
 /// GETs a JSON document; `None` for a 4xx (not there: try the next URL).
@@ -1317,43 +1381,13 @@ async fn get_json<T: serde::de::DeserializeOwned>(
     http: &reqwest::Client,
     url: &Url,
 ) -> Result<Option<T>, OAuthError> {
-    let response = http
-        .get(url.clone())
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
+    grant::get_json(http, url)
         .await
-        .map_err(http_error(url))?;
-    let status = response.status().as_u16();
-    if (400..500).contains(&status) {
-        return Ok(None);
-    }
-    let bytes = read_body(response, url).await?;
-    if status != 200 {
-        return Err(bad(url, status, "unexpected status"));
-    }
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| bad(url, status, &format!("not valid metadata: {e}")))
-}
-
-async fn read_body(mut response: reqwest::Response, url: &Url) -> Result<Vec<u8>, OAuthError> {
-    let status = response.status().as_u16();
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(http_error(url))? {
-        if body.len() + chunk.len() > MAX_RESPONSE {
-            return Err(bad(url, status, "response too large"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+        .map_err(OAuthError::from_grant)
 }
 
 fn http_client() -> Result<reqwest::Client, OAuthError> {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(REQUEST_TIMEOUT)
-        .build()
-        .map_err(|e| OAuthError::Config(format!("cannot build the HTTP client: {e}")))
+    grant::http_client().map_err(OAuthError::from_grant)
 }
 
 async fn load(
@@ -1387,20 +1421,12 @@ fn bad(url: &Url, status: u16, detail: &str) -> OAuthError {
     }
 }
 
-/// A URL for messages: no credentials, query or fragment.
-fn shown(url: &Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    u.set_query(None);
-    u.set_fragment(None);
-    u.into()
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
+
+    use base64::Engine as _;
 
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     use tokio::net::TcpListener;
@@ -2470,5 +2496,99 @@ pub(crate) mod tests {
         let stored = store.load(&key).unwrap().unwrap();
         assert!(stored.refresh_token.is_none() && stored.access_token.is_none());
         assert_eq!(stored.client_id, "dyn-client");
+    }
+
+    /// Comes back with the query `answer` writes for the request.
+    struct Answer(fn(&AuthorizationRequest) -> String);
+
+    impl Authorizer for Answer {
+        fn authorize<'a>(
+            &'a self,
+            request: &'a AuthorizationRequest,
+        ) -> BoxFuture<'a, Result<Url, OAuthError>> {
+            let back = format!("http://127.0.0.1:1/callback?{}", (self.0)(request));
+            Box::pin(async move { Ok(Url::parse(&back).unwrap()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_login_refuses_a_forged_state_another_issuer_and_an_error() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route("/token", 200, serde_json::json!({"access_token": "at1"}));
+        let (_dir, store) = temp_store();
+        let flow = flow(store);
+        let server = format!("{}/mcp", stub.base);
+        type Expected = fn(&OAuthError) -> bool;
+        let cases: [(Answer, Expected); 4] = [
+            (Answer(|_| "code=c&state=forged".into()), |e| {
+                matches!(e, OAuthError::StateMismatch)
+            }),
+            (
+                Answer(|r| format!("code=c&state={}&iss=https%3A%2F%2Fevil.example", r.state)),
+                |e| matches!(e, OAuthError::IssMismatch { found: Some(_), .. }),
+            ),
+            // The server promised `iss`.
+            (Answer(|r| format!("code=c&state={}", r.state)), |e| {
+                matches!(e, OAuthError::IssMismatch { found: None, .. })
+            }),
+            (
+                Answer(|r| format!("error=access_denied&error_description=no&state={}", r.state)),
+                |e| matches!(e, OAuthError::AuthorizationDenied { error, .. } if error == "access_denied"),
+            ),
+        ];
+        for (answer, expected) in cases {
+            let err = flow.login(&server, None, &answer).await.unwrap_err();
+            assert!(expected(&err), "{err:?}");
+            assert_eq!(pending_count(&flow), 0);
+        }
+        assert!(
+            !stub.paths().iter().any(|p| p == "/token"),
+            "no code exchange"
+        );
+        // The same flow still logs in with an honest answer.
+        let honest = Answer(|r| {
+            let iss: String = url::form_urlencoded::byte_serialize(r.issuer.as_bytes()).collect();
+            format!("code=c&state={}&iss={iss}", r.state)
+        });
+        let creds = flow.login(&server, None, &honest).await.unwrap();
+        assert_eq!(creds.access_token.unwrap().expose(), "at1");
+    }
+
+    #[tokio::test]
+    async fn the_redirect_agent_returns_where_the_authorization_endpoint_points() {
+        use crate::auth::grant::tests::Stub as Replies;
+
+        let stub = Replies::start().await;
+        stub.reply(
+            "/authorize",
+            302,
+            vec![("location", "/callback?code=c&state=s".into())],
+            serde_json::json!({}),
+        );
+        let request = |path: &str| AuthorizationRequest {
+            authorization_url: Url::parse(&format!("{}{path}?client_id=x", stub.base)).unwrap(),
+            state: "s".into(),
+            issuer: stub.base.clone(),
+            resource: format!("{}/mcp", stub.base),
+            scope: None,
+        };
+        let agent = RedirectAgent::new().unwrap();
+        let back = agent.authorize(&request("/authorize")).await.unwrap();
+        assert_eq!(
+            back.as_str(),
+            format!("{}/callback?code=c&state=s", stub.base)
+        );
+
+        // No redirect: a user is needed, which this agent cannot be.
+        let err = agent.authorize(&request("/elsewhere")).await.unwrap_err();
+        assert!(matches!(err, OAuthError::Interaction(_)), "{err:?}");
+        assert!(
+            std::error::Error::source(&err)
+                .unwrap()
+                .to_string()
+                .contains("404 Not Found without redirecting back"),
+            "{err}"
+        );
     }
 }

@@ -1,12 +1,12 @@
 //! Grants a client runs without a user at the keyboard — client
 //! credentials ([`super::client_credentials`]), JWT bearer for workload
 //! identity ([`super::jwt_bearer`]), enterprise-managed authorization
-//! ([`super::enterprise`]), the authorization code grant for DPoP-bound
-//! tokens ([`super::code_grant`]) — and what they share: discovery of the
+//! ([`super::enterprise`]) — and what they share: discovery of the
 //! server's authorization server, token requests with client
 //! authentication (`client_secret_basic`, `client_secret_post`,
 //! `private_key_jwt`, none) and DPoP, and [`GrantProvider`], which makes
-//! any [`Grant`] the HTTP transport's [`AuthProvider`].
+//! any [`Grant`] the HTTP transport's [`AuthProvider`]. The token request
+//! itself also serves the authorization code flow ([`super::flow`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -363,8 +363,9 @@ struct TokenResponse {
     refresh_token: Option<String>,
     scope: Option<String>,
     issued_token_type: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
+    /// A string (RFC 6749), or an object with a `code` from some servers.
+    error: Option<serde_json::Value>,
+    error_description: Option<serde_json::Value>,
 }
 
 /// `expires_in` as a number or, as some servers send it, a numeric
@@ -391,11 +392,7 @@ impl TokenClient {
         let guard = UrlGuard::builder()
             .allow_http_loopback(allow_http_loopback)
             .build()?;
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let http = http_client()?;
         Ok(Self { http, guard, dpop })
     }
 
@@ -439,10 +436,7 @@ impl TokenClient {
             .body(body.to_string())
             .send()
             .await
-            .map_err(|source| GrantError::Http {
-                url: shown(url),
-                source: source.without_url(),
-            })?;
+            .map_err(http_error(url))?;
         let status = response.status().as_u16();
         let bytes = read_body(response, url).await?;
         if !(200..300).contains(&status) {
@@ -485,7 +479,7 @@ impl TokenClient {
         let mut found = None;
         for url in metadata::protected_resource_metadata_urls(&server, challenge.as_ref()) {
             let url = self.guard.check(url.as_str(), None)?;
-            if let Some(prm) = self.get_json::<ProtectedResourceMetadata>(&url).await? {
+            if let Some(prm) = get_json::<ProtectedResourceMetadata>(&self.http, &url).await? {
                 found = Some(prm);
                 break;
             }
@@ -505,7 +499,7 @@ impl TokenClient {
         let mut asm = None;
         for url in metadata::authorization_server_metadata_urls(&issuer) {
             let url = self.guard.check(url.as_str(), Some(&issuer))?;
-            if let Some(found) = self.get_json::<AuthorizationServerMetadata>(&url).await? {
+            if let Some(found) = get_json::<AuthorizationServerMetadata>(&self.http, &url).await? {
                 metadata::check_issuer(&issuer, &found)?;
                 asm = Some(found);
                 break;
@@ -555,103 +549,141 @@ impl TokenClient {
         dpop: bool,
     ) -> Result<TokenSet, GrantError> {
         let key = self.dpop.as_ref().filter(|_| dpop);
-        let mut nonce_retried = false;
-        loop {
-            let mut form = form.clone();
-            let mut request = auth.apply(self.http.post(endpoint.clone()), &mut form, audience)?;
-            if let Some(key) = key {
-                request = request.header(dpop::HEADER, key.proof("POST", endpoint.as_str(), None)?);
-            }
-            let body = url::form_urlencoded::Serializer::new(String::new())
-                .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
-                .finish();
-            let response = request
-                .header(
-                    reqwest::header::CONTENT_TYPE,
-                    "application/x-www-form-urlencoded",
-                )
-                .header(reqwest::header::ACCEPT, "application/json")
-                .body(body)
-                .send()
-                .await
-                .map_err(|source| GrantError::Http {
-                    url: shown(endpoint),
-                    source: source.without_url(),
-                })?;
-            let status = response.status().as_u16();
-            let new_nonce = match (key, response.headers().get(dpop::NONCE_HEADER)) {
-                (Some(key), Some(nonce)) => nonce
-                    .to_str()
-                    .is_ok_and(|n| key.remember_nonce(endpoint.as_str(), n)),
-                _ => false,
-            };
-            let bytes = read_body(response, endpoint).await?;
-            let token: TokenResponse = serde_json::from_slice(&bytes)
-                .map_err(|e| bad(endpoint, status, &format!("not a token response: {e}")))?;
-            if let Some(error) = token.error {
-                if error == dpop::USE_DPOP_NONCE && new_nonce && !nonce_retried {
-                    nonce_retried = true;
-                    continue;
-                }
-                return Err(GrantError::Refused {
-                    url: shown(endpoint),
-                    error,
-                    description: token.error_description,
-                });
-            }
-            let (true, Some(access_token)) = ((200..300).contains(&status), token.access_token)
-            else {
-                return Err(bad(endpoint, status, "no access token in the response"));
-            };
-            return Ok(TokenSet {
-                access_token: Secret::new(access_token),
-                token_type: token.token_type.unwrap_or_else(|| "Bearer".into()),
-                expires_at: token
-                    .expires_in
-                    .map(|s| SystemTime::now() + Duration::from_secs(s)),
-                scope: token.scope,
-                issued_token_type: token.issued_token_type,
-                refresh_token: token.refresh_token.map(Secret::new),
-            });
-        }
-    }
-
-    /// GETs a JSON document; `None` for a 4xx (try the next URL).
-    async fn get_json<T: serde::de::DeserializeOwned>(
-        &self,
-        url: &Url,
-    ) -> Result<Option<T>, GrantError> {
-        let response = self
-            .http
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|source| GrantError::Http {
-                url: shown(url),
-                source: source.without_url(),
-            })?;
-        let status = response.status().as_u16();
-        if (400..500).contains(&status) {
-            return Ok(None);
-        }
-        let bytes = read_body(response, url).await?;
-        if status != 200 {
-            return Err(bad(url, status, "unexpected status"));
-        }
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| bad(url, status, &format!("not valid metadata: {e}")))
+        token_request(&self.http, endpoint, auth, audience, &form, key).await
     }
 }
 
-async fn read_body(mut response: reqwest::Response, url: &Url) -> Result<Vec<u8>, GrantError> {
+/// GETs a JSON document through `http`; `None` for a 4xx (not there: try
+/// the next URL).
+pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &Url,
+) -> Result<Option<T>, GrantError> {
+    let response = http
+        .get(url.clone())
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(http_error(url))?;
+    let status = response.status().as_u16();
+    if (400..500).contains(&status) {
+        return Ok(None);
+    }
+    let bytes = read_body(response, url).await?;
+    if status != 200 {
+        return Err(bad(url, status, "unexpected status"));
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| bad(url, status, &format!("not valid metadata: {e}")))
+}
+
+/// POSTs a token request through `http`: `form` plus the client's
+/// credentials (a client assertion's `aud` is `audience`), with a DPoP
+/// proof when `key` is given; a `use_dpop_nonce` refusal that brings a new
+/// nonce is retried once with it. An `error` in the answer is a refusal
+/// whatever the status (some servers answer a failed refresh with 200), as
+/// a string or as an object with a `code`.
+///
+/// # Errors
+/// [`GrantError::Refused`] with the server's OAuth error, or the request
+/// or response failed.
+///
+/// # Cancel safety
+/// Cancel safe; a nonce learned is kept.
+pub(crate) async fn token_request(
+    http: &reqwest::Client,
+    endpoint: &Url,
+    auth: &ClientAuth,
+    audience: &str,
+    form: &[(&'static str, String)],
+    key: Option<&DpopKey>,
+) -> Result<TokenSet, GrantError> {
+    let mut nonce_retried = false;
+    loop {
+        let mut form = form.to_vec();
+        let mut request = auth.apply(http.post(endpoint.clone()), &mut form, audience)?;
+        if let Some(key) = key {
+            request = request.header(dpop::HEADER, key.proof("POST", endpoint.as_str(), None)?);
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish();
+        let response = request
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(http_error(endpoint))?;
+        let status = response.status().as_u16();
+        let new_nonce = match (key, response.headers().get(dpop::NONCE_HEADER)) {
+            (Some(key), Some(nonce)) => nonce
+                .to_str()
+                .is_ok_and(|n| key.remember_nonce(endpoint.as_str(), n)),
+            _ => false,
+        };
+        let bytes = read_body(response, endpoint).await?;
+        let token: TokenResponse = serde_json::from_slice(&bytes)
+            .map_err(|e| bad(endpoint, status, &format!("not a token response: {e}")))?;
+        if let Some((error, description)) = token.refusal() {
+            if error == dpop::USE_DPOP_NONCE && new_nonce && !nonce_retried {
+                nonce_retried = true;
+                continue;
+            }
+            return Err(GrantError::Refused {
+                url: shown(endpoint),
+                error,
+                description,
+            });
+        }
+        let (true, Some(access_token)) = ((200..300).contains(&status), token.access_token) else {
+            return Err(bad(endpoint, status, "no access token in the response"));
+        };
+        return Ok(TokenSet {
+            access_token: Secret::new(access_token),
+            token_type: token.token_type.unwrap_or_else(|| "Bearer".into()),
+            expires_at: token
+                .expires_in
+                .map(|s| SystemTime::now() + Duration::from_secs(s)),
+            scope: token.scope,
+            issued_token_type: token.issued_token_type,
+            refresh_token: token.refresh_token.map(Secret::new),
+        });
+    }
+}
+
+impl TokenResponse {
+    /// The OAuth error code and description, if the answer is an error:
+    /// `error` as a string, or an object with a `code` (or `error`) and a
+    /// `message` (or `description`).
+    fn refusal(&self) -> Option<(String, Option<String>)> {
+        let error = self.error.as_ref().filter(|e| !e.is_null())?;
+        let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(str::to_owned);
+        let (code, nested) = match error {
+            serde_json::Value::String(code) => (code.clone(), None),
+            serde_json::Value::Object(o) => (
+                text(o.get("code").or_else(|| o.get("error")))
+                    .unwrap_or_else(|| "unknown_error".to_owned()),
+                text(o.get("message").or_else(|| o.get("description"))),
+            ),
+            other => (other.to_string(), None),
+        };
+        Some((code, text(self.error_description.as_ref()).or(nested)))
+    }
+}
+
+/// Reads a response body of at most [`MAX_RESPONSE`] bytes.
+pub(crate) async fn read_body(
+    mut response: reqwest::Response,
+    url: &Url,
+) -> Result<Vec<u8>, GrantError> {
     let status = response.status().as_u16();
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|source| GrantError::Http {
-        url: shown(url),
-        source: source.without_url(),
-    })? {
+    while let Some(chunk) = response.chunk().await.map_err(http_error(url))? {
         if body.len() + chunk.len() > MAX_RESPONSE {
             return Err(bad(url, status, "response too large"));
         }
@@ -660,12 +692,29 @@ async fn read_body(mut response: reqwest::Response, url: &Url) -> Result<Vec<u8>
     Ok(body)
 }
 
+fn http_error(url: &Url) -> impl FnOnce(reqwest::Error) -> GrantError + '_ {
+    move |source| GrantError::Http {
+        url: shown(url),
+        source: source.without_url(),
+    }
+}
+
 fn bad(url: &Url, status: u16, detail: &str) -> GrantError {
     GrantError::BadResponse {
         url: shown(url),
         status,
         detail: detail.to_owned(),
     }
+}
+
+/// The HTTP client for authorization servers and metadata: it follows no
+/// redirect and gives each request [`REQUEST_TIMEOUT`].
+pub(crate) fn http_client() -> Result<reqwest::Client, GrantError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))
 }
 
 /// A URL for messages: no credentials, query or fragment.

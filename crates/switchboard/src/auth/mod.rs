@@ -6,7 +6,6 @@
 //! itself when a server asks ([`provider`]).
 
 pub mod client_credentials;
-pub mod code_grant;
 pub mod dpop;
 pub mod enterprise;
 pub mod flow;

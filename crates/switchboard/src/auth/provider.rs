@@ -15,16 +15,22 @@
 //! - any other provider never opens a browser: the transport's request fails
 //!   with `AuthorizationRequired`, and [`OAuthProvider::login_needed`] says
 //!   why and carries the challenge to pass to [`OAuthFlow::begin`].
+//!
+//! A token stored as `DPoP`-bound (a flow with [`OAuthConfig::dpop`](super::flow::OAuthConfig::dpop))
+//! is sent as `Authorization: DPoP …` with a fresh proof per request, and a
+//! server's `use_dpop_nonce` refusal is answered with its nonce, not a
+//! refresh.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use super::dpop;
 use super::flow::{Authorizer, OAuthError, OAuthFlow, REFRESH_MARGIN, Reuse};
 use super::metadata;
 use super::store::{CredentialKey, Secret, StoredCredentials};
 use crate::transport::BoxFuture;
-use crate::transport::http::AuthProvider;
+use crate::transport::http::{AuthProvider, RequestCredentials};
 
 /// How many step-up authorizations (403 `insufficient_scope`) are allowed
 /// for one provider before it gives up.
@@ -91,8 +97,8 @@ struct State {
     logins: u64,
     /// Why the last login failed.
     login_error: Option<Arc<OAuthError>>,
-    /// The access token last handed out, and when it expires.
-    current: Option<(Secret, Option<SystemTime>)>,
+    /// The access token last handed out.
+    current: Option<Held>,
     /// A token the server answered 401 to, to be replaced before the next
     /// request.
     rejected: Option<Secret>,
@@ -100,6 +106,29 @@ struct State {
     refreshed_after_401: Option<Secret>,
     login_needed: Option<LoginNeeded>,
     step_ups: u32,
+}
+
+/// An access token as stored.
+#[derive(Clone)]
+struct Held {
+    token: Secret,
+    expires_at: Option<SystemTime>,
+    /// `token_type` `DPoP`: sent with a proof.
+    dpop: bool,
+}
+
+impl Held {
+    fn from_credentials(creds: StoredCredentials) -> Option<Self> {
+        let dpop = creds
+            .token_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case(dpop::TOKEN_TYPE));
+        Some(Self {
+            token: creds.access_token?,
+            expires_at: creds.expires_at,
+            dpop,
+        })
+    }
 }
 
 impl fmt::Debug for OAuthProvider {
@@ -221,6 +250,12 @@ impl OAuthProvider {
     /// Not cancel safe while a refresh is in flight (see
     /// [`OAuthFlow::refresh`]).
     pub async fn access_token(&self) -> Result<Secret, OAuthError> {
+        self.held().await.map(|held| held.token)
+    }
+
+    /// The token to send and its type, refreshing first when needed (as
+    /// [`access_token`](Self::access_token)).
+    async fn held(&self) -> Result<Held, OAuthError> {
         let (key, rejected) = {
             let state = self.state();
             let Some(key) = state.key.clone() else {
@@ -234,10 +269,12 @@ impl OAuthProvider {
                 return Err(OAuthError::LoginRequired);
             }
             match (&state.current, &state.rejected) {
-                (Some((token, expires)), None)
-                    if expires.is_none_or(|at| at > SystemTime::now() + REFRESH_MARGIN) =>
+                (Some(held), None)
+                    if held
+                        .expires_at
+                        .is_none_or(|at| at > SystemTime::now() + REFRESH_MARGIN) =>
                 {
-                    return Ok(token.clone());
+                    return Ok(held.clone());
                 }
                 _ => (key, state.rejected.clone()),
             }
@@ -246,16 +283,16 @@ impl OAuthProvider {
         let mut state = self.state();
         match result {
             Ok(creds) => {
-                let Some(token) = creds.access_token else {
+                let Some(held) = Held::from_credentials(creds) else {
                     return Err(OAuthError::LoginRequired);
                 };
                 if rejected.is_some() {
-                    state.refreshed_after_401 = Some(token.clone());
+                    state.refreshed_after_401 = Some(held.token.clone());
                 }
                 state.rejected = None;
                 state.login_needed = None;
-                state.current = Some((token.clone(), creds.expires_at));
-                Ok(token)
+                state.current = Some(held.clone());
+                Ok(held)
             }
             Err(e) => {
                 if e.is_login_required() {
@@ -280,7 +317,7 @@ impl OAuthProvider {
             if state.logins != logins {
                 return true;
             }
-            state.current.as_ref().map(|(token, _)| token.clone())
+            state.current.as_ref().map(|held| held.token.clone())
         };
         // A login stored earlier (by another run, or `OAuthFlow::finish`)
         // serves without the user, unless it is the token just refused.
@@ -301,7 +338,7 @@ impl OAuthProvider {
             Ok(creds) => {
                 let mut state = self.state();
                 state.key = Some(creds.key());
-                state.current = creds.access_token.map(|t| (t, creds.expires_at));
+                state.current = Held::from_credentials(creds);
                 state.rejected = None;
                 state.refreshed_after_401 = None;
                 state.login_needed = None;
@@ -331,6 +368,28 @@ impl OAuthProvider {
         self.state().login_error = Some(Arc::new(error));
     }
 
+    /// Whether a refusal is a DPoP nonce challenge to the DPoP token held,
+    /// with a nonce known for the server.
+    fn nonce_refusal(&self, www_authenticate: Option<&str>) -> bool {
+        let Some(key) = self.inner.flow.dpop_key() else {
+            return false;
+        };
+        let nonce_challenge = www_authenticate.is_some_and(|h| {
+            metadata::parse_www_authenticate(h)
+                .iter()
+                .any(|c| c.error() == Some(dpop::USE_DPOP_NONCE))
+        });
+        let state = self.state();
+        let server = match (&self.inner.login, &state.key) {
+            (Some(login), _) => Some(login.server_url.as_str()),
+            (None, Some(key)) => Some(key.resource.as_str()),
+            (None, None) => None,
+        };
+        nonce_challenge
+            && state.current.as_ref().is_some_and(|held| held.dpop)
+            && server.is_some_and(|server| key.nonce_for(server).is_some())
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner
             .state
@@ -345,9 +404,10 @@ impl OAuthProvider {
         let challenge = www_authenticate.map(str::to_owned);
         let step_up = status == 403
             && www_authenticate.is_some_and(|h| {
-                metadata::parse_www_authenticate(h)
-                    .iter()
-                    .any(|c| c.is_bearer() && c.is_insufficient_scope())
+                metadata::parse_www_authenticate(h).iter().any(|c| {
+                    (c.is_bearer() || c.scheme.eq_ignore_ascii_case(dpop::SCHEME))
+                        && c.is_insufficient_scope()
+                })
             });
         if step_up {
             state.step_ups += 1;
@@ -367,7 +427,7 @@ impl OAuthProvider {
         if status != 401 {
             return false;
         }
-        let sent = state.current.as_ref().map(|(t, _)| t.clone());
+        let sent = state.current.as_ref().map(|held| held.token.clone());
         match sent {
             Some(token) if state.refreshed_after_401.as_ref() != Some(&token) => {
                 // Refresh once before the next request.
@@ -390,19 +450,50 @@ impl OAuthProvider {
 }
 
 impl AuthProvider for OAuthProvider {
-    fn authorization(&self, _url: &str) -> BoxFuture<'_, Option<String>> {
+    fn authorization(&self, url: &str) -> BoxFuture<'_, Option<String>> {
+        let url = url.to_owned();
+        Box::pin(async move { self.request_credentials("GET", &url).await.authorization })
+    }
+
+    fn request_credentials<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, RequestCredentials> {
         Box::pin(async move {
-            match self.access_token().await {
-                Ok(token) => Some(format!("Bearer {}", token.expose())),
+            let held = match self.held().await {
+                Ok(held) => held,
                 Err(e) => {
                     tracing::debug!(error = %e, "no OAuth token to send");
-                    None
+                    return RequestCredentials::default();
                 }
+            };
+            let secret = held.token.expose();
+            match self.inner.flow.dpop_key().filter(|_| held.dpop) {
+                Some(key) => {
+                    let proof = key
+                        .proof(method, url, Some(secret))
+                        .inspect_err(|e| tracing::warn!(error = %e, "DPoP proof failed"))
+                        .ok();
+                    RequestCredentials::new(Some(format!("{} {secret}", dpop::SCHEME)), proof)
+                }
+                None => RequestCredentials::new(Some(format!("Bearer {secret}")), None),
             }
         })
     }
 
+    fn dpop_nonce(&self, url: &str, nonce: &str) {
+        if let Some(key) = self.inner.flow.dpop_key() {
+            key.remember_nonce(url, nonce);
+        }
+    }
+
     fn unauthorized(&self, status: u16, www_authenticate: Option<&str>) -> BoxFuture<'_, bool> {
+        if self.nonce_refusal(www_authenticate) {
+            // RFC 9449 §9: the token is still good; the transport sends the
+            // request again with the nonce it handed over.
+            return Box::pin(async { true });
+        }
         let logins = self.state().logins;
         let retry = self.on_unauthorized(status, www_authenticate);
         let Some(login) = &self.inner.login else {
@@ -868,5 +959,150 @@ mod tests {
         let step_up = challenge(&stub, r#", scope="write", error="insufficient_scope""#);
         assert!(second.unauthorized(403, Some(&step_up)).await);
         assert_eq!(redirects.count(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_dpop_bound_login_is_sent_with_proofs_and_refreshed_with_one() {
+        use serde_json::json;
+
+        use crate::auth::dpop::{self, DpopKey};
+        use crate::auth::flow::OAuthConfig;
+        use crate::auth::flow::tests::query;
+        use crate::auth::grant::tests::Stub as Replies;
+        use crate::auth::jwt::unverified_claims;
+
+        let stub = Replies::start().await;
+        let base = &stub.base;
+        stub.reply(
+            "/.well-known/oauth-protected-resource/mcp",
+            200,
+            Vec::new(),
+            json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}),
+        );
+        stub.reply(
+            "/.well-known/oauth-authorization-server",
+            200,
+            Vec::new(),
+            json!({
+                "issuer": base,
+                "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"),
+                "registration_endpoint": format!("{base}/register"),
+                "code_challenge_methods_supported": ["S256"],
+                "authorization_response_iss_parameter_supported": true,
+                "dpop_signing_alg_values_supported": ["ES256"],
+            }),
+        );
+        stub.reply("/register", 201, Vec::new(), json!({"client_id": "dyn-1"}));
+        // The token endpoint asks for its nonce first.
+        stub.reply(
+            "/token",
+            400,
+            vec![("DPoP-Nonce", "as-nonce".into())],
+            json!({"error": "use_dpop_nonce"}),
+        );
+        stub.reply(
+            "/token",
+            200,
+            Vec::new(),
+            json!({"access_token": "at1", "token_type": "DPoP", "expires_in": 3600, "refresh_token": "rt1"}),
+        );
+        stub.reply(
+            "/token",
+            200,
+            Vec::new(),
+            json!({"access_token": "at2", "token_type": "DPoP", "expires_in": 3600}),
+        );
+        let key = DpopKey::generate().unwrap();
+        let (_dir, store) = temp_store();
+        let config = OAuthConfig::new("test", "http://127.0.0.1:1/callback", store.clone())
+            .allow_http_loopback(true)
+            .dpop(key.clone());
+        let flow = OAuthFlow::new(config).unwrap();
+        let url = format!("{base}/mcp");
+        let token_endpoint = format!("{base}/token");
+        let agent = Arc::new(Redirects::default());
+        let provider = OAuthProvider::interactive(flow.clone(), url.clone(), agent.clone());
+        let proof = |jwt: &str| unverified_claims(jwt).unwrap();
+
+        assert!(provider.unauthorized(401, Some(&stub.challenge())).await);
+        let authorization = agent.seen.lock().unwrap()[0].clone();
+        assert_eq!(query(&authorization)["dpop_jkt"], key.thumbprint());
+        let requests = stub.token_requests();
+        assert_eq!(
+            requests.len(),
+            2,
+            "one retry with the token endpoint's nonce"
+        );
+        assert!(proof(&requests[0].headers["dpop"]).get("nonce").is_none());
+        let exchange = &requests[1];
+        assert_eq!(exchange.form["grant_type"], "authorization_code");
+        assert_eq!(exchange.form["code"], "the-code");
+        assert_eq!(exchange.form["client_id"], "dyn-1");
+        assert!(!exchange.form["code_verifier"].is_empty());
+        let claims = proof(&exchange.headers["dpop"]);
+        assert_eq!(claims["nonce"], "as-nonce");
+        assert_eq!(claims["htm"], "POST");
+        assert_eq!(claims["htu"], token_endpoint.as_str());
+
+        // Sent as `DPoP` with a fresh proof for each request.
+        let first = provider.request_credentials("POST", &url).await;
+        assert_eq!(first.authorization.as_deref(), Some("DPoP at1"));
+        let first = proof(first.dpop.as_deref().unwrap());
+        assert_eq!(first["htm"], "POST");
+        assert_eq!(first["htu"], url.as_str());
+        assert_eq!(first["ath"], dpop::access_token_hash("at1").as_str());
+        let second = provider.request_credentials("GET", &url).await;
+        let second = proof(second.dpop.as_deref().unwrap());
+        assert_eq!(second["htm"], "GET");
+        assert_ne!(first["jti"], second["jti"]);
+        assert_eq!(
+            provider.authorization(&url).await.as_deref(),
+            Some("DPoP at1")
+        );
+
+        // The server asks for its own nonce: the same token, sent again with it.
+        provider.dpop_nonce(&url, "rs-nonce");
+        assert!(
+            provider
+                .unauthorized(401, Some(r#"DPoP error="use_dpop_nonce""#))
+                .await
+        );
+        let creds = provider.request_credentials("POST", &url).await;
+        assert_eq!(creds.authorization.as_deref(), Some("DPoP at1"));
+        assert_eq!(proof(creds.dpop.as_deref().unwrap())["nonce"], "rs-nonce");
+        assert_eq!(
+            stub.token_requests().len(),
+            2,
+            "no token request for a nonce"
+        );
+
+        // The token is refused: refreshed once, with a proof.
+        assert!(
+            provider
+                .unauthorized(401, Some(r#"DPoP error="invalid_token""#))
+                .await
+        );
+        let creds = provider.request_credentials("POST", &url).await;
+        assert_eq!(creds.authorization.as_deref(), Some("DPoP at2"));
+        let requests = stub.token_requests();
+        assert_eq!(requests.len(), 3);
+        let refresh = &requests[2];
+        assert_eq!(refresh.form["grant_type"], "refresh_token");
+        assert_eq!(refresh.form["refresh_token"], "rt1");
+        assert_eq!(
+            proof(&refresh.headers["dpop"])["htu"],
+            token_endpoint.as_str()
+        );
+        assert_eq!(agent.count(), 1, "no second login");
+
+        // The type is stored: a later run's provider sends `DPoP` too.
+        let key = provider.key().unwrap();
+        let stored = store.load(&key).unwrap().unwrap();
+        assert_eq!(stored.token_type.as_deref(), Some("DPoP"));
+        let later = OAuthProvider::new(flow, key);
+        let creds = later.request_credentials("POST", &url).await;
+        assert_eq!(creds.authorization.as_deref(), Some("DPoP at2"));
+        assert!(creds.dpop.is_some());
     }
 }
