@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use switchboard::transport::Connector;
-use switchboard::transport::http::{HttpConfig, HttpTransport};
+use switchboard::transport::http::{
+    HttpConfig, HttpTransport, HttpVerdict, remember_verdict, remembered_verdicts,
+};
 use switchboard::transport::stdio::StdioConfig;
 use switchboard::types::{Era, Tool};
 use switchboard::{Client, Error as ClientError, Event, ListKind};
@@ -265,7 +267,8 @@ fn is_remote(transport: &TransportConfig) -> bool {
 }
 
 /// The client's connector for a server's transport.
-fn connector(shared: &Shared, config: &ServerConfig) -> Result<Arc<dyn Connector>, Failure> {
+fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, Failure> {
+    let config = &slot.config;
     match &config.transport {
         TransportConfig::Stdio {
             command,
@@ -280,6 +283,21 @@ fn connector(shared: &Shared, config: &ServerConfig) -> Result<Arc<dyn Connector
             Ok(Arc::new(stdio))
         }
         TransportConfig::Http { url, headers, kind } => {
+            // The state file's verdict stands in for detection, as one
+            // this process made would; a wrong one is detected afresh.
+            let known = {
+                let view = slot.view.borrow();
+                view.era.zip(view.transport.clone())
+            };
+            if let (HttpKind::Auto, Some((era, transport))) = (kind, known)
+                && remembered_verdicts().iter().all(|(u, _)| u != url)
+            {
+                let transport = match transport.as_str() {
+                    "sse" => HttpTransport::Sse,
+                    _ => HttpTransport::StreamableHttp,
+                };
+                remember_verdict(url, HttpVerdict { era, transport });
+            }
             let mut http = HttpConfig::new(url.clone()).transport(match kind {
                 HttpKind::Streamable => HttpTransport::StreamableHttp,
                 HttpKind::Sse => HttpTransport::Sse,
@@ -317,7 +335,7 @@ async fn connect_once(shared: &Shared, slot: &Slot) -> Result<(Client, Vec<Tool>
         .acquire()
         .await
         .map_err(|_| Attempt::Failed(Failure::message("the hub is shutting down")))?;
-    let connector = connector(shared, config).map_err(Attempt::Failed)?;
+    let connector = connector(shared, slot).map_err(Attempt::Failed)?;
     let era = slot.view.borrow().era;
     let mut builder = Client::builder().name(config.name.clone()).era_hint(era);
     if let Some(timeout) = config.request_timeout {
