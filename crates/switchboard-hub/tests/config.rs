@@ -752,3 +752,139 @@ fn json_edits_keep_key_order_and_round_trip() {
         fixture("codex/config.toml")
     );
 }
+
+#[test]
+fn json_edits_say_when_comments_are_dropped_and_keep_permissions() {
+    let w = World::new("edit-notes");
+    let locations = w.locations();
+    let vscode = w
+        .project
+        .write(".vscode/mcp.json", &fixture("vscode/mcp.json"));
+    let edited = set_enabled(&locations, &vscode, Dialect::VsCode, "files", false).unwrap();
+    assert!(
+        edited
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("comments")),
+        "{edited:?}"
+    );
+    let reread = load_file(&locations, &vscode, Dialect::VsCode, Scope::Project);
+    assert!(!reread.get("files").unwrap().enabled);
+    assert_eq!(reread.servers.len(), 3);
+
+    let claude = w.home.write(".mcp.json", &fixture("claude-code/.mcp.json"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let edited = remove_server(&locations, &claude, Dialect::ClaudeCode, "legacy").unwrap();
+    assert_eq!(edited.note, None);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&claude).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "a private file stays private");
+    }
+    // A server the dialect cannot hold is refused, and the file is left alone.
+    let desktop = w.home.write(
+        "desktop.json",
+        &fixture("claude-desktop/claude_desktop_config.json"),
+    );
+    let remote = load_file(
+        &locations,
+        &fixtures().join("claude-code/.mcp.json"),
+        Dialect::ClaudeCode,
+        Scope::Project,
+    );
+    let err = add_server(
+        &locations,
+        &desktop,
+        Dialect::ClaudeDesktop,
+        remote.get("docs").unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, EditError::Unsupported { .. }) && err.to_string().contains("remote"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&desktop).unwrap(),
+        fixture("claude-desktop/claude_desktop_config.json")
+    );
+}
+
+#[test]
+fn an_explicit_file_is_read_in_the_dialect_its_shape_says() {
+    let w = World::new("sniff");
+    let vscode = w.home.write("given.json", &fixture("vscode/mcp.json"));
+    let codex = w.home.write("given.toml", &fixture("codex/config.toml"));
+    let goose = w.home.write("given.yaml", &fixture("goose/config.yaml"));
+    for (file, dialect) in [
+        (&vscode, Dialect::VsCode),
+        (&codex, Dialect::Codex),
+        (&goose, Dialect::Goose),
+    ] {
+        let loaded = load(
+            &w.locations(),
+            &LoadOptions::new().with_config(file).strict(true),
+        );
+        assert!(!loaded.has_errors(), "{:#?}", loaded.diagnostics);
+        assert_eq!(
+            without_origin(loaded.servers.clone()),
+            {
+                let mut e = expected(dialect);
+                e.sort_by(|a, b| a.name.cmp(&b.name));
+                e
+            },
+            "{dialect:?}"
+        );
+        assert!(
+            loaded
+                .servers
+                .iter()
+                .all(|s| s.origin.dialect == dialect && s.origin.scope == Scope::Explicit)
+        );
+    }
+    let missing = load(
+        &w.locations(),
+        &LoadOptions::new().with_config(w.home.path().join("nope.toml")),
+    );
+    assert!(
+        missing
+            .diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.message.contains("does not exist"))
+    );
+}
+
+#[test]
+fn entries_a_dialect_marks_as_not_runnable_or_unread_are_reported() {
+    let w = World::new("odd");
+    let file = w.project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {
+  "ws": {"type": "ws", "url": "wss://ws.example/mcp"},
+  "with-env-file": {"command": "x", "envFile": "${workspaceFolder}/.env"},
+  "neither": {"args": ["x"]},
+  "both": {"command": "x", "url": "https://x.example"}
+}}"#,
+    );
+    let loaded = load_file(&w.locations(), &file, Dialect::ClaudeCode, Scope::Project);
+    assert!(matches!(
+        loaded.get("ws").unwrap().transport,
+        TransportConfig::WebSocket { .. }
+    ));
+    assert!(loaded.get("with-env-file").is_some());
+    let said = |server: &str, severity: Severity, needle: &str| {
+        loaded.diagnostics.iter().any(|d| {
+            d.server.as_deref() == Some(server)
+                && d.severity == severity
+                && d.message.contains(needle)
+        })
+    };
+    assert!(said("with-env-file", Severity::Warning, "envFile"));
+    assert!(said("neither", Severity::Error, "neither `command`"));
+    assert!(said("both", Severity::Error, "keep one"));
+    assert!(loaded.get("neither").is_none() && loaded.get("both").is_none());
+}
