@@ -341,7 +341,9 @@ fn precedence_is_explicit_then_local_then_project_then_user() {
 #[test]
 fn claude_json_switches_off_mcp_json_servers_for_its_project() {
     let w = World::new("claude-off");
-    let root = w.project.path().to_string_lossy().into_owned();
+    // Keyed by the directory Claude Code was started in (here the cwd,
+    // below the project root).
+    let root = w.project.path().join("sub").to_string_lossy().into_owned();
     w.home.write(
         ".claude.json",
         &fixture("claude-code/claude.json").replace("@PROJECT@", &root),
@@ -351,6 +353,7 @@ fn claude_json_switches_off_mcp_json_servers_for_its_project() {
     let loaded = load(&w.locations(), &LoadOptions::new());
     assert!(!loaded.get("legacy").unwrap().enabled);
     assert!(loaded.get("files").unwrap().enabled);
+    assert_eq!(loaded.get("local-db").unwrap().origin.scope, Scope::Local);
 }
 
 #[test]

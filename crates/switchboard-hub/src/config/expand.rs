@@ -344,6 +344,47 @@ mod tests {
     }
 
     #[test]
+    fn property_text_without_references_is_unchanged_and_set_variables_never_warn() {
+        let l = locations();
+        let pieces = [
+            "a",
+            "$",
+            "{",
+            "}",
+            ":-",
+            "${TOKEN}",
+            "${EMPTY:-d}",
+            "$TOKEN",
+            " ",
+            "é",
+        ];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..2000 {
+            let mut text = String::new();
+            for _ in 0..8 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push_str(pieces[(seed % pieces.len() as u64) as usize]);
+            }
+            let e = Expander::new(&l).expand(&stdio(&[&text], &[])).unwrap();
+            let (args, _, _) = args_env(&e.config);
+            if !text.contains("${") {
+                assert_eq!(args[0], text);
+            }
+            // Only the unterminated `${…` or references of unset names
+            // (made by adjacent pieces, such as `${${TOKEN}`) may warn,
+            // and then the reference is kept as written.
+            for w in &e.warnings {
+                assert!(w.message.contains("is not set"), "{text}: {w}");
+            }
+            if e.warnings.is_empty() {
+                assert!(!args[0].contains("${TOKEN}"), "{text} -> {}", args[0]);
+            }
+        }
+    }
+
+    #[test]
     fn an_unset_variable_warns_with_file_server_and_key_and_stays_as_written() {
         let l = locations();
         let e = Expander::new(&l)

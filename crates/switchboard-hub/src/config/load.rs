@@ -294,7 +294,13 @@ fn read_into(
         inputs,
         policy,
         disable: off,
-    } = dialect::parse(file, &text, dialect, scope, locations.project_root());
+    } = dialect::parse(
+        file,
+        &text,
+        dialect,
+        scope,
+        &[locations.cwd(), locations.project_root()],
+    );
     let index = loaded.files.len();
     loaded.files.push(file.to_path_buf());
     loaded.diagnostics.extend(diagnostics);

@@ -38,60 +38,64 @@ pub(crate) fn parse_jsonc(text: &str) -> Result<Value, serde_json::Error> {
 }
 
 fn strip_jsonc(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = bytes.to_vec();
-    let mut i = 0;
-    let mut in_string = false;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if in_string {
-            match b {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            i += 1;
-            continue;
+    // Comments first, so that a trailing comma followed by a comment is
+    // seen as trailing.
+    let mut out = text.as_bytes().to_vec();
+    each_outside_strings(text.as_bytes(), |bytes, i| match bytes[i] {
+        b'/' if bytes.get(i + 1) == Some(&b'/') => {
+            let end = bytes[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(bytes.len(), |p| i + p);
+            out[i..end].fill(b' ');
+            end
         }
-        match b {
-            b'"' => in_string = true,
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    out[i] = b' ';
-                    i += 1;
-                }
-                continue;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let end = text[i + 2..]
-                    .find("*/")
-                    .map_or(bytes.len(), |e| i + 2 + e + 2);
-                for (j, byte) in out.iter_mut().enumerate().take(end).skip(i) {
-                    if bytes[j] != b'\n' {
-                        *byte = b' ';
-                    }
-                }
-                i = end;
-                continue;
-            }
-            b',' => {
-                let next = bytes[i + 1..]
-                    .iter()
-                    .position(|c| !c.is_ascii_whitespace())
-                    .map(|p| bytes[i + 1 + p]);
-                if matches!(next, Some(b'}' | b']')) {
-                    out[i] = b' ';
+        b'/' if bytes.get(i + 1) == Some(&b'*') => {
+            let end = text[i + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |e| i + 2 + e + 2);
+            for byte in &mut out[i..end] {
+                if *byte != b'\n' {
+                    *byte = b' ';
                 }
             }
-            _ => {}
+            end
         }
-        i += 1;
-    }
-    // Only ASCII bytes outside strings were replaced by spaces.
+        _ => i + 1,
+    });
+    let without_comments = out.clone();
+    each_outside_strings(&without_comments, |bytes, i| {
+        if bytes[i] == b',' {
+            let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+            if matches!(next, Some(b'}' | b']')) {
+                out[i] = b' ';
+            }
+        }
+        i + 1
+    });
+    // Only ASCII bytes outside strings were replaced by spaces (a
+    // comment's multi-byte characters are blanked whole).
     String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
 }
 
-pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad, project_root: &std::path::Path) {
+/// Calls `visit(bytes, i)` at each byte outside a JSON string; `visit`
+/// returns where to go on.
+fn each_outside_strings(bytes: &[u8], mut visit: impl FnMut(&[u8], usize) -> usize) {
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'"' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else {
+            i = visit(bytes, i);
+        }
+    }
+}
+
+pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad, projects: &[&std::path::Path]) {
     let root = match parse_jsonc(ctx.text) {
         Ok(v) => v,
         Err(e) => {
@@ -136,7 +140,7 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad, project_root: &std::path:
         read_inputs(ctx, out, &root);
     }
     if ctx.dialect == Dialect::ClaudeCode {
-        read_claude_json_project(ctx, out, &root, project_root);
+        read_claude_json_project(ctx, out, &root, projects);
         let allow = root.get("allowedMcpServers");
         let deny = root.get("deniedMcpServers");
         if allow.is_some() || deny.is_some() {
@@ -360,19 +364,21 @@ fn read_claude_json_project(
     ctx: &Ctx<'_>,
     out: &mut FileLoad,
     root: &Map<String, Value>,
-    project_root: &std::path::Path,
+    candidates: &[&std::path::Path],
 ) {
     let Some(Value::Object(projects)) = root.get("projects") else {
         return;
     };
-    let key = project_root.to_string_lossy();
-    let Some(Value::Object(project)) = projects.get(key.as_ref()) else {
+    // Claude Code keys a project by the directory it was started in.
+    let Some(project) = candidates
+        .iter()
+        .find_map(|dir| projects.get(dir.to_string_lossy().as_ref()))
+        .and_then(Value::as_object)
+    else {
         return;
     };
     if let Some(servers) = project.get("mcpServers") {
-        let found = out.servers.len();
         read_servers(ctx, out, "mcpServers", servers, Scope::Local);
-        let _ = found;
     }
     for list in ["disabledMcpServers", "disabledMcpjsonServers"] {
         if let Some(Value::Array(names)) = project.get(list) {
@@ -437,5 +443,93 @@ mod tests {
         assert_eq!(v["a"], "//not a comment");
         assert_eq!(v["b"], serde_json::json!([1, 2]));
         assert_eq!(strip_jsonc(text).lines().count(), text.lines().count());
+    }
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// Writes `v` as JSON with comments, blank space and trailing commas
+    /// scattered between tokens (strings hold comment-like text too).
+    fn noisy(v: &Value, rng: &mut Rng, out: &mut String) {
+        let noise = |rng: &mut Rng, out: &mut String| match rng.next(5) {
+            0 => out.push_str(" // a comment, with \"quotes\" and /* */\n"),
+            1 => out.push_str("/* block\n , } ] */"),
+            2 => out.push_str("\n\t "),
+            _ => {}
+        };
+        noise(rng, out);
+        match v {
+            Value::Array(items) => {
+                out.push('[');
+                for item in items {
+                    noisy(item, rng, out);
+                    out.push(',');
+                }
+                if (items.is_empty() || rng.next(2) == 0) && out.ends_with(',') {
+                    out.pop();
+                }
+                noise(rng, out);
+                out.push(']');
+            }
+            Value::Object(map) => {
+                out.push('{');
+                for (k, item) in map {
+                    out.push_str(&serde_json::to_string(k).unwrap());
+                    noise(rng, out);
+                    out.push(':');
+                    noisy(item, rng, out);
+                    out.push(',');
+                }
+                if (map.is_empty() || rng.next(2) == 0) && out.ends_with(',') {
+                    out.pop();
+                }
+                noise(rng, out);
+                out.push('}');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+        noise(rng, out);
+    }
+
+    fn random_value(rng: &mut Rng, depth: u32) -> Value {
+        const STRINGS: [&str; 6] = ["//", "/*", "*/", "a,}", "\\", "\"q\" // x"];
+        match rng.next(if depth == 0 { 3 } else { 5 }) {
+            0 => Value::String(STRINGS[rng.next(6) as usize].to_owned()),
+            1 => Value::from(rng.next(1000)),
+            2 => Value::Bool(rng.next(2) == 0),
+            3 => Value::Array(
+                (0..rng.next(4))
+                    .map(|_| random_value(rng, depth - 1))
+                    .collect(),
+            ),
+            _ => Value::Object(
+                (0..rng.next(4))
+                    .map(|i| (format!("k{i}/*"), random_value(rng, depth - 1)))
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn property_comments_and_trailing_commas_never_change_the_value_or_positions() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..500 {
+            let value = random_value(&mut rng, 4);
+            let mut text = String::new();
+            noisy(&value, &mut rng, &mut text);
+            let stripped = strip_jsonc(&text);
+            assert_eq!(stripped.len(), text.len());
+            let newlines = |t: &str| t.match_indices('\n').map(|(i, _)| i).collect::<Vec<_>>();
+            assert_eq!(newlines(&stripped), newlines(&text), "{text}");
+            assert_eq!(parse_jsonc(&text).unwrap(), value, "{text}");
+        }
     }
 }

@@ -50,13 +50,14 @@ pub(crate) struct FileLoad {
 }
 
 /// Reads `text`, the content of `file`, as `dialect` in `scope`.
-/// `project_root` picks `~/.claude.json`'s project section.
+/// `projects` (the working directory, then the project root) pick
+/// `~/.claude.json`'s project section: the first one it has.
 pub(crate) fn parse(
     file: &Path,
     text: &str,
     dialect: Dialect,
     scope: Scope,
-    project_root: &Path,
+    projects: &[&Path],
 ) -> FileLoad {
     let ctx = Ctx {
         file,
@@ -73,7 +74,7 @@ pub(crate) fn parse(
         | Dialect::ClaudeDesktop
         | Dialect::Cursor
         | Dialect::VsCode
-        | Dialect::Gemini => json::parse(&ctx, &mut out, project_root),
+        | Dialect::Gemini => json::parse(&ctx, &mut out, projects),
     }
     out
 }
