@@ -327,6 +327,20 @@ fn precedence_is_explicit_then_local_then_project_then_user() {
             .any(|d| d.server.as_deref() == Some("b") && d.message.contains("shadowed"))
     );
 
+    // A standard file given with --config is read once (no shadowing of
+    // itself).
+    let local = w.project.path().join("switchboard.local.toml");
+    let loaded = load(&w.locations(), &LoadOptions::new().with_config(&local));
+    assert_eq!(loaded.get("c").unwrap().origin.scope, Scope::Explicit);
+    assert!(
+        !loaded
+            .skipped
+            .iter()
+            .any(|s| s.server.origin.file == local && s.reason == SkipReason::Shadowed),
+        "{:#?}",
+        loaded.skipped
+    );
+
     // Without --config the local file wins d; strict reads --config only.
     let loaded = load(&w.locations(), &LoadOptions::new());
     assert_eq!(command_of(loaded.get("d").unwrap()), "d-local");

@@ -192,11 +192,15 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
             .map(|f| (f.clone(), None, Scope::Explicit))
             .collect();
         if !options.strict {
+            // A standard file also given with --config is read once, as
+            // the explicit one.
+            let given: Vec<PathBuf> = options.explicit.iter().map(|f| same_file(f)).collect();
             files.extend(
                 locations
                     .standard_files()
                     .into_iter()
                     .filter(|(_, d, _)| !options.no_imports || *d == Dialect::Switchboard)
+                    .filter(|(f, _, _)| !given.contains(&same_file(f)))
                     .map(|(f, d, s)| (f, Some(d), s)),
             );
         }
@@ -240,6 +244,10 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
 
     resolve(&mut loaded, found);
     loaded
+}
+
+fn same_file(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Reads one file in a known dialect and scope, without the rest.

@@ -22,6 +22,7 @@
 //! | VS Code | user | `CONFIG/Code/User/mcp.json` |
 //! | Cursor | project | `ROOT/.cursor/mcp.json` |
 //! | Cursor | user | `~/.cursor/mcp.json` |
+//! | Codex | project | `ROOT/.codex/config.toml` (Codex reads it for trusted projects) |
 //! | Codex | user | `$CODEX_HOME/config.toml`, default `~/.codex/config.toml` |
 //! | Gemini CLI | project | `ROOT/.gemini/settings.json` |
 //! | Gemini CLI | user | `~/.gemini/settings.json` |
@@ -295,6 +296,7 @@ impl Locations {
         let codex_home = self
             .var_path("CODEX_HOME")
             .unwrap_or_else(|| self.home.join(".codex"));
+        files.push((root.join(".codex/config.toml"), Codex, Scope::Project));
         files.push((codex_home.join("config.toml"), Codex, Scope::User));
         let goose = match (self.var_path("GOOSE_CONFIG_DIR"), self.os) {
             (Some(dir), _) => dir,
