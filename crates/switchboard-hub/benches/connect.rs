@@ -14,7 +14,8 @@
 //!   hub's parallelism is for.
 //!
 //! For each, the median over the rounds of: a fresh hub, `start()` timed,
-//! `shutdown()` untimed. Printed: both medians and the ratio 50 / 1.
+//! `shutdown()` untimed. Printed: both medians and the ratio 50 / 1, with
+//! the default local concurrency and, for comparison, smaller ones.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,26 +38,30 @@ fn main() {
         switchboard_testkit::run_stdio_main(args[2..].to_vec());
     }
     // `cargo bench` passes `--bench`; a bare number sets the rounds.
-    let rounds: usize = args[1..]
-        .iter()
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(5);
+    let rounds: usize = args[1..].iter().find_map(|a| a.parse().ok()).unwrap_or(5);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     println!(
-        "hub start, median of {rounds} rounds, local concurrency {DEFAULT_LOCAL_CONCURRENCY}, {} CPUs",
+        "hub start, median of {rounds} rounds, {} CPUs (default local concurrency {DEFAULT_LOCAL_CONCURRENCY})",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    for (kind, delay) in [("instant", None), ("startup 300ms", Some(300))] {
+    let default = DEFAULT_LOCAL_CONCURRENCY;
+    for (kind, delay, limit) in [
+        ("instant", None, default),
+        ("startup 300ms", Some(300), default),
+        // What a smaller default would cost (Claude Code starts 3 at once).
+        ("startup 300ms", Some(300), 25),
+        ("startup 300ms", Some(300), 10),
+    ] {
         runtime.block_on(async {
             // Warm the page cache and the allocator.
-            start(1, delay).await;
-            let one = median(rounds, || start(1, delay)).await;
-            let fifty = median(rounds, || start(50, delay)).await;
+            start(1, delay, limit).await;
+            let one = median(rounds, || start(1, delay, limit)).await;
+            let fifty = median(rounds, || start(50, delay, limit)).await;
             println!(
-                "{kind:>14}: 1 server {:>8.1} ms | 50 servers {:>8.1} ms | ratio {:.2}",
+                "{kind:>14}, local concurrency {limit:>2}: 1 server {:>7.1} ms | 50 servers {:>7.1} ms | ratio {:.2}",
                 ms(one),
                 ms(fifty),
                 fifty.as_secs_f64() / one.as_secs_f64()
@@ -83,10 +88,11 @@ where
 }
 
 /// A fresh hub of `n` test servers: how long `start` takes (all ready).
-async fn start(n: usize, delay_ms: Option<u64>) -> Duration {
+async fn start(n: usize, delay_ms: Option<u64>, local_concurrency: usize) -> Duration {
     let exe = std::env::current_exe().expect("current exe");
     let hub = Hub::builder()
         .servers((0..n).map(|i| server(&exe, i, delay_ms)))
+        .local_concurrency(local_concurrency)
         .persist(false)
         .build()
         .expect("hub");

@@ -43,6 +43,7 @@ fn main() {
         a_missed_keepalive_ping_reconnects,
         startup_timeout_fails_a_server_that_never_answers,
         a_remote_server_that_answers_401_needs_auth,
+        a_failed_server_restarts_on_request,
     ];
     if args.iter().any(|a| a == "--list") {
         for (name, _) in tests {
@@ -759,4 +760,53 @@ async fn a_remote_server_that_answers_401_needs_auth() {
         "{call:?}"
     );
     hub.shutdown().await;
+}
+
+/// A server that failed (or needed a login) is started again on request;
+/// one that runs is left alone; nothing starts after a shutdown.
+async fn a_failed_server_restarts_on_request() {
+    let dir = state_dir("restart");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate");
+    let exe = std::env::current_exe().unwrap();
+    let gated = ServerConfig::new(
+        "gated",
+        TransportConfig::Stdio {
+            command: "sh".into(),
+            args: vec![
+                "-c".into(),
+                r#"if [ -e "$2" ]; then exec "$1" __testserver; fi; echo locked >&2; exit 3"#
+                    .into(),
+                "sh".into(),
+                exe.to_string_lossy().into_owned(),
+                gate.to_string_lossy().into_owned(),
+            ],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        origin(),
+    );
+    let hub = Hub::builder().server(gated).persist(false).build().unwrap();
+    let report = hub.start().await.unwrap();
+    assert!(
+        matches!(&report.not_ready[..], [(_, ServerState::Failed(f))] if f.exit.and_then(|e| e.code) == Some(3)),
+        "{report:?}"
+    );
+    std::fs::write(&gate, "").unwrap();
+    let state = hub.restart("gated").await.unwrap();
+    assert_eq!(state, ServerState::Ready);
+    let (pid, _) = pids(&hub, "gated").await;
+    assert_eq!(hub.restart("gated").await.unwrap(), ServerState::Ready);
+    assert_eq!(
+        pids(&hub, "gated").await.0,
+        pid,
+        "a running server is left alone"
+    );
+    hub.shutdown().await;
+    let after = hub.restart("gated").await;
+    assert!(
+        matches!(after, Err(HubError::Unavailable { .. })),
+        "{after:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

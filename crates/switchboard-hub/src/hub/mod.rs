@@ -502,22 +502,12 @@ impl Hub {
     pub async fn start(&self) -> Result<StartReport, HubError> {
         let started = Instant::now();
         let shared = &self.inner.shared;
-        if shared.store.is_some() && !shared.writer_started.swap(true, Ordering::AcqRel) {
-            shared
-                .tasks
-                .spawn(write_state(shared.clone(), self.inner.cancel.child_token()));
-        }
         let mut waiting = Vec::new();
         for slot in &shared.slots {
-            if !slot.config.enabled || !slot.claim_start() {
+            if !slot.config.enabled || !slot.claim_first_start() {
                 continue;
             }
-            let task = supervisor::run(
-                shared.clone(),
-                slot.clone(),
-                self.inner.cancel.child_token(),
-            );
-            shared.tasks.spawn(task);
+            self.run(slot);
             waiting.push(slot.clone());
         }
         let mut report = StartReport::default();
@@ -545,6 +535,54 @@ impl Hub {
         match required_failed {
             Some(error) => Err(error),
             None => Ok(report),
+        }
+    }
+
+    /// Starts `server` again when it is not running (it failed, needs
+    /// authorization and the user has logged in since, or was never
+    /// started) and waits until it is ready or has failed again; a server
+    /// that is running is only waited for.
+    ///
+    /// # Errors
+    /// [`HubError::UnknownServer`]; [`HubError::Unavailable`] for a
+    /// disabled server or a hub that was shut down.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops waiting; the server keeps starting.
+    pub async fn restart(&self, server: &str) -> Result<ServerState, HubError> {
+        let slot = self.slot(server)?.clone();
+        if !slot.config.enabled || self.inner.cancel.is_cancelled() {
+            return Err(HubError::Unavailable {
+                server: server.into(),
+                state: slot.view.borrow().state.clone(),
+            });
+        }
+        slot.claim_first_start();
+        self.run(&slot);
+        let mut rx = slot.view.subscribe();
+        let state = rx
+            .wait_for(|v| v.state.is_settled())
+            .await
+            .map(|v| v.state.clone())
+            .unwrap_or(ServerState::Stopped);
+        Ok(state)
+    }
+
+    /// Starts `slot`'s supervisor unless one runs.
+    fn run(&self, slot: &Arc<supervisor::Slot>) {
+        let shared = &self.inner.shared;
+        if shared.store.is_some() && !shared.writer_started.swap(true, Ordering::AcqRel) {
+            shared
+                .tasks
+                .spawn(write_state(shared.clone(), self.inner.cancel.child_token()));
+        }
+        if slot.claim_run(shared) {
+            let task = supervisor::run(
+                shared.clone(),
+                slot.clone(),
+                self.inner.cancel.child_token(),
+            );
+            shared.tasks.spawn(task);
         }
     }
 

@@ -30,6 +30,8 @@ pub(crate) struct Slot {
     pub(crate) view: watch::Sender<View>,
     pub(crate) stats: Stats,
     started: AtomicBool,
+    /// A supervisor runs for it.
+    running: AtomicBool,
 }
 
 /// A server as it is now. Cloned out of the watch for readers; the client
@@ -88,12 +90,23 @@ impl Slot {
             view: watch::Sender::new(view),
             stats: Stats::new(),
             started: AtomicBool::new(false),
+            running: AtomicBool::new(false),
         }
     }
 
-    /// True the first time only: this caller starts the supervisor.
-    pub(crate) fn claim_start(&self) -> bool {
+    /// True the first time only (for [`Hub::start`](super::Hub::start)).
+    pub(crate) fn claim_first_start(&self) -> bool {
         !self.started.swap(true, Ordering::AcqRel)
+    }
+
+    /// Marks the server `connecting` and returns true when no supervisor
+    /// runs for it: the caller starts one.
+    pub(crate) fn claim_run(&self, shared: &Shared) -> bool {
+        if self.running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.set_state(shared, ServerState::Connecting);
+        true
     }
 
     pub(crate) fn startup_timeout(&self, settings: &Settings) -> Duration {
@@ -157,7 +170,7 @@ impl Slot {
         }
     }
 
-    fn set_state(&self, shared: &Shared, state: ServerState) {
+    pub(crate) fn set_state(&self, shared: &Shared, state: ServerState) {
         let from = self.view.borrow().state.name();
         {
             let _span = tracing::info_span!("mcp.state", from, to = state.name()).entered();
@@ -441,15 +454,21 @@ pub(crate) fn run(
     cancel: CancellationToken,
 ) -> impl Future<Output = ()> + Send + 'static {
     let span = tracing::info_span!("mcp.server", server = %slot.config.name);
-    async move { supervise(&shared, &slot, &cancel).await }.instrument(span)
+    async move {
+        let end = supervise(&shared, &slot, &cancel).await;
+        // Not running from here on, so whoever sees the final state may
+        // start the server again.
+        slot.running.store(false, Ordering::Release);
+        slot.set_state(&shared, end);
+    }
+    .instrument(span)
 }
 
-async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) {
+async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) -> ServerState {
     let backoff = shared.settings.backoff;
     let mut ever_ready = false;
     let mut attempt = 0u32;
     let mut last_failure: Failure;
-    slot.set_state(shared, ServerState::Connecting);
     loop {
         let outcome = tokio::select! {
             biased;
@@ -483,13 +502,11 @@ async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) {
                 }
             }
             Err(Attempt::NeedsAuth(www_authenticate)) => {
-                slot.set_state(shared, ServerState::NeedsAuth { www_authenticate });
-                return;
+                return ServerState::NeedsAuth { www_authenticate };
             }
             Err(Attempt::Failed(failure)) => {
                 if !ever_ready {
-                    slot.set_state(shared, ServerState::Failed(failure));
-                    return;
+                    return ServerState::Failed(failure);
                 }
                 tracing::warn!(attempt, reason = %failure, "reconnection failed");
                 last_failure = failure;
@@ -502,8 +519,7 @@ async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) {
                 "gave up reconnecting after {} attempts: {}",
                 backoff.attempts, failure.message
             );
-            slot.set_state(shared, ServerState::Failed(failure));
-            return;
+            return ServerState::Failed(failure);
         }
         slot.set_state(
             shared,
@@ -520,5 +536,5 @@ async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) {
             () = tokio::time::sleep(delay) => {}
         }
     }
-    slot.set_state(shared, ServerState::Stopped);
+    ServerState::Stopped
 }
