@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use super::jwt::{self, JwtAlgorithm, JwtError, JwtSigner};
+use crate::transport::http::RequestCredentials;
 
 /// The `typ` of a DPoP proof.
 pub const PROOF_TYP: &str = "dpop+jwt";
@@ -181,6 +182,28 @@ impl DpopKey {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&origin)
             .cloned()
+    }
+}
+
+/// What one request to `url` with `method` carries for `access_token`:
+/// `Authorization: DPoP …` and a fresh proof when `key` is given (the token
+/// is bound to it), else `Authorization: Bearer …`. A proof that cannot be
+/// signed is left out (and logged): the server then refuses the request.
+pub(crate) fn request_credentials(
+    key: Option<&DpopKey>,
+    access_token: &str,
+    method: &str,
+    url: &str,
+) -> RequestCredentials {
+    match key {
+        Some(key) => {
+            let proof = key
+                .proof(method, url, Some(access_token))
+                .inspect_err(|e| tracing::warn!(error = %e, "DPoP proof failed"))
+                .ok();
+            RequestCredentials::new(Some(format!("{SCHEME} {access_token}")), proof)
+        }
+        None => RequestCredentials::new(Some(format!("Bearer {access_token}")), None),
     }
 }
 

@@ -1025,17 +1025,8 @@ impl AuthProvider for GrantProvider {
             let Some(token) = self.token().await else {
                 return RequestCredentials::default();
             };
-            let secret = token.access_token.expose();
-            match self.inner.client.dpop().filter(|_| token.is_dpop()) {
-                Some(key) => {
-                    let proof = key
-                        .proof(method, url, Some(secret))
-                        .inspect_err(|e| tracing::warn!(error = %e, "DPoP proof failed"))
-                        .ok();
-                    RequestCredentials::new(Some(format!("{} {secret}", dpop::SCHEME)), proof)
-                }
-                None => RequestCredentials::new(Some(format!("Bearer {secret}")), None),
-            }
+            let key = self.inner.client.dpop().filter(|_| token.is_dpop());
+            dpop::request_credentials(key, token.access_token.expose(), method, url)
         })
     }
 
@@ -1213,6 +1204,17 @@ pub(crate) mod tests {
             );
         }
 
+        /// The token endpoint answers the next request with a DPoP nonce
+        /// challenge (RFC 9449 §8) carrying `nonce`.
+        pub(crate) fn nonce_first(&self, nonce: &str) {
+            self.reply(
+                "/token",
+                400,
+                vec![("DPoP-Nonce", nonce.to_owned())],
+                json!({"error": "use_dpop_nonce"}),
+            );
+        }
+
         pub(crate) fn token_requests(&self) -> Vec<Seen> {
             self.routes
                 .lock()
@@ -1321,12 +1323,7 @@ pub(crate) mod tests {
     async fn dpop_tokens_follow_the_token_endpoint_nonce() {
         let stub = Stub::start().await;
         stub.standard();
-        stub.reply(
-            "/token",
-            400,
-            vec![("DPoP-Nonce", "as-nonce".into())],
-            json!({"error": "use_dpop_nonce"}),
-        );
+        stub.nonce_first("as-nonce");
         stub.reply(
             "/token",
             200,

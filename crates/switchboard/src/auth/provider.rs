@@ -468,17 +468,8 @@ impl AuthProvider for OAuthProvider {
                     return RequestCredentials::default();
                 }
             };
-            let secret = held.token.expose();
-            match self.inner.flow.dpop_key().filter(|_| held.dpop) {
-                Some(key) => {
-                    let proof = key
-                        .proof(method, url, Some(secret))
-                        .inspect_err(|e| tracing::warn!(error = %e, "DPoP proof failed"))
-                        .ok();
-                    RequestCredentials::new(Some(format!("{} {secret}", dpop::SCHEME)), proof)
-                }
-                None => RequestCredentials::new(Some(format!("Bearer {secret}")), None),
-            }
+            let key = self.inner.flow.dpop_key().filter(|_| held.dpop);
+            dpop::request_credentials(key, held.token.expose(), method, url)
         })
     }
 
@@ -995,12 +986,7 @@ mod tests {
         );
         stub.reply("/register", 201, Vec::new(), json!({"client_id": "dyn-1"}));
         // The token endpoint asks for its nonce first.
-        stub.reply(
-            "/token",
-            400,
-            vec![("DPoP-Nonce", "as-nonce".into())],
-            json!({"error": "use_dpop_nonce"}),
-        );
+        stub.nonce_first("as-nonce");
         stub.reply(
             "/token",
             200,
