@@ -905,3 +905,26 @@ fn entries_a_dialect_marks_as_not_runnable_or_unread_are_reported() {
     assert!(said("both", Severity::Error, "keep one"));
     assert!(loaded.get("neither").is_none() && loaded.get("both").is_none());
 }
+
+#[test]
+fn a_misspelt_key_in_switchboards_own_file_is_a_warning_with_its_line() {
+    let w = World::new("typo");
+    let file = w.project.write(
+        "switchboard.toml",
+        "[servers.files]\ncommand = \"npx\"\nargz = [\"-y\"]\n",
+    );
+    let loaded = load_file(&w.locations(), &file, Dialect::Switchboard, Scope::Project);
+    assert!(loaded.get("files").is_some());
+    let warning = loaded
+        .diagnostics
+        .iter()
+        .find(|d| d.severity == Severity::Warning)
+        .expect("a warning for `argz`")
+        .to_string();
+    assert!(
+        warning.contains("switchboard.toml:3:1")
+            && warning.contains("key `argz`")
+            && warning.contains("args"),
+        "{warning}"
+    );
+}

@@ -16,7 +16,8 @@
 //! An unset variable is a warning naming the file, server and key, and the
 //! reference stays as written (never an empty string); a `${input:…}` with
 //! no prompt callback (non-interactive) is an [`ExpandError`]. Every form
-//! is taken in every dialect.
+//! is taken in every dialect; Gemini CLI's files also expand `$VAR`
+//! without braces, as Gemini does.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 use super::diag::Diagnostic;
 use super::dialect::InputSpec;
 use super::locations::Locations;
-use super::model::{ServerConfig, TransportConfig};
+use super::model::{Dialect, ServerConfig, TransportConfig};
 
 /// Why a server could not be made runnable.
 #[derive(Debug, thiserror::Error)]
@@ -179,18 +180,37 @@ struct Run<'e, 'a> {
 
 impl Run<'_, '_> {
     fn expand(&mut self, key: &str, text: &str) -> Result<String, ExpandError> {
+        // Gemini CLI also expands `$VAR` without braces.
+        let bare = self.server.origin.dialect == Dialect::Gemini;
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
-        while let Some(start) = rest.find("${") {
+        while let Some(start) = rest.find('$') {
             out.push_str(&rest[..start]);
-            let Some(len) = rest[start + 2..].find('}') else {
-                out.push_str(&rest[start..]);
-                return Ok(out);
-            };
-            let reference = &rest[start + 2..start + 2 + len];
-            let whole = &rest[start..start + 3 + len];
-            out.push_str(&self.resolve(key, reference, whole)?);
-            rest = &rest[start + 3 + len..];
+            let after = &rest[start + 1..];
+            if let Some(inner) = after.strip_prefix('{') {
+                let Some(len) = inner.find('}') else {
+                    out.push_str(&rest[start..]);
+                    return Ok(out);
+                };
+                let whole = &rest[start..start + 3 + len];
+                out.push_str(&self.resolve(key, &inner[..len], whole)?);
+                rest = &rest[start + 3 + len..];
+                continue;
+            }
+            let name_len = after
+                .char_indices()
+                .find(|&(i, c)| {
+                    !(c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
+                })
+                .map_or(after.len(), |(i, _)| i);
+            if bare && name_len > 0 {
+                let name = &after[..name_len];
+                out.push_str(&self.resolve(key, name, &rest[start..start + 1 + name_len])?);
+                rest = &after[name_len..];
+            } else {
+                out.push('$');
+                rest = after;
+            }
         }
         out.push_str(rest);
         Ok(out)
@@ -382,6 +402,23 @@ mod tests {
                 assert!(!args[0].contains("${TOKEN}"), "{text} -> {}", args[0]);
             }
         }
+    }
+
+    #[test]
+    fn bare_dollar_variables_expand_only_in_gemini_files() {
+        let l = locations();
+        let mut server = stdio(&["$TOKEN/x", "cost: $5", "$", "$NOPE"], &[]);
+        let e = Expander::new(&l).expand(&server).unwrap();
+        assert_eq!(
+            args_env(&e.config).0,
+            ["$TOKEN/x", "cost: $5", "$", "$NOPE"]
+        );
+        assert!(e.warnings.is_empty());
+        server.origin.dialect = Dialect::Gemini;
+        let e = Expander::new(&l).expand(&server).unwrap();
+        assert_eq!(args_env(&e.config).0, ["sk-1/x", "cost: $5", "$", "$NOPE"]);
+        assert_eq!(e.warnings.len(), 1);
+        assert!(e.warnings[0].message.contains("`$NOPE`"));
     }
 
     #[test]

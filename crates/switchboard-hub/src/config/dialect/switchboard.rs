@@ -147,12 +147,43 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
             ));
             continue;
         };
+        for key in map.keys().filter(|k| !KEYS.contains(&k.as_str())) {
+            out.diagnostics.push(
+                ctx.entry_error(
+                    name,
+                    Some(key),
+                    format!(
+                        "unknown key, ignored; a server's keys are {}",
+                        KEYS.join(", ")
+                    ),
+                )
+                .severity_warning(),
+            );
+        }
         match server(&ctx.obj(name, map), ctx) {
             Ok(s) => out.servers.push(s),
             Err(d) => out.diagnostics.push(d),
         }
     }
 }
+
+/// The keys of a server's table (a misspelt one is a warning: switchboard's
+/// own file is checked strictly; other clients' files are not).
+const KEYS: [&str; 13] = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "transport",
+    "headers",
+    "enabled",
+    "required",
+    "startup_timeout",
+    "request_timeout",
+    "tools",
+    "oauth",
+];
 
 fn server(o: &Obj<'_>, ctx: &Ctx<'_>) -> Result<ServerConfig, Diagnostic> {
     let transport_name = o.str("transport")?;
