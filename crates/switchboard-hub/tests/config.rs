@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use switchboard_hub::config::{
     Dialect, EditError, HttpKind, LoadOptions, Locations, Origin, Scope, ServerConfig, Severity,
-    SkipReason, ToolFilter, TransportConfig, add_server, load, load_file, remove_server,
+    SkipReason, Target, ToolFilter, TransportConfig, add_server, load, load_file, remove_server,
     set_enabled,
 };
 
@@ -573,14 +573,26 @@ fn a_managed_file_is_exclusive_and_refuses_edits() {
         },
         dummy_origin(),
     );
-    let err = add_server(&locations, &target, Dialect::Switchboard, &server).unwrap_err();
+    let err = add_server(
+        &locations,
+        &Target::new(&target, Dialect::Switchboard),
+        &server,
+    )
+    .unwrap_err();
     assert!(matches!(err, EditError::Managed { .. }));
     let message = err.to_string();
     assert!(
         message.contains("managed-mcp.json") && message.contains("exclusive control"),
         "{message}"
     );
-    assert!(remove_server(&locations, &target, Dialect::Switchboard, "corp").is_err());
+    assert!(
+        remove_server(
+            &locations,
+            &Target::new(&target, Dialect::Switchboard),
+            "corp"
+        )
+        .is_err()
+    );
     assert!(!target.exists());
 }
 
@@ -671,7 +683,12 @@ fn toml_edits_keep_comments_and_formatting() {
         Scope::User,
     );
     let legacy = loaded.get("legacy").unwrap();
-    add_server(&locations, &file, Dialect::Switchboard, legacy).unwrap();
+    add_server(
+        &locations,
+        &Target::new(&file, Dialect::Switchboard),
+        legacy,
+    )
+    .unwrap();
     let after_add = std::fs::read_to_string(&file).unwrap();
     assert!(after_add.starts_with(COMMENTED), "{after_add}");
     // What was added reads back as the same server.
@@ -680,11 +697,21 @@ fn toml_edits_keep_comments_and_formatting() {
     back.origin = legacy.origin.clone();
     assert_eq!(&back, legacy);
     assert!(matches!(
-        add_server(&locations, &file, Dialect::Switchboard, legacy),
+        add_server(
+            &locations,
+            &Target::new(&file, Dialect::Switchboard),
+            legacy
+        ),
         Err(EditError::Exists { .. })
     ));
 
-    set_enabled(&locations, &file, Dialect::Switchboard, "files", false).unwrap();
+    set_enabled(
+        &locations,
+        &Target::new(&file, Dialect::Switchboard),
+        "files",
+        false,
+    )
+    .unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(
         text.contains("[servers.files]   # the file server\n"),
@@ -693,11 +720,26 @@ fn toml_edits_keep_comments_and_formatting() {
     assert!(text.contains("\"-y\",   # non-interactive"), "{text}");
     let reread = load_file(&locations, &file, Dialect::Switchboard, Scope::Project);
     assert!(!reread.get("files").unwrap().enabled);
-    set_enabled(&locations, &file, Dialect::Switchboard, "files", true).unwrap();
-    remove_server(&locations, &file, Dialect::Switchboard, "legacy").unwrap();
+    set_enabled(
+        &locations,
+        &Target::new(&file, Dialect::Switchboard),
+        "files",
+        true,
+    )
+    .unwrap();
+    remove_server(
+        &locations,
+        &Target::new(&file, Dialect::Switchboard),
+        "legacy",
+    )
+    .unwrap();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), COMMENTED);
     assert!(matches!(
-        remove_server(&locations, &file, Dialect::Switchboard, "legacy"),
+        remove_server(
+            &locations,
+            &Target::new(&file, Dialect::Switchboard),
+            "legacy"
+        ),
         Err(EditError::NotFound { .. })
     ));
     // No temporary file is left behind.
@@ -724,8 +766,14 @@ fn json_edits_keep_key_order_and_round_trip() {
         Scope::Project,
     );
     let docs = source.get("docs").unwrap();
-    add_server(&locations, &file, Dialect::ClaudeCode, docs).unwrap();
-    set_enabled(&locations, &file, Dialect::ClaudeCode, "z", false).unwrap();
+    add_server(&locations, &Target::new(&file, Dialect::ClaudeCode), docs).unwrap();
+    set_enabled(
+        &locations,
+        &Target::new(&file, Dialect::ClaudeCode),
+        "z",
+        false,
+    )
+    .unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     let keys = |t: &str| -> Vec<usize> {
         [
@@ -752,8 +800,20 @@ fn json_edits_keep_key_order_and_round_trip() {
     let gemini = w
         .home
         .write(".gemini/settings.json", &fixture("gemini/settings.json"));
-    set_enabled(&locations, &gemini, Dialect::Gemini, "legacy", true).unwrap();
-    set_enabled(&locations, &gemini, Dialect::Gemini, "files", false).unwrap();
+    set_enabled(
+        &locations,
+        &Target::new(&gemini, Dialect::Gemini),
+        "legacy",
+        true,
+    )
+    .unwrap();
+    set_enabled(
+        &locations,
+        &Target::new(&gemini, Dialect::Gemini),
+        "files",
+        false,
+    )
+    .unwrap();
     let reread = load_file(&locations, &gemini, Dialect::Gemini, Scope::User);
     assert!(reread.get("legacy").unwrap().enabled);
     assert!(!reread.get("files").unwrap().enabled);
@@ -762,7 +822,7 @@ fn json_edits_keep_key_order_and_round_trip() {
     let codex = w
         .home
         .write(".codex/config.toml", &fixture("codex/config.toml"));
-    let err = remove_server(&locations, &codex, Dialect::Codex, "files").unwrap_err();
+    let err = remove_server(&locations, &Target::new(&codex, Dialect::Codex), "files").unwrap_err();
     assert!(matches!(err, EditError::Unsupported { .. }), "{err}");
     assert_eq!(
         std::fs::read_to_string(&codex).unwrap(),
@@ -777,7 +837,13 @@ fn json_edits_say_when_comments_are_dropped_and_keep_permissions() {
     let vscode = w
         .project
         .write(".vscode/mcp.json", &fixture("vscode/mcp.json"));
-    let edited = set_enabled(&locations, &vscode, Dialect::VsCode, "files", false).unwrap();
+    let edited = set_enabled(
+        &locations,
+        &Target::new(&vscode, Dialect::VsCode),
+        "files",
+        false,
+    )
+    .unwrap();
     assert!(
         edited
             .note
@@ -795,7 +861,12 @@ fn json_edits_say_when_comments_are_dropped_and_keep_permissions() {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    let edited = remove_server(&locations, &claude, Dialect::ClaudeCode, "legacy").unwrap();
+    let edited = remove_server(
+        &locations,
+        &Target::new(&claude, Dialect::ClaudeCode),
+        "legacy",
+    )
+    .unwrap();
     assert_eq!(edited.note, None);
     #[cfg(unix)]
     {
@@ -816,8 +887,7 @@ fn json_edits_say_when_comments_are_dropped_and_keep_permissions() {
     );
     let err = add_server(
         &locations,
-        &desktop,
-        Dialect::ClaudeDesktop,
+        &Target::new(&desktop, Dialect::ClaudeDesktop),
         remote.get("docs").unwrap(),
     )
     .unwrap_err();
@@ -927,4 +997,44 @@ fn a_misspelt_key_in_switchboards_own_file_is_a_warning_with_its_line() {
             && warning.contains("args"),
         "{warning}"
     );
+}
+
+#[test]
+fn edits_reach_claude_codes_local_scope_and_switchboards_scoped_files() {
+    let w = World::new("edit-targets");
+    let locations = w.locations();
+    let root = w.project.path().to_string_lossy().into_owned();
+    let claude_json = w.home.write(
+        ".claude.json",
+        &fixture("claude-code/claude.json").replace("@PROJECT@", &root),
+    );
+    let source = load_file(
+        &locations,
+        &fixtures().join("claude-code/.mcp.json"),
+        Dialect::ClaudeCode,
+        Scope::Project,
+    );
+    let local = Target::claude_local(&locations);
+    assert_eq!(local.file, claude_json);
+    add_server(&locations, &local, source.get("files").unwrap()).unwrap();
+    let loaded = load(&locations, &LoadOptions::new());
+    let files = loaded.get("files").unwrap();
+    assert_eq!(files.origin.scope, Scope::Local, "{files:?}");
+    // The rest of ~/.claude.json is still there, in its order.
+    let text = std::fs::read_to_string(&claude_json).unwrap();
+    let at = |k: &str| text.find(k).unwrap_or_else(|| panic!("{k} in {text}"));
+    assert!(at("numStartups") < at("theme") && at("theme") < at("\"projects\""));
+    assert!(loaded.get("local-db").is_some() && loaded.get("user-search").is_some());
+
+    let user = Target::switchboard(&locations, Scope::User).unwrap();
+    add_server(&locations, &user, source.get("docs").unwrap()).unwrap();
+    assert_eq!(
+        load(&locations, &LoadOptions::new())
+            .get("docs")
+            .unwrap()
+            .origin
+            .file,
+        w.home.path().join(".config/switchboard/config.toml")
+    );
+    assert!(Target::switchboard(&locations, Scope::Managed).is_none());
 }

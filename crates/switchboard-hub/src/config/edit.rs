@@ -25,7 +25,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
 use super::dialect::json::parse_jsonc;
 use super::dialect::switchboard::format_duration;
 use super::locations::Locations;
-use super::model::{Dialect, HttpKind, ServerConfig, TransportConfig};
+use super::model::{Dialect, HttpKind, Scope, ServerConfig, TransportConfig};
 
 /// Why an edit was not made.
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +95,53 @@ pub struct Edited {
     pub note: Option<String>,
 }
 
+/// Where an edit goes: a file in a dialect, and for `~/.claude.json` a
+/// project's section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Target {
+    /// The file (created if missing).
+    pub file: PathBuf,
+    /// Its dialect.
+    pub dialect: Dialect,
+    /// `~/.claude.json` only: the project whose section
+    /// (`projects.<project>.mcpServers`) is edited instead of the top level.
+    pub project: Option<String>,
+}
+
+impl Target {
+    /// The top level of `file` in `dialect`.
+    pub fn new(file: impl Into<PathBuf>, dialect: Dialect) -> Self {
+        Self {
+            file: file.into(),
+            dialect,
+            project: None,
+        }
+    }
+
+    /// switchboard's own file for `scope` (local, project or user; `None`
+    /// for the others).
+    pub fn switchboard(locations: &Locations, scope: Scope) -> Option<Self> {
+        let file = match scope {
+            Scope::Local => locations.switchboard_local_file(),
+            Scope::Project => locations.switchboard_project_file(),
+            Scope::User => locations.switchboard_user_file(),
+            _ => return None,
+        };
+        Some(Self::new(file, Dialect::Switchboard))
+    }
+
+    /// Claude Code's local scope: the working directory's section of
+    /// `~/.claude.json`.
+    pub fn claude_local(locations: &Locations) -> Self {
+        Self {
+            file: locations.claude_json(),
+            dialect: Dialect::ClaudeCode,
+            project: Some(locations.cwd().to_string_lossy().into_owned()),
+        }
+    }
+}
+
 /// Fails with [`EditError::Managed`] when a managed file is in force.
 ///
 /// # Errors
@@ -115,11 +162,11 @@ pub fn ensure_not_managed(locations: &Locations) -> Result<(), EditError> {
 /// dialect cannot express the server, or the write failed.
 pub fn add_server(
     locations: &Locations,
-    file: &Path,
-    dialect: Dialect,
+    target: &Target,
     server: &ServerConfig,
 ) -> Result<Edited, EditError> {
     ensure_not_managed(locations)?;
+    let (file, dialect, project) = (&*target.file, target.dialect, target.project.as_deref());
     match dialect {
         Dialect::Switchboard => edit_toml(file, |doc| {
             let servers = servers_table(doc);
@@ -131,7 +178,7 @@ pub fn add_server(
         }),
         _ => {
             let entry = json_server(file, dialect, server)?;
-            edit_json(file, dialect, |root, key| {
+            edit_json(file, dialect, project, |root, key| {
                 let servers = object_at(root, key);
                 if servers.contains_key(&server.name) {
                     return Err(Change::Exists);
@@ -154,11 +201,11 @@ pub fn add_server(
 /// or the write failed.
 pub fn remove_server(
     locations: &Locations,
-    file: &Path,
-    dialect: Dialect,
+    target: &Target,
     name: &str,
 ) -> Result<Edited, EditError> {
     ensure_not_managed(locations)?;
+    let (file, dialect, project) = (&*target.file, target.dialect, target.project.as_deref());
     match dialect {
         Dialect::Switchboard => edit_toml(file, |doc| {
             servers_table(doc)
@@ -166,7 +213,7 @@ pub fn remove_server(
                 .map(drop)
                 .ok_or(Change::NotFound)
         }),
-        _ => edit_json(file, dialect, |root, key| {
+        _ => edit_json(file, dialect, project, |root, key| {
             object_at(root, key)
                 .shift_remove(name)
                 .ok_or(Change::NotFound)?;
@@ -188,12 +235,12 @@ pub fn remove_server(
 /// or the write failed.
 pub fn set_enabled(
     locations: &Locations,
-    file: &Path,
-    dialect: Dialect,
+    target: &Target,
     name: &str,
     enabled: bool,
 ) -> Result<Edited, EditError> {
     ensure_not_managed(locations)?;
+    let (file, dialect, project) = (&*target.file, target.dialect, target.project.as_deref());
     match dialect {
         Dialect::Switchboard => edit_toml(file, |doc| {
             let entry = servers_table(doc)
@@ -207,7 +254,7 @@ pub fn set_enabled(
             }
             Ok(())
         }),
-        _ => edit_json(file, dialect, |root, key| {
+        _ => edit_json(file, dialect, project, |root, key| {
             let entry = object_at(root, key)
                 .get_mut(name)
                 .and_then(Value::as_object_mut)
@@ -404,6 +451,7 @@ fn servers_key(dialect: Dialect) -> &'static str {
 fn edit_json(
     file: &Path,
     dialect: Dialect,
+    project: Option<&str>,
     change: impl FnOnce(&mut Map<String, Value>, &str) -> Result<(), Change>,
 ) -> Result<Edited, Change> {
     if matches!(dialect, Dialect::Codex | Dialect::Goose) {
@@ -437,7 +485,11 @@ fn edit_json(
             }
         }
     };
-    change(&mut root, servers_key(dialect))?;
+    let container = match project {
+        Some(project) => object_at(object_at(&mut root, "projects"), project),
+        None => &mut root,
+    };
+    change(container, servers_key(dialect))?;
     let mut out =
         serde_json::to_string_pretty(&Value::Object(root)).map_err(|e| EditError::Invalid {
             file: file.to_path_buf(),

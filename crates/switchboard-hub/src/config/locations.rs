@@ -14,7 +14,7 @@
 //! | switchboard | project | `ROOT/switchboard.toml` |
 //! | switchboard | user | `CONFIG/switchboard/config.toml` |
 //! | Claude Code | managed | `/etc/claude-code/managed-mcp.json` (macOS `/Library/Application Support/ClaudeCode/managed-mcp.json`, Windows `C:\ProgramData\ClaudeCode\managed-mcp.json`); its policy in `managed-settings.json` beside it |
-//! | Claude Code | local | `~/.claude.json` → `projects.<CWD>` (else `projects.<ROOT>`) `.mcpServers` |
+//! | Claude Code | local | `~/.claude.json` → `projects.<CWD>.mcpServers`, then `projects.<ROOT>.mcpServers` |
 //! | Claude Code | project | `.mcp.json` in `CWD` and each parent up to `/` (nearer wins) |
 //! | Claude Code | user | `~/.claude.json` → `mcpServers` |
 //! | Claude Desktop | user | `CONFIG/Claude/claude_desktop_config.json` |

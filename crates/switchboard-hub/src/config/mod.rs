@@ -44,7 +44,7 @@ pub mod policy;
 
 pub use diag::{Diagnostic, Severity};
 pub use dialect::InputSpec;
-pub use edit::{EditError, Edited, add_server, remove_server, set_enabled};
+pub use edit::{EditError, Edited, Target, add_server, remove_server, set_enabled};
 pub use expand::{ExpandError, Expanded, Expander};
 pub use load::{LoadOptions, LoadedConfig, SkipReason, Skipped, load, load_file};
 pub use locations::{Locations, Os};

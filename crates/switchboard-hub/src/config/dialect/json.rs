@@ -369,21 +369,27 @@ fn read_claude_json_project(
     let Some(Value::Object(projects)) = root.get("projects") else {
         return;
     };
-    // Claude Code keys a project by the directory it was started in.
-    let Some(project) = candidates
-        .iter()
-        .find_map(|dir| projects.get(dir.to_string_lossy().as_ref()))
-        .and_then(Value::as_object)
-    else {
-        return;
-    };
-    if let Some(servers) = project.get("mcpServers") {
-        read_servers(ctx, out, "mcpServers", servers, Scope::Local);
-    }
-    for list in ["disabledMcpServers", "disabledMcpjsonServers"] {
-        if let Some(Value::Array(names)) = project.get(list) {
-            out.disable
-                .extend(names.iter().filter_map(Value::as_str).map(str::to_owned));
+    // Claude Code keys a project by the directory it was started in: the
+    // working directory's section, then the project root's (when they
+    // differ); on a name in both, the first wins.
+    let mut seen = Vec::new();
+    for dir in candidates {
+        let key = dir.to_string_lossy();
+        if seen.contains(&key) {
+            continue;
+        }
+        let Some(project) = projects.get(key.as_ref()).and_then(Value::as_object) else {
+            continue;
+        };
+        seen.push(key);
+        if let Some(servers) = project.get("mcpServers") {
+            read_servers(ctx, out, "mcpServers", servers, Scope::Local);
+        }
+        for list in ["disabledMcpServers", "disabledMcpjsonServers"] {
+            if let Some(Value::Array(names)) = project.get(list) {
+                out.disable
+                    .extend(names.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
         }
     }
 }
