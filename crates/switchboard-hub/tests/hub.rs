@@ -44,6 +44,7 @@ fn main() {
         startup_timeout_fails_a_server_that_never_answers,
         a_remote_server_that_answers_401_needs_auth,
         a_failed_server_restarts_on_request,
+        request_timeouts_and_the_client_template_apply_per_server,
     ];
     if args.iter().any(|a| a == "--list") {
         for (name, _) in tests {
@@ -809,4 +810,46 @@ async fn a_failed_server_restarts_on_request() {
         "{after:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server's request timeout reaches its client, the application's
+/// template is applied to every connection attempt, and a timed-out call
+/// is counted as one.
+async fn request_timeouts_and_the_client_template_apply_per_server() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut quick = testserver("quick", &[]);
+    quick.request_timeout = Some(Duration::from_millis(200));
+    let built = Arc::new(AtomicUsize::new(0));
+    let hub = Hub::builder()
+        .servers([quick, testserver("patient", &[])])
+        .client({
+            let built = built.clone();
+            move |config, builder| {
+                built.fetch_add(1, Ordering::SeqCst);
+                builder.client_info(switchboard::types::Implementation::new(
+                    format!("hub-test-{}", config.name),
+                    "1.0",
+                ))
+            }
+        })
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    assert_eq!(built.load(Ordering::SeqCst), 2);
+    let timed_out = hub.call("quick", "slow", args(json!({"ms": 2000}))).await;
+    assert!(
+        timed_out.as_ref().is_err_and(HubError::is_timeout),
+        "{timed_out:?}"
+    );
+    let patient = hub.call("patient", "slow", args(json!({"ms": 400}))).await;
+    assert_eq!(text(&patient.unwrap()), "done");
+    let stats = hub.stats("quick").unwrap();
+    assert_eq!((stats.calls, stats.errors, stats.timeouts), (1, 1, 1));
+    assert!(
+        stats.p50.unwrap() >= Duration::from_millis(200),
+        "{stats:?}"
+    );
+    hub.shutdown().await;
 }
