@@ -2,7 +2,9 @@
 
 mod args;
 mod ask;
+mod configure;
 mod demo;
+mod hub;
 mod login;
 mod output;
 mod sampling;
@@ -52,6 +54,11 @@ struct Cli {
     /// ~/.config/switchboard/credentials.json). Also SWITCHBOARD_CREDENTIALS.
     #[arg(long, global = true, value_name = "FILE")]
     credentials: Option<PathBuf>,
+    /// A config file of servers (switchboard TOML, or any client's file),
+    /// read before every other and winning a name they share; `add` and
+    /// `import` write to it.
+    #[arg(long = "config", global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -90,8 +97,9 @@ struct ServerArgs {
     /// its event stream, often …/sse) or ws (WebSocket).
     #[arg(long, value_enum, default_value_t = TransportArg::Auto, requires = "url")]
     transport: TransportArg,
-    /// The server command and its arguments, after `--`.
-    #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
+    /// The server command and its arguments, after `--`. Without it (and
+    /// without --url), `tools` and `call` use the configured servers.
+    #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
     /// Never prompt: decline every form, URL and sampling request the
     /// server sends (the default when stdin is not a terminal).
@@ -204,16 +212,27 @@ enum Command {
     },
     /// Show the negotiated era, protocol version, server info and capabilities.
     Info(ServerArgs),
-    /// List the server's tools.
-    Tools(ServerArgs),
+    /// List the server's tools; without a server command, every configured
+    /// server's tools, named SERVER__TOOL.
+    Tools {
+        /// Only this configured server's tools.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// List the server's resources and resource templates.
     Resources(ServerArgs),
     /// List the server's prompts.
     Prompts(ServerArgs),
-    /// Call a tool.
+    /// Call a tool: `call TOOL -- COMMAND…`, or a configured server's
+    /// tool as `call SERVER/TOOL` or `call SERVER__TOOL`.
     Call {
-        /// The tool's name.
+        /// The tool's name (SERVER/TOOL or SERVER__TOOL for a configured server).
         tool: String,
+        /// The arguments as one JSON object (as --args-json).
+        #[arg(value_name = "JSON", conflicts_with = "args_json")]
+        json_args: Option<String>,
         /// An argument, KEY=VALUE; the value is read as JSON when it parses
         /// (`n=1` is a number, `o={"a":1}` an object), else as a string.
         #[arg(long = "arg", value_name = "KEY=VALUE")]
@@ -258,12 +277,82 @@ enum Command {
         #[command(subcommand)]
         command: AuthCommand,
     },
+    /// Every configured server (all clients' files) with its source file,
+    /// state and the reason, checked in parallel.
+    List {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+        /// Seconds each server may take to start.
+        #[arg(long, default_value_t = 30.0)]
+        timeout: f64,
+    },
+    /// Add a server: `add NAME -- COMMAND [ARGS…]` or `add NAME --url URL`.
+    Add(configure::AddArgs),
+    /// Add a server from a JSON object as Claude Code writes it
+    /// ({"command": …, "args": […], "env": {…}} or {"type": "http", "url": …}).
+    #[command(name = "add-json")]
+    AddJson {
+        /// The server's name.
+        name: String,
+        /// The server entry.
+        #[arg(value_name = "JSON")]
+        entry: String,
+        /// Where to write it (default local).
+        #[arg(short = 's', long, value_enum)]
+        scope: Option<configure::ScopeArg>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy another client's servers into switchboard's own file (default
+    /// the user file), references as written.
+    Import {
+        /// The client whose servers to copy.
+        #[arg(long, value_enum)]
+        from: configure::ClientArg,
+        /// Where to write them (default user).
+        #[arg(short = 's', long, value_enum)]
+        scope: Option<configure::ScopeArg>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a server from the file it is configured in (or from
+    /// switchboard's file of --scope).
+    Remove(NameArgs),
+    /// Switch a configured server on.
+    Enable(NameArgs),
+    /// Switch a configured server off (it stays configured).
+    Disable(NameArgs),
+    /// Show a configured server as written: `${VAR}` references, never
+    /// their values.
+    Get {
+        /// The server's name.
+        name: String,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the bundled test server on stdin/stdout (used by `demo`).
     #[command(name = "__testserver", hide = true)]
     TestServer {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(clap::Args, Debug)]
+struct NameArgs {
+    /// The server's name.
+    name: String,
+    /// Change switchboard's file of this scope instead of the file the
+    /// server is configured in.
+    #[arg(short = 's', long, value_enum)]
+    scope: Option<configure::ScopeArg>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() -> ExitCode {
@@ -283,10 +372,9 @@ fn main() -> ExitCode {
     init_tracing();
     let json = match &cli.command {
         Command::Demo { json } => *json,
-        Command::Info(s) | Command::Tools(s) | Command::Resources(s) | Command::Prompts(s) => {
-            s.json
-        }
-        Command::Call { server, .. }
+        Command::Info(s) | Command::Resources(s) | Command::Prompts(s) => s.json,
+        Command::Tools { server, .. }
+        | Command::Call { server, .. }
         | Command::Read { server, .. }
         | Command::Prompt { server, .. } => server.json,
         Command::Login(args) => args.json,
@@ -294,6 +382,12 @@ fn main() -> ExitCode {
         | Command::Auth {
             command: AuthCommand::Status { json },
         } => *json,
+        Command::List { json, .. }
+        | Command::AddJson { json, .. }
+        | Command::Import { json, .. }
+        | Command::Get { json, .. } => *json,
+        Command::Add(args) => args.json,
+        Command::Remove(args) | Command::Enable(args) | Command::Disable(args) => args.json,
         Command::TestServer { .. } => false,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -404,10 +498,9 @@ impl From<switchboard::Error> for Failure {
 /// The remote server a command talks to, if any.
 fn remote_url(command: &Command) -> Option<&str> {
     match command {
-        Command::Info(s) | Command::Tools(s) | Command::Resources(s) | Command::Prompts(s) => {
-            s.url.as_deref()
-        }
-        Command::Call { server, .. }
+        Command::Info(s) | Command::Resources(s) | Command::Prompts(s) => s.url.as_deref(),
+        Command::Tools { server, .. }
+        | Command::Call { server, .. }
         | Command::Read { server, .. }
         | Command::Prompt { server, .. } => server.url.as_deref(),
         _ => None,
@@ -445,7 +538,16 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             finish(&client, &server).await;
             Ok(0)
         }
-        Command::Tools(server) => {
+        Command::Tools { only, server } => {
+            if server.command.is_empty() && server.url.is_none() {
+                let context = configure::Context::new(cli.config)?;
+                return hub::tools(&context, only.as_deref(), server.json, creds).await;
+            }
+            if only.is_some() {
+                return Err(Failure::usage(anyhow::anyhow!(
+                    "--server names a configured server; it cannot go with a server command or --url"
+                )));
+            }
             let (client, _, _) = connect(&server, creds).await?;
             let tools = client.list_tools().await?;
             if server.json {
@@ -483,12 +585,17 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Call {
             tool,
+            json_args,
             args,
             args_json,
             server,
         } => {
-            let arguments =
-                args::tool_arguments(args_json.as_deref(), &args).map_err(Failure::usage)?;
+            let arguments = args::tool_arguments(args_json.or(json_args).as_deref(), &args)
+                .map_err(Failure::usage)?;
+            if server.command.is_empty() && server.url.is_none() {
+                let context = configure::Context::new(cli.config)?;
+                return hub::call(&context, &tool, arguments, server.json, creds).await;
+            }
             let (client, _, ui) = connect(&server, creds).await?;
             let started = Instant::now();
             let params = CallToolRequestParams {
@@ -544,6 +651,54 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
         Command::Auth {
             command: AuthCommand::Status { json },
         } => login::status(creds, json).await.map_err(Failure::usage),
+        Command::List { json, timeout } => {
+            if !timeout.is_finite() || timeout <= 0.0 {
+                return Err(Failure::usage(anyhow::anyhow!(
+                    "--timeout must be a positive number of seconds"
+                )));
+            }
+            let context = configure::Context::new(cli.config)?;
+            hub::list(&context, json, Duration::from_secs_f64(timeout), creds).await
+        }
+        Command::Add(args) => configure::add(&configure::Context::new(cli.config)?, args),
+        Command::AddJson {
+            name,
+            entry,
+            scope,
+            json,
+        } => configure::add_json(
+            &configure::Context::new(cli.config)?,
+            &name,
+            &entry,
+            scope,
+            json,
+        ),
+        Command::Import { from, scope, json } => {
+            configure::import(&configure::Context::new(cli.config)?, from, scope, json)
+        }
+        Command::Remove(args) => configure::remove(
+            &configure::Context::new(cli.config)?,
+            &args.name,
+            args.scope,
+            args.json,
+        ),
+        Command::Enable(args) => configure::set_enabled(
+            &configure::Context::new(cli.config)?,
+            &args.name,
+            true,
+            args.scope,
+            args.json,
+        ),
+        Command::Disable(args) => configure::set_enabled(
+            &configure::Context::new(cli.config)?,
+            &args.name,
+            false,
+            args.scope,
+            args.json,
+        ),
+        Command::Get { name, json } => {
+            configure::get(&configure::Context::new(cli.config)?, &name, json)
+        }
         Command::TestServer { args } => switchboard_testkit::run_stdio_main(args),
     }
 }
@@ -552,7 +707,7 @@ fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
     let (program, rest) = server
         .command
         .split_first()
-        .context("no server command given after `--`")
+        .context("no server command given after `--` (or --url URL)")
         .map_err(Failure::usage)?;
     let mut config = StdioConfig::new(program)
         .args(rest.iter().cloned())

@@ -121,7 +121,11 @@ fn a_server_that_fails_to_start_exits_4_with_its_stderr() {
 
 #[test]
 fn usage_errors_exit_1() {
-    assert_eq!(run(&["tools"]).status.code(), Some(1), "no server command");
+    // (`tools` and `call` without a server command use the configured
+    // servers: tests/hub.rs.)
+    let output = run(&["info"]);
+    assert_eq!(output.status.code(), Some(1), "no server command");
+    assert!(stderr(&output).contains("no server command"));
     let output = against(&["call", "echo", "--arg", "novalue"], &[]);
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("KEY=VALUE"));

@@ -1,0 +1,505 @@
+//! The configured servers through the hub: `list` (each server's state,
+//! health-checked in parallel), `tools` across servers, `call
+//! SERVER/TOOL` or `call SERVER__TOOL`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Map, Value, json};
+use switchboard::transport::http::AuthProvider;
+use switchboard_hub::config::{LoadedConfig, SkipReason};
+use switchboard_hub::{
+    Hub, HubError, HubEvent, ServerConfig, ServerState, ServerStatus, TransportConfig,
+};
+
+use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_reason};
+use crate::{Failure, exit, login, output};
+
+/// The servers to hand to the hub: enabled ones expanded (runnable),
+/// disabled ones as configured (the hub lists them as disabled); and those
+/// whose references could not be expanded, with why.
+struct Prepared {
+    runnable: Vec<ServerConfig>,
+    unusable: BTreeMap<String, String>,
+}
+
+fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>, json: bool) -> Prepared {
+    let mut expander = loaded.expander(&context.locations);
+    let mut prepared = Prepared {
+        runnable: Vec::new(),
+        unusable: BTreeMap::new(),
+    };
+    for server in &loaded.servers {
+        if only.is_some_and(|name| name != server.name) {
+            continue;
+        }
+        if !server.enabled {
+            prepared.runnable.push(server.clone());
+            continue;
+        }
+        match expander.expand(server) {
+            Ok(expanded) => {
+                for warning in &expanded.warnings {
+                    crate::configure::report_diagnostic(warning, json);
+                }
+                prepared.runnable.push(expanded.config);
+            }
+            Err(error) => {
+                prepared
+                    .unusable
+                    .insert(server.name.clone(), error.to_string());
+            }
+        }
+    }
+    prepared
+}
+
+fn build(
+    servers: Vec<ServerConfig>,
+    startup_timeout: Duration,
+    credentials: Option<PathBuf>,
+) -> Result<Hub, Failure> {
+    Hub::builder()
+        .servers(servers)
+        .startup_timeout(startup_timeout)
+        .auth(move |server| match &server.transport {
+            // A hand-written Authorization header wins over stored logins.
+            TransportConfig::Http { url, headers, .. }
+                if !headers
+                    .keys()
+                    .any(|k| k.eq_ignore_ascii_case("authorization")) =>
+            {
+                login::provider_for(url, credentials.as_deref()).map(|p| p as Arc<dyn AuthProvider>)
+            }
+            _ => None,
+        })
+        .build()
+        .map_err(|e| hub_failure(e, None))
+}
+
+/// Starts every enabled server and waits until each is ready or has
+/// failed, with a spinner on a terminal. A required server that failed
+/// does not stop the others: its state says why.
+async fn start(hub: &Hub, json: bool) {
+    let total = hub
+        .list()
+        .iter()
+        .filter(|s| s.state != ServerState::Disabled)
+        .count();
+    let spinner = (!json && total > 0 && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(100));
+        bar.set_message(format!("checking {total} servers…"));
+        bar
+    });
+    let mut events = hub.events();
+    let mut settled = BTreeSet::new();
+    let mut work = std::pin::pin!(hub.start());
+    loop {
+        tokio::select! {
+            _ = &mut work => break,
+            Some(event) = events.next() => {
+                if let (Some(bar), HubEvent::StateChanged { server, state }) = (&spinner, event)
+                    && state.is_settled()
+                {
+                    settled.insert(server.clone());
+                    bar.set_message(format!(
+                        "checking {total} servers… {} done ({server}: {})",
+                        settled.len(),
+                        state.name()
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(bar) = spinner {
+        bar.finish_and_clear();
+    }
+}
+
+/// Why a server is in its state, for the reason column; its stderr tail.
+fn reason(
+    status: &ServerStatus,
+    config: Option<&ServerConfig>,
+) -> (Option<String>, Option<String>) {
+    match &status.state {
+        ServerState::Failed(failure)
+        | ServerState::Reconnecting {
+            reason: failure, ..
+        } => (Some(failure.message.clone()), failure.stderr_tail.clone()),
+        ServerState::NeedsAuth { .. } => (
+            Some(match config.and_then(remote_url) {
+                Some(url) => format!(
+                    "the server wants a login: run {}",
+                    login::login_command(url, None)
+                ),
+                None => "the server wants a login".to_owned(),
+            }),
+            None,
+        ),
+        ServerState::Disabled => Some(format!(
+            "disabled in the configuration; `switchboard enable {}` turns it on",
+            status.name
+        ))
+        .map(|r| (Some(r), None))
+        .unwrap_or_default(),
+        _ => (None, None),
+    }
+}
+
+fn remote_url(config: &ServerConfig) -> Option<&str> {
+    match &config.transport {
+        TransportConfig::Http { url, .. } | TransportConfig::WebSocket { url, .. } => Some(url),
+        _ => None,
+    }
+}
+
+fn source(config: &ServerConfig) -> Value {
+    json!({
+        "source": config.origin.file.display().to_string(),
+        "dialect": dialect_name(config.origin.dialect),
+        "scope": scope_name(config.origin.scope),
+    })
+}
+
+fn merge(into: &mut Value, from: Value) {
+    if let (Some(into), Value::Object(from)) = (into.as_object_mut(), from) {
+        into.extend(from);
+    }
+}
+
+/// `list`: every configured server with its source, state and reason.
+pub(crate) async fn list(
+    context: &Context,
+    json: bool,
+    startup_timeout: Duration,
+    credentials: Option<&Path>,
+) -> Result<u8, Failure> {
+    let loaded = context.load(json);
+    let prepared = prepare(context, &loaded, None, json);
+    let hub = build(
+        prepared.runnable,
+        startup_timeout,
+        credentials.map(Path::to_path_buf),
+    )?;
+    start(&hub, json).await;
+    let statuses: BTreeMap<String, ServerStatus> = hub
+        .list()
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect();
+    hub.shutdown().await;
+
+    let mut rows = Vec::new();
+    for config in &loaded.servers {
+        let mut row = json!({ "name": config.name });
+        if let Some(status) = statuses.get(&config.name) {
+            let (reason, stderr) = reason(status, Some(config));
+            row["state"] = json!(status.state.name());
+            row["reason"] = json!(reason);
+            row["stderr"] = json!(stderr);
+            row["tools"] = json!(status.tools.len());
+            row["transport"] = json!(status.transport);
+            row["era"] = json!(status.era.map(|e| e.to_string()));
+            row["protocolVersion"] = json!(status.protocol_version);
+        } else {
+            row["state"] = json!("failed");
+            row["reason"] = json!(prepared.unusable.get(&config.name));
+        }
+        row["required"] = json!(config.required);
+        merge(&mut row, source(config));
+        rows.push(row);
+    }
+    for skipped in &loaded.skipped {
+        let mut row = json!({
+            "name": skipped.server.name,
+            "state": "skipped",
+            "skipped": match &skipped.reason {
+                SkipReason::Shadowed => "shadowed",
+                SkipReason::Duplicate => "duplicate",
+                SkipReason::Blocked(_) => "blocked",
+                _ => "skipped",
+            },
+            "reason": skip_reason(&skipped.reason, skipped.kept.as_deref(), Some(&loaded)),
+        });
+        merge(&mut row, source(&skipped.server));
+        rows.push(row);
+    }
+
+    if json {
+        output::print_json(&json!({ "servers": rows }));
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!(
+            "no servers configured: add one with `switchboard add NAME -- COMMAND [ARGS…]`, \
+             or copy another client's with `switchboard import --from claude-desktop` \
+             (claude-code, vscode, cursor, codex, gemini, goose)"
+        );
+        return Ok(0);
+    }
+    let mut table = output::table(&["server", "state", "tools", "source", "reason"]);
+    for row in &rows {
+        let text = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
+        let state = match row["skipped"].as_str() {
+            Some(why) => why.to_owned(),
+            None => text("state"),
+        };
+        let tools = if row["state"] == "ready" {
+            row["tools"].to_string()
+        } else {
+            String::new()
+        };
+        let mut why = text("reason");
+        if let Some(last) = row["stderr"].as_str().and_then(|s| s.lines().last()) {
+            why = format!("{why}\nstderr: {last}");
+        }
+        table.add_row(vec![
+            text("name"),
+            state,
+            tools,
+            format!("{} ({})", text("source"), text("scope")),
+            why,
+        ]);
+    }
+    println!("{table}");
+    let ready = rows.iter().filter(|r| r["state"] == "ready").count();
+    println!("{ready} of {} servers ready", loaded.servers.len());
+    Ok(0)
+}
+
+/// `tools` across the configured servers (or one, `--server NAME`).
+pub(crate) async fn tools(
+    context: &Context,
+    only: Option<&str>,
+    json: bool,
+    credentials: Option<&Path>,
+) -> Result<u8, Failure> {
+    let loaded = context.load(json);
+    if let Some(name) = only
+        && loaded.get(name).is_none()
+    {
+        return Err(not_configured(name, &loaded));
+    }
+    let prepared = prepare(context, &loaded, only, json);
+    for (name, why) in &prepared.unusable {
+        eprintln!("warning: server `{name}` cannot start, its tools are not listed: {why}");
+    }
+    let hub = build(
+        prepared.runnable,
+        crate::hub::DEFAULT_STARTUP,
+        credentials.map(Path::to_path_buf),
+    )?;
+    start(&hub, json).await;
+    let statuses = hub.list();
+    for status in &statuses {
+        if !status.state.is_ready() && status.state != ServerState::Disabled {
+            eprintln!(
+                "warning: server `{}` is {}; its tools are not listed",
+                status.name, status.state
+            );
+        }
+    }
+    let ready: BTreeSet<&str> = statuses
+        .iter()
+        .filter(|s| s.state.is_ready())
+        .map(|s| s.name.as_str())
+        .collect();
+    let tools: Vec<Value> = hub
+        .tools()
+        .into_iter()
+        .filter(|t| ready.contains(t.server.as_str()))
+        .map(|t| {
+            let mut value = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
+            value["tool"] = json!(t.tool.name);
+            value["name"] = json!(t.name);
+            value["server"] = json!(t.server);
+            value
+        })
+        .collect();
+    hub.shutdown().await;
+    if json {
+        output::print_json(&json!({ "tools": tools }));
+    } else {
+        output::print_tools(&tools);
+    }
+    Ok(0)
+}
+
+/// How long `tools` and `call` give each server to start.
+pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
+
+/// `SERVER/TOOL`, or `SERVER__TOOL` for a configured server's name.
+fn split_target<'a>(target: &'a str, loaded: &LoadedConfig) -> Result<(&'a str, &'a str), Failure> {
+    if let Some((server, tool)) = target.split_once('/') {
+        return Ok((server, tool));
+    }
+    // The longest configured name that prefixes `target` with `__`
+    // (server names may hold `_` themselves).
+    let mut names: Vec<&str> = loaded
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .chain(loaded.skipped.iter().map(|s| s.server.name.as_str()))
+        .collect();
+    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    for name in names {
+        if let Some(tool) = target
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix("__"))
+            .filter(|t| !t.is_empty())
+        {
+            return Ok((&target[..name.len()], tool));
+        }
+    }
+    Err(Failure::usage(anyhow!(
+        "`{target}` names no configured server's tool: give SERVER/TOOL or the namespaced \
+         SERVER__TOOL that `switchboard tools` lists (or a server command after `--`)"
+    )))
+}
+
+/// `call SERVER/TOOL [JSON]` on a configured server.
+pub(crate) async fn call(
+    context: &Context,
+    target: &str,
+    arguments: Map<String, Value>,
+    json: bool,
+    credentials: Option<&Path>,
+) -> Result<u8, Failure> {
+    let loaded = context.load(json);
+    let (server, tool) = split_target(target, &loaded)?;
+    let Some(config) = loaded.get(server) else {
+        return Err(not_configured(server, &loaded));
+    };
+    if !config.enabled {
+        return Err(Failure::usage(anyhow!(
+            "server `{server}` is disabled in {}; run `switchboard enable {server}` to use it",
+            config.origin.file.display()
+        )));
+    }
+    let prepared = prepare(context, &loaded, Some(server), json);
+    if let Some(why) = prepared.unusable.get(server) {
+        return Err(Failure::usage(anyhow!("{why}")));
+    }
+    let hub = build(
+        prepared.runnable,
+        DEFAULT_STARTUP,
+        credentials.map(Path::to_path_buf),
+    )?;
+    start(&hub, json).await;
+    let started = Instant::now();
+    let result = hub.call(server, tool, Some(arguments)).await;
+    let elapsed = started.elapsed();
+    hub.shutdown().await;
+    let result = result.map_err(|e| hub_failure(e, Some(config)))?;
+    if json {
+        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+    } else {
+        output::print_call_result(&result, elapsed);
+    }
+    Ok(if result.is_error == Some(true) {
+        exit::TOOL_ERROR
+    } else {
+        0
+    })
+}
+
+/// A hub error as a failed command: 3 when the server wants a login (with
+/// the command to run), 4 when it is unreachable or failed, 1 for what
+/// the user asked wrongly.
+fn hub_failure(error: HubError, config: Option<&ServerConfig>) -> Failure {
+    let mut stderr_tail = None;
+    let code = if error.is_auth_required() {
+        exit::AUTH_REQUIRED
+    } else {
+        match &error {
+            HubError::Unavailable { state, .. } => {
+                if let ServerState::Failed(f) | ServerState::Reconnecting { reason: f, .. } = state
+                {
+                    stderr_tail = f.stderr_tail.clone();
+                }
+                match state {
+                    ServerState::Disabled => exit::USAGE,
+                    _ => exit::UNREACHABLE,
+                }
+            }
+            HubError::ClosedDuringCall { source, .. } => {
+                stderr_tail = source.stderr_tail().map(str::to_owned);
+                exit::UNREACHABLE
+            }
+            HubError::Call { source, .. } => {
+                stderr_tail = source.stderr_tail().map(str::to_owned);
+                if source.is_unreachable() || source.is_timeout() {
+                    exit::UNREACHABLE
+                } else {
+                    exit::USAGE
+                }
+            }
+            HubError::RequiredFailed { .. } => exit::UNREACHABLE,
+            _ => exit::USAGE,
+        }
+    };
+    let hint = (code == exit::AUTH_REQUIRED)
+        .then(|| config.and_then(remote_url))
+        .flatten()
+        .map(|url| format!("to log in, run: {}", login::login_command(url, None)));
+    Failure {
+        code,
+        server: error.server().map(str::to_owned),
+        error: anyhow::Error::new(error),
+        stderr_tail,
+        hint,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_hub::{Dialect, Origin, Scope};
+
+    fn configured(names: &[&str]) -> LoadedConfig {
+        let mut loaded = LoadedConfig::default();
+        for name in names {
+            loaded.servers.push(ServerConfig::new(
+                *name,
+                TransportConfig::Stdio {
+                    command: "true".into(),
+                    args: vec![],
+                    env: Default::default(),
+                    cwd: None,
+                },
+                Origin {
+                    file: "switchboard.toml".into(),
+                    dialect: Dialect::Switchboard,
+                    scope: Scope::User,
+                },
+            ));
+        }
+        loaded
+    }
+
+    #[test]
+    fn namespaced_names_pick_the_longest_configured_server() {
+        let loaded = configured(&["a", "a__b", "my_server"]);
+        let split = |t| split_target(t, &loaded).ok();
+        assert_eq!(split("a__b__c"), Some(("a__b", "c")));
+        assert_eq!(split("a__echo"), Some(("a", "echo")));
+        assert_eq!(
+            split("my_server__read_file"),
+            Some(("my_server", "read_file"))
+        );
+        assert_eq!(split("x/y__z"), Some(("x", "y__z")));
+        assert_eq!(split("a__"), None);
+        assert_eq!(split("other__echo"), None);
+        assert_eq!(split("echo"), None);
+    }
+}

@@ -1,0 +1,473 @@
+//! Configured servers end to end: `import`, `add`, `remove`, `enable`,
+//! `disable`, `get`, then `list`, `tools` and `call` across them through
+//! the hub, each test in a throwaway HOME and working directory with the
+//! bundled test server (`switchboard __testserver`) as the servers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+/// A HOME and a project directory of their own; nothing of the user's
+/// configuration (or the runner's XDG variables) is read.
+struct Sandbox {
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new(name: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("switchboard-hub-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        // A repository root, so the project root is the working directory.
+        std::fs::create_dir_all(root.join("work/.git")).unwrap();
+        Self { root }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    fn work(&self) -> PathBuf {
+        self.root.join("work")
+    }
+
+    /// switchboard's user file.
+    fn user_file(&self) -> PathBuf {
+        self.home().join(".config/switchboard/config.toml")
+    }
+
+    fn write(&self, path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .current_dir(self.work())
+            .env("HOME", self.home())
+            .env(
+                "SWITCHBOARD_CREDENTIALS",
+                self.root.join("credentials.json"),
+            )
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("CODEX_HOME")
+            .env_remove("GOOSE_CONFIG_DIR");
+        for var in [
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+            "XDG_CACHE_HOME",
+        ] {
+            command.env_remove(var);
+        }
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command()
+            .args(args)
+            .output()
+            .expect("runs switchboard")
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        )
+    })
+}
+
+/// The `list --json` entry of the server `name` that is in use (not a
+/// shadowed or duplicate copy).
+fn entry<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["servers"]
+        .as_array()
+        .expect("a servers array")
+        .iter()
+        .find(|s| s["name"] == name && s["skipped"].is_null())
+        .unwrap_or_else(|| panic!("no server {name} in {list:#}"))
+}
+
+fn test_server(args: &[&str]) -> Value {
+    let mut all = vec!["__testserver"];
+    all.extend(args);
+    json!({ "command": BIN, "args": all })
+}
+
+#[test]
+fn import_from_claude_desktop_then_list_tools_and_call() {
+    let sandbox = Sandbox::new("import");
+    let desktop = sandbox
+        .home()
+        .join(".config/Claude/claude_desktop_config.json");
+    let config = json!({
+        "mcpServers": {
+            "alpha": test_server(&[]),
+            "beta": test_server(&["--era", "legacy"]),
+            "broken": {
+                "command": "sh",
+                "args": ["-c", "echo 'fatal: missing API key' >&2; exit 7"],
+                "env": { "API_KEY": "${BROKEN_API_KEY}" }
+            }
+        },
+        "globalShortcut": "Ctrl+Space"
+    });
+    sandbox.write(&desktop, &serde_json::to_string_pretty(&config).unwrap());
+
+    let output = sandbox.run(&["import", "--from", "claude-desktop"]);
+    ok(&output, "import");
+    let said = text(&output.stdout);
+    assert!(said.contains("imported 3"), "{said}");
+    let file = std::fs::read_to_string(sandbox.user_file()).expect("the user file was written");
+    for name in ["alpha", "beta", "broken"] {
+        assert!(file.contains(&format!("[servers.{name}]")), "{file}");
+    }
+    // References are copied as written, never expanded.
+    assert!(file.contains("${BROKEN_API_KEY}"), "{file}");
+
+    // Importing again copies nothing and says why.
+    let output = sandbox.run(&["import", "--from", "claude-desktop", "--json"]);
+    ok(&output, "second import");
+    let report = stdout_json(&output);
+    assert_eq!(report["imported"], json!([]), "{report:#}");
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 3, "{report:#}");
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("already configured"),
+        "{report:#}"
+    );
+
+    let output = sandbox.run(&["list", "--json"]);
+    ok(&output, "list");
+    let list = stdout_json(&output);
+    for name in ["alpha", "beta"] {
+        let server = entry(&list, name);
+        assert_eq!(server["state"], "ready", "{name}: {list:#}");
+        assert_eq!(
+            server["source"],
+            sandbox.user_file().display().to_string(),
+            "{name}: {list:#}"
+        );
+        assert!(server["tools"].as_u64().unwrap() >= 2, "{list:#}");
+    }
+    let broken = entry(&list, "broken");
+    assert_eq!(broken["state"], "failed", "{list:#}");
+    let reason = broken["reason"].as_str().unwrap();
+    assert!(reason.contains("exit code 7"), "{reason}");
+    assert!(
+        broken["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("fatal: missing API key"),
+        "{list:#}"
+    );
+    // Claude Desktop's own copies are still configured: listed as
+    // shadowed by switchboard's file, not run twice.
+    let shadowed: Vec<&Value> = list["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "alpha" && !s["skipped"].is_null())
+        .collect();
+    assert_eq!(shadowed.len(), 1, "{list:#}");
+    assert_eq!(shadowed[0]["source"], desktop.display().to_string());
+
+    let output = sandbox.run(&["tools", "--json"]);
+    ok(&output, "tools");
+    let tools = stdout_json(&output);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"alpha__echo"), "{names:?}");
+    assert!(names.contains(&"beta__add"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("broken__")),
+        "{names:?}"
+    );
+    assert!(
+        text(&output.stderr).contains("broken"),
+        "the failed server is mentioned: {}",
+        text(&output.stderr)
+    );
+
+    let output = sandbox.run(&["tools", "--server", "beta", "--json"]);
+    ok(&output, "tools --server");
+    let tools = stdout_json(&output);
+    let tools = tools["tools"].as_array().unwrap();
+    assert!(!tools.is_empty());
+    assert!(
+        tools
+            .iter()
+            .all(|t| t["name"].as_str().unwrap().starts_with("beta__") && t["server"] == "beta"),
+        "{tools:?}"
+    );
+
+    let output = sandbox.run(&["call", "alpha/echo", r#"{"text":"hello from the hub"}"#]);
+    ok(&output, "call alpha/echo");
+    assert_eq!(text(&output.stdout).trim(), "hello from the hub");
+
+    let output = sandbox.run(&["call", "beta__add", r#"{"a":2,"b":3}"#, "--json"]);
+    ok(&output, "call beta__add");
+    assert_eq!(stdout_json(&output)["structuredContent"]["sum"], 5);
+
+    // A tool error is exit 5, as with a server given on the command line.
+    let output = sandbox.run(&["call", "alpha/error"]);
+    assert_eq!(output.status.code(), Some(5), "{}", text(&output.stderr));
+
+    // The broken server: exit 4, its failure and its stderr.
+    let output = sandbox.run(&["call", "broken/echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
+    let error = text(&output.stderr);
+    assert!(error.contains("`broken`"), "{error}");
+    assert!(error.contains("fatal: missing API key"), "{error}");
+
+    let output = sandbox.run(&["call", "nosuch/echo"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("no server named `nosuch`"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = sandbox.run(&["call", "plain_tool_name"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("SERVER/TOOL"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn add_get_disable_enable_remove_round_trip() {
+    let sandbox = Sandbox::new("edit");
+    let output = sandbox.run(&[
+        "add",
+        "-s",
+        "user",
+        "-e",
+        "API_KEY=${MY_SECRET}",
+        "-e",
+        "LITERAL_TOKEN=sk-written-in-the-file",
+        "echoer",
+        "--",
+        BIN,
+        "__testserver",
+    ]);
+    ok(&output, "add");
+    assert!(
+        text(&output.stdout).contains(&sandbox.user_file().display().to_string()),
+        "says where: {}",
+        text(&output.stdout)
+    );
+
+    // `get` shows references as written and never a secret's value.
+    let output = sandbox
+        .command()
+        .args(["get", "echoer"])
+        .env("MY_SECRET", "sk-expanded-secret")
+        .output()
+        .unwrap();
+    ok(&output, "get");
+    let shown = text(&output.stdout);
+    assert!(shown.contains("${MY_SECRET}"), "{shown}");
+    assert!(shown.contains(&sandbox.user_file().display().to_string()));
+    assert!(!shown.contains("sk-expanded-secret"), "{shown}");
+    assert!(!shown.contains("sk-written-in-the-file"), "{shown}");
+    assert!(shown.contains("__testserver"), "{shown}");
+    let output = sandbox.run(&["get", "echoer", "--json"]);
+    ok(&output, "get --json");
+    let got = stdout_json(&output);
+    assert_eq!(got["enabled"], true);
+    assert_eq!(got["scope"], "user");
+    assert_eq!(got["env"]["API_KEY"], "${MY_SECRET}");
+
+    // The same name again is refused, the file untouched.
+    let before = std::fs::read_to_string(sandbox.user_file()).unwrap();
+    let output = sandbox.run(&["add", "-s", "user", "echoer", "--", "true"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("already configured"));
+    assert_eq!(
+        std::fs::read_to_string(sandbox.user_file()).unwrap(),
+        before
+    );
+
+    ok(&sandbox.run(&["disable", "echoer"]), "disable");
+    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    assert_eq!(entry(&list, "echoer")["state"], "disabled", "{list:#}");
+    let output = sandbox.run(&["call", "echoer/echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("switchboard enable echoer"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    ok(&sandbox.run(&["enable", "echoer"]), "enable");
+    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    assert_eq!(entry(&list, "echoer")["state"], "ready", "{list:#}");
+    let output = sandbox.run(&["call", "echoer/echo", r#"{"text":"back"}"#]);
+    ok(&output, "call after enable");
+    assert_eq!(text(&output.stdout).trim(), "back");
+
+    ok(&sandbox.run(&["remove", "echoer"]), "remove");
+    assert!(
+        !std::fs::read_to_string(sandbox.user_file())
+            .unwrap()
+            .contains("echoer")
+    );
+    let output = sandbox.run(&["get", "echoer"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("no server named `echoer`"));
+    let output = sandbox.run(&["remove", "echoer"]);
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn add_remote_and_add_json_go_to_the_chosen_scope() {
+    let sandbox = Sandbox::new("remote");
+    let output = sandbox.run(&[
+        "add",
+        "-s",
+        "project",
+        "remote",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "-H",
+        "Authorization: Bearer ${EXAMPLE_TOKEN}",
+    ]);
+    ok(&output, "add --url");
+    let project = sandbox.work().join("switchboard.toml");
+    let file = std::fs::read_to_string(&project).expect("the project file");
+    assert!(file.contains("https://mcp.example.com/mcp"), "{file}");
+    let got = stdout_json(&sandbox.run(&["get", "remote", "--json"]));
+    assert_eq!(got["scope"], "project");
+    assert_eq!(got["url"], "https://mcp.example.com/mcp");
+    assert_eq!(got["headers"]["Authorization"], "Bearer ${EXAMPLE_TOKEN}");
+
+    let server = json!({"type": "stdio", "command": BIN, "args": ["__testserver"],
+                        "env": {"LEVEL": "debug"}});
+    let output = sandbox.run(&["add-json", "json-server", &server.to_string()]);
+    ok(&output, "add-json");
+    // The default scope is local: the project's private file.
+    let local = std::fs::read_to_string(sandbox.work().join("switchboard.local.toml")).unwrap();
+    assert!(local.contains("[servers.json-server]"), "{local}");
+    let got = stdout_json(&sandbox.run(&["get", "json-server", "--json"]));
+    assert_eq!(got["command"], BIN);
+    assert_eq!(got["env"]["LEVEL"], "debug");
+    let output = sandbox.run(&["call", "json-server/echo", r#"{"text":"via json"}"#]);
+    ok(&output, "call the add-json server");
+    assert_eq!(text(&output.stdout).trim(), "via json");
+
+    // A bad entry is refused with what is wrong; nothing is written.
+    let output = sandbox.run(&["add-json", "bad", r#"{"command": 3}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = text(&output.stderr);
+    assert!(error.contains("command"), "{error}");
+    let output = sandbox.run(&["add-json", "bad", "{not json"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("line 1"));
+    assert!(
+        !std::fs::read_to_string(sandbox.work().join("switchboard.local.toml"))
+            .unwrap()
+            .contains("bad")
+    );
+}
+
+#[test]
+fn list_reports_bad_files_with_their_position_and_keeps_going() {
+    let sandbox = Sandbox::new("diag");
+    sandbox.write(
+        &sandbox.work().join(".mcp.json"),
+        "{\n  \"mcpServers\": {\n    \"x\": [1, 2}\n  }\n}\n",
+    );
+    let config = sandbox.root.join("explicit.toml");
+    sandbox.write(
+        &config,
+        &format!("[servers.good]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n"),
+    );
+    let output = sandbox.run(&["list", "--json", "--config", config.to_str().unwrap()]);
+    ok(&output, "list with a bad file");
+    let stderr = text(&output.stderr);
+    let mcp_json = sandbox.work().join(".mcp.json").display().to_string();
+    assert!(
+        stderr.contains(&format!("{mcp_json}:3:")),
+        "file:line:col on stderr: {stderr}"
+    );
+    let list = stdout_json(&output);
+    let good = entry(&list, "good");
+    assert_eq!(good["state"], "ready", "{list:#}");
+    assert_eq!(good["scope"], "explicit");
+    assert_eq!(good["source"], config.display().to_string());
+
+    // Nothing configured at all: an empty list and a hint, exit 0.
+    let empty = Sandbox::new("empty");
+    let output = empty.run(&["list"]);
+    ok(&output, "empty list");
+    assert!(
+        text(&output.stdout).contains("switchboard add"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[test]
+fn a_server_command_still_means_that_server() {
+    // `tools -- CMD` talks to CMD, not to the configured servers.
+    let sandbox = Sandbox::new("direct");
+    let output = sandbox.run(&["tools", "--json", "--", BIN, "__testserver"]);
+    ok(&output, "tools -- cmd");
+    let tools = stdout_json(&output);
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo")
+    );
+    // And `call TOOL JSON -- CMD` takes the arguments positionally too.
+    let output = sandbox.run(&[
+        "call",
+        "echo",
+        r#"{"text":"positional"}"#,
+        "--",
+        BIN,
+        "__testserver",
+    ]);
+    ok(&output, "call with positional JSON");
+    assert_eq!(text(&output.stdout).trim(), "positional");
+}
