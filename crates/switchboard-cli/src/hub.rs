@@ -79,7 +79,7 @@ fn build(
             _ => None,
         })
         .build()
-        .map_err(|e| hub_failure(e, None))
+        .map_err(|e| hub_failure(e, None, None))
 }
 
 /// Starts every enabled server and waits until each is ready or has
@@ -130,6 +130,7 @@ async fn start(hub: &Hub, json: bool) {
 fn reason(
     status: &ServerStatus,
     config: Option<&ServerConfig>,
+    credentials: Option<&Path>,
 ) -> (Option<String>, Option<String>) {
     match &status.state {
         ServerState::Failed(failure)
@@ -140,18 +141,19 @@ fn reason(
             Some(match config.and_then(remote_url) {
                 Some(url) => format!(
                     "the server wants a login: run {}",
-                    login::login_command(url, None)
+                    login::login_command(url, credentials)
                 ),
                 None => "the server wants a login".to_owned(),
             }),
             None,
         ),
-        ServerState::Disabled => Some(format!(
-            "disabled in the configuration; `switchboard enable {}` turns it on",
-            status.name
-        ))
-        .map(|r| (Some(r), None))
-        .unwrap_or_default(),
+        ServerState::Disabled => (
+            Some(format!(
+                "disabled in the configuration; `switchboard enable {}` turns it on",
+                status.name
+            )),
+            None,
+        ),
         _ => (None, None),
     }
 }
@@ -203,7 +205,7 @@ pub(crate) async fn list(
     for config in &loaded.servers {
         let mut row = json!({ "name": config.name });
         if let Some(status) = statuses.get(&config.name) {
-            let (reason, stderr) = reason(status, Some(config));
+            let (reason, stderr) = reason(status, Some(config), credentials);
             row["state"] = json!(status.state.name());
             row["reason"] = json!(reason);
             row["stderr"] = json!(stderr);
@@ -400,7 +402,7 @@ pub(crate) async fn call(
     let result = hub.call(server, tool, Some(arguments)).await;
     let elapsed = started.elapsed();
     hub.shutdown().await;
-    let result = result.map_err(|e| hub_failure(e, Some(config)))?;
+    let result = result.map_err(|e| hub_failure(e, Some(config), credentials))?;
     if json {
         output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {
@@ -416,7 +418,11 @@ pub(crate) async fn call(
 /// A hub error as a failed command: 3 when the server wants a login (with
 /// the command to run), 4 when it is unreachable or failed, 1 for what
 /// the user asked wrongly.
-fn hub_failure(error: HubError, config: Option<&ServerConfig>) -> Failure {
+fn hub_failure(
+    error: HubError,
+    config: Option<&ServerConfig>,
+    credentials: Option<&Path>,
+) -> Failure {
     let mut stderr_tail = None;
     let code = if error.is_auth_required() {
         exit::AUTH_REQUIRED
@@ -451,7 +457,7 @@ fn hub_failure(error: HubError, config: Option<&ServerConfig>) -> Failure {
     let hint = (code == exit::AUTH_REQUIRED)
         .then(|| config.and_then(remote_url))
         .flatten()
-        .map(|url| format!("to log in, run: {}", login::login_command(url, None)));
+        .map(|url| format!("to log in, run: {}", login::login_command(url, credentials)));
     Failure {
         code,
         server: error.server().map(str::to_owned),

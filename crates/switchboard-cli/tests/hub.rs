@@ -471,3 +471,66 @@ fn a_server_command_still_means_that_server() {
     ok(&output, "call with positional JSON");
     assert_eq!(text(&output.stdout).trim(), "positional");
 }
+
+#[test]
+fn import_reports_servers_already_configured_under_another_name() {
+    let sandbox = Sandbox::new("dupes");
+    // Configured by hand first.
+    ok(
+        &sandbox.run(&["add", "-s", "user", "mine", "--", BIN, "__testserver"]),
+        "add",
+    );
+    let cursor = sandbox.home().join(".cursor/mcp.json");
+    let config = json!({ "mcpServers": {
+        "theirs": test_server(&[]),
+        "other": test_server(&["--era", "legacy"]),
+    }});
+    sandbox.write(&cursor, &config.to_string());
+    let output = sandbox.run(&["import", "--from", "cursor", "--json"]);
+    ok(&output, "import --from cursor");
+    let report = stdout_json(&output);
+    assert_eq!(
+        report["imported"],
+        json!([{"name": "other", "from": cursor.display().to_string()}])
+    );
+    let skipped = &report["skipped"][0];
+    assert_eq!(skipped["name"], "theirs", "{report:#}");
+    assert!(
+        skipped["reason"]
+            .as_str()
+            .unwrap()
+            .contains("already configured as `mine`"),
+        "{report:#}"
+    );
+
+    // Cursor's copy runs as a duplicate of `mine`, not twice.
+    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    let theirs = list["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "theirs")
+        .unwrap();
+    assert_eq!(theirs["skipped"], "duplicate", "{list:#}");
+    assert!(
+        theirs["reason"].as_str().unwrap().contains("`mine`"),
+        "{list:#}"
+    );
+
+    // Removing switchboard's `other` leaves Cursor's, which is used now.
+    let output = sandbox.run(&["remove", "other"]);
+    ok(&output, "remove other");
+    let said = text(&output.stdout);
+    assert!(said.contains("still configured in"), "{said}");
+    assert!(said.contains(&cursor.display().to_string()), "{said}");
+    let got = stdout_json(&sandbox.run(&["get", "other", "--json"]));
+    assert_eq!(got["dialect"], "Cursor");
+    // Edits go to the file a server is configured in: now Cursor's.
+    ok(
+        &sandbox.run(&["disable", "other"]),
+        "disable in Cursor's file",
+    );
+    let cursor_file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
+    assert_eq!(cursor_file["mcpServers"]["other"]["disabled"], true);
+}
