@@ -534,3 +534,105 @@ fn import_reports_servers_already_configured_under_another_name() {
         serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
     assert_eq!(cursor_file["mcpServers"]["other"]["disabled"], true);
 }
+
+/// The test server over HTTP on a free port; killed when dropped.
+struct HttpServer(std::process::Child, String);
+
+impl HttpServer {
+    fn start(args: &[&str]) -> Self {
+        use std::io::BufRead as _;
+        let mut child = Command::new(BIN)
+            .args(["__testserver", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_owned();
+        Self(child, base)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_remote_server_that_refuses_is_needs_auth_and_its_call_exits_3() {
+    // Two servers: the same URL twice would be one server (a duplicate).
+    let (first, second) = (
+        HttpServer::start(&["--require-header", "X-Api-Key: sesame"]),
+        HttpServer::start(&["--require-header", "X-Api-Key: sesame"]),
+    );
+    let (url, other_url) = (format!("{}/mcp", first.1), format!("{}/mcp", second.1));
+    let sandbox = Sandbox::new("auth");
+    ok(
+        &sandbox.run(&["add", "-s", "user", "locked", "--url", &url]),
+        "add locked",
+    );
+    // The header's reference is expanded only when the server starts.
+    ok(
+        &sandbox.run(&[
+            "add",
+            "-s",
+            "user",
+            "open",
+            "--url",
+            &other_url,
+            "-H",
+            "X-Api-Key: ${SESAME}",
+        ]),
+        "add open",
+    );
+    let with_key = |args: &[&str]| {
+        sandbox
+            .command()
+            .args(args)
+            .env("SESAME", "sesame")
+            .output()
+            .unwrap()
+    };
+    let output = with_key(&["list", "--json"]);
+    ok(&output, "list");
+    let list = stdout_json(&output);
+    assert_eq!(entry(&list, "open")["state"], "ready", "{list:#}");
+    let locked = entry(&list, "locked");
+    assert_eq!(locked["state"], "needs-auth", "{list:#}");
+    assert!(
+        locked["reason"]
+            .as_str()
+            .unwrap()
+            .contains("switchboard login"),
+        "{list:#}"
+    );
+
+    let output = with_key(&["call", "open/echo", r#"{"text":"let in"}"#]);
+    ok(&output, "call open/echo");
+    assert_eq!(text(&output.stdout).trim(), "let in");
+
+    let output = with_key(&["call", "locked/echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains(&format!("to log in, run: switchboard login {url}")),
+        "{}",
+        text(&output.stderr)
+    );
+    // Without the variable the reference is sent as written: refused too.
+    let output = sandbox.run(&["call", "open/echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("SESAME"),
+        "the unset variable is named"
+    );
+}
