@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value, json};
+use switchboard::ClientBuilder;
 use switchboard::transport::http::AuthProvider;
 use switchboard_hub::config::{LoadedConfig, SkipReason};
 use switchboard_hub::{
-    Hub, HubError, HubEvent, ServerConfig, ServerState, ServerStatus, TransportConfig,
+    Hub, HubBuilder, HubError, HubEvent, ServerConfig, ServerState, ServerStatus, TransportConfig,
 };
 
 use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_reason};
@@ -59,11 +60,11 @@ fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>, json: b
     prepared
 }
 
-fn build(
+fn builder(
     servers: Vec<ServerConfig>,
     startup_timeout: Duration,
     credentials: Option<PathBuf>,
-) -> Result<Hub, Failure> {
+) -> HubBuilder {
     Hub::builder()
         .servers(servers)
         .startup_timeout(startup_timeout)
@@ -78,8 +79,6 @@ fn build(
             }
             _ => None,
         })
-        .build()
-        .map_err(|e| hub_failure(e, None, None))
 }
 
 /// Starts every enabled server and waits until each is ready or has
@@ -188,11 +187,13 @@ pub(crate) async fn list(
 ) -> Result<u8, Failure> {
     let loaded = context.load(json);
     let prepared = prepare(context, &loaded, None, json);
-    let hub = build(
+    let hub = builder(
         prepared.runnable,
         startup_timeout,
         credentials.map(Path::to_path_buf),
-    )?;
+    )
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
     start(&hub, json).await;
     let statuses: BTreeMap<String, ServerStatus> = hub
         .list()
@@ -296,11 +297,13 @@ pub(crate) async fn tools(
     for (name, why) in &prepared.unusable {
         eprintln!("warning: server `{name}` cannot start, its tools are not listed: {why}");
     }
-    let hub = build(
+    let hub = builder(
         prepared.runnable,
-        crate::hub::DEFAULT_STARTUP,
+        DEFAULT_STARTUP,
         credentials.map(Path::to_path_buf),
-    )?;
+    )
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
     start(&hub, json).await;
     let statuses = hub.list();
     for status in &statuses {
@@ -376,6 +379,7 @@ pub(crate) async fn call(
     arguments: Map<String, Value>,
     json: bool,
     credentials: Option<&Path>,
+    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
 ) -> Result<u8, Failure> {
     let loaded = context.load(json);
     let (server, tool) = split_target(target, &loaded)?;
@@ -392,11 +396,14 @@ pub(crate) async fn call(
     if let Some(why) = prepared.unusable.get(server) {
         return Err(Failure::usage(anyhow!("{why}")));
     }
-    let hub = build(
+    let hub = builder(
         prepared.runnable,
         DEFAULT_STARTUP,
         credentials.map(Path::to_path_buf),
-    )?;
+    )
+    .client(customize)
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
     start(&hub, json).await;
     let started = Instant::now();
     let result = hub.call(server, tool, Some(arguments)).await;

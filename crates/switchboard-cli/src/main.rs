@@ -594,7 +594,8 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
                 .map_err(Failure::usage)?;
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
-                return hub::call(&context, &tool, arguments, server.json, creds).await;
+                let customize = hub_client(&server)?;
+                return hub::call(&context, &tool, arguments, server.json, creds, customize).await;
             }
             let (client, _, ui) = connect(&server, creds).await?;
             let started = Instant::now();
@@ -823,7 +824,8 @@ fn answering(
     builder: switchboard::ClientBuilder,
     server: &ServerArgs,
     ui: &Arc<Ui>,
-) -> Result<switchboard::ClientBuilder, Failure> {
+    roots: Option<&Roots>,
+) -> switchboard::ClientBuilder {
     let endpoint = match (&server.sampling_url, &server.sampling_model) {
         (Some(url), Some(model)) => Some(sampling::Endpoint::new(
             url,
@@ -840,35 +842,75 @@ fn answering(
             preapproved: server.yes,
             http: reqwest::Client::new(),
         });
-    if !server.roots.is_empty() {
-        builder = builder.roots(roots(&server.roots)?);
+    if let Some(roots) = roots {
+        builder = builder.roots(roots.clone());
     }
     if let Some(level) = server.log_level {
         builder = builder.log_level(level.into());
     }
-    Ok(builder)
+    builder
+}
+
+/// What every connection of a command shares: the checked `--timeout`,
+/// the terminal, the `--root`s.
+fn answer_setup(server: &ServerArgs) -> Result<(Duration, Arc<Ui>, Option<Roots>), Failure> {
+    if !server.timeout.is_finite() || server.timeout <= 0.0 {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--timeout must be a positive number of seconds"
+        )));
+    }
+    let roots = if server.roots.is_empty() {
+        None
+    } else {
+        Some(roots(&server.roots)?)
+    };
+    Ok((
+        Duration::from_secs_f64(server.timeout),
+        Ui::new(server.json, server.no_input),
+        roots,
+    ))
+}
+
+/// How the hub's clients for `call` are set up: answering the server as
+/// for a server given after `--`; `--timeout` and `--era` where the
+/// configuration does not say.
+fn hub_client(
+    server: &ServerArgs,
+) -> Result<
+    impl Fn(&switchboard_hub::ServerConfig, switchboard::ClientBuilder) -> switchboard::ClientBuilder
+    + Send
+    + Sync
+    + 'static,
+    Failure,
+> {
+    let (timeout, ui, roots) = answer_setup(server)?;
+    let server = server.clone();
+    Ok(move |config: &switchboard_hub::ServerConfig, builder| {
+        let mut builder = answering(builder, &server, &ui, roots.as_ref());
+        if config.request_timeout.is_none() {
+            builder = builder.request_timeout(timeout);
+        }
+        match server.era {
+            EraArg::Auto => builder,
+            EraArg::Modern => builder.era_mode(EraMode::Modern),
+            EraArg::Legacy => builder.era_mode(EraMode::Legacy),
+        }
+    })
 }
 
 async fn connect(
     server: &ServerArgs,
     credentials: Option<&std::path::Path>,
 ) -> Result<(Client, Duration, Arc<Ui>), Failure> {
-    if !server.timeout.is_finite() || server.timeout <= 0.0 {
-        return Err(Failure::usage(anyhow::anyhow!(
-            "--timeout must be a positive number of seconds"
-        )));
-    }
+    let (timeout, ui, roots) = answer_setup(server)?;
     let mode = match server.era {
         EraArg::Auto => EraMode::Auto,
         EraArg::Modern => EraMode::Modern,
         EraArg::Legacy => EraMode::Legacy,
     };
     let started = Instant::now();
-    let ui = Ui::new(server.json, server.no_input);
-    let builder = Client::builder()
-        .era_mode(mode)
-        .request_timeout(Duration::from_secs_f64(server.timeout));
-    let builder = answering(builder, server, &ui)?;
+    let builder = Client::builder().era_mode(mode).request_timeout(timeout);
+    let builder = answering(builder, server, &ui, roots.as_ref());
     let client = match &server.url {
         Some(url) => {
             builder

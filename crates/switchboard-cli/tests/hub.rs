@@ -636,3 +636,37 @@ fn a_remote_server_that_refuses_is_needs_auth_and_its_call_exits_3() {
         "the unset variable is named"
     );
 }
+
+#[test]
+fn a_configured_server_is_answered_like_one_given_on_the_command_line() {
+    let sandbox = Sandbox::new("answer");
+    ok(
+        &sandbox.run(&["add", "-s", "user", "asker", "--", BIN, "__testserver"]),
+        "add",
+    );
+    // A form: declined without a terminal, saying why.
+    let output = sandbox.run(&["call", "asker/ask", "--no-input"]);
+    ok(&output, "call asker/ask");
+    assert!(
+        text(&output.stdout).contains(r#"{"action":"decline"}"#),
+        "{}",
+        text(&output.stdout)
+    );
+    assert!(
+        text(&output.stderr).contains("--no-input"),
+        "{}",
+        text(&output.stderr)
+    );
+    // Roots from --root.
+    let output = sandbox.run(&["call", "asker/roots", "--root", ".", "--json"]);
+    ok(&output, "call asker/roots");
+    let work = std::fs::canonicalize(sandbox.work()).unwrap();
+    assert!(
+        text(&output.stdout).contains(&format!("file://{}", work.display())),
+        "{}",
+        text(&output.stdout)
+    );
+    // --timeout is the request timeout.
+    let output = sandbox.run(&["call", "asker/slow", r#"{"ms": 5000}"#, "--timeout", "0.3"]);
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
+}
