@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value, json};
 use switchboard::ClientBuilder;
 use switchboard::transport::http::AuthProvider;
-use switchboard_hub::config::{LoadedConfig, SkipReason};
+use switchboard_hub::config::{InputSpec, LoadedConfig, SkipReason};
 use switchboard_hub::{
     Hub, HubBuilder, HubError, HubEvent, ServerConfig, ServerState, ServerStatus, TransportConfig,
 };
@@ -31,6 +31,10 @@ struct Prepared {
 
 fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>, json: bool) -> Prepared {
     let mut expander = loaded.expander(&context.locations);
+    // VS Code's `${input:ID}`: asked on a terminal, as VS Code asks.
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        expander = expander.with_prompt(ask_input);
+    }
     let mut prepared = Prepared {
         runnable: Vec::new(),
         unusable: BTreeMap::new(),
@@ -58,6 +62,26 @@ fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>, json: b
         }
     }
     prepared
+}
+
+fn ask_input(input: &InputSpec) -> Result<String, String> {
+    let message = if input.description.is_empty() {
+        format!("value for ${{input:{}}}:", input.id)
+    } else {
+        format!("{} (${{input:{}}})", input.description, input.id)
+    };
+    let answer = if input.password {
+        inquire::Password::new(&message)
+            .without_confirmation()
+            .prompt()
+    } else {
+        let mut text = inquire::Text::new(&message);
+        if let Some(default) = &input.default {
+            text = text.with_default(default);
+        }
+        text.prompt()
+    };
+    answer.map_err(|e| e.to_string())
 }
 
 fn builder(

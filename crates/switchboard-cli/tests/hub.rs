@@ -415,6 +415,15 @@ fn list_reports_bad_files_with_their_position_and_keeps_going() {
         &sandbox.work().join(".mcp.json"),
         "{\n  \"mcpServers\": {\n    \"x\": [1, 2}\n  }\n}\n",
     );
+    let vscode = json!({
+        "inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": true}],
+        "servers": {"asks": {"command": BIN, "args": ["__testserver", "--name", "asks"],
+                             "env": {"API_KEY": "${input:api-key}"}}}
+    });
+    sandbox.write(
+        &sandbox.work().join(".vscode/mcp.json"),
+        &vscode.to_string(),
+    );
     let config = sandbox.root.join("explicit.toml");
     sandbox.write(
         &config,
@@ -429,6 +438,17 @@ fn list_reports_bad_files_with_their_position_and_keeps_going() {
         "file:line:col on stderr: {stderr}"
     );
     let list = stdout_json(&output);
+    // A VS Code `${input:…}` cannot be asked without a terminal: that
+    // server fails with the reason, the others run.
+    let asks = entry(&list, "asks");
+    assert_eq!(asks["state"], "failed", "{list:#}");
+    assert!(
+        asks["reason"]
+            .as_str()
+            .unwrap()
+            .contains("${input:api-key}"),
+        "{list:#}"
+    );
     let good = entry(&list, "good");
     assert_eq!(good["state"], "ready", "{list:#}");
     assert_eq!(good["scope"], "explicit");
