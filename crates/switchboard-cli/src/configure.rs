@@ -617,6 +617,13 @@ fn locate(context: &Context, name: &str, scope: Option<ScopeArg>) -> Result<Targ
 }
 
 pub(crate) fn not_configured(name: &str, loaded: &LoadedConfig) -> Failure {
+    if let Some(skipped) = loaded.skipped.iter().find(|s| s.server.name == name) {
+        return Failure::usage(anyhow!(
+            "server `{name}` is configured in {} but not used: {}",
+            skipped.server.origin.file.display(),
+            skip_reason(&skipped.reason, skipped.kept.as_deref(), Some(loaded))
+        ));
+    }
     let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
     Failure::usage(anyhow!(
         "no server named `{name}` is configured ({}); `switchboard list` shows them",
@@ -848,6 +855,7 @@ mod tests {
     #[test]
     fn names_that_would_confuse_call_are_refused() {
         assert!(check_name("github-2.x_y").is_ok());
+        assert!(check_name("données").is_ok());
         for bad in ["", "a/b", "a b", "a:b"] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
