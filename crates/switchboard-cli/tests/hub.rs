@@ -698,3 +698,59 @@ fn a_configured_server_is_answered_like_one_given_on_the_command_line() {
     let output = sandbox.run(&["call", "asker/slow", r#"{"ms": 5000}"#, "--timeout", "0.3"]);
     assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
 }
+
+#[test]
+fn import_from_claude_code_reads_every_file_it_has() {
+    let sandbox = Sandbox::new("claude-code");
+    let work = sandbox.work().display().to_string();
+    let claude_json = json!({
+        "mcpServers": { "user-wide": test_server(&["--name", "user-wide"]) },
+        "projects": { work: { "mcpServers": { "mine-here": test_server(&["--name", "mine-here"]) } } },
+        "numStartups": 3
+    });
+    sandbox.write(
+        &sandbox.home().join(".claude.json"),
+        &claude_json.to_string(),
+    );
+    let mcp_json = json!({ "mcpServers": {
+        "checked-in": { "type": "http", "url": "https://mcp.example.com/mcp",
+                        "headers": { "Authorization": "Bearer ${EXAMPLE_TOKEN}" } }
+    }});
+    sandbox.write(&sandbox.work().join(".mcp.json"), &mcp_json.to_string());
+
+    let output = sandbox.run(&["import", "--from", "claude-code", "--json"]);
+    ok(&output, "import --from claude-code");
+    let report = stdout_json(&output);
+    let mut names: Vec<&str> = report["imported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["checked-in", "mine-here", "user-wide"],
+        "{report:#}"
+    );
+    let file = std::fs::read_to_string(sandbox.user_file()).unwrap();
+    assert!(file.contains("Bearer ${EXAMPLE_TOKEN}"), "{file}");
+    // The project's .mcp.json still outranks the user file it was copied
+    // into; `get` says both.
+    let got = stdout_json(&sandbox.run(&["get", "checked-in", "--json"]));
+    assert_eq!(got["scope"], "project", "{got:#}");
+    assert_eq!(
+        got["alsoConfigured"][0]["source"],
+        sandbox.user_file().display().to_string(),
+        "{got:#}"
+    );
+
+    // A client with no file says where it looked.
+    let output = sandbox.run(&["import", "--from", "goose"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("no goose configuration found"),
+        "{}",
+        text(&output.stderr)
+    );
+}
