@@ -1121,6 +1121,7 @@ impl Client {
         // own: the per-request fields are spliced in as text, serialized
         // once per connection, instead of built as JSON objects per call.
         if let Some(fragment) = &self.inner.modern_meta_json
+            && options.meta.is_empty()
             && params
                 .as_ref()
                 .is_none_or(|p| p.is_object() && p.get("_meta").is_none())
@@ -1141,8 +1142,18 @@ impl Client {
             return self.send_params(id, method, Some(raw), options).await;
         }
         let mut params = params;
-        if self.inner.modern_meta.is_some() || options.progress.is_some() {
+        if self.inner.modern_meta.is_some()
+            || options.progress.is_some()
+            || !options.meta.is_empty()
+        {
             let params = params.get_or_insert_with(|| Value::Object(JsonObject::new()));
+            // The caller's extra entries, where the params do not set them.
+            let set = |k: &String| params.get("_meta").and_then(|m| m.get(k)).is_some();
+            let extra: Vec<_> = options.meta.iter().filter(|(k, _)| !set(k)).collect();
+            add_meta(
+                params,
+                extra.into_iter().map(|(k, v)| (k.clone(), v.clone())),
+            );
             if let Some(fields) = &self.inner.modern_meta {
                 // A field the caller set (a per-request capability) wins.
                 let set = |k: &String| params.get("_meta").and_then(|m| m.get(k)).is_some();
@@ -1934,6 +1945,57 @@ mod scripted {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn per_request_meta_reaches_the_server_and_only_that_request() {
+        let (client, mut server) = modern_client().await;
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        let params = CallToolRequestParams {
+            name: "t".into(),
+            ..Default::default()
+        };
+        let options = RequestOptions::default()
+            .meta("traceparent", traceparent)
+            .meta("tracestate", "vendor=x")
+            // Like a field in the params' own `_meta`, it outranks the
+            // client's per-request field.
+            .meta("io.modelcontextprotocol/protocolVersion", "1999-01-01");
+        let (result, request) = tokio::join!(
+            client.call_tool_with(&params, options),
+            answer(&mut server, json!({"content": []}))
+        );
+        result.unwrap();
+        let meta = &request["params"]["_meta"];
+        assert_eq!(meta["traceparent"], traceparent);
+        assert_eq!(meta["tracestate"], "vendor=x");
+        assert_eq!(request["params"]["name"], "t");
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"], "1999-01-01",
+            "an entry the caller gives explicitly is sent as given"
+        );
+
+        // Without extra meta: the connection's fields only, nothing left
+        // over from the call before.
+        let (result, request) = tokio::join!(
+            client.call_tool("t", None),
+            answer(&mut server, json!({"content": []}))
+        );
+        result.unwrap();
+        let meta = request["params"]["_meta"].as_object().unwrap();
+        let keys: Vec<_> = meta.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "io.modelcontextprotocol/protocolVersion",
+                "io.modelcontextprotocol/clientInfo",
+                "io.modelcontextprotocol/clientCapabilities",
+            ]
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
     }
 
     #[tokio::test]

@@ -181,12 +181,13 @@ impl TaskOptions {
             .clamp(self.min_poll, self.max_poll)
     }
 
-    /// The options of one request on the way: its timeout, no progress
+    /// The options of one request on the way: its timeout and `_meta`, no progress
     /// (progress is followed through the event stream instead).
     fn per_request(&self) -> RequestOptions {
         RequestOptions {
             timeout: self.request.timeout,
             progress: None,
+            meta: self.request.meta.clone(),
         }
     }
 }

@@ -74,6 +74,13 @@ pub struct RequestOptions {
     /// Receives this request's progress notifications; also makes progress
     /// reset the timeout, up to [`EngineConfig::max_request_time`].
     pub progress: Option<ProgressCallback>,
+    /// Extra `_meta` entries for this request (a W3C `traceparent`, a
+    /// vendor-prefixed key …), merged by the client into the params' `_meta`.
+    /// An entry the params' own `_meta` already has is left as the params
+    /// set it; an entry here outranks the client's per-request protocol
+    /// fields (as a field in the params' `_meta` does), while
+    /// `progressToken` stays the client's.
+    pub meta: serde_json::Map<String, serde_json::Value>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -81,6 +88,7 @@ impl fmt::Debug for RequestOptions {
         f.debug_struct("RequestOptions")
             .field("timeout", &self.timeout)
             .field("progress", &self.progress.is_some())
+            .field("meta", &self.meta)
             .finish()
     }
 }
@@ -90,8 +98,19 @@ impl RequestOptions {
     pub fn timeout(timeout: Duration) -> Self {
         Self {
             timeout: Some(timeout),
-            progress: None,
+            ..Self::default()
         }
+    }
+
+    /// Adds an entry to this request's `_meta`, replacing one of the same
+    /// key. For the W3C trace context keys (`traceparent`, `tracestate`,
+    /// `baggage`) the 2026-07-28 revision names them without a prefix; it
+    /// is up to the caller to send them only to servers of that revision
+    /// ([`Client::protocol_version`](crate::Client::protocol_version)).
+    #[must_use]
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.meta.insert(key.into(), value.into());
+        self
     }
 
     /// Adds a progress callback.
