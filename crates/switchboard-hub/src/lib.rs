@@ -7,6 +7,12 @@
 //! - [`hub`]: the [`Hub`](hub::Hub) that connects named servers in
 //!   parallel, keeps each one's state, reconnects, and routes tool calls by
 //!   namespaced name.
+//!
+//! ## Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `otel` | off | a call made inside a span that has an OpenTelemetry context (`tracing-opentelemetry`) carries its W3C `traceparent` (and `tracestate`) in `_meta` to servers of the 2026-07-28 revision |
 
 pub mod config;
 pub mod hub;

@@ -46,6 +46,8 @@
 //!   `_meta` of 2026-07-28 requests without one, so it is not sent.
 
 mod error;
+#[cfg(feature = "otel")]
+mod otel;
 mod state;
 mod stats;
 mod store;
@@ -58,8 +60,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use switchboard::transport::http::AuthProvider;
-use switchboard::types::{CallToolResult, JsonObject};
-use switchboard::{ClientBuilder, Error as ClientError};
+use switchboard::types::{CallToolRequestParams, CallToolResult, JsonObject};
+use switchboard::{Client, ClientBuilder, Error as ClientError, RequestOptions};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -758,7 +760,7 @@ impl Hub {
         let server = slot.config.name.as_str();
         let (client, generation, read_only) = slot.ready_client(tool)?;
         let replay_args = read_only.then(|| arguments.clone());
-        let first = client.call_tool(tool, arguments).await;
+        let first = send_call(&client, tool, arguments).await;
         drop(client);
         let error = match first {
             Ok(result) => return Ok(result),
@@ -785,8 +787,7 @@ impl Hub {
             return Err(closed(error));
         };
         tracing::debug!("read-only tool sent again after the reconnection");
-        client
-            .call_tool(tool, arguments)
+        send_call(&client, tool, arguments)
             .await
             .map_err(|e| match closed_under_call(&e) {
                 true => closed(e),
@@ -847,6 +848,37 @@ async fn write_state(shared: Arc<Shared>, cancel: CancellationToken) {
         store.flush();
     }
     store.flush();
+}
+
+/// Sends one `tools/call`, carrying the caller's trace context to a server
+/// that takes it (see [`request_options`]).
+async fn send_call(
+    client: &Client,
+    tool: &str,
+    arguments: Option<JsonObject>,
+) -> Result<CallToolResult, ClientError> {
+    let params = CallToolRequestParams {
+        name: tool.into(),
+        arguments,
+        ..Default::default()
+    };
+    client
+        .call_tool_with(&params, request_options(client))
+        .await
+}
+
+/// The options of a call from the hub. With the `otel` feature, the W3C
+/// trace context of the current span (`mcp.request`, a child of the
+/// caller's) goes in `_meta` as `traceparent`/`tracestate`: keys that only
+/// the 2026-07-28 revision reserves, so only for a server of the stateless
+/// era.
+fn request_options(client: &Client) -> RequestOptions {
+    #[cfg(feature = "otel")]
+    if client.era() == switchboard::types::version::Era::Modern {
+        return otel::with_trace_context(RequestOptions::default());
+    }
+    let _ = client;
+    RequestOptions::default()
 }
 
 /// The connection ended with the call in flight.

@@ -1,0 +1,171 @@
+//! Feature `otel`: a hub call made inside an OpenTelemetry span carries
+//! the span's W3C trace context in `_meta` to a server of the 2026-07-28
+//! revision, and nothing of it to a server of the session era. The test
+//! server is this very binary (`otel __testserver …`), as in `tests/hub.rs`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use serde_json::{Value, json};
+use switchboard_hub::hub::Hub;
+use switchboard_hub::{Dialect, Origin, Scope, ServerConfig, TransportConfig};
+use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("__testserver") {
+        switchboard_testkit::run_stdio_main(args[2..].to_vec());
+    }
+    if args.iter().any(|a| a == "--list") {
+        println!("a_call_in_a_span_sends_its_traceparent_to_modern_servers_only: test");
+        return;
+    }
+    println!("\nrunning 1 test");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(120),
+            a_call_in_a_span_sends_its_traceparent_to_modern_servers_only(),
+        )
+        .await
+        .expect("the test timed out after 120 s")
+    });
+    println!("test a_call_in_a_span_sends_its_traceparent_to_modern_servers_only ... ok");
+    println!("\ntest result: ok");
+}
+
+fn testserver(name: &str, flags: &[&str]) -> ServerConfig {
+    let mut args = vec!["__testserver".to_owned()];
+    args.extend(flags.iter().map(|f| (*f).to_owned()));
+    ServerConfig::new(
+        name,
+        TransportConfig::Stdio {
+            command: std::env::current_exe()
+                .expect("current exe")
+                .to_string_lossy()
+                .into_owned(),
+            args,
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        Origin {
+            file: PathBuf::from("/tests/otel.toml"),
+            dialect: Dialect::Switchboard,
+            scope: Scope::Explicit,
+        },
+    )
+}
+
+/// The params of the `tools/call` requests a server recorded.
+fn recorded_calls(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .expect("record file")
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["method"] == "tools/call")
+        .map(|message| message["params"].clone())
+        .collect()
+}
+
+async fn a_call_in_a_span_sends_its_traceparent_to_modern_servers_only() {
+    // Spans are sampled and given ids; nothing is exported.
+    let provider = SdkTracerProvider::builder().build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("hub-test")));
+    tracing::subscriber::set_global_default(subscriber).expect("first subscriber");
+
+    let dir = std::env::temp_dir().join(format!("switchboard-hub-otel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let modern_record = dir.join("modern.jsonl");
+    let legacy_record = dir.join("legacy.jsonl");
+    let hub = Hub::builder()
+        .server(testserver(
+            "modern",
+            &[
+                "--era",
+                "modern",
+                "--record",
+                modern_record.to_str().unwrap(),
+            ],
+        ))
+        .server(testserver(
+            "legacy",
+            &[
+                "--era",
+                "legacy",
+                "--record",
+                legacy_record.to_str().unwrap(),
+            ],
+        ))
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.expect("start");
+
+    let caller = tracing::info_span!("caller");
+    let caller_context = caller.context().span().span_context().clone();
+    assert!(caller_context.is_valid());
+    let arguments = json!({"text": "traced"}).as_object().cloned();
+    hub.call_tool("modern__echo", arguments.clone())
+        .instrument(caller.clone())
+        .await
+        .unwrap();
+    hub.call_tool("legacy__echo", arguments)
+        .instrument(caller)
+        .await
+        .unwrap();
+    hub.shutdown().await;
+
+    let calls = recorded_calls(&modern_record);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let meta = &calls[0]["_meta"];
+    let traceparent = meta["traceparent"].as_str().expect("a traceparent");
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traceparent}");
+    assert_eq!(parts[0], "00", "{traceparent}");
+    assert_eq!(
+        parts[1],
+        format!("{:032x}", caller_context.trace_id()),
+        "the caller's trace"
+    );
+    assert!(
+        parts[2].len() == 16
+            && parts[2].bytes().all(|b| b.is_ascii_hexdigit())
+            && parts[2] != "0000000000000000",
+        "{traceparent}"
+    );
+    assert_ne!(
+        parts[2],
+        format!("{:016x}", caller_context.span_id()),
+        "the parent is the hub's `mcp.request` span, a child of the caller's"
+    );
+    assert_eq!(parts[3], "01", "sampled: {traceparent}");
+    assert!(
+        meta.get("tracestate").is_none(),
+        "an empty tracestate is not sent"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+        "the per-request fields are still there"
+    );
+
+    let calls = recorded_calls(&legacy_record);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        calls[0]
+            .get("_meta")
+            .is_none_or(|meta| meta.get("traceparent").is_none()),
+        "{calls:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
