@@ -6,6 +6,8 @@ mod configure;
 mod demo;
 mod hub;
 mod login;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod output;
 mod sampling;
 mod ui;
@@ -59,6 +61,12 @@ struct Cli {
     /// `import` write to it.
     #[arg(long = "config", global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Send this command's traces to an OpenTelemetry collector (OTLP over
+    /// HTTP/protobuf; its base URL, traces go to /v1/traces). Also
+    /// OTEL_EXPORTER_OTLP_ENDPOINT.
+    #[cfg(feature = "otlp")]
+    #[arg(long, global = true, value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -369,7 +377,16 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing();
+    #[cfg(feature = "otlp")]
+    let endpoint = cli
+        .otlp_endpoint
+        .clone()
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+        .filter(|e| !e.is_empty());
+    #[cfg(not(feature = "otlp"))]
+    let endpoint: Option<String> = None;
+    // Dropped last, after the runtime: flushes the spans still queued.
+    let _telemetry = init_tracing(endpoint.as_deref());
     let json = match &cli.command {
         Command::Demo { json } => *json,
         Command::Info(s) | Command::Resources(s) | Command::Prompts(s) => s.json,
@@ -401,7 +418,8 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let span = tracing::info_span!("switchboard");
+    match runtime.block_on(tracing::Instrument::instrument(run(cli), span)) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             failure.report(json);
@@ -410,14 +428,39 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+#[cfg(feature = "otlp")]
+use otlp::Guard as TelemetryGuard;
+/// Without the `otlp` feature there is nothing to flush.
+#[cfg(not(feature = "otlp"))]
+type TelemetryGuard = std::convert::Infallible;
+
+/// Logs on stderr as RUST_LOG says and, with an OTLP endpoint, the spans
+/// (info and up) to the collector.
+fn init_tracing(endpoint: Option<&str>) -> Option<TelemetryGuard> {
+    use tracing_subscriber::prelude::*;
     // Quiet by default; RUST_LOG=switchboard=debug shows the protocol.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_filter(filter);
+    #[cfg(feature = "otlp")]
+    if let Some(endpoint) = endpoint {
+        match otlp::layer(endpoint) {
+            Ok((traces, guard)) => {
+                let traces = traces.with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+                let _ = tracing_subscriber::registry()
+                    .with(logs)
+                    .with(traces)
+                    .try_init();
+                return Some(guard);
+            }
+            Err(error) => eprintln!("warning: traces are not exported: {error:#}"),
+        }
+    }
+    let _ = endpoint;
+    let _ = tracing_subscriber::registry().with(logs).try_init();
+    None
 }
 
 /// A failed command: what to print and which exit code to use.
