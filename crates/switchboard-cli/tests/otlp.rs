@@ -58,6 +58,78 @@ fn collector() -> (String, mpsc::Receiver<Received>) {
     (url, rx)
 }
 
+/// A configured server of the 2026-07-28 revision, called through the hub
+/// (`call SERVER/TOOL`): the `traceparent` it receives belongs to the trace
+/// the collector got.
+#[test]
+fn a_configured_call_sends_the_exported_trace_to_the_server() {
+    let root = std::env::temp_dir().join(format!("switchboard-cli-otlp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    std::fs::create_dir_all(root.join("work/.git")).unwrap();
+    let record = root.join("record.jsonl");
+    let servers = root.join("servers.json");
+    let config = serde_json::json!({"mcpServers": {"s": {"command": BIN,
+        "args": ["__testserver", "--era", "modern", "--record", record.to_str().unwrap()]}}});
+    std::fs::write(&servers, config.to_string()).unwrap();
+
+    let (url, received) = collector();
+    let mut command = Command::new(BIN);
+    command
+        .current_dir(root.join("work"))
+        .env("HOME", root.join("home"))
+        .env("SWITCHBOARD_CREDENTIALS", root.join("credentials.json"))
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("CODEX_HOME")
+        .env_remove("GOOSE_CONFIG_DIR");
+    for var in [
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    ] {
+        command.env_remove(var);
+    }
+    let output = command
+        .args(["--otlp-endpoint", &url, "--config"])
+        .arg(&servers)
+        .args(["call", "s/echo", "--arg", "text=traced"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let call = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|message| message["method"] == "tools/call")
+        .expect("the server got the call");
+    let traceparent = call["params"]["_meta"]["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no traceparent in {call}"));
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert!(
+        parts.len() == 4 && parts[0] == "00" && parts[1].len() == 32 && parts[2].len() == 16,
+        "{traceparent}"
+    );
+    // OTLP carries trace ids as 16 raw bytes.
+    let trace_id: Vec<u8> = (0..16)
+        .map(|i| u8::from_str_radix(&parts[1][2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let (_, _, body) = received
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the collector got the traces");
+    assert!(
+        body.windows(16).any(|w| w == trace_id.as_slice()),
+        "the exported spans are of the trace the server was given"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 #[test]
 fn a_call_exports_its_spans_to_the_collector() {
     let (url, received) = collector();
