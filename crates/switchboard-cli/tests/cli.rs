@@ -4,7 +4,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+mod support;
+
+use support::{BIN, HttpServer};
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -185,39 +187,6 @@ fn the_demo_runs_every_scenario() {
         .collect();
     assert_eq!(eras, ["modern", "legacy", "legacy"]);
     assert_eq!(demo["demo"][2]["respawned"], true);
-}
-
-/// The bundled test server on loopback HTTP; killed when dropped.
-struct HttpServer(std::process::Child, String);
-
-impl HttpServer {
-    fn start(args: &[&str]) -> Self {
-        use std::io::BufRead;
-        let mut child = Command::new(BIN)
-            .args(["__testserver", "--http", "127.0.0.1:0"])
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_owned();
-        Self(child, base)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

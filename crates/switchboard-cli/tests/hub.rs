@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+mod support;
+
+use support::{BIN, HttpServer};
 
 /// A HOME and a project directory of their own; nothing of the user's
 /// configuration (or the runner's XDG variables) is read.
@@ -561,39 +563,6 @@ fn import_reports_servers_already_configured_under_another_name() {
     let cursor_file: Value =
         serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
     assert_eq!(cursor_file["mcpServers"]["other"]["disabled"], true);
-}
-
-/// The test server over HTTP on a free port; killed when dropped.
-struct HttpServer(std::process::Child, String);
-
-impl HttpServer {
-    fn start(args: &[&str]) -> Self {
-        use std::io::BufRead as _;
-        let mut child = Command::new(BIN)
-            .args(["__testserver", "--http", "127.0.0.1:0"])
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_owned();
-        Self(child, base)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
