@@ -96,16 +96,6 @@ impl CredentialStore for MemoryStore {
         Ok(self.entries().get(key).cloned())
     }
 
-    fn save(&self, key: &CredentialKey, credentials: &StoredCredentials) -> Result<(), StoreError> {
-        self.entries().insert(key.clone(), credentials.clone());
-        Ok(())
-    }
-
-    fn delete(&self, key: &CredentialKey) -> Result<(), StoreError> {
-        self.entries().remove(key);
-        Ok(())
-    }
-
     fn update(
         &self,
         key: &CredentialKey,

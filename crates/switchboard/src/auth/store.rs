@@ -321,17 +321,24 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The store cannot be read, or what it holds is corrupt.
     fn load(&self, key: &CredentialKey) -> Result<Option<StoredCredentials>, StoreError>;
 
-    /// Stores `credentials` under `key`, replacing what was there.
+    /// Stores `credentials` under `key`, replacing what was there (an
+    /// [`update`](Self::update) by default).
     ///
     /// # Errors
     /// The store cannot be written.
-    fn save(&self, key: &CredentialKey, credentials: &StoredCredentials) -> Result<(), StoreError>;
+    fn save(&self, key: &CredentialKey, credentials: &StoredCredentials) -> Result<(), StoreError> {
+        self.update(key, &mut |_| Some(credentials.clone()))
+            .map(drop)
+    }
 
-    /// Removes what is stored under `key`; nothing stored is not an error.
+    /// Removes what is stored under `key`; nothing stored is not an error
+    /// (an [`update`](Self::update) by default).
     ///
     /// # Errors
     /// The store cannot be written.
-    fn delete(&self, key: &CredentialKey) -> Result<(), StoreError>;
+    fn delete(&self, key: &CredentialKey) -> Result<(), StoreError> {
+        self.update(key, &mut |_| None).map(drop)
+    }
 
     /// Reads what is stored under `key`, hands it to `f`, and stores what
     /// `f` returns (`None` deletes), all under a lock that every process
@@ -563,15 +570,6 @@ impl CredentialStore for FileStore {
         Ok(self.read()?.entries.remove(&key.storage_name()))
     }
 
-    fn save(&self, key: &CredentialKey, credentials: &StoredCredentials) -> Result<(), StoreError> {
-        self.update(key, &mut |_| Some(credentials.clone()))
-            .map(drop)
-    }
-
-    fn delete(&self, key: &CredentialKey) -> Result<(), StoreError> {
-        self.update(key, &mut |_| None).map(drop)
-    }
-
     fn update(
         &self,
         key: &CredentialKey,
@@ -753,15 +751,6 @@ impl KeyringStore {
 impl CredentialStore for KeyringStore {
     fn load(&self, key: &CredentialKey) -> Result<Option<StoredCredentials>, StoreError> {
         Self::read(&Self::entry(key)?, key)
-    }
-
-    fn save(&self, key: &CredentialKey, credentials: &StoredCredentials) -> Result<(), StoreError> {
-        self.update(key, &mut |_| Some(credentials.clone()))
-            .map(drop)
-    }
-
-    fn delete(&self, key: &CredentialKey) -> Result<(), StoreError> {
-        self.update(key, &mut |_| None).map(drop)
     }
 
     fn update(
