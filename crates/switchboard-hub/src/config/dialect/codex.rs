@@ -88,16 +88,10 @@ fn server(o: &Obj<'_>, ctx: &Ctx<'_>) -> Result<ServerConfig, Diagnostic> {
             }
         }
         (Some(_), Some(_)) => {
-            return Err(o.err(
-                "url",
-                "both `command` and `url` are given; keep one (a local or a remote server)",
-            ));
+            return Err(o.both_command_and_url());
         }
         (None, None) => {
-            return Err(o.err(
-                "command",
-                "neither `command` (a local server) nor `url` (a remote one) is given",
-            ));
+            return Err(o.neither_command_nor_url());
         }
     };
     let mut s = ServerConfig::new(o.server, transport, ctx.origin(ctx.scope));

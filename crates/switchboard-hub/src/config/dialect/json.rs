@@ -267,10 +267,7 @@ fn server(
             return Ok(None);
         }
         _ => {
-            return Err(o.err(
-                "command",
-                "neither `command` (a local server) nor `url` (a remote one) is given",
-            ));
+            return Err(o.neither_command_nor_url());
         }
     };
     finish(o, ctx, scope, transport, diags).map(Some)

@@ -205,6 +205,22 @@ impl Obj<'_> {
         self.ctx.entry_error(self.server, Some(key), msg.into())
     }
 
+    /// An entry that names both a command and a URL.
+    pub(crate) fn both_command_and_url(&self) -> Diagnostic {
+        self.err(
+            "url",
+            "both `command` and `url` are given; keep one (a local or a remote server)",
+        )
+    }
+
+    /// An entry that names neither a command nor a URL.
+    pub(crate) fn neither_command_nor_url(&self) -> Diagnostic {
+        self.err(
+            "command",
+            "neither `command` (a local server) nor `url` (a remote one) is given",
+        )
+    }
+
     pub(crate) fn has(&self, key: &str) -> bool {
         self.map.get(key).is_some_and(|v| !v.is_null())
     }
