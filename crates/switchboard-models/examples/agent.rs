@@ -1,0 +1,2 @@
+//! SKELETON — owned by the agent helper.
+fn main() {}

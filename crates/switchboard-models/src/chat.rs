@@ -1,0 +1,1 @@
+//! SKELETON — owned by the agent helper.

@@ -1,0 +1,111 @@
+//! MCP tools, results, prompts and resources as the objects model APIs take.
+//!
+//! An agent hands a model its MCP servers' tools as ordinary function tools
+//! and gives the model each result back in the form its API accepts. This
+//! crate does that for four API shapes ([`Provider`]):
+//!
+//! - **names** ([`names`]): `mcp__<server>__<tool>`, sanitized to the
+//!   provider's rule, shortened with a stable hash when too long, collisions
+//!   resolved deterministically, and mapped back to (server, tool);
+//! - **definitions** ([`definitions`]): descriptions capped with a visible
+//!   marker, input schemas passed whole except for what a provider rejects
+//!   ([`schema`]), OpenAI strict mode on request, annotations exposed as
+//!   untrusted hints;
+//! - **results** ([`results`]): text, images, audio, embedded resources,
+//!   resource links, `structuredContent` and `isError` in each provider's
+//!   form, with media a provider cannot take saved to a per-session folder
+//!   ([`media`]) and a size budget;
+//! - **prompts and resources** ([`messages`]) as provider messages and
+//!   context parts;
+//! - a [`Toolset`] that ties them together, with an opt-in `search_tools`
+//!   meta-tool for large tool lists;
+//! - with feature `agent`, an OpenAI-compatible chat client and an agent
+//!   loop over a [`switchboard_hub::Hub`] (see `examples/agent.rs`); with
+//!   feature `sampling`, the same endpoint as a sampling handler.
+//!
+//! Everything here is plain data in, [`serde_json::Value`] out: the values
+//! are exactly the JSON the provider's HTTP API takes, so they work with any
+//! client crate (or none).
+
+use std::fmt;
+
+pub mod definitions;
+pub mod media;
+pub mod messages;
+pub mod names;
+pub mod results;
+pub mod schema;
+mod search;
+pub mod toolset;
+
+#[cfg(feature = "agent")]
+pub mod agent;
+#[cfg(feature = "agent")]
+pub mod chat;
+#[cfg(feature = "sampling")]
+pub mod sampling;
+
+pub use definitions::{Definition, DefinitionOptions, GeminiSchema, ToolHints};
+pub use media::MediaStore;
+pub use names::{Collision, NameOptions, Names};
+pub use results::{ChatImages, ProviderResult, ResultOptions};
+pub use toolset::{Lookup, SearchOptions, ToolEntry, Toolset, ToolsetOptions};
+
+/// The API a value is shaped for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Provider {
+    /// OpenAI Responses API (`/v1/responses`): `function` tools,
+    /// `function_call_output` items.
+    OpenAiResponses,
+    /// OpenAI Chat Completions (`/v1/chat/completions`) and the many
+    /// servers compatible with it (llama.cpp, Ollama, vLLM …).
+    OpenAiChat,
+    /// Anthropic Messages API: `tools` with `input_schema`, `tool_result`
+    /// blocks.
+    Anthropic,
+    /// Gemini API: `functionDeclarations`, `functionResponse` parts.
+    Gemini,
+}
+
+impl Provider {
+    /// Every provider, for tests and loops.
+    pub const ALL: [Provider; 4] = [
+        Provider::OpenAiResponses,
+        Provider::OpenAiChat,
+        Provider::Anthropic,
+        Provider::Gemini,
+    ];
+
+    /// A short stable name: `openai-responses`, `openai-chat`, `anthropic`, `gemini`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAiResponses => "openai-responses",
+            Provider::OpenAiChat => "openai-chat",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Provider::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown provider `{s}`: expected one of openai-responses, openai-chat, \
+                     anthropic, gemini"
+                )
+            })
+    }
+}

@@ -1,0 +1,351 @@
+//! A provider's view of many servers' tools: names, definitions, the way
+//! back from a name to (server, tool), and the opt-in `search_tools`
+//! meta-tool.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value, json};
+use switchboard_types::{CallToolResult, Tool};
+
+use crate::Provider;
+use crate::definitions::{self, Definition, DefinitionOptions, ToolHints};
+use crate::names::{Collision, NameOptions, Names};
+use crate::search::Index;
+
+/// Default for [`SearchOptions::threshold`].
+pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
+/// Default for [`SearchOptions::max_results`].
+pub const DEFAULT_SEARCH_RESULTS: usize = 8;
+/// Default for [`SearchOptions::name`].
+pub const SEARCH_TOOL: &str = "search_tools";
+
+/// The `search_tools` meta-tool: with more tools than `threshold`, the
+/// model gets this one tool (and the tools it has found so far) instead of
+/// every definition up front.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SearchOptions {
+    /// More tools than this and the meta-tool replaces the full list
+    /// (default 40).
+    pub threshold: usize,
+    /// Most tools one search returns and loads (default 8; a model may
+    /// ask for fewer with `limit`).
+    pub max_results: usize,
+    /// The meta-tool's name (default `search_tools`).
+    pub name: String,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        Self {
+            threshold: DEFAULT_SEARCH_THRESHOLD,
+            max_results: DEFAULT_SEARCH_RESULTS,
+            name: SEARCH_TOOL.into(),
+        }
+    }
+}
+
+/// How a [`Toolset`] is built.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ToolsetOptions {
+    /// Naming.
+    pub names: NameOptions,
+    /// Definitions.
+    pub definitions: DefinitionOptions,
+    /// The `search_tools` meta-tool; `None` (the default) sends every
+    /// definition.
+    pub search: Option<SearchOptions>,
+}
+
+impl ToolsetOptions {
+    /// Sets the naming.
+    pub fn names(mut self, names: NameOptions) -> Self {
+        self.names = names;
+        self
+    }
+
+    /// Sets the definition options.
+    pub fn definitions(mut self, definitions: DefinitionOptions) -> Self {
+        self.definitions = definitions;
+        self
+    }
+
+    /// Turns the `search_tools` meta-tool on (or off with `None`).
+    pub fn search(mut self, search: Option<SearchOptions>) -> Self {
+        self.search = search;
+        self
+    }
+}
+
+/// One tool as the model sees it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ToolEntry {
+    /// The model-facing name.
+    pub name: String,
+    /// The server offering it.
+    pub server: String,
+    /// The tool as the server describes it.
+    pub tool: Tool,
+    /// Its definition for the provider.
+    pub definition: Definition,
+    /// Its untrusted hints, for approval UIs.
+    pub hints: ToolHints,
+}
+
+/// What a name the model used stands for.
+#[derive(Clone, Copy, Debug)]
+pub enum Lookup<'a> {
+    /// A server's tool.
+    Tool(&'a ToolEntry),
+    /// The `search_tools` meta-tool.
+    Search,
+    /// Nothing: the model made it up (or it is from an older list).
+    Unknown,
+}
+
+/// Many servers' tools for one provider.
+#[derive(Debug)]
+pub struct Toolset {
+    provider: Provider,
+    options: ToolsetOptions,
+    entries: Vec<ToolEntry>,
+    names: Names,
+    index: Index,
+    /// Tools a search has loaded (sent from then on).
+    loaded: Vec<AtomicBool>,
+}
+
+impl Toolset {
+    /// Names and defines `tools` (server name, tool), in order.
+    pub fn new(
+        provider: Provider,
+        options: ToolsetOptions,
+        tools: impl IntoIterator<Item = (String, Tool)>,
+    ) -> Self {
+        let tools: Vec<(String, Tool)> = tools.into_iter().collect();
+        let names = Names::build(
+            provider,
+            &options.names,
+            tools.iter().map(|(s, t)| (s.as_str(), t.name.as_str())),
+        );
+        let entries: Vec<ToolEntry> = tools
+            .into_iter()
+            .enumerate()
+            .map(|(i, (server, tool))| {
+                let name = names.get(i).to_owned();
+                let definition =
+                    definitions::definition(provider, &name, &tool, &options.definitions);
+                let hints = ToolHints::of(&tool);
+                ToolEntry {
+                    name,
+                    server,
+                    tool,
+                    definition,
+                    hints,
+                }
+            })
+            .collect();
+        let index = Index::build(entries.iter().map(|e| {
+            (
+                e.name.as_str(),
+                e.server.as_str(),
+                e.tool.name.as_str(),
+                e.tool.display_name(),
+                e.tool.description.as_deref().unwrap_or(""),
+            )
+        }));
+        let loaded = entries.iter().map(|_| AtomicBool::new(false)).collect();
+        Toolset {
+            provider,
+            options,
+            entries,
+            names,
+            index,
+            loaded,
+        }
+    }
+
+    /// Every offered tool of every server in `hub` (see
+    /// [`switchboard_hub::Hub::tools`]).
+    #[cfg(feature = "hub")]
+    pub fn from_hub(
+        provider: Provider,
+        options: ToolsetOptions,
+        hub: &switchboard_hub::Hub,
+    ) -> Self {
+        Self::new(
+            provider,
+            options,
+            hub.tools().into_iter().map(|t| (t.server, t.tool)),
+        )
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// Every tool, in input order.
+    pub fn entries(&self) -> &[ToolEntry] {
+        &self.entries
+    }
+
+    /// Names that collided and were renamed.
+    pub fn collisions(&self) -> &[Collision] {
+        self.names.collisions()
+    }
+
+    /// Whether the `search_tools` meta-tool stands in for the full list.
+    pub fn searching(&self) -> bool {
+        self.options
+            .search
+            .as_ref()
+            .is_some_and(|s| self.entries.len() > s.threshold)
+    }
+
+    /// The definitions to send now: every tool, or (when
+    /// [`searching`](Self::searching)) `search_tools` and the tools
+    /// searches have loaded so far. For Gemini these are
+    /// `functionDeclarations` entries; [`tools_param`](Self::tools_param)
+    /// wraps them.
+    pub fn definitions(&self) -> Vec<Value> {
+        if !self.searching() {
+            return self
+                .entries
+                .iter()
+                .map(|e| e.definition.value.clone())
+                .collect();
+        }
+        let mut out = vec![self.search_definition()];
+        out.extend(
+            self.entries
+                .iter()
+                .zip(&self.loaded)
+                .filter(|(_, l)| l.load(Ordering::Relaxed))
+                .map(|(e, _)| e.definition.value.clone()),
+        );
+        out
+    }
+
+    /// The request's `tools` field: the definitions as a list (OpenAI,
+    /// Anthropic) or one `{"functionDeclarations": […]}` entry (Gemini).
+    pub fn tools_param(&self) -> Value {
+        let definitions = self.definitions();
+        match self.provider {
+            Provider::Gemini => json!([{ "functionDeclarations": definitions }]),
+            _ => Value::Array(definitions),
+        }
+    }
+
+    /// What `name` stands for.
+    pub fn lookup(&self, name: &str) -> Lookup<'_> {
+        if let Some(search) = &self.options.search
+            && self.searching()
+            && name == search.name
+        {
+            return Lookup::Search;
+        }
+        match self.names.index(name) {
+            Some(i) => Lookup::Tool(&self.entries[i]),
+            None => Lookup::Unknown,
+        }
+    }
+
+    /// Runs `search_tools` with the model's arguments (`query`, optional
+    /// `limit`): the matching tools, best first, are loaded (their
+    /// definitions sent from the next request on) and listed in the result.
+    pub fn search(&self, arguments: Option<&Map<String, Value>>) -> CallToolResult {
+        let Some(search) = &self.options.search else {
+            return error_result("tool search is not enabled");
+        };
+        let query = arguments
+            .and_then(|a| a.get("query"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
+        if query.is_empty() {
+            return error_result(
+                "search_tools needs a `query`: words from the task, like `weather forecast`",
+            );
+        }
+        let limit = arguments
+            .and_then(|a| a.get("limit"))
+            .and_then(Value::as_u64)
+            .map_or(search.max_results, |l| {
+                usize::try_from(l)
+                    .unwrap_or(usize::MAX)
+                    .clamp(1, search.max_results)
+            });
+        let hits = self.index.search(query, limit);
+        if hits.is_empty() {
+            return CallToolResult::text(format!(
+                "No tool matches `{query}`. Try other or fewer words; there are {} tools.",
+                self.entries.len()
+            ));
+        }
+        let mut text = format!(
+            "{} tool(s) match `{query}`; they can be called now:\n",
+            hits.len()
+        );
+        let mut found = Vec::new();
+        for i in hits {
+            self.loaded[i].store(true, Ordering::Relaxed);
+            let e = &self.entries[i];
+            let description = e.tool.description.as_deref().unwrap_or("");
+            let description = definitions::cap_text(
+                description,
+                200.min(self.options.definitions.description_cap),
+            );
+            text.push_str(&format!("- {}: {}\n", e.name, description));
+            found.push(json!({"name": e.name, "server": e.server, "tool": e.tool.name}));
+        }
+        CallToolResult {
+            content: vec![switchboard_types::ContentBlock::text(text.trim_end())],
+            structured_content: Some(json!({ "tools": found })),
+            ..CallToolResult::default()
+        }
+    }
+
+    fn search_definition(&self) -> Value {
+        let search = self.options.search.as_ref().expect("searching");
+        let tool = Tool {
+            name: search.name.clone(),
+            description: Some(format!(
+                "Finds tools by keyword among {} tools from MCP servers and makes the best \
+                 matches (at most {}) callable. Call it first with words from the task; then \
+                 call the tools it returns.",
+                self.entries.len(),
+                search.max_results
+            )),
+            input_schema: match json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Keywords, e.g. `create github issue`."},
+                    "limit": {"type": "integer", "description": "Most tools to return.", "minimum": 1, "maximum": search.max_results}
+                },
+                "required": ["query"]
+            }) {
+                Value::Object(map) => map,
+                _ => unreachable!(),
+            },
+            ..Tool::default()
+        };
+        definitions::definition(
+            self.provider,
+            &search.name,
+            &tool,
+            &self.options.definitions,
+        )
+        .value
+    }
+}
+
+fn error_result(text: &str) -> CallToolResult {
+    CallToolResult {
+        content: vec![switchboard_types::ContentBlock::text(text)],
+        is_error: Some(true),
+        ..CallToolResult::default()
+    }
+}
