@@ -121,20 +121,19 @@ impl MediaStore {
 /// leading dots (no hidden files, no `..`).
 fn sanitize(hint: &str) -> String {
     let mut out = String::new();
+    let mut replaced = false;
     for c in hint.chars() {
         if out.len() >= MAX_HINT {
             break;
         }
-        let c = if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-            c
-        } else {
-            '_'
-        };
-        // Runs of replacements read badly and say nothing.
-        if c == '_' && out.ends_with('_') {
-            continue;
+        if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+            out.push(c);
+            replaced = false;
+        } else if !replaced {
+            // One `_` for a run of replaced characters: runs say nothing.
+            out.push('_');
+            replaced = true;
         }
-        out.push(c);
     }
     let out = out
         .trim_start_matches(['.', '_'])

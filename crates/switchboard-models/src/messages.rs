@@ -91,7 +91,7 @@ pub fn prompt_messages(
             continue;
         }
         let content = if provider == Provider::OpenAiChat
-            && conv.parts.iter().all(|p| matches!(p, Part::Text(_)))
+            && conv.parts.iter().all(|p| !matches!(p, Part::Inline(_)))
         {
             Value::String(join_text(&conv.parts))
         } else {

@@ -51,13 +51,18 @@
 //!
 //! # Budget
 //!
-//! [`ResultOptions::budget`] bounds the bytes of text (text blocks, notes
-//! and headers; not the blank lines joining them, not the marker). Past
-//! it, text is cut on a character boundary and a marker follows, saying
+//! [`ResultOptions::budget`] bounds the bytes of text: text blocks,
+//! embedded text resources, resource links, notes on unknown blocks and
+//! the JSON of `structuredContent` — not the one-line notes about media
+//! (where a file was saved, why an image is not shown), which are never
+//! cut since without them the model would not know the media exist, and
+//! not the blank lines joining blocks. Past the budget, text is cut on a
+//! character boundary and a marker follows (on top of the budget), saying
 //! how much was shown and how to see the rest; with a media store the
-//! whole text is saved first and the marker names the file.
+//! whole text is saved first and the marker names the file. Later text
+//! blocks are dropped; media and their notes stay.
 //! [`ProviderResult::truncated`] is set. Media are not counted: they have
-//! their own cap.
+//! their own cap ([`ResultOptions::max_inline_media`]).
 //!
 //! # Annotations
 //!
@@ -252,7 +257,7 @@ pub fn tool_result(
     match provider {
         Provider::OpenAiResponses => {
             let parts = openai_error(parts, is_error);
-            let output = if parts.iter().all(|p| matches!(p, Part::Text(_))) {
+            let output = if parts.iter().all(|p| !matches!(p, Part::Inline(_))) {
                 Value::String(join_text(&parts))
             } else {
                 Value::Array(
@@ -311,7 +316,7 @@ pub fn tool_result(
                 .iter()
                 .filter_map(|p| match p {
                     Part::Inline(i) => Some(i),
-                    Part::Text(_) => None,
+                    Part::Text(_) | Part::Note(_) => None,
                 })
                 .collect();
             let key = if is_error { "error" } else { "output" };
@@ -411,7 +416,7 @@ fn openai_error(mut parts: Vec<Part>, is_error: bool) -> Vec<Part> {
         return parts;
     }
     match parts.first_mut() {
-        Some(Part::Text(text)) => *text = error_text(text),
+        Some(Part::Text(text) | Part::Note(text)) => *text = error_text(text),
         _ => parts.insert(0, Part::Text("Error: the tool reported a failure.".into())),
     }
     parts
@@ -431,7 +436,12 @@ pub(crate) enum Place {
 /// Content on its way to a provider.
 #[derive(Clone, Debug)]
 pub(crate) enum Part {
+    /// Text, counted against the budget.
     Text(String),
+    /// A line about media (where it was saved, why it is not shown): text
+    /// to the provider, but never cut, since without it the model would
+    /// not know the media exist.
+    Note(String),
     Inline(Inline),
 }
 
@@ -490,6 +500,10 @@ impl<'a> Converter<'a> {
         if !text.is_empty() {
             self.parts.push(Part::Text(text));
         }
+    }
+
+    fn note(&mut self, note: String) {
+        self.parts.push(Part::Note(note));
     }
 
     fn skipped(&self, annotations: Option<&Annotations>) -> bool {
@@ -581,7 +595,7 @@ impl<'a> Converter<'a> {
         let declared = mime.map(essence).filter(|m| !m.is_empty());
         let Some(bytes) = decode_base64(data) else {
             let mime = declared.as_deref().unwrap_or("unknown type");
-            self.text(format!(
+            self.note(format!(
                 "[{what} ({mime}) not shown: its data is not valid base64]"
             ));
             return;
@@ -594,10 +608,10 @@ impl<'a> Converter<'a> {
             .flatten();
         if let Some((kind, send_as)) = inline {
             if let Some(header) = header {
-                self.text(header);
+                self.note(header);
             }
             if self.provider == Provider::OpenAiChat && self.place == Place::ToolResult {
-                self.text(format!(
+                self.note(format!(
                     "[{what} ({shown}, {n} bytes) attached in the next user message]"
                 ));
             }
@@ -615,7 +629,7 @@ impl<'a> Converter<'a> {
             return;
         }
         let reason = if bad_image {
-            format!("its bytes are not a {shown} image")
+            format!("its bytes are not {shown}")
         } else if n > self.options.max_inline_media
             && mime
                 .as_deref()
@@ -628,7 +642,13 @@ impl<'a> Converter<'a> {
         } else {
             match self.place {
                 Place::Assistant => "assistant messages carry text only".to_owned(),
-                _ => format!("{} cannot take {shown} here", self.provider),
+                Place::ToolResult => {
+                    format!(
+                        "{} takes no {shown} in tool results",
+                        api_name(self.provider)
+                    )
+                }
+                Place::User => format!("{} takes no {shown} in messages", api_name(self.provider)),
             }
         };
         let text = match &self.options.media {
@@ -644,7 +664,7 @@ impl<'a> Converter<'a> {
             },
             None => format!("[{what} ({shown}, {n} bytes) not shown: {reason}]"),
         };
-        self.text(text);
+        self.note(text);
     }
 
     /// Whether `mime` goes inline here, and the MIME type to send it as.
@@ -694,7 +714,7 @@ impl<'a> Converter<'a> {
             .iter()
             .map(|p| match p {
                 Part::Text(t) => t.len(),
-                Part::Inline(_) => 0,
+                Part::Note(_) | Part::Inline(_) => 0,
             })
             .sum();
         if total <= budget {
@@ -730,7 +750,7 @@ impl<'a> Converter<'a> {
                     parts.push(Part::Text(cut_marker(shown, total, full_path.as_ref())));
                     marked = true;
                 }
-                inline => parts.push(inline),
+                other => parts.push(other),
             }
         }
         if let Some(path) = full_path {
@@ -738,6 +758,16 @@ impl<'a> Converter<'a> {
         }
         self.parts = parts;
         self.truncated = true;
+    }
+}
+
+/// The API's name, for notes the model reads.
+fn api_name(provider: Provider) -> &'static str {
+    match provider {
+        Provider::OpenAiResponses => "the OpenAI Responses API",
+        Provider::OpenAiChat => "the OpenAI Chat Completions API",
+        Provider::Anthropic => "the Anthropic API",
+        Provider::Gemini => "the Gemini API",
     }
 }
 
@@ -775,7 +805,7 @@ fn floor_char_boundary(s: &str, at: usize) -> usize {
 pub(crate) fn join_text(parts: &[Part]) -> String {
     let mut out = String::new();
     for part in parts {
-        if let Part::Text(text) = part {
+        if let Part::Text(text) | Part::Note(text) = part {
             if !out.is_empty() {
                 out.push_str("\n\n");
             }
@@ -788,7 +818,7 @@ pub(crate) fn join_text(parts: &[Part]) -> String {
 /// One part in the provider's content-part shape.
 pub(crate) fn content_part(provider: Provider, place: Place, part: &Part) -> Value {
     match part {
-        Part::Text(text) => match provider {
+        Part::Text(text) | Part::Note(text) => match provider {
             Provider::OpenAiResponses if place == Place::Assistant => {
                 json!({"type": "output_text", "text": text})
             }
