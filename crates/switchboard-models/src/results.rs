@@ -615,10 +615,11 @@ impl<'a> Converter<'a> {
                     "[{what} ({shown}, {n} bytes) attached in the next user message]"
                 ));
             }
-            let filename = if hint.contains('.') {
+            let ext = crate::media::extension(Some(send_as));
+            let filename = if hint.to_ascii_lowercase().ends_with(&format!(".{ext}")) {
                 hint.to_owned()
             } else {
-                format!("{hint}.{}", crate::media::extension(Some(send_as)))
+                format!("{hint}.{ext}")
             };
             self.parts.push(Part::Inline(Inline {
                 mime: send_as.to_owned(),

@@ -802,3 +802,35 @@ fn session_folders_and_files_are_unique() {
     let _ = std::fs::remove_dir(t.dir());
     let _ = std::fs::remove_dir_all(&base);
 }
+
+proptest::proptest! {
+    /// Whatever the text and budget, what is shown is a prefix of the text,
+    /// within the budget, short of it by less than one character.
+    #[test]
+    fn cut_is_a_prefix_within_budget(text in "\\PC{0,120}", budget in 0usize..200) {
+        let options = ResultOptions::default().budget(budget);
+        let r = results::tool_result(
+            Provider::OpenAiChat,
+            "c",
+            "t",
+            &CallToolResult::text(text.clone()),
+            &options,
+        );
+        let out = chat_text(&r);
+        if text.len() <= budget {
+            proptest::prop_assert!(!r.truncated);
+            if !text.is_empty() {
+                proptest::prop_assert_eq!(out, text.as_str());
+            }
+        } else {
+            proptest::prop_assert!(r.truncated);
+            let at = out.rfind("[… output cut: showed ").unwrap();
+            let shown = out[..at].strip_suffix("\n\n").unwrap_or(&out[..at]);
+            proptest::prop_assert!(text.starts_with(shown));
+            proptest::prop_assert!(shown.len() <= budget);
+            proptest::prop_assert!(shown.len() + 4 > budget);
+            let expected = format!("showed {} of {} bytes.", shown.len(), text.len());
+            proptest::prop_assert!(out[at..].contains(&expected));
+        }
+    }
+}
