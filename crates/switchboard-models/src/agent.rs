@@ -1,1 +1,784 @@
-//! SKELETON — owned by the agent helper.
+//! An agent loop over an OpenAI-compatible Chat Completions endpoint, with
+//! the tools of a [`Hub`]'s MCP servers.
+//!
+//! Each round sends the conversation and the tool definitions
+//! ([`Toolset::tools_param`]); when the model asks for tool calls, they
+//! run through the hub (at most [`AgentBuilder::parallel_calls`] at once),
+//! their results go back as `tool` messages ([`results::tool_result`]) and
+//! the next round starts; the first answer without tool calls ends the run.
+//! Mistakes of the model — a tool that does not exist, arguments that are
+//! not JSON — and failed calls are told to the model as tool errors, so it
+//! can correct itself; only the endpoint failing or too many rounds end a
+//! run with an error.
+//!
+//! ```no_run
+//! # async fn demo(hub: switchboard_hub::Hub) -> Result<(), Box<dyn std::error::Error>> {
+//! use switchboard_models::agent::Agent;
+//! use switchboard_models::chat::ChatClient;
+//!
+//! let chat = ChatClient::new("http://127.0.0.1:8080/v1", "qwen2.5")?;
+//! let agent = Agent::builder(hub, chat)
+//!     .system_prompt("You are a careful assistant.")
+//!     .max_rounds(8)
+//!     .build()?;
+//! let outcome = agent.run("What is 2 + 3? Use the add tool.").await?;
+//! println!("{} ({} tool calls)", outcome.text, outcome.calls.len());
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use serde_json::{Map, Value, json};
+use switchboard_hub::Hub;
+use switchboard_types::{CallToolResult, ContentBlock};
+use tracing::Instrument as _;
+
+use crate::Provider;
+use crate::chat::{ChatClient, ChatError};
+use crate::results::{self, ProviderResult, ResultOptions};
+use crate::toolset::{Lookup, Toolset, ToolsetOptions};
+
+/// Default for [`AgentBuilder::max_rounds`].
+pub const DEFAULT_MAX_ROUNDS: usize = 16;
+/// Default for [`AgentBuilder::parallel_calls`].
+pub const DEFAULT_PARALLEL_CALLS: usize = 8;
+
+/// Longest summary of a result in an [`AgentEvent::Result`], in characters.
+const SUMMARY: usize = 200;
+
+/// One tool call the model asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallRecord {
+    /// The round (1-based) it was asked for in.
+    pub round: usize,
+    /// The call's id (the model's, or one made up when it sent none).
+    pub id: String,
+    /// The name the model used.
+    pub name: String,
+    /// The server it went to (`None`: unknown tool or `search_tools`).
+    pub server: Option<String>,
+    /// The server's name for the tool.
+    pub tool: Option<String>,
+    /// Whether the model was told of an error (the tool's `isError`, a
+    /// failed call, an unknown tool, bad arguments).
+    pub is_error: bool,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AgentOutcome {
+    /// The model's final answer.
+    pub text: String,
+    /// How many requests went to the model.
+    pub rounds: usize,
+    /// Every tool call, in the order the model asked for them.
+    pub calls: Vec<CallRecord>,
+    /// The whole conversation, the final answer included: add a `user`
+    /// message and pass it to [`Agent::run_messages`] to go on.
+    pub messages: Vec<Value>,
+}
+
+/// What the agent is doing, for UIs ([`AgentBuilder::observer`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// A request is about to go to the model.
+    Request {
+        /// The round (1-based).
+        round: usize,
+        /// Messages in the conversation.
+        messages: usize,
+        /// Tool definitions sent.
+        tools: usize,
+    },
+    /// A tool call is about to run.
+    Call {
+        /// The round.
+        round: usize,
+        /// The call's id.
+        id: String,
+        /// The name the model used.
+        name: String,
+        /// The server it goes to (`None`: unknown tool or `search_tools`).
+        server: Option<String>,
+        /// The arguments as the model sent them (a JSON string, usually).
+        arguments: Value,
+    },
+    /// A tool call finished.
+    Result {
+        /// What was called and whether it failed.
+        call: CallRecord,
+        /// The start of the result's text, or the error.
+        summary: String,
+    },
+    /// The model answered without tool calls.
+    Answer {
+        /// The round.
+        round: usize,
+        /// The answer.
+        text: String,
+    },
+}
+
+/// Why a run did not produce an answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// A builder setting is invalid.
+    #[error("invalid agent setting `{setting}`: {reason}")]
+    Config {
+        /// The setting.
+        setting: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The request to the model failed.
+    #[error("round {round}: the model request failed")]
+    Chat {
+        /// The round.
+        round: usize,
+        /// The chat client's error.
+        #[source]
+        source: ChatError,
+    },
+    /// The endpoint answered with something that is not a chat completion.
+    #[error("round {round}: the model's answer is not a chat completion: {reason}")]
+    Answer {
+        /// The round.
+        round: usize,
+        /// What is missing.
+        reason: String,
+    },
+    /// The model still asked for tools in the last allowed round.
+    #[error(
+        "the model was still calling tools after {max_rounds} rounds ({} tool calls made); \
+         raise the round limit or break the task up",
+        calls.len()
+    )]
+    TooManyRounds {
+        /// The limit.
+        max_rounds: usize,
+        /// The calls made.
+        calls: Vec<CallRecord>,
+    },
+}
+
+impl AgentError {
+    /// The run hit the round limit.
+    pub fn is_too_many_rounds(&self) -> bool {
+        matches!(self, AgentError::TooManyRounds { .. })
+    }
+
+    /// The chat client's error, if the endpoint failed.
+    pub fn chat_error(&self) -> Option<&ChatError> {
+        match self {
+            AgentError::Chat { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+type Observer = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+
+/// Builds an [`Agent`]. Setters never fail; [`build`](Self::build) reports
+/// the first bad setting.
+#[must_use]
+#[derive(Clone)]
+pub struct AgentBuilder {
+    agent: Agent,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AgentBuilder").field(&self.agent).finish()
+    }
+}
+
+impl AgentBuilder {
+    /// A fixed toolset (it must be for [`Provider::OpenAiChat`]). Without
+    /// one, each run builds one from the hub's current tools with
+    /// [`toolset_options`](Self::toolset_options).
+    pub fn toolset(mut self, toolset: Arc<Toolset>) -> Self {
+        self.agent.toolset = Some(toolset);
+        self
+    }
+
+    /// How each run's toolset is built from the hub (naming, definitions,
+    /// `search_tools`).
+    pub fn toolset_options(mut self, options: ToolsetOptions) -> Self {
+        self.agent.toolset_options = options;
+        self
+    }
+
+    /// How results are given to the model (size budget, media folder,
+    /// images).
+    pub fn result_options(mut self, options: ResultOptions) -> Self {
+        self.agent.results = options;
+        self
+    }
+
+    /// Most requests to the model in one run (default
+    /// [`DEFAULT_MAX_ROUNDS`]).
+    pub fn max_rounds(mut self, rounds: usize) -> Self {
+        self.agent.max_rounds = rounds;
+        self
+    }
+
+    /// Most tool calls of one round running at once (default
+    /// [`DEFAULT_PARALLEL_CALLS`]).
+    pub fn parallel_calls(mut self, calls: usize) -> Self {
+        self.agent.parallel_calls = calls;
+        self
+    }
+
+    /// The system message that opens each [`Agent::run`].
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.agent.system = Some(prompt.into());
+        self
+    }
+
+    /// A field sent in every request (`temperature`, `max_tokens`,
+    /// `tool_choice` …); `model`, `messages` and `tools` are the agent's.
+    pub fn request_field(mut self, name: impl Into<String>, value: Value) -> Self {
+        self.agent.fields.insert(name.into(), value);
+        self
+    }
+
+    /// Called with each [`AgentEvent`], on the task running the agent:
+    /// keep it quick.
+    pub fn observer(mut self, observer: impl Fn(&AgentEvent) + Send + Sync + 'static) -> Self {
+        self.agent.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Makes the agent.
+    ///
+    /// # Errors
+    /// [`AgentError::Config`] for zero rounds or parallel calls, or a
+    /// toolset for another provider.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let bad = |setting, reason: &str| {
+            Err(AgentError::Config {
+                setting,
+                reason: reason.into(),
+            })
+        };
+        if self.agent.max_rounds == 0 {
+            return bad("max_rounds", "must be at least 1");
+        }
+        if self.agent.parallel_calls == 0 {
+            return bad("parallel_calls", "must be at least 1");
+        }
+        if let Some(toolset) = &self.agent.toolset
+            && toolset.provider() != Provider::OpenAiChat
+        {
+            return bad(
+                "toolset",
+                "must be built for Provider::OpenAiChat (Chat Completions)",
+            );
+        }
+        Ok(self.agent)
+    }
+}
+
+/// A model with the hub's tools. Cheap to clone; runs are independent.
+#[derive(Clone)]
+pub struct Agent {
+    hub: Hub,
+    chat: ChatClient,
+    toolset: Option<Arc<Toolset>>,
+    toolset_options: ToolsetOptions,
+    results: ResultOptions,
+    max_rounds: usize,
+    parallel_calls: usize,
+    system: Option<String>,
+    fields: Map<String, Value>,
+    observer: Option<Observer>,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("hub", &self.hub)
+            .field("chat", &self.chat)
+            .field("toolset", &self.toolset.as_ref().map(|t| t.entries().len()))
+            .field("results", &self.results)
+            .field("max_rounds", &self.max_rounds)
+            .field("parallel_calls", &self.parallel_calls)
+            .field("system", &self.system.is_some())
+            .field("fields", &self.fields.keys().collect::<Vec<_>>())
+            .field("observer", &self.observer.is_some())
+            .finish()
+    }
+}
+
+impl Agent {
+    /// A builder for an agent using `hub`'s tools and the model behind
+    /// `chat`.
+    pub fn builder(hub: Hub, chat: ChatClient) -> AgentBuilder {
+        AgentBuilder {
+            agent: Agent {
+                hub,
+                chat,
+                toolset: None,
+                toolset_options: ToolsetOptions::default(),
+                results: ResultOptions::default(),
+                max_rounds: DEFAULT_MAX_ROUNDS,
+                parallel_calls: DEFAULT_PARALLEL_CALLS,
+                system: None,
+                fields: Map::new(),
+                observer: None,
+            },
+        }
+    }
+
+    /// The chat client.
+    pub fn chat(&self) -> &ChatClient {
+        &self.chat
+    }
+
+    /// Runs `prompt` (after the system prompt, if any) to the model's
+    /// final answer.
+    ///
+    /// # Errors
+    /// As [`run_messages`](Self::run_messages).
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the model request and cancels the
+    /// tool calls under way.
+    pub async fn run(&self, prompt: &str) -> Result<AgentOutcome, AgentError> {
+        let mut messages = Vec::new();
+        if let Some(system) = &self.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": prompt}));
+        self.run_messages(messages).await
+    }
+
+    /// Goes on with a conversation (Chat Completions messages, such as
+    /// [`AgentOutcome::messages`] plus a new `user` message) to the
+    /// model's next final answer.
+    ///
+    /// # Errors
+    /// [`AgentError::Chat`] when the endpoint fails, [`AgentError::Answer`]
+    /// when it answers with something else than a chat completion,
+    /// [`AgentError::TooManyRounds`] when the model still asks for tools in
+    /// the last round (those calls are not made).
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    pub async fn run_messages(&self, messages: Vec<Value>) -> Result<AgentOutcome, AgentError> {
+        let toolset = match &self.toolset {
+            Some(toolset) => toolset.clone(),
+            None => Arc::new(Toolset::from_hub(
+                Provider::OpenAiChat,
+                self.toolset_options.clone(),
+                &self.hub,
+            )),
+        };
+        let mut run = Run {
+            messages,
+            calls: Vec::new(),
+        };
+        for round in 1..=self.max_rounds {
+            let span = tracing::info_span!("agent.round", round);
+            if let Some(text) = self
+                .round(round, &toolset, &mut run)
+                .instrument(span)
+                .await?
+            {
+                return Ok(AgentOutcome {
+                    text,
+                    rounds: round,
+                    calls: run.calls,
+                    messages: run.messages,
+                });
+            }
+        }
+        tracing::warn!(
+            max_rounds = self.max_rounds,
+            "the model was still calling tools"
+        );
+        Err(AgentError::TooManyRounds {
+            max_rounds: self.max_rounds,
+            calls: run.calls,
+        })
+    }
+
+    /// One request and its tool calls; the final text when the model
+    /// answered without tool calls.
+    async fn round(
+        &self,
+        round: usize,
+        toolset: &Toolset,
+        run: &mut Run,
+    ) -> Result<Option<String>, AgentError> {
+        let tools = toolset.tools_param();
+        let tool_count = tools.as_array().map_or(0, Vec::len);
+        let mut body = self.fields.clone();
+        body.insert("model".into(), json!(self.chat.model()));
+        body.insert("messages".into(), Value::Array(run.messages.clone()));
+        if tool_count > 0 {
+            body.insert("tools".into(), tools);
+        } else {
+            body.remove("tools");
+        }
+        self.emit(|| AgentEvent::Request {
+            round,
+            messages: run.messages.len(),
+            tools: tool_count,
+        });
+        tracing::debug!(
+            messages = run.messages.len(),
+            tools = tool_count,
+            "asking the model"
+        );
+        let answer = self
+            .chat
+            .complete(Value::Object(body))
+            .await
+            .map_err(|source| AgentError::Chat { round, source })?;
+        let Some(mut message) = answer
+            .get("choices")
+            .and_then(|c| c.get(0))
+            .and_then(|c| c.get("message"))
+            .and_then(Value::as_object)
+            .cloned()
+        else {
+            let excerpt: String = answer.to_string().chars().take(300).collect();
+            return Err(AgentError::Answer {
+                round,
+                reason: format!("it has no `choices[0].message`: {excerpt}"),
+            });
+        };
+        let calls: Vec<Value> = match message.get_mut("tool_calls") {
+            Some(Value::Array(calls)) if !calls.is_empty() => {
+                // A call without an id cannot be answered; give it one, in
+                // the message sent back too.
+                for (i, call) in calls.iter_mut().enumerate() {
+                    if let Some(call) = call.as_object_mut()
+                        && call.get("id").is_none_or(|id| id.as_str().is_none())
+                    {
+                        call.insert("id".into(), json!(format!("call_{round}_{i}")));
+                    }
+                }
+                calls.clone()
+            }
+            _ => Vec::new(),
+        };
+        if calls.is_empty() {
+            let text = message_text(&message);
+            tracing::info!(chars = text.len(), "the model answered");
+            self.emit(|| AgentEvent::Answer {
+                round,
+                text: text.clone(),
+            });
+            run.messages.push(Value::Object(message));
+            return Ok(Some(text));
+        }
+        tracing::info!(calls = calls.len(), "the model asked for tool calls");
+        if round == self.max_rounds {
+            return Ok(None);
+        }
+        run.messages.push(Value::Object(message));
+        let mut answers = Vec::with_capacity(calls.len());
+        for chunk in calls.chunks(self.parallel_calls) {
+            answers.extend(
+                join_all(
+                    chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, call)| self.call(round, i, toolset, call)),
+                )
+                .await,
+            );
+        }
+        let mut follow_ups = Vec::new();
+        for (result, record) in answers {
+            run.messages.extend(result.items);
+            follow_ups.extend(result.follow_up);
+            run.calls.push(record);
+        }
+        run.messages.extend(follow_ups);
+        Ok(None)
+    }
+
+    /// Runs one call; what to tell the model, and the record.
+    async fn call(
+        &self,
+        round: usize,
+        index: usize,
+        toolset: &Toolset,
+        call: &Value,
+    ) -> (ProviderResult, CallRecord) {
+        let provider = Provider::OpenAiChat;
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("call_{round}_{index}"), str::to_owned);
+        let function = call.get("function").unwrap_or(&Value::Null);
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let raw_arguments = function.get("arguments").cloned().unwrap_or(Value::Null);
+        let lookup = toolset.lookup(&name);
+        let (server, tool) = match lookup {
+            Lookup::Tool(entry) => (Some(entry.server.clone()), Some(entry.tool.name.clone())),
+            _ => (None, None),
+        };
+        let mut record = CallRecord {
+            round,
+            id: id.clone(),
+            name: name.clone(),
+            server: server.clone(),
+            tool: tool.clone(),
+            is_error: true,
+        };
+        self.emit(|| AgentEvent::Call {
+            round,
+            id: id.clone(),
+            name: name.clone(),
+            server: server.clone(),
+            arguments: raw_arguments.clone(),
+        });
+        tracing::debug!(name, ?server, ?tool, "tool call");
+        let failure = |message: String| {
+            tracing::info!(name, error = message, "tool call failed");
+            (
+                results::tool_failure(provider, &id, &name, &message),
+                message,
+            )
+        };
+        let (result, summary) = match (lookup, arguments(&raw_arguments)) {
+            (Lookup::Unknown, _) => failure(format!(
+                "there is no tool named `{name}`; call one of the tools the request lists"
+            )),
+            (_, Err(why)) => failure(format!(
+                "the arguments of `{name}` {why}; send a JSON object that matches the tool's \
+                 input schema"
+            )),
+            (Lookup::Search, Ok(arguments)) => {
+                let result = toolset.search(arguments.as_ref());
+                self.answered(&id, &name, &result, &mut record)
+            }
+            (Lookup::Tool(entry), Ok(arguments)) => {
+                match self
+                    .hub
+                    .call(&entry.server, &entry.tool.name, arguments)
+                    .await
+                {
+                    Ok(result) => self.answered(&id, &name, &result, &mut record),
+                    Err(error) => failure(error_chain(&error)),
+                }
+            }
+        };
+        self.emit(|| AgentEvent::Result {
+            call: record.clone(),
+            summary: summary.clone(),
+        });
+        (result, record)
+    }
+
+    fn answered(
+        &self,
+        id: &str,
+        name: &str,
+        result: &CallToolResult,
+        record: &mut CallRecord,
+    ) -> (ProviderResult, String) {
+        record.is_error = result.is_error == Some(true);
+        tracing::debug!(name, is_error = record.is_error, "tool result");
+        let text: String = result
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let summary = shorten(&text, SUMMARY);
+        (
+            results::tool_result(Provider::OpenAiChat, id, name, result, &self.results),
+            summary,
+        )
+    }
+
+    fn emit(&self, event: impl FnOnce() -> AgentEvent) {
+        if let Some(observer) = &self.observer {
+            observer(&event());
+        }
+    }
+}
+
+/// A run's state between rounds.
+struct Run {
+    messages: Vec<Value>,
+    calls: Vec<CallRecord>,
+}
+
+/// The arguments of a call: Chat Completions sends a JSON string; some
+/// servers (Ollama) send the object itself.
+fn arguments(raw: &Value) -> Result<Option<Map<String, Value>>, String> {
+    let parsed = match raw {
+        Value::Null => return Ok(None),
+        Value::String(s) if s.trim().is_empty() => return Ok(None),
+        Value::String(s) => {
+            serde_json::from_str::<Value>(s).map_err(|e| format!("are not valid JSON ({e})"))?
+        }
+        other => other.clone(),
+    };
+    match parsed {
+        Value::Object(map) => Ok(Some(map)),
+        Value::Null => Ok(None),
+        other => Err(format!("are {}, not an object", kind(&other))),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The text of an assistant message: `content` as a string or as text
+/// parts, else its `refusal`.
+fn message_text(message: &Map<String, Value>) -> String {
+    match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => message
+            .get("refusal")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    }
+}
+
+/// An error and its causes, for the model (which sees no `source`).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > max {
+        let cut: String = one_line.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        one_line
+    }
+}
+
+/// Polls every future on this task until all are done; outputs in input
+/// order. (A round's calls borrow the agent and the toolset, so they are
+/// not spawned.)
+async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|o| o.expect("every future finished"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_take_strings_objects_and_nothing() {
+        assert_eq!(arguments(&json!(null)), Ok(None));
+        assert_eq!(arguments(&json!("")), Ok(None));
+        assert_eq!(
+            arguments(&json!(r#"{"a": 1}"#)).unwrap().unwrap()["a"],
+            json!(1)
+        );
+        assert_eq!(arguments(&json!({"a": 1})).unwrap().unwrap()["a"], json!(1));
+        let bad = arguments(&json!("{not json")).unwrap_err();
+        assert!(bad.starts_with("are not valid JSON"), "{bad}");
+        assert_eq!(
+            arguments(&json!("[1]")).unwrap_err(),
+            "are an array, not an object"
+        );
+    }
+
+    #[test]
+    fn answers_are_text_parts_or_refusals() {
+        let m = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(message_text(&m(json!({"content": "hi"}))), "hi");
+        assert_eq!(
+            message_text(&m(
+                json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
+            )),
+            "ab"
+        );
+        assert_eq!(
+            message_text(&m(json!({"content": null, "refusal": "no"}))),
+            "no"
+        );
+    }
+
+    #[test]
+    fn error_chains_name_every_cause_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] Inner);
+        #[derive(Debug, thiserror::Error)]
+        #[error("inner")]
+        struct Inner;
+        assert_eq!(error_chain(&Outer(Inner)), "outer: inner");
+    }
+
+    #[tokio::test]
+    async fn join_all_keeps_the_input_order() {
+        let slow = async {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            1
+        };
+        let fast = async { 2 };
+        let futures: Vec<Pin<Box<dyn Future<Output = i32>>>> = vec![Box::pin(slow), Box::pin(fast)];
+        assert_eq!(join_all(futures).await, vec![1, 2]);
+    }
+}

@@ -1,0 +1,644 @@
+//! The example agent (`examples/agent.rs`, included here and run through
+//! its own `run`) against a scripted OpenAI-compatible endpoint on
+//! loopback and the testkit's MCP server over Streamable HTTP (in this
+//! process: a dev-dependency's binaries are not built for this crate).
+//!
+//! The fake endpoint answers from a script and records every check that
+//! did not hold; each test asserts that none failed and that the script
+//! ran to its end.
+#![cfg(feature = "agent")]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_hub::Hub;
+use switchboard_models::agent::{Agent, AgentOutcome};
+use switchboard_models::chat::ChatClient;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+#[allow(dead_code)]
+#[path = "../examples/agent.rs"]
+mod agent_example;
+
+/// One request the fake endpoint got.
+#[derive(Clone, Debug)]
+struct Request {
+    /// The request line and headers.
+    head: String,
+    body: Value,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// What the script noticed; a test fails when this is not empty.
+#[derive(Debug, Default)]
+struct Checks {
+    failures: Vec<String>,
+}
+
+impl Checks {
+    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.failures.push(what());
+        }
+    }
+}
+
+type Script = Box<dyn FnMut(usize, &Request, &mut Checks) -> (u16, Value) + Send>;
+
+/// A scripted OpenAI-compatible endpoint: each POST goes to the script
+/// (with its 0-based index), whose answer is sent back.
+struct FakeChat {
+    base: String,
+    state: Arc<Mutex<(Vec<Request>, Checks, Script)>>,
+    task: JoinHandle<()>,
+}
+
+impl FakeChat {
+    async fn start(script: Script) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new((Vec::new(), Checks::default(), script)));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let shared = shared.clone();
+                connections.spawn(async move {
+                    let _ = serve(stream, &shared).await;
+                });
+            }
+        });
+        FakeChat { base, state, task }
+    }
+
+    /// The requests so far, and the failed checks.
+    fn finish(self) -> (Vec<Request>, Vec<String>) {
+        self.task.abort();
+        let mut state = self.state.lock().unwrap();
+        (
+            std::mem::take(&mut state.0),
+            std::mem::take(&mut state.1.failures),
+        )
+    }
+}
+
+async fn serve(
+    stream: tokio::net::TcpStream,
+    shared: &Mutex<(Vec<Request>, Checks, Script)>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await? == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let request = Request {
+        head,
+        body: Value::Null,
+    };
+    let length: usize = request
+        .header("content-length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await?;
+    let request = Request {
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        ..request
+    };
+    let (status, answer) = {
+        let mut state = shared.lock().unwrap();
+        let (requests, checks, script) = &mut *state;
+        let index = requests.len();
+        requests.push(request.clone());
+        checks.check(
+            request.head.starts_with("POST /v1/chat/completions "),
+            || format!("request {index} went to the wrong place: {}", request.head),
+        );
+        script(index, &request, checks)
+    };
+    let answer = answer.to_string();
+    let mut stream = reader.into_inner();
+    stream
+        .write_all(
+            format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{answer}",
+                answer.len()
+            )
+            .as_bytes(),
+        )
+        .await?;
+    stream.shutdown().await
+}
+
+/// A chat completion that asks for `calls` (id, name, arguments string).
+fn tool_calls(calls: &[(&str, &str, &str)]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, arguments)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+        })
+        .collect();
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "fake-model",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": null, "tool_calls": calls},
+            "finish_reason": "tool_calls"
+        }]
+    })
+}
+
+/// A chat completion answering `text`.
+fn answer(text: &str) -> Value {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "fake-model",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"
+        }]
+    })
+}
+
+/// The text of a message's `content` (a string or text parts).
+fn content_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+/// The `tool` message answering `id` in `body`'s messages.
+fn tool_message<'a>(body: &'a Value, id: &str) -> Option<&'a Value> {
+    body["messages"]
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+}
+
+/// The testkit's MCP server over Streamable HTTP on loopback.
+struct McpServer {
+    url: String,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl McpServer {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let task = tokio::spawn(switchboard_testkit::serve_http(
+            switchboard_testkit::ServerConfig::default(),
+            listener,
+        ));
+        McpServer { url, task }
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A fresh directory under the system's temporary one.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-models-agent-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn run_example(args: &[&str]) -> (Result<Option<AgentOutcome>, String>, String) {
+    let mut out = Vec::new();
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        agent_example::run(args.iter().map(|a| a.to_string()).collect(), &mut out),
+    )
+    .await
+    .expect("the example finished within a minute");
+    (result, String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The task of the issue: two tool calls at once, then a sampling tool, a
+/// tool that does not exist and arguments that are not JSON, then the
+/// answer; every request checked. (The `sample` tool needs `--sampling`,
+/// hence feature `sampling`.)
+#[cfg(feature = "sampling")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_agent_completes_a_scripted_multi_tool_task() {
+    let server = McpServer::start().await;
+    let dir = scratch_dir("task");
+    let config = dir.join("switchboard.toml");
+    std::fs::write(
+        &config,
+        format!("[servers.test]\nurl = \"{}\"\n", server.url),
+    )
+    .unwrap();
+    // A variable cargo sets for every test run stands in for an API key.
+    let key = std::env::var("CARGO_MANIFEST_DIR").ok();
+    let expected_auth = key.as_ref().map(|k| format!("Bearer {k}"));
+    let mut chat_round = 0;
+    let chat = FakeChat::start(Box::new(move |index, request, checks| {
+        let body = &request.body;
+        let is_chat = body.get("tools").is_some();
+        if !is_chat {
+            // The `sample` tool's sampling request, through --sampling.
+            checks.check(index == 2, || {
+                format!("a sampling request came as request {index}")
+            });
+            checks.check(
+                body["messages"]
+                    == json!([
+                        {"role": "system", "content": "You are a test model."},
+                        {"role": "user", "content": "Say hi"}
+                    ]),
+                || format!("sampling messages: {}", body["messages"]),
+            );
+            checks.check(body["max_tokens"] == 100, || {
+                format!("max_tokens: {}", body["max_tokens"])
+            });
+            checks.check(body["model"] == "test-model", || {
+                format!("sampling model: {}", body["model"])
+            });
+            return (200, answer("hi from the model"));
+        }
+        chat_round += 1;
+        checks.check(body["model"] == "test-model", || {
+            format!("model: {}", body["model"])
+        });
+        checks.check(request.header("authorization") == expected_auth, || {
+            format!(
+                "round {chat_round}: authorization {:?}",
+                request.header("authorization")
+            )
+        });
+        match chat_round {
+            1 => {
+                checks.check(
+                    body["messages"]
+                        == json!([
+                            {"role": "system", "content": "Use the tools."},
+                            {"role": "user", "content": "add 2 and 3, then echo hello agent"}
+                        ]),
+                    || format!("round 1 messages: {}", body["messages"]),
+                );
+                let tools = body["tools"].as_array().cloned().unwrap_or_default();
+                let find = |name: &str| {
+                    tools
+                        .iter()
+                        .find(|t| t["function"]["name"] == name)
+                        .cloned()
+                };
+                let add = find("mcp__test__add");
+                checks.check(
+                    add.as_ref().is_some_and(|add| {
+                        add["type"] == "function"
+                            && add["function"]["description"] == "Adds two numbers"
+                            && add["function"]["parameters"]["properties"]
+                                == json!({"a": {"type": "number"}, "b": {"type": "number"}})
+                            && add["function"]["parameters"]["required"] == json!(["a", "b"])
+                    }),
+                    || format!("the add tool's definition: {add:?}"),
+                );
+                let echo = find("mcp__test__echo");
+                checks.check(
+                    echo.as_ref().is_some_and(|echo| {
+                        echo["type"] == "function"
+                            && echo["function"]["parameters"]["properties"]["text"]["type"]
+                                == "string"
+                    }),
+                    || format!("the echo tool's definition: {echo:?}"),
+                );
+                checks.check(find("mcp__test__sample").is_some(), || {
+                    "the sample tool is not offered".into()
+                });
+                (
+                    200,
+                    tool_calls(&[
+                        ("call_add", "mcp__test__add", r#"{"a": 2, "b": 3}"#),
+                        ("call_echo", "mcp__test__echo", r#"{"text": "hello agent"}"#),
+                    ]),
+                )
+            }
+            2 => {
+                let messages = body["messages"].as_array().cloned().unwrap_or_default();
+                checks.check(messages.len() == 5, || {
+                    format!("round 2: {} messages: {}", messages.len(), body["messages"])
+                });
+                let assistant = messages.get(2).cloned().unwrap_or_default();
+                checks.check(
+                    assistant["role"] == "assistant"
+                        && assistant["tool_calls"][0]["id"] == "call_add"
+                        && assistant["tool_calls"][1]["id"] == "call_echo",
+                    || format!("round 2: the assistant message sent back: {assistant}"),
+                );
+                // In the order the model asked.
+                checks.check(
+                    messages
+                        .get(3)
+                        .is_some_and(|m| m["tool_call_id"] == "call_add")
+                        && messages
+                            .get(4)
+                            .is_some_and(|m| m["tool_call_id"] == "call_echo"),
+                    || format!("round 2: tool messages out of order: {}", body["messages"]),
+                );
+                let add = tool_message(body, "call_add").map(content_text);
+                checks.check(add.as_deref().is_some_and(|t| t.contains('5')), || {
+                    format!("round 2: the add result: {add:?}")
+                });
+                let echo = tool_message(body, "call_echo").map(content_text);
+                checks.check(
+                    echo.as_deref().is_some_and(|t| t.contains("hello agent")),
+                    || format!("round 2: the echo result: {echo:?}"),
+                );
+                (
+                    200,
+                    tool_calls(&[
+                        (
+                            "call_sample",
+                            "mcp__test__sample",
+                            r#"{"prompt": "Say hi"}"#,
+                        ),
+                        ("call_ghost", "mcp__nope__ghost", "{}"),
+                        ("call_bad", "mcp__test__add", "{not json"),
+                    ]),
+                )
+            }
+            3 => {
+                checks.check(index == 3, || format!("round 3 came as request {index}"));
+                let sample = tool_message(body, "call_sample").map(content_text);
+                checks.check(
+                    sample
+                        .as_deref()
+                        .is_some_and(|t| t.contains("hi from the model")),
+                    || format!("round 3: the sample result: {sample:?}"),
+                );
+                let ghost = tool_message(body, "call_ghost").map(content_text);
+                checks.check(
+                    ghost
+                        .as_deref()
+                        .is_some_and(|t| t.contains("mcp__nope__ghost")),
+                    || format!("round 3: the unknown tool's error: {ghost:?}"),
+                );
+                let bad = tool_message(body, "call_bad").map(content_text);
+                checks.check(
+                    bad.as_deref().is_some_and(|t| t.contains("not valid JSON")),
+                    || format!("round 3: the bad arguments' error: {bad:?}"),
+                );
+                (200, answer("2 + 3 = 5, and the echo said hello agent."))
+            }
+            _ => {
+                checks
+                    .failures
+                    .push(format!("unexpected round {chat_round}"));
+                (500, json!({"error": {"message": "the script is over"}}))
+            }
+        }
+    }))
+    .await;
+
+    let mut args = vec![
+        "--base-url",
+        &chat.base,
+        "--model",
+        "test-model",
+        "--config",
+        config.to_str().unwrap(),
+        "--system",
+        "Use the tools.",
+        "--sampling",
+    ];
+    let key_env = ["--api-key-env", "CARGO_MANIFEST_DIR"];
+    if key.is_some() {
+        args.extend(key_env);
+    } else {
+        args.extend(["--api-key-env", "SWITCHBOARD_MODELS_TEST_NO_SUCH_VAR"]);
+    }
+    args.extend(["add 2 and 3, then echo hello agent"]);
+    let (result, output) = run_example(&args).await;
+    let (requests, failures) = chat.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    assert!(
+        failures.is_empty(),
+        "failed checks: {failures:#?}\noutput:\n{output}"
+    );
+    let outcome = result
+        .unwrap_or_else(|e| panic!("{e}\noutput:\n{output}"))
+        .expect("an outcome");
+    assert_eq!(requests.len(), 4, "three rounds and one sampling request");
+    assert_eq!(outcome.text, "2 + 3 = 5, and the echo said hello agent.");
+    assert_eq!(outcome.rounds, 3);
+    let calls: Vec<(&str, Option<&str>, Option<&str>, bool)> = outcome
+        .calls
+        .iter()
+        .map(|c| {
+            (
+                c.name.as_str(),
+                c.server.as_deref(),
+                c.tool.as_deref(),
+                c.is_error,
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("mcp__test__add", Some("test"), Some("add"), false),
+            ("mcp__test__echo", Some("test"), Some("echo"), false),
+            ("mcp__test__sample", Some("test"), Some("sample"), false),
+            ("mcp__nope__ghost", None, None, true),
+            ("mcp__test__add", Some("test"), Some("add"), true),
+        ]
+    );
+    assert!(output.contains("1 server(s) ready"), "{output}");
+    assert!(
+        output.contains(r#"→ mcp__test__add {"a": 2, "b": 3}"#),
+        "{output}"
+    );
+    assert!(output.contains("← mcp__test__add: 5"), "{output}");
+    assert!(
+        output.contains("← mcp__nope__ghost (error): there is no tool"),
+        "{output}"
+    );
+    assert!(
+        output
+            .trim_end()
+            .ends_with("2 + 3 = 5, and the echo said hello agent."),
+        "{output}"
+    );
+    if let Some(key) = &key {
+        assert!(!output.contains(key.as_str()), "the key is never printed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_keeps_calling_tools_stops_at_the_round_limit() {
+    let server = McpServer::start().await;
+    let chat = FakeChat::start(Box::new(|index, request, checks| {
+        if index > 0 {
+            let previous = format!("call_{}", index - 1);
+            let echoed = tool_message(&request.body, &previous).map(content_text);
+            checks.check(echoed.as_deref() == Some("again"), || {
+                format!("request {index}: the echo result: {echoed:?}")
+            });
+        }
+        let id = format!("call_{index}");
+        (
+            200,
+            tool_calls(&[(&id, "mcp__test__echo", r#"{"text": "again"}"#)]),
+        )
+    }))
+    .await;
+    let spec = format!("test={}", server.url);
+    let (result, output) = run_example(&[
+        "--base-url",
+        &chat.base,
+        "--model",
+        "m",
+        "--server",
+        &spec,
+        "--max-rounds",
+        "3",
+        "--api-key-env",
+        "SWITCHBOARD_MODELS_TEST_NO_SUCH_VAR",
+        "loop forever",
+    ])
+    .await;
+    let (requests, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
+    let error = result.expect_err("the run fails");
+    assert!(
+        error.starts_with("the model was still calling tools after 3 rounds (2 tool calls made)"),
+        "{error}"
+    );
+    assert_eq!(requests.len(), 3, "no request after the limit");
+    assert_eq!(output.matches("→ mcp__test__echo").count(), 2, "{output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_error_is_reported_with_its_status_and_message() {
+    let server = McpServer::start().await;
+    let chat = FakeChat::start(Box::new(|_, _, _| {
+        (
+            500,
+            json!({"error": {"message": "model exploded", "type": "server_error"}}),
+        )
+    }))
+    .await;
+    let dir = scratch_dir("status");
+    let config = dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"test": {"type": "http", "url": server.url}}}).to_string(),
+    )
+    .unwrap();
+    let (result, output) = run_example(&[
+        "--base-url",
+        &format!("{}/chat/completions", chat.base),
+        "--model",
+        "m",
+        "--config",
+        config.to_str().unwrap(),
+        "--api-key-env",
+        "SWITCHBOARD_MODELS_TEST_NO_SUCH_VAR",
+        "hi",
+    ])
+    .await;
+    let (requests, failures) = chat.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(output.contains("1 server(s) ready"), "{output}");
+    assert_eq!(requests.len(), 1);
+    let error = result.expect_err("the run fails");
+    assert!(
+        error.contains("round 1: the model request failed"),
+        "{error}"
+    );
+    assert!(
+        error.contains("answered HTTP 500 Internal Server Error: model exploded"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn without_tools_the_request_has_none_and_the_answer_ends_the_run() {
+    let chat = FakeChat::start(Box::new(|_, request, checks| {
+        checks.check(request.body.get("tools").is_none(), || {
+            format!("tools sent: {}", request.body["tools"])
+        });
+        checks.check(request.body["temperature"] == 0.0, || {
+            format!("temperature: {}", request.body["temperature"])
+        });
+        checks.check(request.header("authorization").is_none(), || {
+            "a key was sent".into()
+        });
+        (200, answer("just text"))
+    }))
+    .await;
+    let hub = Hub::builder().persist(false).build().unwrap();
+    let client = ChatClient::new(chat.base.clone(), "m").unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let agent = Agent::builder(hub.clone(), client)
+        .request_field("temperature", json!(0.0))
+        .observer(move |e| seen.lock().unwrap().push(format!("{e:?}")))
+        .build()
+        .unwrap();
+    let outcome = agent.run("hello").await.unwrap();
+    hub.shutdown().await;
+    let (requests, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(requests.len(), 1);
+    assert_eq!(outcome.text, "just text");
+    assert_eq!(outcome.rounds, 1);
+    assert!(outcome.calls.is_empty());
+    assert_eq!(outcome.messages.len(), 2, "the prompt and the answer");
+    let events = events.lock().unwrap();
+    assert!(events[0].starts_with("Request"), "{events:?}");
+    assert!(events[1].starts_with("Answer"), "{events:?}");
+}
+
+#[tokio::test]
+async fn the_example_explains_itself() {
+    let (result, output) = run_example(&["--help"]).await;
+    assert!(result.unwrap().is_none());
+    assert!(output.contains("--base-url URL"), "{output}");
+    let (result, _) = run_example(&["--model", "m", "hi"]).await;
+    assert_eq!(result.unwrap_err(), "--base-url is required (see --help)");
+    let (result, _) = run_example(&["--bogus"]).await;
+    assert_eq!(result.unwrap_err(), "unknown option `--bogus` (see --help)");
+}
