@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use inquire::{Confirm, InquireError};
-use serde_json::{Map, Value, json};
 use switchboard::handlers::BoxFuture;
 use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use switchboard::types::{ContentBlock, Role};
 use switchboard::{HandlerContext, HandlerError, SamplingHandler};
+use switchboard_models::chat::{ChatClient, ChatError, completions_url};
+use switchboard_models::sampling::{chat_request, sampling_result};
 
 use crate::ui::Ui;
 
@@ -30,12 +31,7 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// `base` may be the API root (`…/v1`) or the full completions URL.
     pub(crate) fn new(base: &str, model: String, key_env: String) -> Self {
-        let base = base.trim_end_matches('/');
-        let url = if base.ends_with("/chat/completions") {
-            base.to_owned()
-        } else {
-            format!("{base}/chat/completions")
-        };
+        let url = completions_url(base);
         let key = std::env::var(&key_env).ok().filter(|k| !k.is_empty());
         Self {
             url,
@@ -185,206 +181,54 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// The OpenAI chat-completions request for a sampling request.
-pub(crate) fn chat_request(
-    params: &CreateMessageRequestParams,
-    model: &str,
-) -> Result<Value, HandlerError> {
-    let mut messages = Vec::new();
-    if let Some(system) = params.system_prompt.as_ref().filter(|s| !s.is_empty()) {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for (index, message) in params.messages.iter().enumerate() {
-        let role = match message.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        let blocks = message.content.blocks();
-        let content = if let [ContentBlock::Text(text)] = blocks {
-            Value::String(text.text.clone())
-        } else {
-            let mut parts = Vec::new();
-            for block in blocks {
-                parts.push(match block {
-                    ContentBlock::Text(t) => json!({"type": "text", "text": t.text}),
-                    ContentBlock::Image(i) => json!({
-                        "type": "image_url",
-                        "image_url": {"url": format!("data:{};base64,{}", i.mime_type, i.data)},
-                    }),
-                    ContentBlock::Audio(a) => {
-                        let format = match a.mime_type.as_str() {
-                            "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
-                            "audio/mpeg" | "audio/mp3" => "mp3",
-                            other => {
-                                return Err(HandlerError::InvalidParams(format!(
-                                    "message {index}: audio of type {other} cannot be sent to \
-                                     an OpenAI-compatible endpoint (only wav and mp3)"
-                                )));
-                            }
-                        };
-                        json!({"type": "input_audio", "input_audio": {"data": a.data, "format": format}})
-                    }
-                    other => {
-                        return Err(HandlerError::InvalidParams(format!(
-                            "message {index}: {} content cannot be sent to an OpenAI-compatible \
-                             endpoint by switchboard",
-                            other.kind().unwrap_or("unknown")
-                        )));
-                    }
-                });
-            }
-            Value::Array(parts)
-        };
-        messages.push(json!({"role": role, "content": content}));
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("max_tokens".into(), json!(params.max_tokens));
-    if let Some(temperature) = params.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(stop) = params.stop_sequences.as_ref().filter(|s| !s.is_empty()) {
-        body.insert("stop".into(), json!(stop));
-    }
-    Ok(Value::Object(body))
-}
-
-/// The sampling result for a chat-completions answer.
-pub(crate) fn sampling_result(
-    answer: &Value,
-    model: &str,
-) -> Result<CreateMessageResult, HandlerError> {
-    let choice = answer
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or_else(|| {
-            HandlerError::Failed("the sampling endpoint's answer has no choices".into())
-        })?;
-    let message = &choice["message"];
-    let text = match &message["content"] {
-        Value::String(text) => text.clone(),
-        // Some servers answer with content parts.
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    };
-    let stop_reason = match choice["finish_reason"].as_str() {
-        Some("stop") | None => "endTurn".to_owned(),
-        Some("length") => "maxTokens".to_owned(),
-        Some("tool_calls") | Some("function_call") => "toolUse".to_owned(),
-        Some(other) => other.to_owned(),
-    };
-    Ok(CreateMessageResult {
-        role: Role::Assistant,
-        content: ContentBlock::text(text).into(),
-        model: answer
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or(model)
-            .to_owned(),
-        stop_reason: Some(stop_reason),
-        meta: None,
-        extra: Map::new(),
-    })
-}
-
 async fn sample(
     http: &reqwest::Client,
     endpoint: &Endpoint,
     params: &CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, HandlerError> {
     let body = chat_request(params, &endpoint.model)?;
-    let mut request = http
-        .post(&endpoint.url)
-        .timeout(Duration::from_secs(300))
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body.to_string());
-    if let Some(key) = &endpoint.key {
-        request = request.bearer_auth(key);
-    }
     let failed = |what: String| HandlerError::Failed(format!("the sampling endpoint {what}"));
-    let response = request.send().await.map_err(|e| {
-        failed(format!(
-            "{} could not be reached: {}",
-            endpoint.url,
-            e.without_url()
-        ))
+    let chat = ChatClient::builder(&endpoint.url, &endpoint.model)
+        .api_key(endpoint.key.clone())
+        .timeout(Duration::from_secs(300))
+        .http_client(http.clone())
+        .build()
+        .map_err(|e| failed(format!("{} cannot be used: {e}", endpoint.url)))?;
+    let answer = chat.complete(body).await.map_err(|e| {
+        let source = std::error::Error::source(&e).map_or_else(String::new, |s| s.to_string());
+        failed(match e {
+            ChatError::Connect { .. } => {
+                format!("{} could not be reached: {source}", endpoint.url)
+            }
+            ChatError::Timeout { after, .. } => format!(
+                "{} could not be reached: no answer within {} s",
+                endpoint.url,
+                after.as_secs()
+            ),
+            ChatError::Status { status, body, .. } => {
+                let hint = if matches!(status, 401 | 403) {
+                    format!(" (is the key in ${} right?)", endpoint.key_env)
+                } else {
+                    String::new()
+                };
+                let status = reqwest::StatusCode::from_u16(status)
+                    .map_or_else(|_| status.to_string(), |s| s.to_string());
+                let detail: String = body.chars().take(300).collect();
+                format!("{} answered HTTP {status}{hint}: {detail}", endpoint.url)
+            }
+            ChatError::Read { .. } => format!("answer could not be read: {source}"),
+            ChatError::Json { .. } => {
+                format!("answered with something that is not JSON: {source}")
+            }
+            other => format!("answer could not be read: {other}"),
+        })
     })?;
-    let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|e| failed(format!("answer could not be read: {}", e.without_url())))?;
-    if !status.is_success() {
-        let hint = if matches!(status.as_u16(), 401 | 403) {
-            format!(" (is the key in ${} right?)", endpoint.key_env)
-        } else {
-            String::new()
-        };
-        let detail: String = text.chars().take(300).collect();
-        return Err(failed(format!(
-            "{} answered HTTP {status}{hint}: {detail}",
-            endpoint.url
-        )));
-    }
-    let answer: Value = serde_json::from_str(&text)
-        .map_err(|e| failed(format!("answered with something that is not JSON: {e}")))?;
     sampling_result(&answer, &endpoint.model)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn translates_to_chat_completions_and_back() {
-        let params: CreateMessageRequestParams = serde_json::from_value(json!({
-            "messages": [
-                {"role": "user", "content": {"type": "text", "text": "hi"}},
-                {"role": "assistant", "content": {"type": "text", "text": "hello"}},
-                {"role": "user", "content": [
-                    {"type": "text", "text": "what is this?"},
-                    {"type": "image", "data": "AAAA", "mimeType": "image/png"}
-                ]}
-            ],
-            "systemPrompt": "be brief",
-            "maxTokens": 50,
-            "temperature": 0.5,
-            "stopSequences": ["END"]
-        }))
-        .unwrap();
-        let body = chat_request(&params, "m").unwrap();
-        assert_eq!(
-            body,
-            json!({
-                "model": "m",
-                "messages": [
-                    {"role": "system", "content": "be brief"},
-                    {"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": "hello"},
-                    {"role": "user", "content": [
-                        {"type": "text", "text": "what is this?"},
-                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
-                    ]}
-                ],
-                "max_tokens": 50,
-                "temperature": 0.5,
-                "stop": ["END"]
-            })
-        );
-        let result = sampling_result(
-            &json!({"model": "gpt-x", "choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "length"}]}),
-            "m",
-        )
-        .unwrap();
-        assert_eq!(result.model, "gpt-x");
-        assert_eq!(result.stop_reason.as_deref(), Some("maxTokens"));
-        assert_eq!(result.content.blocks()[0].as_text(), Some("ok"));
-    }
 
     #[test]
     fn the_endpoint_url_takes_a_base_or_the_full_path() {
