@@ -17,7 +17,7 @@ use switchboard_models::sampling::{chat_request, sampling_result};
 use crate::ui::Ui;
 
 /// Where sampling requests go.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Endpoint {
     /// The full `…/chat/completions` URL.
     pub(crate) url: String,
@@ -26,6 +26,17 @@ pub(crate) struct Endpoint {
     pub(crate) key: Option<String>,
     /// The environment variable the key came from, for messages.
     pub(crate) key_env: String,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .field("key_env", &self.key_env)
+            .finish()
+    }
 }
 
 impl Endpoint {
@@ -237,5 +248,13 @@ mod tests {
         assert!(a.key.is_none());
         let b = Endpoint::new("http://h/v1/chat/completions", "m".into(), "X".into());
         assert_eq!(b.url, "http://h/v1/chat/completions");
+        let keyed = Endpoint {
+            key: Some("sekrit".into()),
+            ..b
+        };
+        assert!(
+            !format!("{keyed:?}").contains("sekrit"),
+            "the key is never printed"
+        );
     }
 }

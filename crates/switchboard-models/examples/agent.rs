@@ -119,7 +119,7 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
 }
 
 /// `--server [NAME=]SPEC`.
-fn server_from_flag(spec: &str) -> Result<ServerConfig, String> {
+pub(crate) fn server_from_flag(spec: &str) -> Result<ServerConfig, String> {
     let (name, spec) = match spec.split_once('=') {
         Some((name, rest))
             if !name.is_empty()

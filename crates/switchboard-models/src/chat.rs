@@ -77,7 +77,7 @@ pub enum ChatError {
         source: BoxError,
     },
     /// The endpoint could not be reached (refused, DNS, TLS …).
-    #[error("the chat endpoint {url} could not be reached; is the server running?")]
+    #[error("the chat endpoint {url} could not be reached (is the server running?)")]
     Connect {
         /// The completions URL.
         url: String,

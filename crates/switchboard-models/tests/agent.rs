@@ -642,3 +642,24 @@ async fn the_example_explains_itself() {
     let (result, _) = run_example(&["--bogus"]).await;
     assert_eq!(result.unwrap_err(), "unknown option `--bogus` (see --help)");
 }
+
+#[test]
+fn the_example_takes_a_server_as_a_url_or_a_command_line() {
+    use switchboard_hub::TransportConfig;
+    let named = agent_example::server_from_flag("files=npx -y pkg --root=/tmp").unwrap();
+    assert_eq!(named.name, "files");
+    let TransportConfig::Stdio { command, args, .. } = &named.transport else {
+        panic!("{named:?}")
+    };
+    assert_eq!(command, "npx");
+    assert_eq!(args, &["-y", "pkg", "--root=/tmp"]);
+    let unnamed = agent_example::server_from_flag("npx -y pkg --root=/tmp").unwrap();
+    assert_eq!(unnamed.name, "server");
+    let remote = agent_example::server_from_flag("docs=https://example.com/mcp").unwrap();
+    assert_eq!(remote.name, "docs");
+    assert!(
+        matches!(&remote.transport, TransportConfig::Http { url, .. } if url == "https://example.com/mcp"),
+        "{remote:?}"
+    );
+    assert!(agent_example::server_from_flag("  ").is_err());
+}
