@@ -1,12 +1,35 @@
 //! Tool definitions in each provider's shape.
 //!
-//! SKELETON — owned by the names/definitions helper.
+//! ```
+//! use serde_json::json;
+//! use switchboard_models::definitions::{DefinitionOptions, definition};
+//! use switchboard_models::Provider;
+//! use switchboard_types::Tool;
+//!
+//! let tool: Tool = serde_json::from_value(json!({
+//!     "name": "create_issue",
+//!     "description": "Opens an issue.",
+//!     "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}}
+//! })).unwrap();
+//! let d = definition(Provider::Anthropic, "mcp__github__create_issue", &tool, &DefinitionOptions::default());
+//! assert_eq!(d.value, json!({
+//!     "name": "mcp__github__create_issue",
+//!     "description": "Opens an issue.",
+//!     "input_schema": {"type": "object", "properties": {"title": {"type": "string"}}}
+//! }));
+//! ```
+//!
+//! A definition carries the name, the description and the input schema,
+//! nothing else: annotations (`readOnlyHint` …) are the server's untrusted
+//! claims and go to the application as [`ToolHints`], not to the model.
 
-use serde_json::Value;
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
 use switchboard_types::Tool;
 
 use crate::Provider;
-use crate::schema::Note;
+use crate::schema::{self, Note};
 
 /// Default for [`DefinitionOptions::description_cap`], as Claude Code caps
 /// descriptions and server instructions.
@@ -47,6 +70,26 @@ impl Default for DefinitionOptions {
     }
 }
 
+impl DefinitionOptions {
+    /// Sets the longest description, in characters.
+    pub fn description_cap(mut self, cap: usize) -> Self {
+        self.description_cap = cap;
+        self
+    }
+
+    /// Asks for OpenAI `strict: true` where the schema allows it.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Sets Gemini's schema field.
+    pub fn gemini_schema(mut self, gemini_schema: GeminiSchema) -> Self {
+        self.gemini_schema = gemini_schema;
+        self
+    }
+}
+
 /// A tool's untrusted behaviour hints, for approval UIs. The server
 /// claims them; nothing checks them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -65,10 +108,20 @@ pub struct ToolHints {
 }
 
 impl ToolHints {
-    /// The hints of `tool`'s annotations.
+    /// The hints of `tool`'s annotations; the title is `tool.title`, else
+    /// `annotations.title`.
     pub fn of(tool: &Tool) -> Self {
-        let _ = tool;
-        unimplemented!("definitions helper")
+        let annotations = tool.annotations.as_ref();
+        ToolHints {
+            title: tool
+                .title
+                .clone()
+                .or_else(|| annotations.and_then(|a| a.title.clone())),
+            read_only: annotations.and_then(|a| a.read_only_hint),
+            destructive: annotations.and_then(|a| a.destructive_hint),
+            idempotent: annotations.and_then(|a| a.idempotent_hint),
+            open_world: annotations.and_then(|a| a.open_world_hint),
+        }
     }
 }
 
@@ -83,19 +136,222 @@ pub struct Definition {
 }
 
 /// `tool`'s definition for `provider` under `name`.
+///
+/// - OpenAI Responses: `{"type": "function", "name", "description",
+///   "parameters", "strict"}` — `strict` always written, since the
+///   Responses API takes a missing one as `true`;
+/// - OpenAI Chat Completions: `{"type": "function", "function": {"name",
+///   "description", "parameters"}}`, plus `"strict": true` when strict;
+/// - Anthropic: `{"name", "description", "input_schema"}`;
+/// - Gemini: `{"name", "description", "parameters"}` (the schema cleaned
+///   up, see [`schema::gemini`]; left out for a tool without arguments,
+///   since Gemini rejects an object schema with no properties), or with
+///   [`GeminiSchema::JsonSchema`] `"parametersJsonSchema"`: the input
+///   schema as is.
+///
+/// The schema is [`schema::for_provider`]'s; with
+/// [`DefinitionOptions::strict`], OpenAI gets [`schema::openai_strict`]'s
+/// and `strict: true`, or — when the schema cannot be strict — the
+/// ordinary one, `strict: false` and a note saying why.
+///
+/// The description is [`description`]'s, capped at
+/// [`DefinitionOptions::description_cap`] characters by [`cap_text`];
+/// when the tool has none at all, the key is left out (every provider
+/// takes that).
 pub fn definition(
     provider: Provider,
     name: &str,
     tool: &Tool,
     options: &DefinitionOptions,
 ) -> Definition {
-    let _ = (provider, name, tool, options);
-    unimplemented!("definitions helper")
+    let mut notes = Vec::new();
+    let description = description(tool).map(|d| {
+        let capped = cap_text(d, options.description_cap);
+        if let Cow::Owned(_) = capped {
+            notes.push(Note {
+                at: String::new(),
+                what: format!(
+                    "description cut to {} characters (from {})",
+                    options.description_cap,
+                    d.chars().count()
+                ),
+            });
+        }
+        capped.into_owned()
+    });
+    let mut value = Map::new();
+    let is_openai = matches!(provider, Provider::OpenAiResponses | Provider::OpenAiChat);
+    let mut strict = false;
+    let parameters = if is_openai && options.strict {
+        match schema::openai_strict_noted(&tool.input_schema) {
+            Ok((parameters, mut more)) => {
+                strict = true;
+                notes.append(&mut more);
+                Some(parameters)
+            }
+            Err(reason) => {
+                notes.push(Note {
+                    at: String::new(),
+                    what: format!("strict mode off for this tool: {reason}"),
+                });
+                Some(cleaned(provider, tool, &mut notes))
+            }
+        }
+    } else if provider == Provider::Gemini && options.gemini_schema == GeminiSchema::JsonSchema {
+        None
+    } else {
+        Some(cleaned(provider, tool, &mut notes))
+    };
+    match provider {
+        Provider::OpenAiResponses => {
+            value.insert("type".into(), "function".into());
+            value.insert("name".into(), name.into());
+            if let Some(description) = description {
+                value.insert("description".into(), description.into());
+            }
+            value.insert("parameters".into(), parameters.unwrap_or_default());
+            value.insert("strict".into(), strict.into());
+        }
+        Provider::OpenAiChat => {
+            let mut function = Map::new();
+            function.insert("name".into(), name.into());
+            if let Some(description) = description {
+                function.insert("description".into(), description.into());
+            }
+            function.insert("parameters".into(), parameters.unwrap_or_default());
+            if strict {
+                function.insert("strict".into(), true.into());
+            }
+            value.insert("type".into(), "function".into());
+            value.insert("function".into(), Value::Object(function));
+        }
+        Provider::Anthropic => {
+            value.insert("name".into(), name.into());
+            if let Some(description) = description {
+                value.insert("description".into(), description.into());
+            }
+            value.insert("input_schema".into(), parameters.unwrap_or_default());
+        }
+        Provider::Gemini => {
+            value.insert("name".into(), name.into());
+            if let Some(description) = description {
+                value.insert("description".into(), description.into());
+            }
+            match parameters {
+                None => {
+                    value.insert(
+                        "parametersJsonSchema".into(),
+                        Value::Object(tool.input_schema.clone()),
+                    );
+                }
+                Some(parameters) if takes_no_arguments(&parameters) => notes.push(Note {
+                    at: String::new(),
+                    what: "`parameters` left out: the tool takes no arguments and Gemini \
+                           rejects an object schema without properties"
+                        .into(),
+                }),
+                Some(parameters) => {
+                    value.insert("parameters".into(), parameters);
+                }
+            }
+        }
+    }
+    Definition {
+        value: Value::Object(value),
+        notes,
+    }
+}
+
+fn cleaned(provider: Provider, tool: &Tool, notes: &mut Vec<Note>) -> Value {
+    let (value, mut more) = schema::for_provider(provider, &tool.input_schema);
+    notes.append(&mut more);
+    value
+}
+
+/// An object schema with no properties (and nothing else that could
+/// describe arguments).
+fn takes_no_arguments(schema: &Value) -> bool {
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
+    map.get("type").and_then(Value::as_str) == Some("object")
+        && map
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty)
+        && !map.contains_key("anyOf")
+}
+
+/// The text a definition describes `tool` with, before capping: its
+/// `description` when that has more than white space, else its display
+/// name when that differs from the tool's name (`title`, then
+/// `annotations.title`: a title is better than nothing), else `None`. An
+/// empty description is never sent.
+pub fn description(tool: &Tool) -> Option<&str> {
+    if let Some(d) = tool.description.as_deref()
+        && !d.trim().is_empty()
+    {
+        return Some(d);
+    }
+    let title = tool.display_name();
+    (title != tool.name && !title.trim().is_empty()).then_some(title)
 }
 
 /// `text` cut to `cap` characters with a visible marker saying how much
 /// was cut; unchanged when it fits.
-pub fn cap_text(text: &str, cap: usize) -> std::borrow::Cow<'_, str> {
-    let _ = (text, cap);
-    unimplemented!("definitions helper")
+///
+/// Characters are Unicode scalar values (`char`s), so no character is
+/// split. The result, marker included, is at most `cap` characters: the
+/// kept text (trailing white space trimmed), then
+/// `… [N more characters cut]`. A `cap` too small for the marker gives
+/// just the first `cap` characters.
+pub fn cap_text(text: &str, cap: usize) -> Cow<'_, str> {
+    // Cheap exit: a string of at most `cap` bytes has at most `cap` chars.
+    if text.len() <= cap {
+        return Cow::Borrowed(text);
+    }
+    let total = text.chars().count();
+    if total <= cap {
+        return Cow::Borrowed(text);
+    }
+    // The marker with `total`'s digits is at least as long as the real one
+    // (what is left out is less than `total`), so the first round fits;
+    // a second with the real marker's width may keep a character more.
+    let mut width = marker(total).chars().count();
+    let mut best: Option<String> = None;
+    for _ in 0..2 {
+        let Some(keep) = cap.checked_sub(width) else {
+            break;
+        };
+        let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+        let kept = text[..end].trim_end();
+        let kept_chars = kept.chars().count();
+        let marker = marker(total - kept_chars);
+        let marker_chars = marker.chars().count();
+        if kept_chars + marker_chars <= cap {
+            best = Some(format!("{kept}{marker}"));
+        }
+        if marker_chars == width {
+            break;
+        }
+        width = marker_chars;
+    }
+    Cow::Owned(best.unwrap_or_else(|| text.chars().take(cap).collect()))
+}
+
+fn marker(left_out: usize) -> String {
+    format!(" … [{left_out} more characters cut]")
+}
+
+/// A server's `instructions` for a system prompt: a line naming the server,
+/// then the text capped like descriptions ([`cap_text`] at
+/// [`DefinitionOptions::description_cap`]). Empty (so it can be skipped)
+/// when the text is only white space.
+pub fn instructions(server: &str, text: &str, options: &DefinitionOptions) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let capped = cap_text(text, options.description_cap);
+    format!("Instructions from MCP server `{server}`:\n{capped}")
 }

@@ -162,26 +162,17 @@ const EMPTY: &str = "_";
 /// or `_` gets a leading `_`; over [`MAX_LEN`], a stem plus `_` and a hash
 /// of the raw server and tool names.
 fn wanted(provider: Provider, prefix: &str, separator: &str, server: &str, tool: &str) -> String {
-    let server_part = sanitize(provider, server);
-    let tool_part = sanitize(provider, tool);
+    // One buffer, no intermediate strings: this runs once per tool.
     let mut name = String::with_capacity(
-        prefix.len() + 2 * separator.len() + server_part.len() + tool_part.len() + 3,
+        1 + prefix.len() + 2 * separator.len() + server.len().max(1) + tool.len().max(1),
     );
     if !prefix.is_empty() {
         name.push_str(prefix);
         name.push_str(separator);
     }
-    name.push_str(if server_part.is_empty() {
-        EMPTY
-    } else {
-        &server_part
-    });
+    push_sanitized(provider, &mut name, server);
     name.push_str(separator);
-    name.push_str(if tool_part.is_empty() {
-        EMPTY
-    } else {
-        &tool_part
-    });
+    push_sanitized(provider, &mut name, tool);
     if let Some(first) = name.chars().next()
         && !allowed_first(provider, first)
     {
@@ -191,6 +182,20 @@ fn wanted(provider: Provider, prefix: &str, separator: &str, server: &str, tool:
         name = with_hash(&name, hash(server, tool, 0));
     }
     name
+}
+
+/// [`sanitize`] appended to `out`; `_` for an empty `part`.
+fn push_sanitized(provider: Provider, out: &mut String, part: &str) {
+    if part.is_empty() {
+        out.push_str(EMPTY);
+    } else if part.bytes().all(|b| allowed(provider, char::from(b))) {
+        out.push_str(part);
+    } else {
+        out.extend(
+            part.chars()
+                .map(|c| if allowed(provider, c) { c } else { '_' }),
+        );
+    }
 }
 
 /// The names of a set of tools for one provider.
@@ -211,8 +216,9 @@ impl Names {
     /// want the same name (`a.b` and `a_b` both become `a_b`; or the same
     /// pair is listed twice), the first in input order keeps it and each
     /// later one gets the name cut to leave room for `_` and a hash of its
-    /// raw server and tool names and a round number, the round counting up
-    /// until the name is free; each renaming is reported in
+    /// raw server and tool names and a round number (counting up, per wanted
+    /// name, over all renamings away from it, until the name is free); each
+    /// renaming is reported in
     /// [`collisions`](Self::collisions). A pair's name therefore depends
     /// only on the pairs before it: adding tools at the end renames none.
     pub fn build<'a>(
@@ -229,19 +235,23 @@ impl Names {
             pairs: Vec::with_capacity(tools.size_hint().0),
             collisions: Vec::new(),
         };
+        let mut rounds: HashMap<String, u32> = HashMap::new();
         for (server, tool) in tools {
             let index = out.names.len();
             let wanted = wanted(provider, &prefix, &separator, server, tool);
             let name = match out.routes.get(&wanted) {
                 None => wanted,
                 Some(&holder) => {
-                    let mut round = 1;
+                    // Rounds go on from the last renaming away from this
+                    // name: the same pair listed n times costs n rounds in
+                    // all, not n².
+                    let round = rounds.entry(wanted.clone()).or_insert(0);
                     let renamed = loop {
-                        let candidate = with_hash(&wanted, hash(server, tool, round));
+                        *round += 1;
+                        let candidate = with_hash(&wanted, hash(server, tool, *round));
                         if !out.routes.contains_key(&candidate) {
                             break candidate;
                         }
-                        round += 1;
                     };
                     out.collisions.push(Collision {
                         wanted,
