@@ -138,8 +138,8 @@ pub const GEMINI_KEYWORDS: [&str; 22] = [
     "maximum",
 ];
 
-/// Most `$ref`s followed inside one another before the next becomes a
-/// plain object (a cycle stops sooner).
+/// Most `$ref`s followed inside one another before the next is cut short
+/// (a cycle stops sooner).
 const MAX_REF_DEPTH: usize = 16;
 /// Most `$ref`s inlined in one schema: a small schema whose definitions
 /// refer to each other many times over could otherwise expand
@@ -152,8 +152,8 @@ const MAX_REF_EXPANSIONS: usize = 1000;
 /// 1. **`$ref`** to `#/$defs/…` or `#/definitions/…` is replaced by the
 ///    definition (keywords beside the `$ref` win over the definition's).
 ///    A reference back into itself (a cycle), more than 16 nested, or
-///    beyond 1000 inlined in all becomes `{"type": "object"}` with a
-///    description naming it. Any other reference is dropped. The
+///    beyond 1000 inlined in all becomes a schema of just the definition's
+///    `type` (`object` when it has none) and a description naming it. Any other reference is dropped. The
 ///    `$defs`/`definitions` themselves are dropped.
 /// 2. **`type` arrays**: `"null"` in the list becomes `"nullable": true`;
 ///    one other type stays as `type`; several become an `anyOf` of one
@@ -258,7 +258,7 @@ impl Gemini<'_> {
         let mut described: Vec<String> = Vec::new();
         let mut nullable = false;
         for (key, value) in map {
-            let here = At::Key(&at, key);
+            let here = At::Key(at, key);
             match key.as_str() {
                 "type" => self.type_keyword(value, &here, &mut out, &mut nullable),
                 "properties" => match value {
@@ -320,7 +320,9 @@ impl Gemini<'_> {
                         }
                         converted.push(self.schema(entry, &At::Index(&here, i)));
                     }
-                    out.insert("anyOf".into(), Value::Array(converted));
+                    if !converted.is_empty() {
+                        out.insert("anyOf".into(), Value::Array(converted));
+                    }
                 }
                 "allOf" => {} // merged below, after the schema's own keywords
                 "const" => {
@@ -451,23 +453,23 @@ impl Gemini<'_> {
             }
         }
         if let Some(Value::Array(entries)) = map.get("allOf") {
-            let at = At::Key(&at, "allOf");
+            let at = At::Key(at, "allOf");
             self.all_of(entries, &at, &mut out);
         } else if map.contains_key("allOf") {
-            self.note(&At::Key(&at, "allOf"), "dropped `allOf`: not an array");
+            self.note(&At::Key(at, "allOf"), "dropped `allOf`: not an array");
         }
         if let Some(required) = map.get("required") {
-            self.required(required, &At::Key(&at, "required"), &mut out);
+            self.required(required, &At::Key(at, "required"), &mut out);
         }
         // `anyOf` of one schema (after `null` became `nullable`): merged in.
         if let Some(Value::Array(entries)) = out.get("anyOf")
             && entries.len() == 1
             && let Some(Value::Object(only)) = entries.first().cloned()
         {
-            out.remove("anyOf");
+            out.shift_remove("anyOf");
             merge_into(&mut out, &only);
             self.note(
-                &At::Key(&at, "anyOf"),
+                &At::Key(at, "anyOf"),
                 "an `anyOf` of a single schema was merged into the schema",
             );
         }
@@ -540,18 +542,18 @@ impl Gemini<'_> {
         let mut converted: Vec<Value> = entries
             .iter()
             .enumerate()
-            .map(|(i, e)| self.schema(e, &At::Index(&at, i)))
+            .map(|(i, e)| self.schema(e, &At::Index(at, i)))
             .collect();
-        if converted.len() == 1 {
-            converted.pop().expect("one")
-        } else {
-            json!({ "anyOf": converted })
+        match converted.len() {
+            0 => Value::Object(Map::new()),
+            1 => converted.pop().expect("one"),
+            _ => json!({ "anyOf": converted }),
         }
     }
 
     fn all_of(&mut self, entries: &[Value], at: &At<'_>, out: &mut Map<String, Value>) {
         for (i, entry) in entries.iter().enumerate() {
-            let Value::Object(converted) = self.schema(entry, &At::Index(&at, i)) else {
+            let Value::Object(converted) = self.schema(entry, &At::Index(at, i)) else {
                 continue;
             };
             merge_into(out, &converted);
@@ -588,7 +590,7 @@ impl Gemini<'_> {
             }
         }
         if kept.is_empty() {
-            out.remove("required");
+            out.shift_remove("required");
         } else {
             out.insert("required".into(), Value::Array(kept));
         }
@@ -600,10 +602,10 @@ impl Gemini<'_> {
         reference: &Value,
         at: &At<'_>,
     ) -> Map<String, Value> {
-        let here = At::Key(&at, "$ref");
+        let here = At::Key(at, "$ref");
         let siblings = || {
             let mut rest = map.clone();
-            rest.remove("$ref");
+            rest.shift_remove("$ref");
             rest
         };
         let root = self.root;
@@ -623,15 +625,18 @@ impl Gemini<'_> {
         {
             let why = if self.stack.contains(&reference) {
                 "recursive"
-            } else {
+            } else if self.stack.len() >= MAX_REF_DEPTH {
                 "too deeply nested"
+            } else {
+                "one too many (the schema expands too far)"
             };
             self.note(
                 &here,
-                format!("`$ref` {reference} is {why}: not expanded, left as a plain object"),
+                format!("`$ref` {reference} is {why}: not expanded, only its type kept"),
             );
             let mut out = Map::new();
-            out.insert("type".into(), "object".into());
+            let kind = target.get("type").filter(|t| t.is_string());
+            out.insert("type".into(), kind.cloned().unwrap_or("object".into()));
             let description = map
                 .get("description")
                 .or_else(|| target.get("description"))
@@ -829,7 +834,8 @@ const STRICT_FORMATS: [&str; 9] = [
 ///   keywords …) are removed — the server still checks its own schema;
 /// - keywords that shape the value (`allOf`, `not`, `if`/`then`/`else`,
 ///   `patternProperties`, `dependent*`, `unevaluated*`, `prefixItems`,
-///   tuple `items` …) make it `Err`.
+///   tuple `items` …) make it `Err`, as does a schema that allows any
+///   value (no `type`, `true`) or any items (an array without `items`).
 ///
 /// # Errors
 ///
@@ -936,6 +942,12 @@ impl Strict<'_> {
                 at_or_root(at)
             ));
         }
+        if map.get("type").is_some_and(|t| has_type(t, "array")) && !map.contains_key("items") {
+            return Err(format!(
+                "{} is an array without `items` (any items)",
+                at_or_root(at)
+            ));
+        }
         let is_object = map.get("type").is_some_and(|t| has_type(t, "object"))
             || map.contains_key("properties");
         let depth = depth + usize::from(is_object);
@@ -946,7 +958,7 @@ impl Strict<'_> {
         }
         let mut out = Map::with_capacity(map.len() + 2);
         for (key, value) in map {
-            let here = At::Key(&at, key);
+            let here = At::Key(at, key);
             match key.as_str() {
                 "properties" => {
                     let Value::Object(properties) = value else {
@@ -1114,7 +1126,7 @@ impl Strict<'_> {
             ));
         }
         self.notes.push(Note::new(
-            &At::Key(&at, "$ref"),
+            &At::Key(at, "$ref"),
             format!(
                 "`$ref` {reference} was inlined: strict mode takes no keywords beside a `$ref`"
             ),

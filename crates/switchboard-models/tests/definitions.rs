@@ -1010,6 +1010,10 @@ fn strict_refuses_what_it_cannot_express() {
             "no `type`",
         ),
         (
+            json!({"type": "object", "properties": {"a": {"type": "array"}}}),
+            "without `items`",
+        ),
+        (
             json!({"type": "object", "properties": {"a": {"type": "array", "items": [{"type": "string"}]}}}),
             "tuple",
         ),
@@ -1132,4 +1136,22 @@ fn strict_notes_say_what_changed() {
         &DefinitionOptions::default().strict(true),
     );
     assert_eq!(d.notes, notes);
+}
+
+#[test]
+fn gemini_rewrites_keep_the_order_of_keywords() {
+    let (value, _) = gemini(json!({"type": "object", "properties": {
+        "a": {"description": "A.", "anyOf": [{"type": "string"}, {"type": "null"}], "title": "T", "default": "x"},
+        "n": {"anyOf": [{"type": "null"}]}
+    }, "required": ["ghost"], "title": "Root"}));
+    let a = value["properties"]["a"].as_object().unwrap();
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        ["description", "title", "default", "type", "nullable"]
+    );
+    assert_eq!(value["properties"]["n"], json!({"nullable": true}));
+    assert_eq!(
+        value.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["type", "properties", "title"]
+    );
 }
