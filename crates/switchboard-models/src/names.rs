@@ -296,3 +296,31 @@ impl Names {
         &self.collisions
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_separates_server_from_tool_and_rounds() {
+        assert_ne!(hash("a", "bc", 0), hash("ab", "c", 0));
+        assert_ne!(hash("a", "b", 0), hash("a", "b", 1));
+        assert_eq!(hash_text(0), "aaaaaaaa");
+        assert_eq!(hash_text(u64::MAX), "77777777");
+    }
+
+    #[test]
+    fn with_hash_fits_and_keeps_short_names_whole() {
+        let long = "x".repeat(200);
+        let named = with_hash(&long, 1);
+        assert_eq!(named.len(), MAX_LEN);
+        assert_eq!(with_hash("short", 0), "short_aaaaaaaa");
+    }
+
+    #[test]
+    fn sanitize_replaces_each_character_once() {
+        assert_eq!(sanitize(Provider::OpenAiChat, "a.b c✓"), "a_b_c_");
+        assert_eq!(sanitize(Provider::Gemini, "a.b c✓"), "a.b_c_");
+        assert_eq!(sanitize(Provider::Anthropic, ""), "");
+    }
+}

@@ -1258,3 +1258,65 @@ fn allows_null(schema: &Map<String, Value>) -> bool {
                 .is_some_and(|entries| entries.iter().filter_map(Value::as_object).any(allows_null))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers_are_escaped() {
+        let root = At::Root;
+        let a = At::Key(&root, "a/b");
+        let b = At::Index(&a, 3);
+        let c = At::Key(&b, "~x");
+        assert_eq!(c.to_string(), "/a~1b/3/~0x");
+        assert_eq!(root.to_string(), "");
+    }
+
+    #[test]
+    fn local_targets_follow_defs_and_definitions_only() {
+        let Value::Object(root) = json!({
+            "$defs": {"a/b": {"type": "string"}, "n": {"$defs": {"m": {"type": "integer"}}}},
+            "definitions": {"c~d": {"type": "number"}},
+            "properties": {"p": {"type": "boolean"}}
+        }) else {
+            unreachable!()
+        };
+        let get = |r: &str| local_target(&root, r).map(|m| m["type"].clone());
+        assert_eq!(get("#/$defs/a~1b"), Some(json!("string")));
+        assert_eq!(get("#/definitions/c~0d"), Some(json!("number")));
+        assert_eq!(get("#/$defs/n/$defs/m"), Some(json!("integer")));
+        assert_eq!(get("#/properties/p"), None);
+        assert_eq!(get("#"), None);
+        assert_eq!(get("other.json#/$defs/a~1b"), None);
+        assert_eq!(get("#/$defs/missing"), None);
+    }
+
+    #[test]
+    fn make_nullable_shapes() {
+        assert_eq!(
+            make_nullable(json!({"type": "string"})),
+            json!({"type": ["string", "null"]})
+        );
+        assert_eq!(
+            make_nullable(json!({"type": ["string", "null"]})),
+            json!({"type": ["string", "null"]})
+        );
+        assert_eq!(
+            make_nullable(json!({"type": "null"})),
+            json!({"type": "null"})
+        );
+        assert_eq!(
+            make_nullable(json!({"anyOf": [{"type": "string"}]})),
+            json!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+        );
+        assert_eq!(
+            make_nullable(json!({"anyOf": [{"type": "string"}], "description": "d"})),
+            json!({"anyOf": [{"anyOf": [{"type": "string"}], "description": "d"}, {"type": "null"}]})
+        );
+        assert_eq!(
+            make_nullable(json!({"type": "integer", "enum": [1, 2]})),
+            json!({"type": ["integer", "null"], "enum": [1, 2, null]})
+        );
+    }
+}
