@@ -45,6 +45,26 @@ impl Default for SearchOptions {
     }
 }
 
+impl SearchOptions {
+    /// Sets the number of tools above which the meta-tool stands in.
+    pub fn threshold(mut self, threshold: usize) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// Sets the most tools one search returns (at least 1).
+    pub fn max_results(mut self, max_results: usize) -> Self {
+        self.max_results = max_results.max(1);
+        self
+    }
+
+    /// Sets the meta-tool's name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+}
+
 /// How a [`Toolset`] is built.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -270,13 +290,14 @@ impl Toolset {
                 "search_tools needs a `query`: words from the task, like `weather forecast`",
             );
         }
+        let most = search.max_results.max(1);
         let limit = arguments
             .and_then(|a| a.get("limit"))
             .and_then(Value::as_u64)
-            .map_or(search.max_results, |l| {
+            .map_or(most, |l| {
                 usize::try_from(l)
                     .unwrap_or(usize::MAX)
-                    .clamp(1, search.max_results)
+                    .clamp(1, most)
             });
         let hits = self.index.search(query, limit);
         if hits.is_empty() {
@@ -347,5 +368,192 @@ fn error_result(text: &str) -> CallToolResult {
         content: vec![switchboard_types::ContentBlock::text(text)],
         is_error: Some(true),
         ..CallToolResult::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> Tool {
+        Tool {
+            name: name.into(),
+            description: Some(description.into()),
+            input_schema: match json!({"type": "object", "properties": {"q": {"type": "string"}}}) {
+                Value::Object(map) => map,
+                _ => unreachable!(),
+            },
+            ..Tool::default()
+        }
+    }
+
+    fn sample() -> Vec<(String, Tool)> {
+        vec![
+            (
+                "weather".into(),
+                tool("forecast", "Weather forecast for a city."),
+            ),
+            (
+                "github".into(),
+                tool("create_issue", "Opens an issue in a repository."),
+            ),
+            ("github".into(), tool("search", "Searches code.")),
+            ("files".into(), tool("search", "Searches files by name.")),
+        ]
+    }
+
+    fn names(values: &[Value], provider: Provider) -> Vec<String> {
+        values
+            .iter()
+            .map(|v| {
+                let v = match provider {
+                    Provider::OpenAiChat => &v["function"],
+                    _ => v,
+                };
+                v["name"].as_str().expect("a name").to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_tool_is_sent_and_found_again_by_its_name() {
+        for provider in Provider::ALL {
+            let set = Toolset::new(provider, ToolsetOptions::default(), sample());
+            assert!(!set.searching());
+            let sent = names(&set.definitions(), provider);
+            assert_eq!(
+                sent,
+                [
+                    "mcp__weather__forecast",
+                    "mcp__github__create_issue",
+                    "mcp__github__search",
+                    "mcp__files__search"
+                ],
+                "{provider}"
+            );
+            for (name, (server, tool)) in sent.iter().zip(sample()) {
+                let Lookup::Tool(entry) = set.lookup(name) else {
+                    panic!("{provider}: {name} not found");
+                };
+                assert_eq!(
+                    (entry.server.as_str(), entry.tool.name.as_str()),
+                    (server.as_str(), tool.name.as_str())
+                );
+            }
+            assert!(matches!(set.lookup("mcp__nope__x"), Lookup::Unknown));
+            // Tool search is opt-in: its name means nothing without it.
+            assert!(matches!(set.lookup(SEARCH_TOOL), Lookup::Unknown));
+        }
+    }
+
+    #[test]
+    fn gemini_tools_are_one_function_declarations_entry() {
+        let set = Toolset::new(Provider::Gemini, ToolsetOptions::default(), sample());
+        let param = set.tools_param();
+        assert_eq!(param.as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            param[0]["functionDeclarations"].as_array().map(Vec::len),
+            Some(4)
+        );
+        let set = Toolset::new(Provider::Anthropic, ToolsetOptions::default(), sample());
+        assert_eq!(set.tools_param().as_array().map(Vec::len), Some(4));
+    }
+
+    fn searching(threshold: usize, max_results: usize) -> ToolsetOptions {
+        ToolsetOptions::default().search(Some(
+            SearchOptions::default()
+                .threshold(threshold)
+                .max_results(max_results),
+        ))
+    }
+
+    fn args(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn under_the_threshold_every_definition_is_sent() {
+        let set = Toolset::new(Provider::Anthropic, searching(4, 8), sample());
+        assert!(!set.searching());
+        assert_eq!(set.definitions().len(), 4);
+        assert!(matches!(set.lookup(SEARCH_TOOL), Lookup::Unknown));
+    }
+
+    #[test]
+    fn over_the_threshold_search_stands_in_and_loads_what_it_finds() {
+        for provider in Provider::ALL {
+            let set = Toolset::new(provider, searching(3, 8), sample());
+            assert!(set.searching());
+            assert_eq!(
+                names(&set.definitions(), provider),
+                [SEARCH_TOOL],
+                "{provider}"
+            );
+            assert!(matches!(set.lookup(SEARCH_TOOL), Lookup::Search));
+            // The tools can still be called by name (a model may remember one).
+            assert!(matches!(set.lookup("mcp__files__search"), Lookup::Tool(_)));
+
+            let found = set.search(Some(&args(json!({"query": "search files"}))));
+            assert!(!found.is_error(), "{found:?}");
+            let text = found.content[0].as_text().unwrap();
+            // Both `search` tools match; the one whose server and description
+            // also match ranks first.
+            let first = text.find("mcp__files__search").expect(text);
+            let second = text.find("mcp__github__search").expect(text);
+            assert!(first < second, "{text}");
+            assert!(!text.contains("forecast"), "{text}");
+            assert_eq!(
+                names(&set.definitions(), provider),
+                [SEARCH_TOOL, "mcp__github__search", "mcp__files__search"],
+                "{provider}: found tools are sent from now on, in list order"
+            );
+        }
+    }
+
+    #[test]
+    fn search_limits_and_explains_itself() {
+        let set = Toolset::new(Provider::OpenAiChat, searching(1, 2), sample());
+        let found = set.search(Some(&args(json!({"query": "search", "limit": 50}))));
+        let listed = found.structured_content.as_ref().unwrap()["tools"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(listed, 2, "capped at max_results");
+        let found = set.search(Some(&args(json!({"query": "issue", "limit": 1}))));
+        assert!(
+            found.content[0]
+                .as_text()
+                .unwrap()
+                .contains("mcp__github__create_issue")
+        );
+
+        let empty = set.search(Some(&args(json!({"query": "  "}))));
+        assert!(empty.is_error());
+        assert!(
+            empty.content[0]
+                .as_text()
+                .unwrap()
+                .contains("needs a `query`")
+        );
+        assert!(set.search(None).is_error());
+
+        let none = set.search(Some(&args(json!({"query": "kubernetes"}))));
+        assert!(!none.is_error());
+        assert!(
+            none.content[0]
+                .as_text()
+                .unwrap()
+                .contains("No tool matches `kubernetes`")
+        );
+    }
+
+    #[test]
+    fn search_is_off_unless_asked_for() {
+        let set = Toolset::new(Provider::Gemini, ToolsetOptions::default(), sample());
+        let result = set.search(Some(&args(json!({"query": "weather"}))));
+        assert!(result.is_error());
     }
 }
