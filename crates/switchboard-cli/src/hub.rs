@@ -308,6 +308,7 @@ pub(crate) async fn list(
 pub(crate) async fn tools(
     context: &Context,
     only: Option<&str>,
+    model: &crate::ModelArgs,
     json: bool,
     credentials: Option<&Path>,
 ) -> Result<u8, Failure> {
@@ -343,6 +344,17 @@ pub(crate) async fn tools(
         .filter(|s| s.state.is_ready())
         .map(|s| s.name.as_str())
         .collect();
+    if let Some(provider) = model.provider {
+        let tools = hub
+            .tools()
+            .into_iter()
+            .filter(|t| ready.contains(t.server.as_str()))
+            .map(|t| (t.server, t.tool))
+            .collect();
+        hub.shutdown().await;
+        model.print(provider, tools);
+        return Ok(0);
+    }
     let tools: Vec<Value> = hub
         .tools()
         .into_iter()

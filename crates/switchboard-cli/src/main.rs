@@ -157,6 +157,54 @@ struct ServerArgs {
     log_level: Option<LevelArg>,
 }
 
+/// `tools --for PROVIDER`: the tools as a model API's `tools` value.
+#[derive(Debug, clap::Args)]
+struct ModelArgs {
+    /// Print the tools as the `tools` value of a model API request:
+    /// openai-responses, openai-chat, anthropic or gemini (names
+    /// `mcp__SERVER__TOOL`, made valid for the API).
+    #[arg(long = "for", value_name = "PROVIDER")]
+    provider: Option<switchboard_models::Provider>,
+    /// With --for openai-*: strict mode where a tool's schema allows it.
+    #[arg(long, requires = "provider")]
+    strict: bool,
+}
+
+impl ModelArgs {
+    /// The tools as `provider`'s `tools` value; renamed collisions and
+    /// schema changes reported on stderr.
+    fn print(
+        &self,
+        provider: switchboard_models::Provider,
+        tools: Vec<(String, switchboard::types::Tool)>,
+    ) {
+        let mut definitions = switchboard_models::DefinitionOptions::default();
+        definitions.strict = self.strict;
+        let set = switchboard_models::Toolset::new(
+            provider,
+            switchboard_models::ToolsetOptions::default().definitions(definitions),
+            tools,
+        );
+        for collision in set.collisions() {
+            eprintln!(
+                "note: {}/{} is named `{}`: `{}` is taken by {}/{}",
+                collision.server,
+                collision.tool,
+                collision.renamed,
+                collision.wanted,
+                collision.kept.0,
+                collision.kept.1
+            );
+        }
+        for entry in set.entries() {
+            for note in &entry.definition.notes {
+                eprintln!("note: {} at `{}`: {}", entry.name, note.at, note.what);
+            }
+        }
+        output::print_json(&set.tools_param());
+    }
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum LevelArg {
     Debug,
@@ -226,6 +274,8 @@ enum Command {
         /// Only this configured server's tools.
         #[arg(long = "server", value_name = "NAME")]
         only: Option<String>,
+        #[command(flatten)]
+        model: ModelArgs,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -581,10 +631,14 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             finish(&client, &server).await;
             Ok(0)
         }
-        Command::Tools { only, server } => {
+        Command::Tools {
+            only,
+            model,
+            server,
+        } => {
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
-                return hub::tools(&context, only.as_deref(), server.json, creds).await;
+                return hub::tools(&context, only.as_deref(), &model, server.json, creds).await;
             }
             if only.is_some() {
                 return Err(Failure::usage(anyhow::anyhow!(
@@ -593,7 +647,17 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             }
             let (client, _, _) = connect(&server, creds).await?;
             let tools = client.list_tools().await?;
-            if server.json {
+            if let Some(provider) = model.provider {
+                // The server's own name (the command line is no name).
+                let name = client
+                    .server_info()
+                    .map_or_else(|| client.server_name(), |info| info.name.as_str())
+                    .to_owned();
+                model.print(
+                    provider,
+                    tools.into_iter().map(|t| (name.clone(), t)).collect(),
+                );
+            } else if server.json {
                 output::print_json(&json!({ "tools": tools }));
             } else {
                 output::print_tools(&tools);

@@ -723,3 +723,84 @@ fn import_from_claude_code_reads_every_file_it_has() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn tools_for_a_model_api_are_its_tools_value_with_valid_unique_names() {
+    let sandbox = Sandbox::new("for-model");
+    // Two servers whose names collide once made valid (`a.b` and `a_b`).
+    ok(
+        &sandbox.run(&["add", "-s", "user", "a.b", "--", BIN, "__testserver"]),
+        "add a.b",
+    );
+    ok(
+        // Other arguments: the same command twice is one server (a duplicate).
+        &sandbox.run(&[
+            "add",
+            "-s",
+            "user",
+            "a_b",
+            "--",
+            BIN,
+            "__testserver",
+            "--name",
+            "b",
+        ]),
+        "add a_b",
+    );
+    let output = sandbox.run(&["tools", "--for", "anthropic"]);
+    ok(&output, "tools --for anthropic");
+    let tools = stdout_json(&output);
+    let names: Vec<&str> = tools
+        .as_array()
+        .expect("the `tools` array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("a name"))
+        .collect();
+    assert!(names.contains(&"mcp__a_b__echo"), "{names:?}");
+    let unique: std::collections::BTreeSet<&&str> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    for name in &names {
+        assert!(
+            name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{name}"
+        );
+    }
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__a_b__echo")
+        .unwrap();
+    assert_eq!(
+        echo["input_schema"]["required"],
+        json!(["text"]),
+        "{echo:#}"
+    );
+    // The renamed duplicate is reported, naming both servers.
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("is taken by a.b/echo") || stderr.contains("is taken by a_b/echo"),
+        "{stderr}"
+    );
+
+    // Gemini: one functionDeclarations entry; a single server given by command.
+    let output = sandbox.run(&["tools", "--for", "gemini", "--", BIN, "__testserver"]);
+    ok(&output, "tools --for gemini -- …");
+    let tools = stdout_json(&output);
+    let declarations = tools[0]["functionDeclarations"]
+        .as_array()
+        .expect("functionDeclarations");
+    assert!(
+        declarations
+            .iter()
+            .any(|d| d["name"] == "mcp__switchboard-testserver__add"),
+        "{tools:#}"
+    );
+
+    let output = sandbox.run(&["tools", "--for", "cohere"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("openai-chat"));
+}
