@@ -189,6 +189,9 @@ const MAX_REF_EXPANSIONS: usize = 1000;
 /// 12. **boolean schemas**: `true` becomes `{}`; `false` (nothing is
 ///     valid) also becomes `{}`, with a note.
 ///
+/// Type names stay JSON Schema's lowercase ones (`"string"`); Gemini's API
+/// takes them as well as its own `STRING`.
+///
 /// Only schema positions are rewritten (`properties` values, `items`,
 /// `anyOf`/`oneOf`/`allOf` entries, definitions): a property named `type`
 /// or `$ref` is a name, not a keyword.
@@ -1193,9 +1196,10 @@ fn make_nullable(schema: Value) -> Value {
 
 /// Takes out of `arguments` the `null`s a model sent under strict mode for
 /// properties that were optional in `input_schema` (the schema before
-/// [`openai_strict`]), in nested objects too, so that the server gets the
-/// arguments it described. A `null` for a property the schema required, or
-/// whose own schema allows `null`, stays.
+/// [`openai_strict`]), in nested objects and objects in arrays too (local
+/// `$ref`s followed), so that the server gets the arguments it described.
+/// A `null` for a property the schema required, or whose own schema allows
+/// `null`, stays.
 pub fn drop_strict_nulls(input_schema: &Map<String, Value>, arguments: &mut Map<String, Value>) {
     drop_nulls_in(input_schema, input_schema, arguments, 0);
 }
@@ -1227,9 +1231,30 @@ fn drop_nulls_in(
                 .is_none_or(|s| !allows_null(resolve_local(root, s))))
     });
     for (name, value) in arguments.iter_mut() {
-        if let (Some(Value::Object(sub)), Value::Object(args)) = (properties.get(name), value) {
-            drop_nulls_in(root, sub, args, depth + 1);
+        if let Some(Value::Object(sub)) = properties.get(name) {
+            drop_nulls_value(root, sub, value, depth + 1);
         }
+    }
+}
+
+/// [`drop_nulls_in`] for an object value, or for each element of an array
+/// value whose schema has one `items` schema.
+fn drop_nulls_value(
+    root: &Map<String, Value>,
+    schema: &Map<String, Value>,
+    value: &mut Value,
+    depth: usize,
+) {
+    match value {
+        Value::Object(arguments) => drop_nulls_in(root, schema, arguments, depth),
+        Value::Array(elements) => {
+            if let Some(Value::Object(items)) = resolve_local(root, schema).get("items") {
+                for element in elements {
+                    drop_nulls_value(root, items, element, depth + 1);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -1076,6 +1076,16 @@ fn strict_nulls_for_optional_arguments_are_dropped_again() {
         Value::Object(arguments),
         json!({"owner": "o", "repo": "r", "title": null, "assignee": {"login": "me"}})
     );
+    // Objects in arrays too.
+    let input = object(json!({"type": "object", "properties": {
+        "rows": {"type": "array", "items": {"$ref": "#/$defs/row"}}
+    }, "$defs": {"row": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a"]}}}));
+    let mut arguments = object(json!({"rows": [{"a": null, "b": null}, {"a": "x", "b": "y"}]}));
+    drop_strict_nulls(&input, &mut arguments);
+    assert_eq!(
+        Value::Object(arguments),
+        json!({"rows": [{"a": null}, {"a": "x", "b": "y"}]})
+    );
     // A `null` the schema allows stays.
     let input = object(json!({"type": "object", "properties": {
         "n": {"type": ["string", "null"]},
