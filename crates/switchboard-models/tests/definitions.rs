@@ -1165,3 +1165,233 @@ fn gemini_rewrites_keep_the_order_of_keywords() {
         ["type", "properties", "title"]
     );
 }
+
+// ---------------------------------------------------------------------------
+// Properties over arbitrary schemas
+
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+    use switchboard_models::Provider;
+    use switchboard_models::definitions::cap_text;
+    use switchboard_models::schema::{GEMINI_KEYWORDS, for_provider, openai_strict};
+
+    fn schema() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(json!({"type": "string", "format": "uri"})),
+            Just(json!({"type": ["integer", "null"], "exclusiveMaximum": 9})),
+            Just(json!({"const": 3})),
+            Just(json!({"const": "x"})),
+            Just(json!({"enum": ["a", 1, null]})),
+            Just(json!({"$ref": "#/$defs/a", "description": "beside"})),
+            Just(json!({"$ref": "#/$defs/b"})),
+            Just(json!({"$ref": "#/nowhere"})),
+            Just(json!(true)),
+            Just(json!({"type": "object", "additionalProperties": {"type": "string"}})),
+            Just(json!({"x-vendor": 1, "$comment": "c", "not": {}})),
+        ];
+        leaf.prop_recursive(4, 48, 4, |inner| {
+            prop_oneof![
+                prop::collection::btree_map("[a-c]|type|\\$ref|properties", inner.clone(), 0..4)
+                    .prop_map(|m| json!({"type": "object", "properties": m, "required": ["a", "type", "z"]})),
+                prop::collection::vec(inner.clone(), 0..3).prop_map(|v| json!({"anyOf": v})),
+                prop::collection::vec(inner.clone(), 0..3).prop_map(|v| json!({"oneOf": v})),
+                prop::collection::vec(inner.clone(), 0..3).prop_map(|v| json!({"allOf": v})),
+                inner.clone().prop_map(|i| json!({"type": "array", "items": i})),
+                prop::collection::vec(inner, 0..3)
+                    .prop_map(|v| json!({"type": "array", "prefixItems": v})),
+            ]
+        })
+    }
+
+    fn root() -> impl Strategy<Value = Map<String, Value>> {
+        (schema(), schema(), schema()).prop_map(|(p, a, b)| {
+            let Value::Object(map) = json!({
+                "type": "object",
+                "properties": {"p": p, "q": {"$ref": "#/$defs/a"}},
+                "$defs": {"a": a, "b": b}
+            }) else {
+                unreachable!()
+            };
+            map
+        })
+    }
+
+    /// Mostly what strict mode takes, so that most cases make it through.
+    fn strict_schema() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(json!({"type": "string", "default": "d", "minLength": 2})),
+            Just(json!({"type": ["integer", "null"]})),
+            Just(json!({"type": "number", "nullable": true})),
+            Just(json!({"const": "x"})),
+            Just(json!({"type": "string", "enum": ["a", "b"]})),
+            Just(json!({"$ref": "#/$defs/a", "description": "beside"})),
+            Just(json!({"$ref": "#/$defs/b"})),
+        ];
+        leaf.prop_recursive(4, 48, 4, |inner| {
+            prop_oneof![
+                prop::collection::btree_map("[a-c]|type|\\$ref|properties", inner.clone(), 1..4)
+                    .prop_map(
+                        |m| json!({"type": "object", "properties": m, "required": ["a", "type"]})
+                    ),
+                prop::collection::vec(inner.clone(), 1..3).prop_map(|v| json!({"anyOf": v})),
+                prop::collection::vec(inner.clone(), 1..3).prop_map(|v| json!({"oneOf": v})),
+                inner.prop_map(|i| json!({"type": "array", "items": i})),
+            ]
+        })
+    }
+
+    fn strict_root() -> impl Strategy<Value = Map<String, Value>> {
+        (strict_schema(), strict_schema()).prop_map(|(p, a)| {
+            let Value::Object(map) = json!({
+                "type": "object",
+                "properties": {"p": p, "q": {"$ref": "#/$defs/a"}},
+                "required": ["q"],
+                "$defs": {"a": a, "b": {"type": "object", "properties": {"x": {"type": "string"}}}}
+            }) else {
+                unreachable!()
+            };
+            map
+        })
+    }
+
+    /// Every schema position of a Gemini schema holds only what Gemini takes.
+    fn check_gemini(value: &Value, at: &str) -> Result<(), String> {
+        let Value::Object(map) = value else {
+            return Err(format!("{at}: not an object"));
+        };
+        for (key, v) in map {
+            if !GEMINI_KEYWORDS.contains(&key.as_str()) {
+                return Err(format!("{at}: `{key}`"));
+            }
+            match key.as_str() {
+                "properties" => {
+                    for (name, s) in v.as_object().ok_or("properties")? {
+                        check_gemini(s, &format!("{at}/properties/{name}"))?;
+                    }
+                }
+                "items" => check_gemini(v, &format!("{at}/items"))?,
+                "anyOf" => {
+                    let entries = v.as_array().ok_or("anyOf")?;
+                    if entries.is_empty() {
+                        return Err(format!("{at}: empty anyOf"));
+                    }
+                    for (i, s) in entries.iter().enumerate() {
+                        check_gemini(s, &format!("{at}/anyOf/{i}"))?;
+                    }
+                }
+                "type" if !v.is_string() => return Err(format!("{at}: type {v}")),
+                "enum" if !v.as_array().is_some_and(|e| e.iter().all(Value::is_string)) => {
+                    return Err(format!("{at}: enum {v}"));
+                }
+                "required" => {
+                    let properties = map.get("properties").and_then(Value::as_object);
+                    for name in v.as_array().ok_or("required")? {
+                        let known = name
+                            .as_str()
+                            .is_some_and(|n| properties.is_some_and(|p| p.contains_key(n)));
+                        if !known {
+                            return Err(format!("{at}: required {name}"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Every object of a strict schema is closed and requires every property.
+    fn check_strict(value: &Value, at: &str) -> Result<(), String> {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::Object(properties)) = map.get("properties") {
+                    if map.get("additionalProperties") != Some(&Value::Bool(false)) {
+                        return Err(format!("{at}: not closed"));
+                    }
+                    let required: Vec<&str> = map
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .map(|r| r.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    if required != properties.keys().map(String::as_str).collect::<Vec<_>>() {
+                        return Err(format!("{at}: required {required:?}"));
+                    }
+                    for (name, s) in properties {
+                        check_strict(s, &format!("{at}/properties/{name}"))?;
+                    }
+                }
+                for key in ["items", "anyOf", "$defs"] {
+                    match map.get(key) {
+                        Some(Value::Array(entries)) => {
+                            for e in entries {
+                                check_strict(e, &format!("{at}/{key}"))?;
+                            }
+                        }
+                        Some(Value::Object(m)) if key == "$defs" => {
+                            for (name, s) in m {
+                                check_strict(s, &format!("{at}/$defs/{name}"))?;
+                            }
+                        }
+                        Some(s) => check_strict(s, &format!("{at}/{key}"))?,
+                        None => {}
+                    }
+                }
+                for key in ["oneOf", "allOf", "not", "default"] {
+                    if map.contains_key(key) {
+                        return Err(format!("{at}: `{key}` left"));
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(format!("{at}: not an object")),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn gemini_output_is_what_gemini_takes(schema in root()) {
+            let (value, _) = for_provider(Provider::Gemini, &schema);
+            if let Err(e) = check_gemini(&value, "") {
+                prop_assert!(false, "{e}\n{value}");
+            }
+        }
+
+        #[test]
+        fn strict_output_is_closed_and_fully_required(schema in strict_root()) {
+            if let Ok(value) = openai_strict(&schema) {
+                if let Err(e) = check_strict(&value, "") {
+                    prop_assert!(false, "{e}\n{value}");
+                }
+            }
+        }
+
+        #[test]
+        fn other_providers_are_lossless_for_typed_schemas(schema in root()) {
+            for provider in [Provider::OpenAiResponses, Provider::OpenAiChat, Provider::Anthropic] {
+                let (value, notes) = for_provider(provider, &schema);
+                prop_assert_eq!(&value, &Value::Object(schema.clone()));
+                prop_assert!(notes.is_empty());
+            }
+        }
+
+        #[test]
+        fn cap_text_fits_and_keeps_a_prefix(text in "\\PC{0,300}", cap in 0usize..120) {
+            let capped = cap_text(&text, cap);
+            let total = text.chars().count();
+            prop_assert!(capped.chars().count() <= cap);
+            if total <= cap {
+                prop_assert_eq!(capped.as_ref(), text.as_str());
+            } else if let Some((kept, marker)) = capped.split_once(" … [") {
+                prop_assert!(text.starts_with(kept));
+                let cut: usize = marker.split(' ').next().unwrap().parse().unwrap();
+                prop_assert_eq!(kept.chars().count() + cut, total);
+            } else {
+                prop_assert!(text.starts_with(capped.as_ref()));
+                prop_assert_eq!(capped.chars().count(), cap);
+            }
+        }
+    }
+}
