@@ -1361,10 +1361,10 @@ mod properties {
 
         #[test]
         fn strict_output_is_closed_and_fully_required(schema in strict_root()) {
-            if let Ok(value) = openai_strict(&schema) {
-                if let Err(e) = check_strict(&value, "") {
-                    prop_assert!(false, "{e}\n{value}");
-                }
+            if let Ok(value) = openai_strict(&schema)
+                && let Err(e) = check_strict(&value, "")
+            {
+                prop_assert!(false, "{e}\n{value}");
             }
         }
 
