@@ -216,6 +216,106 @@ pub fn gemini(schema: &Map<String, Value>) -> (Value, Vec<Note>) {
     (Value::Object(out), cx.notes)
 }
 
+/// Deepest nesting of schemas [`gemini_is_clean`] walks; anything deeper
+/// is reported as not clean (the full [`gemini`] then runs).
+const CLEAN_MAX_DEPTH: usize = 64;
+
+/// Whether [`gemini`] would leave `schema` exactly as it is — same keys in
+/// the same order, same values, no [`Note`] — so that it can be sent
+/// without being rewritten (or copied). A read-only walk that allocates
+/// nothing.
+///
+/// `true` only when, at the top level and in every schema position below
+/// it (`properties` values, `items`, `anyOf` entries):
+///
+/// - the schema is an object (not a boolean or another value) without
+///   `$ref` (rule 1);
+/// - every keyword is one of [`GEMINI_KEYWORDS`] (rules 1, 4–6, 8, 9, 11:
+///   `$defs`, `definitions`, `oneOf`, `allOf`, `const`,
+///   `exclusiveMinimum`/`exclusiveMaximum`, `prefixItems` and any other
+///   keyword make it `false`);
+/// - `type` is not an array (rule 2);
+/// - `properties` is an object; `items` is one schema, not a tuple
+///   (rule 9);
+/// - `anyOf` is an array of at least two entries, none of them
+///   `{"type": "null"}` (rule 3; an empty `anyOf` would be dropped);
+/// - `enum` is an array of strings only, beside a `type` (rule 7);
+/// - `required` is a non-empty array of distinct strings, each naming one
+///   of the schema's `properties` (rule 10), and is the schema's last
+///   keyword ([`gemini`] writes it after the others);
+/// - the top level has a `type` or an `anyOf`;
+/// - schemas nest at most 64 deep.
+///
+/// Values that are not schemas (`default`, `example`, `enum` entries,
+/// property names) are not looked into: a property named `$ref` is fine.
+#[must_use]
+pub fn gemini_is_clean(schema: &Map<String, Value>) -> bool {
+    (schema.contains_key("type") || schema.contains_key("anyOf")) && clean_map(schema, 0)
+}
+
+/// [`gemini_is_clean`] for a value in a schema position: [`Gemini::schema`]
+/// rewrites anything but an object.
+fn clean_schema(value: &Value, depth: usize) -> bool {
+    value.as_object().is_some_and(|map| clean_map(map, depth))
+}
+
+/// [`gemini_is_clean`] for one schema object, keyword by keyword as
+/// [`Gemini::schema_map`] goes.
+fn clean_map(map: &Map<String, Value>, depth: usize) -> bool {
+    if depth > CLEAN_MAX_DEPTH {
+        return false;
+    }
+    let last = map.len().saturating_sub(1);
+    map.iter()
+        .enumerate()
+        .all(|(i, (key, value))| match key.as_str() {
+            // `type_keyword`: an array is rewritten, anything else copied.
+            "type" => !value.is_array(),
+            "properties" => value
+                .as_object()
+                .is_some_and(|p| p.values().all(|s| clean_schema(s, depth + 1))),
+            // A tuple (an array) becomes one schema.
+            "items" => clean_schema(value, depth + 1),
+            // Fewer than two entries are dropped or merged; a null entry
+            // becomes `nullable`.
+            "anyOf" => value.as_array().is_some_and(|entries| {
+                entries.len() >= 2
+                    && entries
+                        .iter()
+                        .all(|e| !is_null_schema(e) && clean_schema(e, depth + 1))
+            }),
+            // Without a `type`, one is added.
+            "enum" => {
+                map.contains_key("type")
+                    && value
+                        .as_array()
+                        .is_some_and(|values| values.iter().all(Value::is_string))
+            }
+            // Written after every other keyword, filtered and deduplicated.
+            "required" => i == last && clean_required(map, value),
+            // Copied unless an exclusive bound replaced them (never here).
+            "minimum" | "maximum" => true,
+            // Always rewritten or dropped, with a note.
+            "$ref" | "$defs" | "definitions" | "oneOf" | "allOf" | "const" | "prefixItems"
+            | "exclusiveMinimum" | "exclusiveMaximum" => false,
+            k => GEMINI_KEYWORDS.contains(&k),
+        })
+}
+
+/// Whether [`Gemini::required`] keeps `required` as it is.
+fn clean_required(map: &Map<String, Value>, required: &Value) -> bool {
+    let Some(names) = required.as_array() else {
+        return false;
+    };
+    let Some(properties) = map.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    !names.is_empty()
+        && names.iter().enumerate().all(|(i, name)| {
+            name.as_str().is_some_and(|n| properties.contains_key(n)) && !names[..i].contains(name)
+        })
+}
+
 struct Gemini<'a> {
     root: &'a Map<String, Value>,
     notes: Vec<Note>,
