@@ -197,11 +197,14 @@ impl ModelArgs {
             );
         }
         for entry in set.entries() {
-            for note in &entry.definition.notes {
+            for note in &entry.notes {
                 eprintln!("note: {} at `{}`: {}", entry.name, note.at, note.what);
             }
         }
-        output::print_json(&set.tools_param());
+        // Parsed back for pretty printing (keys stay in order).
+        let param: Value =
+            serde_json::from_str(set.tools_param().get()).expect("tools_param is JSON");
+        output::print_json(&param);
     }
 }
 

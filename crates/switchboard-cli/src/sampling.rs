@@ -205,7 +205,7 @@ async fn sample(
         .http_client(http.clone())
         .build()
         .map_err(|e| failed(format!("{} cannot be used: {e}", endpoint.url)))?;
-    let answer = chat.complete(body).await.map_err(|e| {
+    let answer = chat.complete(&body).await.map_err(|e| {
         let source = std::error::Error::source(&e).map_or_else(String::new, |s| s.to_string());
         failed(match e {
             ChatError::Connect { .. } => {

@@ -32,6 +32,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use switchboard_hub::Hub;
 use switchboard_types::{CallToolResult, ContentBlock};
@@ -275,6 +276,15 @@ impl AgentBuilder {
         if self.agent.parallel_calls == 0 {
             return bad("parallel_calls", "must be at least 1");
         }
+        if let Some(name) = ["model", "messages", "tools"]
+            .into_iter()
+            .find(|name| self.agent.fields.contains_key(*name))
+        {
+            return Err(AgentError::Config {
+                setting: "request_field",
+                reason: format!("`{name}` is the agent's own field; it cannot be set"),
+            });
+        }
         if let Some(toolset) = &self.agent.toolset
             && toolset.provider() != Provider::OpenAiChat
         {
@@ -420,15 +430,13 @@ impl Agent {
         run: &mut Run,
     ) -> Result<Option<String>, AgentError> {
         let tools = toolset.tools_param();
-        let tool_count = tools.as_array().map_or(0, Vec::len);
-        let mut body = self.fields.clone();
-        body.insert("model".into(), json!(self.chat.model()));
-        body.insert("messages".into(), Value::Array(run.messages.clone()));
-        if tool_count > 0 {
-            body.insert("tools".into(), tools);
-        } else {
-            body.remove("tools");
-        }
+        let tool_count = toolset.definitions().len();
+        let body = ChatRequest {
+            model: self.chat.model(),
+            messages: &run.messages,
+            tools: (tool_count > 0).then_some(&*tools),
+            fields: &self.fields,
+        };
         self.emit(|| AgentEvent::Request {
             round,
             messages: run.messages.len(),
@@ -441,7 +449,7 @@ impl Agent {
         );
         let answer = self
             .chat
-            .complete(Value::Object(body))
+            .complete(&body)
             .await
             .map_err(|source| AgentError::Chat { round, source })?;
         let Some(mut message) = answer
@@ -572,7 +580,11 @@ impl Agent {
             (Lookup::Tool(entry), Ok(arguments)) => {
                 match self
                     .hub
-                    .call(&entry.server, &entry.tool.name, arguments)
+                    .call(
+                        &entry.server,
+                        &entry.tool.name,
+                        toolset.server_arguments(entry, arguments),
+                    )
                     .await
                 {
                     Ok(result) => self.answered(&id, &name, &result, &mut record),
@@ -781,4 +793,17 @@ mod tests {
         let futures: Vec<Pin<Box<dyn Future<Output = i32>>>> = vec![Box::pin(slow), Box::pin(fast)];
         assert_eq!(join_all(futures).await, vec![1, 2]);
     }
+}
+
+/// A request's body, written without copying the conversation or the
+/// tool definitions into a new `Value`.
+#[derive(serde::Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
+    /// [`AgentBuilder::request_field`]s, without the three above.
+    #[serde(flatten)]
+    fields: &'a Map<String, Value>,
 }

@@ -14,7 +14,7 @@
 //!     .api_key(std::env::var("OPENAI_API_KEY").ok())
 //!     .build()?;
 //! let answer = chat
-//!     .complete(serde_json::json!({
+//!     .complete(&serde_json::json!({
 //!         "model": chat.model(),
 //!         "messages": [{"role": "user", "content": "Say hi"}],
 //!     }))
@@ -129,6 +129,14 @@ pub enum ChatError {
         url: String,
         /// The limit.
         limit: usize,
+    },
+    /// The request is not JSON (a `Serialize` that fails, or a map with
+    /// keys that are not strings).
+    #[error("the chat request could not be written as JSON")]
+    Request {
+        /// The serializer's error.
+        #[source]
+        source: serde_json::Error,
     },
     /// The answer is not JSON.
     #[error("the chat endpoint {url} answered with something that is not JSON")]
@@ -370,8 +378,8 @@ impl ChatClient {
         self.inner.api_key.is_some()
     }
 
-    /// POSTs `request` (a Chat Completions body: `model`, `messages` …) and
-    /// returns the answer.
+    /// POSTs `request` (a Chat Completions body: `model`, `messages` …;
+    /// a `Value` or any `Serialize` that writes one) and returns the answer.
     ///
     /// # Errors
     /// [`ChatError::Connect`], [`ChatError::Timeout`], [`ChatError::Status`]
@@ -380,7 +388,12 @@ impl ChatClient {
     ///
     /// # Cancel safety
     /// Dropping the future abandons the request (the connection closes).
-    pub async fn complete(&self, request: Value) -> Result<Value, ChatError> {
+    pub async fn complete<T: serde::Serialize + ?Sized>(
+        &self,
+        request: &T,
+    ) -> Result<Value, ChatError> {
+        let request =
+            serde_json::to_string(request).map_err(|source| ChatError::Request { source })?;
         let inner = &*self.inner;
         let url = || inner.shown.clone();
         let timeout = |e: &reqwest::Error| {
@@ -395,7 +408,7 @@ impl ChatClient {
             .timeout(inner.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "application/json")
-            .body(request.to_string());
+            .body(request);
         if let Some(key) = &inner.api_key {
             builder = builder.bearer_auth(key);
         }

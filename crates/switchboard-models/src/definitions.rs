@@ -25,6 +25,8 @@
 
 use std::borrow::Cow;
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use switchboard_types::Tool;
 
@@ -165,115 +167,211 @@ pub fn definition(
     options: &DefinitionOptions,
 ) -> Definition {
     let mut notes = Vec::new();
-    let description = description(tool).map(|d| {
-        let capped = cap_text(d, options.description_cap);
-        if let Cow::Owned(_) = capped {
-            notes.push(Note {
-                at: String::new(),
-                what: format!(
-                    "description cut to {} characters (from {})",
-                    options.description_cap,
-                    d.chars().count()
-                ),
-            });
-        }
-        capped.into_owned()
-    });
-    let mut value = Map::new();
-    let is_openai = matches!(provider, Provider::OpenAiResponses | Provider::OpenAiChat);
-    let mut strict = false;
-    let parameters = if is_openai && options.strict {
-        match schema::openai_strict_noted(&tool.input_schema) {
-            Ok((parameters, mut more)) => {
-                strict = true;
-                notes.append(&mut more);
-                Some(parameters)
-            }
-            Err(reason) => {
-                notes.push(Note {
-                    at: String::new(),
-                    what: format!("strict mode off for this tool: {reason}"),
-                });
-                Some(cleaned(provider, tool, &mut notes))
-            }
-        }
-    } else if provider == Provider::Gemini && options.gemini_schema == GeminiSchema::JsonSchema {
-        None
-    } else {
-        Some(cleaned(provider, tool, &mut notes))
-    };
-    match provider {
-        Provider::OpenAiResponses => {
-            value.insert("type".into(), "function".into());
-            value.insert("name".into(), name.into());
-            if let Some(description) = description {
-                value.insert("description".into(), description.into());
-            }
-            value.insert("parameters".into(), parameters.unwrap_or_default());
-            value.insert("strict".into(), strict.into());
-        }
-        Provider::OpenAiChat => {
-            let mut function = Map::new();
-            function.insert("name".into(), name.into());
-            if let Some(description) = description {
-                function.insert("description".into(), description.into());
-            }
-            function.insert("parameters".into(), parameters.unwrap_or_default());
-            if strict {
-                function.insert("strict".into(), true.into());
-            }
-            value.insert("type".into(), "function".into());
-            value.insert("function".into(), Value::Object(function));
-        }
-        Provider::Anthropic => {
-            value.insert("name".into(), name.into());
-            if let Some(description) = description {
-                value.insert("description".into(), description.into());
-            }
-            value.insert("input_schema".into(), parameters.unwrap_or_default());
-        }
-        Provider::Gemini => {
-            value.insert("name".into(), name.into());
-            if let Some(description) = description {
-                value.insert("description".into(), description.into());
-            }
-            match parameters {
-                None => {
-                    value.insert(
-                        "parametersJsonSchema".into(),
-                        Value::Object(tool.input_schema.clone()),
-                    );
-                }
-                Some(parameters) if takes_no_arguments(&parameters) => notes.push(Note {
-                    at: String::new(),
-                    what: "`parameters` left out: the tool takes no arguments and Gemini \
-                           rejects an object schema without properties"
-                        .into(),
-                }),
-                Some(parameters) => {
-                    value.insert("parameters".into(), parameters);
-                }
-            }
-        }
-    }
+    let view = View::new(provider, name, tool, options, &mut notes);
     Definition {
-        value: Value::Object(value),
+        value: serde_json::to_value(&view).expect("a definition is JSON"),
         notes,
     }
 }
 
-fn cleaned(provider: Provider, tool: &Tool, notes: &mut Vec<Note>) -> Value {
-    let (value, mut more) = schema::for_provider(provider, &tool.input_schema);
+/// [`definition`] as JSON text, written straight from `tool` where the
+/// provider takes its schema as is: no copy of the schema is made, which
+/// is most of the cost for thousands of tools (see `benches/adapt.rs`).
+/// The text is exactly [`definition`]'s value, serialized.
+pub fn definition_json(
+    provider: Provider,
+    name: &str,
+    tool: &Tool,
+    options: &DefinitionOptions,
+) -> (Box<RawValue>, Vec<Note>) {
+    let mut notes = Vec::new();
+    let view = View::new(provider, name, tool, options, &mut notes);
+    let json = serde_json::value::to_raw_value(&view).expect("a definition is JSON");
+    (json, notes)
+}
+
+/// A definition before it is written: the parts, with the schema borrowed
+/// when it goes out unchanged. [`definition`] and [`definition_json`]
+/// both write this, so their outputs cannot drift apart.
+struct View<'a> {
+    provider: Provider,
+    name: &'a str,
+    description: Option<Cow<'a, str>>,
+    /// The schema's key (`parameters`, `input_schema`,
+    /// `parametersJsonSchema`) and the schema; `None` leaves it out.
+    parameters: Option<(&'static str, Schema<'a>)>,
+    strict: bool,
+}
+
+enum Schema<'a> {
+    AsIs(&'a Map<String, Value>),
+    Changed(Value),
+}
+
+impl<'a> View<'a> {
+    fn new(
+        provider: Provider,
+        name: &'a str,
+        tool: &'a Tool,
+        options: &DefinitionOptions,
+        notes: &mut Vec<Note>,
+    ) -> Self {
+        let description = description(tool).map(|d| {
+            let capped = cap_text(d, options.description_cap);
+            if let Cow::Owned(_) = capped {
+                notes.push(Note {
+                    at: String::new(),
+                    what: format!(
+                        "description cut to {} characters (from {})",
+                        options.description_cap,
+                        d.chars().count()
+                    ),
+                });
+            }
+            capped
+        });
+        let is_openai = matches!(provider, Provider::OpenAiResponses | Provider::OpenAiChat);
+        let mut strict = false;
+        let schema = if is_openai && options.strict {
+            match schema::openai_strict_noted(&tool.input_schema) {
+                Ok((parameters, mut more)) => {
+                    strict = true;
+                    notes.append(&mut more);
+                    Some(Schema::Changed(parameters))
+                }
+                Err(reason) => {
+                    notes.push(Note {
+                        at: String::new(),
+                        what: format!("strict mode off for this tool: {reason}"),
+                    });
+                    Some(cleaned(provider, tool, notes))
+                }
+            }
+        } else if provider == Provider::Gemini && options.gemini_schema == GeminiSchema::JsonSchema
+        {
+            None
+        } else {
+            Some(cleaned(provider, tool, notes))
+        };
+        let parameters = match provider {
+            Provider::OpenAiResponses | Provider::OpenAiChat => {
+                schema.map(|schema| ("parameters", schema))
+            }
+            Provider::Anthropic => schema.map(|schema| ("input_schema", schema)),
+            Provider::Gemini => match schema {
+                None => Some(("parametersJsonSchema", Schema::AsIs(&tool.input_schema))),
+                Some(schema) if schema.takes_no_arguments() => {
+                    notes.push(Note {
+                        at: String::new(),
+                        what: "`parameters` left out: the tool takes no arguments and Gemini \
+                               rejects an object schema without properties"
+                            .into(),
+                    });
+                    None
+                }
+                Some(schema) => Some(("parameters", schema)),
+            },
+        };
+        View {
+            provider,
+            name,
+            description,
+            parameters,
+            strict,
+        }
+    }
+}
+
+impl Serialize for Schema<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Schema::AsIs(map) => map.serialize(serializer),
+            Schema::Changed(value) => value.serialize(serializer),
+        }
+    }
+}
+
+impl Schema<'_> {
+    fn takes_no_arguments(&self) -> bool {
+        match self {
+            Schema::AsIs(map) => object_without_properties(map),
+            Schema::Changed(value) => value.as_object().is_some_and(object_without_properties),
+        }
+    }
+}
+
+impl Serialize for View<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// `name`, `description` and the schema: the function itself.
+        struct Function<'v, 'a>(&'v View<'a>, bool);
+        impl Serialize for Function<'_, '_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let Function(view, with_strict) = *self;
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("name", view.name)?;
+                if let Some(description) = &view.description {
+                    map.serialize_entry("description", description.as_ref())?;
+                }
+                if let Some((key, schema)) = &view.parameters {
+                    map.serialize_entry(key, schema)?;
+                }
+                if with_strict {
+                    map.serialize_entry("strict", &true)?;
+                }
+                map.end()
+            }
+        }
+        match self.provider {
+            Provider::OpenAiResponses => {
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("type", "function")?;
+                map.serialize_entry("name", self.name)?;
+                if let Some(description) = &self.description {
+                    map.serialize_entry("description", description.as_ref())?;
+                }
+                match &self.parameters {
+                    Some((key, schema)) => map.serialize_entry(key, schema)?,
+                    None => map.serialize_entry("parameters", &Value::Null)?,
+                }
+                // Always written: the Responses API takes a missing one as `true`.
+                map.serialize_entry("strict", &self.strict)?;
+                map.end()
+            }
+            Provider::OpenAiChat => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", "function")?;
+                map.serialize_entry("function", &Function(self, self.strict))?;
+                map.end()
+            }
+            Provider::Anthropic | Provider::Gemini => Function(self, false).serialize(serializer),
+        }
+    }
+}
+
+fn cleaned<'a>(provider: Provider, tool: &'a Tool, notes: &mut Vec<Note>) -> Schema<'a> {
+    let schema = &tool.input_schema;
+    // The common case, checked without a copy: a schema the provider takes
+    // as is (the conditions are those of `schema::for_provider`'s rules).
+    let as_is = match provider {
+        Provider::Anthropic => schema.contains_key("type"),
+        Provider::OpenAiResponses | Provider::OpenAiChat => {
+            schema.contains_key("type")
+                && (schema.contains_key("properties")
+                    || schema.get("type").and_then(Value::as_str) != Some("object"))
+        }
+        Provider::Gemini => false,
+    };
+    if as_is {
+        return Schema::AsIs(schema);
+    }
+    let (value, mut more) = schema::for_provider(provider, schema);
     notes.append(&mut more);
-    value
+    Schema::Changed(value)
 }
 
 /// An object schema with no properties (and nothing else that could
 /// describe arguments).
-fn takes_no_arguments(schema: &Value) -> bool {
-    let Some(map) = schema.as_object() else {
-        return false;
-    };
+fn object_without_properties(map: &Map<String, Value>) -> bool {
     map.get("type").and_then(Value::as_str) == Some("object")
         && map
             .get("properties")

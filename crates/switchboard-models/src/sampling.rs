@@ -58,7 +58,7 @@ impl ChatSampling {
         let body = chat_request(params, self.chat.model())?;
         let answer = self
             .chat
-            .complete(body)
+            .complete(&body)
             .await
             .map_err(|e| HandlerError::Failed(describe(&e)))?;
         sampling_result(&answer, self.chat.model())

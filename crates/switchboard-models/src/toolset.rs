@@ -2,14 +2,17 @@
 //! back from a name to (server, tool), and the opt-in `search_tools`
 //! meta-tool.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use switchboard_types::{CallToolResult, Tool};
 
 use crate::Provider;
-use crate::definitions::{self, Definition, DefinitionOptions, ToolHints};
+use crate::definitions::{self, DefinitionOptions, ToolHints};
 use crate::names::{Collision, NameOptions, Names};
+use crate::schema::Note;
 use crate::search::Index;
 
 /// Default for [`SearchOptions::threshold`].
@@ -108,8 +111,12 @@ pub struct ToolEntry {
     pub server: String,
     /// The tool as the server describes it.
     pub tool: Tool,
-    /// Its definition for the provider.
-    pub definition: Definition,
+    /// Its definition for the provider, as JSON text (for Gemini, one
+    /// `functionDeclarations` entry); `serde_json::from_str(d.get())`
+    /// gives a `Value`.
+    pub definition: Box<RawValue>,
+    /// What was changed in the definition to make it acceptable.
+    pub notes: Vec<Note>,
     /// Its untrusted hints, for approval UIs.
     pub hints: ToolHints,
 }
@@ -132,9 +139,11 @@ pub struct Toolset {
     options: ToolsetOptions,
     entries: Vec<ToolEntry>,
     names: Names,
-    index: Index,
+    /// Built on the first search: only a searching toolset needs it.
+    index: OnceLock<Index>,
     /// Tools a search has loaded (sent from then on).
     loaded: Vec<AtomicBool>,
+    search_definition: OnceLock<Box<RawValue>>,
 }
 
 impl Toolset {
@@ -150,40 +159,16 @@ impl Toolset {
             &options.names,
             tools.iter().map(|(s, t)| (s.as_str(), t.name.as_str())),
         );
-        let entries: Vec<ToolEntry> = tools
-            .into_iter()
-            .enumerate()
-            .map(|(i, (server, tool))| {
-                let name = names.get(i).to_owned();
-                let definition =
-                    definitions::definition(provider, &name, &tool, &options.definitions);
-                let hints = ToolHints::of(&tool);
-                ToolEntry {
-                    name,
-                    server,
-                    tool,
-                    definition,
-                    hints,
-                }
-            })
-            .collect();
-        let index = Index::build(entries.iter().map(|e| {
-            (
-                e.name.as_str(),
-                e.server.as_str(),
-                e.tool.name.as_str(),
-                e.tool.display_name(),
-                e.tool.description.as_deref().unwrap_or(""),
-            )
-        }));
+        let entries = define(provider, &options.definitions, &names, tools);
         let loaded = entries.iter().map(|_| AtomicBool::new(false)).collect();
         Toolset {
             provider,
             options,
             entries,
             names,
-            index,
+            index: OnceLock::new(),
             loaded,
+            search_definition: OnceLock::new(),
         }
     }
 
@@ -230,13 +215,9 @@ impl Toolset {
     /// searches have loaded so far. For Gemini these are
     /// `functionDeclarations` entries; [`tools_param`](Self::tools_param)
     /// wraps them.
-    pub fn definitions(&self) -> Vec<Value> {
+    pub fn definitions(&self) -> Vec<&RawValue> {
         if !self.searching() {
-            return self
-                .entries
-                .iter()
-                .map(|e| e.definition.value.clone())
-                .collect();
+            return self.entries.iter().map(|e| &*e.definition).collect();
         }
         let mut out = vec![self.search_definition()];
         out.extend(
@@ -244,19 +225,34 @@ impl Toolset {
                 .iter()
                 .zip(&self.loaded)
                 .filter(|(_, l)| l.load(Ordering::Relaxed))
-                .map(|(e, _)| e.definition.value.clone()),
+                .map(|(e, _)| &*e.definition),
         );
         out
     }
 
-    /// The request's `tools` field: the definitions as a list (OpenAI,
-    /// Anthropic) or one `{"functionDeclarations": […]}` entry (Gemini).
-    pub fn tools_param(&self) -> Value {
+    /// The request's `tools` field, as JSON text: the definitions as a
+    /// list (OpenAI, Anthropic) or one `{"functionDeclarations": […]}`
+    /// entry (Gemini). Written by joining the definitions' text, with no
+    /// JSON values built; it serializes as itself inside a request (a
+    /// `serde_json::Value` of it is `serde_json::from_str(param.get())`).
+    pub fn tools_param(&self) -> Box<RawValue> {
         let definitions = self.definitions();
-        match self.provider {
-            Provider::Gemini => json!([{ "functionDeclarations": definitions }]),
-            _ => Value::Array(definitions),
+        let size: usize = definitions.iter().map(|d| d.get().len() + 1).sum();
+        let mut text = String::with_capacity(size + 32);
+        let gemini = self.provider == Provider::Gemini;
+        text.push_str(if gemini {
+            r#"[{"functionDeclarations":["#
+        } else {
+            "["
+        });
+        for (i, definition) in definitions.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(definition.get());
         }
+        text.push_str(if gemini { "]}]" } else { "]" });
+        RawValue::from_string(text).expect("definitions joined are JSON")
     }
 
     /// What `name` stands for.
@@ -271,6 +267,29 @@ impl Toolset {
             Some(i) => Lookup::Tool(&self.entries[i]),
             None => Lookup::Unknown,
         }
+    }
+
+    /// The arguments to send `entry`'s server for a call the model made:
+    /// with strict mode on, the `null`s strict mode makes a model send for
+    /// properties the tool had as optional are taken out
+    /// ([`schema::drop_strict_nulls`](crate::schema::drop_strict_nulls)),
+    /// so the server gets the arguments it described. Without strict mode,
+    /// the arguments as they are.
+    pub fn server_arguments(
+        &self,
+        entry: &ToolEntry,
+        arguments: Option<Map<String, Value>>,
+    ) -> Option<Map<String, Value>> {
+        let mut arguments = arguments?;
+        if self.options.definitions.strict
+            && matches!(
+                self.provider,
+                Provider::OpenAiChat | Provider::OpenAiResponses
+            )
+        {
+            crate::schema::drop_strict_nulls(&entry.tool.input_schema, &mut arguments);
+        }
+        Some(arguments)
     }
 
     /// Runs `search_tools` with the model's arguments (`query`, optional
@@ -295,11 +314,20 @@ impl Toolset {
             .and_then(|a| a.get("limit"))
             .and_then(Value::as_u64)
             .map_or(most, |l| {
-                usize::try_from(l)
-                    .unwrap_or(usize::MAX)
-                    .clamp(1, most)
+                usize::try_from(l).unwrap_or(usize::MAX).clamp(1, most)
             });
-        let hits = self.index.search(query, limit);
+        let index = self.index.get_or_init(|| {
+            Index::build(self.entries.iter().map(|e| {
+                (
+                    e.name.as_str(),
+                    e.server.as_str(),
+                    e.tool.name.as_str(),
+                    e.tool.display_name(),
+                    e.tool.description.as_deref().unwrap_or(""),
+                )
+            }))
+        });
+        let hits = index.search(query, limit);
         if hits.is_empty() {
             return CallToolResult::text(format!(
                 "No tool matches `{query}`. Try other or fewer words; there are {} tools.",
@@ -329,7 +357,12 @@ impl Toolset {
         }
     }
 
-    fn search_definition(&self) -> Value {
+    fn search_definition(&self) -> &RawValue {
+        self.search_definition
+            .get_or_init(|| self.make_search_definition())
+    }
+
+    fn make_search_definition(&self) -> Box<RawValue> {
         let search = self.options.search.as_ref().expect("searching");
         let tool = Tool {
             name: search.name.clone(),
@@ -353,14 +386,80 @@ impl Toolset {
             },
             ..Tool::default()
         };
-        definitions::definition(
+        definitions::definition_json(
             self.provider,
             &search.name,
             &tool,
             &self.options.definitions,
         )
-        .value
+        .0
     }
+}
+
+/// Below this many tools, definitions are written on the calling thread;
+/// from it on, on scoped threads (one per core, at most 8): each
+/// definition is independent, and thousands of them cost tens of
+/// milliseconds on one core (`benches/adapt.rs`).
+const PARALLEL_FROM: usize = 2048;
+
+fn define(
+    provider: Provider,
+    options: &DefinitionOptions,
+    names: &Names,
+    tools: Vec<(String, Tool)>,
+) -> Vec<ToolEntry> {
+    let entry = |i: usize, (server, tool): (String, Tool)| {
+        let name = names.get(i).to_owned();
+        let (definition, notes) = definitions::definition_json(provider, &name, &tool, options);
+        let hints = ToolHints::of(&tool);
+        ToolEntry {
+            name,
+            server,
+            tool,
+            definition,
+            notes,
+            hints,
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if tools.len() < PARALLEL_FROM || threads < 2 {
+        return tools
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| entry(i, t))
+            .collect();
+    }
+    let chunk = tools.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<(String, Tool)>> = Vec::with_capacity(threads);
+    let mut rest = tools;
+    while rest.len() > chunk {
+        let tail = rest.split_off(chunk);
+        chunks.push(std::mem::replace(&mut rest, tail));
+    }
+    chunks.push(rest);
+    std::thread::scope(|scope| {
+        let entry = &entry;
+        let workers: Vec<_> = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    part.into_iter()
+                        .enumerate()
+                        .map(|(i, t)| entry(c * chunk + i, t))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut entries = Vec::with_capacity(names.all().len());
+        for worker in workers {
+            match worker.join() {
+                Ok(part) => entries.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        entries
+    })
 }
 
 fn error_result(text: &str) -> CallToolResult {
@@ -402,17 +501,22 @@ mod tests {
         ]
     }
 
-    fn names(values: &[Value], provider: Provider) -> Vec<String> {
+    fn names(values: &[&RawValue], provider: Provider) -> Vec<String> {
         values
             .iter()
-            .map(|v| {
+            .map(|raw| {
+                let v: Value = serde_json::from_str(raw.get()).expect("JSON");
                 let v = match provider {
                     Provider::OpenAiChat => &v["function"],
-                    _ => v,
+                    _ => &v,
                 };
                 v["name"].as_str().expect("a name").to_owned()
             })
             .collect()
+    }
+
+    fn parsed(raw: &RawValue) -> Value {
+        serde_json::from_str(raw.get()).expect("JSON")
     }
 
     #[test]
@@ -449,14 +553,14 @@ mod tests {
     #[test]
     fn gemini_tools_are_one_function_declarations_entry() {
         let set = Toolset::new(Provider::Gemini, ToolsetOptions::default(), sample());
-        let param = set.tools_param();
+        let param = parsed(&set.tools_param());
         assert_eq!(param.as_array().map(Vec::len), Some(1));
         assert_eq!(
             param[0]["functionDeclarations"].as_array().map(Vec::len),
             Some(4)
         );
         let set = Toolset::new(Provider::Anthropic, ToolsetOptions::default(), sample());
-        assert_eq!(set.tools_param().as_array().map(Vec::len), Some(4));
+        assert_eq!(parsed(&set.tools_param()).as_array().map(Vec::len), Some(4));
     }
 
     fn searching(threshold: usize, max_results: usize) -> ToolsetOptions {
@@ -555,5 +659,40 @@ mod tests {
         let set = Toolset::new(Provider::Gemini, ToolsetOptions::default(), sample());
         let result = set.search(Some(&args(json!({"query": "weather"}))));
         assert!(result.is_error());
+    }
+
+    #[test]
+    fn strict_nulls_for_optional_arguments_do_not_reach_the_server() {
+        let mut tool = tool("find", "Finds.");
+        tool.input_schema = args(json!({
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["q"]
+        }));
+        let sent = Some(args(json!({"q": "x", "limit": null})));
+        let strict =
+            ToolsetOptions::default().definitions(DefinitionOptions::default().strict(true));
+        let set = Toolset::new(
+            Provider::OpenAiChat,
+            strict,
+            vec![("s".into(), tool.clone())],
+        );
+        let Lookup::Tool(entry) = set.lookup("mcp__s__find") else {
+            panic!("not found")
+        };
+        assert_eq!(
+            set.server_arguments(entry, sent.clone()),
+            Some(args(json!({"q": "x"})))
+        );
+        // Without strict mode the model's arguments go as they are.
+        let set = Toolset::new(
+            Provider::OpenAiChat,
+            ToolsetOptions::default(),
+            vec![("s".into(), tool)],
+        );
+        let Lookup::Tool(entry) = set.lookup("mcp__s__find") else {
+            panic!("not found")
+        };
+        assert_eq!(set.server_arguments(entry, sent.clone()), sent);
     }
 }

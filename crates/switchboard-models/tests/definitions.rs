@@ -1395,3 +1395,38 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn definition_json_is_the_definition_written_out() {
+    // The Toolset sends `definition_json`'s text; the snapshots review
+    // `definition`'s value. They must be the same JSON, key order included.
+    let mut bare = weather();
+    bare.input_schema.remove("type");
+    let mut no_properties = no_arguments();
+    no_properties.input_schema.remove("properties");
+    let mut all: Vec<Tool> = tools().into_iter().map(|(_, t)| t).collect();
+    all.extend([bare, no_properties]);
+    for options in [
+        DefinitionOptions::default(),
+        DefinitionOptions::default().strict(true),
+        DefinitionOptions::default().gemini_schema(GeminiSchema::JsonSchema),
+        DefinitionOptions::default().description_cap(40),
+    ] {
+        for tool in &all {
+            for provider in Provider::ALL {
+                let name = format!("mcp__srv__{}", tool.name);
+                let value = definition(provider, &name, tool, &options);
+                let (json, notes) = switchboard_models::definitions::definition_json(
+                    provider, &name, tool, &options,
+                );
+                assert_eq!(
+                    json.get(),
+                    serde_json::to_string(&value.value).unwrap(),
+                    "{provider} {}",
+                    tool.name
+                );
+                assert_eq!(notes, value.notes, "{provider} {}", tool.name);
+            }
+        }
+    }
+}
