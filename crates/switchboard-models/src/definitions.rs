@@ -359,7 +359,7 @@ fn cleaned<'a>(provider: Provider, tool: &'a Tool, notes: &mut Vec<Note>) -> Sch
                 && (schema.contains_key("properties")
                     || schema.get("type").and_then(Value::as_str) != Some("object"))
         }
-        Provider::Gemini => false,
+        Provider::Gemini => schema::gemini_is_clean(schema),
     };
     if as_is {
         return Schema::AsIs(schema);
