@@ -486,8 +486,235 @@ proptest! {
     }
 }
 
+/// A change that (mostly) takes a clean schema just out of Gemini's subset.
+#[derive(Clone, Copy, Debug)]
+enum Mutation {
+    /// `required` moved to the front.
+    RequiredFirst,
+    /// The first `required` name twice.
+    RequiredTwice,
+    /// A `required` name with no property.
+    RequiredMissing,
+    /// `required: []` (or one added).
+    RequiredEmpty,
+    /// A keyword added at some position.
+    Keyword(&'static str, usize),
+    /// `type` as an array, with or without `null`.
+    TypeArray(bool),
+    /// A `null`, or a number, in the `enum` (or one added).
+    EnumWith(bool),
+    /// `type` removed.
+    NoType,
+    /// `anyOf` cut to its first entry.
+    AnyOfSingle,
+    /// `{"type": "null"}` appended to `anyOf`.
+    AnyOfNull,
+    /// `items` as a one-entry tuple.
+    ItemsTuple,
+    /// The first property's schema as `true`.
+    PropertyTrue,
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let keyword = prop_oneof![
+        Just("$schema"),
+        Just("const"),
+        Just("oneOf"),
+        Just("allOf"),
+        Just("$ref"),
+        Just("$defs"),
+        Just("additionalProperties"),
+        Just("exclusiveMinimum"),
+        Just("prefixItems"),
+        Just("x-vendor"),
+        Just("required"),
+        // Kept as they are: the mutation changes nothing.
+        Just("description"),
+        Just("example"),
+    ];
+    prop_oneof![
+        Just(Mutation::RequiredFirst),
+        Just(Mutation::RequiredTwice),
+        Just(Mutation::RequiredMissing),
+        Just(Mutation::RequiredEmpty),
+        (keyword, 0usize..6).prop_map(|(k, at)| Mutation::Keyword(k, at)),
+        any::<bool>().prop_map(Mutation::TypeArray),
+        any::<bool>().prop_map(Mutation::EnumWith),
+        Just(Mutation::NoType),
+        Just(Mutation::AnyOfSingle),
+        Just(Mutation::AnyOfNull),
+        Just(Mutation::ItemsTuple),
+        Just(Mutation::PropertyTrue),
+    ]
+}
+
+/// `map` with `key: value` inserted at position `at` (or replacing it).
+fn insert_at(map: &mut Map<String, Value>, at: usize, key: &str, value: Value) {
+    let old = std::mem::take(map);
+    let at = at.min(old.len());
+    for (i, (k, v)) in old.into_iter().enumerate() {
+        if i == at {
+            map.insert(key.to_owned(), value.clone());
+        }
+        if k != key {
+            map.insert(k, v);
+        }
+    }
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), value);
+    }
+}
+
+fn apply(map: &mut Map<String, Value>, mutation: Mutation) {
+    match mutation {
+        Mutation::RequiredFirst => {
+            if let Some(required) = map.get("required").cloned() {
+                insert_at(map, 0, "required", required);
+            }
+        }
+        Mutation::RequiredTwice => {
+            if let Some(Value::Array(names)) = map.get_mut("required")
+                && let Some(first) = names.first().cloned()
+            {
+                names.push(first);
+            }
+        }
+        Mutation::RequiredMissing => {
+            if let Some(Value::Array(names)) = map.get_mut("required") {
+                names.push("zz".into());
+            } else {
+                map.insert("required".into(), json!(["zz"]));
+            }
+        }
+        Mutation::RequiredEmpty => {
+            map.insert("required".into(), json!([]));
+        }
+        Mutation::Keyword(key, at) => {
+            let value = match key {
+                "$schema" | "$ref" => json!("#/$defs/a"),
+                "const" | "description" | "example" => json!("c"),
+                "oneOf" | "allOf" | "prefixItems" => json!([{"type": "string"}]),
+                "$defs" => json!({"a": {"type": "string"}}),
+                "additionalProperties" => json!(false),
+                "exclusiveMinimum" => json!(1),
+                "required" => json!(["a"]),
+                _ => json!(true),
+            };
+            insert_at(map, at, key, value);
+        }
+        Mutation::TypeArray(null) => {
+            if let Some(t) = map.get_mut("type") {
+                *t = if null {
+                    json!([t.clone(), "null"])
+                } else {
+                    json!([t.clone()])
+                };
+            }
+        }
+        Mutation::EnumWith(null) => {
+            let extra = if null { Value::Null } else { json!(1) };
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.push(extra);
+            } else {
+                map.insert("enum".into(), json!(["a", extra]));
+            }
+        }
+        Mutation::NoType => {
+            map.shift_remove("type");
+        }
+        Mutation::AnyOfSingle => {
+            if let Some(Value::Array(entries)) = map.get_mut("anyOf") {
+                entries.truncate(1);
+            }
+        }
+        Mutation::AnyOfNull => {
+            if let Some(Value::Array(entries)) = map.get_mut("anyOf") {
+                entries.push(json!({"type": "null"}));
+            }
+        }
+        Mutation::ItemsTuple => {
+            if let Some(items) = map.get_mut("items") {
+                *items = json!([items.clone()]);
+            }
+        }
+        Mutation::PropertyTrue => {
+            if let Some(Value::Object(properties)) = map.get_mut("properties")
+                && let Some((_, first)) = properties.iter_mut().next()
+            {
+                *first = json!(true);
+            }
+        }
+    }
+}
+
+/// How many schema objects `value` holds (itself included).
+fn positions(value: &Value) -> usize {
+    let Value::Object(map) = value else {
+        return 0;
+    };
+    1 + map
+        .iter()
+        .map(|(key, child)| match (key.as_str(), child) {
+            ("properties", Value::Object(properties)) => properties.values().map(positions).sum(),
+            ("items", items) => positions(items),
+            ("anyOf", Value::Array(entries)) => entries.iter().map(positions).sum(),
+            _ => 0,
+        })
+        .sum::<usize>()
+}
+
+/// Applies `mutation` to the `n`th schema object of `value` (preorder over
+/// schema positions); whether there was one.
+fn mutate_nth(value: &mut Value, n: &mut usize, mutation: Mutation) -> bool {
+    let Value::Object(map) = value else {
+        return false;
+    };
+    if *n == 0 {
+        apply(map, mutation);
+        return true;
+    }
+    *n -= 1;
+    for (key, child) in map.iter_mut() {
+        let done = match (key.as_str(), child) {
+            ("properties", Value::Object(properties)) => properties
+                .values_mut()
+                .any(|schema| mutate_nth(schema, n, mutation)),
+            ("items", items) => mutate_nth(items, n, mutation),
+            ("anyOf", Value::Array(entries)) => entries
+                .iter_mut()
+                .any(|entry| mutate_nth(entry, n, mutation)),
+            _ => false,
+        };
+        if done {
+            return true;
+        }
+    }
+    false
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Clean schemas changed in one place, just across the line (or not):
+    /// the check is exact on them.
+    #[test]
+    fn near_clean_schemas_are_judged_exactly(
+        schema in clean_schema(),
+        mutation in mutation(),
+        at in any::<prop::sample::Index>(),
+    ) {
+        let mut schema = json!({"type": "object", "properties": {"p": schema}});
+        let mut n = at.index(positions(&schema));
+        prop_assert!(mutate_nth(&mut schema, &mut n, mutation));
+        let schema = object(schema);
+        prop_assert_eq!(
+            gemini_is_clean(&schema),
+            gemini_keeps(&schema),
+            "{:?}: {}",
+            mutation,
+            Value::Object(schema.clone())
+        );
+    }
 
     /// Schemas in Gemini's subset are reported clean, and are.
     #[test]
