@@ -23,9 +23,64 @@
 //!   loop over a [`switchboard_hub::Hub`] (see `examples/agent.rs`); with
 //!   feature `sampling`, the same endpoint as a sampling handler.
 //!
-//! Everything here is plain data in, [`serde_json::Value`] out: the values
-//! are exactly the JSON the provider's HTTP API takes, so they work with any
-//! client crate (or none).
+//! Everything here is plain data in, JSON out (a [`serde_json::Value`], or
+//! for a toolset's definitions JSON text that serializes as itself): exactly
+//! what the provider's HTTP API takes, so it works with any client crate
+//! (or none).
+//!
+//! ```
+//! use serde_json::json;
+//! use switchboard_models::{Lookup, Provider, ResultOptions, Toolset, ToolsetOptions, results};
+//! use switchboard_types::{CallToolResult, Tool};
+//!
+//! let tool: Tool = serde_json::from_value(json!({
+//!     "name": "get_weather",
+//!     "description": "The weather in a city.",
+//!     "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}
+//! })).unwrap();
+//! // Many servers' tools (from a Hub: `Toolset::from_hub`).
+//! let tools = Toolset::new(
+//!     Provider::Anthropic,
+//!     ToolsetOptions::default(),
+//!     [("weather".to_owned(), tool)],
+//! );
+//! // The request's `tools`:
+//! let param: serde_json::Value = serde_json::from_str(tools.tools_param().get()).unwrap();
+//! assert_eq!(param[0]["name"], "mcp__weather__get_weather");
+//!
+//! // The model calls `mcp__weather__get_weather`: which server, which tool?
+//! let Lookup::Tool(entry) = tools.lookup("mcp__weather__get_weather") else { panic!() };
+//! assert_eq!((entry.server.as_str(), entry.tool.name.as_str()), ("weather", "get_weather"));
+//!
+//! // The server's result, as the `tool_result` block Anthropic takes.
+//! let result = CallToolResult::text("Sunny, 21 °C");
+//! let answer = results::tool_result(
+//!     Provider::Anthropic, "toolu_01", &entry.name, &result, &ResultOptions::default(),
+//! );
+//! assert_eq!(answer.items[0]["type"], "tool_result");
+//! assert_eq!(answer.items[0]["tool_use_id"], "toolu_01");
+//! ```
+//!
+//! ## Cargo features
+//!
+//! | feature | default | what |
+//! |---|---|---|
+//! | `hub` | yes | [`Toolset::from_hub`]: the tools of every server a [`switchboard_hub::Hub`] runs |
+//! | `agent` | no | `chat::ChatClient` (an OpenAI-compatible chat-completions client) and `agent::Agent`, the loop that gives a model the hub's tools and runs its calls; `examples/agent.rs` |
+//! | `sampling` | no | `sampling::ChatSampling`: the same endpoint answering servers' `sampling/createMessage` |
+//!
+//! ## Limits (all configurable)
+//!
+//! - descriptions and server instructions: 2048 characters
+//!   ([`DefinitionOptions::description_cap`]), cut with a marker;
+//! - a result's text: 100 000 bytes ([`ResultOptions::budget`]), cut with
+//!   a marker saying what was cut and where the whole is;
+//! - inline media: 5 MB per item ([`ResultOptions::max_inline_media`]);
+//!   bigger ones go to the media folder;
+//! - `search_tools`: stands in for the list above 40 tools, returns at
+//!   most 8 ([`SearchOptions`]);
+//! - the agent: 16 rounds, 8 calls at once, a 16 MiB answer, 300 s per
+//!   request (see `agent::AgentBuilder` and `chat::ChatClientBuilder`).
 
 use std::fmt;
 
