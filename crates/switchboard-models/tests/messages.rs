@@ -2,66 +2,18 @@
 //! snapshots for every provider, and the merging, dropping and budget
 //! rules.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 use switchboard_models::messages::{prompt_messages, resource_parts};
-use switchboard_models::{MediaStore, Provider, ResultOptions};
+use switchboard_models::{Provider, ResultOptions};
 use switchboard_types::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, GetPromptResult,
     ImageContent, PromptMessage, ReadResourceResult, ResourceContents, ResourceLink, Role,
     TextResourceContents,
 };
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
-const WAV: &[u8] = b"RIFF\x24\0\0\0WAVEfmt ";
-const PDF: &[u8] = b"%PDF-1.4\n%%EOF\n";
-const ZIP: &[u8] = b"PK\x03\x04\x14\0\0\0\x08\0";
+mod support;
 
-fn b64(bytes: &[u8]) -> String {
-    STANDARD.encode(bytes)
-}
-
-/// Options with a media store under a fresh base, removed when dropped.
-struct Scratch {
-    options: ResultOptions,
-    base: PathBuf,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
-    }
-}
-
-fn with_store(test: &str) -> Scratch {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let base = std::env::temp_dir().join(format!(
-        "switchboard-models-messages-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&base);
-    let store = Arc::new(MediaStore::session(&base).unwrap());
-    Scratch {
-        options: ResultOptions::default().media(Some(store)),
-        base,
-    }
-}
-
-fn redact(value: Value, options: &ResultOptions) -> Value {
-    let Some(store) = &options.media else {
-        return value;
-    };
-    let text = value
-        .to_string()
-        .replace(store.dir().to_str().unwrap(), "[media]");
-    serde_json::from_str(&text).unwrap()
-}
+use support::*;
 
 fn message(role: Role, content: ContentBlock) -> PromptMessage {
     PromptMessage {

@@ -2,12 +2,6 @@
 //! and the rules a user would notice (budget, saved files, follow-ups, bad
 //! data).
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 use switchboard_models::results::{self, ChatImages, ProviderResult, ResultOptions};
 use switchboard_models::{MediaStore, Provider};
@@ -17,47 +11,9 @@ use switchboard_types::{
     ToolUseContent,
 };
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
-const WAV: &[u8] = b"RIFF\x24\0\0\0WAVEfmt ";
-const PDF: &[u8] = b"%PDF-1.4\n%%EOF\n";
-const ZIP: &[u8] = b"PK\x03\x04\x14\0\0\0\x08\0";
+mod support;
 
-fn b64(bytes: &[u8]) -> String {
-    STANDARD.encode(bytes)
-}
-
-/// A fresh base folder under the system temp dir, unique to this test.
-fn temp_base(test: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "switchboard-models-results-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-/// Options with a media store under a fresh base, removed when dropped.
-struct Scratch {
-    options: ResultOptions,
-    base: PathBuf,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
-    }
-}
-
-fn with_store(test: &str) -> Scratch {
-    let base = temp_base(test);
-    let store = Arc::new(MediaStore::session(&base).unwrap());
-    Scratch {
-        options: ResultOptions::default().media(Some(store)),
-        base,
-    }
-}
+use support::*;
 
 fn image(mime: &str, bytes: &[u8]) -> ContentBlock {
     ContentBlock::Image(ImageContent {
@@ -128,15 +84,6 @@ fn all(result: &CallToolResult, options: &ResultOptions) -> Value {
     );
     out.insert("openai-chat (FollowUp)".into(), view(&r));
     redact(Value::Object(out), options)
-}
-
-fn redact(value: Value, options: &ResultOptions) -> Value {
-    let Some(store) = &options.media else {
-        return value;
-    };
-    let dir = store.dir().to_str().unwrap();
-    let text = value.to_string().replace(dir, "[media]");
-    serde_json::from_str(&text).unwrap()
 }
 
 #[test]
