@@ -40,6 +40,7 @@ use tracing::Instrument as _;
 
 use crate::Provider;
 use crate::chat::{ChatClient, ChatError};
+use crate::definitions;
 use crate::results::{self, ProviderResult, ResultOptions};
 use crate::toolset::{Lookup, Toolset, ToolsetOptions};
 
@@ -238,6 +239,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether [`Agent::run`]'s system message carries each ready
+    /// server's `instructions` after the system prompt, each capped at
+    /// the definitions' description cap (default: yes).
+    pub fn server_instructions(mut self, include: bool) -> Self {
+        self.agent.server_instructions = include;
+        self
+    }
+
     /// The system message that opens each [`Agent::run`].
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.agent.system = Some(prompt.into());
@@ -308,6 +317,7 @@ pub struct Agent {
     max_rounds: usize,
     parallel_calls: usize,
     system: Option<String>,
+    server_instructions: bool,
     fields: Map<String, Value>,
     observer: Option<Observer>,
 }
@@ -342,6 +352,7 @@ impl Agent {
                 max_rounds: DEFAULT_MAX_ROUNDS,
                 parallel_calls: DEFAULT_PARALLEL_CALLS,
                 system: None,
+                server_instructions: true,
                 fields: Map::new(),
                 observer: None,
             },
@@ -353,8 +364,8 @@ impl Agent {
         &self.chat
     }
 
-    /// Runs `prompt` (after the system prompt, if any) to the model's
-    /// final answer.
+    /// Runs `prompt` (after a system message of the system prompt and the
+    /// servers' instructions, if any) to the model's final answer.
     ///
     /// # Errors
     /// As [`run_messages`](Self::run_messages).
@@ -364,8 +375,24 @@ impl Agent {
     /// tool calls under way.
     pub async fn run(&self, prompt: &str) -> Result<AgentOutcome, AgentError> {
         let mut messages = Vec::new();
-        if let Some(system) = &self.system {
-            messages.push(json!({"role": "system", "content": system}));
+        let mut system: Vec<String> = self.system.iter().cloned().collect();
+        if self.server_instructions {
+            // Each ready server's own instructions, capped like
+            // descriptions (they are the server's text, not ours).
+            let options = &self.toolset_options.definitions;
+            system.extend(
+                self.hub
+                    .list()
+                    .into_iter()
+                    .filter_map(|s| {
+                        let text = s.instructions?;
+                        Some(definitions::instructions(&s.name, &text, options))
+                    })
+                    .filter(|text| !text.is_empty()),
+            );
+        }
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system.join("\n\n")}));
         }
         messages.push(json!({"role": "user", "content": prompt}));
         self.run_messages(messages).await

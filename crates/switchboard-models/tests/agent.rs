@@ -310,7 +310,10 @@ async fn the_example_agent_completes_a_scripted_multi_tool_task() {
                 checks.check(
                     body["messages"]
                         == json!([
-                            {"role": "system", "content": "Use the tools."},
+                            // The system prompt, then the server's own instructions.
+                            {"role": "system", "content": "Use the tools.\n\n\
+                                Instructions from MCP server `test`:\n\
+                                Test server for switchboard."},
                             {"role": "user", "content": "add 2 and 3, then echo hello agent"}
                         ]),
                     || format!("round 1 messages: {}", body["messages"]),

@@ -178,6 +178,9 @@ pub struct ServerStatus {
     pub last_known_state: Option<String>,
     /// Its counters.
     pub stats: ServerStats,
+    /// What the live connection's server says about using it
+    /// (`instructions`), while ready; untrusted text for a system prompt.
+    pub instructions: Option<String>,
 }
 
 /// A tool in the hub's aggregated list.

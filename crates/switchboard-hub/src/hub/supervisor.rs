@@ -128,6 +128,11 @@ impl Slot {
             tools_stale: view.stale,
             last_known_state: view.last_known.clone(),
             stats: self.stats.snapshot(),
+            instructions: view
+                .client
+                .as_ref()
+                .filter(|_| view.state == ServerState::Ready)
+                .and_then(|c| c.instructions().map(str::to_owned)),
         }
     }
 
