@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use switchboard_hub::config::{LoadOptions, Locations, load};
 use switchboard_hub::{Dialect, HttpKind, Hub, Origin, Scope, ServerConfig, TransportConfig};
-use switchboard_models::agent::{Agent, AgentEvent, AgentOutcome};
+use switchboard_models::agent::{Agent, AgentEvent, AgentOutcome, ApprovalRequest};
 use switchboard_models::chat::ChatClient;
 
 const USAGE: &str = "\
@@ -44,6 +44,8 @@ Options:
   --max-rounds N        most requests to the model (default 16)
   --timeout SECS        most seconds one model request may take (default 300)
   --system TEXT         a system prompt
+  --confirm             ask on the terminal before each call to a tool its
+                        server does not call read-only
   --sampling            answer the servers' sampling requests with the same
                         model, without asking (needs the `sampling` feature)
   -h, --help            this text
@@ -61,6 +63,7 @@ struct Args {
     timeout: Option<Duration>,
     system: Option<String>,
     sampling: bool,
+    confirm: bool,
     help: bool,
     prompt: Vec<String>,
 }
@@ -90,6 +93,7 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
         match flag.as_str() {
             "-h" | "--help" => parsed.help = true,
             "--sampling" => parsed.sampling = true,
+            "--confirm" => parsed.confirm = true,
             "--base-url" => parsed.base_url = Some(value("a URL")?),
             "--model" => parsed.model = Some(value("a model name")?),
             "--api-key-env" => parsed.api_key_env = Some(value("a variable name")?),
@@ -258,7 +262,12 @@ pub(crate) async fn run(
         hub = with_sampling(hub, &chat)?;
     }
     let hub = hub.build().map_err(|e| chain(&e))?;
-    let result = agent(&hub, chat, args.max_rounds, args.system, &prompt, out).await;
+    let settings = Settings {
+        max_rounds: args.max_rounds,
+        system: args.system,
+        confirm: args.confirm,
+    };
+    let result = agent(&hub, chat, settings, &prompt, out).await;
     hub.shutdown().await;
     result.map(Some)
 }
@@ -281,11 +290,21 @@ fn with_sampling(
     Err("--sampling needs the example built with `--features sampling`".into())
 }
 
+/// What the agent is built with, from the command line.
+struct Settings {
+    max_rounds: Option<usize>,
+    system: Option<String>,
+    confirm: bool,
+}
+
 async fn agent(
     hub: &Hub,
     chat: ChatClient,
-    max_rounds: Option<usize>,
-    system: Option<String>,
+    Settings {
+        max_rounds,
+        system,
+        confirm,
+    }: Settings,
     prompt: &str,
     out: &mut impl Write,
 ) -> Result<AgentOutcome, String> {
@@ -313,6 +332,9 @@ async fn agent(
     }
     if let Some(system) = system {
         agent = agent.system_prompt(system);
+    }
+    if confirm {
+        agent = agent.approval(confirm_on_terminal);
     }
     let agent = agent.build().map_err(|e| chain(&e))?;
     // Lines are printed as the calls happen, while the run goes on.
@@ -343,4 +365,35 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--confirm`: a yes from the terminal for each call to a tool whose
+/// server does not claim it is read-only (a claim, not a guarantee: this
+/// only spares the user questions about harmless-looking calls).
+async fn confirm_on_terminal(request: ApprovalRequest) -> bool {
+    if request.hints.read_only == Some(true) {
+        return true;
+    }
+    let arguments = request.arguments.as_ref().map_or_else(
+        || "{}".to_owned(),
+        |a| serde_json::Value::Object(a.clone()).to_string(),
+    );
+    let destructive = if request.hints.destructive == Some(false) {
+        ""
+    } else {
+        " (it may change or delete data)"
+    };
+    let question = format!(
+        "run `{}` on server `{}`{destructive} with {arguments}? [y/N] ",
+        request.tool, request.server
+    );
+    // The terminal is read on a blocking thread; the answer is awaited.
+    tokio::task::spawn_blocking(move || {
+        eprint!("{question}");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).is_ok()
+            && matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+    })
+    .await
+    .unwrap_or(false)
 }

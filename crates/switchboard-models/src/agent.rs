@@ -40,7 +40,7 @@ use tracing::Instrument as _;
 
 use crate::Provider;
 use crate::chat::{ChatClient, ChatError};
-use crate::definitions;
+use crate::definitions::{self, ToolHints};
 use crate::results::{self, ProviderResult, ResultOptions};
 use crate::toolset::{Lookup, Toolset, ToolsetOptions};
 
@@ -85,6 +85,29 @@ pub struct AgentOutcome {
     /// message and pass it to [`Agent::run_messages`] to go on.
     pub messages: Vec<Value>,
 }
+
+/// A tool call waiting for the application's yes or no
+/// ([`AgentBuilder::approval`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ApprovalRequest {
+    /// The name the model used.
+    pub name: String,
+    /// The server it goes to.
+    pub server: String,
+    /// The server's name for the tool.
+    pub tool: String,
+    /// The tool's hints (read-only, destructive …): the server's claims,
+    /// untrusted; a UI may use them to decide what to ask about.
+    pub hints: ToolHints,
+    /// The arguments the server will get.
+    pub arguments: Option<Map<String, Value>>,
+}
+
+/// Decides whether a tool call may run: `true` runs it, `false` tells the
+/// model the user declined it.
+pub type Approval =
+    Arc<dyn Fn(ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
 /// What the agent is doing, for UIs ([`AgentBuilder::observer`]).
 #[derive(Clone, Debug)]
@@ -239,6 +262,19 @@ impl AgentBuilder {
         self
     }
 
+    /// Asks `approve` before each call to a server's tool (not before
+    /// `search_tools`); a call it refuses is not made, and the model is
+    /// told the user declined it. Calls of one round are asked about one
+    /// at a time, in the model's order. Without it every call runs.
+    pub fn approval<F, Fut>(mut self, approve: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.agent.approval = Some(Arc::new(move |request| Box::pin(approve(request))));
+        self
+    }
+
     /// Whether [`Agent::run`]'s system message carries each ready
     /// server's `instructions` after the system prompt, each capped at
     /// the definitions' description cap (default: yes).
@@ -318,6 +354,9 @@ pub struct Agent {
     parallel_calls: usize,
     system: Option<String>,
     server_instructions: bool,
+    approval: Option<Approval>,
+    /// Held while the approval hook is asked.
+    asking: Arc<tokio::sync::Mutex<()>>,
     fields: Map<String, Value>,
     observer: Option<Observer>,
 }
@@ -353,6 +392,8 @@ impl Agent {
                 parallel_calls: DEFAULT_PARALLEL_CALLS,
                 system: None,
                 server_instructions: true,
+                approval: None,
+                asking: Arc::default(),
                 fields: Map::new(),
                 observer: None,
             },
@@ -605,17 +646,21 @@ impl Agent {
                 self.answered(&id, &name, &result, &mut record)
             }
             (Lookup::Tool(entry), Ok(arguments)) => {
-                match self
-                    .hub
-                    .call(
-                        &entry.server,
-                        &entry.tool.name,
-                        toolset.server_arguments(entry, arguments),
-                    )
-                    .await
-                {
-                    Ok(result) => self.answered(&id, &name, &result, &mut record),
-                    Err(error) => failure(error_chain(&error)),
+                let arguments = toolset.server_arguments(entry, arguments);
+                if self.approved(entry, &name, &arguments).await {
+                    match self
+                        .hub
+                        .call(&entry.server, &entry.tool.name, arguments)
+                        .await
+                    {
+                        Ok(result) => self.answered(&id, &name, &result, &mut record),
+                        Err(error) => failure(error_chain(&error)),
+                    }
+                } else {
+                    failure(format!(
+                        "the user declined this call to `{name}`; do not call it again \
+                         with the same arguments, ask the user or do without it"
+                    ))
                 }
             }
         };
@@ -624,6 +669,29 @@ impl Agent {
             summary: summary.clone(),
         });
         (result, record)
+    }
+
+    /// The application's answer for a call (yes without a hook). Calls
+    /// of a round run concurrently, so the hook is held for one question
+    /// at a time.
+    async fn approved(
+        &self,
+        entry: &crate::ToolEntry,
+        name: &str,
+        arguments: &Option<Map<String, Value>>,
+    ) -> bool {
+        let Some(approve) = &self.approval else {
+            return true;
+        };
+        let _one_at_a_time = self.asking.lock().await;
+        approve(ApprovalRequest {
+            name: name.to_owned(),
+            server: entry.server.clone(),
+            tool: entry.tool.name.clone(),
+            hints: entry.hints.clone(),
+            arguments: arguments.clone(),
+        })
+        .await
     }
 
     fn answered(

@@ -635,6 +635,86 @@ async fn without_tools_the_request_has_none_and_the_answer_ends_the_run() {
     assert!(events[1].starts_with("Answer"), "{events:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_application_declines_is_not_made_and_the_model_is_told() {
+    let server = McpServer::start().await;
+    let chat = FakeChat::start(Box::new(|index, request, checks| match index {
+        0 => (
+            200,
+            tool_calls(&[
+                ("call_slow", "mcp__test__slow", r#"{"ms": 1}"#),
+                ("call_echo", "mcp__test__echo", r#"{"text": "not allowed"}"#),
+            ]),
+        ),
+        _ => {
+            let slow = tool_message(&request.body, "call_slow").map(content_text);
+            checks.check(
+                slow.as_deref().is_some_and(|t| !t.contains("declined")),
+                || format!("the approved call: {slow:?}"),
+            );
+            let echo = tool_message(&request.body, "call_echo").map(content_text);
+            checks.check(
+                echo.as_deref().is_some_and(|t| {
+                    t.contains("the user declined this call to `mcp__test__echo`")
+                }),
+                || format!("the declined call: {echo:?}"),
+            );
+            (200, answer("done"))
+        }
+    }))
+    .await;
+    let hub = Hub::builder()
+        .persist(false)
+        .server(agent_example::server_from_flag(&format!("test={}", server.url)).unwrap())
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let agent = Agent::builder(
+        hub.clone(),
+        ChatClient::new(chat.base.clone(), "m").unwrap(),
+    )
+    // Only what the server calls read-only runs.
+    .approval(move |request| {
+        seen.lock().unwrap().push((
+            request.name.clone(),
+            request.server.clone(),
+            request.tool.clone(),
+            request.arguments.clone(),
+        ));
+        let read_only = request.hints.read_only == Some(true);
+        async move { read_only }
+    })
+    .build()
+    .unwrap();
+    let outcome = agent.run("go").await.unwrap();
+    hub.shutdown().await;
+    let (_, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(outcome.text, "done");
+    let flags: Vec<(&str, bool)> = outcome
+        .calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.is_error))
+        .collect();
+    assert_eq!(
+        flags,
+        [("mcp__test__slow", false), ("mcp__test__echo", true)]
+    );
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(
+        asked[1],
+        (
+            "mcp__test__echo".to_owned(),
+            "test".to_owned(),
+            "echo".to_owned(),
+            Some(serde_json::from_value(json!({"text": "not allowed"})).unwrap())
+        )
+    );
+}
+
 #[tokio::test]
 async fn the_example_explains_itself() {
     let (result, output) = run_example(&["--help"]).await;
