@@ -18,12 +18,14 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_hub::config::{LoadOptions, Locations, load};
 use switchboard_hub::{Dialect, HttpKind, Hub, Origin, Scope, ServerConfig, TransportConfig};
 use switchboard_models::agent::{Agent, AgentEvent, AgentOutcome, ApprovalRequest};
 use switchboard_models::chat::ChatClient;
+use switchboard_models::{MediaStore, ResultOptions};
 
 const USAGE: &str = "\
 An agent loop with MCP servers' tools over an OpenAI-compatible chat endpoint.
@@ -44,6 +46,9 @@ Options:
   --max-rounds N        most requests to the model (default 16)
   --timeout SECS        most seconds one model request may take (default 300)
   --system TEXT         a system prompt
+  --media DIR           where images, audio and files the model cannot take
+                        inline are saved (a new folder under DIR per run;
+                        default: the system's temporary folder)
   --confirm             ask on the terminal before each call to a tool its
                         server does not call read-only
   --sampling            answer the servers' sampling requests with the same
@@ -64,6 +69,7 @@ struct Args {
     system: Option<String>,
     sampling: bool,
     confirm: bool,
+    media: Option<PathBuf>,
     help: bool,
     prompt: Vec<String>,
 }
@@ -94,6 +100,7 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
             "-h" | "--help" => parsed.help = true,
             "--sampling" => parsed.sampling = true,
             "--confirm" => parsed.confirm = true,
+            "--media" => parsed.media = Some(value("a folder")?.into()),
             "--base-url" => parsed.base_url = Some(value("a URL")?),
             "--model" => parsed.model = Some(value("a model name")?),
             "--api-key-env" => parsed.api_key_env = Some(value("a variable name")?),
@@ -262,10 +269,16 @@ pub(crate) async fn run(
         hub = with_sampling(hub, &chat)?;
     }
     let hub = hub.build().map_err(|e| chain(&e))?;
+    let base = args
+        .media
+        .unwrap_or_else(|| std::env::temp_dir().join("switchboard-media"));
+    let media = MediaStore::session(&base)
+        .map_err(|e| format!("cannot make a media folder under {}: {e}", base.display()))?;
     let settings = Settings {
         max_rounds: args.max_rounds,
         system: args.system,
         confirm: args.confirm,
+        media: Arc::new(media),
     };
     let result = agent(&hub, chat, settings, &prompt, out).await;
     hub.shutdown().await;
@@ -295,6 +308,7 @@ struct Settings {
     max_rounds: Option<usize>,
     system: Option<String>,
     confirm: bool,
+    media: Arc<MediaStore>,
 }
 
 async fn agent(
@@ -304,6 +318,7 @@ async fn agent(
         max_rounds,
         system,
         confirm,
+        media,
     }: Settings,
     prompt: &str,
     out: &mut impl Write,
@@ -336,6 +351,7 @@ async fn agent(
     if confirm {
         agent = agent.approval(confirm_on_terminal);
     }
+    agent = agent.result_options(ResultOptions::default().media(Some(media)));
     let agent = agent.build().map_err(|e| chain(&e))?;
     // Lines are printed as the calls happen, while the run goes on.
     let mut work = std::pin::pin!(agent.run(prompt));

@@ -270,6 +270,8 @@ async fn the_example_agent_completes_a_scripted_multi_tool_task() {
     // A variable cargo sets for every test run stands in for an API key.
     let key = std::env::var("CARGO_MANIFEST_DIR").ok();
     let expected_auth = key.as_ref().map(|k| format!("Bearer {k}"));
+    let media = dir.join("media");
+    let media_dir = media.display().to_string();
     let mut chat_round = 0;
     let chat = FakeChat::start(Box::new(move |index, request, checks| {
         let body = &request.body;
@@ -397,6 +399,7 @@ async fn the_example_agent_completes_a_scripted_multi_tool_task() {
                         ),
                         ("call_ghost", "mcp__nope__ghost", "{}"),
                         ("call_bad", "mcp__test__add", "{not json"),
+                        ("call_image", "mcp__test__image", "{}"),
                     ]),
                 )
             }
@@ -421,6 +424,15 @@ async fn the_example_agent_completes_a_scripted_multi_tool_task() {
                     bad.as_deref().is_some_and(|t| t.contains("not valid JSON")),
                     || format!("round 3: the bad arguments' error: {bad:?}"),
                 );
+                // Chat Completions takes no image in a tool message: the
+                // image is saved in the run's media folder, named in text.
+                let image = tool_message(body, "call_image").map(content_text);
+                checks.check(
+                    image.as_deref().is_some_and(|t| {
+                        t.contains("a 1x1 PNG image") && t.contains(media_dir.as_str())
+                    }),
+                    || format!("round 3: the image result: {image:?}"),
+                );
                 (200, answer("2 + 3 = 5, and the echo said hello agent."))
             }
             _ => {
@@ -443,6 +455,8 @@ async fn the_example_agent_completes_a_scripted_multi_tool_task() {
         "--system",
         "Use the tools.",
         "--sampling",
+        "--media",
+        media.to_str().unwrap(),
     ];
     let key_env = ["--api-key-env", "CARGO_MANIFEST_DIR"];
     if key.is_some() {
@@ -453,7 +467,22 @@ async fn the_example_agent_completes_a_scripted_multi_tool_task() {
     args.extend(["add 2 and 3, then echo hello agent"]);
     let (result, output) = run_example(&args).await;
     let (requests, failures) = chat.finish();
+    // One session folder with the one image, its bytes as the server sent them.
+    let saved: Vec<std::path::PathBuf> = std::fs::read_dir(&media)
+        .map(|sessions| {
+            sessions
+                .flatten()
+                .flat_map(|s| std::fs::read_dir(s.path()).into_iter().flatten().flatten())
+                .map(|f| f.path())
+                .collect()
+        })
+        .unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(saved.len(), 1, "{saved:?}\noutput:\n{output}");
+    assert!(
+        saved[0].extension().is_some_and(|e| e == "png"),
+        "{saved:?}"
+    );
 
     assert!(
         failures.is_empty(),
@@ -485,6 +514,7 @@ async fn the_example_agent_completes_a_scripted_multi_tool_task() {
             ("mcp__test__sample", Some("test"), Some("sample"), false),
             ("mcp__nope__ghost", None, None, true),
             ("mcp__test__add", Some("test"), Some("add"), true),
+            ("mcp__test__image", Some("test"), Some("image"), false),
         ]
     );
     assert!(output.contains("1 server(s) ready"), "{output}");
