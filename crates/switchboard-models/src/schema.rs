@@ -353,6 +353,11 @@ impl Gemini<'_> {
     }
 
     fn schema_map(&mut self, map: &Map<String, Value>, at: &At<'_>) -> Map<String, Value> {
+        // Nothing to change below here: one copy (cheaper than rebuilding
+        // it key by key).
+        if clean_map(map, 0) {
+            return map.clone();
+        }
         if let Some(reference) = map.get("$ref") {
             return self.reference(map, reference, at);
         }
@@ -566,11 +571,11 @@ impl Gemini<'_> {
         }
         // `anyOf` of one schema (after `null` became `nullable`): merged in.
         if let Some(Value::Array(entries)) = out.get("anyOf")
-            && entries.len() == 1
-            && let Some(Value::Object(only)) = entries.first().cloned()
+            && let [Value::Object(_)] = entries.as_slice()
+            && let Some(Value::Array(mut entries)) = out.shift_remove("anyOf")
+            && let Some(Value::Object(only)) = entries.pop()
         {
-            out.shift_remove("anyOf");
-            merge_into(&mut out, &only);
+            merge_into(&mut out, only);
             self.note(
                 &At::Key(at, "anyOf"),
                 "an `anyOf` of a single schema was merged into the schema",
@@ -659,7 +664,7 @@ impl Gemini<'_> {
             let Value::Object(converted) = self.schema(entry, &At::Index(at, i)) else {
                 continue;
             };
-            merge_into(out, &converted);
+            merge_into(out, converted);
         }
         self.note(
             at,
@@ -706,11 +711,6 @@ impl Gemini<'_> {
         at: &At<'_>,
     ) -> Map<String, Value> {
         let here = At::Key(at, "$ref");
-        let siblings = || {
-            let mut rest = map.clone();
-            rest.shift_remove("$ref");
-            rest
-        };
         let root = self.root;
         let Some(target) = reference.as_str().and_then(|r| local_target(root, r)) else {
             self.note(
@@ -719,7 +719,9 @@ impl Gemini<'_> {
                     "dropped `$ref` {reference}: only `#/$defs/…` and `#/definitions/…` are inlined"
                 ),
             );
-            return self.schema_map(&siblings(), at);
+            let mut siblings = map.clone();
+            siblings.shift_remove("$ref");
+            return self.schema_map(&siblings, at);
         };
         let reference = reference.as_str().unwrap_or_default().to_owned();
         if self.stack.contains(&reference)
@@ -758,11 +760,17 @@ impl Gemini<'_> {
         );
         // The definition, with the keywords beside the `$ref` winning.
         let mut merged = target.clone();
-        for (k, v) in siblings() {
-            merged.insert(k, v);
+        for (k, v) in map {
+            if k != "$ref" {
+                merged.insert(k.clone(), v.clone());
+            }
         }
         self.stack.push(reference);
-        let out = self.schema_map(&merged, at);
+        let out = if clean_map(&merged, 0) {
+            merged
+        } else {
+            self.schema_map(&merged, at)
+        };
         self.stack.pop();
         out
     }
@@ -779,34 +787,38 @@ fn local_target<'a>(
     }
     let mut current = root;
     for part in pointer.split('/').skip(1) {
-        let part = part.replace("~1", "/").replace("~0", "~");
-        current = current.get(&part)?.as_object()?;
+        current = if part.contains('~') {
+            current.get(&part.replace("~1", "/").replace("~0", "~"))
+        } else {
+            current.get(part)
+        }?
+        .as_object()?;
     }
     Some(current)
 }
 
 /// Merges `from` into `into`: `properties` and `required` united (what
 /// `into` has wins), any other keyword only where `into` has none.
-fn merge_into(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+fn merge_into(into: &mut Map<String, Value>, from: Map<String, Value>) {
     for (key, value) in from {
-        match (key.as_str(), into.get_mut(key), value) {
+        match (key.as_str(), into.get_mut(&key), value) {
             ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
                 for (name, schema) in theirs {
-                    if !mine.contains_key(name) {
-                        mine.insert(name.clone(), schema.clone());
+                    if !mine.contains_key(&name) {
+                        mine.insert(name, schema);
                     }
                 }
             }
             ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
                 for name in theirs {
-                    if !mine.contains(name) {
-                        mine.push(name.clone());
+                    if !mine.contains(&name) {
+                        mine.push(name);
                     }
                 }
             }
             (_, Some(_), _) => {}
-            (_, None, _) => {
-                into.insert(key.clone(), value.clone());
+            (_, None, value) => {
+                into.insert(key, value);
             }
         }
     }
