@@ -27,8 +27,10 @@ pub struct Note {
 
 impl Note {
     fn new(at: &At<'_>, what: impl Into<String>) -> Self {
+        let mut pointer = String::with_capacity(at.len());
+        at.write_to(&mut pointer);
         Note {
-            at: at.to_string(),
+            at: pointer,
             what: what.into(),
         }
     }
@@ -42,6 +44,44 @@ enum At<'a> {
     Root,
     Key(&'a At<'a>, &'a str),
     Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    /// The length of the pointer written out.
+    fn len(&self) -> usize {
+        match self {
+            At::Root => 0,
+            At::Key(parent, key) => {
+                let escapes = key.bytes().filter(|b| matches!(b, b'~' | b'/')).count();
+                parent.len() + 1 + key.len() + escapes
+            }
+            At::Index(parent, i) => parent.len() + 1 + i.checked_ilog10().unwrap_or(0) as usize + 1,
+        }
+    }
+
+    /// Writes the pointer out into `out` (sized by [`At::len`]: no
+    /// reallocation on the way).
+    fn write_to(&self, out: &mut String) {
+        match self {
+            At::Root => {}
+            At::Key(parent, key) => {
+                parent.write_to(out);
+                out.push('/');
+                for c in key.chars() {
+                    match c {
+                        '~' => out.push_str("~0"),
+                        '/' => out.push_str("~1"),
+                        c => out.push(c),
+                    }
+                }
+            }
+            At::Index(parent, i) => {
+                use fmt::Write as _;
+                parent.write_to(out);
+                let _ = write!(out, "/{i}");
+            }
+        }
+    }
 }
 
 impl fmt::Display for At<'_> {
@@ -470,16 +510,15 @@ impl Gemini<'_> {
                         continue;
                     };
                     let has_null = values.iter().any(Value::is_null);
-                    let strings: Vec<&Value> = values.iter().filter(|v| v.is_string()).collect();
-                    if strings.len() + usize::from(has_null) == values.len() {
+                    let strings = values.iter().filter(|v| v.is_string());
+                    if strings.clone().count() + usize::from(has_null) == values.len() {
                         if has_null {
                             nullable = true;
                             self.note(&here, "`null` in `enum` became `\"nullable\": true`");
                         }
-                        out.insert(
-                            "enum".into(),
-                            Value::Array(strings.into_iter().cloned().collect()),
-                        );
+                        let mut kept = Vec::with_capacity(values.len() - usize::from(has_null));
+                        kept.extend(strings.cloned());
+                        out.insert("enum".into(), Value::Array(kept));
                         if !map.contains_key("type") {
                             out.insert("type".into(), "string".into());
                             self.note(
@@ -612,22 +651,25 @@ impl Gemini<'_> {
             out.insert("type".into(), value.clone());
             return;
         };
-        let others: Vec<&Value> = types
-            .iter()
-            .filter(|t| t.as_str() != Some("null"))
-            .collect();
-        if others.len() < types.len() {
+        let mut others = types.iter().filter(|t| t.as_str() != Some("null"));
+        let count = others.clone().count();
+        if count < types.len() {
             *nullable = true;
         }
-        match others.as_slice() {
-            [] => {
+        match (count, others.next()) {
+            (0, _) | (_, None) => {
                 out.insert("type".into(), "null".into());
             }
-            [one] => {
-                out.insert("type".into(), (*one).clone());
+            (1, Some(one)) => {
+                out.insert("type".into(), one.clone());
             }
-            several => {
-                let entries = several.iter().map(|t| json!({ "type": t })).collect();
+            (_, Some(first)) => {
+                let mut entries = Vec::with_capacity(count);
+                entries.extend(
+                    std::iter::once(first)
+                        .chain(others)
+                        .map(|t| json!({ "type": t })),
+                );
                 out.insert("anyOf".into(), Value::Array(entries));
                 self.note(
                     at,
@@ -1408,6 +1450,23 @@ mod tests {
         let c = At::Key(&b, "~x");
         assert_eq!(c.to_string(), "/a~1b/3/~0x");
         assert_eq!(root.to_string(), "");
+    }
+
+    #[test]
+    fn note_pointers_are_sized_exactly() {
+        let root = At::Root;
+        let a = At::Key(&root, "properties");
+        let b = At::Key(&a, "é/~ü");
+        let c = At::Index(&b, 0);
+        let d = At::Index(&c, 9);
+        let e = At::Index(&d, 10);
+        let f = At::Index(&e, 123_456);
+        let g = At::Key(&f, "");
+        for at in [root, a, b, c, d, e, f, g] {
+            let note = Note::new(&at, "x");
+            assert_eq!(note.at, at.to_string());
+            assert_eq!(at.len(), note.at.len());
+        }
     }
 
     #[test]
