@@ -236,23 +236,35 @@ impl Toolset {
     /// JSON values built; it serializes as itself inside a request (a
     /// `serde_json::Value` of it is `serde_json::from_str(param.get())`).
     pub fn tools_param(&self) -> Box<RawValue> {
-        let definitions = self.definitions();
-        let size: usize = definitions.iter().map(|d| d.get().len() + 1).sum();
-        let mut text = String::with_capacity(size + 32);
-        let gemini = self.provider == Provider::Gemini;
-        text.push_str(if gemini {
-            r#"[{"functionDeclarations":["#
-        } else {
-            "["
-        });
-        for (i, definition) in definitions.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
+        /// `[{"functionDeclarations": […]}]`, Gemini's `tools`.
+        struct Gemini<'a>(&'a [&'a RawValue]);
+        impl serde::Serialize for Gemini<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{SerializeMap, SerializeSeq};
+                struct Declarations<'a>(&'a [&'a RawValue]);
+                impl serde::Serialize for Declarations<'_> {
+                    fn serialize<S: serde::Serializer>(
+                        &self,
+                        serializer: S,
+                    ) -> Result<S::Ok, S::Error> {
+                        let mut map = serializer.serialize_map(Some(1))?;
+                        map.serialize_entry("functionDeclarations", self.0)?;
+                        map.end()
+                    }
+                }
+                let mut seq = serializer.serialize_seq(Some(1))?;
+                seq.serialize_element(&Declarations(self.0))?;
+                seq.end()
             }
-            text.push_str(definition.get());
         }
-        text.push_str(if gemini { "]}]" } else { "]" });
-        RawValue::from_string(text).expect("definitions joined are JSON")
+        let definitions = self.definitions();
+        // Raw values are written as their text: this joins the
+        // definitions without parsing them again.
+        let joined = match self.provider {
+            Provider::Gemini => serde_json::value::to_raw_value(&Gemini(&definitions)),
+            _ => serde_json::value::to_raw_value(&definitions),
+        };
+        joined.expect("definitions joined are JSON")
     }
 
     /// What `name` stands for.
