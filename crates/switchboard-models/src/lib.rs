@@ -90,6 +90,8 @@ pub mod messages;
 pub mod names;
 pub mod results;
 pub mod schema;
+mod schema_gemini;
+mod schema_strict;
 mod search;
 pub mod toolset;
 

@@ -26,7 +26,7 @@ pub struct Note {
 }
 
 impl Note {
-    fn new(at: &At<'_>, what: impl Into<String>) -> Self {
+    pub(crate) fn new(at: &At<'_>, what: impl Into<String>) -> Self {
         let mut pointer = String::with_capacity(at.len());
         at.write_to(&mut pointer);
         Note {
@@ -40,7 +40,7 @@ impl Note {
 /// a note or an error needs it (building one string per keyword was most
 /// of the time spent on a large tool list).
 #[derive(Clone, Copy, Debug)]
-enum At<'a> {
+pub(crate) enum At<'a> {
     Root,
     Key(&'a At<'a>, &'a str),
     Index(&'a At<'a>, usize),
@@ -48,7 +48,7 @@ enum At<'a> {
 
 impl At<'_> {
     /// The length of the pointer written out.
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             At::Root => 0,
             At::Key(parent, key) => {
@@ -61,7 +61,7 @@ impl At<'_> {
 
     /// Writes the pointer out into `out` (sized by [`At::len`]: no
     /// reallocation on the way).
-    fn write_to(&self, out: &mut String) {
+    pub(crate) fn write_to(&self, out: &mut String) {
         match self {
             At::Root => {}
             At::Key(parent, key) => {

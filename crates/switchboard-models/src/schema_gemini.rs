@@ -1,0 +1,1 @@
+//! Gemini clean-up written straight to JSON (WIP, helper E).

@@ -1,0 +1,1 @@
+//! OpenAI strict mode written straight to JSON (WIP, helper F).
