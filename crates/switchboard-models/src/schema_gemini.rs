@@ -1,1 +1,1482 @@
-//! Gemini clean-up written straight to JSON (WIP, helper E).
+//! Gemini clean-up written straight to JSON: [`gemini_view`] gives what
+//! [`gemini`] gives — the same JSON text, key for key, and the same notes —
+//! without building a new `Value` tree. A read-only pass computes the notes
+//! (in [`gemini`]'s order) and whether the schema can be streamed; the
+//! view's `Serialize` then walks the borrowed input and writes the
+//! rewritten schema.
+//!
+//! Streamed: clean subtrees (written as they are), dropped keywords,
+//! `type` arrays, `const`, `enum` (strings, `null`, other values into the
+//! description), `oneOf`, `anyOf` with `null` entries, exclusive bounds,
+//! tuples and `prefixItems`, `required` filtering, boolean and non-schema
+//! values, local `$ref`s without siblings (inlined, or cut short with the
+//! same cycle, depth and expansion limits), other `$ref`s (dropped).
+//! Falls back to [`gemini`]'s `Value` for the whole schema when it meets
+//! `allOf`, a local `$ref` with keywords beside it, an `anyOf` left with
+//! one entry (merged into the schema), or a `type` array of several types
+//! beside an `anyOf`/`oneOf`.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::{Map, Value};
+
+use crate::schema::{At, GEMINI_KEYWORDS, Note, gemini};
+
+/// As in `schema.rs`.
+const MAX_REF_DEPTH: usize = 16;
+/// As in `schema.rs`.
+const MAX_REF_EXPANSIONS: usize = 1000;
+/// As in `schema.rs`.
+const CLEAN_MAX_DEPTH: usize = 64;
+
+/// What [`gemini`] returns as a `Value`, as something to serialize.
+pub(crate) struct GeminiView<'a>(Inner<'a>);
+
+enum Inner<'a> {
+    Stream {
+        root: &'a Map<String, Value>,
+        /// The top level gets `"type": "object"` first.
+        prepend: bool,
+    },
+    Built(Value),
+}
+
+/// [`gemini`] without the `Value`: the view serializes to exactly the text
+/// of `serde_json::to_string(&gemini(schema).0)`, and the notes are
+/// `gemini(schema).1`.
+// The lead wires this into `definitions.rs`.
+#[allow(dead_code)]
+pub(crate) fn gemini_view(schema: &Map<String, Value>) -> (GeminiView<'_>, Vec<Note>) {
+    match walk(schema) {
+        Some((prepend, notes)) => (
+            GeminiView(Inner::Stream {
+                root: schema,
+                prepend,
+            }),
+            notes,
+        ),
+        None => {
+            let (value, notes) = gemini(schema);
+            (GeminiView(Inner::Built(value)), notes)
+        }
+    }
+}
+
+/// Whether [`gemini_view`] streams `schema` (no fallback to [`gemini`]).
+#[allow(dead_code)]
+pub(crate) fn streams(schema: &Map<String, Value>) -> bool {
+    walk(schema).is_some()
+}
+
+/// The notes pass: `None` when the schema needs the fallback, else whether
+/// the top level gets a `type` and the notes.
+fn walk(schema: &Map<String, Value>) -> Option<(bool, Vec<Note>)> {
+    let mut walk = Walk {
+        root: schema,
+        notes: Vec::new(),
+        refs: Refs::new(),
+        fallback: false,
+    };
+    let typed = walk.map(schema, false, &At::Root);
+    if walk.fallback {
+        return None;
+    }
+    if !typed {
+        walk.notes.push(Note::new(
+            &At::Root,
+            "added `\"type\": \"object\"`: the schema had no `type`",
+        ));
+    }
+    Some((!typed, walk.notes))
+}
+
+impl Serialize for GeminiView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Inner::Built(value) => value.serialize(serializer),
+            Inner::Stream { root, prepend } => {
+                let cx = Cx {
+                    root,
+                    refs: RefCell::new(Refs::new()),
+                };
+                MapOut {
+                    cx: &cx,
+                    map: root,
+                    skip_ref: false,
+                    prepend: *prepend,
+                }
+                .serialize(serializer)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// `$ref` bookkeeping, shared by both passes
+
+#[derive(Clone, Copy)]
+struct Refs<'a> {
+    stack: [&'a str; MAX_REF_DEPTH],
+    len: usize,
+    expansions: usize,
+}
+
+impl<'a> Refs<'a> {
+    fn new() -> Self {
+        Refs {
+            stack: [""; MAX_REF_DEPTH],
+            len: 0,
+            expansions: 0,
+        }
+    }
+
+    /// Why `reference` is not expanded, if it is not.
+    fn cut(&self, reference: &str) -> Option<&'static str> {
+        if self.stack[..self.len].contains(&reference) {
+            Some("recursive")
+        } else if self.len >= MAX_REF_DEPTH {
+            Some("too deeply nested")
+        } else if self.expansions >= MAX_REF_EXPANSIONS {
+            Some("one too many (the schema expands too far)")
+        } else {
+            None
+        }
+    }
+
+    fn push(&mut self, reference: &'a str) {
+        self.expansions += 1;
+        self.stack[self.len] = reference;
+        self.len += 1;
+    }
+
+    fn pop(&mut self) {
+        self.len -= 1;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The notes pass (mirrors `Gemini::schema_map` in `schema.rs`)
+
+struct Walk<'a> {
+    root: &'a Map<String, Value>,
+    notes: Vec<Note>,
+    refs: Refs<'a>,
+    fallback: bool,
+}
+
+impl<'a> Walk<'a> {
+    fn note(&mut self, at: &At<'_>, what: impl Into<String>) {
+        self.notes.push(Note::new(at, what));
+    }
+
+    fn schema(&mut self, value: &'a Value, at: &At<'_>) {
+        match value {
+            Value::Object(map) => {
+                self.map(map, false, at);
+            }
+            Value::Bool(b) => self.note(
+                at,
+                if *b {
+                    "boolean schema `true` became `{}`"
+                } else {
+                    "boolean schema `false` (no value valid) became `{}`: Gemini cannot \
+                     express it"
+                },
+            ),
+            _ => self.note(at, "a non-schema value in a schema position became `{}`"),
+        }
+    }
+
+    /// Walks one schema object (without its `$ref` when `skip_ref`);
+    /// whether the output has a `type` or an `anyOf`.
+    fn map(&mut self, map: &'a Map<String, Value>, skip_ref: bool, at: &At<'_>) -> bool {
+        if clean(map, skip_ref, 0) {
+            return map.contains_key("type") || map.contains_key("anyOf");
+        }
+        if !skip_ref && let Some(reference) = map.get("$ref") {
+            return self.reference(map, reference, at);
+        }
+        let has = |k: &str| map.contains_key(k);
+        let mut typed = false;
+        for (key, value) in map {
+            if self.fallback {
+                return false;
+            }
+            if skip_ref && key == "$ref" {
+                continue;
+            }
+            let here = At::Key(at, key);
+            match key.as_str() {
+                "type" => {
+                    typed = true;
+                    if let Value::Array(types) = value {
+                        let count = types.iter().filter(|t| t.as_str() != Some("null")).count();
+                        if count >= 2 {
+                            if has("anyOf") || has("oneOf") {
+                                self.fallback = true;
+                                return false;
+                            }
+                            self.note(
+                                &here,
+                                "a `type` array of several types became an `anyOf`: Gemini \
+                                 takes one type",
+                            );
+                        } else {
+                            self.note(
+                                &here,
+                                "a `type` array became one `type` (and `\"nullable\": true` \
+                                 for `null`)",
+                            );
+                        }
+                    }
+                }
+                "properties" => match value {
+                    Value::Object(properties) => {
+                        for (name, schema) in properties {
+                            self.schema(schema, &At::Key(&here, name));
+                        }
+                    }
+                    _ => self.note(&here, "dropped `properties`: not an object"),
+                },
+                "items" => match value {
+                    Value::Array(entries) => self.tuple(entries, &here),
+                    other => self.schema(other, &here),
+                },
+                "prefixItems" => match (value, has("items")) {
+                    (Value::Array(entries), false) => self.tuple(entries, &here),
+                    _ => self.note(
+                        &here,
+                        "dropped `prefixItems`: Gemini has no tuples and `items` is given",
+                    ),
+                },
+                "anyOf" | "oneOf" => {
+                    let Value::Array(entries) = value else {
+                        self.note(&here, format!("dropped `{key}`: not an array"));
+                        continue;
+                    };
+                    if key == "oneOf" && has("anyOf") {
+                        self.note(
+                            &here,
+                            "dropped `oneOf`: the schema has an `anyOf` already and Gemini \
+                             takes one",
+                        );
+                        continue;
+                    }
+                    if key == "oneOf" {
+                        self.note(&here, "`oneOf` became `anyOf`: Gemini has no `oneOf`");
+                    }
+                    let mut converted = 0;
+                    for (i, entry) in entries.iter().enumerate() {
+                        if is_null_schema(entry) {
+                            self.note(
+                                &At::Index(&here, i),
+                                "`{\"type\": \"null\"}` became `\"nullable\": true`",
+                            );
+                            continue;
+                        }
+                        self.schema(entry, &At::Index(&here, i));
+                        converted += 1;
+                    }
+                    if converted == 1 {
+                        // Merged into the schema: not streamed.
+                        self.fallback = true;
+                        return false;
+                    }
+                    if converted > 0 {
+                        typed = true;
+                    }
+                }
+                "allOf" => {
+                    self.fallback = true;
+                    return false;
+                }
+                "const" => {
+                    if has("enum") {
+                        self.note(&here, "dropped `const`: the schema has an `enum` too");
+                        continue;
+                    }
+                    match value {
+                        Value::String(_) => {
+                            typed = true;
+                            self.note(
+                                &here,
+                                "`const` became a one-value `enum`: Gemini has no `const`",
+                            );
+                        }
+                        other => {
+                            if !has("type") && json_type(std::slice::from_ref(other)).is_some() {
+                                typed = true;
+                            }
+                            self.note(
+                                &here,
+                                "dropped `const` (not a string; Gemini enums are strings) and \
+                                 wrote its value into the description",
+                            );
+                        }
+                    }
+                }
+                "enum" => {
+                    let Value::Array(values) = value else {
+                        self.note(&here, "dropped `enum`: not an array");
+                        continue;
+                    };
+                    if strings_or_null(values) {
+                        if values.iter().any(Value::is_null) {
+                            self.note(&here, "`null` in `enum` became `\"nullable\": true`");
+                        }
+                        if !has("type") {
+                            typed = true;
+                            self.note(
+                                &here,
+                                "added `\"type\": \"string\"` to a string `enum` without a type",
+                            );
+                        }
+                    } else {
+                        if !has("type") && json_type(values).is_some() {
+                            typed = true;
+                        }
+                        self.note(
+                            &here,
+                            "dropped `enum` (non-string values; Gemini enums are strings) and \
+                             wrote its values into the description",
+                        );
+                    }
+                }
+                "exclusiveMinimum" | "exclusiveMaximum" => {
+                    let inclusive = if key == "exclusiveMinimum" {
+                        "minimum"
+                    } else {
+                        "maximum"
+                    };
+                    if value.as_f64().is_none() {
+                        self.note(
+                            &here,
+                            format!("dropped `{key}`: Gemini has no exclusive bounds"),
+                        );
+                    } else if exclusive_bound(map, key).is_none() {
+                        self.note(
+                            &here,
+                            format!("dropped `{key}`: `{inclusive}` is tighter already"),
+                        );
+                    } else {
+                        self.note(
+                            &here,
+                            format!(
+                                "`{key}` became `{inclusive}` (inclusive): Gemini has no \
+                                 exclusive bounds"
+                            ),
+                        );
+                    }
+                }
+                "$defs" | "definitions" => {
+                    self.note(
+                        &here,
+                        format!("dropped `{key}`: references to it are inlined"),
+                    );
+                }
+                "minimum" | "maximum" | "required" => {}
+                k if GEMINI_KEYWORDS.contains(&k) => {}
+                _ => self.note(
+                    &here,
+                    format!("dropped `{key}`: not part of the schema Gemini accepts"),
+                ),
+            }
+        }
+        if self.fallback {
+            return false;
+        }
+        if let Some(required) = map.get("required") {
+            let at = At::Key(at, "required");
+            match required {
+                Value::Array(names) => {
+                    let properties = map.get("properties").and_then(Value::as_object);
+                    for name in names {
+                        if !named(properties, name) {
+                            self.note(
+                                &at,
+                                format!("dropped {name} from `required`: no such property"),
+                            );
+                        }
+                    }
+                }
+                _ => self.note(&at, "dropped `required`: not an array"),
+            }
+        }
+        typed
+    }
+
+    fn tuple(&mut self, entries: &'a [Value], at: &At<'_>) {
+        self.note(
+            at,
+            "tuple items became one `items` schema: Gemini has no tuples",
+        );
+        for (i, entry) in entries.iter().enumerate() {
+            self.schema(entry, &At::Index(at, i));
+        }
+    }
+
+    fn reference(
+        &mut self,
+        map: &'a Map<String, Value>,
+        reference: &'a Value,
+        at: &At<'_>,
+    ) -> bool {
+        let here = At::Key(at, "$ref");
+        let Some(target) = reference.as_str().and_then(|r| local_target(self.root, r)) else {
+            self.note(
+                &here,
+                format!(
+                    "dropped `$ref` {reference}: only `#/$defs/…` and `#/definitions/…` are inlined"
+                ),
+            );
+            return self.map(map, true, at);
+        };
+        let reference = reference.as_str().unwrap_or_default();
+        if let Some(why) = self.refs.cut(reference) {
+            self.note(
+                &here,
+                format!("`$ref` {reference} is {why}: not expanded, only its type kept"),
+            );
+            return true;
+        }
+        if map.len() > 1 {
+            // Keywords beside the `$ref` merged into the definition: not
+            // streamed.
+            self.fallback = true;
+            return false;
+        }
+        self.note(
+            &here,
+            format!("`$ref` {reference} was inlined: Gemini has no `$ref`"),
+        );
+        self.refs.push(reference);
+        let typed = self.map(target, false, at);
+        self.refs.pop();
+        typed
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The writing pass
+
+struct Cx<'a> {
+    root: &'a Map<String, Value>,
+    refs: RefCell<Refs<'a>>,
+}
+
+/// Any value in a schema position.
+struct SchemaOut<'c, 'a> {
+    cx: &'c Cx<'a>,
+    value: &'a Value,
+}
+
+impl Serialize for SchemaOut<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.value {
+            Value::Object(map) => MapOut {
+                cx: self.cx,
+                map,
+                skip_ref: false,
+                prepend: false,
+            }
+            .serialize(serializer),
+            _ => serializer.serialize_map(Some(0))?.end(),
+        }
+    }
+}
+
+/// One schema object, without its `$ref` when `skip_ref`, with
+/// `"type": "object"` first when `prepend`.
+struct MapOut<'c, 'a> {
+    cx: &'c Cx<'a>,
+    map: &'a Map<String, Value>,
+    skip_ref: bool,
+    prepend: bool,
+}
+
+impl Serialize for MapOut<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let map = self.map;
+        if clean(map, self.skip_ref, 0) {
+            let mut out = serializer.serialize_map(None)?;
+            if self.prepend {
+                out.serialize_entry("type", "object")?;
+            }
+            for (key, value) in map {
+                if !(self.skip_ref && key == "$ref") {
+                    out.serialize_entry(key, value)?;
+                }
+            }
+            return out.end();
+        }
+        if !self.skip_ref
+            && let Some(reference) = map.get("$ref")
+        {
+            return self.reference(reference, serializer);
+        }
+        self.rewrite(serializer)
+    }
+}
+
+impl<'a> MapOut<'_, 'a> {
+    fn reference<S: Serializer>(
+        &self,
+        reference: &'a Value,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let Some(target) = reference
+            .as_str()
+            .and_then(|r| local_target(self.cx.root, r))
+        else {
+            return MapOut {
+                skip_ref: true,
+                ..*self
+            }
+            .serialize(serializer);
+        };
+        let reference = reference.as_str().unwrap_or_default();
+        let cut = self.cx.refs.borrow().cut(reference).is_some();
+        if cut {
+            let mut out = serializer.serialize_map(None)?;
+            match target.get("type").filter(|t| t.is_string()) {
+                Some(kind) => out.serialize_entry("type", kind)?,
+                None => out.serialize_entry("type", "object")?,
+            }
+            let description = self
+                .map
+                .get("description")
+                .or_else(|| target.get("description"))
+                .and_then(Value::as_str);
+            match description {
+                Some(d) => out.serialize_entry(
+                    "description",
+                    &Text(format_args!(
+                        "{d} (Same structure as `{reference}`, not repeated.)"
+                    )),
+                )?,
+                None => out.serialize_entry(
+                    "description",
+                    &Text(format_args!(
+                        "(Same structure as `{reference}`, not repeated.)"
+                    )),
+                )?,
+            }
+            return out.end();
+        }
+        self.cx.refs.borrow_mut().push(reference);
+        let result = MapOut {
+            cx: self.cx,
+            map: target,
+            skip_ref: false,
+            prepend: self.prepend,
+        }
+        .serialize(serializer);
+        self.cx.refs.borrow_mut().pop();
+        result
+    }
+
+    fn rewrite<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let map = self.map;
+        let cx = self.cx;
+        let has = |k: &str| map.contains_key(k);
+        // What `gemini` knows only once every keyword is seen.
+        let mut nullable = false;
+        let mut extra = None;
+        for (key, value) in map {
+            match (key.as_str(), value) {
+                ("type", Value::Array(types)) => {
+                    nullable |= types.iter().any(|t| t.as_str() == Some("null"));
+                }
+                ("anyOf", Value::Array(entries)) => {
+                    nullable |= entries.iter().any(is_null_schema);
+                }
+                ("oneOf", Value::Array(entries)) if !has("anyOf") => {
+                    nullable |= entries.iter().any(is_null_schema);
+                }
+                ("const", value) if !has("enum") && !value.is_string() => {
+                    extra = Some(Extra::Const(value));
+                }
+                ("enum", Value::Array(values)) => {
+                    if strings_or_null(values) {
+                        nullable |= values.iter().any(Value::is_null);
+                    } else {
+                        extra = Some(Extra::Enum(values));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let exclusive_minimum = exclusive_bound(map, "exclusiveMinimum");
+        let exclusive_maximum = exclusive_bound(map, "exclusiveMaximum");
+        let mut minimum_done = false;
+        let mut maximum_done = false;
+
+        let mut out = serializer.serialize_map(None)?;
+        if self.prepend {
+            out.serialize_entry("type", "object")?;
+        }
+        for (key, value) in map {
+            if self.skip_ref && key == "$ref" {
+                continue;
+            }
+            match key.as_str() {
+                "type" => match value {
+                    Value::Array(types) => {
+                        let mut others = types.iter().filter(|t| t.as_str() != Some("null"));
+                        match (others.next(), others.next()) {
+                            (None, _) => out.serialize_entry("type", "null")?,
+                            (Some(one), None) => out.serialize_entry("type", one)?,
+                            (Some(_), Some(_)) => {
+                                out.serialize_entry("anyOf", &TypesAnyOf(types))?
+                            }
+                        }
+                    }
+                    other => out.serialize_entry("type", other)?,
+                },
+                "properties" => {
+                    if let Value::Object(properties) = value {
+                        out.serialize_entry("properties", &Properties { cx, properties })?;
+                    }
+                }
+                "items" => match value {
+                    Value::Array(entries) => {
+                        out.serialize_entry("items", &Tuple { cx, entries })?
+                    }
+                    other => out.serialize_entry("items", &SchemaOut { cx, value: other })?,
+                },
+                "prefixItems" => {
+                    if let (Value::Array(entries), false) = (value, has("items")) {
+                        out.serialize_entry("items", &Tuple { cx, entries })?;
+                    }
+                }
+                "anyOf" | "oneOf" => {
+                    if let Value::Array(entries) = value
+                        && !(key == "oneOf" && has("anyOf"))
+                        && entries.iter().any(|e| !is_null_schema(e))
+                    {
+                        out.serialize_entry("anyOf", &AnyOf { cx, entries })?;
+                    }
+                }
+                "const" => {
+                    if has("enum") {
+                        continue;
+                    }
+                    if value.is_string() {
+                        out.serialize_entry("enum", std::slice::from_ref(value))?;
+                        if !has("type") {
+                            out.serialize_entry("type", "string")?;
+                        }
+                    } else if !has("type")
+                        && let Some(t) = json_type(std::slice::from_ref(value))
+                    {
+                        out.serialize_entry("type", t)?;
+                    }
+                }
+                "enum" => {
+                    let Value::Array(values) = value else {
+                        continue;
+                    };
+                    if strings_or_null(values) {
+                        out.serialize_entry("enum", &Strings(values))?;
+                        if !has("type") {
+                            out.serialize_entry("type", "string")?;
+                        }
+                    } else if !has("type")
+                        && let Some(t) = json_type(values)
+                    {
+                        out.serialize_entry("type", t)?;
+                    }
+                }
+                "exclusiveMinimum" => {
+                    if let Some(bound) = exclusive_minimum
+                        && !minimum_done
+                    {
+                        out.serialize_entry("minimum", bound)?;
+                        minimum_done = true;
+                    }
+                }
+                "exclusiveMaximum" => {
+                    if let Some(bound) = exclusive_maximum
+                        && !maximum_done
+                    {
+                        out.serialize_entry("maximum", bound)?;
+                        maximum_done = true;
+                    }
+                }
+                "minimum" => {
+                    if !minimum_done {
+                        out.serialize_entry("minimum", exclusive_minimum.unwrap_or(value))?;
+                        minimum_done = true;
+                    }
+                }
+                "maximum" => {
+                    if !maximum_done {
+                        out.serialize_entry("maximum", exclusive_maximum.unwrap_or(value))?;
+                        maximum_done = true;
+                    }
+                }
+                "nullable" => {
+                    if nullable {
+                        out.serialize_entry("nullable", &true)?;
+                    } else {
+                        out.serialize_entry("nullable", value)?;
+                    }
+                }
+                "description" => match extra {
+                    Some(extra) => out.serialize_entry(
+                        "description",
+                        &Text(Described {
+                            base: value.as_str().unwrap_or(""),
+                            extra,
+                        }),
+                    )?,
+                    None => out.serialize_entry("description", value)?,
+                },
+                "$defs" | "definitions" | "required" | "allOf" => {}
+                k if GEMINI_KEYWORDS.contains(&k) => out.serialize_entry(key, value)?,
+                _ => {}
+            }
+        }
+        if let Some(Value::Array(names)) = map.get("required") {
+            let properties = map.get("properties").and_then(Value::as_object);
+            let required = Required { names, properties };
+            if required.kept().next().is_some() {
+                out.serialize_entry("required", &required)?;
+            }
+        }
+        if nullable && !has("nullable") {
+            out.serialize_entry("nullable", &true)?;
+        }
+        if let Some(extra) = extra
+            && !has("description")
+        {
+            out.serialize_entry("description", &Text(Described { base: "", extra }))?;
+        }
+        out.end()
+    }
+}
+
+/// A `type` array of several types as an `anyOf` of one schema per type.
+struct TypesAnyOf<'a>(&'a [Value]);
+
+impl Serialize for TypesAnyOf<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(
+            self.0
+                .iter()
+                .filter(|t| t.as_str() != Some("null"))
+                .map(TypeOnly),
+        )
+    }
+}
+
+struct TypeOnly<'a>(&'a Value);
+
+impl Serialize for TypeOnly<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(Some(1))?;
+        out.serialize_entry("type", self.0)?;
+        out.end()
+    }
+}
+
+struct Properties<'c, 'a> {
+    cx: &'c Cx<'a>,
+    properties: &'a Map<String, Value>,
+}
+
+impl Serialize for Properties<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(Some(self.properties.len()))?;
+        for (name, value) in self.properties {
+            out.serialize_entry(name, &SchemaOut { cx: self.cx, value })?;
+        }
+        out.end()
+    }
+}
+
+/// Tuple items as one schema.
+struct Tuple<'c, 'a> {
+    cx: &'c Cx<'a>,
+    entries: &'a [Value],
+}
+
+impl Serialize for Tuple<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.entries {
+            [] => serializer.serialize_map(Some(0))?.end(),
+            [only] => SchemaOut {
+                cx: self.cx,
+                value: only,
+            }
+            .serialize(serializer),
+            entries => {
+                let mut out = serializer.serialize_map(Some(1))?;
+                out.serialize_entry(
+                    "anyOf",
+                    &Entries {
+                        cx: self.cx,
+                        entries,
+                    },
+                )?;
+                out.end()
+            }
+        }
+    }
+}
+
+struct Entries<'c, 'a> {
+    cx: &'c Cx<'a>,
+    entries: &'a [Value],
+}
+
+impl Serialize for Entries<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_seq(Some(self.entries.len()))?;
+        for value in self.entries {
+            out.serialize_element(&SchemaOut { cx: self.cx, value })?;
+        }
+        out.end()
+    }
+}
+
+/// `anyOf`/`oneOf` entries without the `{"type": "null"}` ones.
+struct AnyOf<'c, 'a> {
+    cx: &'c Cx<'a>,
+    entries: &'a [Value],
+}
+
+impl Serialize for AnyOf<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_seq(None)?;
+        for value in self.entries.iter().filter(|e| !is_null_schema(e)) {
+            out.serialize_element(&SchemaOut { cx: self.cx, value })?;
+        }
+        out.end()
+    }
+}
+
+/// The strings of an enum.
+struct Strings<'a>(&'a [Value]);
+
+impl Serialize for Strings<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().filter(|v| v.is_string()))
+    }
+}
+
+/// `required` entries naming a property, each once.
+struct Required<'a> {
+    names: &'a [Value],
+    properties: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Required<'a> {
+    fn kept(&self) -> impl Iterator<Item = &'a Value> + '_ {
+        let names = self.names;
+        names.iter().enumerate().filter_map(move |(i, name)| {
+            (named(self.properties, name) && !names[..i].contains(name)).then_some(name)
+        })
+    }
+}
+
+impl Serialize for Required<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.kept())
+    }
+}
+
+/// Values written into the description.
+#[derive(Clone, Copy)]
+enum Extra<'a> {
+    Const(&'a Value),
+    Enum(&'a [Value]),
+}
+
+/// A description with the values `gemini` writes into it.
+struct Described<'a> {
+    base: &'a str,
+    extra: Extra<'a>,
+}
+
+impl fmt::Display for Described<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.base)?;
+        if !self.base.is_empty() {
+            f.write_str(" ")?;
+        }
+        match self.extra {
+            Extra::Const(value) => write!(f, "Must be {value}."),
+            Extra::Enum(values) => {
+                f.write_str("Allowed values: ")?;
+                for (i, value) in values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{value}")?;
+                }
+                f.write_str(".")
+            }
+        }
+    }
+}
+
+/// Text written as a JSON string without being collected first.
+struct Text<T>(T);
+
+impl<T: fmt::Display> Serialize for Text<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers mirroring `schema.rs`
+
+/// `clean_map` of `schema.rs`, for the map without its `$ref` when
+/// `skip_ref`.
+fn clean(map: &Map<String, Value>, skip_ref: bool, depth: usize) -> bool {
+    if depth > CLEAN_MAX_DEPTH {
+        return false;
+    }
+    let len = if skip_ref && map.contains_key("$ref") {
+        map.len() - 1
+    } else {
+        map.len()
+    };
+    let last = len.saturating_sub(1);
+    map.iter()
+        .filter(|(key, _)| !(skip_ref && key.as_str() == "$ref"))
+        .enumerate()
+        .all(|(i, (key, value))| match key.as_str() {
+            "type" => !value.is_array(),
+            "properties" => value
+                .as_object()
+                .is_some_and(|p| p.values().all(|s| clean_value(s, depth + 1))),
+            "items" => clean_value(value, depth + 1),
+            "anyOf" => value.as_array().is_some_and(|entries| {
+                entries.len() >= 2
+                    && entries
+                        .iter()
+                        .all(|e| !is_null_schema(e) && clean_value(e, depth + 1))
+            }),
+            "enum" => {
+                map.contains_key("type")
+                    && value
+                        .as_array()
+                        .is_some_and(|values| values.iter().all(Value::is_string))
+            }
+            "required" => i == last && clean_required(map, value),
+            "minimum" | "maximum" => true,
+            "$ref" | "$defs" | "definitions" | "oneOf" | "allOf" | "const" | "prefixItems"
+            | "exclusiveMinimum" | "exclusiveMaximum" => false,
+            k => GEMINI_KEYWORDS.contains(&k),
+        })
+}
+
+fn clean_value(value: &Value, depth: usize) -> bool {
+    value
+        .as_object()
+        .is_some_and(|map| clean(map, false, depth))
+}
+
+fn clean_required(map: &Map<String, Value>, required: &Value) -> bool {
+    let Some(names) = required.as_array() else {
+        return false;
+    };
+    let Some(properties) = map.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    !names.is_empty()
+        && names.iter().enumerate().all(|(i, name)| {
+            name.as_str().is_some_and(|n| properties.contains_key(n)) && !names[..i].contains(name)
+        })
+}
+
+/// Whether a `required` entry names one of `properties`.
+fn named(properties: Option<&Map<String, Value>>, name: &Value) -> bool {
+    name.as_str()
+        .is_some_and(|n| properties.is_some_and(|p| p.contains_key(n)))
+}
+
+/// Whether an enum holds only strings and at most one `null` (as `gemini`
+/// counts them).
+fn strings_or_null(values: &[Value]) -> bool {
+    let strings = values.iter().filter(|v| v.is_string()).count();
+    strings + usize::from(values.iter().any(Value::is_null)) == values.len()
+}
+
+/// The value of `key` (`exclusiveMinimum`/`exclusiveMaximum`) when it
+/// becomes the inclusive bound (a number, and the inclusive one is not
+/// tighter already).
+fn exclusive_bound<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    let value = map.get(key)?;
+    let bound = value.as_f64()?;
+    let (inclusive, is_min) = if key == "exclusiveMinimum" {
+        ("minimum", true)
+    } else {
+        ("maximum", false)
+    };
+    let tighter = map
+        .get(inclusive)
+        .and_then(Value::as_f64)
+        .is_some_and(|m| if is_min { m > bound } else { m < bound });
+    (!tighter).then_some(value)
+}
+
+fn local_target<'a>(
+    root: &'a Map<String, Value>,
+    reference: &str,
+) -> Option<&'a Map<String, Value>> {
+    let pointer = reference.strip_prefix('#')?;
+    if !(pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")) {
+        return None;
+    }
+    let mut current = root;
+    for part in pointer.split('/').skip(1) {
+        current = if part.contains('~') {
+            current.get(&part.replace("~1", "/").replace("~0", "~"))
+        } else {
+            current.get(part)
+        }?
+        .as_object()?;
+    }
+    Some(current)
+}
+
+fn json_type(values: &[Value]) -> Option<&'static str> {
+    if values.is_empty() {
+        None
+    } else if values.iter().all(|v| v.is_i64() || v.is_u64()) {
+        Some("integer")
+    } else if values.iter().all(Value::is_number) {
+        Some("number")
+    } else if values.iter().all(Value::is_boolean) {
+        Some("boolean")
+    } else {
+        None
+    }
+}
+
+fn is_null_schema(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|m| m.len() == 1 && m.get("type").and_then(Value::as_str) == Some("null"))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::{gemini_view, streams};
+    use crate::schema::gemini;
+
+    /// The view's text and notes are `gemini`'s.
+    fn same(schema: &Map<String, Value>) {
+        let (value, notes) = gemini(schema);
+        let expected = serde_json::to_string(&value).expect("serializes");
+        let (view, view_notes) = gemini_view(schema);
+        let text = serde_json::to_string(&view).expect("serializes");
+        assert_eq!(text, expected, "schema {}", Value::Object(schema.clone()));
+        assert_eq!(
+            view_notes,
+            notes,
+            "schema {}",
+            Value::Object(schema.clone())
+        );
+    }
+
+    /// Every `json!({...})` literal of `source` that is plain JSON, and
+    /// every object inside it.
+    fn literals(source: &str) -> Vec<Map<String, Value>> {
+        let mut found = Vec::new();
+        let mut rest = source;
+        while let Some(start) = rest.find("json!(") {
+            rest = &rest[start + 6..];
+            if !rest.starts_with('{') {
+                continue;
+            }
+            let mut depth = 0usize;
+            let mut in_string = false;
+            let mut escaped = false;
+            let mut end = None;
+            for (i, c) in rest.char_indices() {
+                if in_string {
+                    match (escaped, c) {
+                        (true, _) => escaped = false,
+                        (false, '\\') => escaped = true,
+                        (false, '"') => in_string = false,
+                        _ => {}
+                    }
+                    continue;
+                }
+                match c {
+                    '"' => in_string = true,
+                    '{' | '[' => depth += 1,
+                    '}' | ']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let Some(end) = end else { continue };
+            if let Ok(value) = serde_json::from_str::<Value>(&rest[..end]) {
+                objects(&value, &mut found);
+            }
+        }
+        found
+    }
+
+    fn objects(value: &Value, out: &mut Vec<Map<String, Value>>) {
+        match value {
+            Value::Object(map) => {
+                out.push(map.clone());
+                map.values().for_each(|v| objects(v, out));
+            }
+            Value::Array(values) => values.iter().for_each(|v| objects(v, out)),
+            _ => {}
+        }
+    }
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// The schemas of `benches/adapt.rs`'s corpus.
+    fn bench_schemas() -> Vec<Map<String, Value>> {
+        let schemas = [
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}
+                },
+                "required": ["query"]
+            }),
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "properties": {
+                    "owner": {"type": "string"},
+                    "repo": {"type": "string"},
+                    "path": {"type": ["string", "null"]},
+                    "ref": {"$ref": "#/$defs/gitRef"}
+                },
+                "required": ["owner", "repo"],
+                "additionalProperties": false,
+                "$defs": {"gitRef": {"type": "object", "properties": {
+                    "kind": {"const": "branch"},
+                    "name": {"type": "string"}
+                }}}
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "record": {"type": "object", "properties": {
+                        "id": {"type": "integer"},
+                        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}},
+                        "meta": {"type": "object", "additionalProperties": {"type": "string"}}
+                    }, "required": ["id"]},
+                    "mode": {"oneOf": [{"const": "fast"}, {"const": "safe"}]}
+                },
+                "required": ["record"]
+            }),
+            json!({"type": "object", "properties": {}}),
+            json!({
+                "type": "object",
+                "properties": {
+                    "sql": {"type": "string", "description": "A read-only query."},
+                    "params": {"type": "array", "items": {"type": ["string", "number", "boolean"]}},
+                    "timeout_ms": {"type": "integer", "exclusiveMinimum": 0}
+                },
+                "required": ["sql"]
+            }),
+        ];
+        schemas.into_iter().map(object).collect()
+    }
+
+    #[test]
+    fn bench_corpus_streams_and_matches() {
+        let from_source = literals(include_str!("../benches/adapt.rs"));
+        assert!(from_source.len() >= 5, "{}", from_source.len());
+        for schema in bench_schemas().iter().chain(&from_source) {
+            same(schema);
+        }
+        for schema in bench_schemas() {
+            assert!(streams(&schema), "falls back: {}", Value::Object(schema));
+        }
+    }
+
+    #[test]
+    fn test_file_schemas_match() {
+        let mut count = 0;
+        for source in [
+            include_str!("../tests/definitions.rs"),
+            include_str!("../tests/gemini_clean.rs"),
+            include_str!("schema.rs"),
+        ] {
+            for schema in literals(source) {
+                same(&schema);
+                count += 1;
+            }
+        }
+        assert!(count > 300, "{count}");
+    }
+
+    #[test]
+    fn hand_written_cases_match() {
+        let mut defs = Map::new();
+        for i in 0..20 {
+            defs.insert(
+                format!("d{i}"),
+                json!({"type": "object", "properties": {
+                    "l": {"$ref": format!("#/$defs/d{}", i + 1)},
+                    "r": {"$ref": format!("#/$defs/d{}", i + 1)}
+                }}),
+            );
+        }
+        defs.insert("d20".into(), json!({"type": "string"}));
+        let bounded = json!({
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/d0"}},
+            "$defs": defs
+        });
+        let cases = [
+            bounded,
+            json!({"$ref": "#/$defs/a", "$defs": {"a": {"properties": {"x": {"$ref": "#/$defs/a"}}}}}),
+            json!({"$ref": "#/$defs/a", "$defs": {"a": {"type": "object"}}}),
+            json!({"$ref": "https://x", "required": ["a"], "properties": {"a": true}}),
+            json!({"properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"$ref": "#/$defs/a"}}}),
+            json!({"properties": {"a": {"$ref": "#/$defs/a~1b"}}, "$defs": {"a/b": {"enum": [1, 2]}}}),
+            json!({"type": "object", "properties": {"a": {"minimum": 1, "exclusiveMinimum": 3, "maximum": 9, "exclusiveMaximum": 2}}}),
+            json!({"type": "object", "properties": {"a": {"exclusiveMinimum": 3, "minimum": 1}}}),
+            json!({"type": "object", "properties": {"a": {"exclusiveMinimum": 3, "minimum": 5}}}),
+            json!({"type": "object", "properties": {"a": {"minimum": 5, "exclusiveMinimum": true}}}),
+            json!({"type": "object", "properties": {"a": {"nullable": false, "type": ["null", "string"]}}}),
+            json!({"type": "object", "properties": {"a": {"description": 3, "enum": [1, "x", null]}}}),
+            json!({"type": "object", "properties": {"a": {"const": 2.5, "description": "D"}}}),
+            json!({"type": "object", "properties": {"a": {"const": "x", "enum": ["y"]}}}),
+            json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "null"}]}}}),
+            json!({"type": ["null"], "description": "a \"quoted\" \\ one"}),
+            json!({"prefixItems": [true, 3, {"type": "null"}], "type": "array"}),
+            json!({"oneOf": [{"type": "string"}, {"type": "null"}, {"type": "integer"}], "anyOf": "x"}),
+            json!({}),
+            json!({"$ref": "https://x"}),
+        ];
+        for schema in cases {
+            same(&object(schema));
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // Random schemas (the generator of `tests/gemini_clean.rs`, with more
+    // bare `$ref`s)
+
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "[a-d]",
+            1 => Just("type".to_owned()),
+            1 => Just("$ref".to_owned()),
+            1 => Just("required".to_owned()),
+            1 => Just("properties".to_owned()),
+            1 => Just("enum".to_owned()),
+            1 => Just("anyOf".to_owned()),
+            1 => Just("const".to_owned()),
+        ]
+    }
+
+    fn scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => "[a-c]{0,2}".prop_map(Value::from),
+            1 => Just(Value::Null),
+            1 => any::<bool>().prop_map(Value::from),
+            1 => (-3i64..3).prop_map(Value::from),
+            1 => (-3.0f64..3.0).prop_map(Value::from),
+        ]
+    }
+
+    fn type_name() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just("string"),
+            Just("integer"),
+            Just("number"),
+            Just("boolean"),
+            Just("object"),
+            Just("array"),
+            Just("null"),
+        ]
+        .prop_map(Value::from)
+    }
+
+    fn map_of(entries: Vec<(String, Value)>) -> Value {
+        Value::Object(entries.into_iter().collect())
+    }
+
+    fn reference() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just("#/$defs/a"),
+            Just("#/$defs/b"),
+            Just("#/definitions/b"),
+            Just("#/$defs/missing"),
+            Just("https://example.com/s.json"),
+        ]
+        .prop_map(Value::from)
+    }
+
+    fn entry(inner: BoxedStrategy<Value>) -> impl Strategy<Value = (String, Value)> {
+        let key = |k: &'static str| move |v: Value| (k.to_owned(), v);
+        let null_schema = Just(json!({"type": "null"}));
+        let entries = prop::collection::vec(
+            prop_oneof![5 => inner.clone(), 1 => null_schema.clone()],
+            0..4,
+        );
+        prop_oneof![
+            6 => prop_oneof![
+                4 => type_name(),
+                2 => prop::collection::vec(type_name(), 0..3).prop_map(Value::from),
+                1 => Just(json!(7)),
+            ].prop_map(key("type")),
+            3 => "[a-z ]{0,8}".prop_map(Value::from).prop_map(key("description")),
+            6 => prop::collection::vec((name(), inner.clone()), 0..4)
+                .prop_map(map_of)
+                .prop_map(key("properties")),
+            1 => Just(json!([])).prop_map(key("properties")),
+            3 => prop_oneof![
+                4 => inner.clone(),
+                1 => prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
+            ].prop_map(key("items")),
+            1 => prop::collection::vec(inner.clone(), 0..3)
+                .prop_map(Value::from)
+                .prop_map(key("prefixItems")),
+            3 => entries.clone().prop_map(Value::from).prop_map(key("anyOf")),
+            1 => entries.clone().prop_map(Value::from).prop_map(key("oneOf")),
+            1 => entries.prop_map(Value::from).prop_map(key("allOf")),
+            1 => reference().prop_map(key("$ref")),
+            1 => prop::collection::vec((prop_oneof![Just("a".to_owned()), Just("b".to_owned())], inner.clone()), 0..3)
+                .prop_map(map_of)
+                .prop_map(key("$defs")),
+            1 => prop::collection::vec((Just("b".to_owned()), inner), 0..2)
+                .prop_map(map_of)
+                .prop_map(key("definitions")),
+            1 => scalar().prop_map(key("const")),
+            3 => prop_oneof![
+                4 => prop::collection::vec("[a-c]".prop_map(Value::from), 0..4),
+                2 => prop::collection::vec(scalar(), 0..4),
+            ].prop_map(Value::from).prop_map(key("enum")),
+            4 => prop_oneof![
+                6 => prop::collection::vec(name().prop_map(Value::from), 0..4).prop_map(Value::from),
+                1 => scalar(),
+            ].prop_map(key("required")),
+            2 => (
+                prop_oneof![
+                    Just("minimum"),
+                    Just("maximum"),
+                    Just("exclusiveMinimum"),
+                    Just("exclusiveMaximum")
+                ],
+                prop_oneof![3 => (-5i64..5).prop_map(Value::from), 1 => any::<bool>().prop_map(Value::from)],
+            ).prop_map(|(k, v)| (k.to_owned(), v)),
+            2 => (
+                prop_oneof![
+                    Just("nullable"),
+                    Just("format"),
+                    Just("title"),
+                    Just("default"),
+                    Just("example"),
+                    Just("minItems"),
+                    Just("maxLength"),
+                    Just("pattern"),
+                    Just("propertyOrdering"),
+                ],
+                scalar(),
+            ).prop_map(|(k, v)| (k.to_owned(), v)),
+            2 => (
+                prop_oneof![
+                    Just("additionalProperties"),
+                    Just("$schema"),
+                    Just("$comment"),
+                    Just("x-vendor"),
+                    Just("not"),
+                    Just("examples"),
+                    Just("uniqueItems"),
+                ],
+                scalar(),
+            ).prop_map(|(k, v)| (k.to_owned(), v)),
+        ]
+    }
+
+    fn schema() -> BoxedStrategy<Value> {
+        let leaf = prop_oneof![
+            6 => prop::collection::vec(entry(Just(json!({"type": "string"})).boxed()), 0..4)
+                .prop_map(map_of),
+            2 => reference().prop_map(|r| json!({"$ref": r})),
+            1 => any::<bool>().prop_map(Value::from),
+            1 => Just(json!({"type": "null"})),
+            1 => Just(json!(3)),
+        ];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                1 => inner.clone(),
+                1 => reference().prop_map(|r| json!({"$ref": r})),
+                6 => prop::collection::vec(entry(inner), 0..6).prop_map(map_of),
+            ]
+        })
+        .boxed()
+    }
+
+    fn root() -> impl Strategy<Value = Map<String, Value>> {
+        (
+            prop::collection::vec(entry(schema()), 0..7),
+            prop::option::of((schema(), schema())),
+        )
+            .prop_map(|(entries, defs)| {
+                let mut map: Map<String, Value> = entries.into_iter().collect();
+                if let Some((a, b)) = defs {
+                    map.insert("$defs".into(), json!({"a": a, "b": b}));
+                    map.insert("definitions".into(), json!({"b": b}));
+                }
+                map
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        #[test]
+        fn view_is_gemini(schema in root()) {
+            same(&schema);
+        }
+
+        #[test]
+        fn nested_view_is_gemini(inner in schema()) {
+            if let Value::Object(map) = inner {
+                same(&map);
+            }
+        }
+    }
+
+    #[test]
+    fn random_schemas_mostly_stream() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::{Config, TestRunner};
+        let mut runner = TestRunner::new(Config::default());
+        let strategy = root();
+        let (mut streamed, mut total) = (0, 0);
+        for _ in 0..2000 {
+            let schema = strategy.new_tree(&mut runner).expect("generates").current();
+            total += 1;
+            streamed += usize::from(streams(&schema));
+        }
+        assert!(streamed * 4 > total, "{streamed} of {total} streamed");
+    }
+}
