@@ -206,6 +206,9 @@ struct View<'a> {
 enum Schema<'a> {
     AsIs(&'a Map<String, Value>),
     Changed(Value),
+    /// Gemini's rewrite written straight from the input (same text as
+    /// [`schema::gemini`]'s value); only for schemas with properties.
+    Gemini(crate::schema_gemini::GeminiView<'a>),
 }
 
 impl<'a> View<'a> {
@@ -287,6 +290,7 @@ impl Serialize for Schema<'_> {
         match self {
             Schema::AsIs(map) => map.serialize(serializer),
             Schema::Changed(value) => value.serialize(serializer),
+            Schema::Gemini(view) => view.serialize(serializer),
         }
     }
 }
@@ -296,6 +300,8 @@ impl Schema<'_> {
         match self {
             Schema::AsIs(map) => object_without_properties(map),
             Schema::Changed(value) => value.as_object().is_some_and(object_without_properties),
+            // Only made for input with properties, which the rewrite keeps.
+            Schema::Gemini(_) => false,
         }
     }
 }
@@ -363,6 +369,18 @@ fn cleaned<'a>(provider: Provider, tool: &'a Tool, notes: &mut Vec<Note>) -> Sch
     };
     if as_is {
         return Schema::AsIs(schema);
+    }
+    // Gemini's rewrite, streamed, when the schema has properties (a tool
+    // with no arguments loses its `parameters`, decided on the value).
+    if provider == Provider::Gemini
+        && schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| !p.is_empty())
+    {
+        let (view, mut more) = crate::schema_gemini::gemini_view(schema);
+        notes.append(&mut more);
+        return Schema::Gemini(view);
     }
     let (value, mut more) = schema::for_provider(provider, schema);
     notes.append(&mut more);
