@@ -705,18 +705,16 @@ impl<'a> MapOut<'_, 'a> {
                         maximum_done = true;
                     }
                 }
-                "minimum" => {
-                    if !minimum_done {
-                        out.serialize_entry("minimum", exclusive_minimum.unwrap_or(value))?;
-                        minimum_done = true;
-                    }
+                "minimum" if !minimum_done => {
+                    out.serialize_entry("minimum", exclusive_minimum.unwrap_or(value))?;
+                    minimum_done = true;
                 }
-                "maximum" => {
-                    if !maximum_done {
-                        out.serialize_entry("maximum", exclusive_maximum.unwrap_or(value))?;
-                        maximum_done = true;
-                    }
+                "maximum" if !maximum_done => {
+                    out.serialize_entry("maximum", exclusive_maximum.unwrap_or(value))?;
+                    maximum_done = true;
                 }
+                // Written already (an exclusive bound before it replaced it).
+                "minimum" | "maximum" => {}
                 "nullable" => {
                     if nullable {
                         out.serialize_entry("nullable", &true)?;
