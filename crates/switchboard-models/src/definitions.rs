@@ -209,6 +209,9 @@ enum Schema<'a> {
     /// Gemini's rewrite written straight from the input (same text as
     /// [`schema::gemini`]'s value); only for schemas with properties.
     Gemini(crate::schema_gemini::GeminiView<'a>),
+    /// OpenAI strict mode written straight from the input (same text as
+    /// [`schema::openai_strict`]'s value).
+    Strict(crate::schema_strict::StrictView<'a>),
 }
 
 impl<'a> View<'a> {
@@ -236,11 +239,13 @@ impl<'a> View<'a> {
         let is_openai = matches!(provider, Provider::OpenAiResponses | Provider::OpenAiChat);
         let mut strict = false;
         let schema = if is_openai && options.strict {
-            match schema::openai_strict_noted(&tool.input_schema) {
+            // Written straight from the input: the same text and notes as
+            // `schema::openai_strict_noted`'s value.
+            match crate::schema_strict::strict_view(&tool.input_schema) {
                 Ok((parameters, mut more)) => {
                     strict = true;
                     notes.append(&mut more);
-                    Some(Schema::Changed(parameters))
+                    Some(Schema::Strict(parameters))
                 }
                 Err(reason) => {
                     notes.push(Note {
@@ -291,6 +296,7 @@ impl Serialize for Schema<'_> {
             Schema::AsIs(map) => map.serialize(serializer),
             Schema::Changed(value) => value.serialize(serializer),
             Schema::Gemini(view) => view.serialize(serializer),
+            Schema::Strict(view) => view.serialize(serializer),
         }
     }
 }
@@ -302,6 +308,8 @@ impl Schema<'_> {
             Schema::Changed(value) => value.as_object().is_some_and(object_without_properties),
             // Only made for input with properties, which the rewrite keeps.
             Schema::Gemini(_) => false,
+            // Strict schemas are OpenAI's, never asked.
+            Schema::Strict(_) => false,
         }
     }
 }
