@@ -9,12 +9,13 @@
 //! `type` arrays, `const`, `enum` (strings, `null`, other values into the
 //! description), `oneOf`, `anyOf` with `null` entries, exclusive bounds,
 //! tuples and `prefixItems`, `required` filtering, boolean and non-schema
-//! values, local `$ref`s without siblings (inlined, or cut short with the
-//! same cycle, depth and expansion limits), other `$ref`s (dropped).
-//! Falls back to [`gemini`]'s `Value` for the whole schema when it meets
-//! `allOf`, a local `$ref` with keywords beside it, an `anyOf` left with
-//! one entry (merged into the schema), or a `type` array of several types
-//! beside an `anyOf`/`oneOf`.
+//! values, local `$ref`s (inlined, the keywords beside them merged in
+//! without a copy, or cut short with the same cycle, depth and expansion
+//! limits), other `$ref`s (dropped). Falls back to [`gemini`]'s `Value`
+//! for the whole schema when it meets `allOf`, a definition that is itself
+//! a `$ref` with keywords beside it reached through a `$ref` with keywords
+//! beside it, an `anyOf` left with one entry (merged into the schema), or
+//! a `type` array of several types beside an `anyOf`/`oneOf`.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -79,7 +80,7 @@ fn walk(schema: &Map<String, Value>) -> Option<(bool, Vec<Note>)> {
         refs: Refs::new(),
         fallback: false,
     };
-    let typed = walk.map(schema, false, &At::Root);
+    let typed = walk.map(Obj::plain(schema), &At::Root);
     if walk.fallback {
         return None;
     }
@@ -103,8 +104,7 @@ impl Serialize for GeminiView<'_> {
                 };
                 MapOut {
                     cx: &cx,
-                    map: root,
-                    skip_ref: false,
+                    obj: Obj::plain(root),
                     prepend: *prepend,
                 }
                 .serialize(serializer)
@@ -174,7 +174,7 @@ impl<'a> Walk<'a> {
     fn schema(&mut self, value: &'a Value, at: &At<'_>) {
         match value {
             Value::Object(map) => {
-                self.map(map, false, at);
+                self.map(Obj::plain(map), at);
             }
             Value::Bool(b) => self.note(
                 at,
@@ -189,23 +189,20 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Walks one schema object (without its `$ref` when `skip_ref`);
-    /// whether the output has a `type` or an `anyOf`.
-    fn map(&mut self, map: &'a Map<String, Value>, skip_ref: bool, at: &At<'_>) -> bool {
-        if clean(map, skip_ref, 0) {
+    /// Walks one schema object; whether the output has a `type` or an
+    /// `anyOf`.
+    fn map(&mut self, map: Obj<'a>, at: &At<'_>) -> bool {
+        if clean(map, 0) {
             return map.contains_key("type") || map.contains_key("anyOf");
         }
-        if !skip_ref && let Some(reference) = map.get("$ref") {
+        if let Some(reference) = map.get("$ref") {
             return self.reference(map, reference, at);
         }
         let has = |k: &str| map.contains_key(k);
         let mut typed = false;
-        for (key, value) in map {
+        for (key, value) in map.iter() {
             if self.fallback {
                 return false;
-            }
-            if skip_ref && key == "$ref" {
-                continue;
             }
             let here = At::Key(at, key);
             match key.as_str() {
@@ -417,12 +414,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn reference(
-        &mut self,
-        map: &'a Map<String, Value>,
-        reference: &'a Value,
-        at: &At<'_>,
-    ) -> bool {
+    fn reference(&mut self, map: Obj<'a>, reference: &'a Value, at: &At<'_>) -> bool {
         let here = At::Key(at, "$ref");
         let Some(target) = reference.as_str().and_then(|r| local_target(self.root, r)) else {
             self.note(
@@ -431,7 +423,13 @@ impl<'a> Walk<'a> {
                     "dropped `$ref` {reference}: only `#/$defs/…` and `#/definitions/…` are inlined"
                 ),
             );
-            return self.map(map, true, at);
+            return self.map(
+                Obj {
+                    skip_ref: true,
+                    ..map
+                },
+                at,
+            );
         };
         let reference = reference.as_str().unwrap_or_default();
         if let Some(why) = self.refs.cut(reference) {
@@ -441,18 +439,18 @@ impl<'a> Walk<'a> {
             );
             return true;
         }
-        if map.len() > 1 {
-            // Keywords beside the `$ref` merged into the definition: not
-            // streamed.
+        let Some(merged) = map.merged(target) else {
+            // A definition merged into a definition merged into a
+            // schema: not streamed.
             self.fallback = true;
             return false;
-        }
+        };
         self.note(
             &here,
             format!("`$ref` {reference} was inlined: Gemini has no `$ref`"),
         );
         self.refs.push(reference);
-        let typed = self.map(target, false, at);
+        let typed = self.map(merged, at);
         self.refs.pop();
         typed
     }
@@ -477,8 +475,7 @@ impl Serialize for SchemaOut<'_, '_> {
         match self.value {
             Value::Object(map) => MapOut {
                 cx: self.cx,
-                map,
-                skip_ref: false,
+                obj: Obj::plain(map),
                 prepend: false,
             }
             .serialize(serializer),
@@ -487,33 +484,27 @@ impl Serialize for SchemaOut<'_, '_> {
     }
 }
 
-/// One schema object, without its `$ref` when `skip_ref`, with
-/// `"type": "object"` first when `prepend`.
+/// One schema object, with `"type": "object"` first when `prepend`.
 struct MapOut<'c, 'a> {
     cx: &'c Cx<'a>,
-    map: &'a Map<String, Value>,
-    skip_ref: bool,
+    obj: Obj<'a>,
     prepend: bool,
 }
 
 impl Serialize for MapOut<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let map = self.map;
-        if clean(map, self.skip_ref, 0) {
+        let map = self.obj;
+        if clean(map, 0) {
             let mut out = serializer.serialize_map(None)?;
             if self.prepend {
                 out.serialize_entry("type", "object")?;
             }
-            for (key, value) in map {
-                if !(self.skip_ref && key == "$ref") {
-                    out.serialize_entry(key, value)?;
-                }
+            for (key, value) in map.iter() {
+                out.serialize_entry(key, value)?;
             }
             return out.end();
         }
-        if !self.skip_ref
-            && let Some(reference) = map.get("$ref")
-        {
+        if let Some(reference) = map.get("$ref") {
             return self.reference(reference, serializer);
         }
         self.rewrite(serializer)
@@ -531,7 +522,10 @@ impl<'a> MapOut<'_, 'a> {
             .and_then(|r| local_target(self.cx.root, r))
         else {
             return MapOut {
-                skip_ref: true,
+                obj: Obj {
+                    skip_ref: true,
+                    ..self.obj
+                },
                 ..*self
             }
             .serialize(serializer);
@@ -545,7 +539,7 @@ impl<'a> MapOut<'_, 'a> {
                 None => out.serialize_entry("type", "object")?,
             }
             let description = self
-                .map
+                .obj
                 .get("description")
                 .or_else(|| target.get("description"))
                 .and_then(Value::as_str);
@@ -565,11 +559,13 @@ impl<'a> MapOut<'_, 'a> {
             }
             return out.end();
         }
+        let Some(merged) = self.obj.merged(target) else {
+            unreachable!("the notes pass falls back for a merge in a merge")
+        };
         self.cx.refs.borrow_mut().push(reference);
         let result = MapOut {
             cx: self.cx,
-            map: target,
-            skip_ref: false,
+            obj: merged,
             prepend: self.prepend,
         }
         .serialize(serializer);
@@ -578,13 +574,13 @@ impl<'a> MapOut<'_, 'a> {
     }
 
     fn rewrite<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let map = self.map;
+        let map = self.obj;
         let cx = self.cx;
         let has = |k: &str| map.contains_key(k);
         // What `gemini` knows only once every keyword is seen.
         let mut nullable = false;
         let mut extra = None;
-        for (key, value) in map {
+        for (key, value) in map.iter() {
             match (key.as_str(), value) {
                 ("type", Value::Array(types)) => {
                     nullable |= types.iter().any(|t| t.as_str() == Some("null"));
@@ -617,10 +613,7 @@ impl<'a> MapOut<'_, 'a> {
         if self.prepend {
             out.serialize_entry("type", "object")?;
         }
-        for (key, value) in map {
-            if self.skip_ref && key == "$ref" {
-                continue;
-            }
+        for (key, value) in map.iter() {
             match key.as_str() {
                 "type" => match value {
                     Value::Array(types) => {
@@ -933,20 +926,101 @@ impl<T: fmt::Display> Serialize for Text<T> {
 // ---------------------------------------------------------------------------
 // Helpers mirroring `schema.rs`
 
+/// A schema object as `gemini` sees it: a map as it is, the map without
+/// its `$ref` (what a `$ref` that is not inlined leaves), or a definition
+/// with the keywords beside the `$ref` merged in (theirs win, in place;
+/// the others after the definition's), all without copying.
+#[derive(Clone, Copy)]
+struct Obj<'a> {
+    base: &'a Map<String, Value>,
+    /// `base` without its `$ref`.
+    skip_ref: bool,
+    /// Keywords (all but `$ref`) that win over `base`'s.
+    over: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Obj<'a> {
+    fn plain(map: &'a Map<String, Value>) -> Self {
+        Obj {
+            base: map,
+            skip_ref: false,
+            over: None,
+        }
+    }
+
+    /// `target` with this object's keywords but `$ref` merged in (`None`
+    /// when this object is a merge already).
+    fn merged(self, target: &'a Map<String, Value>) -> Option<Self> {
+        if self.over.is_some() || self.skip_ref {
+            return None;
+        }
+        if self.base.len() == 1 {
+            return Some(Obj::plain(target));
+        }
+        Some(Obj {
+            base: target,
+            skip_ref: false,
+            over: Some(self.base),
+        })
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        if key == "$ref" {
+            return if self.skip_ref {
+                None
+            } else {
+                self.base.get(key)
+            };
+        }
+        if let Some(over) = self.over
+            && let Some(value) = over.get(key)
+        {
+            return Some(value);
+        }
+        self.base.get(key)
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    fn len(&self) -> usize {
+        let skipped = usize::from(self.skip_ref && self.base.contains_key("$ref"));
+        let added = self.over.map_or(0, |over| {
+            over.keys()
+                .filter(|k| k.as_str() != "$ref" && !self.base.contains_key(k.as_str()))
+                .count()
+        });
+        self.base.len() - skipped + added
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&'a String, &'a Value)> + use<'a> {
+        let Obj {
+            base,
+            skip_ref,
+            over,
+        } = *self;
+        base.iter()
+            .filter(move |(k, _)| !(skip_ref && k.as_str() == "$ref"))
+            .map(move |(k, v)| match over {
+                Some(over) if k.as_str() != "$ref" => (k, over.get(k.as_str()).unwrap_or(v)),
+                _ => (k, v),
+            })
+            .chain(over.into_iter().flat_map(move |over| {
+                over.iter()
+                    .filter(move |(k, _)| k.as_str() != "$ref" && !base.contains_key(k.as_str()))
+            }))
+    }
+}
+
 /// `clean_map` of `schema.rs`, for the map without its `$ref` when
 /// `skip_ref`.
-fn clean(map: &Map<String, Value>, skip_ref: bool, depth: usize) -> bool {
+fn clean(map: Obj<'_>, depth: usize) -> bool {
     if depth > CLEAN_MAX_DEPTH {
         return false;
     }
-    let len = if skip_ref && map.contains_key("$ref") {
-        map.len() - 1
-    } else {
-        map.len()
-    };
-    let last = len.saturating_sub(1);
+    let last = map.len().saturating_sub(1);
     map.iter()
-        .filter(|(key, _)| !(skip_ref && key.as_str() == "$ref"))
         .enumerate()
         .all(|(i, (key, value))| match key.as_str() {
             "type" => !value.is_array(),
@@ -977,10 +1051,10 @@ fn clean(map: &Map<String, Value>, skip_ref: bool, depth: usize) -> bool {
 fn clean_value(value: &Value, depth: usize) -> bool {
     value
         .as_object()
-        .is_some_and(|map| clean(map, false, depth))
+        .is_some_and(|map| clean(Obj::plain(map), depth))
 }
 
-fn clean_required(map: &Map<String, Value>, required: &Value) -> bool {
+fn clean_required(map: Obj<'_>, required: &Value) -> bool {
     let Some(names) = required.as_array() else {
         return false;
     };
@@ -1009,7 +1083,7 @@ fn strings_or_null(values: &[Value]) -> bool {
 /// The value of `key` (`exclusiveMinimum`/`exclusiveMaximum`) when it
 /// becomes the inclusive bound (a number, and the inclusive one is not
 /// tighter already).
-fn exclusive_bound<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+fn exclusive_bound<'a>(map: Obj<'a>, key: &str) -> Option<&'a Value> {
     let value = map.get(key)?;
     let bound = value.as_f64()?;
     let (inclusive, is_min) = if key == "exclusiveMinimum" {
@@ -1229,6 +1303,33 @@ mod tests {
             }
         }
         assert!(count > 300, "{count}");
+    }
+
+    #[test]
+    fn refs_with_siblings_stream() {
+        let schema = object(json!({
+            "type": "object",
+            "properties": {
+                "document": {"$ref": "#/$defs/docId", "description": "The document to write into."},
+                "root": {"$ref": "#/$defs/section"},
+                "other": {"description": "Beside.", "$ref": "#/$defs/section", "x-y": 1}
+            },
+            "required": ["document", "root"],
+            "$defs": {
+                "docId": {"type": "string", "pattern": "^doc-[0-9]+$"},
+                "section": {
+                    "type": "object",
+                    "description": "A section and its subsections.",
+                    "properties": {
+                        "heading": {"type": "string"},
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/section"}}
+                    },
+                    "required": ["heading"]
+                }
+            }
+        }));
+        assert!(streams(&schema));
+        same(&schema);
     }
 
     #[test]
