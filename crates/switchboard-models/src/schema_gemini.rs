@@ -1549,7 +1549,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        #![proptest_config(ProptestConfig::with_cases(3000))]
 
         #[test]
         fn view_is_gemini(schema in root()) {
