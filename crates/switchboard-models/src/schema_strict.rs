@@ -297,9 +297,8 @@ enum Required<'a> {
 }
 
 impl<'a> Required<'a> {
-    fn of(view: &View<'a>) -> Self {
-        let names = view
-            .get("required")
+    fn of(required: Option<&'a Value>) -> Self {
+        let names = required
             .and_then(Value::as_array)
             .map_or(&[][..], Vec::as_slice);
         if names.len() <= REQUIRED_SCAN {
@@ -334,6 +333,14 @@ struct Shape<'a> {
     properties: Option<&'a Value>,
     nullable: bool,
     is_object: bool,
+    /// The first of `STRICT_BLOCKERS` there (its index).
+    blocker: Option<usize>,
+    reference: Option<&'a Value>,
+    items: bool,
+    /// `type`, `anyOf`, `oneOf`, `$ref`, `enum`, `const` or `properties`.
+    shaped: bool,
+    required: Option<&'a Value>,
+    additional: Option<&'a Value>,
 }
 
 impl<'a> Shape<'a> {
@@ -346,7 +353,14 @@ impl<'a> Shape<'a> {
             properties: None,
             nullable: false,
             is_object: false,
+            blocker: None,
+            reference: None,
+            items: false,
+            shaped: false,
+            required: None,
+            additional: None,
         };
+        // One pass over the keywords: cheaper than looking each one up.
         let _ = view.try_for_each::<()>(&mut |key, value| {
             shape.kept += usize::from(kept(key, value));
             match key {
@@ -355,11 +369,26 @@ impl<'a> Shape<'a> {
                     shape.simple = false;
                     shape.union = Some(value);
                 }
-                "$ref" | "const" => shape.simple = false,
+                "$ref" => {
+                    shape.simple = false;
+                    shape.reference = Some(value);
+                }
+                "const" => shape.simple = false,
                 "properties" => shape.properties = Some(value),
                 "nullable" => shape.nullable = value == &Value::Bool(true),
-                _ => {}
+                "items" => shape.items = true,
+                "required" => shape.required = Some(value),
+                "additionalProperties" => shape.additional = Some(value),
+                _ => {
+                    if let Some(i) = STRICT_BLOCKERS.iter().position(|b| *b == key) {
+                        shape.blocker = Some(shape.blocker.map_or(i, |j| j.min(i)));
+                    }
+                }
             }
+            shape.shaped |= matches!(
+                key,
+                "type" | "anyOf" | "oneOf" | "$ref" | "enum" | "const" | "properties"
+            );
             Ok(())
         });
         shape.is_object =
@@ -485,40 +514,32 @@ impl Check<'_> {
                 format!("`{at}`")
             }
         };
-        if let Some(blocker) = STRICT_BLOCKERS.iter().find(|k| map.contains(k)) {
+        let shape = Shape::of(map);
+        if let Some(i) = shape.blocker {
             return Err(format!(
-                "{} uses `{blocker}`, which strict mode does not support",
-                at_or_root(at)
+                "{} uses `{}`, which strict mode does not support",
+                at_or_root(at),
+                STRICT_BLOCKERS[i]
             ));
         }
-        if let Some(reference) = map.get("$ref")
+        if let Some(reference) = shape.reference
             && map.len() > 1
         {
             return self.inline(map, reference, at, depth, root);
         }
-        let shaped = [
-            "type",
-            "anyOf",
-            "oneOf",
-            "$ref",
-            "enum",
-            "const",
-            "properties",
-        ];
-        if !shaped.iter().any(|k| map.contains(k)) {
+        if !shape.shaped {
             return Err(format!(
                 "{} has no `type` (any value), which strict mode does not support",
                 at_or_root(at)
             ));
         }
-        if map.get("type").is_some_and(|t| has_type(t, "array")) && !map.contains("items") {
+        if shape.ty.is_some_and(|t| has_type(t, "array")) && !shape.items {
             return Err(format!(
                 "{} is an array without `items` (any items)",
                 at_or_root(at)
             ));
         }
-        let is_object =
-            map.get("type").is_some_and(|t| has_type(t, "object")) || map.contains("properties");
+        let is_object = shape.is_object;
         let depth = depth + usize::from(is_object);
         if depth > STRICT_MAX_DEPTH {
             return Err(format!(
@@ -539,7 +560,7 @@ impl Check<'_> {
                             "more than {STRICT_MAX_PROPERTIES} properties (OpenAI's limit)"
                         ));
                     }
-                    let required = Required::of(map);
+                    let required = Required::of(shape.required);
                     let mut optional = String::new();
                     for (name, schema) in properties {
                         self.schema(schema, &At::Key(&here, name), depth)?;
@@ -623,10 +644,9 @@ impl Check<'_> {
             Ok(())
         })?;
         if is_object {
-            let shape = Shape::of(map);
             let plan = Plan::new(&shape, false, self.root);
             let has_properties = plan.wraps == 0 && shape.has_properties();
-            let closed = map.get("additionalProperties") == Some(&Value::Bool(false));
+            let closed = shape.additional == Some(&Value::Bool(false));
             if !has_properties && !root && !closed {
                 return Err(format!(
                     "`{at}` is an object without properties (a free-form map)"
@@ -705,7 +725,8 @@ struct Node<'a> {
 
 impl Serialize for Node<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        if self.view.contains("$ref") && self.view.len() > 1 {
+        let shape = Shape::of(self.view);
+        if shape.reference.is_some() && self.view.len() > 1 {
             let merged = self.view.inlined(self.root).ok_or_else(invalid)?;
             return Node {
                 view: &merged,
@@ -713,7 +734,6 @@ impl Serialize for Node<'_> {
             }
             .serialize(serializer);
         }
-        let shape = Shape::of(self.view);
         let plan = Plan::new(&shape, self.optional, self.root);
         Wrapped {
             node: self,
@@ -763,7 +783,7 @@ impl Wrapped<'_, '_> {
                 key,
                 &Properties {
                     root,
-                    view,
+                    required: self.shape.required,
                     properties: value.as_object().ok_or_else(invalid)?,
                 },
             ),
@@ -809,13 +829,13 @@ impl Wrapped<'_, '_> {
 
 struct Properties<'a> {
     root: &'a Map<String, Value>,
-    view: &'a View<'a>,
+    required: Option<&'a Value>,
     properties: &'a Map<String, Value>,
 }
 
 impl Serialize for Properties<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let required = Required::of(self.view);
+        let required = Required::of(self.required);
         let mut map = serializer.serialize_map(Some(self.properties.len()))?;
         for (name, value) in self.properties {
             map.serialize_entry(
@@ -1211,6 +1231,7 @@ mod tests {
                 "g": {"type": 5, "nullable": true},
                 "h": {"oneOf": [{"$ref": "#/$defs/z", "title": "t"}]},
                 "i": {"type": ["object", "null"], "properties": {}, "additionalProperties": false},
+                "k": {"properties": {"x": {"type": "string"}}, "nullable": true, "additionalProperties": false},
                 "j": {"enum": "x", "type": "string"}
             }, "required": ["b"], "$defs": {"z": {"type": "null"}}}),
             json!({"$ref": "#/$defs/r", "$defs": {"r": {"properties": {"a": {"type": "string"}}}}}),
