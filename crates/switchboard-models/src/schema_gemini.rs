@@ -47,8 +47,6 @@ enum Inner<'a> {
 /// [`gemini`] without the `Value`: the view serializes to exactly the text
 /// of `serde_json::to_string(&gemini(schema).0)`, and the notes are
 /// `gemini(schema).1`.
-// The lead wires this into `definitions.rs`.
-#[allow(dead_code)]
 pub(crate) fn gemini_view(schema: &Map<String, Value>) -> (GeminiView<'_>, Vec<Note>) {
     match walk(schema) {
         Some((prepend, notes)) => (
@@ -66,7 +64,7 @@ pub(crate) fn gemini_view(schema: &Map<String, Value>) -> (GeminiView<'_>, Vec<N
 }
 
 /// Whether [`gemini_view`] streams `schema` (no fallback to [`gemini`]).
-#[allow(dead_code)]
+#[cfg(test)]
 pub(crate) fn streams(schema: &Map<String, Value>) -> bool {
     walk(schema).is_some()
 }

@@ -98,8 +98,6 @@ const REQUIRED_SCAN: usize = 16;
 /// # Errors
 ///
 /// Exactly when `openai_strict_noted` fails, with its message.
-// Not called yet: the lead wires it into `definitions.rs`.
-#[allow(dead_code)]
 pub(crate) fn strict_view(
     schema: &Map<String, Value>,
 ) -> Result<(StrictView<'_>, Vec<Note>), String> {
