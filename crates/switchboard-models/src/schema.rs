@@ -180,11 +180,11 @@ pub const GEMINI_KEYWORDS: [&str; 22] = [
 
 /// Most `$ref`s followed inside one another before the next is cut short
 /// (a cycle stops sooner).
-const MAX_REF_DEPTH: usize = 16;
+pub(crate) const MAX_REF_DEPTH: usize = 16;
 /// Most `$ref`s inlined in one schema: a small schema whose definitions
 /// refer to each other many times over could otherwise expand
 /// exponentially.
-const MAX_REF_EXPANSIONS: usize = 1000;
+pub(crate) const MAX_REF_EXPANSIONS: usize = 1000;
 
 /// The schema for Gemini's `parameters` and what was changed. Rules, each
 /// with a [`Note`] where it applies:
@@ -258,7 +258,7 @@ pub fn gemini(schema: &Map<String, Value>) -> (Value, Vec<Note>) {
 
 /// Deepest nesting of schemas [`gemini_is_clean`] walks; anything deeper
 /// is reported as not clean (the full [`gemini`] then runs).
-const CLEAN_MAX_DEPTH: usize = 64;
+pub(crate) const CLEAN_MAX_DEPTH: usize = 64;
 
 /// Whether [`gemini`] would leave `schema` exactly as it is — same keys in
 /// the same order, same values, no [`Note`] — so that it can be sent
@@ -819,7 +819,7 @@ impl Gemini<'_> {
 }
 
 /// The definition a local `$ref` (`#/$defs/…`, `#/definitions/…`) points at.
-fn local_target<'a>(
+pub(crate) fn local_target<'a>(
     root: &'a Map<String, Value>,
     reference: &str,
 ) -> Option<&'a Map<String, Value>> {
@@ -908,7 +908,7 @@ pub const STRICT_MAX_DEPTH: usize = 10;
 pub const STRICT_MAX_ENUM_VALUES: usize = 1000;
 
 /// Keywords strict mode takes.
-const STRICT_KEYWORDS: [&str; 23] = [
+pub(crate) const STRICT_KEYWORDS: [&str; 23] = [
     "type",
     "properties",
     "required",
@@ -936,7 +936,7 @@ const STRICT_KEYWORDS: [&str; 23] = [
 
 /// Keywords whose removal would let the model send values of another
 /// shape than the server accepts; a schema with one cannot be strict.
-const STRICT_BLOCKERS: [&str; 14] = [
+pub(crate) const STRICT_BLOCKERS: [&str; 14] = [
     "allOf",
     "not",
     "if",
@@ -954,7 +954,7 @@ const STRICT_BLOCKERS: [&str; 14] = [
 ];
 
 /// String formats strict mode takes; others are removed.
-const STRICT_FORMATS: [&str; 9] = [
+pub(crate) const STRICT_FORMATS: [&str; 9] = [
     "date-time",
     "time",
     "date",

@@ -23,14 +23,10 @@ use std::fmt;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
-use crate::schema::{At, GEMINI_KEYWORDS, Note, gemini};
-
-/// As in `schema.rs`.
-const MAX_REF_DEPTH: usize = 16;
-/// As in `schema.rs`.
-const MAX_REF_EXPANSIONS: usize = 1000;
-/// As in `schema.rs`.
-const CLEAN_MAX_DEPTH: usize = 64;
+use crate::schema::{
+    At, CLEAN_MAX_DEPTH, GEMINI_KEYWORDS, MAX_REF_DEPTH, MAX_REF_EXPANSIONS, Note, gemini,
+    local_target,
+};
 
 /// What [`gemini`] returns as a `Value`, as something to serialize.
 pub(crate) struct GeminiView<'a>(Inner<'a>);
@@ -1094,26 +1090,6 @@ fn exclusive_bound<'a>(map: Obj<'a>, key: &str) -> Option<&'a Value> {
         .and_then(Value::as_f64)
         .is_some_and(|m| if is_min { m > bound } else { m < bound });
     (!tighter).then_some(value)
-}
-
-fn local_target<'a>(
-    root: &'a Map<String, Value>,
-    reference: &str,
-) -> Option<&'a Map<String, Value>> {
-    let pointer = reference.strip_prefix('#')?;
-    if !(pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")) {
-        return None;
-    }
-    let mut current = root;
-    for part in pointer.split('/').skip(1) {
-        current = if part.contains('~') {
-            current.get(&part.replace("~1", "/").replace("~0", "~"))
-        } else {
-            current.get(part)
-        }?
-        .as_object()?;
-    }
-    Some(current)
 }
 
 fn json_type(values: &[Value]) -> Option<&'static str> {

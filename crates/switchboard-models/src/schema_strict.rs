@@ -9,9 +9,8 @@
 //! through a [`View`]: the definition with those keywords over it, looked
 //! up on the fly (nested inlining chains views on the stack).
 //!
-//! The keyword lists and `local_target` below repeat `schema.rs`'s private
-//! ones; the tests compare both over every JSON Schema keyword, so a change
-//! to one without the other fails them.
+//! The keyword lists, limits and `local_target` are `schema.rs`'s; the
+//! tests compare both writers over every JSON Schema keyword.
 //!
 //! [`schema::openai_strict_noted`]: crate::schema::openai_strict_noted
 
@@ -21,69 +20,10 @@ use std::sync::LazyLock;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
-use crate::schema::{At, Note, STRICT_MAX_DEPTH, STRICT_MAX_ENUM_VALUES, STRICT_MAX_PROPERTIES};
-
-/// `schema.rs`'s `MAX_REF_DEPTH`: `$ref`s inlined inside one another.
-const MAX_REF_DEPTH: usize = 16;
-
-/// `schema.rs`'s `STRICT_KEYWORDS`.
-const STRICT_KEYWORDS: [&str; 23] = [
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "enum",
-    "const",
-    "anyOf",
-    "$ref",
-    "$defs",
-    "definitions",
-    "description",
-    "title",
-    "pattern",
-    "format",
-    "multipleOf",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "minItems",
-    "maxItems",
-    "nullable",
-];
-
-/// `schema.rs`'s `STRICT_BLOCKERS`, in the same order (the first found is
-/// the one named).
-const STRICT_BLOCKERS: [&str; 14] = [
-    "allOf",
-    "not",
-    "if",
-    "then",
-    "else",
-    "dependentSchemas",
-    "dependentRequired",
-    "patternProperties",
-    "propertyNames",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "prefixItems",
-    "contains",
-    "additionalItems",
-];
-
-/// `schema.rs`'s `STRICT_FORMATS`.
-const STRICT_FORMATS: [&str; 9] = [
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
+use crate::schema::{
+    At, MAX_REF_DEPTH, Note, STRICT_BLOCKERS, STRICT_FORMATS, STRICT_KEYWORDS, STRICT_MAX_DEPTH,
+    STRICT_MAX_ENUM_VALUES, STRICT_MAX_PROPERTIES, local_target,
+};
 
 /// The `"object"` of the `type` added to a root without one.
 static OBJECT: LazyLock<Value> = LazyLock::new(|| Value::String("object".to_owned()));
@@ -246,28 +186,6 @@ impl<'a> View<'a> {
         let target = reference.as_str().and_then(|r| local_target(root, r))?;
         Some(View::Merged(target, self))
     }
-}
-
-/// `schema.rs`'s `local_target`: the definition a local `$ref`
-/// (`#/$defs/…`, `#/definitions/…`) points at.
-fn local_target<'a>(
-    root: &'a Map<String, Value>,
-    reference: &str,
-) -> Option<&'a Map<String, Value>> {
-    let pointer = reference.strip_prefix('#')?;
-    if !(pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")) {
-        return None;
-    }
-    let mut current = root;
-    for part in pointer.split('/').skip(1) {
-        current = if part.contains('~') {
-            current.get(&part.replace("~1", "/").replace("~0", "~"))
-        } else {
-            current.get(part)
-        }?
-        .as_object()?;
-    }
-    Some(current)
 }
 
 fn has_type(value: &Value, wanted: &str) -> bool {
