@@ -93,6 +93,8 @@ pub mod schema;
 mod schema_gemini;
 mod schema_strict;
 mod search;
+#[cfg(test)]
+mod testdata;
 pub mod toolset;
 
 #[cfg(feature = "agent")]

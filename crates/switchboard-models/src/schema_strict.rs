@@ -952,58 +952,6 @@ mod tests {
         }
     }
 
-    /// The five schemas of `benches/adapt.rs`.
-    fn bench_schemas() -> Vec<Value> {
-        vec![
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to look for."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}
-                },
-                "required": ["query"]
-            }),
-            json!({
-                "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "type": "object",
-                "properties": {
-                    "owner": {"type": "string"},
-                    "repo": {"type": "string"},
-                    "path": {"type": ["string", "null"]},
-                    "ref": {"$ref": "#/$defs/gitRef"}
-                },
-                "required": ["owner", "repo"],
-                "additionalProperties": false,
-                "$defs": {"gitRef": {"type": "object", "properties": {
-                    "kind": {"const": "branch"},
-                    "name": {"type": "string"}
-                }}}
-            }),
-            json!({
-                "type": "object",
-                "properties": {
-                    "record": {"type": "object", "properties": {
-                        "id": {"type": "integer"},
-                        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}},
-                        "meta": {"type": "object", "additionalProperties": {"type": "string"}}
-                    }, "required": ["id"]},
-                    "mode": {"oneOf": [{"const": "fast"}, {"const": "safe"}]}
-                },
-                "required": ["record"]
-            }),
-            json!({"type": "object", "properties": {}}),
-            json!({
-                "type": "object",
-                "properties": {
-                    "sql": {"type": "string", "description": "A read-only query."},
-                    "params": {"type": "array", "items": {"type": ["string", "number", "boolean"]}},
-                    "timeout_ms": {"type": "integer", "exclusiveMinimum": 0}
-                },
-                "required": ["sql"]
-            }),
-        ]
-    }
-
     /// The schemas of `tests/definitions.rs` (its tools and its strict
     /// tests) and hand-written edge cases.
     fn known_schemas() -> Vec<Value> {
@@ -1171,7 +1119,10 @@ mod tests {
     #[test]
     fn known_schemas_agree() {
         let mut strict = 0;
-        for schema in bench_schemas().iter().chain(&known_schemas()) {
+        for schema in crate::testdata::bench_schemas()
+            .iter()
+            .chain(&known_schemas())
+        {
             strict += usize::from(assert_agrees(schema));
         }
         assert!(strict > 15, "{strict}");
@@ -1181,7 +1132,7 @@ mod tests {
     /// third has a free-form map: refused by both).
     #[test]
     fn bench_schemas_stream() {
-        for (i, schema) in bench_schemas().into_iter().enumerate() {
+        for (i, schema) in crate::testdata::bench_schemas().into_iter().enumerate() {
             let map = object(schema.clone());
             if i == 2 {
                 assert!(strict_view(&map).is_err());
