@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod hub;
+mod private_fs;
 
 pub use config::{Dialect, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig};
 pub use hub::{

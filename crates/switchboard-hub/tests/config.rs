@@ -65,6 +65,14 @@ fn dummy_origin() -> Origin {
     }
 }
 
+/// What approving every server of a project file does to the loaded
+/// config (approvals themselves are tested in tests/trust.rs).
+fn approve_all(loaded: &mut switchboard_hub::config::LoadedConfig) {
+    for server in &mut loaded.servers {
+        server.trust = switchboard_hub::config::Trust::Approved;
+    }
+}
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -602,7 +610,9 @@ fn loaded_configs_keep_references_and_expansion_warns_about_unset_ones() {
     w.project
         .write("switchboard.toml", &fixture("switchboard/switchboard.toml"));
     let locations = w.locations().with_var("API_KEY", "sk-files");
-    let loaded = load(&locations, &LoadOptions::new());
+    let mut loaded = load(&locations, &LoadOptions::new());
+    // A project file's servers expand once approved (tests/trust.rs).
+    approve_all(&mut loaded);
     let files = loaded.get("files").unwrap();
     let listing = format!("{files:?}");
     assert!(!listing.contains("sk-files"));
@@ -634,6 +644,10 @@ fn vscode_inputs_are_prompted_once_with_the_files_description() {
         Scope::Project,
     );
     assert_eq!(loaded.inputs.len(), 1);
+    // A project file's inputs are asked once its servers are approved
+    // (tests/trust.rs).
+    let mut loaded = loaded;
+    approve_all(&mut loaded);
     let mut non_interactive = loaded.expander(&locations);
     let err = non_interactive
         .expand(loaded.get("perplexity").unwrap())
@@ -695,6 +709,7 @@ fn toml_edits_keep_comments_and_formatting() {
     let reread = load_file(&locations, &file, Dialect::Switchboard, Scope::Project);
     let mut back = reread.get("legacy").unwrap().clone();
     back.origin = legacy.origin.clone();
+    back.trust = legacy.trust.clone();
     assert_eq!(&back, legacy);
     assert!(matches!(
         add_server(

@@ -45,6 +45,17 @@ pub enum ExpandError {
         /// The input's id.
         id: String,
     },
+    /// The server comes from a project file the user has not approved:
+    /// nothing of it is expanded.
+    #[error(
+        "server `{server}` ({file}) comes from a project file and is not approved: its variables are not expanded until it is"
+    )]
+    NotApproved {
+        /// The server.
+        server: String,
+        /// Its file.
+        file: PathBuf,
+    },
     /// The prompt callback gave no answer.
     #[error("server `{server}`: the value for `${{input:{id}}}` was not given ({reason})")]
     InputRefused {
@@ -122,8 +133,15 @@ impl<'a> Expander<'a> {
     /// The runnable copy of `server`.
     ///
     /// # Errors
-    /// An [`ExpandError`] when a `${input:ID}` cannot be answered.
+    /// An [`ExpandError`] when a `${input:ID}` cannot be answered, or the
+    /// server needs the user's approval first.
     pub fn expand(&mut self, server: &ServerConfig) -> Result<Expanded, ExpandError> {
+        if !server.trust.allows_start() {
+            return Err(ExpandError::NotApproved {
+                server: server.name.clone(),
+                file: server.origin.file.clone(),
+            });
+        }
         let mut out = server.clone();
         let mut warnings = Vec::new();
         let mut run = Run {

@@ -44,6 +44,9 @@ pub struct LoadOptions {
     pub strict: bool,
     /// Read only switchboard's own files, not other clients'.
     pub no_imports: bool,
+    /// The approvals file to consult instead of
+    /// [`Locations::approvals_file`].
+    pub approvals: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -70,6 +73,13 @@ impl LoadOptions {
     #[must_use]
     pub fn no_imports(mut self, no_imports: bool) -> Self {
         self.no_imports = no_imports;
+        self
+    }
+
+    /// Consults this approvals file instead of the user's.
+    #[must_use]
+    pub fn approvals(mut self, file: impl Into<PathBuf>) -> Self {
+        self.approvals = Some(file.into());
         self
     }
 }
@@ -115,8 +125,12 @@ pub struct LoadedConfig {
     pub managed: Option<PathBuf>,
     /// The files that existed and were read.
     pub files: Vec<PathBuf>,
-    /// VS Code `inputs` declared by the files read.
+    /// VS Code `inputs` declared by the files read (only files the user
+    /// trusts or approved a server of: an unapproved file cannot make
+    /// switchboard ask anything).
     pub inputs: Vec<InputSpec>,
+    /// The approvals file consulted.
+    pub approvals: PathBuf,
 }
 
 impl LoadedConfig {
@@ -130,6 +144,12 @@ impl LoadedConfig {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
+    /// The servers from project files the user has not approved (or
+    /// changed since): not to be started or expanded.
+    pub fn needs_approval(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.servers.iter().filter(|s| !s.trust.allows_start())
+    }
+
     /// A non-interactive [`Expander`] that knows the files' `inputs`; add
     /// a prompt with [`Expander::with_prompt`].
     pub fn expander<'a>(&self, locations: &'a Locations) -> Expander<'a> {
@@ -141,7 +161,7 @@ impl LoadedConfig {
 pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
     let mut loaded = LoadedConfig::default();
     let mut found: Vec<(usize, ServerConfig)> = Vec::new();
-    let mut disable: Vec<String> = Vec::new();
+    let mut said = Said::default();
 
     // Policies in the managed directory apply whatever else is read.
     let settings = locations.claude_code_managed_settings();
@@ -153,7 +173,7 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
             Scope::Managed,
             locations,
             &mut found,
-            &mut disable,
+            &mut said,
         );
         found.clear();
     }
@@ -167,7 +187,7 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
                 Scope::Managed,
                 locations,
                 &mut found,
-                &mut disable,
+                &mut said,
             );
             if found.len() > before || dialect == Dialect::ClaudeCode {
                 loaded.managed.get_or_insert(file);
@@ -217,6 +237,18 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
             if !file.is_file() {
                 continue;
             }
+            if matches!(scope, Scope::Project | Scope::Local)
+                && !locations.is_user_file(&file)
+                && let Some(why) = file
+                    .parent()
+                    .and_then(super::trust::unsafe_dir)
+                    .or_else(|| super::trust::unsafe_dir(&file))
+            {
+                loaded
+                    .diagnostics
+                    .push(Diagnostic::warning(why).in_file(&file));
+                continue;
+            }
             read_into(
                 &mut loaded,
                 &file,
@@ -224,13 +256,38 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
                 scope,
                 locations,
                 &mut found,
-                &mut disable,
+                &mut said,
             );
         }
     }
 
+    read_claude_settings(locations, &mut said);
+    let approvals_file = options
+        .approvals
+        .clone()
+        .unwrap_or_else(|| locations.approvals_file());
+    let approvals = super::trust::Approvals::open(&approvals_file);
+    let decisions = said.decisions(locations);
     for (_, s) in &mut found {
-        if s.origin.dialect == Dialect::ClaudeCode && s.enabled && disable.contains(&s.name) {
+        super::trust::assess(locations, &approvals, &decisions, s);
+    }
+    // An input is asked only for a file the user trusts or approved a
+    // server of.
+    loaded.inputs = std::mem::take(&mut said.inputs)
+        .into_iter()
+        .filter(|(file, scope, _)| {
+            let project =
+                matches!(scope, Scope::Project | Scope::Local) && !locations.is_user_file(file);
+            !project
+                || found
+                    .iter()
+                    .any(|(_, s)| &s.origin.file == file && s.trust.allows_start())
+        })
+        .map(|(_, _, input)| input)
+        .collect();
+    loaded.approvals = approvals_file;
+    for (_, s) in &mut found {
+        if s.origin.dialect == Dialect::ClaudeCode && s.enabled && said.off.contains(&s.name) {
             s.enabled = false;
             loaded.diagnostics.push(
                 Diagnostic::info(
@@ -259,7 +316,7 @@ pub fn load_file(
 ) -> LoadedConfig {
     let mut loaded = LoadedConfig::default();
     let mut found = Vec::new();
-    let mut disable = Vec::new();
+    let mut said = Said::default();
     read_into(
         &mut loaded,
         file,
@@ -267,8 +324,16 @@ pub fn load_file(
         scope,
         locations,
         &mut found,
-        &mut disable,
+        &mut said,
     );
+    let approvals_file = locations.approvals_file();
+    let approvals = super::trust::Approvals::open(&approvals_file);
+    let decisions = said.decisions(locations);
+    for (_, s) in &mut found {
+        super::trust::assess(locations, &approvals, &decisions, s);
+    }
+    loaded.inputs = said.inputs.into_iter().map(|(_, _, i)| i).collect();
+    loaded.approvals = approvals_file;
     resolve(&mut loaded, found);
     loaded
 }
@@ -280,7 +345,7 @@ fn read_into(
     scope: Scope,
     locations: &Locations,
     found: &mut Vec<(usize, ServerConfig)>,
-    disable: &mut Vec<String>,
+    said: &mut Said,
 ) {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
@@ -302,6 +367,9 @@ fn read_into(
         inputs,
         policy,
         disable: off,
+        enable,
+        enable_all,
+        trusted_projects,
     } = dialect::parse(
         file,
         &text,
@@ -312,11 +380,95 @@ fn read_into(
     let index = loaded.files.len();
     loaded.files.push(file.to_path_buf());
     loaded.diagnostics.extend(diagnostics);
-    loaded.inputs.extend(inputs);
+    said.inputs
+        .extend(inputs.into_iter().map(|i| (file.to_path_buf(), scope, i)));
     loaded.policy.allow.extend(policy.allow);
     loaded.policy.deny.extend(policy.deny);
-    disable.extend(off);
+    said.off.extend(off);
+    // What the user decided in other clients counts only from the user's
+    // own files, never from a project's.
+    let users = !matches!(scope, Scope::Project | Scope::Local) || locations.is_user_file(file);
+    if users {
+        let here = file.display().to_string();
+        if enable_all {
+            said.enable_all.get_or_insert(format!(
+                "Claude Code's enableAllProjectMcpServers in {here}"
+            ));
+        }
+        for name in enable {
+            said.enable
+                .entry(name)
+                .or_insert_with(|| format!("Claude Code's enabledMcpjsonServers in {here}"));
+        }
+        said.trusted_projects
+            .extend(trusted_projects.into_iter().map(|p| (p, here.clone())));
+    }
     found.extend(servers.into_iter().map(|s| (index, s)));
+}
+
+/// What the files read said beside their servers.
+#[derive(Default)]
+struct Said {
+    /// Servers switched off for this project (Claude Code).
+    off: Vec<String>,
+    /// `.mcp.json` servers allowed for this project (name → where said).
+    enable: std::collections::BTreeMap<String, String>,
+    /// Every `.mcp.json` server allowed for this project (where said).
+    enable_all: Option<String>,
+    /// Projects Codex trusts, with the file that says so.
+    trusted_projects: Vec<(PathBuf, String)>,
+    /// VS Code inputs, with the file and scope that declared them.
+    inputs: Vec<(PathBuf, Scope, InputSpec)>,
+}
+
+impl Said {
+    fn decisions(&self, locations: &Locations) -> super::trust::Decisions {
+        let here = [locations.project_root(), locations.cwd()];
+        super::trust::Decisions {
+            enable_all_mcp_json: self.enable_all.clone(),
+            enabled_mcp_json: self.enable.clone(),
+            codex_trusted: self
+                .trusted_projects
+                .iter()
+                .find(|(p, _)| here.contains(&p.as_path()))
+                .map(|(p, file)| format!("Codex trusts {} (trust_level in {file})", p.display())),
+        }
+    }
+}
+
+/// Claude Code's user settings (`~/.claude/settings.json`): the
+/// `.mcp.json` servers the user allowed or switched off everywhere.
+fn read_claude_settings(locations: &Locations, said: &mut Said) {
+    let file = locations.home().join(".claude").join("settings.json");
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return;
+    };
+    let Ok(serde_json::Value::Object(root)) = dialect::json_value(&text) else {
+        return;
+    };
+    let here = file.display().to_string();
+    let names = |key: &str| -> Vec<String> {
+        root.get(key)
+            .and_then(serde_json::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    if root.get("enableAllProjectMcpServers") == Some(&serde_json::Value::Bool(true)) {
+        said.enable_all.get_or_insert(format!(
+            "Claude Code's enableAllProjectMcpServers in {here}"
+        ));
+    }
+    for name in names("enabledMcpjsonServers") {
+        said.enable
+            .entry(name)
+            .or_insert_with(|| format!("Claude Code's enabledMcpjsonServers in {here}"));
+    }
+    said.off.extend(names("disabledMcpjsonServers"));
 }
 
 /// Precedence rank: lower wins. Scope first, then switchboard's own file

@@ -254,16 +254,60 @@ impl Locations {
         self.home.join(".claude.json")
     }
 
-    /// Every `.mcp.json` from the filesystem root down to the working
-    /// directory (farthest first, so a nearer file overrides it).
+    /// Every `.mcp.json` from the project's top down to the working
+    /// directory (farthest first, so a nearer file overrides it). The walk
+    /// up from the working directory stops at the nearest directory holding
+    /// `.git` or at the home directory, whichever comes first, and never
+    /// goes above it: a `.mcp.json` planted in a shared parent (`/tmp`,
+    /// `/`) is not read. Outside the home directory and any repository,
+    /// only the working directory's file is read.
     pub fn mcp_json_files(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = self
-            .cwd
-            .ancestors()
-            .map(|dir| dir.join(".mcp.json"))
-            .collect();
+        let mut files = Vec::new();
+        let mut top_found = false;
+        for dir in self.cwd.ancestors() {
+            files.push(dir.join(".mcp.json"));
+            // A project root set by hand counts as one, as does a
+            // repository's top and the home directory.
+            if (dir == self.project_root && dir != self.cwd)
+                || dir == self.home
+                || dir.join(".git").exists()
+            {
+                top_found = true;
+                break;
+            }
+        }
+        if !top_found {
+            files.truncate(1);
+        }
         files.reverse();
         files
+    }
+
+    /// switchboard's per-user data directory, where it keeps approvals and
+    /// state: `$XDG_DATA_HOME/switchboard` (else `~/.local/share/switchboard`)
+    /// on Linux, `~/Library/Application Support/switchboard` on macOS,
+    /// `%APPDATA%\switchboard` on Windows.
+    pub fn data_dir(&self) -> PathBuf {
+        match self.os {
+            Os::Linux => self
+                .var_path("XDG_DATA_HOME")
+                .unwrap_or_else(|| self.home.join(".local/share"))
+                .join("switchboard"),
+            Os::MacOs | Os::Windows => self.config_dir().join("switchboard"),
+        }
+    }
+
+    /// The file that remembers which project servers the user approved.
+    pub fn approvals_file(&self) -> PathBuf {
+        self.data_dir().join("approvals.json")
+    }
+
+    /// Whether `file` is one the user controls wherever they work (in the
+    /// home directory's config locations), as opposed to one that comes
+    /// with a project: `~/.claude.json` holds Claude Code's local scope
+    /// but is the user's own file.
+    pub fn is_user_file(&self, file: &Path) -> bool {
+        file == self.claude_json()
     }
 
     /// Every standard file except the managed ones, with its dialect and
@@ -367,15 +411,31 @@ mod tests {
     }
 
     #[test]
-    fn mcp_json_is_read_root_down() {
-        let l = Locations::new("/home/u", "/a/b");
+    fn mcp_json_is_read_from_the_project_root_down_never_above() {
+        let l = Locations::new("/home/u", "/home/u/a/b").with_project_root("/home/u/a");
         assert_eq!(
             l.mcp_json_files(),
             vec![
-                PathBuf::from("/.mcp.json"),
-                PathBuf::from("/a/.mcp.json"),
-                PathBuf::from("/a/b/.mcp.json")
+                PathBuf::from("/home/u/a/.mcp.json"),
+                PathBuf::from("/home/u/a/b/.mcp.json")
             ]
+        );
+        // No repository: up to the home directory, not above it.
+        let l = Locations::new("/home/u", "/home/u/x/y").with_project_root("/home/u/x/y");
+        assert_eq!(
+            l.mcp_json_files(),
+            vec![
+                PathBuf::from("/home/u/.mcp.json"),
+                PathBuf::from("/home/u/x/.mcp.json"),
+                PathBuf::from("/home/u/x/y/.mcp.json")
+            ]
+        );
+        // Outside the home and any repository: the working directory only
+        // (never `/tmp/.mcp.json` or `/.mcp.json`).
+        let l = Locations::new("/home/u", "/tmp/a/b").with_project_root("/tmp/a/b");
+        assert_eq!(
+            l.mcp_json_files(),
+            vec![PathBuf::from("/tmp/a/b/.mcp.json")]
         );
     }
 }

@@ -28,6 +28,7 @@
 //!   duplicates, policy);
 //! - [`expand`]: `${VAR}` and friends;
 //! - [`policy`]: allow and deny lists;
+//! - [`trust`]: servers from project files run only once approved;
 //! - [`edit`]: add, remove, enable, disable a server in a file.
 
 mod diag;
@@ -41,6 +42,7 @@ pub mod load;
 pub mod locations;
 mod model;
 pub mod policy;
+pub mod trust;
 
 pub use diag::{Diagnostic, Severity};
 pub use dialect::InputSpec;
@@ -50,5 +52,7 @@ pub use load::{LoadOptions, LoadedConfig, SkipReason, Skipped, load, load_file};
 pub use locations::{Locations, Os};
 pub use model::{
     Dialect, HttpKind, OAuthSettings, Origin, Scope, ServerConfig, ToolFilter, TransportConfig,
+    Trust,
 };
 pub use policy::{Policy, Rule};
+pub use trust::{Approval, Approvals, ApprovalsError, Reference};

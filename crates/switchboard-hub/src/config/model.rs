@@ -28,6 +28,9 @@ pub struct ServerConfig {
     pub oauth: Option<OAuthSettings>,
     /// Where it was configured.
     pub origin: Origin,
+    /// Whether it may run: a server from a project file needs the user's
+    /// approval first (see [`trust`](super::trust)).
+    pub trust: Trust,
 }
 
 impl ServerConfig {
@@ -44,6 +47,7 @@ impl ServerConfig {
             tools: ToolFilter::default(),
             oauth: None,
             origin,
+            trust: Trust::Trusted,
         }
     }
 
@@ -79,7 +83,40 @@ impl fmt::Debug for ServerConfig {
             .field("tools", &self.tools)
             .field("oauth", &self.oauth)
             .field("origin", &self.origin)
+            .field("trust", &self.trust)
             .finish()
+    }
+}
+
+/// Whether a configured server may be started (and its references
+/// expanded).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Trust {
+    /// From a file the user controls (the home directory's files,
+    /// `--config FILE`, a managed file), or built in code.
+    #[default]
+    Trusted,
+    /// From a project file, approved by the user for this project with
+    /// exactly this command or URL (and these env and header names).
+    Approved,
+    /// From a project file the user already allowed in another client;
+    /// the text says where (Claude Code's `enabledMcpjsonServers`,
+    /// Codex's trusted projects).
+    TrustedBy(String),
+    /// From a project file and not approved: not started, no request
+    /// sent, no variable expanded.
+    NeedsApproval {
+        /// An approval exists for this server, but for another command,
+        /// URL or set of env or header names.
+        changed: bool,
+    },
+}
+
+impl Trust {
+    /// Whether the server may start.
+    pub fn allows_start(&self) -> bool {
+        !matches!(self, Trust::NeedsApproval { .. })
     }
 }
 

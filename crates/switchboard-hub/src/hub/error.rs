@@ -87,6 +87,9 @@ fn advice(state: &ServerState) -> &'static str {
         ServerState::NeedsAuth { .. } => "log in to it, then start it again",
         ServerState::Failed(_) => "see its failure reason and fix its configuration",
         ServerState::Disabled => "enable it in the configuration",
+        ServerState::NeedsApproval { .. } => {
+            "it comes from a project file: approve it (`switchboard approve NAME`) to start it"
+        }
         _ => "start a new hub",
     }
 }

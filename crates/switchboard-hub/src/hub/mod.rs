@@ -506,7 +506,10 @@ impl Hub {
         let shared = &self.inner.shared;
         let mut waiting = Vec::new();
         for slot in &shared.slots {
-            if !slot.config.enabled || !slot.claim_first_start() {
+            if !slot.config.enabled
+                || !slot.config.trust.allows_start()
+                || !slot.claim_first_start()
+            {
                 continue;
             }
             self.run(slot);
@@ -553,7 +556,10 @@ impl Hub {
     /// Dropping the future stops waiting; the server keeps starting.
     pub async fn restart(&self, server: &str) -> Result<ServerState, HubError> {
         let slot = self.slot(server)?.clone();
-        if !slot.config.enabled || self.inner.cancel.is_cancelled() {
+        if !slot.config.enabled
+            || !slot.config.trust.allows_start()
+            || self.inner.cancel.is_cancelled()
+        {
             return Err(HubError::Unavailable {
                 server: server.into(),
                 state: slot.view.borrow().state.clone(),

@@ -36,6 +36,13 @@ pub enum ServerState {
     Failed(Failure),
     /// Switched off in the configuration.
     Disabled,
+    /// From a project file the user has not approved (or changed since):
+    /// never started, nothing expanded or sent.
+    NeedsApproval {
+        /// An approval exists, but for another command, URL or set of env
+        /// or header names.
+        changed: bool,
+    },
     /// Shut down by the hub.
     Stopped,
 }
@@ -43,7 +50,7 @@ pub enum ServerState {
 impl ServerState {
     /// A short name for tables and the state file: `pending`,
     /// `connecting`, `ready`, `reconnecting`, `needs-auth`, `failed`,
-    /// `disabled`, `stopped`.
+    /// `disabled`, `needs-approval`, `stopped`.
     pub fn name(&self) -> &'static str {
         match self {
             ServerState::Pending => "pending",
@@ -53,6 +60,7 @@ impl ServerState {
             ServerState::NeedsAuth { .. } => "needs-auth",
             ServerState::Failed(_) => "failed",
             ServerState::Disabled => "disabled",
+            ServerState::NeedsApproval { .. } => "needs-approval",
             ServerState::Stopped => "stopped",
         }
     }

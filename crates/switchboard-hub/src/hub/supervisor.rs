@@ -19,6 +19,7 @@ use tracing::Instrument;
 use super::stats::Stats;
 use super::store::Stored;
 use super::{Failure, HubError, HubEvent, ServerState, ServerStatus, Settings, Shared};
+use crate::config::Trust;
 use crate::config::{HttpKind, ServerConfig, TransportConfig};
 
 /// One configured server: its settings, what is known about it now, and
@@ -67,11 +68,17 @@ impl View {
 
 impl Slot {
     pub(crate) fn new(index: usize, config: ServerConfig, stored: Option<Stored>) -> Self {
-        let stored = stored.unwrap_or_default();
-        let state = if config.enabled {
-            ServerState::Pending
-        } else {
-            ServerState::Disabled
+        // What an unapproved server left behind (approved once, then
+        // revoked or changed) is not shown as its tools.
+        let stored = stored
+            .filter(|_| config.trust.allows_start())
+            .unwrap_or_default();
+        let state = match (&config.trust, config.enabled) {
+            (_, false) => ServerState::Disabled,
+            (Trust::NeedsApproval { changed }, true) => {
+                ServerState::NeedsApproval { changed: *changed }
+            }
+            _ => ServerState::Pending,
         };
         let view = View {
             state,

@@ -21,6 +21,17 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
     let Some(root) = toml_root(ctx, out) else {
         return;
     };
+    // The projects the user told Codex to trust: only the user's own file
+    // says so (a project's `.codex/config.toml` cannot trust itself).
+    if ctx.scope == crate::config::model::Scope::User
+        && let Some(Value::Object(projects)) = root.get("projects")
+    {
+        for (path, settings) in projects {
+            if settings.get("trust_level").and_then(Value::as_str) == Some("trusted") {
+                out.trusted_projects.push(path.into());
+            }
+        }
+    }
     let servers = match root.get("mcp_servers") {
         None => {
             if root.contains_key("mcpServers") {

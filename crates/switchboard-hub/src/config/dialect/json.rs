@@ -388,6 +388,13 @@ fn read_claude_json_project(
                     .extend(names.iter().filter_map(Value::as_str).map(str::to_owned));
             }
         }
+        if let Some(Value::Array(names)) = project.get("enabledMcpjsonServers") {
+            out.enable
+                .extend(names.iter().filter_map(Value::as_str).map(str::to_owned));
+        }
+        if project.get("enableAllProjectMcpServers") == Some(&Value::Bool(true)) {
+            out.enable_all = true;
+        }
     }
 }
 

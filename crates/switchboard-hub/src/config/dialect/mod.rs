@@ -47,6 +47,13 @@ pub(crate) struct FileLoad {
     /// Servers this file switches off wherever they are configured
     /// (`~/.claude.json`'s `disabledMcpServers`, `disabledMcpjsonServers`).
     pub(crate) disable: Vec<String>,
+    /// `.mcp.json` servers the user allowed in Claude Code for this
+    /// project (`~/.claude.json`'s `enabledMcpjsonServers`).
+    pub(crate) enable: Vec<String>,
+    /// Claude Code's `enableAllProjectMcpServers` for this project.
+    pub(crate) enable_all: bool,
+    /// Projects Codex trusts (`[projects."/path"] trust_level = "trusted"`).
+    pub(crate) trusted_projects: Vec<std::path::PathBuf>,
 }
 
 /// Reads `text`, the content of `file`, as `dialect` in `scope`.
@@ -77,6 +84,11 @@ pub(crate) fn parse(
         | Dialect::Gemini => json::parse(&ctx, &mut out, projects),
     }
     out
+}
+
+/// Parses JSON with comments and trailing commas, as the JSON dialects do.
+pub(crate) fn json_value(text: &str) -> Result<Value, String> {
+    json::parse_jsonc(text).map_err(|e| e.to_string())
 }
 
 /// Guesses a file's dialect from its name and, for JSON, its top-level

@@ -1,0 +1,513 @@
+//! Trust: a server from a project file runs only once the user approved it.
+//!
+//! A repository anyone can clone may carry a `.mcp.json`, a
+//! `.vscode/mcp.json`, a `switchboard.toml` … whose server is a shell
+//! command. Servers from such *project* files (every file of the project
+//! and local scopes but `~/.claude.json`) start no process, send no
+//! request and expand no variable until the user approves them; servers
+//! from the user's own files (in the home directory), `--config FILE`
+//! and managed files are trusted.
+//!
+//! An approval is remembered per project root and server name, keyed by
+//! what would run ([`approval_key`]): the command and its arguments (and
+//! working directory), or the URL, with the *names* of the env vars and
+//! headers — never their values. Any change to those asks again.
+//! Approvals live in [`Locations::approvals_file`] (0600, in a 0700
+//! directory), as digests: the file holds no command line or secret.
+//!
+//! Decisions the user already made in another client are honoured:
+//! Claude Code's `enableAllProjectMcpServers` and `enabledMcpjsonServers`
+//! (in `~/.claude.json`'s project section or `~/.claude/settings.json`)
+//! trust that project's `.mcp.json` servers, and its
+//! `disabledMcpjsonServers` switches them off; Codex's trusted projects
+//! (`[projects."/path"] trust_level = "trusted"` in `~/.codex/config.toml`)
+//! trust that project's `.codex/config.toml`. Those decisions are read
+//! only from the user's files, never from the project's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use super::locations::Locations;
+use super::model::{Dialect, Scope, ServerConfig, TransportConfig};
+
+/// Whether `server` comes from a project file (one a cloned repository
+/// could carry) rather than from one of the user's own.
+pub fn is_project_server(locations: &Locations, server: &ServerConfig) -> bool {
+    matches!(server.origin.scope, Scope::Project | Scope::Local)
+        && !locations.is_user_file(&server.origin.file)
+}
+
+/// What an approval is for: a digest of what would run — the command,
+/// arguments and working directory, or the transport and URL — with the
+/// names (never the values) of its env vars and headers, as written in
+/// the file (references unexpanded). The server's name is part of it.
+pub fn approval_key(server: &ServerConfig) -> String {
+    let what = match &server.transport {
+        TransportConfig::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => serde_json::json!({
+            "name": server.name,
+            "stdio": { "command": command, "args": args, "cwd": cwd, "env": env.keys().collect::<Vec<_>>() },
+        }),
+        TransportConfig::Http { url, headers, kind } => serde_json::json!({
+            "name": server.name,
+            "http": { "url": url, "kind": format!("{kind:?}"), "headers": headers.keys().collect::<Vec<_>>() },
+        }),
+        TransportConfig::WebSocket { url, headers } => serde_json::json!({
+            "name": server.name,
+            "ws": { "url": url, "headers": headers.keys().collect::<Vec<_>>() },
+        }),
+    };
+    let digest = Sha256::digest(what.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where a reference in a server's configuration goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reference {
+    /// What is referenced: `VAR` for `${VAR}`, `input:ID` for a VS Code
+    /// input, `userHome`, `workspaceFolder`.
+    pub name: String,
+    /// Where its value would go: `command`, `args`, `env FOO`, `cwd`,
+    /// `url`, `header Authorization`, `oauth client_secret` ….
+    pub place: String,
+}
+
+/// Every `${…}` reference (and, in Gemini CLI's files, `$VAR`) the server
+/// would receive once expanded, with where each goes — what an approval
+/// prompt must show the user.
+pub fn references(server: &ServerConfig) -> Vec<Reference> {
+    let bare = server.origin.dialect == Dialect::Gemini;
+    let mut out = Vec::new();
+    let mut scan = |text: &str, place: String| {
+        for name in scan_references(text, bare) {
+            let reference = Reference {
+                name,
+                place: place.clone(),
+            };
+            if !out.contains(&reference) {
+                out.push(reference);
+            }
+        }
+    };
+    match &server.transport {
+        TransportConfig::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            scan(command, "command".into());
+            for arg in args {
+                scan(arg, "args".into());
+            }
+            for (key, value) in env {
+                scan(value, format!("env {key}"));
+            }
+            if let Some(cwd) = cwd {
+                scan(&cwd.to_string_lossy(), "cwd".into());
+            }
+        }
+        TransportConfig::Http { url, headers, .. }
+        | TransportConfig::WebSocket { url, headers } => {
+            scan(url, "url".into());
+            for (key, value) in headers {
+                scan(value, format!("header {key}"));
+            }
+        }
+    }
+    if let Some(oauth) = &server.oauth {
+        if let Some(id) = &oauth.client_id {
+            scan(id, "oauth client_id".into());
+        }
+        if let Some(secret) = &oauth.client_secret {
+            scan(secret, "oauth client_secret".into());
+        }
+    }
+    out
+}
+
+/// The names referenced in `text`: `${NAME}`, `${env:NAME}`,
+/// `${NAME:-default}`, `${input:ID}`, and `$NAME` when `bare`.
+fn scan_references(text: &str, bare: bool) -> Vec<String> {
+    let mut names = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        if bytes.get(i + 1) == Some(&b'{') {
+            if let Some(end) = text[i + 2..].find('}') {
+                let inner = &text[i + 2..i + 2 + end];
+                let inner = inner.split(":-").next().unwrap_or(inner);
+                let inner = inner.strip_prefix("env:").unwrap_or(inner);
+                if !inner.is_empty() {
+                    names.push(inner.to_owned());
+                }
+                i += 3 + end;
+                continue;
+            }
+        } else if bare {
+            let rest = &text[i + 1..];
+            let len = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if len > 0 && !rest.starts_with(|c: char| c.is_ascii_digit()) {
+                names.push(rest[..len].to_owned());
+                i += 1 + len;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    names
+}
+
+/// The 1-based line where `server` is configured in its file, when it can
+/// be found.
+pub fn locate(server: &ServerConfig) -> Option<usize> {
+    let text = std::fs::read_to_string(&server.origin.file).ok()?;
+    super::diag::find_entry(&text, &server.name, None).map(|(line, _)| line)
+}
+
+/// One remembered approval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Approval {
+    /// The server's name.
+    pub server: String,
+    /// [`approval_key`] of what was approved.
+    pub key: String,
+    /// The file it was configured in.
+    pub file: PathBuf,
+    /// When, in seconds since the Unix epoch.
+    pub approved_at: u64,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct Document {
+    format: u32,
+    /// Project root → server name → approval.
+    projects: BTreeMap<String, BTreeMap<String, Approval>>,
+}
+
+const FORMAT: u32 = 1;
+
+/// The approvals file: which project servers the user approved, per
+/// project root.
+#[derive(Debug)]
+pub struct Approvals {
+    path: PathBuf,
+    projects: BTreeMap<String, BTreeMap<String, Approval>>,
+}
+
+/// Why the approvals file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("the approvals file {path}: {source}")]
+pub struct ApprovalsError {
+    path: PathBuf,
+    #[source]
+    source: std::io::Error,
+}
+
+impl Approvals {
+    /// Reads the approvals in `path` (none when it does not exist). A
+    /// corrupt file, or a symlink at its place, counts as no approval.
+    pub fn open(path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        let projects = match crate::private_fs::read_private(&path) {
+            Ok(Some(bytes)) => match serde_json::from_slice::<Document>(&bytes) {
+                Ok(doc) if doc.format == FORMAT => doc.projects,
+                _ => {
+                    tracing::warn!(path = %path.display(), "approvals file unreadable; no server is approved");
+                    BTreeMap::new()
+                }
+            },
+            Ok(None) => BTreeMap::new(),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "approvals file unreadable; no server is approved");
+                BTreeMap::new()
+            }
+        };
+        Self { path, projects }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn root_key(root: &Path) -> String {
+        root.to_string_lossy().into_owned()
+    }
+
+    /// The state `server` has in project `root`: approved for exactly
+    /// this configuration (`Some(true)`), approved for another one
+    /// (`Some(false)`), or never approved (`None`).
+    pub fn check(&self, root: &Path, server: &ServerConfig) -> Option<bool> {
+        self.projects
+            .get(&Self::root_key(root))
+            .and_then(|servers| servers.get(&server.name))
+            .map(|a| a.key == approval_key(server))
+    }
+
+    /// Records that the user approved `server` in project `root` (not
+    /// saved until [`save`](Self::save)).
+    pub fn approve(&mut self, root: &Path, server: &ServerConfig) {
+        let approved_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.projects
+            .entry(Self::root_key(root))
+            .or_default()
+            .insert(
+                server.name.clone(),
+                Approval {
+                    server: server.name.clone(),
+                    key: approval_key(server),
+                    file: server.origin.file.clone(),
+                    approved_at,
+                },
+            );
+    }
+
+    /// Forgets the approval of `name` in `root`; whether there was one.
+    pub fn revoke(&mut self, root: &Path, name: &str) -> bool {
+        let key = Self::root_key(root);
+        let Some(servers) = self.projects.get_mut(&key) else {
+            return false;
+        };
+        let removed = servers.remove(name).is_some();
+        if servers.is_empty() {
+            self.projects.remove(&key);
+        }
+        removed
+    }
+
+    /// The approvals of project `root`, by server name.
+    pub fn in_project(&self, root: &Path) -> Vec<&Approval> {
+        self.projects
+            .get(&Self::root_key(root))
+            .map(|s| s.values().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every project root with approvals.
+    pub fn projects(&self) -> impl Iterator<Item = (&str, Vec<&Approval>)> {
+        self.projects
+            .iter()
+            .map(|(root, servers)| (root.as_str(), servers.values().collect()))
+    }
+
+    /// Writes the file: 0600 in a 0700 directory, atomically, never
+    /// through a symlink.
+    ///
+    /// # Errors
+    /// When the directory or file cannot be written.
+    pub fn save(&self) -> Result<(), ApprovalsError> {
+        let doc = Document {
+            format: FORMAT,
+            projects: self.projects.clone(),
+        };
+        let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+        crate::private_fs::write_private(&self.path, &bytes).map_err(|source| ApprovalsError {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+/// Why a project directory is not read: anyone may write into it, or it
+/// belongs to another user. `None` when it is safe to read.
+pub(crate) fn unsafe_dir(dir: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(dir).ok()?;
+        if meta.mode() & 0o002 != 0 {
+            return Some(format!(
+                "not read: {} is writable by every user, so anyone could have put this file there",
+                dir.display()
+            ));
+        }
+        if meta.uid() != crate::private_fs::current_uid() {
+            return Some(format!(
+                "not read: {} belongs to another user (uid {}), who could have put this file there",
+                dir.display(),
+                meta.uid()
+            ));
+        }
+        None
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// What the user's own files said about project servers (the decisions
+/// other clients recorded).
+#[derive(Debug, Default)]
+pub(crate) struct Decisions {
+    /// Claude Code: every `.mcp.json` server of this project is allowed.
+    pub(crate) enable_all_mcp_json: Option<String>,
+    /// Claude Code: these `.mcp.json` servers are allowed (name → where).
+    pub(crate) enabled_mcp_json: BTreeMap<String, String>,
+    /// Codex trusts this project (where it says so).
+    pub(crate) codex_trusted: Option<String>,
+}
+
+/// Sets each project server's [`Trust`](super::model::Trust) from the
+/// user's approvals and the other clients' decisions.
+pub(crate) fn assess(
+    locations: &Locations,
+    approvals: &Approvals,
+    decisions: &Decisions,
+    server: &mut ServerConfig,
+) {
+    use super::model::Trust;
+    if !is_project_server(locations, server) {
+        server.trust = Trust::Trusted;
+        return;
+    }
+    let root = locations.project_root();
+    server.trust = match approvals.check(root, server) {
+        Some(true) => Trust::Approved,
+        changed => {
+            let claude = server.origin.dialect == Dialect::ClaudeCode
+                && server.origin.scope == Scope::Project;
+            let codex = server.origin.dialect == Dialect::Codex;
+            if claude && let Some(why) = &decisions.enable_all_mcp_json {
+                Trust::TrustedBy(why.clone())
+            } else if claude && let Some(why) = decisions.enabled_mcp_json.get(&server.name) {
+                Trust::TrustedBy(why.clone())
+            } else if codex && let Some(why) = &decisions.codex_trusted {
+                Trust::TrustedBy(why.clone())
+            } else {
+                Trust::NeedsApproval {
+                    changed: changed == Some(false),
+                }
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::{HttpKind, Origin};
+
+    fn stdio(args: &[&str], env: &[(&str, &str)]) -> ServerConfig {
+        ServerConfig::new(
+            "s",
+            TransportConfig::Stdio {
+                command: "sh".into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                env: env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                cwd: None,
+            },
+            Origin {
+                file: "/p/.mcp.json".into(),
+                dialect: Dialect::ClaudeCode,
+                scope: Scope::Project,
+            },
+        )
+    }
+
+    #[test]
+    fn the_key_covers_command_args_and_env_names_but_not_env_values() {
+        let a = stdio(&["-c", "true"], &[("TOKEN", "one")]);
+        assert_eq!(
+            approval_key(&a),
+            approval_key(&stdio(&["-c", "true"], &[("TOKEN", "two")]))
+        );
+        assert_ne!(
+            approval_key(&a),
+            approval_key(&stdio(&["-c", "touch x"], &[("TOKEN", "one")]))
+        );
+        assert_ne!(
+            approval_key(&a),
+            approval_key(&stdio(&["-c", "true"], &[("OTHER", "one")]))
+        );
+        assert_eq!(approval_key(&a).len(), 64);
+    }
+
+    #[test]
+    fn references_name_every_variable_and_where_it_goes() {
+        let mut s = ServerConfig::new(
+            "r",
+            TransportConfig::Http {
+                url: "https://x.example/mcp?key=${API_KEY}".into(),
+                headers: [("Authorization".to_owned(), "Bearer ${env:TOKEN}".to_owned())].into(),
+                kind: HttpKind::Auto,
+            },
+            Origin {
+                file: "/p/.vscode/mcp.json".into(),
+                dialect: Dialect::VsCode,
+                scope: Scope::Project,
+            },
+        );
+        let names: Vec<(String, String)> = references(&s)
+            .into_iter()
+            .map(|r| (r.name, r.place))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("API_KEY".into(), "url".into()),
+                ("TOKEN".into(), "header Authorization".into())
+            ]
+        );
+        s.transport = TransportConfig::Stdio {
+            command: "run".into(),
+            args: vec!["${input:pw}".into(), "$HOME".into(), "${X:-d}".into()],
+            env: BTreeMap::new(),
+            cwd: None,
+        };
+        let names: Vec<String> = references(&s).into_iter().map(|r| r.name).collect();
+        assert_eq!(names, vec!["input:pw", "X"]);
+        s.origin.dialect = Dialect::Gemini;
+        let names: Vec<String> = references(&s).into_iter().map(|r| r.name).collect();
+        assert_eq!(names, vec!["input:pw", "HOME", "X"]);
+    }
+
+    #[test]
+    fn approvals_round_trip_and_a_change_asks_again() {
+        let dir =
+            std::env::temp_dir().join(format!("switchboard-approvals-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("approvals.json");
+        let root = Path::new("/p");
+        let server = stdio(&["-c", "true"], &[]);
+        let mut approvals = Approvals::open(&path);
+        assert_eq!(approvals.check(root, &server), None);
+        approvals.approve(root, &server);
+        approvals.save().unwrap();
+        let approvals = Approvals::open(&path);
+        assert_eq!(approvals.check(root, &server), Some(true));
+        assert_eq!(approvals.check(Path::new("/other"), &server), None);
+        assert_eq!(
+            approvals.check(root, &stdio(&["-c", "touch marker"], &[])),
+            Some(false)
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("true") || !text.contains("-c"), "{text}");
+        let mut approvals = approvals;
+        assert!(approvals.revoke(root, "s"));
+        assert!(!approvals.revoke(root, "s"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
