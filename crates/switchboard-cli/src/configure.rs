@@ -64,6 +64,15 @@ impl Context {
         loaded
     }
 
+    /// Every configured server, nothing printed.
+    pub(crate) fn load_quiet(&self) -> LoadedConfig {
+        let mut options = LoadOptions::new();
+        if let Some(file) = &self.explicit {
+            options = options.with_config(file);
+        }
+        config::load(&self.locations, &options)
+    }
+
     /// The file `add` and `import` write: the `--config` file, else
     /// switchboard's file for `scope`.
     fn target(&self, scope: ScopeArg) -> (Target, Scope) {
@@ -344,6 +353,9 @@ fn write_new(
     let before = config::load(&context.locations, &LoadOptions::new());
     let edited = config::add_server(&context.locations, target, &server)
         .map_err(|e| Failure::usage(e.into()))?;
+    // The user typed this server: in a project file it is approved as
+    // written.
+    crate::approve::remember_written(context, &server.name, &edited.file);
     let other = before
         .get(&server.name)
         .filter(|s| s.origin.file != edited.file)

@@ -43,7 +43,9 @@ fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>, json: b
         if only.is_some_and(|name| name != server.name) {
             continue;
         }
-        if !server.enabled {
+        // Disabled and unapproved servers go to the hub as written: it
+        // lists them and never starts them (nothing of them is expanded).
+        if !server.enabled || !server.trust.allows_start() {
             prepared.runnable.push(server.clone());
             continue;
         }
@@ -177,6 +179,7 @@ fn reason(
             )),
             None,
         ),
+        ServerState::NeedsApproval { .. } => (config.map(crate::approve::pending_reason), None),
         _ => (None, None),
     }
 }
@@ -209,7 +212,8 @@ pub(crate) async fn list(
     startup_timeout: Duration,
     credentials: Option<&Path>,
 ) -> Result<u8, Failure> {
-    let loaded = context.load(json);
+    let mut loaded = context.load(json);
+    crate::approve::ask_pending(context, &mut loaded, None);
     let prepared = prepare(context, &loaded, None, json);
     let hub = builder(
         prepared.runnable,
@@ -312,11 +316,21 @@ pub(crate) async fn tools(
     json: bool,
     credentials: Option<&Path>,
 ) -> Result<u8, Failure> {
-    let loaded = context.load(json);
+    let mut loaded = context.load(json);
     if let Some(name) = only
         && loaded.get(name).is_none()
     {
         return Err(not_configured(name, &loaded));
+    }
+    crate::approve::ask_pending(context, &mut loaded, only);
+    for server in loaded.needs_approval() {
+        if only.is_none_or(|name| name == server.name) && server.enabled {
+            eprintln!(
+                "warning: server `{}` is not started, its tools are not listed: {}",
+                crate::approve::clean(&server.name),
+                crate::approve::pending_reason(server)
+            );
+        }
     }
     let prepared = prepare(context, &loaded, only, json);
     for (name, why) in &prepared.unusable {
@@ -332,7 +346,10 @@ pub(crate) async fn tools(
     start(&hub, json).await;
     let statuses = hub.list();
     for status in &statuses {
-        if !status.state.is_ready() && status.state != ServerState::Disabled {
+        if !status.state.is_ready()
+            && status.state != ServerState::Disabled
+            && !matches!(status.state, ServerState::NeedsApproval { .. })
+        {
             eprintln!(
                 "warning: server `{}` is {}; its tools are not listed",
                 status.name, status.state
@@ -417,7 +434,7 @@ pub(crate) async fn call(
     credentials: Option<&Path>,
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
 ) -> Result<u8, Failure> {
-    let loaded = context.load(json);
+    let mut loaded = context.load(json);
     let (server, tool) = split_target(target, &loaded)?;
     let Some(config) = loaded.get(server) else {
         return Err(not_configured(server, &loaded));
@@ -428,6 +445,17 @@ pub(crate) async fn call(
             config.origin.file.display()
         )));
     }
+    crate::approve::ask_pending(context, &mut loaded, Some(server));
+    if let Some(pending) = loaded.needs_approval().find(|s| s.name == server) {
+        return Err(Failure::usage(anyhow!(
+            "server `{}` is not started: {}",
+            crate::approve::clean(server),
+            crate::approve::pending_reason(pending)
+        )));
+    }
+    let Some(config) = loaded.get(server) else {
+        return Err(not_configured(server, &loaded));
+    };
     let prepared = prepare(context, &loaded, Some(server), json);
     if let Some(why) = prepared.unusable.get(server) {
         return Err(Failure::usage(anyhow!("{why}")));

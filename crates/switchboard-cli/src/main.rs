@@ -1,5 +1,6 @@
 //! `switchboard`: talk to any MCP server from the terminal.
 
+mod approve;
 mod args;
 mod ask;
 mod configure;
@@ -395,6 +396,42 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Approve servers from this project's files (`.mcp.json`,
+    /// `.vscode/mcp.json`, `switchboard.toml` …) so that they may run;
+    /// shows what each runs and which variables it receives.
+    Approve {
+        /// The servers to approve.
+        #[arg(value_name = "NAME", required_unless_present = "all")]
+        names: Vec<String>,
+        /// Every server of this project that waits for approval.
+        #[arg(long)]
+        all: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the approvals of this project (every project with --all) and
+    /// the servers that wait for one.
+    Trust {
+        /// Every project's approvals.
+        #[arg(long)]
+        all: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke approvals of this project's servers.
+    Untrust {
+        /// The servers whose approval to revoke.
+        #[arg(value_name = "NAME", required_unless_present = "all")]
+        names: Vec<String>,
+        /// Every approval of this project.
+        #[arg(long)]
+        all: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the bundled test server on stdin/stdout (used by `demo`).
     #[command(name = "__testserver", hide = true)]
     TestServer {
@@ -455,7 +492,10 @@ fn main() -> ExitCode {
         Command::List { json, .. }
         | Command::AddJson { json, .. }
         | Command::Import { json, .. }
-        | Command::Get { json, .. } => *json,
+        | Command::Get { json, .. }
+        | Command::Approve { json, .. }
+        | Command::Trust { json, .. }
+        | Command::Untrust { json, .. } => *json,
         Command::Add(args) => args.json,
         Command::Remove(args) | Command::Enable(args) | Command::Disable(args) => args.json,
         Command::TestServer { .. } => false,
@@ -809,6 +849,15 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
         ),
         Command::Get { name, json } => {
             configure::get(&configure::Context::new(cli.config)?, &name, json)
+        }
+        Command::Approve { names, all, json } => {
+            approve::approve(&configure::Context::new(cli.config)?, &names, all, json)
+        }
+        Command::Trust { all, json } => {
+            approve::list(&configure::Context::new(cli.config)?, all, json)
+        }
+        Command::Untrust { names, all, json } => {
+            approve::untrust(&configure::Context::new(cli.config)?, &names, all, json)
         }
         Command::TestServer { args } => switchboard_testkit::run_stdio_main(args),
     }

@@ -431,6 +431,9 @@ fn list_reports_bad_files_with_their_position_and_keeps_going() {
         &config,
         &format!("[servers.good]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n"),
     );
+    // A project file's server is asked about only once approved
+    // (tests/trust.rs).
+    ok(&sandbox.run(&["approve", "asks"]), "approve asks");
     let output = sandbox.run(&["list", "--json", "--config", config.to_str().unwrap()]);
     ok(&output, "list with a bad file");
     let stderr = text(&output.stderr);

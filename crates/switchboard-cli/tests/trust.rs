@@ -1,0 +1,511 @@
+//! A cloned repository's config files run nothing until the user says so.
+//!
+//! The fixture is a repository whose `.mcp.json`, `.vscode/mcp.json` and
+//! `switchboard.toml` each configure a server that writes a marker file
+//! when it starts (then serves as the bundled test server). `list`,
+//! `tools` and `call` — without a terminal, and under a real pty where
+//! they ask — create no marker until the server is approved; after
+//! `approve` they run; a changed command asks again; a `.mcp.json`
+//! planted above the project root is never read; a project server whose
+//! URL and headers hold `${SECRET}` sends nothing before approval.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[allow(dead_code)] // the HTTP test server is not used here
+mod support;
+
+use support::BIN;
+
+/// A HOME and a cloned repository (`outer/repo`, with `outer` above it).
+struct Sandbox {
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new(name: &str) -> Self {
+        let root = std::env::temp_dir().join(format!(
+            "switchboard-trust-cli-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("outer/repo/.git")).unwrap();
+        let root = root.canonicalize().unwrap();
+        Self { root }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.root.join("outer/repo")
+    }
+
+    fn marker(&self, name: &str) -> PathBuf {
+        self.root.join(format!("marker-{name}"))
+    }
+
+    fn write(&self, path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// `sh -c 'touch MARKER; exec switchboard __testserver'` as JSON args.
+    fn script(&self, marker: &str) -> String {
+        format!(
+            "touch {}; exec {BIN} __testserver",
+            self.marker(marker).display()
+        )
+    }
+
+    /// The three project files, one server each.
+    fn clone_repository(&self) {
+        let args = |m: &str| serde_json::to_string(&["-c", &self.script(m)]).unwrap();
+        self.write(
+            &self.repo().join(".mcp.json"),
+            &format!(
+                "{{\n  \"mcpServers\": {{\n    \"claude\": {{\"command\": \"sh\", \"args\": {}}}\n  }}\n}}\n",
+                args("claude")
+            ),
+        );
+        self.write(
+            &self.repo().join(".vscode/mcp.json"),
+            &format!(
+                "{{\"servers\": {{\"vscode\": {{\"command\": \"sh\", \"args\": {}}}}}}}\n",
+                args("vscode")
+            ),
+        );
+        self.write(
+            &self.repo().join("switchboard.toml"),
+            &format!(
+                "# checked in\n[servers.board]\ncommand = \"sh\"\nargs = {}\n",
+                args("board")
+            ),
+        );
+    }
+
+    fn markers(&self) -> Vec<String> {
+        let mut found: Vec<String> = std::fs::read_dir(&self.root)
+            .unwrap()
+            .filter_map(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("marker-"))
+                    .map(str::to_owned)
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .current_dir(self.repo())
+            .env("HOME", self.home())
+            .env(
+                "SWITCHBOARD_CREDENTIALS",
+                self.root.join("credentials.json"),
+            )
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("CODEX_HOME")
+            .env_remove("GOOSE_CONFIG_DIR")
+            .stdin(std::process::Stdio::null());
+        for var in [
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+            "XDG_CACHE_HOME",
+        ] {
+            command.env_remove(var);
+        }
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command()
+            .args(args)
+            .output()
+            .expect("runs switchboard")
+    }
+
+    fn list(&self) -> Value {
+        let output = self.run(&["list", "--json"]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn state<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {list:#}"))
+}
+
+#[test]
+fn without_a_terminal_project_servers_wait_for_approve() {
+    let sandbox = Sandbox::new("no-tty");
+    sandbox.clone_repository();
+
+    let list = sandbox.list();
+    for name in ["claude", "vscode", "board"] {
+        let entry = state(&list, name);
+        assert_eq!(entry["state"], "needs-approval", "{entry:#}");
+        let reason = entry["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("switchboard approve {name}"))
+                && reason.contains(&sandbox.marker(name).display().to_string()),
+            "{reason}"
+        );
+    }
+    let tools = sandbox.run(&["tools"]);
+    assert!(text(&tools.stderr).contains("switchboard approve claude"));
+    let call = sandbox.run(&["call", "claude/echo", r#"{"text":"x"}"#]);
+    assert_eq!(call.status.code(), Some(1), "{}", text(&call.stderr));
+    assert!(
+        text(&call.stderr).contains("switchboard approve claude"),
+        "{}",
+        text(&call.stderr)
+    );
+    assert!(sandbox.markers().is_empty(), "ran: {:?}", sandbox.markers());
+
+    // Approved, they run.
+    let approve = sandbox.run(&["approve", "claude", "board"]);
+    assert!(approve.status.success(), "{}", text(&approve.stderr));
+    let shown = text(&approve.stdout);
+    assert!(shown.contains(".mcp.json:3"), "{shown}");
+    let call = sandbox.run(&["call", "claude/echo", r#"{"text":"hi"}"#]);
+    assert!(call.status.success(), "{}", text(&call.stderr));
+    assert_eq!(sandbox.markers(), ["claude"]);
+    let list = sandbox.list();
+    assert_eq!(state(&list, "board")["state"], "ready");
+    assert_eq!(state(&list, "vscode")["state"], "needs-approval");
+    assert_eq!(sandbox.markers(), ["board", "claude"]);
+
+    // A changed command asks again and does not run.
+    std::fs::remove_file(sandbox.marker("claude")).unwrap();
+    let mcp = sandbox.repo().join(".mcp.json");
+    let changed = std::fs::read_to_string(&mcp)
+        .unwrap()
+        .replace("marker-claude", "marker-changed");
+    std::fs::write(&mcp, changed).unwrap();
+    let list = sandbox.list();
+    let entry = state(&list, "claude");
+    assert_eq!(entry["state"], "needs-approval");
+    assert!(
+        entry["reason"].as_str().unwrap().contains("changed"),
+        "{entry:#}"
+    );
+    assert!(sandbox.run(&["call", "claude/echo", "{}"]).status.code() == Some(1));
+    assert_eq!(sandbox.markers(), ["board"]);
+
+    // `trust` lists the approvals; `untrust` revokes one.
+    let trust = sandbox.run(&["trust", "--json"]);
+    let trust: Value = serde_json::from_slice(&trust.stdout).unwrap();
+    let names: Vec<&str> = trust["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["board", "claude"], "{trust:#}");
+    assert!(sandbox.run(&["untrust", "board"]).status.success());
+    assert_eq!(state(&sandbox.list(), "board")["state"], "needs-approval");
+
+    // `approve --all` approves every pending server.
+    std::fs::remove_file(sandbox.marker("board")).unwrap();
+    assert!(sandbox.run(&["approve", "--all"]).status.success());
+    let list = sandbox.list();
+    for name in ["claude", "vscode", "board"] {
+        assert_eq!(state(&list, name)["state"], "ready", "{list:#}");
+    }
+    assert_eq!(sandbox.markers(), ["board", "changed", "vscode"]);
+}
+
+#[test]
+fn a_server_added_by_hand_to_a_project_file_needs_no_question() {
+    let sandbox = Sandbox::new("add");
+    let script = sandbox.script("added");
+    let add = sandbox.run(&["add", "mine", "--", "sh", "-c", &script]);
+    assert!(add.status.success(), "{}", text(&add.stderr));
+    assert_eq!(state(&sandbox.list(), "mine")["state"], "ready");
+    assert_eq!(sandbox.markers(), ["added"]);
+}
+
+#[test]
+fn a_mcp_json_planted_above_the_project_root_is_never_read() {
+    let sandbox = Sandbox::new("planted");
+    sandbox.write(
+        &sandbox.root.join("outer/.mcp.json"),
+        &format!(
+            r#"{{"mcpServers": {{"planted": {{"command": "sh", "args": ["-c", "touch {}"]}}}}}}"#,
+            sandbox.marker("planted").display()
+        ),
+    );
+    let list = sandbox.list();
+    assert!(list["servers"].as_array().unwrap().is_empty(), "{list:#}");
+    // Not even with approve --all.
+    assert!(sandbox.run(&["approve", "--all"]).status.success());
+    assert!(sandbox.run(&["list"]).status.success());
+    assert!(sandbox.markers().is_empty());
+}
+
+/// A loopback listener that reports every connection it accepts.
+fn listener() -> (String, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    });
+    (url, rx)
+}
+
+#[test]
+fn a_project_servers_secret_reference_sends_nothing_before_approval() {
+    let sandbox = Sandbox::new("secret");
+    let (url, seen) = listener();
+    sandbox.write(
+        &sandbox.repo().join(".mcp.json"),
+        &format!(
+            r#"{{"mcpServers": {{"remote": {{"type": "http", "url": "{url}?key=${{SECRET}}",
+                "headers": {{"Authorization": "Bearer ${{SECRET}}"}}}}}}}}"#
+        ),
+    );
+    for args in [&["list"][..], &["tools"], &["call", "remote/echo", "{}"]] {
+        let output = sandbox
+            .command()
+            .env("SECRET", "hunter2")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!text(&output.stdout).contains("hunter2"));
+        assert!(!text(&output.stderr).contains("hunter2"));
+    }
+    // Every command has exited: nothing reached the listener.
+    assert!(
+        seen.try_recv().is_err(),
+        "a request was sent before approval"
+    );
+
+    let approve = sandbox.run(&["approve", "remote"]);
+    let shown = text(&approve.stdout);
+    assert!(
+        shown.contains("${SECRET} → url") && shown.contains("${SECRET} → header Authorization"),
+        "{shown}"
+    );
+    let _ = sandbox
+        .command()
+        .env("SECRET", "hunter2")
+        .args(["list"])
+        .output()
+        .unwrap();
+    let request = seen
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a request after approval");
+    assert!(request.contains("hunter2"), "{request}");
+}
+
+/// The CLI under a real pty: what it writes, read on a thread, and what
+/// is typed.
+struct Terminal {
+    output: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+    writer: Box<dyn std::io::Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Terminal {
+    fn start(sandbox: &Sandbox, args: &[&str]) -> Self {
+        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 50,
+                cols: 250,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut command = CommandBuilder::new(BIN);
+        command.args(args);
+        command.cwd(sandbox.repo());
+        command.env("HOME", sandbox.home());
+        command.env("TERM", "xterm-256color");
+        command.env(
+            "SWITCHBOARD_CREDENTIALS",
+            sandbox.root.join("credentials.json"),
+        );
+        for var in [
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+            "XDG_CACHE_HOME",
+            "SWITCHBOARD_CONFIG",
+            "CODEX_HOME",
+            "GOOSE_CONFIG_DIR",
+        ] {
+            command.env_remove(var);
+        }
+        let child = pty.slave.spawn_command(command).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = pty.master.take_writer().unwrap();
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _master = pty.master;
+            let mut buf = [0u8; 4096];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            output,
+            seen: String::new(),
+            writer,
+            child,
+        }
+    }
+
+    /// Waits until the terminal shows `what` (a generous deadline only
+    /// keeps a broken build from hanging the suite).
+    fn expect(&mut self, what: &str) {
+        while !self.seen.contains(what) {
+            match self.output.recv_timeout(Duration::from_secs(60)) {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!(
+                    "the terminal never showed {what:?}; it shows:\n{}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    fn send(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Waits for the process to exit; the whole output.
+    fn finish(mut self) -> (u32, String) {
+        let status = self.child.wait().unwrap();
+        while let Ok(bytes) = self.output.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        (status.exit_code(), self.seen)
+    }
+}
+
+const DOWN: &str = "\x1b[B";
+
+#[test]
+fn on_a_terminal_list_tools_and_call_ask_first() {
+    let sandbox = Sandbox::new("pty");
+    sandbox.clone_repository();
+
+    // `list`: shown file, line and exact command; skipped, nothing runs.
+    let mut terminal = Terminal::start(&sandbox, &["list"]);
+    terminal.expect("Server `board` comes from a project file");
+    terminal.expect("switchboard.toml:2");
+    terminal.expect(&sandbox.marker("board").display().to_string());
+    terminal.expect("Start it?");
+    terminal.send(&format!("{DOWN}{DOWN}\r"));
+    terminal.expect("Server `claude`");
+    terminal.send(&format!("{DOWN}{DOWN}\r"));
+    terminal.expect("Server `vscode`");
+    terminal.send(&format!("{DOWN}{DOWN}\r"));
+    let (code, shown) = terminal.finish();
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("needs-approval"), "{shown}");
+    assert!(sandbox.markers().is_empty(), "ran: {:?}", sandbox.markers());
+
+    // `tools`: approve `board` only.
+    let mut terminal = Terminal::start(&sandbox, &["tools"]);
+    terminal.expect("Server `board`");
+    terminal.expect("Start it?");
+    terminal.send("\r");
+    terminal.expect("Server `claude`");
+    terminal.send(&format!("{DOWN}{DOWN}\r"));
+    terminal.expect("Server `vscode`");
+    terminal.send(&format!("{DOWN}{DOWN}\r"));
+    let (code, shown) = terminal.finish();
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("board__echo"), "{shown}");
+    assert_eq!(sandbox.markers(), ["board"]);
+
+    // `call`: asks about that server only; approving runs it.
+    let mut terminal = Terminal::start(
+        &sandbox,
+        &["call", "claude/echo", r#"{"text":"from a pty"}"#],
+    );
+    terminal.expect("Server `claude`");
+    terminal.expect(".mcp.json:3");
+    terminal.send("\r");
+    let (code, shown) = terminal.finish();
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("from a pty"), "{shown}");
+    assert!(!shown.contains("Server `vscode`"), "{shown}");
+    assert_eq!(sandbox.markers(), ["board", "claude"]);
+
+    // Remembered: no question without a terminal either.
+    let list = sandbox.list();
+    assert_eq!(state(&list, "claude")["state"], "ready");
+    assert_eq!(state(&list, "vscode")["state"], "needs-approval");
+}
+
+#[test]
+fn on_a_terminal_approving_a_whole_file_and_the_variables_shown() {
+    let sandbox = Sandbox::new("pty-file");
+    let args = |m: &str| serde_json::to_string(&["-c", &sandbox.script(m)]).unwrap();
+    sandbox.write(
+        &sandbox.repo().join(".mcp.json"),
+        &format!(
+            r#"{{"mcpServers": {{"a": {{"command": "sh", "args": {}, "env": {{"TOKEN": "${{SECRET}}"}}}},
+                "b": {{"command": "sh", "args": {}}}}}}}"#,
+            args("a"),
+            args("b")
+        ),
+    );
+    let mut terminal = Terminal::start(&sandbox, &["list"]);
+    terminal.expect("Server `a`");
+    terminal.expect("${SECRET} → env TOKEN");
+    terminal.expect("approve all 2 pending servers in this file");
+    terminal.send(&format!("{DOWN}\r"));
+    let (code, shown) = terminal.finish();
+    assert_eq!(code, 0, "{shown}");
+    assert!(!shown.contains("Server `b`"), "asked again: {shown}");
+    assert_eq!(sandbox.markers(), ["a", "b"]);
+}
