@@ -276,14 +276,18 @@ pub struct RedirectAgent {
 }
 
 impl RedirectAgent {
-    /// An agent with its own HTTP client, which follows no redirect.
+    /// An agent with its own HTTP client, which follows no redirect. It
+    /// stands in for the user's browser, so like a browser it goes where
+    /// the authorization URL points without the SSRF guard's resolver (the
+    /// URL itself passed the flow's guard).
     ///
     /// # Errors
     /// [`OAuthError::Config`] if the HTTP client cannot be built.
     pub fn new() -> Result<Self, OAuthError> {
-        Ok(Self {
-            http: http_client()?,
-        })
+        let http = grant::client_builder()
+            .build()
+            .map_err(|e| OAuthError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { http })
     }
 }
 
@@ -546,7 +550,7 @@ impl OAuthFlow {
             .allow_http_loopback(config.allow_http_loopback)
             .allow_hosts(config.allow_hosts.iter().cloned())
             .build()?;
-        let http = http_client()?;
+        let http = grant::http_client(&guard).map_err(OAuthError::from_grant)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -1384,10 +1388,6 @@ async fn get_json<T: serde::de::DeserializeOwned>(
     grant::get_json(http, url)
         .await
         .map_err(OAuthError::from_grant)
-}
-
-fn http_client() -> Result<reqwest::Client, OAuthError> {
-    grant::http_client().map_err(OAuthError::from_grant)
 }
 
 async fn load(

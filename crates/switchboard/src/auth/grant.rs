@@ -45,6 +45,7 @@ use super::jwt::{self, JwtError, JwtSigner};
 use super::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
 };
+use super::resolve::GuardedResolver;
 use super::ssrf::{SsrfError, UrlGuard};
 use super::store::Secret;
 use crate::transport::BoxFuture;
@@ -392,7 +393,7 @@ impl TokenClient {
         let guard = UrlGuard::builder()
             .allow_http_loopback(allow_http_loopback)
             .build()?;
-        let http = http_client()?;
+        let http = http_client(&guard)?;
         Ok(Self { http, guard, dpop })
     }
 
@@ -708,13 +709,35 @@ fn bad(url: &Url, status: u16, detail: &str) -> GrantError {
 }
 
 /// The HTTP client for authorization servers and metadata: it follows no
-/// redirect and gives each request [`REQUEST_TIMEOUT`].
-pub(crate) fn http_client() -> Result<reqwest::Client, GrantError> {
+/// redirect, gives each request [`REQUEST_TIMEOUT`], and connects only to
+/// addresses `guard` allows (a [`GuardedResolver`] over the system
+/// resolver).
+pub(crate) fn http_client(guard: &UrlGuard) -> Result<reqwest::Client, GrantError> {
+    http_client_resolving(guard, None)
+}
+
+/// [`http_client`], resolving names with `inner` (then the guard) instead
+/// of the system resolver.
+pub(crate) fn http_client_resolving(
+    guard: &UrlGuard,
+    inner: Option<Arc<dyn reqwest::dns::Resolve>>,
+) -> Result<reqwest::Client, GrantError> {
+    let resolver = match inner {
+        Some(inner) => GuardedResolver::with_inner(guard.clone(), inner),
+        None => GuardedResolver::new(guard.clone()),
+    };
+    client_builder()
+        .dns_resolver(resolver)
+        .build()
+        .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))
+}
+
+/// A client builder with no redirects and [`REQUEST_TIMEOUT`]; resolving
+/// is left to the caller.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(REQUEST_TIMEOUT)
-        .build()
-        .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))
 }
 
 /// A URL for messages: no credentials, query or fragment.
