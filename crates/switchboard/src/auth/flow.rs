@@ -36,7 +36,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::dpop::{self, DpopKey};
-use super::grant::{self, ClientAuth, GrantError, TokenSet, shown};
+use super::grant::{self, ClientAuth, GrantError, IssuerPins, TokenSet, shown};
 use super::jwt::JwtError;
 use super::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
@@ -128,6 +128,7 @@ pub struct OAuthConfig {
     pub(crate) allow_hosts: Vec<String>,
     pub(crate) store: Arc<dyn CredentialStore>,
     pub(crate) dpop: Option<DpopKey>,
+    pub(crate) issuers: IssuerPins,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -145,6 +146,7 @@ impl fmt::Debug for OAuthConfig {
             .field("allow_hosts", &self.allow_hosts)
             .field("store", &self.store)
             .field("dpop", &self.dpop)
+            .field("issuers", &self.issuers)
             .finish()
     }
 }
@@ -167,11 +169,18 @@ impl OAuthConfig {
             allow_hosts: Vec::new(),
             store,
             dpop: None,
+            issuers: IssuerPins::default(),
         }
     }
 
     /// A client id (and secret, for a confidential client) registered with
     /// the authorization server beforehand; used before anything else.
+    ///
+    /// A secret goes only to the authorization server it was issued by:
+    /// name it with [`expected_issuer`](Self::expected_issuer). Without
+    /// one, a login with a secret fails with [`OAuthError::IssuerNotNamed`]
+    /// before any request to the authorization server the MCP server
+    /// names. A client id alone (a public client) needs no expected issuer.
     pub fn pre_registered(mut self, client_id: impl Into<String>, secret: Option<Secret>) -> Self {
         self.pre_registered = Some((client_id.into(), secret));
         self
@@ -201,6 +210,29 @@ impl OAuthConfig {
     /// issuer's own (see [`UrlGuard`]); bare host names or IP addresses.
     pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
         self.allow_hosts.extend(hosts);
+        self
+    }
+
+    /// The issuer identifier of the authorization server the
+    /// [`pre_registered`](Self::pre_registered) client secret belongs to,
+    /// such as `https://auth.example.com`. Call again to allow more than
+    /// one. When the MCP server's resource metadata names another
+    /// authorization server, the login fails with
+    /// [`OAuthError::IssuerMismatch`] before any request to it. Clients
+    /// without a secret (dynamically registered, Client ID Metadata
+    /// Document, public pre-registered ids) do not need it.
+    pub fn expected_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.add(issuer.into());
+        self
+    }
+
+    /// Sends the pre-registered client secret to whatever authorization
+    /// server the MCP server names, expected or not. A server can then
+    /// steer the secret to a party of its choosing: only for servers
+    /// trusted as much as the secret (a local conformance suite). Off by
+    /// default.
+    pub fn trust_any_issuer(mut self, trust: bool) -> Self {
+        self.issuers.set_any(trust);
         self
     }
 
@@ -422,6 +454,32 @@ pub enum OAuthError {
     /// The refresh token is no longer valid: log in again.
     #[error("the login has expired or was revoked; log in again")]
     LoginRequired,
+    /// The MCP server names an authorization server other than the ones
+    /// the pre-registered client secret was configured for; nothing was
+    /// sent to it, not even a metadata request.
+    #[error(
+        "{server} names the authorization server {found}, but the client secret is for {}; nothing was sent to {found} (if it is trusted, add it with `expected_issuer`)",
+        expected.join(" or ")
+    )]
+    IssuerMismatch {
+        /// The MCP server, without query.
+        server: String,
+        /// The issuers configured, as URLs.
+        expected: Vec<String>,
+        /// The issuer the server's metadata names.
+        found: String,
+    },
+    /// A pre-registered client secret is configured without an expected
+    /// issuer, so no authorization server is trusted with it.
+    #[error(
+        "{server} names the authorization server {found}, but no expected issuer is configured for the client secret; nothing was sent to {found} (name the issuer the secret belongs to with `expected_issuer`)"
+    )]
+    IssuerNotNamed {
+        /// The MCP server, without query.
+        server: String,
+        /// The issuer the server's metadata names.
+        found: String,
+    },
     /// The credential store failed.
     #[error("the credential store failed")]
     Store(#[from] StoreError),
@@ -462,6 +520,16 @@ impl OAuthError {
             GrantError::Assertion { path, source } => {
                 Self::Config(format!("cannot read {path}: {source}"))
             }
+            GrantError::IssuerMismatch {
+                server,
+                expected,
+                found,
+            } => Self::IssuerMismatch {
+                server,
+                expected,
+                found,
+            },
+            GrantError::IssuerNotNamed { server, found } => Self::IssuerNotNamed { server, found },
         }
     }
 }
@@ -532,11 +600,14 @@ impl OAuthFlow {
     /// A flow with `config`.
     ///
     /// # Errors
-    /// [`OAuthError::Config`] for an unusable redirect URI or client
-    /// metadata URL (which must be `https` with a path).
+    /// [`OAuthError::Config`] for an unusable redirect URI, expected
+    /// issuer or client metadata URL (which must be `https` with a path).
     pub fn new(config: OAuthConfig) -> Result<Self, OAuthError> {
         Url::parse(&config.redirect_uri)
             .map_err(|e| OAuthError::Config(format!("redirect_uri: {e}")))?;
+        if let Some(bad) = config.issuers.first_bad() {
+            return Err(OAuthError::Config(bad));
+        }
         if let Some(url) = &config.client_metadata_url {
             let parsed = Url::parse(url)
                 .map_err(|e| OAuthError::Config(format!("client_metadata_url: {e}")))?;
@@ -902,6 +973,23 @@ impl OAuthFlow {
         .await
     }
 
+    /// Refuses `issuer` unless the pre-registered client secret may go
+    /// there ([`OAuthConfig::expected_issuer`]); a client without a secret
+    /// may use any authorization server.
+    ///
+    /// # Errors
+    /// [`OAuthError::IssuerMismatch`] or [`OAuthError::IssuerNotNamed`].
+    fn check_issuer_pinned(&self, issuer: &Url, server: &Url) -> Result<(), OAuthError> {
+        let config = &self.inner.config;
+        match &config.pre_registered {
+            Some((_, Some(_secret))) => config
+                .issuers
+                .check(issuer, server)
+                .map_err(OAuthError::from_grant),
+            _ => Ok(()),
+        }
+    }
+
     /// The key tokens are bound to, if any ([`OAuthConfig::dpop`]).
     pub fn dpop_key(&self) -> Option<&DpopKey> {
         self.inner.config.dpop.as_ref()
@@ -965,6 +1053,9 @@ impl OAuthFlow {
                         server: shown(server),
                     })?;
                 let issuer = guard.check(issuer_text, None)?;
+                // Before any request to it: an unexpected authorization
+                // server is not even asked for its metadata.
+                self.check_issuer_pinned(&issuer, server)?;
                 let asm = self.discover_server(&issuer).await?;
                 metadata::require_pkce_s256(&asm)?;
                 Ok(Discovered {
@@ -1003,6 +1094,15 @@ impl OAuthFlow {
                         (asm, true)
                     }
                 };
+                // The issuer is the server's own origin (or a path on it):
+                // the metadata request above carried nothing, the token
+                // request will carry the secret.
+                let issuer = Url::parse(&asm.issuer).map_err(|e| OAuthError::BadResponse {
+                    url: shown(&url),
+                    status: 200,
+                    detail: format!("the issuer is not a URL: {e}"),
+                })?;
+                self.check_issuer_pinned(&issuer, server)?;
                 Ok(Discovered {
                     prm: None,
                     resource: server.as_str().to_owned(),
@@ -1747,7 +1847,8 @@ pub(crate) mod tests {
         let flow = OAuthFlow::new(
             OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
                 .allow_http_loopback(true)
-                .pre_registered("pre", Some(Secret::new("s3cret"))),
+                .pre_registered("pre", Some(Secret::new("s3cret")))
+                .expected_issuer(format!("{}/as", stub.base)),
         )
         .unwrap();
         let request = flow
@@ -1776,6 +1877,110 @@ pub(crate) mod tests {
             token.head
         );
         assert!(!form(&token.body).contains_key("client_secret"));
+    }
+
+    /// A resource server whose metadata names `foreign`'s `/as` issuer,
+    /// and `foreign` a complete authorization server.
+    async fn server_naming(foreign: &Stub) -> Stub {
+        let resource = Stub::start().await;
+        resource.route(
+            "/.well-known/oauth-protected-resource",
+            200,
+            serde_json::json!({
+                "resource": format!("{}/mcp", resource.base),
+                "authorization_servers": [format!("{}/as", foreign.base)],
+            }),
+        );
+        foreign.standard();
+        foreign.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "stolen", "token_type": "Bearer"}),
+        );
+        resource
+    }
+
+    fn with_secret(store: Arc<dyn CredentialStore>) -> OAuthConfig {
+        OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+            .allow_http_loopback(true)
+            .pre_registered("pre", Some(Secret::new("s3cret")))
+    }
+
+    #[tokio::test]
+    async fn a_pre_registered_secret_never_reaches_another_issuer() {
+        let foreign = Stub::start().await;
+        let resource = server_naming(&foreign).await;
+        let (_dir, store) = temp_store();
+        let flow =
+            OAuthFlow::new(with_secret(store).expected_issuer("https://auth.example.com")).unwrap();
+        let err = flow
+            .login(
+                &format!("{}/mcp", resource.base),
+                None,
+                &RedirectAgent::new().unwrap(),
+            )
+            .await
+            .unwrap_err();
+        let found = format!("{}/as", foreign.base);
+        assert!(
+            matches!(&err, OAuthError::IssuerMismatch { expected, found: f, .. }
+                if expected == &["https://auth.example.com/"] && f == &found),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("https://auth.example.com/") && text.contains(&found),
+            "{text}"
+        );
+        assert!(foreign.seen().is_empty(), "{:?}", foreign.paths());
+        assert_eq!(pending_count(&flow), 0);
+    }
+
+    #[tokio::test]
+    async fn a_secret_without_an_expected_issuer_goes_nowhere_but_registration_still_works() {
+        let foreign = Stub::start().await;
+        let resource = server_naming(&foreign).await;
+        let server = format!("{}/mcp", resource.base);
+        let (_dir, store) = temp_store();
+        let err = OAuthFlow::new(with_secret(store.clone()))
+            .unwrap()
+            .begin(&server, None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, OAuthError::IssuerNotNamed { found, .. } if found == &format!("{}/as", foreign.base)),
+            "{err:?}"
+        );
+        assert!(foreign.seen().is_empty(), "{:?}", foreign.paths());
+
+        // A client without a secret registers with whatever issuer the
+        // server names, as before.
+        let request = flow(store).begin(&server, None).await.unwrap();
+        assert_eq!(request.issuer, format!("{}/as", foreign.base));
+        assert!(foreign.paths().iter().any(|p| p == "/register"));
+    }
+
+    #[tokio::test]
+    async fn a_2025_03_26_server_is_held_to_the_expected_issuer_too() {
+        let stub = Stub::start().await;
+        // No resource metadata: the issuer is the server's own origin.
+        stub.route("/token", 200, serde_json::json!({"access_token": "stolen"}));
+        let (_dir, store) = temp_store();
+        let flow =
+            OAuthFlow::new(with_secret(store).expected_issuer("https://auth.example.com")).unwrap();
+        let err = flow
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::IssuerMismatch { .. }), "{err:?}");
+        assert!(
+            !stub
+                .paths()
+                .iter()
+                .any(|p| p == "/token" || p == "/authorize"),
+            "{:?}",
+            stub.paths()
+        );
     }
 
     #[tokio::test]
@@ -1831,7 +2036,8 @@ pub(crate) mod tests {
         let flow = OAuthFlow::new(
             OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
                 .allow_http_loopback(true)
-                .pre_registered("pre", Some(Secret::new("s3cret"))),
+                .pre_registered("pre", Some(Secret::new("s3cret")))
+                .expected_issuer(format!("{}/as", stub.base)),
         )
         .unwrap();
         let request = flow
