@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use oauth2::{CsrfToken, PkceCodeChallenge};
 use serde::Deserialize;
@@ -47,6 +47,10 @@ use crate::transport::BoxFuture;
 
 /// How long before expiry an access token is refreshed.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// How long a login begun with [`OAuthFlow::begin`] waits for its
+/// [`finish`](OAuthFlow::finish) by default
+/// ([`OAuthConfig::pending_login_expiry`]).
+pub const PENDING_LOGIN_EXPIRY: Duration = Duration::from_secs(10 * 60);
 /// Where the token endpoint is remembered in [`StoredCredentials::extra`].
 const EXTRA_TOKEN_ENDPOINT: &str = "token_endpoint";
 /// Where the token endpoint auth method is remembered.
@@ -129,6 +133,7 @@ pub struct OAuthConfig {
     pub(crate) store: Arc<dyn CredentialStore>,
     pub(crate) dpop: Option<DpopKey>,
     pub(crate) issuers: IssuerPins,
+    pub(crate) pending_expiry: Duration,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -147,6 +152,7 @@ impl fmt::Debug for OAuthConfig {
             .field("store", &self.store)
             .field("dpop", &self.dpop)
             .field("issuers", &self.issuers)
+            .field("pending_expiry", &self.pending_expiry)
             .finish()
     }
 }
@@ -170,6 +176,7 @@ impl OAuthConfig {
             store,
             dpop: None,
             issuers: IssuerPins::default(),
+            pending_expiry: PENDING_LOGIN_EXPIRY,
         }
     }
 
@@ -233,6 +240,15 @@ impl OAuthConfig {
     /// default.
     pub fn trust_any_issuer(mut self, trust: bool) -> Self {
         self.issuers.set_any(trust);
+        self
+    }
+
+    /// How long a login begun with [`OAuthFlow::begin`] (or by
+    /// [`OAuthFlow::login`]) can still be finished; afterwards its
+    /// redirect is refused with [`OAuthError::LoginExpired`] and the login
+    /// starts again. [`PENDING_LOGIN_EXPIRY`] (10 minutes) by default.
+    pub fn pending_login_expiry(mut self, expiry: Duration) -> Self {
+        self.pending_expiry = expiry;
         self
     }
 
@@ -454,6 +470,16 @@ pub enum OAuthError {
     /// The refresh token is no longer valid: log in again.
     #[error("the login has expired or was revoked; log in again")]
     LoginRequired,
+    /// The authorization response came back after the login waited longer
+    /// than [`OAuthConfig::pending_login_expiry`]; it was refused.
+    #[error(
+        "the login waited more than {}s for the browser and has expired; start it again",
+        expiry.as_secs()
+    )]
+    LoginExpired {
+        /// How long a login may wait.
+        expiry: Duration,
+    },
     /// The MCP server names an authorization server other than the ones
     /// the pre-registered client secret was configured for; nothing was
     /// sent to it, not even a metadata request.
@@ -573,6 +599,8 @@ struct Pending {
     client_id: String,
     client_secret: Option<Secret>,
     scope: Option<String>,
+    /// When it was begun, by [`Inner::now`].
+    begun: Instant,
 }
 
 /// Runs the authorization code flow. Cheap to clone.
@@ -586,6 +614,8 @@ struct Inner {
     guard: UrlGuard,
     http: reqwest::Client,
     pending: Mutex<HashMap<String, Pending>>,
+    /// The clock pending logins age by; a test's own in unit tests.
+    now: Arc<dyn Fn() -> Instant + Send + Sync>,
 }
 
 impl fmt::Debug for OAuthFlow {
@@ -628,6 +658,7 @@ impl OAuthFlow {
                 guard,
                 http,
                 pending: Mutex::new(HashMap::new()),
+                now: Arc::new(Instant::now),
             }),
         })
     }
@@ -779,8 +810,17 @@ impl OAuthFlow {
             client_id,
             client_secret,
             scope: scope.clone(),
+            begun: (inner.now)(),
         };
-        lock(&inner.pending).insert(state.clone(), pending);
+        {
+            let mut pending_logins = lock(&inner.pending);
+            // Logins never finished are dropped once expired, so that the
+            // map does not grow with every abandoned browser tab.
+            let now = (inner.now)();
+            let expiry = inner.config.pending_expiry;
+            pending_logins.retain(|_, p| now.saturating_duration_since(p.begun) < expiry);
+            pending_logins.insert(state.clone(), pending);
+        }
         Ok(Begun::Request(AuthorizationRequest {
             authorization_url: url,
             state,
@@ -795,8 +835,10 @@ impl OAuthFlow {
     /// stores the credentials.
     ///
     /// # Errors
-    /// [`OAuthError::StateMismatch`], [`OAuthError::IssMismatch`], the token
-    /// endpoint refused, or the store failed.
+    /// [`OAuthError::StateMismatch`], [`OAuthError::LoginExpired`] when the
+    /// request is older than [`OAuthConfig::pending_login_expiry`],
+    /// [`OAuthError::IssMismatch`], the token endpoint refused, or the
+    /// store failed.
     ///
     /// # Cancel safety
     /// Not cancel safe: the pending request is used up when the exchange
@@ -808,9 +850,7 @@ impl OAuthFlow {
         iss: Option<&str>,
     ) -> Result<StoredCredentials, OAuthError> {
         let inner = &*self.inner;
-        let pending = lock(&inner.pending)
-            .remove(state)
-            .ok_or(OAuthError::StateMismatch)?;
+        let pending = self.take_pending(state)?;
         // RFC 9207: a present `iss` is compared with the issuer recorded
         // from the metadata, as a plain string, advertised or not.
         match iss {
@@ -881,9 +921,7 @@ impl OAuthFlow {
         let state = response.state.ok_or(OAuthError::StateMismatch)?;
         if let Some(error) = response.error {
             // Known state only: a forged error must not end a real request.
-            lock(&self.inner.pending)
-                .remove(&state)
-                .ok_or(OAuthError::StateMismatch)?;
+            self.take_pending(&state)?;
             return Err(OAuthError::AuthorizationDenied {
                 error,
                 description: response.error_description,
@@ -971,6 +1009,23 @@ impl OAuthFlow {
             self.inner.config.dpop.as_ref(),
         )
         .await
+    }
+
+    /// Removes and returns the request begun with `state`.
+    ///
+    /// # Errors
+    /// [`OAuthError::StateMismatch`] when there is none,
+    /// [`OAuthError::LoginExpired`] when it is too old.
+    fn take_pending(&self, state: &str) -> Result<Pending, OAuthError> {
+        let inner = &*self.inner;
+        let pending = lock(&inner.pending)
+            .remove(state)
+            .ok_or(OAuthError::StateMismatch)?;
+        let expiry = inner.config.pending_expiry;
+        if (inner.now)().saturating_duration_since(pending.begun) >= expiry {
+            return Err(OAuthError::LoginExpired { expiry });
+        }
+        Ok(pending)
     }
 
     /// Refuses `issuer` unless the pre-registered client secret may go
@@ -2189,6 +2244,92 @@ pub(crate) mod tests {
                 }
             })
         }
+    }
+
+    /// A clock a test moves by hand.
+    #[derive(Clone)]
+    struct Clock(Arc<Mutex<Instant>>);
+
+    impl Clock {
+        fn advance(&self, by: Duration) {
+            *self.0.lock().unwrap() += by;
+        }
+    }
+
+    /// `config`'s flow, its pending logins aging by the clock returned.
+    fn flow_with_clock(config: OAuthConfig) -> (OAuthFlow, Clock) {
+        let clock = Clock(Arc::new(Mutex::new(Instant::now())));
+        let mut flow = OAuthFlow::new(config).unwrap();
+        let read = clock.clone();
+        Arc::get_mut(&mut flow.inner).unwrap().now = Arc::new(move || *read.0.lock().unwrap());
+        (flow, clock)
+    }
+
+    #[tokio::test]
+    async fn a_pending_login_expires_after_ten_minutes_by_default() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at", "token_type": "Bearer"}),
+        );
+        let server = format!("{}/mcp", stub.base);
+        let (_dir, store) = temp_store();
+        let config = OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+            .allow_http_loopback(true);
+        assert_eq!(config.pending_expiry, Duration::from_secs(600));
+        let (flow, clock) = flow_with_clock(config);
+
+        let late = flow.begin(&server, None).await.unwrap();
+        clock.advance(PENDING_LOGIN_EXPIRY);
+        let err = flow
+            .finish("code", &late.state, Some(&late.issuer))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::LoginExpired { .. }), "{err:?}");
+        assert!(err.to_string().contains("start it again"), "{err}");
+        // The expired request is gone, not left to be finished later.
+        assert_eq!(pending_count(&flow), 0);
+        assert!(!stub.paths().iter().any(|p| p == "/token"));
+
+        // Just inside the limit it still finishes.
+        let on_time = flow.begin(&server, None).await.unwrap();
+        clock.advance(PENDING_LOGIN_EXPIRY - Duration::from_secs(1));
+        flow.finish("code", &on_time.state, Some(&on_time.issuer))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_expiry_is_configurable_and_old_logins_are_dropped() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let server = format!("{}/mcp", stub.base);
+        let (_dir, store) = temp_store();
+        let (flow, clock) = flow_with_clock(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+                .allow_http_loopback(true)
+                .pending_login_expiry(Duration::from_secs(30)),
+        );
+        let abandoned = flow.begin(&server, None).await.unwrap();
+        clock.advance(Duration::from_secs(30));
+        let redirect = Url::parse(&format!(
+            "http://127.0.0.1:1/callback?error=access_denied&state={}",
+            abandoned.state
+        ))
+        .unwrap();
+        let err = flow.finish_redirect(&redirect).await.unwrap_err();
+        assert!(
+            matches!(err, OAuthError::LoginExpired { expiry } if expiry == Duration::from_secs(30)),
+            "{err:?}"
+        );
+
+        // Beginning a login drops the expired ones it finds.
+        let _first = flow.begin(&server, None).await.unwrap();
+        clock.advance(Duration::from_secs(31));
+        let _second = flow.begin(&server, None).await.unwrap();
+        assert_eq!(pending_count(&flow), 1);
     }
 
     fn pending_count(flow: &OAuthFlow) -> usize {
