@@ -16,7 +16,9 @@
 //!     client_id: "my-service".into(),
 //!     key: Arc::new(key),
 //! });
-//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant).build()?;
+//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant)
+//!     .expected_issuer("https://auth.example.com")
+//!     .build()?;
 //! # let _ = provider; Ok(()) }
 //! ```
 

@@ -20,7 +20,9 @@
 //!     client_id: "mcp-client".into(),
 //!     secret: Secret::new("secret"),
 //! });
-//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant).build()?;
+//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant)
+//!     .expected_issuer("https://auth.example.com")
+//!     .build()?;
 //! # let _ = provider; Ok(()) }
 //! ```
 
@@ -232,6 +234,7 @@ mod tests {
         );
         let provider = GrantProvider::builder(format!("{}/mcp", stub.base), grant)
             .allow_http_loopback(true)
+            .expected_issuer(stub.base.clone())
             .build()
             .unwrap();
         provider.authorize(Some(&stub.challenge())).await.unwrap();
@@ -263,6 +266,7 @@ mod tests {
         let grant = EnterpriseGrant::new(idp, Secret::new("id"), ClientAuth::Anonymous);
         let provider = GrantProvider::builder(format!("{}/mcp", stub.base), grant)
             .allow_http_loopback(true)
+            .expected_issuer(stub.base.clone())
             .build()
             .unwrap();
         let error = provider.authorize(None).await.unwrap_err();

@@ -29,14 +29,14 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use oauth2::{CsrfToken, PkceCodeChallenge};
 use serde::Deserialize;
 use url::Url;
 
 use super::dpop::{self, DpopKey};
-use super::grant::{self, ClientAuth, GrantError, TokenSet, shown};
+use super::grant::{self, ClientAuth, GrantError, IssuerPins, TokenSet, shown};
 use super::jwt::JwtError;
 use super::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
@@ -47,6 +47,10 @@ use crate::transport::BoxFuture;
 
 /// How long before expiry an access token is refreshed.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// How long a login begun with [`OAuthFlow::begin`] waits for its
+/// [`finish`](OAuthFlow::finish) by default
+/// ([`OAuthConfig::pending_login_expiry`]).
+pub const PENDING_LOGIN_EXPIRY: Duration = Duration::from_secs(10 * 60);
 /// Where the token endpoint is remembered in [`StoredCredentials::extra`].
 const EXTRA_TOKEN_ENDPOINT: &str = "token_endpoint";
 /// Where the token endpoint auth method is remembered.
@@ -128,6 +132,8 @@ pub struct OAuthConfig {
     pub(crate) allow_hosts: Vec<String>,
     pub(crate) store: Arc<dyn CredentialStore>,
     pub(crate) dpop: Option<DpopKey>,
+    pub(crate) issuers: IssuerPins,
+    pub(crate) pending_expiry: Duration,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -145,6 +151,8 @@ impl fmt::Debug for OAuthConfig {
             .field("allow_hosts", &self.allow_hosts)
             .field("store", &self.store)
             .field("dpop", &self.dpop)
+            .field("issuers", &self.issuers)
+            .field("pending_expiry", &self.pending_expiry)
             .finish()
     }
 }
@@ -167,11 +175,19 @@ impl OAuthConfig {
             allow_hosts: Vec::new(),
             store,
             dpop: None,
+            issuers: IssuerPins::default(),
+            pending_expiry: PENDING_LOGIN_EXPIRY,
         }
     }
 
     /// A client id (and secret, for a confidential client) registered with
     /// the authorization server beforehand; used before anything else.
+    ///
+    /// A secret goes only to the authorization server it was issued by:
+    /// name it with [`expected_issuer`](Self::expected_issuer). Without
+    /// one, a login with a secret fails with [`OAuthError::IssuerNotNamed`]
+    /// before any request to the authorization server the MCP server
+    /// names. A client id alone (a public client) needs no expected issuer.
     pub fn pre_registered(mut self, client_id: impl Into<String>, secret: Option<Secret>) -> Self {
         self.pre_registered = Some((client_id.into(), secret));
         self
@@ -201,6 +217,38 @@ impl OAuthConfig {
     /// issuer's own (see [`UrlGuard`]); bare host names or IP addresses.
     pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
         self.allow_hosts.extend(hosts);
+        self
+    }
+
+    /// The issuer identifier of the authorization server the
+    /// [`pre_registered`](Self::pre_registered) client secret belongs to,
+    /// such as `https://auth.example.com`. Call again to allow more than
+    /// one. When the MCP server's resource metadata names another
+    /// authorization server, the login fails with
+    /// [`OAuthError::IssuerMismatch`] before any request to it. Clients
+    /// without a secret (dynamically registered, Client ID Metadata
+    /// Document, public pre-registered ids) do not need it.
+    pub fn expected_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.add(issuer.into());
+        self
+    }
+
+    /// Sends the pre-registered client secret to whatever authorization
+    /// server the MCP server names, expected or not. A server can then
+    /// steer the secret to a party of its choosing: only for servers
+    /// trusted as much as the secret (a local conformance suite). Off by
+    /// default.
+    pub fn trust_any_issuer(mut self, trust: bool) -> Self {
+        self.issuers.set_any(trust);
+        self
+    }
+
+    /// How long a login begun with [`OAuthFlow::begin`] (or by
+    /// [`OAuthFlow::login`]) can still be finished; afterwards its
+    /// redirect is refused with [`OAuthError::LoginExpired`] and the login
+    /// starts again. [`PENDING_LOGIN_EXPIRY`] (10 minutes) by default.
+    pub fn pending_login_expiry(mut self, expiry: Duration) -> Self {
+        self.pending_expiry = expiry;
         self
     }
 
@@ -276,14 +324,18 @@ pub struct RedirectAgent {
 }
 
 impl RedirectAgent {
-    /// An agent with its own HTTP client, which follows no redirect.
+    /// An agent with its own HTTP client, which follows no redirect. It
+    /// stands in for the user's browser, so like a browser it goes where
+    /// the authorization URL points without the SSRF guard's resolver (the
+    /// URL itself passed the flow's guard).
     ///
     /// # Errors
     /// [`OAuthError::Config`] if the HTTP client cannot be built.
     pub fn new() -> Result<Self, OAuthError> {
-        Ok(Self {
-            http: http_client()?,
-        })
+        let http = grant::client_builder()
+            .build()
+            .map_err(|e| OAuthError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { http })
     }
 }
 
@@ -418,6 +470,42 @@ pub enum OAuthError {
     /// The refresh token is no longer valid: log in again.
     #[error("the login has expired or was revoked; log in again")]
     LoginRequired,
+    /// The authorization response came back after the login waited longer
+    /// than [`OAuthConfig::pending_login_expiry`]; it was refused.
+    #[error(
+        "the login waited more than {}s for the browser and has expired; start it again",
+        expiry.as_secs()
+    )]
+    LoginExpired {
+        /// How long a login may wait.
+        expiry: Duration,
+    },
+    /// The MCP server names an authorization server other than the ones
+    /// the pre-registered client secret was configured for; nothing was
+    /// sent to it, not even a metadata request.
+    #[error(
+        "{server} names the authorization server {found}, but the client secret is for {}; nothing was sent to {found} (if it is trusted, add it with `expected_issuer`)",
+        expected.join(" or ")
+    )]
+    IssuerMismatch {
+        /// The MCP server, without query.
+        server: String,
+        /// The issuers configured, as URLs.
+        expected: Vec<String>,
+        /// The issuer the server's metadata names.
+        found: String,
+    },
+    /// A pre-registered client secret is configured without an expected
+    /// issuer, so no authorization server is trusted with it.
+    #[error(
+        "{server} names the authorization server {found}, but no expected issuer is configured for the client secret; nothing was sent to {found} (name the issuer the secret belongs to with `expected_issuer`)"
+    )]
+    IssuerNotNamed {
+        /// The MCP server, without query.
+        server: String,
+        /// The issuer the server's metadata names.
+        found: String,
+    },
     /// The credential store failed.
     #[error("the credential store failed")]
     Store(#[from] StoreError),
@@ -458,6 +546,16 @@ impl OAuthError {
             GrantError::Assertion { path, source } => {
                 Self::Config(format!("cannot read {path}: {source}"))
             }
+            GrantError::IssuerMismatch {
+                server,
+                expected,
+                found,
+            } => Self::IssuerMismatch {
+                server,
+                expected,
+                found,
+            },
+            GrantError::IssuerNotNamed { server, found } => Self::IssuerNotNamed { server, found },
         }
     }
 }
@@ -501,6 +599,8 @@ struct Pending {
     client_id: String,
     client_secret: Option<Secret>,
     scope: Option<String>,
+    /// When it was begun, by [`Inner::now`].
+    begun: Instant,
 }
 
 /// Runs the authorization code flow. Cheap to clone.
@@ -514,6 +614,8 @@ struct Inner {
     guard: UrlGuard,
     http: reqwest::Client,
     pending: Mutex<HashMap<String, Pending>>,
+    /// The clock pending logins age by; a test's own in unit tests.
+    now: Arc<dyn Fn() -> Instant + Send + Sync>,
 }
 
 impl fmt::Debug for OAuthFlow {
@@ -528,11 +630,14 @@ impl OAuthFlow {
     /// A flow with `config`.
     ///
     /// # Errors
-    /// [`OAuthError::Config`] for an unusable redirect URI or client
-    /// metadata URL (which must be `https` with a path).
+    /// [`OAuthError::Config`] for an unusable redirect URI, expected
+    /// issuer or client metadata URL (which must be `https` with a path).
     pub fn new(config: OAuthConfig) -> Result<Self, OAuthError> {
         Url::parse(&config.redirect_uri)
             .map_err(|e| OAuthError::Config(format!("redirect_uri: {e}")))?;
+        if let Some(bad) = config.issuers.first_bad() {
+            return Err(OAuthError::Config(bad));
+        }
         if let Some(url) = &config.client_metadata_url {
             let parsed = Url::parse(url)
                 .map_err(|e| OAuthError::Config(format!("client_metadata_url: {e}")))?;
@@ -546,13 +651,14 @@ impl OAuthFlow {
             .allow_http_loopback(config.allow_http_loopback)
             .allow_hosts(config.allow_hosts.iter().cloned())
             .build()?;
-        let http = http_client()?;
+        let http = grant::http_client(&guard).map_err(OAuthError::from_grant)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 guard,
                 http,
                 pending: Mutex::new(HashMap::new()),
+                now: Arc::new(Instant::now),
             }),
         })
     }
@@ -704,8 +810,17 @@ impl OAuthFlow {
             client_id,
             client_secret,
             scope: scope.clone(),
+            begun: (inner.now)(),
         };
-        lock(&inner.pending).insert(state.clone(), pending);
+        {
+            let mut pending_logins = lock(&inner.pending);
+            // Logins never finished are dropped once expired, so that the
+            // map does not grow with every abandoned browser tab.
+            let now = (inner.now)();
+            let expiry = inner.config.pending_expiry;
+            pending_logins.retain(|_, p| now.saturating_duration_since(p.begun) < expiry);
+            pending_logins.insert(state.clone(), pending);
+        }
         Ok(Begun::Request(AuthorizationRequest {
             authorization_url: url,
             state,
@@ -720,8 +835,10 @@ impl OAuthFlow {
     /// stores the credentials.
     ///
     /// # Errors
-    /// [`OAuthError::StateMismatch`], [`OAuthError::IssMismatch`], the token
-    /// endpoint refused, or the store failed.
+    /// [`OAuthError::StateMismatch`], [`OAuthError::LoginExpired`] when the
+    /// request is older than [`OAuthConfig::pending_login_expiry`],
+    /// [`OAuthError::IssMismatch`], the token endpoint refused, or the
+    /// store failed.
     ///
     /// # Cancel safety
     /// Not cancel safe: the pending request is used up when the exchange
@@ -733,9 +850,7 @@ impl OAuthFlow {
         iss: Option<&str>,
     ) -> Result<StoredCredentials, OAuthError> {
         let inner = &*self.inner;
-        let pending = lock(&inner.pending)
-            .remove(state)
-            .ok_or(OAuthError::StateMismatch)?;
+        let pending = self.take_pending(state)?;
         // RFC 9207: a present `iss` is compared with the issuer recorded
         // from the metadata, as a plain string, advertised or not.
         match iss {
@@ -806,9 +921,7 @@ impl OAuthFlow {
         let state = response.state.ok_or(OAuthError::StateMismatch)?;
         if let Some(error) = response.error {
             // Known state only: a forged error must not end a real request.
-            lock(&self.inner.pending)
-                .remove(&state)
-                .ok_or(OAuthError::StateMismatch)?;
+            self.take_pending(&state)?;
             return Err(OAuthError::AuthorizationDenied {
                 error,
                 description: response.error_description,
@@ -898,6 +1011,40 @@ impl OAuthFlow {
         .await
     }
 
+    /// Removes and returns the request begun with `state`.
+    ///
+    /// # Errors
+    /// [`OAuthError::StateMismatch`] when there is none,
+    /// [`OAuthError::LoginExpired`] when it is too old.
+    fn take_pending(&self, state: &str) -> Result<Pending, OAuthError> {
+        let inner = &*self.inner;
+        let pending = lock(&inner.pending)
+            .remove(state)
+            .ok_or(OAuthError::StateMismatch)?;
+        let expiry = inner.config.pending_expiry;
+        if (inner.now)().saturating_duration_since(pending.begun) >= expiry {
+            return Err(OAuthError::LoginExpired { expiry });
+        }
+        Ok(pending)
+    }
+
+    /// Refuses `issuer` unless the pre-registered client secret may go
+    /// there ([`OAuthConfig::expected_issuer`]); a client without a secret
+    /// may use any authorization server.
+    ///
+    /// # Errors
+    /// [`OAuthError::IssuerMismatch`] or [`OAuthError::IssuerNotNamed`].
+    fn check_issuer_pinned(&self, issuer: &Url, server: &Url) -> Result<(), OAuthError> {
+        let config = &self.inner.config;
+        match &config.pre_registered {
+            Some((_, Some(_secret))) => config
+                .issuers
+                .check(issuer, server)
+                .map_err(OAuthError::from_grant),
+            _ => Ok(()),
+        }
+    }
+
     /// The key tokens are bound to, if any ([`OAuthConfig::dpop`]).
     pub fn dpop_key(&self) -> Option<&DpopKey> {
         self.inner.config.dpop.as_ref()
@@ -961,6 +1108,9 @@ impl OAuthFlow {
                         server: shown(server),
                     })?;
                 let issuer = guard.check(issuer_text, None)?;
+                // Before any request to it: an unexpected authorization
+                // server is not even asked for its metadata.
+                self.check_issuer_pinned(&issuer, server)?;
                 let asm = self.discover_server(&issuer).await?;
                 metadata::require_pkce_s256(&asm)?;
                 Ok(Discovered {
@@ -999,6 +1149,15 @@ impl OAuthFlow {
                         (asm, true)
                     }
                 };
+                // The issuer is the server's own origin (or a path on it):
+                // the metadata request above carried nothing, the token
+                // request will carry the secret.
+                let issuer = Url::parse(&asm.issuer).map_err(|e| OAuthError::BadResponse {
+                    url: shown(&url),
+                    status: 200,
+                    detail: format!("the issuer is not a URL: {e}"),
+                })?;
+                self.check_issuer_pinned(&issuer, server)?;
                 Ok(Discovered {
                     prm: None,
                     resource: server.as_str().to_owned(),
@@ -1386,10 +1545,6 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .map_err(OAuthError::from_grant)
 }
 
-fn http_client() -> Result<reqwest::Client, OAuthError> {
-    grant::http_client().map_err(OAuthError::from_grant)
-}
-
 async fn load(
     store: &Arc<dyn CredentialStore>,
     key: &CredentialKey,
@@ -1747,7 +1902,8 @@ pub(crate) mod tests {
         let flow = OAuthFlow::new(
             OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
                 .allow_http_loopback(true)
-                .pre_registered("pre", Some(Secret::new("s3cret"))),
+                .pre_registered("pre", Some(Secret::new("s3cret")))
+                .expected_issuer(format!("{}/as", stub.base)),
         )
         .unwrap();
         let request = flow
@@ -1776,6 +1932,110 @@ pub(crate) mod tests {
             token.head
         );
         assert!(!form(&token.body).contains_key("client_secret"));
+    }
+
+    /// A resource server whose metadata names `foreign`'s `/as` issuer,
+    /// and `foreign` a complete authorization server.
+    async fn server_naming(foreign: &Stub) -> Stub {
+        let resource = Stub::start().await;
+        resource.route(
+            "/.well-known/oauth-protected-resource",
+            200,
+            serde_json::json!({
+                "resource": format!("{}/mcp", resource.base),
+                "authorization_servers": [format!("{}/as", foreign.base)],
+            }),
+        );
+        foreign.standard();
+        foreign.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "stolen", "token_type": "Bearer"}),
+        );
+        resource
+    }
+
+    fn with_secret(store: Arc<dyn CredentialStore>) -> OAuthConfig {
+        OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+            .allow_http_loopback(true)
+            .pre_registered("pre", Some(Secret::new("s3cret")))
+    }
+
+    #[tokio::test]
+    async fn a_pre_registered_secret_never_reaches_another_issuer() {
+        let foreign = Stub::start().await;
+        let resource = server_naming(&foreign).await;
+        let (_dir, store) = temp_store();
+        let flow =
+            OAuthFlow::new(with_secret(store).expected_issuer("https://auth.example.com")).unwrap();
+        let err = flow
+            .login(
+                &format!("{}/mcp", resource.base),
+                None,
+                &RedirectAgent::new().unwrap(),
+            )
+            .await
+            .unwrap_err();
+        let found = format!("{}/as", foreign.base);
+        assert!(
+            matches!(&err, OAuthError::IssuerMismatch { expected, found: f, .. }
+                if expected == &["https://auth.example.com/"] && f == &found),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("https://auth.example.com/") && text.contains(&found),
+            "{text}"
+        );
+        assert!(foreign.seen().is_empty(), "{:?}", foreign.paths());
+        assert_eq!(pending_count(&flow), 0);
+    }
+
+    #[tokio::test]
+    async fn a_secret_without_an_expected_issuer_goes_nowhere_but_registration_still_works() {
+        let foreign = Stub::start().await;
+        let resource = server_naming(&foreign).await;
+        let server = format!("{}/mcp", resource.base);
+        let (_dir, store) = temp_store();
+        let err = OAuthFlow::new(with_secret(store.clone()))
+            .unwrap()
+            .begin(&server, None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, OAuthError::IssuerNotNamed { found, .. } if found == &format!("{}/as", foreign.base)),
+            "{err:?}"
+        );
+        assert!(foreign.seen().is_empty(), "{:?}", foreign.paths());
+
+        // A client without a secret registers with whatever issuer the
+        // server names, as before.
+        let request = flow(store).begin(&server, None).await.unwrap();
+        assert_eq!(request.issuer, format!("{}/as", foreign.base));
+        assert!(foreign.paths().iter().any(|p| p == "/register"));
+    }
+
+    #[tokio::test]
+    async fn a_2025_03_26_server_is_held_to_the_expected_issuer_too() {
+        let stub = Stub::start().await;
+        // No resource metadata: the issuer is the server's own origin.
+        stub.route("/token", 200, serde_json::json!({"access_token": "stolen"}));
+        let (_dir, store) = temp_store();
+        let flow =
+            OAuthFlow::new(with_secret(store).expected_issuer("https://auth.example.com")).unwrap();
+        let err = flow
+            .begin(&format!("{}/mcp", stub.base), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::IssuerMismatch { .. }), "{err:?}");
+        assert!(
+            !stub
+                .paths()
+                .iter()
+                .any(|p| p == "/token" || p == "/authorize"),
+            "{:?}",
+            stub.paths()
+        );
     }
 
     #[tokio::test]
@@ -1831,7 +2091,8 @@ pub(crate) mod tests {
         let flow = OAuthFlow::new(
             OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
                 .allow_http_loopback(true)
-                .pre_registered("pre", Some(Secret::new("s3cret"))),
+                .pre_registered("pre", Some(Secret::new("s3cret")))
+                .expected_issuer(format!("{}/as", stub.base)),
         )
         .unwrap();
         let request = flow
@@ -1983,6 +2244,92 @@ pub(crate) mod tests {
                 }
             })
         }
+    }
+
+    /// A clock a test moves by hand.
+    #[derive(Clone)]
+    struct Clock(Arc<Mutex<Instant>>);
+
+    impl Clock {
+        fn advance(&self, by: Duration) {
+            *self.0.lock().unwrap() += by;
+        }
+    }
+
+    /// `config`'s flow, its pending logins aging by the clock returned.
+    fn flow_with_clock(config: OAuthConfig) -> (OAuthFlow, Clock) {
+        let clock = Clock(Arc::new(Mutex::new(Instant::now())));
+        let mut flow = OAuthFlow::new(config).unwrap();
+        let read = clock.clone();
+        Arc::get_mut(&mut flow.inner).unwrap().now = Arc::new(move || *read.0.lock().unwrap());
+        (flow, clock)
+    }
+
+    #[tokio::test]
+    async fn a_pending_login_expires_after_ten_minutes_by_default() {
+        let stub = Stub::start().await;
+        stub.standard();
+        stub.route(
+            "/token",
+            200,
+            serde_json::json!({"access_token": "at", "token_type": "Bearer"}),
+        );
+        let server = format!("{}/mcp", stub.base);
+        let (_dir, store) = temp_store();
+        let config = OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+            .allow_http_loopback(true);
+        assert_eq!(config.pending_expiry, Duration::from_secs(600));
+        let (flow, clock) = flow_with_clock(config);
+
+        let late = flow.begin(&server, None).await.unwrap();
+        clock.advance(PENDING_LOGIN_EXPIRY);
+        let err = flow
+            .finish("code", &late.state, Some(&late.issuer))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OAuthError::LoginExpired { .. }), "{err:?}");
+        assert!(err.to_string().contains("start it again"), "{err}");
+        // The expired request is gone, not left to be finished later.
+        assert_eq!(pending_count(&flow), 0);
+        assert!(!stub.paths().iter().any(|p| p == "/token"));
+
+        // Just inside the limit it still finishes.
+        let on_time = flow.begin(&server, None).await.unwrap();
+        clock.advance(PENDING_LOGIN_EXPIRY - Duration::from_secs(1));
+        flow.finish("code", &on_time.state, Some(&on_time.issuer))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_expiry_is_configurable_and_old_logins_are_dropped() {
+        let stub = Stub::start().await;
+        stub.standard();
+        let server = format!("{}/mcp", stub.base);
+        let (_dir, store) = temp_store();
+        let (flow, clock) = flow_with_clock(
+            OAuthConfig::new("test", "http://127.0.0.1:1/callback", store)
+                .allow_http_loopback(true)
+                .pending_login_expiry(Duration::from_secs(30)),
+        );
+        let abandoned = flow.begin(&server, None).await.unwrap();
+        clock.advance(Duration::from_secs(30));
+        let redirect = Url::parse(&format!(
+            "http://127.0.0.1:1/callback?error=access_denied&state={}",
+            abandoned.state
+        ))
+        .unwrap();
+        let err = flow.finish_redirect(&redirect).await.unwrap_err();
+        assert!(
+            matches!(err, OAuthError::LoginExpired { expiry } if expiry == Duration::from_secs(30)),
+            "{err:?}"
+        );
+
+        // Beginning a login drops the expired ones it finds.
+        let _first = flow.begin(&server, None).await.unwrap();
+        clock.advance(Duration::from_secs(31));
+        let _second = flow.begin(&server, None).await.unwrap();
+        assert_eq!(pending_count(&flow), 1);
     }
 
     fn pending_count(flow: &OAuthFlow) -> usize {

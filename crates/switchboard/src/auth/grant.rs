@@ -19,7 +19,9 @@
 //!     client_id: "my-service".into(),
 //!     secret: Secret::new("from-the-vault"),
 //! });
-//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant).build()?;
+//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant)
+//!     .expected_issuer("https://auth.example.com")
+//!     .build()?;
 //! let config = HttpConfig::new("https://mcp.example.com/mcp").auth(Arc::new(provider));
 //! # let _ = config; Ok(()) }
 //! ```
@@ -45,6 +47,7 @@ use super::jwt::{self, JwtError, JwtSigner};
 use super::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
 };
+use super::resolve::GuardedResolver;
 use super::ssrf::{SsrfError, UrlGuard};
 use super::store::Secret;
 use crate::transport::BoxFuture;
@@ -266,6 +269,33 @@ pub enum GrantError {
         /// The server's description.
         description: Option<String>,
     },
+    /// The MCP server names an authorization server that is not one of
+    /// the expected issuers the credentials were configured for. Nothing
+    /// was sent to it, not even a metadata request.
+    #[error(
+        "{server} names the authorization server {found}, but the configured credentials are for {}; nothing was sent to {found} (if it is trusted, add it as an expected issuer)",
+        expected.join(" or ")
+    )]
+    IssuerMismatch {
+        /// The MCP server, without query.
+        server: String,
+        /// The issuers configured, as URLs.
+        expected: Vec<String>,
+        /// The issuer the server's metadata names.
+        found: String,
+    },
+    /// Credentials are configured without an expected issuer, so no
+    /// authorization server is trusted with them. Nothing was sent to the
+    /// one the server names.
+    #[error(
+        "{server} names the authorization server {found}, but no expected issuer is configured for the credentials; nothing was sent to {found} (name the issuer the credentials belong to with `expected_issuer`)"
+    )]
+    IssuerNotNamed {
+        /// The MCP server, without query.
+        server: String,
+        /// The issuer the server's metadata names.
+        found: String,
+    },
     /// A client assertion or DPoP proof could not be signed.
     #[error("signing failed")]
     Jwt(#[from] JwtError),
@@ -336,13 +366,77 @@ impl Discovered {
     }
 }
 
-/// Token requests and discovery: a client that follows no redirect and
-/// checks every server-controlled URL with the [`UrlGuard`].
+/// The authorization servers configured credentials may be sent to: the
+/// issuers named, or any when the user said so. None by default, so
+/// credentials never go to an authorization server the user did not name.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IssuerPins {
+    named: Vec<String>,
+    any: bool,
+}
+
+impl IssuerPins {
+    pub(crate) fn add(&mut self, issuer: String) {
+        self.named.push(issuer);
+    }
+
+    pub(crate) fn set_any(&mut self, any: bool) {
+        self.any = any;
+    }
+
+    /// The first entry that is not an absolute URL, with the reason.
+    pub(crate) fn first_bad(&self) -> Option<String> {
+        self.named.iter().find_map(|entry| match Url::parse(entry) {
+            Ok(url) if url.has_host() => None,
+            Ok(_) => Some(format!("expected issuer `{entry}`: it has no host")),
+            Err(e) => Some(format!("expected issuer `{entry}`: {e}")),
+        })
+    }
+
+    /// Whether `found`, the issuer `server`'s metadata names, may receive
+    /// the credentials. Issuers are compared as parsed URLs, so
+    /// `https://as.example` and `https://as.example/` are the same one.
+    ///
+    /// # Errors
+    /// [`GrantError::IssuerNotNamed`] when no issuer is named,
+    /// [`GrantError::IssuerMismatch`] when `found` is not one of them.
+    pub(crate) fn check(&self, found: &Url, server: &Url) -> Result<(), GrantError> {
+        if self.any {
+            return Ok(());
+        }
+        if self.named.is_empty() {
+            return Err(GrantError::IssuerNotNamed {
+                server: shown(server),
+                found: shown(found),
+            });
+        }
+        let named: Vec<Url> = self
+            .named
+            .iter()
+            .filter_map(|n| Url::parse(n).ok())
+            .collect();
+        if named.iter().any(|n| n == found) {
+            return Ok(());
+        }
+        Err(GrantError::IssuerMismatch {
+            server: shown(server),
+            expected: named.iter().map(shown).collect(),
+            found: shown(found),
+        })
+    }
+}
+
+/// Token requests and discovery: a client that follows no redirect,
+/// checks every server-controlled URL with the [`UrlGuard`], connects
+/// only to addresses the guard allows, and discovers only authorization
+/// servers its credentials are meant for
+/// ([`expected_issuer`](Self::expected_issuer)).
 #[derive(Clone)]
 pub struct TokenClient {
     http: reqwest::Client,
     guard: UrlGuard,
     dpop: Option<DpopKey>,
+    issuers: IssuerPins,
 }
 
 impl fmt::Debug for TokenClient {
@@ -384,7 +478,9 @@ fn lenient_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>
 impl TokenClient {
     /// A client whose guard allows plain `http` to loopback hosts when
     /// `allow_http_loopback`; token requests carry a DPoP proof when `dpop`
-    /// is given.
+    /// is given. It trusts no authorization server until one is named with
+    /// [`expected_issuer`](Self::expected_issuer) (or
+    /// [`trust_any_issuer`](Self::trust_any_issuer)).
     ///
     /// # Errors
     /// [`GrantError::Config`] if the HTTP client cannot be built.
@@ -392,8 +488,38 @@ impl TokenClient {
         let guard = UrlGuard::builder()
             .allow_http_loopback(allow_http_loopback)
             .build()?;
-        let http = http_client()?;
-        Ok(Self { http, guard, dpop })
+        let http = http_client(&guard)?;
+        Ok(Self {
+            http,
+            guard,
+            dpop,
+            issuers: IssuerPins::default(),
+        })
+    }
+
+    /// Adds an authorization server [`discover`](Self::discover) may
+    /// return: the issuer identifier (`https://auth.example.com`) the
+    /// credentials were issued by. Call again for more than one. An entry
+    /// that is not a URL matches nothing.
+    #[must_use]
+    pub fn expected_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.add(issuer.into());
+        self
+    }
+
+    /// Lets [`discover`](Self::discover) return whatever authorization
+    /// server the MCP server names, so the credentials go wherever the
+    /// server points. Only for servers trusted as much as the credentials
+    /// (local test suites); off by default.
+    #[must_use]
+    pub fn trust_any_issuer(mut self, trust: bool) -> Self {
+        self.issuers.set_any(trust);
+        self
+    }
+
+    pub(crate) fn with_issuers(mut self, issuers: IssuerPins) -> Self {
+        self.issuers = issuers;
+        self
     }
 
     /// The DPoP key token requests are bound to, if any.
@@ -448,11 +574,15 @@ impl TokenClient {
 
     /// Finds the authorization server for the MCP server at `server_url`:
     /// its protected resource metadata (the challenge's `resource_metadata`
-    /// first, then the well-known URLs), the resource check, then the
-    /// authorization server's metadata with its issuer check.
+    /// first, then the well-known URLs), the resource check, the check
+    /// that the issuer it names is an expected one, then the authorization
+    /// server's metadata with its issuer check.
     ///
     /// # Errors
-    /// Nothing usable was found, a check failed, or a request failed.
+    /// [`GrantError::IssuerMismatch`] or [`GrantError::IssuerNotNamed`]
+    /// when the server names an authorization server that is not expected
+    /// (before any request to it); otherwise nothing usable was found, a
+    /// check failed, or a request failed.
     ///
     /// # Cancel safety
     /// Cancel safe: nothing is kept.
@@ -496,6 +626,9 @@ impl TokenClient {
                 server: shown(&server),
             })?;
         let issuer = self.guard.check(issuer_text, None)?;
+        // Before any request to it: an unexpected authorization server
+        // learns nothing, not even that this client exists.
+        self.issuers.check(&issuer, &server)?;
         let mut asm = None;
         for url in metadata::authorization_server_metadata_urls(&issuer) {
             let url = self.guard.check(url.as_str(), Some(&issuer))?;
@@ -708,13 +841,35 @@ fn bad(url: &Url, status: u16, detail: &str) -> GrantError {
 }
 
 /// The HTTP client for authorization servers and metadata: it follows no
-/// redirect and gives each request [`REQUEST_TIMEOUT`].
-pub(crate) fn http_client() -> Result<reqwest::Client, GrantError> {
+/// redirect, gives each request [`REQUEST_TIMEOUT`], and connects only to
+/// addresses `guard` allows (a [`GuardedResolver`] over the system
+/// resolver).
+pub(crate) fn http_client(guard: &UrlGuard) -> Result<reqwest::Client, GrantError> {
+    http_client_resolving(guard, None)
+}
+
+/// [`http_client`], resolving names with `inner` (then the guard) instead
+/// of the system resolver.
+pub(crate) fn http_client_resolving(
+    guard: &UrlGuard,
+    inner: Option<Arc<dyn reqwest::dns::Resolve>>,
+) -> Result<reqwest::Client, GrantError> {
+    let resolver = match inner {
+        Some(inner) => GuardedResolver::with_inner(guard.clone(), inner),
+        None => GuardedResolver::new(guard.clone()),
+    };
+    client_builder()
+        .dns_resolver(resolver)
+        .build()
+        .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))
+}
+
+/// A client builder with no redirects and [`REQUEST_TIMEOUT`]; resolving
+/// is left to the caller.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(REQUEST_TIMEOUT)
-        .build()
-        .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))
 }
 
 /// A URL for messages: no credentials, query or fragment.
@@ -799,6 +954,7 @@ pub struct GrantProviderBuilder {
     grant: Box<dyn Grant>,
     dpop: Option<DpopKey>,
     allow_http_loopback: bool,
+    issuers: IssuerPins,
 }
 
 impl GrantProviderBuilder {
@@ -816,17 +972,47 @@ impl GrantProviderBuilder {
         self
     }
 
+    /// The issuer identifier of the authorization server the grant's
+    /// credentials (client secret, private key, assertion, ID token) were
+    /// issued for, such as `https://auth.example.com`. Call again to allow
+    /// more than one.
+    ///
+    /// The credentials go only to an expected issuer: when the MCP server's
+    /// resource metadata names another, the grant fails with
+    /// [`GrantError::IssuerMismatch`] before any request to it. With no
+    /// expected issuer (and no [`trust_any_issuer`](Self::trust_any_issuer))
+    /// every grant fails with [`GrantError::IssuerNotNamed`], which names
+    /// the issuer the server asked for.
+    pub fn expected_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.add(issuer.into());
+        self
+    }
+
+    /// Sends the credentials to whatever authorization server the MCP
+    /// server names, expected or not. A server can then steer them to a
+    /// party of its choosing: only for servers trusted as much as the
+    /// credentials (a local conformance suite). Off by default.
+    pub fn trust_any_issuer(mut self, trust: bool) -> Self {
+        self.issuers.set_any(trust);
+        self
+    }
+
     /// The provider.
     ///
     /// # Errors
-    /// [`GrantError::Config`] for an unusable server URL or HTTP client.
+    /// [`GrantError::Config`] for an unusable server URL, expected issuer
+    /// or HTTP client.
     pub fn build(self) -> Result<GrantProvider, GrantError> {
         Url::parse(&self.server).map_err(|e| GrantError::Config(format!("server URL: {e}")))?;
+        if let Some(bad) = self.issuers.first_bad() {
+            return Err(GrantError::Config(bad));
+        }
         Ok(GrantProvider {
             inner: Arc::new(ProviderInner {
                 server: self.server,
                 grant: self.grant,
-                client: TokenClient::new(self.allow_http_loopback, self.dpop)?,
+                client: TokenClient::new(self.allow_http_loopback, self.dpop)?
+                    .with_issuers(self.issuers),
                 current: Mutex::new(None),
                 state: tokio::sync::Mutex::new(ProviderState::default()),
                 last_error: Mutex::new(None),
@@ -845,6 +1031,7 @@ impl GrantProvider {
             grant: Box::new(grant),
             dpop: None,
             allow_http_loopback: false,
+            issuers: IssuerPins::default(),
         }
     }
 
@@ -1226,6 +1413,11 @@ pub(crate) mod tests {
                 .collect()
         }
 
+        /// Every request the stub saw, in order.
+        pub(crate) fn all_requests(&self) -> Vec<Seen> {
+            self.routes.lock().unwrap().seen.clone()
+        }
+
         pub(crate) fn challenge(&self) -> String {
             format!(
                 r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp""#,
@@ -1235,12 +1427,114 @@ pub(crate) mod tests {
     }
 
     fn provider(stub: &Stub, grant: impl Grant, dpop: Option<DpopKey>) -> GrantProvider {
-        let mut builder =
-            GrantProvider::builder(format!("{}/mcp", stub.base), grant).allow_http_loopback(true);
+        let mut builder = GrantProvider::builder(format!("{}/mcp", stub.base), grant)
+            .allow_http_loopback(true)
+            .expected_issuer(stub.base.clone());
         if let Some(key) = dpop {
             builder = builder.dpop(key);
         }
         builder.build().unwrap()
+    }
+
+    /// A resource server whose metadata names `foreign` as its
+    /// authorization server, and `foreign` ready to hand out tokens.
+    async fn server_naming(foreign: &Stub) -> Stub {
+        let resource = Stub::start().await;
+        resource.reply(
+            "/.well-known/oauth-protected-resource/mcp",
+            200,
+            Vec::new(),
+            json!({"resource": format!("{}/mcp", resource.base), "authorization_servers": [foreign.base]}),
+        );
+        foreign.standard();
+        foreign.reply("/token", 200, Vec::new(), json!({"access_token": "stolen"}));
+        resource
+    }
+
+    fn secret_grant() -> ClientCredentials {
+        ClientCredentials::new(ClientAuth::SecretPost {
+            client_id: "svc".into(),
+            secret: Secret::new("the-secret"),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_secret_never_reaches_an_issuer_other_than_the_expected_one() {
+        let foreign = Stub::start().await;
+        let resource = server_naming(&foreign).await;
+        let provider = GrantProvider::builder(format!("{}/mcp", resource.base), secret_grant())
+            .allow_http_loopback(true)
+            .expected_issuer("https://auth.example.com")
+            .build()
+            .unwrap();
+        let error = provider
+            .authorize(Some(&resource.challenge()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&*error, GrantError::IssuerMismatch { expected, found, .. }
+                if expected == &["https://auth.example.com/"] && found == &format!("{}/", foreign.base)),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert!(
+            text.contains("https://auth.example.com/") && text.contains(&foreign.base),
+            "{text}"
+        );
+        // The foreign authorization server was not contacted at all.
+        assert!(
+            foreign.all_requests().is_empty(),
+            "{:?}",
+            foreign.all_requests()
+        );
+        assert!(!resource.all_requests().is_empty(), "discovery ran");
+    }
+
+    #[tokio::test]
+    async fn without_an_expected_issuer_a_secret_goes_nowhere() {
+        let foreign = Stub::start().await;
+        let resource = server_naming(&foreign).await;
+        let provider = GrantProvider::builder(format!("{}/mcp", resource.base), secret_grant())
+            .allow_http_loopback(true)
+            .build()
+            .unwrap();
+        let error = provider
+            .authorize(Some(&resource.challenge()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&*error, GrantError::IssuerNotNamed { found, .. } if found == &format!("{}/", foreign.base)),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("expected_issuer"), "{error}");
+        assert!(foreign.all_requests().is_empty());
+
+        // Named, or trusted on purpose, the same issuer gets the grant.
+        for builder in [
+            GrantProvider::builder(format!("{}/mcp", resource.base), secret_grant())
+                .expected_issuer(foreign.base.clone()),
+            GrantProvider::builder(format!("{}/mcp", resource.base), secret_grant())
+                .trust_any_issuer(true),
+        ] {
+            let provider = builder.allow_http_loopback(true).build().unwrap();
+            provider
+                .authorize(Some(&resource.challenge()))
+                .await
+                .unwrap();
+        }
+        assert_eq!(foreign.token_requests().len(), 2);
+    }
+
+    #[test]
+    fn an_expected_issuer_that_is_not_a_url_is_a_bad_setting() {
+        let error = GrantProvider::builder("https://mcp.example.com/mcp", secret_grant())
+            .expected_issuer("auth.example.com")
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(&error, GrantError::Config(m) if m.contains("auth.example.com")),
+            "{error:?}"
+        );
     }
 
     #[tokio::test]
@@ -1445,7 +1739,9 @@ pub(crate) mod tests {
             Vec::new(),
             json!({"resource": "https://evil.example.com/mcp", "authorization_servers": [stub.base]}),
         );
-        let client = TokenClient::new(true, None).unwrap();
+        let client = TokenClient::new(true, None)
+            .unwrap()
+            .expected_issuer(stub.base.clone());
         let error = client
             .discover(&format!("{}/mcp", stub.base), None)
             .await

@@ -10,7 +10,9 @@
 //! // Re-read on every grant: platforms rotate these files.
 //! let grant = JwtBearer::new(AssertionFile::new("/var/run/secrets/tokens/mcp"))
 //!     .client(ClientAuth::None { client_id: "my-workload".into() });
-//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant).build()?;
+//! let provider = GrantProvider::builder("https://mcp.example.com/mcp", grant)
+//!     .expected_issuer("https://auth.example.com")
+//!     .build()?;
 //! # let _ = provider; Ok(()) }
 //! ```
 //!
@@ -193,6 +195,7 @@ mod tests {
         });
         let provider = GrantProvider::builder(format!("{}/mcp", stub.base), grant)
             .allow_http_loopback(true)
+            .expected_issuer(stub.base.clone())
             .build()
             .unwrap();
         provider.authorize(None).await.unwrap();

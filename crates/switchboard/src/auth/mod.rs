@@ -15,5 +15,6 @@ pub mod jwt_bearer;
 pub mod loopback;
 pub mod metadata;
 pub mod provider;
+pub mod resolve;
 pub mod ssrf;
 pub mod store;

@@ -12,16 +12,19 @@
 //!   every literal form `inet_aton` accepts (`2130706433`, `0177.0.0.1`,
 //!   `0x7f.1`, `127.0.1` …), since some resolvers still read them that way;
 //! - IPv6 unspecified, loopback, unique-local, link-local, site-local,
-//!   multicast and documentation addresses, IPv6 with a zone id, and IPv4
-//!   addresses carried inside IPv6 (mapped, NAT64, 6to4, compatible) when the
-//!   IPv4 address would be refused;
+//!   multicast, documentation (`2001:db8::/32`, `3fff::/20`), Teredo
+//!   (`2001::/32`), other IETF protocol (`2001::/23`) and SRv6 (`5f00::/16`)
+//!   addresses, IPv6 with a zone id, and IPv4 addresses carried inside IPv6
+//!   (mapped, NAT64, 6to4, compatible) when the IPv4 address would be
+//!   refused;
 //! - names of the local machine (`localhost`, `*.localhost` …) and host names
 //!   ending in a dot, which slip past exact host matching;
 //! - any host that is neither the issuer's nor on the allow-list.
 //!
-//! A host name can still resolve to a private address: the resolver that
-//! connects must ask [`UrlGuard::check_resolved`] about every address it is
-//! about to use.
+//! A host name can still resolve to a private address: the auth code's
+//! HTTP client resolves through [`GuardedResolver`](super::resolve::GuardedResolver),
+//! which asks [`UrlGuard::check_resolved`] about every address before it
+//! is used.
 //!
 //! ```
 //! use switchboard::auth::ssrf::UrlGuard;
@@ -562,6 +565,23 @@ fn classify_v6(addr: Ipv6Addr) -> Option<Blocked> {
     }
     if s[..2] == [0x2001, 0xdb8] {
         return blocked("a documentation", "2001:db8::/32", false);
+    }
+    if s[..2] == [0x2001, 0] {
+        // The client's IPv4 address is inside, obfuscated, and the relay
+        // that reaches it may be anywhere: none of it can be judged.
+        return blocked("a Teredo", "2001::/32", false);
+    }
+    if s[0] == 0x2001 && s[1] < 0x200 {
+        // Benchmarking (2001:2::/48), ORCHID (2001:10::/28, 2001:20::/28)
+        // and the other IETF protocol assignments: none is an
+        // authorization server.
+        return blocked("an IETF protocol assignment", "2001::/23", false);
+    }
+    if s[0] == 0x3fff && s[1] & 0xf000 == 0 {
+        return blocked("a documentation", "3fff::/20", false);
+    }
+    if s[0] == 0x5f00 {
+        return blocked("a segment routing (SRv6 SID)", "5f00::/16", false);
     }
     None
 }
@@ -1211,6 +1231,43 @@ mod tests {
                 .check_resolved("10.0.0.1".parse().unwrap())
                 .is_err()
         );
+    }
+
+    #[test]
+    fn special_purpose_v6_ranges_are_refused() {
+        let strict = strict();
+        for (addr, range) in [
+            ("2001::5efe:c000:221", "2001::/32"),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::/32"),
+            ("2001:2::1", "2001::/23"),
+            ("2001:10::1", "2001::/23"),
+            ("2001:20::1", "2001::/23"),
+            ("3fff::1", "3fff::/20"),
+            ("3fff:fff::1", "3fff::/20"),
+            ("5f00::1", "5f00::/16"),
+        ] {
+            let err = strict.check_resolved(addr.parse().unwrap()).unwrap_err();
+            assert!(
+                matches!(err, SsrfError::ResolvedAddress { range: r, .. } if r == range),
+                "{addr}: {err}"
+            );
+            let err = strict
+                .check(&format!("https://[{addr}]/"), None)
+                .unwrap_err();
+            assert!(matches!(err, SsrfError::Address { .. }), "{addr}: {err}");
+        }
+        // The neighbours of those ranges are ordinary global addresses.
+        for addr in [
+            "2001:200::1",
+            "3fff:1000::1",
+            "5f01::1",
+            "2001:4860:4860::8888",
+        ] {
+            assert!(
+                strict.check_resolved(addr.parse().unwrap()).is_ok(),
+                "{addr}"
+            );
+        }
     }
 
     #[test]

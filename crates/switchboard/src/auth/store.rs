@@ -635,7 +635,13 @@ fn ensure_parent(path: &Path) -> io::Result<()> {
     builder.create(dir)
 }
 
-/// Opens `path` for writing, created readable by its owner only.
+/// Opens `path` for writing, readable by its owner only: created with mode
+/// 0600, or (when `new` is false and it exists) made 0600 if it was not.
+///
+/// A symbolic link at `path` is never followed (`O_NOFOLLOW`; `create_new`
+/// refuses one as well), so another user who plants one beside the
+/// credentials cannot make us create, lock or loosen the file it points
+/// to: the open fails instead.
 fn create_private(path: &Path, new: bool) -> io::Result<File> {
     ensure_parent(path)?;
     let mut options = OpenOptions::new();
@@ -646,8 +652,23 @@ fn create_private(path: &Path, new: bool) -> io::Result<File> {
         options.create(true).truncate(false);
     }
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let metadata = file.metadata()?;
+        if !metadata.is_file() {
+            return Err(io::Error::other("it is not a regular file"));
+        }
+        if metadata.permissions().mode() & 0o777 != 0o600 {
+            file.set_permissions(fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(file)
 }
 
 /// An exclusive advisory lock on a file, released when dropped.
@@ -910,6 +931,89 @@ mod tests {
         fs::set_permissions(dir.file(), fs::Permissions::from_mode(0o644)).unwrap();
         store.save(&key(), &sample()).unwrap();
         assert_eq!(mode(&dir.file()), 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_loosened_lock_file_is_private_again() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir = TempDir::new();
+        let store = FileStore::new(dir.file());
+        fs::create_dir_all(dir.file().parent().unwrap()).unwrap();
+        fs::write(store.lock_path(), b"").unwrap();
+        fs::set_permissions(store.lock_path(), fs::Permissions::from_mode(0o644)).unwrap();
+        store.save(&key(), &sample()).unwrap();
+        let mode = fs::metadata(store.lock_path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    /// Plants a symbolic link at `link` to `target`.
+    #[cfg(unix)]
+    fn plant(link: &Path, target: &Path) {
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, link).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_lock_path_is_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir = TempDir::new();
+        let store = FileStore::new(dir.file());
+
+        // A link to a file that does not exist yet: following it would
+        // create the file wherever the link points.
+        let absent = dir.0.join("created-through-the-link");
+        plant(&store.lock_path(), &absent);
+        let error = store.save(&key(), &sample()).unwrap_err();
+        assert!(
+            matches!(&error, StoreError::Io { path, .. } if *path == store.lock_path()),
+            "{error:?}"
+        );
+        assert!(!absent.exists(), "the link was followed");
+        assert!(!dir.file().exists(), "nothing is saved without the lock");
+
+        // A link to someone's file: it is neither opened for writing nor
+        // made private.
+        let victim = dir.0.join("victim");
+        fs::write(&victim, b"keep me").unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::remove_file(store.lock_path()).unwrap();
+        plant(&store.lock_path(), &victim);
+        assert!(store.save(&key(), &sample()).is_err());
+        assert_eq!(fs::read(&victim).unwrap(), b"keep me");
+        let mode = fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_a_temporary_path_is_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+
+        // The temporary file's name is not predictable, so the function
+        // that creates it is tried directly on a planted link.
+        let dir = TempDir::new();
+        let victim = dir.0.join("victim");
+        fs::write(&victim, b"keep me").unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+        let tmp = sibling(&dir.file(), ".tmp-1-2");
+        plant(&tmp, &victim);
+        assert!(create_private(&tmp, true).is_err());
+        assert_eq!(fs::read(&victim).unwrap(), b"keep me");
+        let mode = fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+        let absent = dir.0.join("absent");
+        let tmp = sibling(&dir.file(), ".tmp-3-4");
+        plant(&tmp, &absent);
+        assert!(create_private(&tmp, true).is_err());
+        assert!(!absent.exists());
     }
 
     #[test]
