@@ -414,7 +414,15 @@ pub(crate) fn add_json(
         "{{\"mcpServers\": {{{}:\n{text}\n}}}}\n",
         Value::String(name.to_owned())
     );
-    std::fs::write(&scratch, wrapped)
+    // The entry may hold secrets: a new file only this user can read,
+    // never one planted at that name in the shared temporary directory.
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(&scratch)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, wrapped.as_bytes()))
         .with_context(|| format!("cannot write {}", scratch.display()))
         .map_err(Failure::usage)?;
     let loaded = config::load_file(

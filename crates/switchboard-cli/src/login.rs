@@ -171,17 +171,37 @@ impl Login {
     }
 }
 
-/// Writes `bytes` to a new file readable by its owner only: a server URL
-/// may name a tenant, or carry a key in its query.
+/// Writes `bytes` to `path` readable by its owner only: a server URL may
+/// name a tenant, or carry a key in its query. A fresh temporary file
+/// (0600 from its creation, never a file or symlink planted at that name)
+/// is renamed over `path`, so a symlink at `path` is replaced, not
+/// written through.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = path.with_file_name(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+    let mut file = options.open(&temp)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 fn index_path(credentials: &Path) -> PathBuf {
@@ -554,6 +574,25 @@ fn human(secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn the_index_is_private_and_a_planted_symlink_is_not_written_through() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("switchboard-index-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let index = dir.join("credentials.logins.json");
+        std::os::unix::fs::symlink(&victim, &index).unwrap();
+        write_private(&index, b"[]").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let meta = std::fs::symlink_metadata(&index).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn urls_compare_by_meaning() {

@@ -666,9 +666,22 @@ fn write_atomic(file: &Path, bytes: &[u8]) -> Result<(), EditError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.switchboard-{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(
+        ".{name}.switchboard-{}-{}.tmp",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        // A fresh file (never one planted at that name, nor a symlink),
+        // private until it takes the permissions of the file it replaces;
+        // a new config file may hold server details and stays 0600.
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut f = options.open(&tmp)?;
         f.write_all(bytes)?;
         if let Ok(meta) = std::fs::metadata(file) {
             f.set_permissions(meta.permissions())?;
@@ -681,4 +694,33 @@ fn write_atomic(file: &Path, bytes: &[u8]) -> Result<(), EditError> {
         return Err(io("writing", e));
     }
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod private_write_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn a_new_file_is_private_an_existing_one_keeps_its_mode_and_links_are_replaced() {
+        let dir = std::env::temp_dir().join(format!("switchboard-edit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+        let new = dir.join("config.toml");
+        write_atomic(&new, b"a = 1\n").unwrap();
+        assert_eq!(mode(&new), 0o600);
+        let shared = dir.join("switchboard.toml");
+        std::fs::write(&shared, "").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic(&shared, b"b = 2\n").unwrap();
+        assert_eq!(mode(&shared), 0o644);
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let linked = dir.join("linked.toml");
+        std::os::unix::fs::symlink(&victim, &linked).unwrap();
+        write_atomic(&linked, b"c = 3\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
