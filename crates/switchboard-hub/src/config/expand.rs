@@ -125,6 +125,12 @@ impl<'a> Expander<'a> {
     /// An [`ExpandError`] when a `${input:ID}` cannot be answered.
     pub fn expand(&mut self, server: &ServerConfig) -> Result<Expanded, ExpandError> {
         let mut out = server.clone();
+        out.source_signature = Some(
+            server
+                .source_signature
+                .clone()
+                .unwrap_or_else(|| server.signature()),
+        );
         let mut warnings = Vec::new();
         let mut run = Run {
             expander: self,
@@ -361,6 +367,11 @@ mod tests {
         assert!(e.warnings.is_empty(), "{:?}", e.warnings);
         // The loaded config is untouched: listings show the reference.
         assert_eq!(args_env(&server).1["KEY"], "${TOKEN}");
+        // The state file knows the server by what was written.
+        assert_ne!(e.config.signature(), server.signature());
+        assert_eq!(e.config.state_signature(), server.state_signature());
+        let again = Expander::new(&l).expand(&e.config).unwrap().config;
+        assert_eq!(again.state_signature(), server.state_signature());
     }
 
     #[test]
