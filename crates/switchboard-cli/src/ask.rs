@@ -575,7 +575,10 @@ mod tests {
         let w = warnings("https://bank.com@evil.example/");
         assert!(w.iter().any(|w| w.contains("evil.example")), "{w:?}");
         let w = warnings("https://\u{430}pple.com/");
-        assert!(w.iter().any(|w| w.contains("mixes Cyrillic and Latin")), "{w:?}");
+        assert!(
+            w.iter().any(|w| w.contains("mixes Cyrillic and Latin")),
+            "{w:?}"
+        );
         assert!(warnings("http://example.com/")[0].contains("not https"));
     }
 }

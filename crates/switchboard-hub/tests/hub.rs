@@ -583,7 +583,10 @@ async fn the_state_file_is_private_and_holds_no_expanded_or_literal_secret() {
 
     let file = dir.join("hub-state.json");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("\"ref\"") && text.contains("\"lit\""), "{text}");
+    assert!(
+        text.contains("\"ref\"") && text.contains("\"lit\""),
+        "{text}"
+    );
     for secret in ["sk-expanded-4b1d", "sk-literal-77e0"] {
         assert!(!text.contains(secret), "{secret} in the state file: {text}");
     }
@@ -594,13 +597,24 @@ async fn the_state_file_is_private_and_holds_no_expanded_or_literal_secret() {
     // The entries still answer for the same servers, expanded anew: the
     // state belongs to the configuration as written.
     let cold = Hub::builder()
-        .server(Expander::new(&locations).expand(&referenced).unwrap().config)
+        .server(
+            Expander::new(&locations)
+                .expand(&referenced)
+                .unwrap()
+                .config,
+        )
         .server(literal)
         .state_dir(&dir)
         .build()
         .unwrap();
-    assert_eq!(cold.status("ref").unwrap().last_known_state.as_deref(), Some("ready"));
-    assert_eq!(cold.status("lit").unwrap().last_known_state.as_deref(), Some("ready"));
+    assert_eq!(
+        cold.status("ref").unwrap().last_known_state.as_deref(),
+        Some("ready")
+    );
+    assert_eq!(
+        cold.status("lit").unwrap().last_known_state.as_deref(),
+        Some("ready")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -285,10 +285,8 @@ mod tests {
     fn the_user_folder_sessions_and_files_are_private_and_symlinks_are_refused() {
         use std::os::unix::fs::{PermissionsExt as _, symlink};
         let mode = |p: &Path| fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
-        let parent = std::env::temp_dir().join(format!(
-            "switchboard-media-test-{}",
-            std::process::id()
-        ));
+        let parent =
+            std::env::temp_dir().join(format!("switchboard-media-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&parent);
         fs::create_dir_all(&parent).unwrap();
         let uid = rustix::process::getuid().as_raw();

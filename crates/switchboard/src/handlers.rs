@@ -531,7 +531,9 @@ pub(crate) fn url_request(params: ElicitRequestUrlParams) -> Result<UrlRequest, 
 /// The host of an `http`/`https` URL as the browser will connect to it.
 #[cfg(test)]
 fn url_host(url: &str) -> Option<String> {
-    crate::url_display::url_display(url).ok().map(|shown| shown.host)
+    crate::url_display::url_display(url)
+        .ok()
+        .map(|shown| shown.host)
 }
 
 /// A form answer must match its form: the client never sends content the

@@ -148,7 +148,8 @@ fn scripts(label: &str) -> Vec<&'static str> {
 /// Katakana, Hangul and Bopomofo go together (Japanese, Korean, Chinese
 /// names), and with Latin; any other pair is a mix.
 fn mixes(scripts: &[&'static str]) -> bool {
-    let east_asian = |s: &&str| matches!(*s, "Han" | "Hiragana" | "Katakana" | "Hangul" | "Bopomofo");
+    let east_asian =
+        |s: &&str| matches!(*s, "Han" | "Hiragana" | "Katakana" | "Hangul" | "Bopomofo");
     let others: Vec<_> = scripts
         .iter()
         .filter(|s| !east_asian(s) && **s != "Latin")
@@ -243,7 +244,8 @@ mod tests {
 
     #[test]
     fn single_script_and_east_asian_names_are_not_mixed() {
-        for host in ["bücher.de", "пример.рф", "日本語のドメイン.jp", "ab日本.jp"] {
+        for host in ["bücher.de", "пример.рф", "日本語のドメイン.jp", "ab日本.jp"]
+        {
             let shown = url_display(&format!("https://{host}/")).unwrap();
             assert!(
                 shown
@@ -261,10 +263,7 @@ mod tests {
     fn userinfo_plain_http_and_other_schemes() {
         let shown = url_display("http://bank.com:pw@evil.example:8443/x").unwrap();
         assert_eq!(shown.host, "evil.example");
-        assert_eq!(
-            shown.warnings,
-            [UrlWarning::Userinfo, UrlWarning::NotHttps]
-        );
+        assert_eq!(shown.warnings, [UrlWarning::Userinfo, UrlWarning::NotHttps]);
         assert_eq!(url_display("http://[::1]:80/").unwrap().host, "::1");
         assert_eq!(
             url_display("javascript:alert(1)"),

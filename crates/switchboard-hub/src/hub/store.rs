@@ -227,9 +227,7 @@ mod tests {
     #[test]
     fn the_file_is_private_and_planted_symlinks_are_neither_read_nor_written_through() {
         use std::os::unix::fs::{PermissionsExt as _, symlink};
-        let mode = |p: &Path| {
-            std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
-        };
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
         let dir = temp_dir("symlinks");
         let outside = temp_dir("symlinks-outside");
         std::fs::create_dir_all(&outside).unwrap();
@@ -237,7 +235,10 @@ mod tests {
         let planted = outside.join("planted.json");
         std::fs::write(
             &planted,
-            format!(r#"{{"format":{FORMAT},"servers":{{"a":{}}}}}"#, serde_json::to_string(&entry("sig-a")).unwrap()),
+            format!(
+                r#"{{"format":{FORMAT},"servers":{{"a":{}}}}}"#,
+                serde_json::to_string(&entry("sig-a")).unwrap()
+            ),
         )
         .unwrap();
         let victim = outside.join("victim");
@@ -251,7 +252,11 @@ mod tests {
         }
 
         let store = Store::open(&dir);
-        assert_eq!(store.get("a", "sig-a"), None, "a symlinked state file is not read");
+        assert_eq!(
+            store.get("a", "sig-a"),
+            None,
+            "a symlinked state file is not read"
+        );
         store.put("b", entry("sig-b"));
         store.flush();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");

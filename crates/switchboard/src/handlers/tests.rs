@@ -167,7 +167,11 @@ fn url_requests_carry_the_host_the_browser_will_open() {
     assert_eq!(backslash.shown.url, "https://evil.example/@bank.com/");
     let cyrillic = request("https://\u{430}pple.com/");
     assert_eq!(cyrillic.domain, "xn--pple-43d.com");
-    assert!(cyrillic.shown.warnings.len() == 2, "{:?}", cyrillic.shown.warnings);
+    assert!(
+        cyrillic.shown.warnings.len() == 2,
+        "{:?}",
+        cyrillic.shown.warnings
+    );
 }
 
 struct Echo;
