@@ -13,6 +13,7 @@ use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Map, Number, Value};
 use switchboard::handlers::BoxFuture;
 use switchboard::types::elicitation::{ElicitResult, NumberType, PrimitiveSchemaDefinition};
+use switchboard::url_display::{DisplayUrl, UrlWarning};
 use switchboard::{ElicitationHandler, FormRequest, HandlerContext, HandlerError, UrlRequest};
 
 use crate::ui::Ui;
@@ -62,8 +63,8 @@ impl ElicitationHandler for TerminalElicitation {
             if let Err(why) = ui.can_prompt() {
                 ui.notice(&format!(
                     "declined server `{server}`'s request to open {} (domain {}): {}",
-                    request.url,
-                    request.domain,
+                    request.shown.url,
+                    request.shown.host,
                     why.reason()
                 ));
                 return Ok(ElicitResult::decline());
@@ -479,28 +480,20 @@ fn parse_number(
     Ok(Some(value))
 }
 
-/// What the user should check before opening a URL.
-pub(crate) fn url_warnings(url: &str, domain: &str) -> Vec<String> {
-    let mut warnings = Vec::new();
-    if domain.split('.').any(|label| label.starts_with("xn--")) {
-        warnings.push(format!(
-            "the domain {domain} is punycode (xn--): it may be made to look like another \
-             site's name; check it letter by letter"
-        ));
-    }
-    let authority = url.split_once("://").map_or("", |(_, rest)| {
-        rest.split(['/', '?', '#']).next().unwrap_or("")
-    });
-    if authority.contains('@') {
-        warnings.push(format!(
-            "the URL has a user name before '@'; the site it opens is {domain}, not what \
-             comes before the '@'"
-        ));
-    }
-    if url.to_ascii_lowercase().starts_with("http://") {
-        warnings.push("the URL is not https: what you enter there is not encrypted".into());
-    }
-    warnings
+/// What the user should check before opening a URL, in the words shown.
+pub(crate) fn url_warnings(shown: &DisplayUrl) -> Vec<String> {
+    shown
+        .warnings
+        .iter()
+        .map(|warning| match warning {
+            UrlWarning::Userinfo => format!(
+                "the URL has a user name before '@'; the site it opens is {}, not what \
+                 comes before the '@'",
+                shown.host
+            ),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 fn open_url(
@@ -517,19 +510,21 @@ fn open_url(
         ),
         request.message
     );
-    eprintln!("  URL:    {}", request.url);
-    eprintln!("  domain: {}", warn(&request.domain, styled));
-    for warning in url_warnings(&request.url, &request.domain) {
+    // What is shown is what the browser gets: one parse, its serialisation.
+    let shown = &request.shown;
+    eprintln!("  URL:    {}", shown.url);
+    eprintln!("  domain: {}", warn(&shown.host, styled));
+    for warning in url_warnings(shown) {
         eprintln!("  {}", warn(&format!("warning: {warning}"), styled));
     }
-    let question = format!("Open {} in your browser?", request.domain);
+    let question = format!("Open {} in your browser?", shown.host);
     match Confirm::new(&question)
         .with_default(false)
         .with_help_message("no declines")
         .prompt()
     {
         Ok(true) => {
-            if let Err(error) = webbrowser::open(&request.url) {
+            if let Err(error) = webbrowser::open(&shown.url) {
                 eprintln!("could not start a browser ({error}); open the URL above yourself");
             }
             Ok(ElicitResult::accept(None))
@@ -542,6 +537,8 @@ fn open_url(
 
 #[cfg(test)]
 mod tests {
+    use switchboard::url_display::url_display;
+
     use super::*;
 
     #[test]
@@ -571,10 +568,17 @@ mod tests {
 
     #[test]
     fn suspicious_urls_are_flagged() {
-        assert!(url_warnings("https://example.com/x", "example.com").is_empty());
-        let w = url_warnings("https://xn--pple-43d.com/login", "xn--pple-43d.com");
+        let warnings = |url: &str| url_warnings(&url_display(url).unwrap());
+        assert!(warnings("https://example.com/x").is_empty());
+        let w = warnings("https://xn--pple-43d.com/login");
         assert!(w[0].contains("punycode"), "{w:?}");
-        let w = url_warnings("https://bank.com@evil.example/", "evil.example");
+        let w = warnings("https://bank.com@evil.example/");
         assert!(w.iter().any(|w| w.contains("evil.example")), "{w:?}");
+        let w = warnings("https://\u{430}pple.com/");
+        assert!(
+            w.iter().any(|w| w.contains("mixes Cyrillic and Latin")),
+            "{w:?}"
+        );
+        assert!(warnings("http://example.com/")[0].contains("not https"));
     }
 }

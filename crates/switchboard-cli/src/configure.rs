@@ -351,11 +351,15 @@ fn write_new(
     json: bool,
 ) -> Result<u8, Failure> {
     let before = config::load(&context.locations, &LoadOptions::new());
+    let created = !target.file.exists();
     let edited = config::add_server(&context.locations, target, &server)
         .map_err(|e| Failure::usage(e.into()))?;
     // The user typed this server: in a project file it is approved as
     // written.
     crate::approve::remember_written(context, &server.name, &edited.file);
+    let ignored = created
+        .then(|| git_ignore_local(context, &edited.file))
+        .flatten();
     let other = before
         .get(&server.name)
         .filter(|s| s.origin.file != edited.file)
@@ -366,11 +370,15 @@ fn write_new(
             "file": edited.file.display().to_string(),
             "note": edited.note,
             "alsoConfiguredIn": other,
+            "gitIgnored": ignored,
         }));
     } else {
         println!("added `{}` to {}", server.name, edited.file.display());
         if let Some(note) = &edited.note {
             println!("note: {note}");
+        }
+        if let Some(ignored) = &ignored {
+            println!("note: {ignored}");
         }
         if let Some(file) = other {
             println!(
@@ -414,15 +422,10 @@ pub(crate) fn add_json(
         "{{\"mcpServers\": {{{}:\n{text}\n}}}}\n",
         Value::String(name.to_owned())
     );
-    // The entry may hold secrets: a new file only this user can read,
-    // never one planted at that name in the shared temporary directory.
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options
-        .open(&scratch)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, wrapped.as_bytes()))
+    // The entry may hold secrets, and the temp dir is everyone's: a new
+    // file only the user can read, never through a planted symlink.
+    switchboard_hub::private_file::create_new_private(&scratch)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, wrapped.as_bytes()))
         .with_context(|| format!("cannot write {}", scratch.display()))
         .map_err(Failure::usage)?;
     let loaded = config::load_file(
@@ -523,6 +526,11 @@ pub(crate) fn import(
     let mut imported = Vec::new();
     let mut skipped: Vec<(String, String, String)> = Vec::new();
     let mut notes = Vec::new();
+    // A project file is for sharing (it is checked in): it gets `${VAR}`
+    // references, never a literal secret copied from a private file.
+    let shared = destination.1 == Scope::Project;
+    let mut referenced = Vec::new();
+    let created = !target.file.exists();
     for (file, file_scope) in present {
         let loaded = config::load_file(&context.locations, file, dialect, *file_scope);
         for d in loaded
@@ -560,13 +568,33 @@ pub(crate) fn import(
                 ));
                 continue;
             }
+            let signature = server.signature();
             server.origin = origin(&destination);
+            if shared {
+                reference_secrets(&mut server, &mut referenced);
+            }
             let edited = config::add_server(&context.locations, target, &server)
                 .map_err(|e| Failure::usage(e.into()))?;
             notes.extend(edited.note);
-            taken.push((server.name.clone(), server.signature()));
+            taken.push((server.name.clone(), signature));
             imported.push((server.name.clone(), from_file));
         }
+    }
+    let ignored = if created && target.file.exists() {
+        git_ignore_local(context, &target.file)
+    } else {
+        None
+    };
+    for r in &referenced {
+        eprintln!(
+            "note: `{}`: the literal secret in {} was not copied into {} (a project file, \
+             meant to be shared); it reads ${{{}}} there: set {} in your environment",
+            r.server,
+            r.key,
+            target.file.display(),
+            r.variable,
+            r.variable
+        );
     }
     if json {
         print_json(&json!({
@@ -574,6 +602,8 @@ pub(crate) fn import(
             "file": target.file.display().to_string(),
             "imported": imported.iter().map(|(n, f)| json!({"name": n, "from": f})).collect::<Vec<_>>(),
             "skipped": skipped.iter().map(|(n, f, r)| json!({"name": n, "from": f, "reason": r})).collect::<Vec<_>>(),
+            "variables": referenced.iter().map(|r| json!({"server": r.server, "key": r.key, "variable": r.variable})).collect::<Vec<_>>(),
+            "gitIgnored": ignored,
         }));
     } else {
         let names: Vec<&str> = imported.iter().map(|(n, _)| n.as_str()).collect();
@@ -595,8 +625,82 @@ pub(crate) fn import(
         for note in notes {
             println!("note: {note}");
         }
+        if let Some(ignored) = ignored {
+            println!("note: {ignored}");
+        }
     }
     Ok(0)
+}
+
+/// The first time switchboard's local file is made in a git checkout,
+/// makes sure git ignores it (it is the user's own, and may hold secrets):
+/// nothing when git already ignores it (`git check-ignore`), else a line in
+/// the repository's `info/exclude` (not a tracked `.gitignore`, which would
+/// be a change to the project). Returns what was done, to tell the user.
+fn git_ignore_local(context: &Context, file: &Path) -> Option<String> {
+    let root = context.locations.project_root();
+    if *file != context.locations.switchboard_local_file() || !root.join(".git").exists() {
+        return None;
+    }
+    let relative = file.strip_prefix(root).ok()?.to_string_lossy().into_owned();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            // A repository's own config must not run anything here.
+            .args(["-c", "core.fsmonitor=false"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+    };
+    let exclude = match git(&["check-ignore", "-q", "--", &relative]).and_then(|o| o.status.code())
+    {
+        Some(0) => return None,
+        // Not ignored: the exclude file git itself uses (worktrees too).
+        Some(1) => git(&["rev-parse", "--git-path", "info/exclude"])
+            .filter(|o| o.status.success())
+            .map(|o| root.join(String::from_utf8_lossy(&o.stdout).trim()))
+            .unwrap_or_else(|| root.join(".git/info/exclude")),
+        // No git, or a checkout git cannot read: the plain files.
+        _ => {
+            let listed = |path: PathBuf| {
+                std::fs::read_to_string(path).is_ok_and(|text| {
+                    text.lines()
+                        .any(|l| l.trim() == relative || l.trim() == format!("/{relative}"))
+                })
+            };
+            if listed(root.join(".gitignore")) || listed(root.join(".git/info/exclude")) {
+                return None;
+            }
+            if !root.join(".git").is_dir() {
+                return None;
+            }
+            root.join(".git/info/exclude")
+        }
+    };
+    let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("/{relative}\n"));
+    let written = exclude
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&exclude, text));
+    Some(match written {
+        Ok(()) => format!(
+            "{} is yours alone: added to {} so git ignores it",
+            relative,
+            exclude.display()
+        ),
+        Err(e) => format!(
+            "{relative} may hold secrets and git does not ignore it; add it to .gitignore \
+             (could not write {}: {e})",
+            exclude.display()
+        ),
+    })
 }
 
 /// Why a configured server is not used; `loaded` says where the one used
@@ -711,29 +815,281 @@ pub(crate) fn set_enabled(
     Ok(0)
 }
 
+/// Words that make a name (a variable, a header, a query parameter, an
+/// option) look like it holds a secret.
+const SECRET_WORDS: [&str; 8] = [
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASS",
+    "AUTH",
+    "COOKIE",
+    "CREDENTIAL",
+];
+
+/// Whether `name` looks like it names a secret (`API_KEY`, `Authorization`,
+/// `access_token`, `sig`).
+pub(crate) fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_WORDS.iter().any(|word| upper.contains(word))
+        || matches!(upper.as_str(), "SIG" | "SIGNATURE" | "PWD" | "CODE")
+}
+
+/// A value written literally (not a `${VAR}` reference, not empty).
+fn literal(value: &str) -> bool {
+    !value.contains('$') && !value.is_empty()
+}
+
 /// A value as written in the file. References (`${VAR}`) are shown; a
 /// literal value under a name that looks secret is not.
 fn as_written(key: &str, value: &str) -> String {
-    let upper = key.to_ascii_uppercase();
-    let secret = [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASS",
-        "AUTH",
-        "COOKIE",
-        "CREDENTIAL",
-    ]
-    .iter()
-    .any(|word| upper.contains(word));
-    if !secret || value.contains('$') || value.is_empty() {
+    if !secret_name(key) || !literal(value) {
         value.to_owned()
     } else {
         format!(
             "<hidden: {} characters written literally in the file>",
             value.chars().count()
         )
+    }
+}
+
+/// What stands for a hidden part of a URL or an argument.
+const HIDDEN: &str = "<hidden>";
+
+/// `url` as written, with the secrets a URL can carry hidden: the
+/// userinfo's password (the user name too when it stands alone: a token
+/// passed as `https://TOKEN@host`), and the values of query and fragment
+/// parameters with secret-looking names (`token`, `api_key`, `sig`, …).
+/// References (`${VAR}`) stay. Text that is not a URL is returned as is.
+pub(crate) fn redact_url(url: &str) -> String {
+    replace_url_secrets(url, &mut |_| HIDDEN.to_owned())
+}
+
+/// `args` as written, with secrets hidden: the value of a long option whose
+/// name looks secret (`--api-key=…`, `--token …`), a secret-looking
+/// `NAME=value` (`-e GITHUB_TOKEN=…`), and the secrets of URLs
+/// ([`redact_url`]). References (`${VAR}`) stay.
+pub(crate) fn redact_args(args: &[String]) -> Vec<String> {
+    replace_arg_secrets(args, &mut |_| HIDDEN.to_owned())
+}
+
+/// `url` with each literal secret (see [`redact_url`]) replaced by what
+/// `replace` makes of the name it is under (`password`, `token`, a query
+/// parameter's name).
+fn replace_url_secrets(url: &str, replace: &mut dyn FnMut(&str) -> String) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The authority ends where a browser ends it: `\` counts as `/`.
+    let end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let userinfo = match userinfo.split_once(':') {
+                Some((user, password)) if literal(password) => {
+                    format!("{user}:{}", replace("password"))
+                }
+                None if literal(userinfo) => replace("token"),
+                _ => userinfo.to_owned(),
+            };
+            format!("{userinfo}@{host}")
+        }
+        None => authority.to_owned(),
+    };
+    let (before_fragment, fragment) = match tail.split_once('#') {
+        Some((before, fragment)) => (before, Some(fragment)),
+        None => (tail, None),
+    };
+    let (path, query) = match before_fragment.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (before_fragment, None),
+    };
+    let mut out = format!("{scheme}://{authority}{path}");
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(&replace_pair_secrets(query, replace));
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(&replace_pair_secrets(fragment, replace));
+    }
+    out
+}
+
+/// `a=1&token=x` with the values of secret-looking names replaced.
+fn replace_pair_secrets(text: &str, replace: &mut dyn FnMut(&str) -> String) -> String {
+    text.split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if secret_name(name) && literal(value) => {
+                format!("{name}={}", replace(name))
+            }
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// `args` with each literal secret (see [`redact_args`]) replaced by what
+/// `replace` makes of the name it is under.
+fn replace_arg_secrets(args: &[String], replace: &mut dyn FnMut(&str) -> String) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut secret_option: Option<&str> = None;
+    for arg in args {
+        if let Some(option) = secret_option.take()
+            && !arg.starts_with('-')
+        {
+            out.push(if literal(arg) {
+                replace(option)
+            } else {
+                arg.clone()
+            });
+            continue;
+        }
+        if let Some(option) = arg.strip_prefix("--") {
+            match option.split_once('=') {
+                Some((name, value)) if secret_name(name) && literal(value) => {
+                    out.push(format!("--{name}={}", replace(name)));
+                }
+                Some(_) => out.push(replace_url_secrets(arg, replace)),
+                None => {
+                    secret_option = secret_name(option).then_some(option);
+                    out.push(arg.clone());
+                }
+            }
+            continue;
+        }
+        match arg.split_once('=') {
+            Some((name, value))
+                if !name.is_empty()
+                    && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+                    && secret_name(name)
+                    && literal(value) =>
+            {
+                out.push(format!("{name}={}", replace(name)));
+            }
+            _ => out.push(replace_url_secrets(arg, replace)),
+        }
+    }
+    out
+}
+
+/// A literal secret `import` kept out of a project file: the `${VAR}`
+/// written instead, and where.
+struct Referenced {
+    server: String,
+    key: String,
+    variable: String,
+}
+
+/// `NAME` made an environment variable's name: upper case, `_` for what
+/// is not a letter or digit, no leading digit.
+fn variable_name(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for part in parts.iter().filter(|p| !p.is_empty()) {
+        if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+        for c in part.chars() {
+            if c.is_ascii_alphanumeric() {
+                out.push(c.to_ascii_uppercase());
+            } else if !out.ends_with('_') && !out.is_empty() {
+                out.push('_');
+            }
+        }
+    }
+    let out = out.trim_end_matches('_').to_owned();
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("_{out}")
+    } else {
+        out
+    }
+}
+
+/// Replaces every literal secret in `server` (env and header values under
+/// secret-looking names, the OAuth client secret, secrets in args and URLs)
+/// by a `${VAR}` reference, named after the server and key
+/// (`GITHUB_TOKEN` for `env.GITHUB_TOKEN`, `DOCS_AUTHORIZATION` for a
+/// header); says which in `referenced`. For files meant to be shared.
+fn reference_secrets(server: &mut ServerConfig, referenced: &mut Vec<Referenced>) {
+    let name = server.name.clone();
+    let mut record = |key: String, variable: String| {
+        let reference = format!("${{{variable}}}");
+        referenced.push(Referenced {
+            server: name.clone(),
+            key,
+            variable,
+        });
+        reference
+    };
+    let in_url = |url: &str, record: &mut dyn FnMut(String, String) -> String| {
+        replace_url_secrets(url, &mut |part| {
+            record(format!("url ({part})"), variable_name(&[&name, part]))
+        })
+    };
+    match &mut server.transport {
+        TransportConfig::Stdio { args, env, .. } => {
+            let replaced = replace_arg_secrets(args, &mut |option| {
+                let variable = if option
+                    .chars()
+                    .all(|c| c == '_' || c.is_ascii_alphanumeric())
+                    && option.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    variable_name(&[option])
+                } else {
+                    variable_name(&[&name, option])
+                };
+                record(format!("args ({option})"), variable)
+            });
+            *args = replaced;
+            for (key, value) in env.iter_mut() {
+                if secret_name(key) && literal(value) {
+                    // The key already names a variable: the user most
+                    // likely has it set under that name.
+                    *value = record(format!("env.{key}"), variable_name(&[key]));
+                }
+            }
+        }
+        TransportConfig::Http { url, headers, .. }
+        | TransportConfig::WebSocket { url, headers } => {
+            *url = in_url(url, &mut record);
+            for (key, value) in headers.iter_mut() {
+                if !secret_name(key) || !literal(value) {
+                    continue;
+                }
+                // Keep the scheme of `Authorization: Bearer …`.
+                let (scheme, _) = value
+                    .split_once(' ')
+                    .filter(|(s, rest)| {
+                        ["Bearer", "Basic", "Token", "Bot", "DPoP"]
+                            .iter()
+                            .any(|k| s.eq_ignore_ascii_case(k))
+                            && !rest.is_empty()
+                    })
+                    .map_or(("", ""), |(s, r)| (s, r));
+                let variable = if scheme.is_empty() {
+                    variable_name(&[&name, key])
+                } else {
+                    variable_name(&[&name, "token"])
+                };
+                let reference = record(format!("headers.{key}"), variable);
+                *value = if scheme.is_empty() {
+                    reference
+                } else {
+                    format!("{scheme} {reference}")
+                };
+            }
+        }
+        _ => {}
+    }
+    if let Some(oauth) = &mut server.oauth
+        && let Some(secret) = &mut oauth.client_secret
+        && literal(secret)
+    {
+        *secret = record(
+            "oauth.client_secret".into(),
+            variable_name(&[&name, "client_secret"]),
+        );
     }
 }
 
@@ -766,7 +1122,7 @@ pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failu
         } => {
             doc["transport"] = json!("stdio");
             doc["command"] = json!(command);
-            doc["args"] = json!(args);
+            doc["args"] = json!(redact_args(args));
             doc["env"] = json!(shown_map(env));
             if let Some(cwd) = cwd {
                 doc["cwd"] = json!(cwd.display().to_string());
@@ -778,12 +1134,12 @@ pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failu
                 HttpKind::Sse => "sse",
                 _ => "http",
             });
-            doc["url"] = json!(url);
+            doc["url"] = json!(redact_url(url));
             doc["headers"] = json!(shown_map(headers));
         }
         TransportConfig::WebSocket { url, headers } => {
             doc["transport"] = json!("websocket");
-            doc["url"] = json!(url);
+            doc["url"] = json!(redact_url(url));
             doc["headers"] = json!(shown_map(headers));
         }
         _ => {}
@@ -870,6 +1226,78 @@ mod tests {
         assert!(as_written("GITHUB_TOKEN", "ghp_abc").starts_with("<hidden"));
         assert!(as_written("Authorization", "Bearer abc").starts_with("<hidden"));
         assert_eq!(as_written("LOG_LEVEL", "debug"), "debug");
+    }
+
+    #[test]
+    fn urls_hide_userinfo_and_secret_query_values_but_not_references() {
+        assert_eq!(
+            redact_url("https://u:pw@h.example:8443/p?a=1&token=abc&api_key=${K}#access_token=z"),
+            "https://u:<hidden>@h.example:8443/p?a=1&token=<hidden>&api_key=${K}#access_token=<hidden>"
+        );
+        assert_eq!(
+            redact_url("https://ghp_x@github.com/o/r"),
+            "https://<hidden>@github.com/o/r"
+        );
+        assert_eq!(
+            redact_url("https://h.example/x?sig=s1&Signature=s2&page=2&X-Amz-Credential=c"),
+            "https://h.example/x?sig=<hidden>&Signature=<hidden>&page=2&X-Amz-Credential=<hidden>"
+        );
+        assert_eq!(
+            redact_url("https://${USER}:${PASS}@h.example/"),
+            "https://${USER}:${PASS}@h.example/"
+        );
+        assert_eq!(
+            redact_url(r"https://a:b@evil.example\@x"),
+            r"https://a:<hidden>@evil.example\@x"
+        );
+        assert_eq!(redact_url("not a url"), "not a url");
+        assert_eq!(
+            redact_url("https://plain.example/a?q=1"),
+            "https://plain.example/a?q=1"
+        );
+    }
+
+    #[test]
+    fn args_hide_secret_options_assignments_and_url_secrets() {
+        let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            redact_args(&args(&[
+                "-y",
+                "server",
+                "--token",
+                "sk-1",
+                "--api-key=sk-2",
+                "--password",
+                "${PW}",
+                "--auth-stdin",
+                "--verbose",
+                "-e",
+                "GITHUB_TOKEN=ghp_3",
+                "LOG_LEVEL=debug",
+                "https://h.example/?key=sk-4",
+                "--url=https://u:sk-5@h.example/",
+                "--name",
+                "files",
+            ])),
+            args(&[
+                "-y",
+                "server",
+                "--token",
+                "<hidden>",
+                "--api-key=<hidden>",
+                "--password",
+                "${PW}",
+                "--auth-stdin",
+                "--verbose",
+                "-e",
+                "GITHUB_TOKEN=<hidden>",
+                "LOG_LEVEL=debug",
+                "https://h.example/?key=<hidden>",
+                "--url=https://u:<hidden>@h.example/",
+                "--name",
+                "files",
+            ])
+        );
     }
 
     #[test]

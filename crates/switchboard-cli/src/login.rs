@@ -21,6 +21,8 @@ use switchboard::auth::provider::OAuthProvider;
 use switchboard::auth::store::{
     CredentialKey, CredentialStore, FileStore, StoredCredentials, default_store,
 };
+use switchboard::url_display::url_display;
+use switchboard_hub::private_file;
 use url::Url;
 
 /// The variable naming a credentials file to use instead of the default
@@ -94,7 +96,7 @@ impl Credentials {
     }
 
     fn logins(&self) -> anyhow::Result<Vec<Login>> {
-        let bytes = match std::fs::read(&self.index) {
+        let bytes = match private_file::read_no_follow(&self.index) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => {
@@ -110,15 +112,13 @@ impl Credentials {
         let index = Index { version: 1, logins };
         let bytes = serde_json::to_vec_pretty(&index)?;
         if let Some(dir) = self.index.parent() {
-            std::fs::create_dir_all(dir)
+            private_file::create_private_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        // Written aside and renamed, so a crash never leaves half an index.
-        let tmp = self
-            .index
-            .with_extension(format!("tmp-{}", std::process::id()));
-        write_private(&tmp, &bytes)
-            .and_then(|()| std::fs::rename(&tmp, &self.index))
+        // Written aside and renamed, so a crash never leaves half an index;
+        // 0600 from creation, never through a planted symlink: a server URL
+        // may name a tenant, or carry a key in its query.
+        private_file::write_atomically(&self.index, &bytes, false)
             .with_context(|| format!("cannot write {}", self.index.display()))
     }
 
@@ -169,39 +169,6 @@ impl Login {
     fn key(&self) -> CredentialKey {
         CredentialKey::new(self.resource.clone(), self.issuer.clone())
     }
-}
-
-/// Writes `bytes` to `path` readable by its owner only: a server URL may
-/// name a tenant, or carry a key in its query. A fresh temporary file
-/// (0600 from its creation, never a file or symlink planted at that name)
-/// is renamed over `path`, so a symlink at `path` is replaced, not
-/// written through.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = path.with_file_name(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&temp)?;
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&temp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
 }
 
 fn index_path(credentials: &Path) -> PathBuf {
@@ -330,15 +297,30 @@ pub(crate) async fn login(args: LoginArgs, flag: Option<&Path>) -> anyhow::Resul
         .begin(&server, challenge.as_deref())
         .await
         .with_context(|| format!("cannot start authorization for {server}"))?;
-    let url = request.authorization_url.as_str();
+    // The authorization server chose this URL: shown as the browser will
+    // parse it, and that very text is what the browser gets.
+    let shown = url_display(request.authorization_url.as_str()).with_context(|| {
+        format!(
+            "the authorization server {} gave a login page that is not an http(s) URL",
+            request.issuer
+        )
+    })?;
+    let warnings = crate::ask::url_warnings(&shown);
+    let url = shown.url.as_str();
 
     if args.json {
-        eprintln!("{}", json!({ "authorizationUrl": url }));
+        eprintln!(
+            "{}",
+            json!({ "authorizationUrl": url, "host": shown.host, "warnings": warnings })
+        );
     } else {
         eprintln!(
-            "To authorize switchboard at {}, open:\n\n  {url}\n",
-            request.issuer
+            "To authorize switchboard at {}, open this page on {}:\n\n  {url}\n",
+            request.issuer, shown.host
         );
+        for warning in &warnings {
+            eprintln!("warning: {warning}");
+        }
     }
     if args.no_browser {
         eprintln!(
@@ -586,7 +568,7 @@ mod tests {
         std::fs::write(&victim, "keep").unwrap();
         let index = dir.join("credentials.logins.json");
         std::os::unix::fs::symlink(&victim, &index).unwrap();
-        write_private(&index, b"[]").unwrap();
+        private_file::write_atomically(&index, b"[]", false).unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         let meta = std::fs::symlink_metadata(&index).unwrap();
         assert!(meta.is_file());

@@ -569,6 +569,158 @@ fn import_reports_servers_already_configured_under_another_name() {
 }
 
 #[test]
+fn import_into_the_project_file_writes_references_for_literal_secrets() {
+    let sandbox = Sandbox::new("import-secrets");
+    let mut local = test_server(&[]);
+    local["env"] = json!({"GITHUB_TOKEN": "ghp_env_2", "LOG_LEVEL": "debug"});
+    let config = json!({ "mcpServers": {
+        "files": local,
+        "other": {"command": "some-tool", "args": ["--api-key=sk-arg-1", "serve"]},
+        "docs": {
+            "url": "https://docs.example/mcp?token=sk-url-3&page=1",
+            "headers": {"Authorization": "Bearer sk-header-4", "X-Trace": "on"},
+        },
+    }});
+    sandbox.write(
+        &sandbox.home().join(".cursor/mcp.json"),
+        &config.to_string(),
+    );
+    let output = sandbox.run(&["import", "--from", "cursor", "-s", "project", "--json"]);
+    ok(&output, "import -s project");
+    let report = stdout_json(&output);
+    let file = PathBuf::from(report["file"].as_str().unwrap());
+    assert!(file.starts_with(sandbox.work()), "{report:#}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    for secret in ["sk-arg-1", "ghp_env_2", "sk-url-3", "sk-header-4"] {
+        assert!(!written.contains(secret), "{secret} copied:\n{written}");
+    }
+    for kept in ["debug", "page=1", "on"] {
+        assert!(written.contains(kept), "{kept} lost:\n{written}");
+    }
+    let variables: Vec<&str> = report["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["variable"].as_str().unwrap())
+        .collect();
+    for variable in ["OTHER_API_KEY", "GITHUB_TOKEN", "DOCS_TOKEN"] {
+        assert!(variables.contains(&variable), "{report:#}");
+        assert!(written.contains(&format!("${{{variable}}}")), "{written}");
+    }
+    assert!(written.contains("Bearer ${DOCS_TOKEN}"), "{written}");
+    let said = text(&output.stderr);
+    assert!(said.contains("set GITHUB_TOKEN"), "{said}");
+
+    // With the variables set, the imported server runs as before.
+    let output = sandbox
+        .command()
+        .args(["call", "files/echo", "--arg", "text=hi"])
+        .env("GITHUB_TOKEN", "ghp_env_2")
+        .output()
+        .unwrap();
+    ok(&output, "call the imported server");
+
+    // The user file is the user's own: it keeps what was written.
+    let output = sandbox.run(&["import", "--from", "cursor", "-s", "user", "--json"]);
+    ok(&output, "import -s user");
+    let written = std::fs::read_to_string(sandbox.user_file()).unwrap();
+    assert!(written.contains("ghp_env_2"), "{written}");
+}
+
+#[test]
+fn the_local_file_is_private_and_git_ignores_it_from_its_first_write() {
+    let sandbox = Sandbox::new("local-ignored");
+    let exclude = sandbox.work().join(".git/info/exclude");
+    let output = sandbox.run(&["add", "one", "--", BIN, "__testserver"]);
+    ok(&output, "add -s local");
+    let local = sandbox.work().join("switchboard.local.toml");
+    assert!(local.is_file());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&local).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let excluded = std::fs::read_to_string(&exclude).unwrap_or_default();
+    assert_eq!(
+        excluded
+            .lines()
+            .filter(|l| *l == "/switchboard.local.toml")
+            .count(),
+        1
+    );
+    assert!(
+        text(&output.stdout).contains("git ignores it"),
+        "{}",
+        text(&output.stdout)
+    );
+    // Written once, not again.
+    ok(
+        &sandbox.run(&["add", "two", "--", BIN, "__testserver"]),
+        "add again",
+    );
+    let again = std::fs::read_to_string(&exclude).unwrap();
+    assert_eq!(again, excluded);
+
+    // Already ignored by the project: left alone.
+    let other = Sandbox::new("local-already-ignored");
+    other.write(&other.work().join(".gitignore"), "switchboard.local.toml\n");
+    let output = other.run(&["add", "one", "--", BIN, "__testserver"]);
+    ok(&output, "add -s local");
+    assert!(!other.work().join(".git/info/exclude").exists());
+    assert!(!text(&output.stdout).contains("git ignores it"));
+}
+
+#[test]
+fn get_hides_secrets_in_urls_and_arguments() {
+    let sandbox = Sandbox::new("get-secrets");
+    ok(
+        &sandbox.run(&[
+            "add",
+            "-s",
+            "user",
+            "--url",
+            "https://u:pw-1@docs.example/mcp?api_key=sk-2&page=1",
+            "docs",
+        ]),
+        "add remote",
+    );
+    ok(
+        &sandbox.run(&[
+            "add",
+            "-s",
+            "user",
+            "files",
+            "--",
+            BIN,
+            "__testserver",
+            "--token",
+            "sk-3",
+            "--name=${NAME}",
+        ]),
+        "add local",
+    );
+    for name in ["docs", "files"] {
+        for json in [true, false] {
+            let mut args = vec!["get", name];
+            if json {
+                args.push("--json");
+            }
+            let output = sandbox.run(&args);
+            ok(&output, "get");
+            let shown = text(&output.stdout);
+            for secret in ["pw-1", "sk-2", "sk-3"] {
+                assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
+            }
+            assert!(
+                shown.contains("page=1") || shown.contains("${NAME}"),
+                "{shown}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_remote_server_that_refuses_is_needs_auth_and_its_call_exits_3() {
     // Two servers: the same URL twice would be one server (a duplicate).
     let (first, second) = (

@@ -211,6 +211,13 @@ fn login_without_a_browser_then_call_status_and_logout() {
         authorization_url.starts_with(&format!("{}authorize", issuer.as_str())),
         "{authorization_url}"
     );
+    // The host is named as the browser will parse the URL.
+    let host = issuer.host_str().unwrap();
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&format!("open this page on {host}:"))),
+        "{seen:#?}"
+    );
     let redirect = approve(&authorization_url);
     assert!(
         redirect.starts_with("http://127.0.0.1:") && redirect.contains("/callback?"),
@@ -246,6 +253,16 @@ fn login_without_a_browser_then_call_status_and_logout() {
         "the stale paste was not refused: {rest:#?}"
     );
     assert!(out.contains("Logged in to"), "{out}");
+    // The index of logins names servers: the user's alone, 0600.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let credentials = scratch.credentials();
+        let stem = credentials.file_stem().unwrap().to_string_lossy();
+        let index = credentials.with_file_name(format!("{stem}.logins.json"));
+        let mode = std::fs::metadata(&index).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", index.display());
+    }
 
     // The stored token is sent: the server that refused now answers.
     let call = scratch.run(&["call", "echo", "--arg", "text=hi", "--url", &mcp]);

@@ -7,6 +7,8 @@
 //! - [`hub`]: the [`Hub`](hub::Hub) that connects named servers in
 //!   parallel, keeps each one's state, reconnects, and routes tool calls by
 //!   namespaced name.
+//! - [`private_file`]: how the files that may hold server details are
+//!   written (owner-only, atomically, never through a planted symlink).
 //!
 //! ## Cargo features
 //!
@@ -16,7 +18,7 @@
 
 pub mod config;
 pub mod hub;
-mod private_fs;
+pub mod private_file;
 
 pub use config::{Dialect, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig};
 pub use hub::{

@@ -38,6 +38,7 @@ fn main() {
         start_reports_failures_and_required_servers_fail_it,
         tools_are_namespaced_filtered_and_routed,
         state_file_answers_listing_before_start_and_corrupt_files_are_dropped,
+        the_state_file_is_private_and_holds_no_expanded_or_literal_secret,
         shutdown_leaves_no_process_behind,
         a_lagging_event_consumer_gets_a_marker_and_never_blocks_the_hub,
         a_missed_keepalive_ping_reconnects,
@@ -550,6 +551,70 @@ async fn state_file_answers_listing_before_start_and_corrupt_files_are_dropped()
         let status = fresh.status("p").unwrap();
         assert!(status.tools.is_empty() && status.last_known_state.is_none());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn the_state_file_is_private_and_holds_no_expanded_or_literal_secret() {
+    use std::os::unix::fs::PermissionsExt;
+    use switchboard_hub::config::{Expander, Locations};
+
+    let dir = state_dir("private");
+    let locations = Locations::new("/nonexistent-home", "/nonexistent-project")
+        .with_var("SECRET", "sk-expanded-4b1d");
+    // One server given a `${SECRET}` reference, one a secret written literally.
+    let referenced = testserver("ref", &["--name", "${SECRET}"]);
+    let expanded = Expander::new(&locations)
+        .expand(&referenced)
+        .unwrap()
+        .config;
+    match &expanded.transport {
+        TransportConfig::Stdio { args, .. } => assert!(args.contains(&"sk-expanded-4b1d".into())),
+        other => panic!("{other:?}"),
+    }
+    let literal = testserver("lit", &["--name", "sk-literal-77e0"]);
+    let hub = Hub::builder()
+        .server(expanded.clone())
+        .server(literal.clone())
+        .state_dir(&dir)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    hub.shutdown().await;
+
+    let file = dir.join("hub-state.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("\"ref\"") && text.contains("\"lit\""),
+        "{text}"
+    );
+    for secret in ["sk-expanded-4b1d", "sk-literal-77e0"] {
+        assert!(!text.contains(secret), "{secret} in the state file: {text}");
+    }
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(mode(&dir), 0o700);
+
+    // The entries still answer for the same servers, expanded anew: the
+    // state belongs to the configuration as written.
+    let cold = Hub::builder()
+        .server(
+            Expander::new(&locations)
+                .expand(&referenced)
+                .unwrap()
+                .config,
+        )
+        .server(literal)
+        .state_dir(&dir)
+        .build()
+        .unwrap();
+    assert_eq!(
+        cold.status("ref").unwrap().last_known_state.as_deref(),
+        Some("ready")
+    );
+    assert_eq!(
+        cold.status("lit").unwrap().last_known_state.as_deref(),
+        Some("ready")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

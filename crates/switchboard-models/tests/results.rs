@@ -742,9 +742,15 @@ fn session_folders_and_files_are_unique() {
     assert_eq!(p3.file_name().unwrap(), "4-y.bin");
     assert_eq!(std::fs::read(a.dir().join("3-y.bin")).unwrap(), b"theirs");
     let t = MediaStore::temp().unwrap();
+    let user_folder = t.dir().parent().unwrap();
+    assert_eq!(user_folder.parent().unwrap(), std::env::temp_dir());
     assert!(
-        t.dir()
-            .starts_with(std::env::temp_dir().join("switchboard-media"))
+        user_folder
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("switchboard-media")
     );
     let _ = std::fs::remove_dir(t.dir());
     let _ = std::fs::remove_dir_all(&base);

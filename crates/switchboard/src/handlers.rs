@@ -130,8 +130,9 @@ pub struct FormRequest {
 }
 
 /// A page the server wants the user to open (URL mode). The library never
-/// opens or fetches it: the handler shows the full URL and its domain, and
-/// opens it only with the user's consent.
+/// opens or fetches it: the handler shows [`shown`](Self::shown) (the URL
+/// as the browser parses it, its host and warnings), and opens
+/// `shown.url` only with the user's consent.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct UrlRequest {
@@ -139,8 +140,12 @@ pub struct UrlRequest {
     pub message: String,
     /// The full URL, as sent.
     pub url: String,
-    /// The URL's host, to show prominently (subdomain spoofing).
+    /// The URL's host as the browser will connect to it (punycode for a
+    /// non-ASCII name), to show prominently: `shown.host`.
     pub domain: String,
+    /// The URL parsed once as the browser will: the text to show and open,
+    /// its host and what to warn about.
+    pub shown: crate::url_display::DisplayUrl,
     /// Correlates `notifications/elicitation/complete`.
     pub elicitation_id: Option<String>,
     /// The request as sent.
@@ -510,32 +515,25 @@ pub(crate) fn form_request(params: ElicitRequestFormParams) -> Result<FormReques
 }
 
 pub(crate) fn url_request(params: ElicitRequestUrlParams) -> Result<UrlRequest, HandlerError> {
-    let domain = url_host(&params.url).ok_or_else(|| {
+    let shown = crate::url_display::url_display(&params.url).map_err(|_| {
         HandlerError::InvalidParams(format!("`{}` is not an absolute http(s) URL", params.url))
     })?;
     Ok(UrlRequest {
         message: params.message.clone(),
         url: params.url.clone(),
-        domain,
+        domain: shown.host.clone(),
+        shown,
         elicitation_id: params.elicitation_id.clone(),
         params,
     })
 }
 
-/// The host of an `http`/`https` URL, lowercased, without userinfo or port.
+/// The host of an `http`/`https` URL as the browser will connect to it.
+#[cfg(test)]
 fn url_host(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http") {
-        return None;
-    }
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit('@').next()?;
-    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
-        bracketed.split(']').next()?
-    } else {
-        host_port.split(':').next()?
-    };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+    crate::url_display::url_display(url)
+        .ok()
+        .map(|shown| shown.host)
 }
 
 /// A form answer must match its form: the client never sends content the

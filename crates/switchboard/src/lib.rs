@@ -37,6 +37,7 @@ pub mod events;
 pub mod handlers;
 pub mod schema;
 pub mod transport;
+pub mod url_display;
 
 pub use client::tasks::TaskOptions;
 pub use client::{Client, ClientBuilder, EraMode, ServerSession, Subscription, SubscriptionEvent};

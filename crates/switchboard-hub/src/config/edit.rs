@@ -16,7 +16,6 @@
 //! leaves half a file. When a managed (administrator) file is in force,
 //! every edit is refused with [`EditError::Managed`].
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -651,6 +650,11 @@ fn json_server(file: &Path, dialect: Dialect, s: &ServerConfig) -> Result<Value,
     Ok(Value::Object(o))
 }
 
+/// Replaces `file` atomically, through a temporary file that only its
+/// owner can read and that is never a planted symlink. A new file is 0600
+/// (it may hold server details, even secrets, until the user turns them
+/// into references); a file replaced keeps its mode. Missing directories
+/// are made 0700; existing ones are left as they are.
 fn write_atomic(file: &Path, bytes: &[u8]) -> Result<(), EditError> {
     let io = |action, source| EditError::Io {
         file: file.to_path_buf(),
@@ -661,39 +665,14 @@ fn write_atomic(file: &Path, bytes: &[u8]) -> Result<(), EditError> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| io("creating its directory", e))?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.switchboard-{}-{}.tmp",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
-    let result = (|| {
-        // A fresh file (never one planted at that name, nor a symlink),
-        // private until it takes the permissions of the file it replaces;
-        // a new config file may hold server details and stays 0600.
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut f = options.open(&tmp)?;
-        f.write_all(bytes)?;
-        if let Ok(meta) = std::fs::metadata(file) {
-            f.set_permissions(meta.permissions())?;
-        }
-        f.sync_all()?;
-        std::fs::rename(&tmp, file)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io("writing", e));
-    }
-    Ok(())
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .map_err(|e| io("creating its directory", e))?;
+    crate::private_file::write_atomically(file, bytes, true).map_err(|e| io("writing", e))
 }
 
 #[cfg(all(test, unix))]

@@ -143,6 +143,12 @@ impl<'a> Expander<'a> {
             });
         }
         let mut out = server.clone();
+        out.source_signature = Some(
+            server
+                .source_signature
+                .clone()
+                .unwrap_or_else(|| server.signature()),
+        );
         let mut warnings = Vec::new();
         let mut run = Run {
             expander: self,
@@ -379,6 +385,11 @@ mod tests {
         assert!(e.warnings.is_empty(), "{:?}", e.warnings);
         // The loaded config is untouched: listings show the reference.
         assert_eq!(args_env(&server).1["KEY"], "${TOKEN}");
+        // The state file knows the server by what was written.
+        assert_ne!(e.config.signature(), server.signature());
+        assert_eq!(e.config.state_signature(), server.state_signature());
+        let again = Expander::new(&l).expand(&e.config).unwrap().config;
+        assert_eq!(again.state_signature(), server.state_signature());
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct ServerConfig {
     /// Whether it may run: a server from a project file needs the user's
     /// approval first (see [`trust`](super::trust)).
     pub trust: Trust,
+    /// The [`signature`](Self::signature) before expansion, recorded by
+    /// the [`Expander`](super::Expander) in the copy it makes.
+    pub(crate) source_signature: Option<String>,
 }
 
 impl ServerConfig {
@@ -48,6 +51,7 @@ impl ServerConfig {
             oauth: None,
             origin,
             trust: Trust::Trusted,
+            source_signature: None,
         }
     }
 
@@ -68,6 +72,20 @@ impl ServerConfig {
                 format!("url:{url}")
             }
         }
+    }
+
+    /// What the hub's state file keys the server's entry by: the SHA-256
+    /// (hex) of the [`signature`](Self::signature) of the configuration as
+    /// written, before `${VAR}` expansion. The same for a config and its
+    /// expanded copy, and neither an expanded value nor a secret written
+    /// into the args or URL can be read back from it.
+    pub fn state_signature(&self) -> String {
+        let source = match &self.source_signature {
+            Some(source) => source.clone(),
+            None => self.signature(),
+        };
+        let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, source.as_bytes());
+        digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -362,6 +380,10 @@ mod tests {
             origin(),
         );
         assert_eq!(remote.signature(), "url:https://example.com/mcp");
+        assert_eq!(
+            remote.state_signature(),
+            "2d94abbb0616b8236e6b46eb16f4f41d0b4a3a0a118d19f1dd3426abeb4df060"
+        );
     }
 
     #[test]

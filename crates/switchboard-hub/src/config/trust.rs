@@ -28,7 +28,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 
 use super::locations::Locations;
 use super::model::{Dialect, Scope, ServerConfig, TransportConfig};
@@ -64,8 +63,8 @@ pub fn approval_key(server: &ServerConfig) -> String {
             "ws": { "url": url, "headers": headers.keys().collect::<Vec<_>>() },
         }),
     };
-    let digest = Sha256::digest(what.to_string().as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, what.to_string().as_bytes());
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Where a reference in a server's configuration goes.
@@ -224,15 +223,15 @@ impl Approvals {
     /// corrupt file, or a symlink at its place, counts as no approval.
     pub fn open(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
-        let projects = match crate::private_fs::read_private(&path) {
-            Ok(Some(bytes)) => match serde_json::from_slice::<Document>(&bytes) {
+        let projects = match crate::private_file::read_no_follow(&path) {
+            Ok(bytes) => match serde_json::from_slice::<Document>(&bytes) {
                 Ok(doc) if doc.format == FORMAT => doc.projects,
                 _ => {
                     tracing::warn!(path = %path.display(), "approvals file unreadable; no server is approved");
                     BTreeMap::new()
                 }
             },
-            Ok(None) => BTreeMap::new(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(error) => {
                 tracing::warn!(path = %path.display(), %error, "approvals file unreadable; no server is approved");
                 BTreeMap::new()
@@ -319,10 +318,13 @@ impl Approvals {
             projects: self.projects.clone(),
         };
         let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-        crate::private_fs::write_private(&self.path, &bytes).map_err(|source| ApprovalsError {
-            path: self.path.clone(),
-            source,
-        })
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        crate::private_file::create_private_dir(dir)
+            .and_then(|()| crate::private_file::write_atomically(&self.path, &bytes, false))
+            .map_err(|source| ApprovalsError {
+                path: self.path.clone(),
+                source,
+            })
     }
 }
 
@@ -339,7 +341,7 @@ pub(crate) fn unsafe_dir(dir: &Path) -> Option<String> {
                 dir.display()
             ));
         }
-        if meta.uid() != crate::private_fs::current_uid() {
+        if meta.uid() != rustix::process::getuid().as_raw() {
             return Some(format!(
                 "not read: {} belongs to another user (uid {}), who could have put this file there",
                 dir.display(),

@@ -352,7 +352,7 @@ impl HubBuilder {
             .map(|(index, config)| {
                 let stored = store
                     .as_ref()
-                    .and_then(|s| s.get(&config.name, &config.signature()));
+                    .and_then(|s| s.get(&config.name, &config.state_signature()));
                 Arc::new(supervisor::Slot::new(index, config.clone(), stored))
             })
             .collect();

@@ -8,6 +8,15 @@
 //! a few times, not fifty), atomically (a temporary file in the same
 //! directory, then a rename). A file that does not parse, or has another
 //! format version, is discarded with a warning.
+//!
+//! It tells which servers a user has and what they offer, so it is theirs
+//! alone: 0600 in a 0700 directory, written and read through
+//! [`private_file`](crate::private_file) (no planted symlink is followed).
+//! Servers are keyed by [`ServerConfig::state_signature`], a digest of the
+//! configuration as written, so no expanded `${VAR}` value, nor a secret
+//! written into an argument or a URL, is in the file.
+//!
+//! [`ServerConfig::state_signature`]: crate::ServerConfig::state_signature
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,14 +28,15 @@ use switchboard::types::{Era, Tool};
 use tokio::sync::Notify;
 
 /// Bumped whenever the layout changes; other versions are discarded.
-const FORMAT: u32 = 1;
+/// 2: signatures are digests (format 1 held commands and URLs, expanded).
+const FORMAT: u32 = 2;
 const FILE: &str = "hub-state.json";
 
 /// What one server left behind.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Stored {
-    /// `ServerConfig::signature`: an entry for another command or URL
-    /// under the same name is not this server's.
+    /// `ServerConfig::state_signature`: an entry for another command or
+    /// URL under the same name is not this server's.
     pub(crate) signature: String,
     pub(crate) state: String,
     #[serde(default)]
@@ -67,7 +77,7 @@ impl Store {
     /// one is discarded with a warning.
     pub(crate) fn open(dir: &Path) -> Self {
         let path = dir.join(FILE);
-        let servers = match std::fs::read(&path) {
+        let servers = match crate::private_file::read_no_follow(&path) {
             Ok(bytes) => match serde_json::from_slice::<Document>(&bytes) {
                 Ok(doc) if doc.format == FORMAT => doc.servers,
                 Ok(doc) => {
@@ -144,17 +154,9 @@ impl Store {
 
 fn write_atomically(path: &Path, doc: &Document) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::private_file::create_private_dir(dir)?;
     let bytes = serde_json::to_vec_pretty(doc).map_err(std::io::Error::other)?;
-    // Unique per process and write, so two hubs on one directory never
-    // share a temporary file.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{FILE}.{}.{n}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    crate::private_file::write_atomically(path, &bytes, false)
 }
 
 #[cfg(test)]
@@ -219,5 +221,50 @@ mod tests {
             assert_eq!(Store::open(&dir).get("a", "sig-a"), Some(entry("sig-a")));
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_file_is_private_and_planted_symlinks_are_neither_read_nor_written_through() {
+        use std::os::unix::fs::{PermissionsExt as _, symlink};
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = temp_dir("symlinks");
+        let outside = temp_dir("symlinks-outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        // Someone else's copy of a state document, and a file to protect.
+        let planted = outside.join("planted.json");
+        std::fs::write(
+            &planted,
+            format!(
+                r#"{{"format":{FORMAT},"servers":{{"a":{}}}}}"#,
+                serde_json::to_string(&entry("sig-a")).unwrap()
+            ),
+        )
+        .unwrap();
+        let victim = outside.join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(&planted, dir.join(FILE)).unwrap();
+        let pid = std::process::id();
+        for n in 0..8 {
+            symlink(&victim, dir.join(format!(".{FILE}.{pid}.{n}.tmp"))).unwrap();
+        }
+
+        let store = Store::open(&dir);
+        assert_eq!(
+            store.get("a", "sig-a"),
+            None,
+            "a symlinked state file is not read"
+        );
+        store.put("b", entry("sig-b"));
+        store.flush();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        assert!(std::fs::symlink_metadata(dir.join(FILE)).unwrap().is_file());
+        assert_eq!(Store::open(&dir).get("b", "sig-b"), Some(entry("sig-b")));
+        assert_eq!(mode(&dir.join(FILE)), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 }

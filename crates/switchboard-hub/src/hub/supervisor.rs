@@ -275,7 +275,7 @@ impl Slot {
         let entry = {
             let view = self.view.borrow();
             Stored {
-                signature: self.config.signature(),
+                signature: self.config.state_signature(),
                 state: state.name().to_owned(),
                 transport: view.transport.clone(),
                 era: view.era,

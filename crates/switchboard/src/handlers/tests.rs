@@ -159,6 +159,21 @@ fn url_host_is_the_domain_to_show() {
     assert_eq!(url_host("file:///etc/passwd"), None);
 }
 
+#[test]
+fn url_requests_carry_the_host_the_browser_will_open() {
+    let request = |url: &str| url_request(ElicitRequestUrlParams::new("m", url)).unwrap();
+    let backslash = request(r"https://evil.example\@bank.com/");
+    assert_eq!(backslash.domain, "evil.example");
+    assert_eq!(backslash.shown.url, "https://evil.example/@bank.com/");
+    let cyrillic = request("https://\u{430}pple.com/");
+    assert_eq!(cyrillic.domain, "xn--pple-43d.com");
+    assert!(
+        cyrillic.shown.warnings.len() == 2,
+        "{:?}",
+        cyrillic.shown.warnings
+    );
+}
+
 struct Echo;
 
 impl SamplingHandler for Echo {
