@@ -549,6 +549,20 @@ pub(crate) fn import(
         }
         for mut server in loaded.servers {
             let from_file = server.origin.file.display().to_string();
+            // Importing must not launder a cloned project's server into a
+            // file that is trusted (or approved) as the user's own.
+            if !server.trust.allows_start() {
+                skipped.push((
+                    server.name.clone(),
+                    from_file,
+                    format!(
+                        "from a project file not approved yet: run `switchboard approve {}` \
+                         (after checking what it runs), then import again",
+                        server.name
+                    ),
+                ));
+                continue;
+            }
             if taken.iter().any(|(n, _)| *n == server.name) {
                 skipped.push((
                     server.name.clone(),
@@ -579,6 +593,11 @@ pub(crate) fn import(
             taken.push((server.name.clone(), signature));
             imported.push((server.name.clone(), from_file));
         }
+    }
+    // What the user chose to import into a project file is approved
+    // there as written.
+    for (name, _) in &imported {
+        crate::approve::remember_written(context, name, &target.file);
     }
     let ignored = if created && target.file.exists() {
         git_ignore_local(context, &target.file)

@@ -845,18 +845,39 @@ fn import_from_claude_code_reads_every_file_it_has() {
     let output = sandbox.run(&["import", "--from", "claude-code", "--json"]);
     ok(&output, "import --from claude-code");
     let report = stdout_json(&output);
-    let mut names: Vec<&str> = report["imported"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["name"].as_str().unwrap())
-        .collect();
-    names.sort();
+    let names = |report: &Value, key: &str| -> Vec<String> {
+        let mut names: Vec<String> = report[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
     assert_eq!(
-        names,
-        ["checked-in", "mine-here", "user-wide"],
+        names(&report, "imported"),
+        ["mine-here", "user-wide"],
         "{report:#}"
     );
+    // The checked-in server waits for approval (tests/trust.rs): import
+    // does not copy it into the trusted user file before that.
+    assert_eq!(names(&report, "skipped"), ["checked-in"], "{report:#}");
+    assert!(
+        report["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("switchboard approve checked-in"),
+        "{report:#}"
+    );
+    ok(
+        &sandbox.run(&["approve", "checked-in"]),
+        "approve checked-in",
+    );
+    let output = sandbox.run(&["import", "--from", "claude-code", "--json"]);
+    ok(&output, "import --from claude-code, approved");
+    let report = stdout_json(&output);
+    assert_eq!(names(&report, "imported"), ["checked-in"], "{report:#}");
     let file = std::fs::read_to_string(sandbox.user_file()).unwrap();
     assert!(file.contains("Bearer ${EXAMPLE_TOKEN}"), "{file}");
     // The project's .mcp.json still outranks the user file it was copied
