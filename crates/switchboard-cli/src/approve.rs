@@ -115,9 +115,26 @@ pub(crate) fn pending_reason(server: &ServerConfig) -> String {
             "from a project file not approved yet:"
         },
         place(server),
-        what_runs(server),
+        shown_safely(server),
         server.name
     )
+}
+
+/// What the server runs or reaches with literal secrets hidden (for
+/// listings, which may end up in logs; the approval question shows it
+/// exactly).
+pub(crate) fn shown_safely(server: &ServerConfig) -> String {
+    match &server.transport {
+        TransportConfig::Stdio { command, args, .. } => std::iter::once(command.clone())
+            .chain(crate::configure::redact_args(args))
+            .map(|w| quote(&w))
+            .collect::<Vec<_>>()
+            .join(" "),
+        TransportConfig::Http { url, .. } | TransportConfig::WebSocket { url, .. } => {
+            clean(&crate::configure::redact_url(url))
+        }
+        _ => String::new(),
+    }
 }
 
 /// Whether questions can be asked: stdin and stderr are a terminal.
@@ -316,7 +333,7 @@ pub(crate) fn list(context: &Context, every_project: bool, json: bool) -> Result
     }
     let pending: Vec<Value> = loaded
         .needs_approval()
-        .map(|s| json!({"name": s.name, "file": s.origin.file.display().to_string(), "runs": what_runs(s)}))
+        .map(|s| json!({"name": s.name, "file": s.origin.file.display().to_string(), "runs": shown_safely(s)}))
         .collect();
     if json {
         print_json(&json!({
@@ -354,7 +371,7 @@ pub(crate) fn list(context: &Context, every_project: bool, json: bool) -> Result
             "pending: `{}` ({}) runs `{}`: `switchboard approve {}`",
             clean(&server.name),
             place(server),
-            what_runs(server),
+            shown_safely(server),
             server.name
         );
     }
@@ -450,5 +467,27 @@ mod tests {
         assert_eq!(quote("touch /tmp/m"), "'touch /tmp/m'");
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote("${HOME}/x"), "${HOME}/x");
+    }
+
+    #[test]
+    fn listings_hide_literal_secrets_the_question_shows_them() {
+        use switchboard_hub::{Dialect, Origin, Scope};
+        let server = ServerConfig::new(
+            "s",
+            TransportConfig::Stdio {
+                command: "srv".into(),
+                args: vec!["--token".into(), "sk-live-123".into()],
+                env: Default::default(),
+                cwd: None,
+            },
+            Origin {
+                file: "/p/.mcp.json".into(),
+                dialect: Dialect::ClaudeCode,
+                scope: Scope::Project,
+            },
+        );
+        assert!(!shown_safely(&server).contains("sk-live-123"));
+        assert!(!pending_reason(&server).contains("sk-live-123"));
+        assert!(what_runs(&server).contains("sk-live-123"));
     }
 }

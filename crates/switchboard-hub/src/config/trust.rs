@@ -506,10 +506,41 @@ mod tests {
             Some(false)
         );
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(!text.contains("true") || !text.contains("-c"), "{text}");
+        assert!(!text.contains("-c"), "the file names no command: {text}");
         let mut approvals = approvals;
         assert!(approvals.revoke(root, "s"));
         assert!(!approvals.revoke(root, "s"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_planted_at_the_approvals_path_is_neither_read_nor_written_through() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir =
+            std::env::temp_dir().join(format!("switchboard-approvals-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = Path::new("/p");
+        let server = stdio(&["-c", "true"], &[]);
+        // Someone else's approvals, linked in: not read.
+        let elsewhere = dir.join("elsewhere.json");
+        let mut planted = Approvals::open(&elsewhere);
+        planted.approve(root, &server);
+        planted.save().unwrap();
+        let path = dir.join("data/approvals.json");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let mut approvals = Approvals::open(&path);
+        assert_eq!(approvals.check(root, &server), None);
+        // Saving replaces the link; its target keeps what it had.
+        let before = std::fs::read(&elsewhere).unwrap();
+        approvals.approve(Path::new("/q"), &server);
+        approvals.save().unwrap();
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), before);
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         let _ = std::fs::remove_dir_all(dir);
     }
 }
