@@ -307,13 +307,31 @@ impl Locations {
     /// with a project: `~/.claude.json` holds Claude Code's local scope
     /// but is the user's own file.
     pub fn is_user_file(&self, file: &Path) -> bool {
+        // Working in the home directory, a project's `.codex/config.toml`
+        // or `.cursor/mcp.json` is the user's own file of that client.
         file == self.claude_json()
+            || self
+                .every_standard_file()
+                .iter()
+                .any(|(f, _, scope)| *scope == Scope::User && f == file)
+            || file.parent() == Some(self.home.as_path())
+                && file.file_name().is_some_and(|n| n == ".claude.json")
     }
 
     /// Every standard file except the managed ones, with its dialect and
     /// scope, in a fixed order. `~/.claude.json` appears once (user);
     /// its per-project sections are read from the same file.
     pub fn standard_files(&self) -> Vec<(PathBuf, Dialect, Scope)> {
+        let mut files = self.every_standard_file();
+        // The same file can be reached twice (cwd = home); read it once.
+        let mut seen = std::collections::BTreeSet::new();
+        files.retain(|(f, _, _)| seen.insert(f.clone()));
+        files
+    }
+
+    /// [`standard_files`](Self::standard_files) before a file reached
+    /// twice is dropped.
+    fn every_standard_file(&self) -> Vec<(PathBuf, Dialect, Scope)> {
         use Dialect::*;
         let root = &self.project_root;
         let mut files = vec![
@@ -355,9 +373,6 @@ impl Locations {
             ClaudeDesktop,
             Scope::User,
         ));
-        // The same file can be reached twice (cwd = home); read it once.
-        let mut seen = std::collections::BTreeSet::new();
-        files.retain(|(f, _, _)| seen.insert(f.clone()));
         files
     }
 }
@@ -408,6 +423,16 @@ mod tests {
             l.claude_code_managed_file(),
             PathBuf::from("/Library/Application Support/ClaudeCode/managed-mcp.json")
         );
+    }
+
+    #[test]
+    fn a_project_file_that_is_also_the_users_own_counts_as_the_users() {
+        let l = Locations::new("/home/u", "/home/u").with_project_root("/home/u");
+        assert!(l.is_user_file(Path::new("/home/u/.codex/config.toml")));
+        assert!(l.is_user_file(Path::new("/home/u/.claude.json")));
+        assert!(!l.is_user_file(Path::new("/home/u/.mcp.json")));
+        let l = Locations::new("/home/u", "/home/u/p").with_project_root("/home/u/p");
+        assert!(!l.is_user_file(Path::new("/home/u/p/.codex/config.toml")));
     }
 
     #[test]
