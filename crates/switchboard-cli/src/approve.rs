@@ -165,7 +165,7 @@ pub(crate) fn ask_pending(context: &Context, loaded: &mut LoadedConfig, only: Op
     let root = context.locations.project_root().to_path_buf();
     let mut whole_files: Vec<std::path::PathBuf> = Vec::new();
     let mut changed = false;
-    for i in pending {
+    for (at, &i) in pending.iter().enumerate() {
         let server = &loaded.servers[i];
         let yes = if whole_files.contains(&server.origin.file) {
             true
@@ -183,14 +183,14 @@ pub(crate) fn ask_pending(context: &Context, loaded: &mut LoadedConfig, only: Op
             for line in describe(server) {
                 eprintln!("{line}");
             }
-            let in_file = loaded
-                .servers
+            // This one and those still to be asked about in its file.
+            let in_file = pending[at..]
                 .iter()
-                .filter(|s| s.origin.file == server.origin.file && !s.trust.allows_start())
+                .filter(|&&j| loaded.servers[j].origin.file == server.origin.file)
                 .count();
             let options = vec![
                 "approve".to_owned(),
-                format!("approve all {in_file} pending servers in this file"),
+                format!("approve all pending servers in this file ({in_file})"),
                 "skip (do not start it)".to_owned(),
             ];
             match inquire::Select::new("Start it?", options.clone())

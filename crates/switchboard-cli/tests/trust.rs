@@ -502,7 +502,7 @@ fn on_a_terminal_approving_a_whole_file_and_the_variables_shown() {
     let mut terminal = Terminal::start(&sandbox, &["list"]);
     terminal.expect("Server `a`");
     terminal.expect("${SECRET} → env TOKEN");
-    terminal.expect("approve all 2 pending servers in this file");
+    terminal.expect("approve all pending servers in this file (2)");
     terminal.send(&format!("{DOWN}\r"));
     let (code, shown) = terminal.finish();
     assert_eq!(code, 0, "{shown}");
