@@ -48,7 +48,7 @@ pub enum ExpandError {
     /// The server comes from a project file the user has not approved:
     /// nothing of it is expanded.
     #[error(
-        "server `{server}` ({file}) comes from a project file and is not approved: its variables are not expanded until it is"
+        "server `{server}` ({file}) comes from a project file and is not approved: nothing of it is expanded or run until it is (`switchboard approve {server}` approves it)"
     )]
     NotApproved {
         /// The server.
