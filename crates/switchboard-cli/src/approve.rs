@@ -18,17 +18,7 @@ use crate::output::print_json;
 /// Text from a config file as it may be shown on a terminal: control
 /// characters (escape sequences among them) written as `\u{…}`.
 pub(crate) fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::sanitize::line(text).into_owned()
 }
 
 /// One word of a command line, quoted the way a POSIX shell would need it.
@@ -462,8 +452,8 @@ mod tests {
 
     #[test]
     fn escape_sequences_from_a_file_never_reach_the_terminal() {
-        assert_eq!(clean("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
-        assert_eq!(clean("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(clean("a\u{1b}[2Jb"), "a\\x1b[2Jb");
+        assert_eq!(clean("x\u{202e}y"), "x\\u202ey");
         assert_eq!(quote("touch /tmp/m"), "'touch /tmp/m'");
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote("${HOME}/x"), "${HOME}/x");

@@ -16,6 +16,7 @@ use switchboard::types::elicitation::{ElicitResult, NumberType, PrimitiveSchemaD
 use switchboard::url_display::{DisplayUrl, UrlWarning};
 use switchboard::{ElicitationHandler, FormRequest, HandlerContext, HandlerError, UrlRequest};
 
+use crate::sanitize;
 use crate::ui::Ui;
 
 /// Answers `elicitation/create` by asking the user.
@@ -114,8 +115,11 @@ fn fill_form(
     eprintln!();
     eprintln!(
         "{} {}",
-        bold(&format!("Server `{server}` asks:"), styled),
-        request.message
+        bold(
+            &format!("Server `{}` asks:", sanitize::line(server)),
+            styled
+        ),
+        sanitize::term(&request.message)
     );
     eprintln!("(Esc dismisses the form; fields marked * are required)");
     let mut content = Map::new();
@@ -130,7 +134,7 @@ fn fill_form(
             Err(error) => return Err(failed(error)),
         }
     }
-    let send = format!("Send these answers to `{server}`?");
+    let send = format!("Send these answers to `{}`?", sanitize::line(server));
     match Confirm::new(&send)
         .with_default(true)
         .with_help_message("no declines the form")
@@ -146,18 +150,18 @@ fn fill_form(
 /// What one field's prompt shows: title (or name), a star if required,
 /// the description and hints.
 fn label(name: &str, title: Option<&String>, required: bool) -> String {
-    let title = title.map_or(name, String::as_str);
+    let title = sanitize::line(title.map_or(name, String::as_str));
     if required {
         format!("{title} *")
     } else {
-        title.to_owned()
+        title.into_owned()
     }
 }
 
 fn help(description: Option<&String>, hints: &[String]) -> String {
     description
         .into_iter()
-        .cloned()
+        .map(|d| sanitize::line(d).into_owned())
         .chain(hints.iter().cloned())
         .collect::<Vec<_>>()
         .join("; ")
@@ -198,10 +202,12 @@ fn ask_field(
             };
             let label = label(name, s.title.as_ref(), required);
             let help = help(s.description.as_ref(), &hints);
-            let initial = default.and_then(Value::as_str).unwrap_or("");
+            // The server's default is shown in the field: escaped like
+            // everything else it wrote.
+            let initial = sanitize::line(default.and_then(Value::as_str).unwrap_or(""));
             let text = Text::new(&label)
                 .with_help_message(&help)
-                .with_initial_value(initial)
+                .with_initial_value(&initial)
                 .with_validator(check)
                 .prompt()?;
             Ok((!text.is_empty()).then_some(Value::String(text)))
@@ -330,7 +336,10 @@ fn select_one(
     required: bool,
     default: Option<&Value>,
 ) -> Answer {
-    let mut shown: Vec<String> = options.iter().map(|(_, title)| title.clone()).collect();
+    let mut shown: Vec<String> = options
+        .iter()
+        .map(|(_, title)| sanitize::line(title).into_owned())
+        .collect();
     if !required {
         shown.push(LEAVE_OUT.into());
     }
@@ -341,7 +350,7 @@ fn select_one(
     let mut prompt = Select::new(label, shown).with_starting_cursor(start);
     let help;
     if let Some(description) = description {
-        help = description.clone();
+        help = sanitize::line(description).into_owned();
         prompt = prompt.with_help_message(&help);
     }
     let chosen = prompt.raw_prompt()?;
@@ -357,7 +366,10 @@ fn select_many(
     (min, max): (Option<u64>, Option<u64>),
     default: Option<&Value>,
 ) -> Answer {
-    let shown: Vec<String> = options.iter().map(|(_, title)| title.clone()).collect();
+    let shown: Vec<String> = options
+        .iter()
+        .map(|(_, title)| sanitize::line(title).into_owned())
+        .collect();
     let preselected: Vec<usize> = default
         .and_then(Value::as_array)
         .map(|d| {
@@ -505,19 +517,25 @@ fn open_url(
     eprintln!(
         "{} {}",
         bold(
-            &format!("Server `{server}` asks you to open a page:"),
+            &format!(
+                "Server `{}` asks you to open a page:",
+                sanitize::line(server)
+            ),
             styled
         ),
-        request.message
+        sanitize::term(&request.message)
     );
     // What is shown is what the browser gets: one parse, its serialisation.
     let shown = &request.shown;
-    eprintln!("  URL:    {}", shown.url);
-    eprintln!("  domain: {}", warn(&shown.host, styled));
+    eprintln!("  URL:    {}", sanitize::line(shown.url.as_str()));
+    eprintln!("  domain: {}", warn(&sanitize::line(&shown.host), styled));
     for warning in url_warnings(shown) {
-        eprintln!("  {}", warn(&format!("warning: {warning}"), styled));
+        eprintln!(
+            "  {}",
+            warn(&format!("warning: {}", sanitize::line(&warning)), styled)
+        );
     }
-    let question = format!("Open {} in your browser?", shown.host);
+    let question = format!("Open {} in your browser?", sanitize::line(&shown.host));
     match Confirm::new(&question)
         .with_default(false)
         .with_help_message("no declines")

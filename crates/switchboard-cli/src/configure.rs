@@ -118,9 +118,16 @@ pub(crate) fn report_diagnostic(diagnostic: &Diagnostic, json: bool) {
         if let Some(server) = &diagnostic.server {
             object["server"] = json!(server);
         }
-        eprintln!("{}", json!({ "diagnostic": object }));
+        eprintln!(
+            "{}",
+            crate::sanitize::json(json!({ "diagnostic": object }).to_string())
+        );
     } else {
-        eprintln!("{severity}: {diagnostic}");
+        // A config file's text (names, values) is quoted in diagnostics.
+        eprintln!(
+            "{severity}: {}",
+            crate::sanitize::term(&diagnostic.to_string())
+        );
     }
 }
 

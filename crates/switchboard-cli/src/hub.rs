@@ -280,7 +280,8 @@ pub(crate) async fn list(
     }
     let mut table = output::table(&["server", "state", "tools", "source", "reason"]);
     for row in &rows {
-        let text = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
+        let text =
+            |key: &str| crate::sanitize::term(row[key].as_str().unwrap_or_default()).into_owned();
         let state = match row["skipped"].as_str() {
             Some(why) => why.to_owned(),
             None => text("state"),
@@ -292,7 +293,7 @@ pub(crate) async fn list(
         };
         let mut why = text("reason");
         if let Some(last) = row["stderr"].as_str().and_then(|s| s.lines().last()) {
-            why = format!("{why}\nstderr: {last}");
+            why = format!("{why}\nstderr: {}", crate::sanitize::line(last));
         }
         table.add_row(vec![
             text("name"),
@@ -334,7 +335,11 @@ pub(crate) async fn tools(
     }
     let prepared = prepare(context, &loaded, only, json);
     for (name, why) in &prepared.unusable {
-        eprintln!("warning: server `{name}` cannot start, its tools are not listed: {why}");
+        eprintln!(
+            "warning: server `{}` cannot start, its tools are not listed: {}",
+            crate::sanitize::line(name),
+            crate::sanitize::term(why)
+        );
     }
     let hub = builder(
         prepared.runnable,
@@ -352,7 +357,8 @@ pub(crate) async fn tools(
         {
             eprintln!(
                 "warning: server `{}` is {}; its tools are not listed",
-                status.name, status.state
+                crate::sanitize::line(&status.name),
+                crate::sanitize::line(&status.state.to_string())
             );
         }
     }

@@ -23,6 +23,8 @@ use switchboard::auth::store::{
 };
 use switchboard::url_display::url_display;
 use switchboard_hub::private_file;
+
+use crate::sanitize::line;
 use url::Url;
 
 /// The variable naming a credentials file to use instead of the default
@@ -311,15 +313,20 @@ pub(crate) async fn login(args: LoginArgs, flag: Option<&Path>) -> anyhow::Resul
     if args.json {
         eprintln!(
             "{}",
-            json!({ "authorizationUrl": url, "host": shown.host, "warnings": warnings })
+            crate::sanitize::json(
+                json!({ "authorizationUrl": url, "host": shown.host, "warnings": warnings })
+                    .to_string()
+            )
         );
     } else {
         eprintln!(
-            "To authorize switchboard at {}, open this page on {}:\n\n  {url}\n",
-            request.issuer, shown.host
+            "To authorize switchboard at {}, open this page on {}:\n\n  {}\n",
+            line(request.issuer.as_str()),
+            line(&shown.host),
+            line(url)
         );
         for warning in &warnings {
-            eprintln!("warning: {warning}");
+            eprintln!("warning: {}", line(warning));
         }
     }
     if args.no_browser {
@@ -364,10 +371,13 @@ pub(crate) async fn login(args: LoginArgs, flag: Option<&Path>) -> anyhow::Resul
     } else {
         println!(
             "Logged in to {} (issuer {}, client {}); credentials kept in {}.",
-            stored.resource, stored.issuer, stored.client_id, credentials.described
+            line(stored.resource.as_str()),
+            line(stored.issuer.as_str()),
+            line(&stored.client_id),
+            credentials.described
         );
         if !stored.scopes.is_empty() {
-            println!("Scopes: {}", stored.scopes.join(" "));
+            println!("Scopes: {}", line(&stored.scopes.join(" ")));
         }
     }
     Ok(0)
@@ -458,7 +468,8 @@ pub(crate) async fn logout(target: &str, flag: Option<&Path>, json: bool) -> any
         for login in &gone {
             println!(
                 "Logged out of {} (issuer {}); its credentials were removed.",
-                login.resource, login.issuer
+                line(&login.resource),
+                line(&login.issuer)
             );
         }
     }
@@ -486,7 +497,7 @@ pub(crate) async fn status(flag: Option<&Path>, json: bool) -> anyhow::Result<u8
     }
     let mut table = crate::output::table(&["SERVER", "ISSUER", "CLIENT ID", "SCOPES", "TOKEN"]);
     for entry in &entries {
-        let text = |key: &str| entry[key].as_str().unwrap_or("").to_owned();
+        let text = |key: &str| line(entry[key].as_str().unwrap_or("")).into_owned();
         let scopes: Vec<&str> = entry["scopes"]
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_str).collect())
@@ -495,7 +506,7 @@ pub(crate) async fn status(flag: Option<&Path>, json: bool) -> anyhow::Result<u8
             text("server"),
             text("issuer"),
             text("clientId"),
-            scopes.join(" "),
+            line(&scopes.join(" ")).into_owned(),
             token_state(entry),
         ]);
     }

@@ -11,6 +11,7 @@ mod login;
 mod otlp;
 mod output;
 mod sampling;
+mod sanitize;
 mod ui;
 
 use std::future::Future;
@@ -62,6 +63,11 @@ struct Cli {
     /// `import` write to it.
     #[arg(long = "config", global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Print results' and resources' text byte for byte. Without it, control
+    /// characters a server wrote (escape sequences among them) are shown as
+    /// escapes (`\x1b`); `--json` output is escaped JSON either way.
+    #[arg(long, global = true)]
+    raw: bool,
     /// Send this command's traces to an OpenTelemetry collector (OTLP over
     /// HTTP/protobuf; its base URL, traces go to /v1/traces). Also
     /// OTEL_EXPORTER_OTLP_ENDPOINT.
@@ -187,7 +193,7 @@ impl ModelArgs {
             tools,
         );
         for collision in set.collisions() {
-            eprintln!(
+            let note = format!(
                 "note: {}/{} is named `{}`: `{}` is taken by {}/{}",
                 collision.server,
                 collision.tool,
@@ -196,10 +202,12 @@ impl ModelArgs {
                 collision.kept.0,
                 collision.kept.1
             );
+            eprintln!("{}", sanitize::line(&note));
         }
         for entry in set.entries() {
             for note in &entry.notes {
-                eprintln!("note: {} at `{}`: {}", entry.name, note.at, note.what);
+                let note = format!("note: {} at `{}`: {}", entry.name, note.at, note.what);
+                eprintln!("{}", sanitize::line(&note));
             }
         }
         // Parsed back for pretty printing (keys stay in order).
@@ -467,6 +475,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    output::set_raw(cli.raw);
     #[cfg(feature = "otlp")]
     let endpoint = cli
         .otlp_endpoint
@@ -609,16 +618,17 @@ impl Failure {
             if let Some(hint) = &self.hint {
                 object["hint"] = Value::String(hint.clone());
             }
-            eprintln!("{}", json!({ "error": object }));
+            eprintln!("{}", sanitize::json(json!({ "error": object }).to_string()));
         } else {
-            eprintln!("error: {message}");
+            // Error texts quote servers, files and authorization servers.
+            eprintln!("error: {}", sanitize::term(&message));
             if let Some(hint) = &self.hint {
-                eprintln!("{hint}");
+                eprintln!("{}", sanitize::term(hint));
             }
             if let Some(tail) = &self.stderr_tail {
                 eprintln!("server stderr (last lines):");
                 for line in tail.lines() {
-                    eprintln!("  | {line}");
+                    eprintln!("  | {}", sanitize::line(line));
                 }
             }
         }
@@ -1090,7 +1100,7 @@ async fn finish(client: &Client, server: &ServerArgs) {
     {
         eprintln!("server stderr:");
         for line in stderr.lines() {
-            eprintln!("  | {line}");
+            eprintln!("  | {}", sanitize::line(line));
         }
     }
 }

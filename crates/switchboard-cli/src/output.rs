@@ -10,11 +10,31 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use switchboard::Client;
 
+use crate::sanitize;
+
 pub(crate) fn print_json(value: &Value) {
     println!(
         "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+        sanitize::json(serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()))
     );
+}
+
+/// `--raw`: a result's text is printed byte for byte (the one exception to
+/// escaping what a server wrote).
+static RAW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Prints results' text unescaped from now on (`--raw`).
+pub(crate) fn set_raw(raw: bool) {
+    RAW.store(raw, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A result's text (or resource body) for stdout: escaped unless `--raw`.
+fn body(text: &str) -> std::borrow::Cow<'_, str> {
+    if RAW.load(std::sync::atomic::Ordering::Relaxed) {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        sanitize::term(text)
+    }
 }
 
 fn to_json<T: Serialize>(value: &T) -> Value {
@@ -49,17 +69,15 @@ pub(crate) fn table(header: &[&str]) -> Table {
     table
 }
 
+/// A string field a server wrote, escaped for one line of a table.
 fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
+    sanitize::line(value.get(key).and_then(Value::as_str).unwrap_or("")).into_owned()
 }
 
 /// The first line of a description, shortened for a table cell.
 fn short(description: &str, limit: usize) -> String {
     let line = description.lines().next().unwrap_or("");
+    let line = &*sanitize::line(line);
     if line.chars().count() > limit {
         let cut: String = line.chars().take(limit.saturating_sub(1)).collect();
         format!("{cut}…")
@@ -71,7 +89,10 @@ fn short(description: &str, limit: usize) -> String {
 pub(crate) fn print_info(client: &Client, connect_time: Duration) {
     let session = client.session();
     let mut table = table(&["", ""]);
-    table.add_row(vec!["server".to_owned(), client.server_name().to_owned()]);
+    table.add_row(vec![
+        "server".to_owned(),
+        sanitize::line(client.server_name()).into_owned(),
+    ]);
     if let Some(info) = &session.server_info {
         let info = to_json(info);
         table.add_row(vec![
@@ -131,7 +152,7 @@ pub(crate) fn print_tools<T: Serialize>(tools: &[T]) {
                         } else {
                             "?"
                         };
-                        format!("{name}{mark}: {kind}")
+                        format!("{}{mark}: {}", sanitize::line(name), sanitize::line(kind))
                     })
                     .collect()
             })
@@ -207,7 +228,7 @@ pub(crate) fn print_prompts<P: Serialize>(prompts: &[P]) {
 pub(crate) fn describe_block(block: &Value) -> String {
     let kind = block.get("type").and_then(Value::as_str).unwrap_or("?");
     match kind {
-        "text" => text(block, "text"),
+        "text" => body(block.get("text").and_then(Value::as_str).unwrap_or("")).into_owned(),
         "image" | "audio" => {
             let bytes = block
                 .get("data")
@@ -221,17 +242,19 @@ pub(crate) fn describe_block(block: &Value) -> String {
         "resource" => {
             let resource = block.get("resource").cloned().unwrap_or(Value::Null);
             match resource.get("text").and_then(Value::as_str) {
-                Some(body) => format!("[resource {}]\n{body}", text(&resource, "uri")),
+                Some(contents) => {
+                    format!("[resource {}]\n{}", text(&resource, "uri"), body(contents))
+                }
                 None => format!("[resource {}: binary]", text(&resource, "uri")),
             }
         }
-        other => format!("[{other} content]"),
+        other => format!("[{} content]", sanitize::line(other)),
     }
 }
 
 fn print_blob_aware(contents: &Value) {
-    if let Some(body) = contents.get("text").and_then(Value::as_str) {
-        println!("{body}");
+    if let Some(text) = contents.get("text").and_then(Value::as_str) {
+        println!("{}", body(text));
     } else if let Some(blob) = contents.get("blob").and_then(Value::as_str) {
         println!(
             "[binary: {}, about {} bytes]",
@@ -253,7 +276,7 @@ pub(crate) fn print_call_result<T: Serialize>(result: &T, elapsed: Duration) {
         println!("{}", describe_block(block));
     }
     if let Some(structured) = result.get("structuredContent") {
-        println!("structured: {structured}");
+        println!("structured: {}", sanitize::json(structured.to_string()));
     }
     let status = if is_error {
         "tool reported an error"
@@ -283,7 +306,7 @@ pub(crate) fn print_read_result<T: Serialize>(result: &T) {
 pub(crate) fn print_prompt_result<T: Serialize>(result: &T) {
     let result = to_json(result);
     if let Some(description) = result.get("description").and_then(Value::as_str) {
-        eprintln!("{description}");
+        eprintln!("{}", sanitize::term(description));
     }
     for message in result
         .get("messages")

@@ -149,7 +149,8 @@ fn summary(
 ) -> String {
     let mut out = String::new();
     let head = format!(
-        "Server `{server}` wants model {} to answer {} message(s) (at most {} tokens):",
+        "Server `{}` wants model {} to answer {} message(s) (at most {} tokens):",
+        crate::sanitize::line(server),
         endpoint.model,
         params.messages.len(),
         params.max_tokens
@@ -171,9 +172,16 @@ fn summary(
         for block in message.content.blocks() {
             let shown = match block {
                 ContentBlock::Text(t) => shorten(&t.text),
-                ContentBlock::Image(i) => format!("[image {}]", i.mime_type),
-                ContentBlock::Audio(a) => format!("[audio {}]", a.mime_type),
-                other => format!("[{}]", other.kind().unwrap_or("unknown")),
+                ContentBlock::Image(i) => {
+                    format!("[image {}]", crate::sanitize::line(&i.mime_type))
+                }
+                ContentBlock::Audio(a) => {
+                    format!("[audio {}]", crate::sanitize::line(&a.mime_type))
+                }
+                other => format!(
+                    "[{}]",
+                    crate::sanitize::line(other.kind().unwrap_or("unknown"))
+                ),
             };
             out.push_str(&format!("\n  {role}: {shown}"));
         }
@@ -183,7 +191,7 @@ fn summary(
 
 fn shorten(text: &str) -> String {
     const MAX: usize = 400;
-    let one_line = text.replace('\n', " ⏎ ");
+    let one_line = crate::sanitize::line(&text.replace('\n', " ⏎ ")).into_owned();
     if one_line.chars().count() > MAX {
         let cut: String = one_line.chars().take(MAX).collect();
         format!("{cut}…")

@@ -166,6 +166,13 @@ impl Ui {
     }
 
     fn line(&self, line: String) {
+        // Log data and progress messages are the server's words; a JSON
+        // line's strings are escaped the same way (still valid JSON).
+        let line = if self.json {
+            crate::sanitize::json(line)
+        } else {
+            crate::sanitize::term(&line).into_owned()
+        };
         let mut state = self.state();
         if state.prompting {
             state.held.push(line);
@@ -251,7 +258,9 @@ fn draw(bar: &ProgressBar, progress: &ProgressNotificationParams) {
         }
     }
     bar.set_prefix(fraction(progress));
-    bar.set_message(progress.message.clone().unwrap_or_default());
+    bar.set_message(
+        crate::sanitize::line(progress.message.as_deref().unwrap_or_default()).into_owned(),
+    );
 }
 
 /// `3/5`, or `3` without a total.

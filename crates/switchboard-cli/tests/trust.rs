@@ -9,7 +9,7 @@
 //! planted above the project root is never read; a project server whose
 //! URL and headers hold `${SECRET}` sends nothing before approval.
 
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -22,6 +22,7 @@ use serde_json::Value;
 mod support;
 
 use support::BIN;
+use support::pty::Terminal;
 
 /// A HOME and a cloned repository (`outer/repo`, with `outer` above it).
 struct Sandbox {
@@ -136,6 +137,16 @@ impl Sandbox {
             .args(args)
             .output()
             .expect("runs switchboard")
+    }
+
+    fn terminal(&self, args: &[&str]) -> Terminal {
+        let credentials = self.root.join("credentials.json");
+        Terminal::start(
+            args,
+            &self.repo(),
+            &self.home(),
+            &[("SWITCHBOARD_CREDENTIALS", credentials.to_str().unwrap())],
+        )
     }
 
     fn list(&self) -> Value {
@@ -333,102 +344,6 @@ fn a_project_servers_secret_reference_sends_nothing_before_approval() {
     assert!(request.contains("hunter2"), "{request}");
 }
 
-/// The CLI under a real pty: what it writes, read on a thread, and what
-/// is typed.
-struct Terminal {
-    output: mpsc::Receiver<Vec<u8>>,
-    seen: String,
-    writer: Box<dyn std::io::Write + Send>,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-}
-
-impl Terminal {
-    fn start(sandbox: &Sandbox, args: &[&str]) -> Self {
-        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: 50,
-                cols: 250,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut command = CommandBuilder::new(BIN);
-        command.args(args);
-        command.cwd(sandbox.repo());
-        command.env("HOME", sandbox.home());
-        command.env("TERM", "xterm-256color");
-        command.env(
-            "SWITCHBOARD_CREDENTIALS",
-            sandbox.root.join("credentials.json"),
-        );
-        for var in [
-            "XDG_CONFIG_HOME",
-            "XDG_DATA_HOME",
-            "XDG_STATE_HOME",
-            "XDG_CACHE_HOME",
-            "SWITCHBOARD_CONFIG",
-            "CODEX_HOME",
-            "GOOSE_CONFIG_DIR",
-        ] {
-            command.env_remove(var);
-        }
-        let child = pty.slave.spawn_command(command).unwrap();
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = pty.master.take_writer().unwrap();
-        let (tx, output) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _master = pty.master;
-            let mut buf = [0u8; 4096];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        if tx.send(buf[..n].to_vec()).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        Self {
-            output,
-            seen: String::new(),
-            writer,
-            child,
-        }
-    }
-
-    /// Waits until the terminal shows `what` (a generous deadline only
-    /// keeps a broken build from hanging the suite).
-    fn expect(&mut self, what: &str) {
-        while !self.seen.contains(what) {
-            match self.output.recv_timeout(Duration::from_secs(60)) {
-                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
-                Err(_) => panic!(
-                    "the terminal never showed {what:?}; it shows:\n{}",
-                    self.seen
-                ),
-            }
-        }
-    }
-
-    fn send(&mut self, keys: &str) {
-        self.writer.write_all(keys.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    /// Waits for the process to exit; the whole output.
-    fn finish(mut self) -> (u32, String) {
-        let status = self.child.wait().unwrap();
-        while let Ok(bytes) = self.output.recv_timeout(Duration::from_secs(5)) {
-            self.seen.push_str(&String::from_utf8_lossy(&bytes));
-        }
-        (status.exit_code(), self.seen)
-    }
-}
-
 const DOWN: &str = "\x1b[B";
 
 #[test]
@@ -437,7 +352,7 @@ fn on_a_terminal_list_tools_and_call_ask_first() {
     sandbox.clone_repository();
 
     // `list`: shown file, line and exact command; skipped, nothing runs.
-    let mut terminal = Terminal::start(&sandbox, &["list"]);
+    let mut terminal = sandbox.terminal(&["list"]);
     terminal.expect("Server `board` comes from a project file");
     terminal.expect("switchboard.toml:2");
     terminal.expect(&sandbox.marker("board").display().to_string());
@@ -453,7 +368,7 @@ fn on_a_terminal_list_tools_and_call_ask_first() {
     assert!(sandbox.markers().is_empty(), "ran: {:?}", sandbox.markers());
 
     // `tools`: approve `board` only.
-    let mut terminal = Terminal::start(&sandbox, &["tools"]);
+    let mut terminal = sandbox.terminal(&["tools"]);
     terminal.expect("Server `board`");
     terminal.expect("Start it?");
     terminal.send("\r");
@@ -467,10 +382,7 @@ fn on_a_terminal_list_tools_and_call_ask_first() {
     assert_eq!(sandbox.markers(), ["board"]);
 
     // `call`: asks about that server only; approving runs it.
-    let mut terminal = Terminal::start(
-        &sandbox,
-        &["call", "claude/echo", r#"{"text":"from a pty"}"#],
-    );
+    let mut terminal = sandbox.terminal(&["call", "claude/echo", r#"{"text":"from a pty"}"#]);
     terminal.expect("Server `claude`");
     terminal.expect(".mcp.json:3");
     terminal.send("\r");
@@ -499,7 +411,7 @@ fn on_a_terminal_approving_a_whole_file_and_the_variables_shown() {
             args("b")
         ),
     );
-    let mut terminal = Terminal::start(&sandbox, &["list"]);
+    let mut terminal = sandbox.terminal(&["list"]);
     terminal.expect("Server `a`");
     terminal.expect("${SECRET} → env TOKEN");
     terminal.expect("approve all pending servers in this file (2)");

@@ -1,6 +1,8 @@
 //! What the CLI's integration tests share: the binary and the bundled test
 //! server on loopback HTTP.
 
+pub(crate) mod pty;
+
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 
