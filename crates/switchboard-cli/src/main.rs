@@ -40,6 +40,7 @@ mod exit {
     pub(crate) const AUTH_REQUIRED: u8 = 3;
     pub(crate) const UNREACHABLE: u8 = 4;
     pub(crate) const TOOL_ERROR: u8 = 5;
+    pub(crate) const PROTOCOL_VIOLATION: u8 = 6;
 }
 
 #[derive(Parser, Debug)]
@@ -48,7 +49,8 @@ mod exit {
     version,
     about = "Talk to any MCP server: both protocol eras, from one command.",
     after_help = "Exit codes: 0 ok, 1 usage or config error, 3 authorization required, \
-                  4 server unreachable or failed to start, 5 the tool returned isError."
+                  4 server unreachable, failed to start, lost or timed out, 5 the tool returned isError, \
+                  6 the server broke the protocol."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -589,7 +591,10 @@ impl Failure {
     fn from_client(error: switchboard::Error) -> Self {
         let code = match &error {
             e if e.is_auth_required() => exit::AUTH_REQUIRED,
-            // A server that cannot be started, dies, or never answers.
+            // The same kind of failure gets the same code on every transport.
+            e if e.is_protocol_violation() => exit::PROTOCOL_VIOLATION,
+            // A server that cannot be started, dies, loses the response, or
+            // never answers.
             e if e.is_unreachable() || e.is_timeout() => exit::UNREACHABLE,
             _ => exit::USAGE,
         };

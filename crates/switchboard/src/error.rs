@@ -75,6 +75,20 @@ pub enum Error {
         /// What was wrong.
         detail: String,
     },
+    /// A reply to a pending request arrived but cannot be used (both
+    /// `result` and `error`, neither, invalid UTF-8, an HTTP body that is
+    /// not the JSON-RPC message it claims to be, an event stream that ended
+    /// without the answer). The request fails at once rather than waiting
+    /// for its timeout; it may have run on the server.
+    #[error("server `{server}` sent an unusable reply to `{method}`: {what}")]
+    ProtocolViolation {
+        /// The server's name.
+        server: Arc<str>,
+        /// The method of the request the reply was for.
+        method: String,
+        /// What was wrong with the reply.
+        what: String,
+    },
     /// The client is pinned to an era the server does not speak.
     #[error("server `{server}` does not speak the era this client is pinned to: {detail}")]
     WrongEra {
@@ -240,9 +254,29 @@ impl Error {
         matches!(self, Error::Server { .. })
     }
 
-    /// The server could not be reached or started.
+    /// The server could not be reached or started, or the connection (or a
+    /// response on its way) was lost. Never true for
+    /// [`is_protocol_violation`](Self::is_protocol_violation) errors.
     pub fn is_unreachable(&self) -> bool {
-        matches!(self, Error::Transport { .. } | Error::Disconnected { .. })
+        match self {
+            Error::Transport { source, .. } => !source.is_protocol_violation(),
+            Error::Disconnected { reason, .. } => !reason.is_protocol_violation(),
+            Error::ResponseLost { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The server broke the protocol: it sent something that is not a
+    /// usable MCP or JSON-RPC message (an unusable reply, a malformed
+    /// result, a broken event stream). The same kind of failure on every
+    /// transport; retrying the same server is unlikely to help.
+    pub fn is_protocol_violation(&self) -> bool {
+        match self {
+            Error::Protocol { .. } | Error::ProtocolViolation { .. } => true,
+            Error::Transport { source, .. } => source.is_protocol_violation(),
+            Error::Disconnected { reason, .. } => reason.is_protocol_violation(),
+            _ => false,
+        }
     }
 
     /// The server wants credentials (HTTP 401/403).
@@ -303,6 +337,7 @@ impl Error {
             | Error::Disconnected { server, .. }
             | Error::Transport { server, .. }
             | Error::Protocol { server, .. }
+            | Error::ProtocolViolation { server, .. }
             | Error::WrongEra { server, .. }
             | Error::UnsupportedVersion { server, .. }
             | Error::CapabilityMissing { server, .. }

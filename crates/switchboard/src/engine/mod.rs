@@ -153,8 +153,17 @@ pub trait RequestHandler: Send + Sync + 'static {
     ) -> Option<crate::transport::BoxFuture<'static, HandlerResult>>;
 }
 
+/// What the reader hands a waiting caller.
+enum Answer {
+    /// The server's result or JSON-RPC error.
+    Reply(Result<Box<RawValue>, ErrorObject>),
+    /// A reply with this request's id arrived but cannot be used; says what
+    /// was wrong.
+    Unusable(String),
+}
+
 struct Pending {
-    tx: oneshot::Sender<Result<Box<RawValue>, ErrorObject>>,
+    tx: oneshot::Sender<Answer>,
     progress: Option<(ProgressCallback, Arc<Mutex<Option<Instant>>>)>,
 }
 
@@ -330,6 +339,7 @@ impl Engine {
             handler,
             handlers: JoinSet::new(),
             running: HashMap::new(),
+            single_pipe: false,
         };
         let task = tokio::spawn(reader.run(connection.stream, control_rx));
         Self {
@@ -532,6 +542,16 @@ impl Engine {
                 biased;
                 sent = &mut send => match sent {
                     Ok(()) => break,
+                    Err(error) if error.is_protocol_violation() => {
+                        // The answer came with the send (an HTTP body) and
+                        // was unusable.
+                        guard.cancel = false;
+                        return Err(Error::ProtocolViolation {
+                            server: self.shared.server.clone(),
+                            method: method.to_owned(),
+                            what: error.to_string(),
+                        });
+                    }
                     Err(error) => {
                         guard.cancel = false;
                         return Err(self.send_failed(error).await);
@@ -560,17 +580,29 @@ impl Engine {
                 outcome = &mut rx => {
                     guard.cancel = false;
                     return match outcome {
-                        Ok(Ok(result)) => Ok(result),
-                        Ok(Err(error)) if is_transport_made(&error) => Err(Error::ResponseLost {
+                        Ok(Answer::Reply(Ok(result))) => Ok(result),
+                        Ok(Answer::Unusable(what)) => Err(Error::ProtocolViolation {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
-                            reason: error.message,
+                            what,
                         }),
-                        Ok(Err(error)) => Err(Error::Server {
+                        Ok(Answer::Reply(Err(error))) => match transport_made(&error) {
+                            Some(Made::Lost) => Err(Error::ResponseLost {
+                                server: self.shared.server.clone(),
+                                method: method.to_owned(),
+                                reason: error.message,
+                            }),
+                            Some(Made::Violation) => Err(Error::ProtocolViolation {
+                                server: self.shared.server.clone(),
+                                method: method.to_owned(),
+                                what: error.message,
+                            }),
+                            None => Err(Error::Server {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             error: Box::new(error),
                         }),
+                        },
                         // The reader dropped our entry: the connection died.
                         Err(_) => Err(self.disconnected(
                             self.closed_reason().unwrap_or_else(|| Arc::new(TransportError::ClosedByClient)),
@@ -670,14 +702,70 @@ fn fail_all(shared: &Shared, reason: Arc<TransportError>) {
     drop(drained);
 }
 
-/// An error answer a transport made up (see [`crate::transport::RESPONSE_LOST`]).
-fn is_transport_made(error: &ErrorObject) -> bool {
-    error.code == crate::transport::RESPONSE_LOST
-        && error
-            .data
-            .as_ref()
-            .and_then(|d| d.get("switchboard"))
-            .is_some_and(|v| v == "response_lost")
+/// What an error answer a transport made up stands for (see
+/// [`crate::transport::RESPONSE_LOST`]).
+enum Made {
+    /// The response can no longer arrive.
+    Lost,
+    /// The server's reply was unusable; the message says how.
+    Violation,
+}
+
+fn transport_made(error: &ErrorObject) -> Option<Made> {
+    if error.code != crate::transport::RESPONSE_LOST {
+        return None;
+    }
+    match error.data.as_ref()?.get("switchboard")?.as_str()? {
+        "response_lost" => Some(Made::Lost),
+        "protocol_violation" => Some(Made::Violation),
+        _ => None,
+    }
+}
+
+/// The ids of the responses in bytes that did not parse as JSON-RPC (read
+/// after replacing invalid UTF-8, so a response broken inside a string still
+/// names its request). Only what claims to be JSON-RPC 2.0 counts (other
+/// JSON is noise, skipped like any), and numeric ids only: ours are
+/// numbers, and `"3"` is not `3`.
+fn unusable_response_ids(bytes: &[u8]) -> Vec<i64> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        jsonrpc: Option<String>,
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Probes {
+        One(Probe),
+        Many(Vec<Probe>),
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let probes = match serde_json::from_str::<Probes>(&text) {
+        Ok(Probes::One(probe)) => vec![probe],
+        Ok(Probes::Many(probes)) => probes,
+        Err(_) => return Vec::new(),
+    };
+    probes
+        .into_iter()
+        .filter(|probe| probe.method.is_none() && probe.jsonrpc.as_deref() == Some("2.0"))
+        .filter_map(|probe| probe.id?.as_i64())
+        .collect()
+}
+
+/// Why bytes carrying a response could not be used, for the caller.
+fn unusable_because(bytes: &[u8], error: &switchboard_types::jsonrpc::ParseError) -> String {
+    use std::error::Error as _;
+    if std::str::from_utf8(bytes).is_err() {
+        return "the response is not valid UTF-8".to_owned();
+    }
+    match error.source() {
+        Some(source) => format!("{error}: {source}"),
+        None => error.to_string(),
+    }
 }
 
 /// The per-connection reader: routes everything the server sends.
@@ -687,6 +775,9 @@ struct Reader {
     handler: Option<Arc<dyn RequestHandler>>,
     handlers: JoinSet<()>,
     running: HashMap<RequestId, tokio::task::AbortHandle>,
+    /// Every reply arrives in order on one stream (stdio, WebSocket), so an
+    /// error with a null id can be about the one request pending.
+    single_pipe: bool,
 }
 
 impl Reader {
@@ -695,6 +786,7 @@ impl Reader {
         mut stream: Box<dyn MessageStream>,
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
+        self.single_pipe = stream.is_single_pipe();
         let reason = loop {
             tokio::select! {
                 biased;
@@ -727,6 +819,21 @@ impl Reader {
         let incoming = match Incoming::from_slice(bytes) {
             Ok(incoming) => incoming,
             Err(error) => {
+                // A reply to a pending request fails it at once, rather
+                // than leaving it to time out as if nothing had come.
+                let ids = unusable_response_ids(bytes);
+                let failed: Vec<Pending> = {
+                    let mut pending = self.shared.lock();
+                    ids.iter().filter_map(|id| pending.map.remove(id)).collect()
+                };
+                if !failed.is_empty() {
+                    let what = unusable_because(bytes, &error);
+                    tracing::warn!(server = %self.shared.server, %what, "unusable response");
+                    for pending in failed {
+                        let _ = pending.tx.send(Answer::Unusable(what.clone()));
+                    }
+                    return;
+                }
                 self.shared.skipped_lines.fetch_add(1, Ordering::Relaxed);
                 let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
                 tracing::warn!(
@@ -750,17 +857,33 @@ impl Reader {
     fn on_response(&mut self, response: JsonRpcResponse) {
         let id = match response.id {
             Some(RequestId::Number(id)) => id,
-            Some(RequestId::String(ref s)) => match s.parse::<i64>() {
-                // Some servers echo numeric ids as strings.
-                Ok(id) => id,
-                Err(_) => {
-                    tracing::debug!(server = %self.shared.server, id = %s, "response for an unknown id");
-                    return;
-                }
-            },
+            // Our ids are numbers: `"3"` is another request's id, not 3's.
+            Some(RequestId::String(ref s)) => {
+                tracing::debug!(server = %self.shared.server, id = %s, "response for an unknown id");
+                return;
+            }
             None => {
+                // JSON-RPC's answer to a request the server could not parse.
+                // On one ordered pipe with one request pending, it can only
+                // be about that one; with several, nobody can tell which.
                 if let Err(error) = &response.outcome {
-                    tracing::warn!(server = %self.shared.server, %error, "server reported an error without a request id");
+                    let lone = if self.single_pipe {
+                        let mut pending = self.shared.lock();
+                        let lone = (pending.map.len() == 1)
+                            .then(|| pending.map.keys().next().copied())
+                            .flatten();
+                        lone.and_then(|id| pending.map.remove(&id))
+                    } else {
+                        None
+                    };
+                    match lone {
+                        Some(pending) => {
+                            let _ = pending.tx.send(Answer::Reply(response.outcome));
+                        }
+                        None => {
+                            tracing::warn!(server = %self.shared.server, %error, "server reported an error without a request id")
+                        }
+                    }
                 }
                 return;
             }
@@ -768,7 +891,7 @@ impl Reader {
         let pending = self.shared.lock().map.remove(&id);
         match pending {
             Some(pending) => {
-                let _ = pending.tx.send(response.outcome);
+                let _ = pending.tx.send(Answer::Reply(response.outcome));
             }
             // A late answer to a request that timed out or was cancelled.
             None => tracing::trace!(server = %self.shared.server, id, "dropped a late response"),

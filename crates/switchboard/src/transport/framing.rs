@@ -487,6 +487,10 @@ struct IoStream<R> {
 }
 
 impl<R: AsyncRead + Send + Unpin + 'static> MessageStream for IoStream<R> {
+    fn is_single_pipe(&self) -> bool {
+        true
+    }
+
     fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
         Box::pin(async move {
             if self.closing.is_cancelled() {

@@ -96,6 +96,10 @@ struct MemoryStream {
 }
 
 impl MessageStream for MemoryStream {
+    fn is_single_pipe(&self) -> bool {
+        true
+    }
+
     fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
         Box::pin(async move {
             self.rx

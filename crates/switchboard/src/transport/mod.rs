@@ -55,6 +55,15 @@ pub trait MessageStream: Send + 'static {
     /// # Cancel safety
     /// Must be cancel safe: no message is lost if the future is dropped.
     fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>>;
+
+    /// Whether every reply arrives in order on this one stream (stdio,
+    /// WebSocket, an in-memory pair), so that an error response with a
+    /// null id — JSON-RPC's answer to a request the server could not parse
+    /// — can only be about the one request pending, and fails it. `false`
+    /// (the default) for transports that deliver from several streams.
+    fn is_single_pipe(&self) -> bool {
+        false
+    }
 }
 
 /// An open connection: both halves plus what the transport can tell about it.
@@ -223,6 +232,23 @@ pub enum TransportError {
     /// The server's event stream broke the SSE format or its size limit.
     #[error("bad event stream from the server")]
     Sse(#[source] sse::SseError),
+    /// The server answered a request with a body that is not the JSON-RPC
+    /// message it should be (not JSON, not the content type it claims, or
+    /// empty). The body is shown escaped and cut short.
+    #[error(
+        "server answered HTTP {status} with {} that is not a JSON-RPC message{}",
+        if content_type.is_empty() { "no content type".to_owned() } else { format!("content type `{content_type}`") },
+        if body.is_empty() { ", and an empty body".to_owned() } else { format!("; the body begins {body}") }
+    )]
+    InvalidResponse {
+        /// The status code.
+        status: u16,
+        /// The `Content-Type` header, escaped (empty when there was none).
+        content_type: String,
+        /// The first bytes of the body, escaped and quoted (see
+        /// [`escaped_preview`]); empty when the body was.
+        body: String,
+    },
     /// A transport setting is invalid (a bad URL or header).
     #[error("invalid transport setting: {0}")]
     Config(String),
@@ -251,6 +277,15 @@ impl TransportError {
         }
     }
 
+    /// The server broke the protocol: a broken event stream, or a body
+    /// that is not a JSON-RPC message.
+    pub fn is_protocol_violation(&self) -> bool {
+        matches!(
+            self,
+            TransportError::Sse(_) | TransportError::InvalidResponse { .. }
+        )
+    }
+
     /// The server asked for credentials.
     pub fn is_auth_required(&self) -> bool {
         matches!(self, TransportError::AuthorizationRequired { .. })
@@ -274,6 +309,28 @@ impl TransportError {
             _ => None,
         }
     }
+}
+
+/// How many bytes of a peer's body an error message shows.
+pub const PREVIEW_BYTES: usize = 200;
+
+/// The first [`PREVIEW_BYTES`] of `bytes`, quoted, with control characters
+/// and invalid UTF-8 escaped (`\n`, `\u{1b}`, `\xff`), and `…` when cut:
+/// a peer's bytes never reach a terminal as they are.
+pub fn escaped_preview(bytes: &[u8]) -> String {
+    let cut = bytes.len() > PREVIEW_BYTES;
+    let mut out = String::from("\"");
+    for chunk in bytes[..bytes.len().min(PREVIEW_BYTES)].utf8_chunks() {
+        out.extend(chunk.valid().escape_debug());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    if cut {
+        out.push('…');
+    }
+    out
 }
 
 /// A bounded ring buffer of a server's stderr output. Cheap to clone.

@@ -84,6 +84,10 @@ impl SseParser {
     /// [`SseError::EventTooLarge`] when an event passes the limit; the
     /// stream cannot be trusted after that.
     pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        // An empty chunk says nothing about whether a `\n` follows a `\r`.
+        if chunk.is_empty() {
+            return Ok(());
+        }
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
@@ -102,7 +106,11 @@ impl SseParser {
                 self.started = true;
                 line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line)
             };
-            self.process_line(content, out);
+            let processed = self.process_line(content, out);
+            if let Err(error) = processed {
+                self.line = line;
+                return Err(error);
+            }
             self.line = line;
             self.line.clear();
             let crlf = chunk[end] == b'\r';
@@ -131,14 +139,14 @@ impl SseParser {
         }
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         if line.is_empty() {
             self.dispatch(out);
-            return;
+            return Ok(());
         }
         if line[0] == b':' {
             // A comment: servers send them as keep-alives.
-            return;
+            return Ok(());
         }
         let (field, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
@@ -168,6 +176,17 @@ impl SseParser {
             }
             _ => {}
         }
+        // The limit holds on what is kept: each invalid byte was replaced by
+        // a three-byte U+FFFD, so decoded text can outgrow the bytes counted.
+        let kept = self.data.len()
+            + self.event.as_ref().map_or(0, String::len)
+            + self.id.as_ref().map_or(0, String::len);
+        if kept > self.max_event_size {
+            return Err(SseError::EventTooLarge {
+                limit: self.max_event_size,
+            });
+        }
+        Ok(())
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
@@ -237,6 +256,32 @@ mod tests {
         parser.feed(b"data: no id\n\n", &mut out).unwrap();
         assert_eq!(out[1].id, None);
         assert_eq!(parser.last_event_id(), Some("prime-1"));
+    }
+
+    #[test]
+    fn the_limit_holds_on_decoded_text() {
+        // 13 bytes on the wire, but 7 invalid bytes decode to 21 bytes.
+        let mut parser = SseParser::new(16);
+        let mut out = Vec::new();
+        let fed = parser.feed(b"data: \xff\xff\xff\xff\xff\xff\xff\n\n", &mut out);
+        assert_eq!(fed, Err(SseError::EventTooLarge { limit: 16 }), "{out:?}");
+        assert!(out.iter().all(|e| e.data.len() <= 16), "{out:?}");
+        // Across many lines of one event, too.
+        let mut parser = SseParser::new(16);
+        let mut out = Vec::new();
+        let mut fed = Ok(());
+        for _ in 0..3 {
+            fed = fed.and(parser.feed(b"data: \xff\xff\xff\n", &mut out));
+        }
+        fed = fed.and(parser.feed(b"\n", &mut out));
+        assert!(fed.is_err(), "{out:?}");
+    }
+
+    #[test]
+    fn an_empty_chunk_does_not_split_a_crlf() {
+        let events = parse_all(&[b"data: a\r", b"", b"\ndata: b\r\n\r\n"]);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].data, "a\nb");
     }
 
     #[test]

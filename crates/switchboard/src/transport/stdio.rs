@@ -24,8 +24,21 @@
 //!   sends `SIGTERM` to the group, waits again, then `SIGKILL`s the group.
 //!   Whatever the server leaves running in its group after it exits is
 //!   killed too.
-//! - Dropping the connection without closing it kills the group at once. This
-//!   needs no Tokio runtime, so it also works after the runtime shut down.
+//! - Dropping the connection without closing it is as polite, on a thread
+//!   of its own that needs no Tokio runtime — but that thread ends with the
+//!   program, so an application that exits soon after should await
+//!   [`Client::close`](crate::Client::close) (or [`MessageSink::close`]),
+//!   which returns once the server and its group are gone. Dropped where no
+//!   runtime is running (after the runtime shut down), the group is
+//!   `SIGKILL`ed at once, before `drop` returns.
+//! - Last line of defence, when the client itself is killed (`SIGKILL`, no
+//!   destructor runs): on Linux the server is started with a parent-death
+//!   signal (`PR_SET_PDEATHSIG` = `SIGKILL`), so it dies with the thread
+//!   that spawned it (a Tokio worker lives as long as its runtime); what the
+//!   server started itself is not covered. On Windows the job object kills
+//!   the whole tree when its last handle closes, which includes the client's
+//!   death. macOS and other Unix systems have nothing beyond the process
+//!   group: a killed client leaves the server to notice the end of its input.
 //!
 //! ## When the server exits
 //! The end of the server's stdout ends the stream: `recv` waits up to 100 ms
@@ -286,6 +299,8 @@ impl StdioConfig {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
+            #[cfg(target_os = "linux")]
+            die_with_parent(command);
         });
         #[cfg(unix)]
         command.wrap(process_wrap::tokio::ProcessGroup::leader());
@@ -586,10 +601,47 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        let Some(child) = self.child.get_mut().take() else {
+        let Some(mut child) = self.child.get_mut().take() else {
             return;
         };
+        if tokio::runtime::Handle::try_current().is_err() {
+            // No runtime: the program is most likely on its way out, and a
+            // thread may not live long enough to be polite. Kill the group
+            // now, before anything else can end this process.
+            tracing::debug!(server = %self.command, "dropped outside a runtime; killing the server's process group");
+            let _ = child.start_kill();
+        }
         shutdown_in_background(child, self.command.clone(), self.grace);
+    }
+}
+
+/// Asks Linux to `SIGKILL` the server when the thread that spawned it ends
+/// (the last line of defence when this process is killed with `SIGKILL`
+/// and no `Drop` runs). The signal reaches the server process only, not
+/// what it started itself.
+///
+/// The one reviewed exception to `forbid(unsafe_code)`: `pre_exec` runs
+/// between `fork` and `exec`.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut tokio::process::Command) {
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs in the forked child before `exec`, where only
+    // async-signal-safe calls are allowed: it makes two raw system calls
+    // (`prctl(PR_SET_PDEATHSIG)` and `getppid`) through rustix, allocates
+    // nothing, takes no lock and touches no state shared with the parent.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            // The parent may have died before the signal was armed: then it
+            // never comes, so do not start the server at all.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::other(
+                    "the client exited while starting the server",
+                ));
+            }
+            Ok(())
+        });
     }
 }
 
@@ -726,6 +778,10 @@ struct StdioStream {
 }
 
 impl MessageStream for StdioStream {
+    fn is_single_pipe(&self) -> bool {
+        true
+    }
+
     fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
         Box::pin(async move {
             let closing = &self.process.closing;

@@ -512,6 +512,10 @@ struct WsStream {
 }
 
 impl MessageStream for WsStream {
+    fn is_single_pipe(&self) -> bool {
+        true
+    }
+
     fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
         Box::pin(async move {
             loop {

@@ -24,7 +24,8 @@ use super::{
 };
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{
-    BoxFuture, Connection, MessageSink, MessageStream, RESPONSE_LOST, TransportError,
+    BoxFuture, Connection, MessageSink, MessageStream, PREVIEW_BYTES, RESPONSE_LOST,
+    TransportError, escaped_preview,
 };
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -359,10 +360,20 @@ fn is_response_to(data: &[u8], id: &RequestId) -> bool {
 /// A JSON-RPC error response the transport makes up for a request whose
 /// answer can no longer arrive.
 fn lost_response(id: &RequestId, why: &str) -> Vec<u8> {
+    made_up_error(id, why, "response_lost")
+}
+
+/// The same, for a request whose answer arrived unusable: the engine fails
+/// it as a protocol violation, `what` saying how.
+fn unusable_response(id: &RequestId, what: &str) -> Vec<u8> {
+    made_up_error(id, what, "protocol_violation")
+}
+
+fn made_up_error(id: &RequestId, message: &str, kind: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": {"code": RESPONSE_LOST, "message": why, "data": {"switchboard": "response_lost"}},
+        "error": {"code": RESPONSE_LOST, "message": message, "data": {"switchboard": kind}},
     }))
     .expect("JSON values serialize")
 }
@@ -586,6 +597,19 @@ async fn on_response(
     }
 
     let body = shared.read_body(response, shared.max_body_size).await?;
+    if is_request && !is_json_answer(status.as_u16(), &content_type, &body) {
+        // The answer came and is unusable: the call fails now, not after
+        // its timeout.
+        return Err(TransportError::InvalidResponse {
+            status: status.as_u16(),
+            content_type: content_type.escape_debug().to_string(),
+            body: if body.is_empty() {
+                String::new()
+            } else {
+                escaped_preview(&body)
+            },
+        });
+    }
     if body.iter().all(u8::is_ascii_whitespace) {
         // 202 Accepted for a notification or response; an empty 200 for a
         // request means the answer will come on the GET stream.
@@ -605,6 +629,18 @@ async fn on_response(
     shared.deliver(body).await;
     after_sent(shared, sniff).await;
     Ok(())
+}
+
+/// Whether a non-SSE answer to a request can be the JSON-RPC answer: JSON,
+/// said to be JSON, and (for a `200`) not empty. An empty `202` keeps its
+/// old meaning (the answer comes on the GET stream).
+fn is_json_answer(status: u16, content_type: &str, body: &[u8]) -> bool {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return status != 200;
+    }
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    (media == "application/json" || media.ends_with("+json"))
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
 }
 
 /// After `notifications/initialized`, open the stream for server-initiated
@@ -755,8 +791,28 @@ async fn response_stream(
                 break;
             }
             StreamEnd::Ended {
+                last_event_id: None,
+                retry: _,
+                clean: true,
+                head,
+            } if resumes == 0 => {
+                // Nothing to resume from: the server ended the stream it
+                // owed the answer on.
+                shared
+                    .push(Ok(unusable_response(
+                        &id,
+                        &format!(
+                            "HTTP 200 with content type `text/event-stream` ended without the response; the stream began {}",
+                            escaped_preview(&head)
+                        ),
+                    )))
+                    .await;
+                break;
+            }
+            StreamEnd::Ended {
                 last_event_id,
                 retry,
+                ..
             } => {
                 let session = shared.state().session_id.clone();
                 let Some(last_event_id) = last_event_id.filter(|_| resumes < MAX_RESUMES) else {
@@ -800,6 +856,10 @@ enum StreamEnd {
     Ended {
         last_event_id: Option<String>,
         retry: Option<Duration>,
+        /// The server ended it (rather than the connection breaking).
+        clean: bool,
+        /// The first bytes of the stream, for a message.
+        head: Vec<u8>,
     },
     Failed(TransportError),
 }
@@ -814,6 +874,7 @@ async fn read_stream(
     let mut parser = SseParser::new(shared.max_event_size);
     let mut events = Vec::new();
     let mut retry = None;
+    let mut head = Vec::new();
     loop {
         let chunk = match tokio::time::timeout(shared.read_timeout, response.chunk()).await {
             Err(_) => return StreamEnd::Failed(TransportError::IdleTimeout(shared.read_timeout)),
@@ -822,16 +883,24 @@ async fn read_stream(
                 return StreamEnd::Ended {
                     last_event_id: parser.last_event_id().map(str::to_owned),
                     retry,
+                    clean: false,
+                    head,
                 };
             }
             Ok(Ok(None)) => {
                 return StreamEnd::Ended {
                     last_event_id: parser.last_event_id().map(str::to_owned),
                     retry,
+                    clean: true,
+                    head,
                 };
             }
             Ok(Ok(Some(chunk))) => chunk,
         };
+        if head.len() <= PREVIEW_BYTES {
+            let room = PREVIEW_BYTES + 1 - head.len();
+            head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
         if let Err(error) = parser.feed(&chunk, &mut events) {
             return StreamEnd::Failed(TransportError::Sse(error));
         }
@@ -893,6 +962,7 @@ async fn get_stream(shared: Arc<Shared>, ready: tokio::sync::oneshot::Sender<()>
                     StreamEnd::Ended {
                         last_event_id: id,
                         retry,
+                        ..
                     } => {
                         last_event_id = id.or(last_event_id);
                         retry
