@@ -37,6 +37,8 @@ enum Mode {
 
 /// A legacy-era WebSocket server on loopback that misbehaves as `mode`
 /// says; its URL.
+// tungstenite's handshake callback returns its (large) `ErrorResponse`.
+#[allow(clippy::result_large_err)]
 async fn server(mode: Mode) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/mcp", listener.local_addr().unwrap());
