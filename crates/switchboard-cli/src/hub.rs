@@ -19,6 +19,7 @@ use switchboard_hub::{
 };
 
 use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_reason};
+use crate::lifecycle::Servers;
 use crate::{Failure, exit, login, output};
 
 /// The servers to hand to the hub: enabled ones expanded (runnable),
@@ -211,6 +212,7 @@ pub(crate) async fn list(
     json: bool,
     startup_timeout: Duration,
     credentials: Option<&Path>,
+    servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     crate::approve::ask_pending(context, &mut loaded, None);
@@ -222,6 +224,7 @@ pub(crate) async fn list(
     )
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
     start(&hub, json).await;
     let statuses: BTreeMap<String, ServerStatus> = hub
         .list()
@@ -315,6 +318,7 @@ pub(crate) async fn tools(
     model: &crate::ModelArgs,
     json: bool,
     credentials: Option<&Path>,
+    servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     if let Some(name) = only
@@ -343,6 +347,7 @@ pub(crate) async fn tools(
     )
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
     start(&hub, json).await;
     let statuses = hub.list();
     for status in &statuses {
@@ -433,6 +438,7 @@ pub(crate) async fn call(
     json: bool,
     credentials: Option<&Path>,
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     let (server, tool) = split_target(target, &loaded)?;
@@ -468,6 +474,7 @@ pub(crate) async fn call(
     .client(customize)
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
     start(&hub, json).await;
     let started = Instant::now();
     let result = hub.call(server, tool, Some(arguments)).await;

@@ -6,6 +6,7 @@ mod ask;
 mod configure;
 mod demo;
 mod hub;
+mod lifecycle;
 mod login;
 #[cfg(feature = "otlp")]
 mod otlp;
@@ -39,6 +40,13 @@ mod exit {
     pub(crate) const AUTH_REQUIRED: u8 = 3;
     pub(crate) const UNREACHABLE: u8 = 4;
     pub(crate) const TOOL_ERROR: u8 = 5;
+    /// Ended by SIGHUP, SIGINT (Ctrl-C), SIGTERM: 128 + the signal, as a
+    /// shell reports a process the signal killed.
+    pub(crate) const SIGHUP: u8 = 129;
+    pub(crate) const SIGINT: u8 = 130;
+    pub(crate) const SIGTERM: u8 = 143;
+    /// stdout or stderr was closed by its reader (`… | head`): 128 + SIGPIPE.
+    pub(crate) const OUTPUT_CLOSED: u8 = 141;
 }
 
 #[derive(Parser, Debug)]
@@ -46,8 +54,10 @@ mod exit {
     name = "switchboard",
     version,
     about = "Talk to any MCP server: both protocol eras, from one command.",
-    after_help = "Exit codes: 0 ok, 1 usage or config error, 3 authorization required, \
-                  4 server unreachable or failed to start, 5 the tool returned isError."
+    after_help = "Exit codes: 0 ok, 1 usage or config error (and JSON-RPC errors), \
+                  3 authorization required, 4 server unreachable, failed to start, died \
+                  or timed out, 5 the tool returned isError, 129/130/143 ended by \
+                  SIGHUP/SIGINT/SIGTERM (servers closed first), 141 output closed by its reader."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -459,6 +469,7 @@ fn main() -> ExitCode {
     if argv.get(1).map(String::as_str) == Some("__testserver") {
         switchboard_testkit::run_stdio_main(argv[2..].to_vec());
     }
+    lifecycle::quiet_print_failures();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -512,13 +523,21 @@ fn main() -> ExitCode {
         }
     };
     let span = tracing::info_span!("switchboard");
-    match runtime.block_on(tracing::Instrument::instrument(run(cli), span)) {
-        Ok(code) => ExitCode::from(code),
+    let code = match runtime.block_on(tracing::Instrument::instrument(run(cli), span)) {
+        Ok(code) => code,
         Err(failure) => {
-            failure.report(json);
-            ExitCode::from(failure.code)
+            // Nothing more to say when stderr is closed too.
+            let _ = std::panic::catch_unwind(|| failure.report(json));
+            failure.code
         }
+    };
+    if matches!(code, exit::SIGHUP | exit::SIGINT | exit::SIGTERM) {
+        // After a second signal servers may still run: their clients are
+        // dropped here (the library kills them) without waiting on
+        // anything that would block.
+        runtime.shutdown_timeout(Duration::from_millis(500));
     }
+    ExitCode::from(code)
 }
 
 #[cfg(feature = "otlp")]
@@ -643,10 +662,18 @@ fn remote_url(command: &Command) -> Option<&str> {
     }
 }
 
+/// Runs the command; then, however it ended, closes every server it
+/// started; then reports.
 async fn run(cli: Cli) -> Result<u8, Failure> {
     let url = remote_url(&cli.command).map(str::to_owned);
     let credentials = cli.credentials.clone();
-    run_command(cli).await.map_err(|mut failure| {
+    let servers = lifecycle::Servers::default();
+    let result = match lifecycle::run(&servers, run_command(cli, &servers)).await {
+        lifecycle::Ended::Done(result) => result,
+        lifecycle::Ended::Signal(code) => return Ok(code),
+        lifecycle::Ended::OutputClosed => return Ok(exit::OUTPUT_CLOSED),
+    };
+    result.map_err(|mut failure| {
         if failure.code == exit::AUTH_REQUIRED
             && let Some(url) = url
         {
@@ -659,12 +686,12 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     })
 }
 
-async fn run_command(cli: Cli) -> Result<u8, Failure> {
+async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failure> {
     let creds = cli.credentials.as_deref();
     match cli.command {
-        Command::Demo { json } => demo::run(json).await,
+        Command::Demo { json } => demo::run(json, servers).await,
         Command::Info(server) => {
-            let (client, connect_time, _) = connect(&server, creds).await?;
+            let (client, connect_time, _) = connect(&server, creds, servers).await?;
             let info = output::info_json(&client, connect_time);
             if server.json {
                 output::print_json(&info);
@@ -681,14 +708,22 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
         } => {
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
-                return hub::tools(&context, only.as_deref(), &model, server.json, creds).await;
+                return hub::tools(
+                    &context,
+                    only.as_deref(),
+                    &model,
+                    server.json,
+                    creds,
+                    servers,
+                )
+                .await;
             }
             if only.is_some() {
                 return Err(Failure::usage(anyhow::anyhow!(
                     "--server names a configured server; it cannot go with a server command or --url"
                 )));
             }
-            let (client, _, _) = connect(&server, creds).await?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
             let tools = client.list_tools().await?;
             if let Some(provider) = model.provider {
                 // The server's own name (the command line is no name).
@@ -709,7 +744,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Resources(server) => {
-            let (client, _, _) = connect(&server, creds).await?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
             let resources = client.list_resources().await?;
             let templates = client.list_resource_templates().await?;
             if server.json {
@@ -723,7 +758,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Prompts(server) => {
-            let (client, _, _) = connect(&server, creds).await?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
             let prompts = client.list_prompts().await?;
             if server.json {
                 output::print_json(&json!({ "prompts": prompts }));
@@ -745,9 +780,18 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
                 let customize = hub_client(&server)?;
-                return hub::call(&context, &tool, arguments, server.json, creds, customize).await;
+                return hub::call(
+                    &context,
+                    &tool,
+                    arguments,
+                    server.json,
+                    creds,
+                    customize,
+                    servers,
+                )
+                .await;
             }
-            let (client, _, ui) = connect(&server, creds).await?;
+            let (client, _, ui) = connect(&server, creds, servers).await?;
             let started = Instant::now();
             let params = CallToolRequestParams {
                 name: tool,
@@ -772,7 +816,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             })
         }
         Command::Read { uri, server } => {
-            let (client, _, ui) = connect(&server, creds).await?;
+            let (client, _, ui) = connect(&server, creds, servers).await?;
             let result = with_events(&client, &ui, client.read_resource(&uri)).await?;
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -784,7 +828,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Prompt { name, args, server } => {
             let arguments = args::prompt_arguments(&args).map_err(Failure::usage)?;
-            let (client, _, ui) = connect(&server, creds).await?;
+            let (client, _, ui) = connect(&server, creds, servers).await?;
             let result =
                 with_events(&client, &ui, client.get_prompt(&name, Some(arguments))).await?;
             if server.json {
@@ -809,7 +853,14 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
                 )));
             }
             let context = configure::Context::new(cli.config)?;
-            hub::list(&context, json, Duration::from_secs_f64(timeout), creds).await
+            hub::list(
+                &context,
+                json,
+                Duration::from_secs_f64(timeout),
+                creds,
+                servers,
+            )
+            .await
         }
         Command::Add(args) => configure::add(&configure::Context::new(cli.config)?, args),
         Command::AddJson {
@@ -1057,9 +1108,12 @@ fn hub_client(
     })
 }
 
+/// Connects to the server of `server`; the client is closed when the
+/// command ends, whichever way it ends.
 async fn connect(
     server: &ServerArgs,
     credentials: Option<&std::path::Path>,
+    servers: &lifecycle::Servers,
 ) -> Result<(Client, Duration, Arc<Ui>), Failure> {
     let (timeout, ui, roots) = answer_setup(server)?;
     let mode = match server.era {
@@ -1078,6 +1132,7 @@ async fn connect(
         }
         None => builder.connect(stdio_config(server)?).await?,
     };
+    servers.client(&client);
     Ok((client, started.elapsed(), ui))
 }
 
