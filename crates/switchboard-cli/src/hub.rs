@@ -91,9 +91,13 @@ fn builder(
     servers: Vec<ServerConfig>,
     startup_timeout: Duration,
     credentials: Option<PathBuf>,
+    max_message_size: Option<usize>,
 ) -> HubBuilder {
-    Hub::builder()
-        .servers(servers)
+    let mut hub = Hub::builder();
+    if let Some(bytes) = max_message_size {
+        hub = hub.max_message_size(bytes);
+    }
+    hub.servers(servers)
         .startup_timeout(startup_timeout)
         .auth(move |server| match &server.transport {
             // A hand-written Authorization header wins over stored logins.
@@ -221,6 +225,7 @@ pub(crate) async fn list(
         prepared.runnable,
         startup_timeout,
         credentials.map(Path::to_path_buf),
+        None,
     )
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
@@ -318,6 +323,7 @@ pub(crate) async fn tools(
     model: &crate::ModelArgs,
     json: bool,
     credentials: Option<&Path>,
+    max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
@@ -344,6 +350,7 @@ pub(crate) async fn tools(
         prepared.runnable,
         DEFAULT_STARTUP,
         credentials.map(Path::to_path_buf),
+        max_message_size,
     )
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
@@ -431,12 +438,17 @@ fn split_target<'a>(target: &'a str, loaded: &LoadedConfig) -> Result<(&'a str, 
 }
 
 /// `call SERVER/TOOL [JSON]` on a configured server.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
 pub(crate) async fn call(
     context: &Context,
     target: &str,
     arguments: Map<String, Value>,
     json: bool,
     credentials: Option<&Path>,
+    max_message_size: Option<usize>,
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
     servers: &Servers,
 ) -> Result<u8, Failure> {
@@ -470,6 +482,7 @@ pub(crate) async fn call(
         prepared.runnable,
         DEFAULT_STARTUP,
         credentials.map(Path::to_path_buf),
+        max_message_size,
     )
     .client(customize)
     .build()

@@ -30,7 +30,7 @@ use switchboard::transport::stdio::StdioConfig;
 use switchboard::transport::ws::WebSocketConfig;
 use switchboard::types::roots::Root;
 use switchboard::types::{CallToolRequestParams, LoggingLevel};
-use switchboard::{Client, EraMode, RequestOptions, Roots};
+use switchboard::{Client, EraMode, RequestOptions, Roots, TaskOptions};
 
 use crate::ui::Ui;
 
@@ -91,6 +91,11 @@ struct ServerArgs {
     /// Request timeout in seconds.
     #[arg(long, default_value_t = 60.0)]
     timeout: f64,
+    /// The largest message taken from the server, in bytes: a line on
+    /// stdio, a WebSocket message, an HTTP response body or event (default
+    /// each transport's own, 64 MiB on HTTP).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    max_message_size: Option<u64>,
     /// Environment variable for the server, KEY=VALUE (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     env: Vec<String>,
@@ -662,6 +667,28 @@ fn remote_url(command: &Command) -> Option<&str> {
     }
 }
 
+/// Whether the server sent more than a size limit allows.
+fn message_too_large(error: &anyhow::Error) -> bool {
+    use switchboard::transport::TransportError;
+    error.chain().any(|cause| {
+        // A lost connection keeps its reason behind an `Arc`, a failed
+        // send behind a `Box`.
+        let transport = cause
+            .downcast_ref::<TransportError>()
+            .or_else(|| cause.downcast_ref::<Arc<TransportError>>().map(|r| &**r))
+            .or_else(|| cause.downcast_ref::<Box<TransportError>>().map(|r| &**r));
+        matches!(
+            transport,
+            Some(
+                TransportError::MessageTooLarge { .. }
+                    | TransportError::Sse(
+                        switchboard::transport::sse::SseError::EventTooLarge { .. }
+                    )
+            )
+        )
+    })
+}
+
 /// Runs the command; then, however it ended, closes every server it
 /// started; then reports.
 async fn run(cli: Cli) -> Result<u8, Failure> {
@@ -674,6 +701,11 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         lifecycle::Ended::OutputClosed => return Ok(exit::OUTPUT_CLOSED),
     };
     result.map_err(|mut failure| {
+        if failure.hint.is_none() && message_too_large(&failure.error) {
+            failure.hint = Some(
+                "to accept larger messages, raise the limit with --max-message-size BYTES".into(),
+            );
+        }
         if failure.code == exit::AUTH_REQUIRED
             && let Some(url) = url
         {
@@ -714,6 +746,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     &model,
                     server.json,
                     creds,
+                    max_message_size(&server),
                     servers,
                 )
                 .await;
@@ -786,6 +819,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     arguments,
                     server.json,
                     creds,
+                    max_message_size(&server),
                     customize,
                     servers,
                 )
@@ -801,7 +835,11 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             // The callback only asks for a progress token: progress is
             // shown from the event stream, in order with the log lines.
             let options = RequestOptions::default().on_progress(|_| {});
-            let result = with_events(&client, &ui, client.call_tool_with(&params, options)).await?;
+            // A tool that must run as a task runs as one (and waits for it);
+            // any other is a plain call.
+            let options = TaskOptions::new().prefer_task(false).request(options);
+            let result =
+                with_events(&client, &ui, client.call_tool_and_wait(&params, options)).await?;
             let elapsed = started.elapsed();
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -923,6 +961,9 @@ fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
     let mut config = StdioConfig::new(program)
         .args(rest.iter().cloned())
         .inherit_env(server.inherit_env);
+    if let Some(bytes) = max_message_size(server) {
+        config = config.max_message_size(bytes);
+    }
     for pair in &server.env {
         let (key, value) = pair
             .split_once('=')
@@ -931,6 +972,13 @@ fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
         config = config.env(key, value);
     }
     Ok(config)
+}
+
+/// `--max-message-size`, as the transports take it.
+fn max_message_size(server: &ServerArgs) -> Option<usize> {
+    server
+        .max_message_size
+        .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX))
 }
 
 fn headers(server: &ServerArgs) -> Result<Vec<(&str, &str)>, Failure> {
@@ -959,6 +1007,9 @@ fn url_connector(
             && (url.starts_with("ws://") || url.starts_with("wss://")));
     if websocket {
         let mut config = WebSocketConfig::new(url);
+        if let Some(bytes) = max_message_size(server) {
+            config = config.max_message_size(bytes);
+        }
         for (name, value) in headers(server)? {
             config = config.header(name, value);
         }
@@ -969,6 +1020,9 @@ fn url_connector(
         TransportArg::Http => HttpTransport::StreamableHttp,
         TransportArg::Sse => HttpTransport::Sse,
     });
+    if let Some(bytes) = max_message_size(server) {
+        config = config.max_body_size(bytes).max_event_size(bytes);
+    }
     let headers = headers(server)?;
     // An Authorization header given by hand wins over stored logins.
     if !headers

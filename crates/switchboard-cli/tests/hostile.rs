@@ -13,10 +13,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-#[allow(dead_code)] // HttpServer: used by the --max-message-size tests
 mod support;
 
-use support::BIN;
+use support::{BIN, HttpServer};
 
 /// A generous bound that only keeps a broken build from hanging the suite.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -357,4 +356,64 @@ fn a_closed_stdout_ends_tools_quietly() {
 fn a_reader_that_stops_early_ends_a_big_json_output_quietly() {
     // Far more than a pipe's buffer.
     reader_goes_away("pipe-json", &["tools", "--json"], "--extra-tools 3000", 1);
+}
+
+/// `call blob` (an answer of `size` bytes and a little more) with
+/// `--max-message-size`: refused when larger, naming the flag; accepted
+/// when the flag allows it. `server` is what follows the tool's arguments.
+fn message_size_limit(what: &str, sandbox: &Sandbox, target: &str, server: &[String]) {
+    let run = |limit: &str| {
+        let mut args = vec![
+            "call",
+            target,
+            "--arg",
+            "size=200000",
+            "--max-message-size",
+            limit,
+        ];
+        args.extend(server.iter().map(String::as_str));
+        let mut running = sandbox.spawn_with(&args, Vec::new());
+        // Read, so that a full pipe never blocks the CLI.
+        let mut stdout = running.child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            std::io::copy(&mut stdout, &mut std::io::sink()).unwrap_or_default()
+        });
+        let status = running.wait();
+        let _ = reader.join();
+        (status, running.drain())
+    };
+    let (status, stderr) = run("100000");
+    assert!(
+        !status.success(),
+        "{what}: a 200 kB answer passed a 100 kB limit"
+    );
+    assert!(
+        stderr.contains("--max-message-size"),
+        "{what}: the error does not name the flag to raise:\n{stderr}"
+    );
+    let (status, stderr) = run("1000000");
+    assert!(status.success(), "{what}: {status}\n{stderr}");
+}
+
+#[test]
+fn max_message_size_limits_every_transport_and_is_named_when_hit() {
+    let sandbox = Sandbox::new("limit");
+    let mut stdio = vec!["--".to_owned()];
+    stdio.extend(sandbox.server());
+    message_size_limit("stdio", &sandbox, "blob", &stdio);
+
+    let http = HttpServer::start(&[]);
+    let url = |path: &str| vec!["--url".to_owned(), format!("{}{path}", http.1)];
+    message_size_limit("streamable HTTP", &sandbox, "blob", &url("/mcp"));
+    let mut sse = url("/sse");
+    sse.extend(["--transport".to_owned(), "sse".to_owned()]);
+    message_size_limit("HTTP+SSE", &sandbox, "blob", &sse);
+    let ws = vec![
+        "--url".to_owned(),
+        format!("{}/ws", http.1.replace("http://", "ws://")),
+    ];
+    message_size_limit("WebSocket", &sandbox, "blob", &ws);
+
+    sandbox.configure();
+    message_size_limit("configured", &sandbox, "hostile/blob", &[]);
 }
