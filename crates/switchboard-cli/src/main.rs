@@ -1178,16 +1178,36 @@ async fn connect(
     let started = Instant::now();
     let builder = Client::builder().era_mode(mode).request_timeout(timeout);
     let builder = answering(builder, server, &ui, roots.as_ref());
-    let client = match &server.url {
-        Some(url) => {
-            builder
-                .connect_arc(url_connector(server, url, credentials)?)
-                .await?
-        }
-        None => builder.connect(stdio_config(server)?).await?,
+    let (name, connecting) = match &server.url {
+        Some(url) => (
+            url.clone(),
+            builder.connect_arc(url_connector(server, url, credentials)?),
+        ),
+        None => (
+            server.command.join(" "),
+            builder.connect_arc(Arc::new(stdio_config(server)?)),
+        ),
     };
+    let waiting_for = match mode {
+        EraMode::Legacy => format!("waiting for {name} to answer initialize …"),
+        _ => format!(
+            "waiting for {name} to answer server/discover (a 2026-07-28 probe; older servers \
+             may not answer it) …"
+        ),
+    };
+    let client = say_if_slow(connecting, &ui, &waiting_for).await?;
     servers.client(&client);
     Ok((client, started.elapsed(), ui))
+}
+
+/// Awaits `work`, saying `what` on stderr once if it takes over a second.
+async fn say_if_slow<T>(work: impl Future<Output = T>, ui: &Ui, what: &str) -> T {
+    let mut work = std::pin::pin!(work);
+    tokio::select! {
+        out = &mut work => return out,
+        () = tokio::time::sleep(Duration::from_secs(1)) => ui.notice(what),
+    }
+    work.await
 }
 
 async fn finish(client: &Client, server: &ServerArgs) {

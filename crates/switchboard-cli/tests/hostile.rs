@@ -417,3 +417,35 @@ fn max_message_size_limits_every_transport_and_is_named_when_hit() {
     sandbox.configure();
     message_size_limit("configured", &sandbox, "hostile/blob", &[]);
 }
+
+#[test]
+fn a_server_that_never_answers_the_probe_is_named_while_waiting() {
+    let sandbox = Sandbox::new("probe");
+    // Its pid for the sandbox to kill: a server still starting when the
+    // signal comes is the library's to stop as the client is dropped.
+    let script = format!(
+        "echo $$ > '{}'; exec sleep 1000",
+        sandbox.file("server.pid").display()
+    );
+    let server = vec!["sh".to_owned(), "-c".to_owned(), script];
+    let mut running = sandbox.spawn_with(&["info"], server);
+    let deadline = Instant::now() + PATIENCE;
+    while !running.seen.contains("server/discover") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match running.stderr.recv_timeout(left) {
+            Ok(line) => {
+                running.seen.push_str(&line);
+                running.seen.push('\n');
+            }
+            Err(_) => panic!("nothing said about the probe:\n{}", running.seen),
+        }
+    }
+    assert!(
+        running.seen.contains("waiting for sh -c"),
+        "{}",
+        running.seen
+    );
+    running.signal("INT");
+    let status = running.wait();
+    assert_eq!(status.code(), Some(130), "{}", running.drain());
+}
