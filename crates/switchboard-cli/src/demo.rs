@@ -9,6 +9,7 @@ use switchboard::Client;
 use switchboard::transport::stdio::StdioConfig;
 
 use crate::Failure;
+use crate::lifecycle::Servers;
 use crate::output::{describe_block, millis};
 
 struct Scenario {
@@ -43,7 +44,7 @@ where
     Ok((value, elapsed))
 }
 
-pub(crate) async fn run(json_output: bool) -> Result<u8, Failure> {
+pub(crate) async fn run(json_output: bool, servers: &Servers) -> Result<u8, Failure> {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::usage(anyhow::anyhow!("cannot find this program's path: {e}")))?;
     let say = |line: String| {
@@ -68,6 +69,7 @@ pub(crate) async fn run(json_output: bool) -> Result<u8, Failure> {
                 .connect(config),
         )
         .await?;
+        servers.client(&client);
         let session = client.session().clone();
         let how = match (session.era, session.respawned) {
             (switchboard::types::Era::Modern, _) => "answered the server/discover probe",

@@ -19,6 +19,7 @@ use switchboard_hub::{
 };
 
 use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_reason};
+use crate::lifecycle::Servers;
 use crate::{Failure, exit, login, output};
 
 /// The servers to hand to the hub: enabled ones expanded (runnable),
@@ -90,9 +91,13 @@ fn builder(
     servers: Vec<ServerConfig>,
     startup_timeout: Duration,
     credentials: Option<PathBuf>,
+    max_message_size: Option<usize>,
 ) -> HubBuilder {
-    Hub::builder()
-        .servers(servers)
+    let mut hub = Hub::builder();
+    if let Some(bytes) = max_message_size {
+        hub = hub.max_message_size(bytes);
+    }
+    hub.servers(servers)
         .startup_timeout(startup_timeout)
         .auth(move |server| match &server.transport {
             // A hand-written Authorization header wins over stored logins.
@@ -211,6 +216,7 @@ pub(crate) async fn list(
     json: bool,
     startup_timeout: Duration,
     credentials: Option<&Path>,
+    servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     crate::approve::ask_pending(context, &mut loaded, None);
@@ -219,9 +225,11 @@ pub(crate) async fn list(
         prepared.runnable,
         startup_timeout,
         credentials.map(Path::to_path_buf),
+        None,
     )
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
     start(&hub, json).await;
     let statuses: BTreeMap<String, ServerStatus> = hub
         .list()
@@ -316,6 +324,8 @@ pub(crate) async fn tools(
     model: &crate::ModelArgs,
     json: bool,
     credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     if let Some(name) = only
@@ -345,9 +355,11 @@ pub(crate) async fn tools(
         prepared.runnable,
         DEFAULT_STARTUP,
         credentials.map(Path::to_path_buf),
+        max_message_size,
     )
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
     start(&hub, json).await;
     let statuses = hub.list();
     for status in &statuses {
@@ -432,13 +444,19 @@ fn split_target<'a>(target: &'a str, loaded: &LoadedConfig) -> Result<(&'a str, 
 }
 
 /// `call SERVER/TOOL [JSON]` on a configured server.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
 pub(crate) async fn call(
     context: &Context,
     target: &str,
     arguments: Map<String, Value>,
     json: bool,
     credentials: Option<&Path>,
+    max_message_size: Option<usize>,
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     let (server, tool) = split_target(target, &loaded)?;
@@ -470,10 +488,12 @@ pub(crate) async fn call(
         prepared.runnable,
         DEFAULT_STARTUP,
         credentials.map(Path::to_path_buf),
+        max_message_size,
     )
     .client(customize)
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
     start(&hub, json).await;
     let started = Instant::now();
     let result = hub.call(server, tool, Some(arguments)).await;

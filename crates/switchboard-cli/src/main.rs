@@ -6,6 +6,7 @@ mod ask;
 mod configure;
 mod demo;
 mod hub;
+mod lifecycle;
 mod login;
 #[cfg(feature = "otlp")]
 mod otlp;
@@ -30,7 +31,7 @@ use switchboard::transport::stdio::StdioConfig;
 use switchboard::transport::ws::WebSocketConfig;
 use switchboard::types::roots::Root;
 use switchboard::types::{CallToolRequestParams, LoggingLevel};
-use switchboard::{Client, EraMode, RequestOptions, Roots};
+use switchboard::{Client, EraMode, RequestOptions, Roots, TaskOptions};
 
 use crate::ui::Ui;
 
@@ -41,6 +42,13 @@ mod exit {
     pub(crate) const UNREACHABLE: u8 = 4;
     pub(crate) const TOOL_ERROR: u8 = 5;
     pub(crate) const PROTOCOL_VIOLATION: u8 = 6;
+    /// Ended by SIGHUP, SIGINT (Ctrl-C), SIGTERM: 128 + the signal, as a
+    /// shell reports a process the signal killed.
+    pub(crate) const SIGHUP: u8 = 129;
+    pub(crate) const SIGINT: u8 = 130;
+    pub(crate) const SIGTERM: u8 = 143;
+    /// stdout or stderr was closed by its reader (`… | head`): 128 + SIGPIPE.
+    pub(crate) const OUTPUT_CLOSED: u8 = 141;
 }
 
 #[derive(Parser, Debug)]
@@ -48,9 +56,11 @@ mod exit {
     name = "switchboard",
     version,
     about = "Talk to any MCP server: both protocol eras, from one command.",
-    after_help = "Exit codes: 0 ok, 1 usage or config error, 3 authorization required, \
-                  4 server unreachable, failed to start, lost or timed out, 5 the tool returned isError, \
-                  6 the server broke the protocol."
+    after_help = "Exit codes: 0 ok, 1 usage or config error (and JSON-RPC errors), \
+                  3 authorization required, 4 server unreachable, failed to start, lost \
+                  or timed out, 5 the tool returned isError, 6 the server broke the protocol, \
+                  129/130/143 ended by SIGHUP/SIGINT/SIGTERM (servers closed first), \
+                  141 output closed by its reader."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -89,6 +99,11 @@ struct ServerArgs {
     /// Request timeout in seconds.
     #[arg(long, default_value_t = 60.0)]
     timeout: f64,
+    /// The largest message taken from the server, in bytes: a line on
+    /// stdio, a WebSocket message, an HTTP response body or event (default
+    /// each transport's own, 64 MiB on HTTP).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    max_message_size: Option<u64>,
     /// Environment variable for the server, KEY=VALUE (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     env: Vec<String>,
@@ -469,6 +484,7 @@ fn main() -> ExitCode {
     if argv.get(1).map(String::as_str) == Some("__testserver") {
         switchboard_testkit::run_stdio_main(argv[2..].to_vec());
     }
+    lifecycle::quiet_print_failures();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -523,13 +539,21 @@ fn main() -> ExitCode {
         }
     };
     let span = tracing::info_span!("switchboard");
-    match runtime.block_on(tracing::Instrument::instrument(run(cli), span)) {
-        Ok(code) => ExitCode::from(code),
+    let code = match runtime.block_on(tracing::Instrument::instrument(run(cli), span)) {
+        Ok(code) => code,
         Err(failure) => {
-            failure.report(json);
-            ExitCode::from(failure.code)
+            // Nothing more to say when stderr is closed too.
+            let _ = std::panic::catch_unwind(|| failure.report(json));
+            failure.code
         }
+    };
+    if matches!(code, exit::SIGHUP | exit::SIGINT | exit::SIGTERM) {
+        // After a second signal servers may still run: their clients are
+        // dropped here (the library kills them) without waiting on
+        // anything that would block.
+        runtime.shutdown_timeout(Duration::from_millis(500));
     }
+    ExitCode::from(code)
 }
 
 #[cfg(feature = "otlp")]
@@ -658,10 +682,45 @@ fn remote_url(command: &Command) -> Option<&str> {
     }
 }
 
+/// Whether the server sent more than a size limit allows.
+fn message_too_large(error: &anyhow::Error) -> bool {
+    use switchboard::transport::TransportError;
+    error.chain().any(|cause| {
+        // A lost connection keeps its reason behind an `Arc`, a failed
+        // send behind a `Box`.
+        let transport = cause
+            .downcast_ref::<TransportError>()
+            .or_else(|| cause.downcast_ref::<Arc<TransportError>>().map(|r| &**r))
+            .or_else(|| cause.downcast_ref::<Box<TransportError>>().map(|r| &**r));
+        matches!(
+            transport,
+            Some(
+                TransportError::MessageTooLarge { .. }
+                    | TransportError::Sse(
+                        switchboard::transport::sse::SseError::EventTooLarge { .. }
+                    )
+            )
+        )
+    })
+}
+
+/// Runs the command; then, however it ended, closes every server it
+/// started; then reports.
 async fn run(cli: Cli) -> Result<u8, Failure> {
     let url = remote_url(&cli.command).map(str::to_owned);
     let credentials = cli.credentials.clone();
-    run_command(cli).await.map_err(|mut failure| {
+    let servers = lifecycle::Servers::default();
+    let result = match lifecycle::run(&servers, run_command(cli, &servers)).await {
+        lifecycle::Ended::Done(result) => result,
+        lifecycle::Ended::Signal(code) => return Ok(code),
+        lifecycle::Ended::OutputClosed => return Ok(exit::OUTPUT_CLOSED),
+    };
+    result.map_err(|mut failure| {
+        if failure.hint.is_none() && message_too_large(&failure.error) {
+            failure.hint = Some(
+                "to accept larger messages, raise the limit with --max-message-size BYTES".into(),
+            );
+        }
         if failure.code == exit::AUTH_REQUIRED
             && let Some(url) = url
         {
@@ -674,12 +733,12 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     })
 }
 
-async fn run_command(cli: Cli) -> Result<u8, Failure> {
+async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failure> {
     let creds = cli.credentials.as_deref();
     match cli.command {
-        Command::Demo { json } => demo::run(json).await,
+        Command::Demo { json } => demo::run(json, servers).await,
         Command::Info(server) => {
-            let (client, connect_time, _) = connect(&server, creds).await?;
+            let (client, connect_time, _) = connect(&server, creds, servers).await?;
             let info = output::info_json(&client, connect_time);
             if server.json {
                 output::print_json(&info);
@@ -696,14 +755,23 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
         } => {
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
-                return hub::tools(&context, only.as_deref(), &model, server.json, creds).await;
+                return hub::tools(
+                    &context,
+                    only.as_deref(),
+                    &model,
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    servers,
+                )
+                .await;
             }
             if only.is_some() {
                 return Err(Failure::usage(anyhow::anyhow!(
                     "--server names a configured server; it cannot go with a server command or --url"
                 )));
             }
-            let (client, _, _) = connect(&server, creds).await?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
             let tools = client.list_tools().await?;
             if let Some(provider) = model.provider {
                 // The server's own name (the command line is no name).
@@ -724,7 +792,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Resources(server) => {
-            let (client, _, _) = connect(&server, creds).await?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
             let resources = client.list_resources().await?;
             let templates = client.list_resource_templates().await?;
             if server.json {
@@ -738,7 +806,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Prompts(server) => {
-            let (client, _, _) = connect(&server, creds).await?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
             let prompts = client.list_prompts().await?;
             if server.json {
                 output::print_json(&json!({ "prompts": prompts }));
@@ -760,9 +828,19 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
                 let customize = hub_client(&server)?;
-                return hub::call(&context, &tool, arguments, server.json, creds, customize).await;
+                return hub::call(
+                    &context,
+                    &tool,
+                    arguments,
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    customize,
+                    servers,
+                )
+                .await;
             }
-            let (client, _, ui) = connect(&server, creds).await?;
+            let (client, _, ui) = connect(&server, creds, servers).await?;
             let started = Instant::now();
             let params = CallToolRequestParams {
                 name: tool,
@@ -772,7 +850,11 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             // The callback only asks for a progress token: progress is
             // shown from the event stream, in order with the log lines.
             let options = RequestOptions::default().on_progress(|_| {});
-            let result = with_events(&client, &ui, client.call_tool_with(&params, options)).await?;
+            // A tool that must run as a task runs as one (and waits for it);
+            // any other is a plain call.
+            let options = TaskOptions::new().prefer_task(false).request(options);
+            let result =
+                with_events(&client, &ui, client.call_tool_and_wait(&params, options)).await?;
             let elapsed = started.elapsed();
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -787,7 +869,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
             })
         }
         Command::Read { uri, server } => {
-            let (client, _, ui) = connect(&server, creds).await?;
+            let (client, _, ui) = connect(&server, creds, servers).await?;
             let result = with_events(&client, &ui, client.read_resource(&uri)).await?;
             if server.json {
                 output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -799,7 +881,7 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Prompt { name, args, server } => {
             let arguments = args::prompt_arguments(&args).map_err(Failure::usage)?;
-            let (client, _, ui) = connect(&server, creds).await?;
+            let (client, _, ui) = connect(&server, creds, servers).await?;
             let result =
                 with_events(&client, &ui, client.get_prompt(&name, Some(arguments))).await?;
             if server.json {
@@ -824,7 +906,14 @@ async fn run_command(cli: Cli) -> Result<u8, Failure> {
                 )));
             }
             let context = configure::Context::new(cli.config)?;
-            hub::list(&context, json, Duration::from_secs_f64(timeout), creds).await
+            hub::list(
+                &context,
+                json,
+                Duration::from_secs_f64(timeout),
+                creds,
+                servers,
+            )
+            .await
         }
         Command::Add(args) => configure::add(&configure::Context::new(cli.config)?, args),
         Command::AddJson {
@@ -887,6 +976,9 @@ fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
     let mut config = StdioConfig::new(program)
         .args(rest.iter().cloned())
         .inherit_env(server.inherit_env);
+    if let Some(bytes) = max_message_size(server) {
+        config = config.max_message_size(bytes);
+    }
     for pair in &server.env {
         let (key, value) = pair
             .split_once('=')
@@ -895,6 +987,13 @@ fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
         config = config.env(key, value);
     }
     Ok(config)
+}
+
+/// `--max-message-size`, as the transports take it.
+fn max_message_size(server: &ServerArgs) -> Option<usize> {
+    server
+        .max_message_size
+        .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX))
 }
 
 fn headers(server: &ServerArgs) -> Result<Vec<(&str, &str)>, Failure> {
@@ -923,6 +1022,9 @@ fn url_connector(
             && (url.starts_with("ws://") || url.starts_with("wss://")));
     if websocket {
         let mut config = WebSocketConfig::new(url);
+        if let Some(bytes) = max_message_size(server) {
+            config = config.max_message_size(bytes);
+        }
         for (name, value) in headers(server)? {
             config = config.header(name, value);
         }
@@ -933,6 +1035,9 @@ fn url_connector(
         TransportArg::Http => HttpTransport::StreamableHttp,
         TransportArg::Sse => HttpTransport::Sse,
     });
+    if let Some(bytes) = max_message_size(server) {
+        config = config.max_body_size(bytes).max_event_size(bytes);
+    }
     let headers = headers(server)?;
     // An Authorization header given by hand wins over stored logins.
     if !headers
@@ -1072,9 +1177,12 @@ fn hub_client(
     })
 }
 
+/// Connects to the server of `server`; the client is closed when the
+/// command ends, whichever way it ends.
 async fn connect(
     server: &ServerArgs,
     credentials: Option<&std::path::Path>,
+    servers: &lifecycle::Servers,
 ) -> Result<(Client, Duration, Arc<Ui>), Failure> {
     let (timeout, ui, roots) = answer_setup(server)?;
     let mode = match server.era {
@@ -1085,15 +1193,36 @@ async fn connect(
     let started = Instant::now();
     let builder = Client::builder().era_mode(mode).request_timeout(timeout);
     let builder = answering(builder, server, &ui, roots.as_ref());
-    let client = match &server.url {
-        Some(url) => {
-            builder
-                .connect_arc(url_connector(server, url, credentials)?)
-                .await?
-        }
-        None => builder.connect(stdio_config(server)?).await?,
+    let (name, connecting) = match &server.url {
+        Some(url) => (
+            url.clone(),
+            builder.connect_arc(url_connector(server, url, credentials)?),
+        ),
+        None => (
+            server.command.join(" "),
+            builder.connect_arc(Arc::new(stdio_config(server)?)),
+        ),
     };
+    let waiting_for = match mode {
+        EraMode::Legacy => format!("waiting for {name} to answer initialize …"),
+        _ => format!(
+            "waiting for {name} to answer server/discover (a 2026-07-28 probe; older servers \
+             may not answer it) …"
+        ),
+    };
+    let client = say_if_slow(connecting, &ui, &waiting_for).await?;
+    servers.client(&client);
     Ok((client, started.elapsed(), ui))
+}
+
+/// Awaits `work`, saying `what` on stderr once if it takes over a second.
+async fn say_if_slow<T>(work: impl Future<Output = T>, ui: &Ui, what: &str) -> T {
+    let mut work = std::pin::pin!(work);
+    tokio::select! {
+        out = &mut work => return out,
+        () = tokio::time::sleep(Duration::from_secs(1)) => ui.notice(what),
+    }
+    work.await
 }
 
 async fn finish(client: &Client, server: &ServerArgs) {

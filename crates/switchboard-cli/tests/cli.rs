@@ -587,3 +587,13 @@ fn roots_come_from_root_flags() {
     );
     let _ = std::fs::remove_dir(&dir);
 }
+
+#[test]
+fn call_runs_a_task_only_tool_as_a_task() {
+    for era in ["dual", "legacy"] {
+        let output = against(&["call", "must_task", "--arg", "ms=10"], &["--era", era]);
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert!(said.starts_with("done"), "{era}: {said}");
+    }
+}

@@ -980,3 +980,29 @@ fn tools_for_a_model_api_are_its_tools_value_with_valid_unique_names() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     assert!(text(&output.stderr).contains("openai-chat"));
 }
+
+#[test]
+fn call_runs_a_configured_servers_task_only_tool_as_a_task() {
+    let sandbox = Sandbox::new("task");
+    for era in ["dual", "legacy"] {
+        ok(
+            &sandbox.run(&[
+                "add",
+                "-s",
+                "user",
+                era,
+                "--",
+                BIN,
+                "__testserver",
+                "--era",
+                era,
+            ]),
+            "add",
+        );
+        let target = format!("{era}/must_task");
+        let output = sandbox.run(&["call", &target, "--arg", "ms=10"]);
+        ok(&output, &format!("call {target}"));
+        let said = text(&output.stdout);
+        assert!(said.starts_with("done"), "{era}: {said}");
+    }
+}

@@ -61,7 +61,7 @@ use std::time::{Duration, Instant};
 
 use switchboard::transport::http::AuthProvider;
 use switchboard::types::{CallToolRequestParams, CallToolResult, JsonObject};
-use switchboard::{Client, ClientBuilder, Error as ClientError, RequestOptions};
+use switchboard::{Client, ClientBuilder, Error as ClientError, RequestOptions, TaskOptions};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -169,6 +169,7 @@ pub struct HubBuilder {
     event_capacity: usize,
     state_dir: Option<PathBuf>,
     persist: bool,
+    max_message_size: Option<usize>,
 }
 
 impl std::fmt::Debug for HubBuilder {
@@ -185,6 +186,7 @@ impl std::fmt::Debug for HubBuilder {
             .field("event_capacity", &self.event_capacity)
             .field("state_dir", &self.state_dir)
             .field("persist", &self.persist)
+            .field("max_message_size", &self.max_message_size)
             .finish()
     }
 }
@@ -203,6 +205,7 @@ impl Default for HubBuilder {
             event_capacity: 256,
             state_dir: None,
             persist: true,
+            max_message_size: None,
         }
     }
 }
@@ -297,6 +300,14 @@ impl HubBuilder {
         self
     }
 
+    /// The largest message accepted from any server, in bytes: a line on
+    /// stdio, an HTTP response body or SSE event (default: each
+    /// transport's own).
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = Some(bytes);
+        self
+    }
+
     /// Makes the hub (nothing connects until [`Hub::start`]). The state
     /// file, if any, is read now, so [`Hub::list`] answers at once.
     ///
@@ -327,6 +338,9 @@ impl HubBuilder {
         }
         if self.keepalive.is_some_and(|k| k.is_zero()) {
             return bad("keepalive", "must be greater than zero");
+        }
+        if self.max_message_size == Some(0) {
+            return bad("max_message_size", "must be at least 1");
         }
         let mut by_name = HashMap::new();
         for (i, server) in self.servers.iter().enumerate() {
@@ -371,6 +385,7 @@ impl HubBuilder {
                 startup_timeout: self.startup_timeout,
                 backoff: self.backoff,
                 keepalive: self.keepalive,
+                max_message_size: self.max_message_size,
             },
             tasks: TaskTracker::new(),
             writer_started: AtomicBool::new(false),
@@ -393,6 +408,7 @@ pub(crate) struct Settings {
     startup_timeout: Duration,
     backoff: Backoff,
     keepalive: Option<Duration>,
+    max_message_size: Option<usize>,
 }
 
 /// What the hub handle and the supervisors share (the supervisors never
@@ -685,6 +701,8 @@ impl Hub {
     /// it fails with [`HubError::ClosedDuringCall`], unless the tool is
     /// annotated read-only: then it is sent once more after the server
     /// reconnects (within the startup timeout plus the longest backoff).
+    /// A tool whose `execution.taskSupport` is `required` is run as a task
+    /// and waited for ([`Client::call_tool_and_wait`]).
     ///
     /// # Errors
     /// [`HubError::UnknownServer`]; [`HubError::ToolNotAllowed`] for a tool
@@ -868,9 +886,12 @@ async fn send_call(
         arguments,
         ..Default::default()
     };
-    client
-        .call_tool_with(&params, request_options(client))
-        .await
+    // A tool whose `taskSupport` is `required` runs as a task, waited for;
+    // any other is a plain call.
+    let options = TaskOptions::new()
+        .prefer_task(false)
+        .request(request_options(client));
+    client.call_tool_and_wait(&params, options).await
 }
 
 /// The options of a call from the hub. With the `otel` feature, the W3C

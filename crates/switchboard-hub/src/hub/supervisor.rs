@@ -305,6 +305,9 @@ fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, Failure
             if let Some(dir) = cwd {
                 stdio = stdio.cwd(dir);
             }
+            if let Some(bytes) = shared.settings.max_message_size {
+                stdio = stdio.max_message_size(bytes);
+            }
             Ok(Arc::new(stdio))
         }
         TransportConfig::Http { url, headers, kind } => {
@@ -333,6 +336,9 @@ fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, Failure
             }
             if let Some(provider) = shared.settings.auth.as_ref().and_then(|f| f(config)) {
                 http = http.auth(provider);
+            }
+            if let Some(bytes) = shared.settings.max_message_size {
+                http = http.max_body_size(bytes).max_event_size(bytes);
             }
             Ok(Arc::new(http))
         }
