@@ -315,7 +315,7 @@ impl Client {
                 });
             }
         };
-        self.check_output(&params.name, result)
+        self.check_output(&params.name, result).await
     }
 
     /// A task's current state (`tasks/get`).
