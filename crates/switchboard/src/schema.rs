@@ -293,7 +293,10 @@ impl OutputValidator {
             tool: tool.name.clone(),
             budget,
         };
-        let deadline = tokio::time::Instant::now() + budget;
+        let now = tokio::time::Instant::now();
+        let deadline = now
+            .checked_add(budget)
+            .unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365 * 30));
         let running = self.inner.running.clone();
         let Ok(Ok(permit)) = tokio::time::timeout_at(deadline, running.acquire_owned()).await
         else {

@@ -74,6 +74,10 @@ impl fmt::Display for ProbeWait {
     }
 }
 
+/// The longest duration a [`ClientBuilder`] setting takes (365 days);
+/// [`ClientBuilder::connect`] refuses a longer one.
+pub const MAX_SETTING_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Default for [`ClientBuilder::max_server_requests`].
 pub const DEFAULT_MAX_SERVER_REQUESTS: usize = 16;
 
@@ -404,6 +408,22 @@ impl ClientBuilder {
                 Ok(())
             }
         };
+        for (setting, value) in [
+            ("probe_timeout", self.probe_timeout),
+            ("probe_notice_after", self.probe_notice_after),
+            ("request_timeout", self.engine.request_timeout),
+            ("max_request_time", self.engine.max_request_time),
+            ("url_elicitation_wait", self.url_elicitation_wait),
+            ("output_validation_budget", self.output_validation_budget),
+        ] {
+            // Deadlines are `now + setting`: past this they could overflow.
+            if value > MAX_SETTING_DURATION {
+                return Err(Error::Config {
+                    setting,
+                    reason: "must be at most 365 days".into(),
+                });
+            }
+        }
         zero("probe_timeout", self.probe_timeout)?;
         zero("probe_notice_after", self.probe_notice_after)?;
         zero("output_validation_budget", self.output_validation_budget)?;
