@@ -1575,18 +1575,33 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: dropping it cancels the page in flight.
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        Ok(self.list_tools_shared().await?.to_vec())
+    }
+
+    /// [`Client::list_tools`] without its copy: the list kept for
+    /// [`Client::tools`] and `outputSchema` checks is the one returned.
+    /// A parsed tool list is many times the size of its JSON text (every
+    /// schema is a tree of maps), so for large lists this halves the
+    /// memory a listing costs.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`].
+    ///
+    /// # Cancel safety
+    /// As [`Client::list_tools`].
+    pub async fn list_tools_shared(&self) -> Result<Arc<[Tool]>> {
         self.require(
             "tools",
             rq::ListTools::METHOD,
             self.capabilities().tools.is_some(),
         )?;
-        let tools = self.list_all::<rq::ListTools>().await?;
+        let tools: Arc<[Tool]> = self.list_all::<rq::ListTools>().await?.into();
         // Also for checking `structuredContent` against `outputSchema`.
         self.inner
             .tools
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .set(&tools);
+            .set(tools.clone());
         Ok(tools)
     }
 
