@@ -1053,3 +1053,42 @@ fn edits_reach_claude_codes_local_scope_and_switchboards_scoped_files() {
     );
     assert!(Target::switchboard(&locations, Scope::Managed).is_none());
 }
+
+#[test]
+fn huge_negative_and_nan_timeouts_are_clamped_or_reported_never_a_panic() {
+    let w = World::new("numbers");
+    let file = w.home.write(
+        "given.toml",
+        "[mcp_servers.huge]\ncommand = \"huge\"\nstartup_timeout_sec = 1e300\ntool_timeout_sec = 1.7976931348623157e308\n\n\
+         [mcp_servers.millis]\ncommand = \"millis\"\nstartup_timeout_ms = 1e300\n\n\
+         [mcp_servers.negative]\ncommand = \"negative\"\ntool_timeout_sec = -1\n\n\
+         [mcp_servers.nan]\ncommand = \"nan\"\nstartup_timeout_sec = nan\n\n\
+         [mcp_servers.inf]\ncommand = \"inf\"\nstartup_timeout_sec = inf\n",
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new().with_config(&file));
+    let server = |name: &str| loaded.servers.iter().find(|s| s.name == name);
+    let max = switchboard_hub::config::dialect::MAX_DURATION;
+    let huge = server("huge").expect("a huge timeout is clamped, not refused");
+    assert_eq!(huge.startup_timeout, Some(max));
+    assert_eq!(huge.request_timeout, Some(max));
+    assert_eq!(server("millis").unwrap().startup_timeout, Some(max));
+    let negative = loaded
+        .diagnostics
+        .iter()
+        .map(ToString::to_string)
+        .find(|d| d.contains("server `negative`"))
+        .unwrap_or_else(|| panic!("no diagnostic for -1: {:#?}", loaded.diagnostics));
+    assert!(
+        negative.contains("tool_timeout_sec") && negative.contains("expected a number ≥ 0"),
+        "{negative}"
+    );
+    // TOML's nan and inf have no JSON form: an error, or no timeout at all.
+    for name in ["nan", "inf"] {
+        let said = loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.to_string().contains(&format!("server `{name}`")));
+        let timeout = server(name).and_then(|s| s.startup_timeout);
+        assert!(said || timeout.is_none(), "{name}: {timeout:?}");
+    }
+}

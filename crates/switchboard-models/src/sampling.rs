@@ -16,6 +16,9 @@
 //! A handler that answers without asking lets every server spend the
 //! user's model: install it only for servers the user trusts with that.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde_json::{Map, Value, json};
 use switchboard::handlers::BoxFuture;
 use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
@@ -24,17 +27,43 @@ use switchboard::{HandlerContext, HandlerError, SamplingHandler};
 
 use crate::chat::{ChatClient, ChatError};
 
+/// Default for [`ChatSampling::with_max_calls`].
+pub const DEFAULT_MAX_CALLS: usize = 32;
+
 /// Answers sampling requests with the model behind a [`ChatClient`],
-/// without asking anyone. Cheap to clone.
+/// without asking anyone. Cheap to clone; clones share one count of model
+/// calls, at most [`ChatSampling::with_max_calls`] (default
+/// [`DEFAULT_MAX_CALLS`], 32) for the handler's life: a server that keeps
+/// asking cannot spend the user's model without end.
 #[derive(Clone, Debug)]
 pub struct ChatSampling {
     chat: ChatClient,
+    calls: Arc<AtomicUsize>,
+    max_calls: usize,
 }
 
 impl ChatSampling {
     /// A handler sending every request to `chat`.
     pub fn new(chat: ChatClient) -> Self {
-        Self { chat }
+        Self {
+            chat,
+            calls: Arc::default(),
+            max_calls: DEFAULT_MAX_CALLS,
+        }
+    }
+
+    /// Most model calls this handler and its clones make (default
+    /// [`DEFAULT_MAX_CALLS`]); later requests are refused with
+    /// [`HandlerError::Rejected`], naming the limit.
+    #[must_use]
+    pub fn with_max_calls(mut self, calls: usize) -> Self {
+        self.max_calls = calls;
+        self
+    }
+
+    /// Model calls made so far (refused ones not counted).
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::Relaxed).min(self.max_calls)
     }
 
     /// The chat client.
@@ -46,7 +75,8 @@ impl ChatSampling {
     ///
     /// # Errors
     /// [`HandlerError::InvalidParams`] for content the endpoint cannot take
-    /// (see [`chat_request`]); [`HandlerError::Failed`] when the endpoint
+    /// (see [`chat_request`]); [`HandlerError::Rejected`] past the limit of
+    /// model calls; [`HandlerError::Failed`] when the endpoint
     /// fails (the message says how) or answers without a choice.
     ///
     /// # Cancel safety
@@ -56,6 +86,12 @@ impl ChatSampling {
         params: &CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, HandlerError> {
         let body = chat_request(params, self.chat.model())?;
+        if self.calls.fetch_add(1, Ordering::Relaxed) >= self.max_calls {
+            return Err(HandlerError::Rejected(format!(
+                "this run has already made {} model calls for servers' sampling requests, its limit (ChatSampling::with_max_calls)",
+                self.max_calls
+            )));
+        }
         let answer = self
             .chat
             .complete(&body)
@@ -219,6 +255,28 @@ mod tests {
 
     fn params(value: Value) -> CreateMessageRequestParams {
         serde_json::from_value(value).unwrap()
+    }
+
+    #[tokio::test]
+    async fn model_calls_stop_at_the_limit() {
+        // Nothing listens on the discard port: each call that is made
+        // fails fast, which is enough to count it.
+        let chat = ChatClient::new("http://127.0.0.1:9/v1", "m").unwrap();
+        let sampling = ChatSampling::new(chat).with_max_calls(2);
+        let clone = sampling.clone();
+        let request = params(json!({"messages": [
+            {"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}));
+        for handler in [&sampling, &clone] {
+            let error = handler.sample(&request).await.unwrap_err();
+            assert!(matches!(error, HandlerError::Failed(_)), "{error}");
+        }
+        let error = sampling.sample(&request).await.unwrap_err();
+        let HandlerError::Rejected(message) = &error else {
+            panic!("{error}");
+        };
+        assert!(message.contains("2 model calls"), "{message}");
+        assert!(message.contains("with_max_calls"), "{message}");
+        assert_eq!(sampling.calls(), 2);
     }
 
     #[test]

@@ -40,7 +40,9 @@ pub mod transport;
 pub mod url_display;
 
 pub use client::tasks::TaskOptions;
-pub use client::{Client, ClientBuilder, EraMode, ServerSession, Subscription, SubscriptionEvent};
+pub use client::{
+    Client, ClientBuilder, EraMode, ProbeWait, ServerSession, Subscription, SubscriptionEvent,
+};
 pub use engine::{Progress, RequestOptions};
 pub use error::{Error, Result};
 pub use events::{Event, EventStream, ListKind};

@@ -70,6 +70,15 @@
 //!   [`MAX_MESSAGE_BYTES`];
 //! - the instance is whatever arrived, already bounded by the transport's
 //!   message size limit;
+//! - [`OutputValidator::validate_within`] runs a check on a blocking thread
+//!   (never on the async workers) and waits at most a time budget
+//!   ([`DEFAULT_VALIDATION_BUDGET`], 100 ms, unless the caller gives another;
+//!   `Client` takes [`ClientBuilder::output_validation_budget`](crate::ClientBuilder::output_validation_budget)):
+//!   past it the result is reported unchecked ([`OutputMismatch::OverBudget`]).
+//!   A check cannot be stopped midway, so an abandoned one runs to its end
+//!   on its thread; at most [`MAX_RUNNING_CHECKS`] checks of one validator
+//!   run at a time, and a result that finds them all busy for its whole
+//!   budget is reported unchecked too;
 //! - a panic inside the `jsonschema` crate while compiling or validating is
 //!   caught and reported as [`OutputMismatch::SchemaUnusable`] (unless the
 //!   program is built with `panic = "abort"`).
@@ -107,6 +116,14 @@ pub const REGEX_BACKTRACK_LIMIT: usize = 1_000_000;
 /// The largest compiled `pattern`, in bytes.
 pub const REGEX_SIZE_LIMIT: usize = 1024 * 1024;
 
+/// How long [`OutputValidator::validate_within`] waits for a check by
+/// default.
+pub const DEFAULT_VALIDATION_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How many checks of one [`OutputValidator`] run at once on blocking
+/// threads, abandoned ones included.
+pub const MAX_RUNNING_CHECKS: usize = 2;
+
 /// Checks `structuredContent` against `outputSchema`, keeping compiled
 /// schemas for reuse.
 ///
@@ -123,6 +140,8 @@ pub struct OutputValidator {
 
 struct Inner {
     capacity: usize,
+    /// One permit per check running on a blocking thread.
+    running: Arc<tokio::sync::Semaphore>,
     /// Random keys, so a server cannot craft two schemas that share an entry.
     hasher: RandomState,
     cache: Mutex<Cache>,
@@ -178,6 +197,7 @@ impl OutputValidator {
         Self {
             inner: Arc::new(Inner {
                 capacity,
+                running: Arc::new(tokio::sync::Semaphore::new(MAX_RUNNING_CHECKS)),
                 hasher: RandomState::new(),
                 cache: Mutex::new(Cache::default()),
             }),
@@ -242,6 +262,60 @@ impl OutputValidator {
                 tool: tool.name.clone(),
                 reason: "the JSON Schema validator panicked while checking the result".into(),
             }),
+        }
+    }
+
+    /// [`OutputValidator::validate`] on a blocking thread, waiting at most
+    /// `budget` for it (compiling included). Past the budget, or when
+    /// [`MAX_RUNNING_CHECKS`] checks are still running for the whole
+    /// budget, the answer is [`OutputMismatch::OverBudget`]: the result was
+    /// not checked.
+    ///
+    /// # Errors
+    /// As [`OutputValidator::validate`], and [`OutputMismatch::OverBudget`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the check, which still runs to its end
+    /// on its thread (holding one of the [`MAX_RUNNING_CHECKS`] slots).
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime.
+    pub async fn validate_within(
+        &self,
+        tool: Arc<Tool>,
+        result: Arc<CallToolResult>,
+        budget: std::time::Duration,
+    ) -> Result<(), OutputMismatch> {
+        if result.is_error() || tool.output_schema.is_none() {
+            return Ok(());
+        }
+        let over = || OutputMismatch::OverBudget {
+            tool: tool.name.clone(),
+            budget,
+        };
+        let now = tokio::time::Instant::now();
+        let deadline = now
+            .checked_add(budget)
+            .unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365 * 30));
+        let running = self.inner.running.clone();
+        let Ok(Ok(permit)) = tokio::time::timeout_at(deadline, running.acquire_owned()).await
+        else {
+            return Err(over());
+        };
+        let validator = self.clone();
+        let checked_tool = tool.clone();
+        let check = tokio::task::spawn_blocking(move || {
+            let outcome = validator.validate(&checked_tool, &result);
+            drop(permit);
+            outcome
+        });
+        match tokio::time::timeout_at(deadline, check).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(OutputMismatch::SchemaUnusable {
+                tool: tool.name.clone(),
+                reason: "the JSON Schema validator panicked while checking the result".into(),
+            }),
+            Err(_) => Err(over()),
         }
     }
 
@@ -442,6 +516,15 @@ pub enum OutputMismatch {
         /// What is wrong with the schema, as the validator put it.
         reason: String,
     },
+    /// The check did not finish within its time budget, so the result was
+    /// not checked (see [`OutputValidator::validate_within`]).
+    #[non_exhaustive]
+    OverBudget {
+        /// The tool's name.
+        tool: String,
+        /// The budget that ran out.
+        budget: std::time::Duration,
+    },
 }
 
 impl OutputMismatch {
@@ -450,7 +533,8 @@ impl OutputMismatch {
         match self {
             Self::Invalid { tool, .. }
             | Self::MissingStructuredContent { tool }
-            | Self::SchemaUnusable { tool, .. } => tool,
+            | Self::SchemaUnusable { tool, .. }
+            | Self::OverBudget { tool, .. } => tool,
         }
     }
 
@@ -466,6 +550,12 @@ impl OutputMismatch {
     /// checked).
     pub fn is_schema_unusable(&self) -> bool {
         matches!(self, Self::SchemaUnusable { .. })
+    }
+
+    /// Whether the result was not checked at all: the schema is unusable
+    /// or the check ran out of time.
+    pub fn is_unchecked(&self) -> bool {
+        matches!(self, Self::SchemaUnusable { .. } | Self::OverBudget { .. })
     }
 }
 
@@ -499,6 +589,10 @@ impl fmt::Display for OutputMismatch {
             Self::SchemaUnusable { tool, reason } => write!(
                 f,
                 "the outputSchema of tool `{tool}` cannot be used, so its result was not checked: {reason}"
+            ),
+            Self::OverBudget { tool, budget } => write!(
+                f,
+                "checking the result of tool `{tool}` against its outputSchema took longer than {budget:?} (the client's output_validation_budget), so it was not checked"
             ),
         }
     }

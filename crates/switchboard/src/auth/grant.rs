@@ -462,6 +462,19 @@ struct TokenResponse {
     error_description: Option<serde_json::Value>,
 }
 
+/// The longest lifetime a token response can claim (one year): a larger
+/// `expires_in` (`1e300`) is taken as this, so the expiry stays a time the
+/// clock can hold and the token is refreshed at the latest then.
+pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// When a token that lives `seconds` from now expires, within
+/// [`MAX_TOKEN_LIFETIME`].
+fn expiry_after(seconds: u64) -> SystemTime {
+    let now = SystemTime::now();
+    let lifetime = Duration::from_secs(seconds).min(MAX_TOKEN_LIFETIME);
+    now.checked_add(lifetime).unwrap_or(now)
+}
+
 /// `expires_in` as a number or, as some servers send it, a numeric
 /// string; anything else is treated as absent rather than failing the
 /// whole response.
@@ -779,9 +792,7 @@ pub(crate) async fn token_request(
         return Ok(TokenSet {
             access_token: Secret::new(access_token),
             token_type: token.token_type.unwrap_or_else(|| "Bearer".into()),
-            expires_at: token
-                .expires_in
-                .map(|s| SystemTime::now() + Duration::from_secs(s)),
+            expires_at: token.expires_in.map(expiry_after),
             scope: token.scope,
             issued_token_type: token.issued_token_type,
             refresh_token: token.refresh_token.map(Secret::new),
@@ -1676,6 +1687,23 @@ pub(crate) mod tests {
         assert_eq!(parse(json!("3600")), Some(3600));
         assert_eq!(parse(json!(-1)), None);
         assert_eq!(parse(json!({"x": 1})), None);
+    }
+
+    #[test]
+    fn a_huge_expires_in_is_a_long_life_not_a_panic() {
+        for v in [json!(1e300), json!(u64::MAX), json!("18446744073709551615")] {
+            let token: TokenResponse =
+                serde_json::from_value(json!({"access_token": "a", "expires_in": v})).unwrap();
+            let expires_at = expiry_after(token.expires_in.unwrap());
+            let lifetime = expires_at
+                .duration_since(SystemTime::now())
+                .unwrap_or_default();
+            assert!(lifetime <= MAX_TOKEN_LIFETIME, "{lifetime:?}");
+            assert!(
+                lifetime > MAX_TOKEN_LIFETIME - Duration::from_secs(60),
+                "{lifetime:?}"
+            );
+        }
     }
 
     #[tokio::test]

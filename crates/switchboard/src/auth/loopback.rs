@@ -353,7 +353,10 @@ impl LoopbackReceiver {
         state: &str,
         timeout: Duration,
     ) -> Result<CallbackParams, CallbackError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let now = tokio::time::Instant::now();
+        let deadline = now
+            .checked_add(timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
         let mut connections = JoinSet::new();
         loop {
             tokio::select! {

@@ -10,7 +10,8 @@
 //!   with object keys sorted.
 //! - **Freshness**: `now < received + ttlMs`. An absent, zero or negative
 //!   `ttlMs` is immediately stale and not stored (unless stale-on-error
-//!   is on, which needs something to fall back to).
+//!   is on, which needs something to fall back to); one above a day counts
+//!   as a day.
 //! - **Scope**: a `public` result (or one without `cacheScope`) is shared by
 //!   every authorization context; a `private` one is served only to the
 //!   partition it was stored under ([`ClientBuilder::cache_partition`]).
@@ -320,7 +321,7 @@ impl ResponseCache {
         let entry = Entry {
             raw: Arc::from(raw.to_owned()),
             partition,
-            fresh_until: now + ttl,
+            fresh_until: now.checked_add(ttl).unwrap_or(now),
             seq: store.seq,
         };
         // One entry per request and partition: replace the old one.
@@ -452,6 +453,9 @@ fn canonical(value: &Value, out: &mut String) {
     }
 }
 
+/// The longest `ttlMs` honoured (one day); a longer one counts as this.
+pub(crate) const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+
 /// The caching hints of a result, read without building the rest.
 #[derive(serde::Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -473,7 +477,8 @@ impl Hints {
             n.as_u64()
                 .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f as u64))
         });
-        Duration::from_millis(ms.unwrap_or(0))
+        // A `ttlMs` of 1e300 is "long", not an instant past the clock's end.
+        Duration::from_millis(ms.unwrap_or(0)).min(MAX_TTL)
     }
 }
 
@@ -616,6 +621,24 @@ mod tests {
             .key("tools/list", Some(&serde_json::json!({"cursor": "2"})))
             .unwrap();
         assert_ne!(page2, cache.key("tools/list", None).unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_huge_ttl_is_a_day_not_a_panic() {
+        let cache = ResponseCache::new(CacheConfig::default());
+        let key = cache
+            .key("resources/read", Some(&serde_json::json!({"uri": "x"})))
+            .unwrap();
+        for ttl in ["1e300", "18446744073709551615", "1.7976931348623157e308"] {
+            cache.store(
+                key.clone(),
+                &raw(&format!(r#"{{"contents":[],"ttlMs":{ttl}}}"#)),
+                0,
+            );
+            assert!(cache.fresh(&key).is_some(), "{ttl}");
+        }
+        tokio::time::advance(MAX_TTL + Duration::from_secs(1)).await;
+        assert!(cache.fresh(&key).is_none(), "stale after a day");
     }
 
     #[tokio::test(start_paused = true)]

@@ -34,11 +34,76 @@ use crate::handlers::{
 use crate::transport::{BoxFuture, Connector, TransportError};
 
 mod cache;
+#[cfg(test)]
+mod limits_tests;
 mod mrtr;
 mod subscriptions;
 pub mod tasks;
 
 pub use subscriptions::{Subscription, SubscriptionEvent};
+
+/// Default for [`ClientBuilder::max_list_items`].
+pub const DEFAULT_MAX_LIST_ITEMS: usize = 100_000;
+
+/// Default for [`ClientBuilder::probe_timeout`].
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Default for [`ClientBuilder::probe_notice_after`].
+pub const DEFAULT_PROBE_NOTICE_AFTER: Duration = Duration::from_secs(1);
+
+/// A `server/discover` probe that has not been answered yet (see
+/// [`ClientBuilder::on_probe_wait`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ProbeWait {
+    /// The server's name.
+    pub server: Arc<str>,
+    /// How long the probe has waited so far.
+    pub waited: Duration,
+    /// How long it waits in all before falling back to `initialize`.
+    pub timeout: Duration,
+}
+
+impl fmt::Display for ProbeWait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "waiting for server `{}` to answer `server/discover` (up to {:?}; session-era servers often do not, and then `initialize` follows)",
+            self.server, self.timeout
+        )
+    }
+}
+
+/// The longest duration a [`ClientBuilder`] setting takes (365 days);
+/// [`ClientBuilder::connect`] refuses a longer one.
+pub const MAX_SETTING_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Default for [`ClientBuilder::max_server_requests`].
+pub const DEFAULT_MAX_SERVER_REQUESTS: usize = 16;
+
+/// The JSON-RPC error code a server gets for a request past
+/// [`ClientBuilder::max_server_requests`].
+pub const TOO_MANY_SERVER_REQUESTS: i64 = -32000;
+
+/// Default for [`ClientBuilder::max_list_bytes`] (64 MiB).
+pub const DEFAULT_MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
+
+/// What one list call may gather across all its pages: a server that keeps
+/// paging cannot grow the client's memory past it.
+#[derive(Clone, Copy, Debug)]
+struct ListBudget {
+    items: usize,
+    bytes: usize,
+}
+
+impl Default for ListBudget {
+    fn default() -> Self {
+        Self {
+            items: DEFAULT_MAX_LIST_ITEMS,
+            bytes: DEFAULT_MAX_LIST_BYTES,
+        }
+    }
+}
 
 /// Which protocol era to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,8 +151,13 @@ pub struct ClientBuilder {
     mode: EraMode,
     era_hint: Option<Era>,
     probe_timeout: Duration,
+    probe_notice_after: Duration,
+    on_probe_wait: Option<Arc<dyn Fn(ProbeWait) + Send + Sync>>,
     engine: EngineConfig,
     page_cap: usize,
+    list_budget: ListBudget,
+    max_server_requests: usize,
+    output_validation_budget: Duration,
     handler: Option<Arc<dyn RequestHandler>>,
     handlers: Handlers,
     max_input_rounds: usize,
@@ -105,8 +175,12 @@ impl fmt::Debug for ClientBuilder {
             .field("mode", &self.mode)
             .field("era_hint", &self.era_hint)
             .field("probe_timeout", &self.probe_timeout)
+            .field("probe_notice_after", &self.probe_notice_after)
             .field("engine", &self.engine)
             .field("page_cap", &self.page_cap)
+            .field("list_budget", &self.list_budget)
+            .field("max_server_requests", &self.max_server_requests)
+            .field("output_validation_budget", &self.output_validation_budget)
             .field("handlers", &self.handlers)
             .field("max_input_rounds", &self.max_input_rounds)
             .field("log_level", &self.log_level)
@@ -123,9 +197,14 @@ impl Default for ClientBuilder {
             capabilities: ClientCapabilities::default(),
             mode: EraMode::Auto,
             era_hint: None,
-            probe_timeout: Duration::from_secs(10),
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            probe_notice_after: DEFAULT_PROBE_NOTICE_AFTER,
+            on_probe_wait: None,
             engine: EngineConfig::default(),
             page_cap: 1000,
+            list_budget: ListBudget::default(),
+            max_server_requests: DEFAULT_MAX_SERVER_REQUESTS,
+            output_validation_budget: crate::schema::DEFAULT_VALIDATION_BUDGET,
             handler: None,
             handlers: Handlers::default(),
             max_input_rounds: 10,
@@ -169,9 +248,29 @@ impl ClientBuilder {
     }
 
     /// How long the `server/discover` probe waits before falling back to
-    /// `initialize` (default 10 s).
+    /// `initialize` (default [`DEFAULT_PROBE_TIMEOUT`], 3 s). Only the first
+    /// connection to a session-era server that ignores the probe pays it:
+    /// the verdict is remembered ([`ClientBuilder::era_hint`]).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
+        self
+    }
+
+    /// How long the `server/discover` probe waits silently before the
+    /// client says it is waiting (default [`DEFAULT_PROBE_NOTICE_AFTER`],
+    /// 1 s): then a `tracing::info!` event and the
+    /// [`ClientBuilder::on_probe_wait`] callback.
+    pub fn probe_notice_after(mut self, after: Duration) -> Self {
+        self.probe_notice_after = after;
+        self
+    }
+
+    /// Called once per probe that has waited
+    /// [`ClientBuilder::probe_notice_after`] without an answer, so a user
+    /// can be told what the connection is waiting for. It runs on the
+    /// connecting task: it must not block.
+    pub fn on_probe_wait(mut self, callback: impl Fn(ProbeWait) + Send + Sync + 'static) -> Self {
+        self.on_probe_wait = Some(Arc::new(callback));
         self
     }
 
@@ -203,6 +302,46 @@ impl ClientBuilder {
     /// Most pages one list call follows before giving up (default 1000).
     pub fn page_cap(mut self, pages: usize) -> Self {
         self.page_cap = pages;
+        self
+    }
+
+    /// Most items one list call (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`, `tasks/list`) accepts
+    /// across all its pages (default [`DEFAULT_MAX_LIST_ITEMS`], 100 000);
+    /// past it the call fails with [`Error::Pagination`].
+    pub fn max_list_items(mut self, items: usize) -> Self {
+        self.list_budget.items = items;
+        self
+    }
+
+    /// Most bytes of results one list call accepts across all its pages,
+    /// counted as the JSON text of each page's result (default
+    /// [`DEFAULT_MAX_LIST_BYTES`], 64 MiB); past it the call fails with
+    /// [`Error::Pagination`].
+    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
+        self.list_budget.bytes = bytes;
+        self
+    }
+
+    /// Requests from the server (sampling, elicitation, roots, and methods
+    /// for [`ClientBuilder::request_handler`]) answered at once on one
+    /// connection (default [`DEFAULT_MAX_SERVER_REQUESTS`], 16). Past it
+    /// the server gets a JSON-RPC error (-32000, "too many concurrent
+    /// requests from the server") instead of another handler; `ping` is
+    /// answered by the engine and not counted.
+    pub fn max_server_requests(mut self, limit: usize) -> Self {
+        self.max_server_requests = limit;
+        self
+    }
+
+    /// Longest a tool result's `structuredContent` is checked against the
+    /// tool's `outputSchema` (default
+    /// [`DEFAULT_VALIDATION_BUDGET`](crate::schema::DEFAULT_VALIDATION_BUDGET),
+    /// 100 ms). The check runs on a blocking thread; past the budget the
+    /// result is passed on unchecked, with a `tracing::warn!` (see
+    /// [`OutputValidator::validate_within`](crate::schema::OutputValidator::validate_within)).
+    pub fn output_validation_budget(mut self, budget: Duration) -> Self {
+        self.output_validation_budget = budget;
         self
     }
 
@@ -269,13 +408,34 @@ impl ClientBuilder {
                 Ok(())
             }
         };
+        for (setting, value) in [
+            ("probe_timeout", self.probe_timeout),
+            ("probe_notice_after", self.probe_notice_after),
+            ("request_timeout", self.engine.request_timeout),
+            ("max_request_time", self.engine.max_request_time),
+            ("url_elicitation_wait", self.url_elicitation_wait),
+            ("output_validation_budget", self.output_validation_budget),
+        ] {
+            // Deadlines are `now + setting`: past this they could overflow.
+            if value > MAX_SETTING_DURATION {
+                return Err(Error::Config {
+                    setting,
+                    reason: "must be at most 365 days".into(),
+                });
+            }
+        }
         zero("probe_timeout", self.probe_timeout)?;
+        zero("probe_notice_after", self.probe_notice_after)?;
+        zero("output_validation_budget", self.output_validation_budget)?;
         zero("request_timeout", self.engine.request_timeout)?;
         zero("max_request_time", self.engine.max_request_time)?;
         for (setting, value) in [
             ("max_in_flight", self.engine.max_in_flight),
             ("notification_buffer", self.engine.notification_buffer),
             ("page_cap", self.page_cap),
+            ("max_list_items", self.list_budget.items),
+            ("max_list_bytes", self.list_budget.bytes),
+            ("max_server_requests", self.max_server_requests),
             ("max_input_rounds", self.max_input_rounds),
         ] {
             if value == 0 {
@@ -331,6 +491,8 @@ impl ClientBuilder {
             handlers: builder.handlers.clone(),
             server: server.clone(),
             fallback: builder.handler.take(),
+            running: Arc::new(tokio::sync::Semaphore::new(builder.max_server_requests)),
+            limit: builder.max_server_requests,
         }));
         let mut negotiator = Negotiator {
             builder: &builder,
@@ -387,6 +549,8 @@ impl ClientBuilder {
                 modern_meta,
                 modern_meta_json,
                 page_cap: builder.page_cap,
+                list_budget: builder.list_budget,
+                output_validation_budget: builder.output_validation_budget,
                 handlers: builder.handlers.clone(),
                 max_input_rounds: builder.max_input_rounds,
                 url_elicitation_wait: builder.url_elicitation_wait,
@@ -592,6 +756,28 @@ impl Negotiator<'_> {
         }
     }
 
+    /// Awaits the probe, saying once that it waits when it takes longer than
+    /// [`ClientBuilder::probe_notice_after`].
+    async fn noticed<T>(&self, probe: impl std::future::Future<Output = T>) -> T {
+        let mut probe = std::pin::pin!(probe);
+        let after = self.builder.probe_notice_after;
+        tokio::select! {
+            biased;
+            outcome = &mut probe => return outcome,
+            () = tokio::time::sleep(after) => {}
+        }
+        let wait = ProbeWait {
+            server: self.server.clone(),
+            waited: after,
+            timeout: self.builder.probe_timeout,
+        };
+        tracing::info!(server = %self.server, "{wait}");
+        if let Some(callback) = &self.builder.on_probe_wait {
+            callback(wait);
+        }
+        probe.await
+    }
+
     /// Sends `server/discover`; `strict` turns every fallback into an error.
     async fn probe(&self, engine: &Engine, strict: bool) -> Result<ProbeOutcome> {
         let mut version = ProtocolVersion::LATEST;
@@ -607,13 +793,13 @@ impl Negotiator<'_> {
             add_meta(&mut params, meta);
             let params = serde_json::value::to_raw_value(&params).expect("JSON values serialize");
             let id = engine.allocate_id();
-            let outcome = engine
-                .request(
+            let outcome = self
+                .noticed(engine.request(
                     id,
                     rq::Discover::METHOD,
                     Some(&params),
                     RequestOptions::timeout(self.builder.probe_timeout),
-                )
+                ))
                 .await;
             match outcome {
                 Ok(raw) => {
@@ -916,6 +1102,8 @@ struct ClientInner {
     /// `modern_meta` serialized, without its braces (see `with_modern_meta`).
     modern_meta_json: Option<String>,
     page_cap: usize,
+    list_budget: ListBudget,
+    output_validation_budget: Duration,
     handlers: Handlers,
     max_input_rounds: usize,
     url_elicitation_wait: Duration,
@@ -951,15 +1139,37 @@ struct SessionHandler {
     handlers: Handlers,
     server: Arc<str>,
     fallback: Option<Arc<dyn RequestHandler>>,
+    /// One permit per request being answered, held until its answer is
+    /// sent or it is cancelled ([`ClientBuilder::max_server_requests`]).
+    running: Arc<tokio::sync::Semaphore>,
+    limit: usize,
 }
 
 impl RequestHandler for SessionHandler {
     fn handle(&self, request: ServerRequest) -> Option<BoxFuture<'static, HandlerResult>> {
+        let Ok(permit) = self.running.clone().try_acquire_owned() else {
+            tracing::warn!(server = %self.server, method = %request.method, limit = self.limit, "too many concurrent requests from the server; refusing one");
+            let refusal = switchboard_types::jsonrpc::ErrorObject::new(
+                TOO_MANY_SERVER_REQUESTS,
+                format!(
+                    "too many concurrent requests from the server; limit {} (the client's max_server_requests)",
+                    self.limit
+                ),
+            );
+            return Some(Box::pin(std::future::ready(Err(refusal))));
+        };
         match request.method.as_str() {
             methods::SAMPLING_CREATE_MESSAGE
             | methods::ELICITATION_CREATE
             | methods::ROOTS_LIST => {}
-            _ => return self.fallback.as_ref().and_then(|f| f.handle(request)),
+            _ => {
+                let answer = self.fallback.as_ref()?.handle(request)?;
+                return Some(Box::pin(async move {
+                    let answer = answer.await;
+                    drop(permit);
+                    answer
+                }));
+            }
         }
         let handlers = self.handlers.clone();
         let context = HandlerContext {
@@ -979,6 +1189,7 @@ impl RequestHandler for SessionHandler {
                 .answer(context, &request.method, params)
                 .await
                 .map_err(|e| e.to_error_object())?;
+            drop(permit);
             serde_json::value::to_raw_value(&answer)
                 .map_err(|e| HandlerError::Failed(e.to_string()).to_error_object())
         }))
@@ -1287,16 +1498,52 @@ impl Client {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
+        let budget = self.inner.list_budget;
+        let over = |what: String, setting: &str| Error::Pagination {
+            server: self.inner.engine.server().clone(),
+            method: R::METHOD,
+            reason: format!(
+                "{what}, over the limit (the client's `{setting}`; raise it if this list is expected to be that large)"
+            ),
+        };
+        let mut bytes = 0usize;
         for _ in 0..self.inner.page_cap {
             let params = PaginatedRequestParams {
                 cursor: cursor.take(),
                 ..Default::default()
             };
-            let page = self
-                .request::<R>(&params, RequestOptions::default())
+            let raw = self
+                .request_raw(
+                    R::METHOD,
+                    Some(
+                        serde_json::to_value(&params).map_err(|source| Error::Serialize {
+                            method: R::METHOD.into(),
+                            source,
+                        })?,
+                    ),
+                    RequestOptions::default(),
+                )
                 .await?;
+            // Counted before the page is parsed: its parsed form is several
+            // times larger than its text.
+            bytes = bytes.saturating_add(raw.get().len());
+            if bytes > budget.bytes {
+                return Err(over(
+                    format!("its pages passed {} bytes", budget.bytes),
+                    "max_list_bytes",
+                ));
+            }
+            let page: R::Result = parse_result(self.inner.engine.server(), R::METHOD, &raw)?;
+            drop(raw);
             let next = page.next_cursor().map(str::to_owned);
-            items.extend(page.into_items());
+            let page = page.into_items();
+            if items.len().saturating_add(page.len()) > budget.items {
+                return Err(over(
+                    format!("it passed {} items", budget.items),
+                    "max_list_items",
+                ));
+            }
+            items.extend(page);
             match next {
                 None => return Ok(items),
                 Some(next) if !seen.insert(next.clone()) => {
@@ -1328,18 +1575,33 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: dropping it cancels the page in flight.
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        Ok(self.list_tools_shared().await?.to_vec())
+    }
+
+    /// [`Client::list_tools`] without its copy: the list kept for
+    /// [`Client::tools`] and `outputSchema` checks is the one returned.
+    /// A parsed tool list is many times the size of its JSON text (every
+    /// schema is a tree of maps), so for large lists this halves the
+    /// memory a listing costs.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`].
+    ///
+    /// # Cancel safety
+    /// As [`Client::list_tools`].
+    pub async fn list_tools_shared(&self) -> Result<Arc<[Tool]>> {
         self.require(
             "tools",
             rq::ListTools::METHOD,
             self.capabilities().tools.is_some(),
         )?;
-        let tools = self.list_all::<rq::ListTools>().await?;
+        let tools: Arc<[Tool]> = self.list_all::<rq::ListTools>().await?.into();
         // Also for checking `structuredContent` against `outputSchema`.
         self.inner
             .tools
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .set(&tools);
+            .set(tools.clone());
         Ok(tools)
     }
 
@@ -1407,29 +1669,43 @@ impl Client {
             }
             outcome => outcome,
         }?;
-        self.check_output(&params.name, result)
+        self.check_output(&params.name, result).await
     }
 
     /// Checks `structuredContent` against the tool's `outputSchema`, when
     /// the tool is known.
-    fn check_output(&self, name: &str, result: CallToolResult) -> Result<CallToolResult> {
+    async fn check_output(&self, name: &str, result: CallToolResult) -> Result<CallToolResult> {
         let tool = self
             .inner
             .tools
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .filter(|t| t.output_schema.is_some())
+            .filter(|t| t.output_schema.is_some() && !result.is_error())
             .cloned();
         let Some(tool) = tool else {
             return Ok(result);
         };
-        match self.inner.output_validator.validate(&tool, &result) {
+        let result = Arc::new(result);
+        let checked = self
+            .inner
+            .output_validator
+            .validate_within(
+                Arc::new(tool),
+                result.clone(),
+                self.inner.output_validation_budget,
+            )
+            .await;
+        // Shared with the check's thread only while that runs: a result
+        // whose check was abandoned is copied.
+        let result = Arc::try_unwrap(result).unwrap_or_else(|shared| (*shared).clone());
+        match checked {
             Ok(()) => Ok(result),
-            // The server's own schema is broken: its result is passed on
-            // unchecked rather than failing every call.
-            Err(mismatch) if mismatch.is_schema_unusable() => {
-                tracing::warn!(server = %self.server_name(), tool = %name, %mismatch, "outputSchema unusable; result not checked");
+            // The server's own schema is broken, or checking its result
+            // took too long: the result is passed on unchecked rather than
+            // failing the call.
+            Err(mismatch) if mismatch.is_unchecked() => {
+                tracing::warn!(server = %self.server_name(), tool = %name, %mismatch, "result not checked against its outputSchema");
                 Ok(result)
             }
             Err(mismatch) => Err(Error::OutputMismatch {

@@ -145,13 +145,13 @@ impl ToolList {
             .and_then(|i| self.tools.as_ref()?.get(*i))
     }
 
-    pub(super) fn set(&mut self, tools: &[Tool]) {
+    pub(super) fn set(&mut self, tools: Arc<[Tool]>) {
         self.index = tools
             .iter()
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
-        self.tools = Some(tools.into());
+        self.tools = Some(tools);
     }
 }
 

@@ -315,7 +315,7 @@ impl Client {
                 });
             }
         };
-        self.check_output(&params.name, result)
+        self.check_output(&params.name, result).await
     }
 
     /// A task's current state (`tasks/get`).
@@ -716,7 +716,11 @@ impl<'a> Waiter<'a> {
     async fn wait(&mut self, task: Task) -> Result<CallToolResult> {
         self.task_id = Some(task.task_id.clone());
         self.guard.task_id = Some(task.task_id.clone());
-        let deadline = Instant::now() + self.options.max_wait;
+        let now = Instant::now();
+        // A max_wait past the clock's end waits as long as the clock can.
+        let deadline = now
+            .checked_add(self.options.max_wait)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
         match tokio::time::timeout_at(deadline, self.follow(task)).await {
             Ok(outcome) => {
                 // Ended, or failed on the way: a task still running is

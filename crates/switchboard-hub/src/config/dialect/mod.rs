@@ -312,10 +312,15 @@ impl Obj<'_> {
         }
     }
 
+    /// A timeout in `unit`; above [`MAX_DURATION`] it is clamped to it
+    /// (`1e300` means "a long time", not a reason to fail or overflow).
     pub(crate) fn duration(&self, key: &str, unit: Unit) -> R<Option<Duration>> {
-        Ok(self.number(key)?.map(|n| match unit {
-            Unit::Millis => Duration::from_secs_f64(n / 1000.0),
-            Unit::Secs => Duration::from_secs_f64(n),
+        Ok(self.number(key)?.map(|n| {
+            let secs = match unit {
+                Unit::Millis => n / 1000.0,
+                Unit::Secs => n,
+            };
+            clamp_secs(secs)
         }))
     }
 
@@ -325,6 +330,22 @@ impl Obj<'_> {
             Some(n) if n.fract() == 0.0 && (1.0..=65535.0).contains(&n) => Ok(Some(n as u16)),
             Some(n) => Err(self.err(key, format!("expected a port (1-65535), found {n}"))),
         }
+    }
+}
+
+/// The longest timeout a config file can set (365 days); larger values
+/// are clamped to it, so that no deadline computed from one can overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// `secs` (finite and ≥ 0 or not) as a duration within [`MAX_DURATION`]:
+/// NaN and negative values are zero.
+pub(crate) fn clamp_secs(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        Duration::ZERO
+    } else if secs >= MAX_DURATION.as_secs_f64() {
+        MAX_DURATION
+    } else {
+        Duration::from_secs_f64(secs)
     }
 }
 

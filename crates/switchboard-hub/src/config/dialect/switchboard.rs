@@ -316,7 +316,8 @@ pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
         "h" => n * 3600.0,
         _ => return None,
     };
-    Duration::try_from_secs_f64(secs).ok()
+    // Clamped like the other dialects' numbers (see `clamp_secs`).
+    secs.is_finite().then(|| super::clamp_secs(secs))
 }
 
 /// Writes a duration the way [`parse_duration`] reads it.
