@@ -553,6 +553,10 @@ fn main() -> ExitCode {
         // anything that would block.
         runtime.shutdown_timeout(Duration::from_millis(500));
     }
+    // Whatever could not be closed politely — a server still starting when
+    // a signal or a connect timeout came, one whose polite stop runs on a
+    // thread that dies with this process — is killed now, group and all.
+    switchboard::transport::stdio::kill_remaining();
     ExitCode::from(code)
 }
 

@@ -421,11 +421,11 @@ fn max_message_size_limits_every_transport_and_is_named_when_hit() {
 #[test]
 fn a_server_that_never_answers_the_probe_is_named_while_waiting() {
     let sandbox = Sandbox::new("probe");
-    // Its pid for the sandbox to kill: a server still starting when the
-    // signal comes is the library's to stop as the client is dropped.
+    // A server still starting when the signal comes is stopped too.
     let script = format!(
-        "echo $$ > '{}'; exec sleep 1000",
-        sandbox.file("server.pid").display()
+        "echo $$ > '{}'; sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > '{}'; exec sleep 1000",
+        sandbox.file("server.pid").display(),
+        sandbox.file("grandchild.pid").display()
     );
     let server = vec!["sh".to_owned(), "-c".to_owned(), script];
     let mut running = sandbox.spawn_with(&["info"], server);
@@ -448,4 +448,22 @@ fn a_server_that_never_answers_the_probe_is_named_while_waiting() {
     running.signal("INT");
     let status = running.wait();
     assert_eq!(status.code(), Some(130), "{}", running.drain());
+    // Still starting when the signal came, and stopped all the same.
+    sandbox.assert_no_server_left();
+}
+
+#[test]
+fn a_connect_timeout_leaves_no_starting_server_behind() {
+    let sandbox = Sandbox::new("connect-timeout");
+    // Never answers `initialize`, and leaves a grandchild.
+    let script = format!(
+        "echo $$ > '{}'; sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > '{}'; exec sleep 1000",
+        sandbox.file("server.pid").display(),
+        sandbox.file("grandchild.pid").display()
+    );
+    let server = vec!["sh".to_owned(), "-c".to_owned(), script];
+    let mut running = sandbox.spawn_with(&["info", "--era", "legacy", "--timeout", "1"], server);
+    let status = running.wait();
+    assert_eq!(status.code(), Some(4), "{}", running.drain());
+    sandbox.assert_no_server_left();
 }

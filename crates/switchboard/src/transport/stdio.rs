@@ -324,6 +324,7 @@ impl StdioConfig {
             )))
         });
         let process = Arc::new(Process {
+            group: std::sync::Mutex::new(Some(LiveGroup::new(pid))),
             child: tokio::sync::Mutex::new(Some(child)),
             exit: OnceLock::new(),
             closing: CancellationToken::new(),
@@ -505,9 +506,77 @@ fn exit_info(status: ExitStatus) -> ExitInfo {
     }
 }
 
+/// Process groups of the servers this process started and has not reaped
+/// yet, by leader pid: what [`kill_remaining`] kills when the program is
+/// about to exit while some are still starting or being stopped politely.
+#[cfg(unix)]
+static LIVE_GROUPS: std::sync::Mutex<std::collections::BTreeSet<u32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A server's process group in [`LIVE_GROUPS`] while this lives; it goes
+/// wherever the child goes (the background reaper included) and leaves the
+/// registry once the leader is reaped.
+struct LiveGroup(#[cfg_attr(not(unix), allow(dead_code))] Option<u32>);
+
+impl LiveGroup {
+    fn new(pid: Option<u32>) -> Self {
+        #[cfg(unix)]
+        if let Some(pid) = pid {
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(pid);
+        }
+        Self(pid)
+    }
+}
+
+impl Drop for LiveGroup {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.0 {
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&pid);
+        }
+    }
+}
+
+/// Kills, at once, the process group of every server this process started
+/// and has not finished stopping: one still connecting, one whose `Client`
+/// was dropped and is being stopped politely on a background thread. Call
+/// it right before the program exits (after `Client::close` /
+/// `Hub::shutdown` of what it could close), so that nothing it started
+/// outlives it — a background thread dies with the process. On Windows the
+/// job object already kills the tree when the process ends; this does
+/// nothing there.
+pub fn kill_remaining() {
+    #[cfg(unix)]
+    {
+        let groups: Vec<u32> = LIVE_GROUPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        for pid in groups {
+            // The group id stays reserved while any member lives, and the
+            // entry leaves the registry once the leader is reaped: it
+            // cannot name a stranger's group.
+            if let Some(group) = rustix::process::Pid::from_raw(pid as i32) {
+                tracing::debug!(pid, "killing a server still running at exit");
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
 /// The server process, shared by the sink and the stream. The last one
 /// dropped kills the process group if `close` did not finish.
 struct Process {
+    /// Registered while the server may be running (see [`kill_remaining`]).
+    group: std::sync::Mutex<Option<LiveGroup>>,
     /// `None` once the process was shut down and reaped.
     child: tokio::sync::Mutex<Option<Box<dyn ChildWrapper>>>,
     exit: OnceLock<ExitInfo>,
@@ -583,6 +652,8 @@ impl Process {
             Some(Ok(status)) => {
                 self.record_exit(status);
                 guard.take();
+                // Reaped, and its group killed: nothing left to kill at exit.
+                drop(self.group.lock().unwrap_or_else(|e| e.into_inner()).take());
                 // What it wrote last is readable once `close` returns (the
                 // group was killed, so nothing holds the pipe open for long).
                 let _ =
@@ -611,7 +682,12 @@ impl Drop for Process {
             tracing::debug!(server = %self.command, "dropped outside a runtime; killing the server's process group");
             let _ = child.start_kill();
         }
-        shutdown_in_background(child, self.command.clone(), self.grace);
+        let group = self
+            .group
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        shutdown_in_background(child, group, self.command.clone(), self.grace);
     }
 }
 
@@ -653,10 +729,17 @@ fn die_with_parent(command: &mut tokio::process::Command) {
 /// block the thread it runs on, so a short-lived thread does the waiting; it
 /// ends as soon as the server has exited, which a well-behaved server does
 /// at once when its input ends.
-fn shutdown_in_background(mut child: Box<dyn ChildWrapper>, server: String, grace: Duration) {
+fn shutdown_in_background(
+    mut child: Box<dyn ChildWrapper>,
+    group: Option<LiveGroup>,
+    server: String,
+    grace: Duration,
+) {
     let spawned = std::thread::Builder::new()
         .name("switchboard-shutdown".to_owned())
         .spawn(move || {
+            // Leaves the registry when this thread is done with the server.
+            let _group = group;
             let mut exited = wait_for_exit(&mut *child, grace, &server);
             #[cfg(unix)]
             if !exited {
