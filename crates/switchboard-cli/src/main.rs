@@ -175,6 +175,16 @@ struct ServerArgs {
         help_heading = "Answering the server"
     )]
     sampling_key_env: String,
+    /// At most this many sampling requests go to --sampling-url in one run
+    /// (across every server); later ones are declined, saying so.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = switchboard_models::sampling::DEFAULT_MAX_CALLS,
+        requires = "sampling_url",
+        help_heading = "Answering the server"
+    )]
+    sampling_max_calls: usize,
     /// The least severe log message the server should send (shown on stderr
     /// as it arrives).
     #[arg(long, value_enum, value_name = "LEVEL")]
@@ -1124,6 +1134,7 @@ fn answering(
             endpoint,
             preapproved: server.yes,
             http: reqwest::Client::new(),
+            max_calls: server.sampling_max_calls,
         });
     if let Some(roots) = roots {
         builder = builder.roots(roots.clone());

@@ -60,6 +60,23 @@ pub(crate) struct CliSampling {
     /// `--yes`: send without asking.
     pub(crate) preapproved: bool,
     pub(crate) http: reqwest::Client,
+    /// `--sampling-max-calls`: model calls allowed in this run.
+    pub(crate) max_calls: usize,
+}
+
+/// Model calls made in this run, across every server's client: a server
+/// that keeps asking cannot spend the user's model budget without end.
+static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Takes one model call from the run's budget; `false` once it is spent.
+fn take_call(max: usize) -> bool {
+    CALLS
+        .fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |n| (n < max).then_some(n + 1),
+        )
+        .is_ok()
 }
 
 impl SamplingHandler for CliSampling {
@@ -72,6 +89,7 @@ impl SamplingHandler for CliSampling {
         let endpoint = self.endpoint.clone();
         let preapproved = self.preapproved;
         let http = self.http.clone();
+        let max_calls = self.max_calls;
         Box::pin(async move {
             let server = context.server.to_string();
             let Some(endpoint) = endpoint else {
@@ -121,6 +139,15 @@ impl SamplingHandler for CliSampling {
                         )));
                     }
                 }
+            }
+            if !take_call(max_calls) {
+                let message = format!(
+                    "server `{server}`'s sampling request was not sent to {}: this run already \
+                     made {max_calls} model calls (--sampling-max-calls)",
+                    endpoint.url
+                );
+                ui.notice(&message);
+                return Err(HandlerError::Rejected(message));
             }
             let result = sample(&http, &endpoint, &params).await?;
             let text: usize = result
@@ -248,6 +275,16 @@ async fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runs_model_calls_stop_at_the_cap() {
+        let before = CALLS.load(std::sync::atomic::Ordering::SeqCst);
+        let max = before + 2;
+        assert!(take_call(max));
+        assert!(take_call(max));
+        assert!(!take_call(max));
+        assert!(!take_call(max));
+    }
 
     #[test]
     fn the_endpoint_url_takes_a_base_or_the_full_path() {
