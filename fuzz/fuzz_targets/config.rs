@@ -26,7 +26,10 @@ use switchboard_hub::{Dialect, Scope};
 const DIALECTS: [(Dialect, &str); 8] = [
     (Dialect::Switchboard, "/fuzz/project/switchboard.toml"),
     (Dialect::ClaudeCode, "/fuzz/project/.mcp.json"),
-    (Dialect::ClaudeDesktop, "/fuzz/home/claude_desktop_config.json"),
+    (
+        Dialect::ClaudeDesktop,
+        "/fuzz/home/claude_desktop_config.json",
+    ),
     (Dialect::VsCode, "/fuzz/project/.vscode/mcp.json"),
     (Dialect::Cursor, "/fuzz/project/.cursor/mcp.json"),
     (Dialect::Codex, "/fuzz/home/.codex/config.toml"),

@@ -39,10 +39,9 @@ fn said(message: &JsonRpcMessage) -> Said<'_> {
         JsonRpcMessage::Notification(n) => {
             Said::Notification(&n.method, n.params.as_deref().map(|p| p.get()))
         }
-        JsonRpcMessage::Response(r) => Said::Response(
-            r.id.as_ref(),
-            r.outcome.as_ref().map(|v| v.get()),
-        ),
+        JsonRpcMessage::Response(r) => {
+            Said::Response(r.id.as_ref(), r.outcome.as_ref().map(|v| v.get()))
+        }
     }
 }
 
@@ -61,7 +60,11 @@ fn check_message(original: &[u8], message: &JsonRpcMessage) {
             String::from_utf8_lossy(&encoded)
         )
     });
-    assert_eq!(said(message), said(&again), "the round trip changed the message");
+    assert_eq!(
+        said(message),
+        said(&again),
+        "the round trip changed the message"
+    );
     assert_eq!(encoded, again.to_vec(), "encoding is not stable");
 }
 
@@ -78,7 +81,12 @@ fn typed<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(data: &[
             String::from_utf8_lossy(&json)
         )
     });
-    assert_eq!(first, second, "{} changed on the trip", std::any::type_name::<T>());
+    assert_eq!(
+        first,
+        second,
+        "{} changed on the trip",
+        std::any::type_name::<T>()
+    );
     assert_eq!(
         json,
         serde_json::to_vec(&second).expect("encodes"),

@@ -143,11 +143,14 @@ fn secrets(text: &str) -> Vec<String> {
     let Ok(url) = Url::parse(text) else {
         return Vec::new();
     };
-    [url.password().map(str::to_owned), url.query().map(str::to_owned)]
-        .into_iter()
-        .flatten()
-        .filter(|s| s.len() >= 6 && text.matches(s.as_str()).count() == 1)
-        .collect()
+    [
+        url.password().map(str::to_owned),
+        url.query().map(str::to_owned),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|s| s.len() >= 6 && text.matches(s.as_str()).count() == 1)
+    .collect()
 }
 
 fuzz_target!(|input: &[u8]| {
@@ -184,9 +187,9 @@ fuzz_target!(|input: &[u8]| {
         None => (None, &*text),
     };
     let result = if redirect {
-        let from = context.clone().unwrap_or_else(|| {
-            Url::parse("https://auth.example.com/oauth/").expect("a URL")
-        });
+        let from = context
+            .clone()
+            .unwrap_or_else(|| Url::parse("https://auth.example.com/oauth/").expect("a URL"));
         let result = guard.check_redirect(&from, target, None);
         if let Ok(url) = &result {
             if from.scheme() == "https" {
