@@ -221,7 +221,15 @@ fuzz_target!(|input: &[u8]| {
             // The redirect's origin is shown as it is; a secret must not
             // also be written there.
             let from = redirect.then(|| context.as_ref().map_or(DEFAULT_FROM, Url::as_str));
-            for secret in secrets(target) {
+            // A redirect's target means what it means joined to its
+            // origin (`https:x@y` from an https page is a path).
+            let meant = match redirect {
+                true => from
+                    .and_then(|from| Url::parse(from).ok()?.join(target).ok())
+                    .map(String::from),
+                false => Some(target.to_owned()),
+            };
+            for secret in meant.as_deref().map(secrets).unwrap_or_default() {
                 if from.is_some_and(|from| from.contains(&secret)) {
                     continue;
                 }
