@@ -53,11 +53,12 @@ for target in "${targets[@]}"; do
         inputs+=("regressions/$target")
     fi
     echo "== fuzz $target (${seconds}s)"
-    # Artifacts are named by hash, so compare listings to find this run's.
+    # cargo fuzz writes crashes to fuzz/artifacts/<target>/, named by hash:
+    # compare listings to find this run's.
     before="$(ls "$artifacts")"
     if cargo +nightly fuzz run "$target" "${inputs[@]}" -- \
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$artifacts/"; then
+        -print_final_stats=1; then
         continue
     fi
     failed+=("$target")
