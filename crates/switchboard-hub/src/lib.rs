@@ -25,3 +25,25 @@ pub use hub::{
     Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubTool, ServerState,
     ServerStats, ServerStatus, StartReport,
 };
+
+/// Entry points for `fuzz/` (feature `fuzzing`, never on by default): the
+/// config dialects' parser without a file on disk or the trust store.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz_entry {
+    use std::path::Path;
+
+    use crate::config::{Diagnostic, Dialect, Scope, ServerConfig};
+
+    /// What one file said, as `load_file` would read it before trust and
+    /// precedence: its servers and its diagnostics.
+    pub fn parse_config(
+        file: &Path,
+        text: &str,
+        dialect: Dialect,
+        scope: Scope,
+    ) -> (Vec<ServerConfig>, Vec<Diagnostic>) {
+        let load = crate::config::dialect::parse(file, text, dialect, scope, &[file]);
+        (load.servers, load.diagnostics)
+    }
+}

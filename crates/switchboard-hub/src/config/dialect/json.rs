@@ -95,11 +95,25 @@ fn each_outside_strings(bytes: &[u8], mut visit: impl FnMut(&[u8], usize) -> usi
     }
 }
 
+/// Where a JSON error is, 1-based. serde_json counts a newline as the first
+/// character of the next line, at column 0 (a raw newline inside a string
+/// fails there): such an error points at the end of the line it ends.
+fn error_position(text: &str, e: &serde_json::Error) -> (usize, usize) {
+    match (e.line(), e.column()) {
+        (line, 0) if line > 1 => {
+            let ended = text.lines().nth(line - 2).unwrap_or_default();
+            (line - 1, ended.chars().count() + 1)
+        }
+        (line, column) => (line.max(1), column.max(1)),
+    }
+}
+
 pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad, projects: &[&std::path::Path]) {
     let root = match parse_jsonc(ctx.text) {
         Ok(v) => v,
         Err(e) => {
-            let d = ctx.syntax_at(e.line(), e.column(), strip_position(&e));
+            let (line, column) = error_position(ctx.text, &e);
+            let d = ctx.syntax_at(line, column, strip_position(&e));
             out.diagnostics.push(d);
             return;
         }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs every cargo fuzz target in fuzz/ for SECONDS seconds each (default 30),
+# one after the other, or only the TARGETs named.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET…]
+#
+# Needs Rust nightly (`rustup toolchain install nightly`); installs cargo-fuzz
+# when it is missing. Each target starts from fuzz/corpus/<target>/ (the
+# committed seed-* files plus whatever earlier runs found, which git ignores)
+# and first replays fuzz/regressions/<target>/, if any. Builds into
+# $CARGO_TARGET_DIR when set, else fuzz/target. Exits 1 if any target
+# crashed, after printing the input that did it (fuzz/artifacts/<target>/…)
+# and how to replay and minimise it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-30}"
+shift || true
+case "$seconds" in
+'' | *[!0-9]*)
+    echo "fuzz: SECONDS must be a whole number, not '$seconds'" >&2
+    exit 2
+    ;;
+esac
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "fuzz: Rust nightly is needed (rustup toolchain install nightly)" >&2
+    exit 1
+fi
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz"
+    cargo install --locked cargo-fuzz
+fi
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(pwd)/fuzz/target}"
+cd fuzz
+if [ "$#" -gt 0 ]; then
+    targets=("$@")
+else
+    mapfile -t targets < <(cargo +nightly fuzz list)
+fi
+
+echo "fuzz: building ${targets[*]}"
+cargo +nightly fuzz build
+
+failed=()
+for target in "${targets[@]}"; do
+    corpus="corpus/$target"
+    artifacts="artifacts/$target"
+    mkdir -p "$corpus" "$artifacts"
+    inputs=("$corpus")
+    if [ -d "regressions/$target" ]; then
+        inputs+=("regressions/$target")
+    fi
+    echo "== fuzz $target (${seconds}s)"
+    # cargo fuzz writes crashes to fuzz/artifacts/<target>/, named by hash:
+    # compare listings to find this run's.
+    before="$(ls "$artifacts")"
+    if cargo +nightly fuzz run "$target" "${inputs[@]}" -- \
+        -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+        -print_final_stats=1; then
+        continue
+    fi
+    failed+=("$target")
+    new="$(comm -13 <(echo "$before") <(ls "$artifacts"))"
+    for name in $new; do
+        echo "fuzz: $target crashed on fuzz/$artifacts/$name"
+        echo "      replay:   (cd fuzz && cargo +nightly fuzz run $target $artifacts/$name)"
+        echo "      minimise: (cd fuzz && cargo +nightly fuzz tmin $target $artifacts/$name)"
+    done
+done
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "fuzz: crashed: ${failed[*]}" >&2
+    exit 1
+fi
+echo "fuzz: ${#targets[@]} targets ran ${seconds}s each without a crash"
