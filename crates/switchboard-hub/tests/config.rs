@@ -1092,3 +1092,24 @@ fn huge_negative_and_nan_timeouts_are_clamped_or_reported_never_a_panic() {
         assert!(said || timeout.is_none(), "{name}: {timeout:?}");
     }
 }
+
+#[test]
+fn a_server_with_an_empty_name_is_not_loaded() {
+    let w = TempDir::new("empty-name");
+    let file = w.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"": {"command": "true"}, " ": {"command": "false"}, "ok": {"command": "x"}}}"#,
+    );
+    let locations = Locations::new(w.path(), w.path());
+    let loaded = load_file(&locations, &file, Dialect::ClaudeCode, Scope::Project);
+    let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["ok"]);
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.to_string().contains("empty name")),
+        "{:?}",
+        loaded.diagnostics
+    );
+}

@@ -83,6 +83,19 @@ pub(crate) fn parse(
         | Dialect::VsCode
         | Dialect::Gemini => json::parse(&ctx, &mut out, projects),
     }
+    // A server must be named: `call SERVER/TOOL`, namespacing and
+    // approvals all key on it (`"": {…}` in JSON, an anchor-only key in
+    // YAML).
+    out.servers.retain(|server| {
+        let named = !server.name.trim().is_empty();
+        if !named {
+            out.diagnostics.push(
+                Diagnostic::error("a server with an empty name is not loaded; give it a name")
+                    .in_file(file),
+            );
+        }
+        named
+    });
     out
 }
 
