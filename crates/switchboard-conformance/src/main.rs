@@ -106,9 +106,11 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), Error> {
             "json-schema-2020-12-preservation" => {
                 let tools = client.list_tools().await?;
                 let takes_schema = |t: &&switchboard::types::Tool| {
-                    t.input_schema
-                        .get("properties")
-                        .is_some_and(|p| p.get("schema").is_some())
+                    t.input_schema.to_object().is_ok_and(|schema| {
+                        schema
+                            .get("properties")
+                            .is_some_and(|p| p.get("schema").is_some())
+                    })
                 };
                 match (
                     tools.iter().find(takes_schema),
@@ -203,7 +205,7 @@ async fn exercise(
 ) -> Result<(), Error> {
     if tools {
         for tool in client.list_tools().await? {
-            let schema = Value::Object(tool.input_schema.clone());
+            let schema = Value::Object(tool.input_schema.to_object().unwrap_or_default());
             report(
                 client
                     .call_tool(&tool.name, Some(sample_arguments(&schema)))

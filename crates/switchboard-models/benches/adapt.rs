@@ -204,7 +204,7 @@ fn tool(s: usize, t: usize) -> Tool {
     Tool {
         name,
         description: Some(description),
-        input_schema,
+        input_schema: input_schema.into(),
         ..Tool::default()
     }
 }

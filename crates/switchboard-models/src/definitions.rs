@@ -167,7 +167,8 @@ pub fn definition(
     options: &DefinitionOptions,
 ) -> Definition {
     let mut notes = Vec::new();
-    let view = View::new(provider, name, tool, options, &mut notes);
+    let parsed = tool.input_schema.to_object();
+    let view = View::new(provider, name, tool, parsed.as_ref(), options, &mut notes);
     Definition {
         value: serde_json::to_value(&view).expect("a definition is JSON"),
         notes,
@@ -185,7 +186,8 @@ pub fn definition_json(
     options: &DefinitionOptions,
 ) -> (Box<RawValue>, Vec<Note>) {
     let mut notes = Vec::new();
-    let view = View::new(provider, name, tool, options, &mut notes);
+    let parsed = tool.input_schema.to_object();
+    let view = View::new(provider, name, tool, parsed.as_ref(), options, &mut notes);
     let json = serde_json::value::to_raw_value(&view).expect("a definition is JSON");
     (json, notes)
 }
@@ -204,7 +206,8 @@ struct View<'a> {
 }
 
 enum Schema<'a> {
-    AsIs(&'a Map<String, Value>),
+    /// The tool's schema text, byte for byte.
+    AsIs(&'a RawValue),
     Changed(Value),
     /// Gemini's rewrite written straight from the input (same text as
     /// [`schema::gemini`]'s value); only for schemas with properties.
@@ -215,10 +218,13 @@ enum Schema<'a> {
 }
 
 impl<'a> View<'a> {
+    /// `parsed` is `tool`'s input schema, parsed by the caller (so that
+    /// the views can borrow it).
     fn new(
         provider: Provider,
         name: &'a str,
         tool: &'a Tool,
+        parsed: Result<&'a Map<String, Value>, &serde_json::Error>,
         options: &DefinitionOptions,
         notes: &mut Vec<Note>,
     ) -> Self {
@@ -238,10 +244,40 @@ impl<'a> View<'a> {
         });
         let is_openai = matches!(provider, Provider::OpenAiResponses | Provider::OpenAiChat);
         let mut strict = false;
+        let raw = tool.input_schema.as_raw();
+        let parsed = match parsed {
+            // Too deep to walk: nothing can be cleaned, so the provider
+            // gets the text and says what it thinks of it.
+            Err(error) => {
+                notes.push(Note {
+                    at: String::new(),
+                    what: format!("schema sent as is: it cannot be parsed ({error})"),
+                });
+                return View {
+                    provider,
+                    name,
+                    description,
+                    parameters: Some((
+                        match provider {
+                            Provider::Anthropic => "input_schema",
+                            Provider::Gemini
+                                if options.gemini_schema == GeminiSchema::JsonSchema =>
+                            {
+                                "parametersJsonSchema"
+                            }
+                            _ => "parameters",
+                        },
+                        Schema::AsIs(raw),
+                    )),
+                    strict,
+                };
+            }
+            Ok(map) => map,
+        };
         let schema = if is_openai && options.strict {
             // Written straight from the input: the same text and notes as
             // `schema::openai_strict_noted`'s value.
-            match crate::schema_strict::strict_view(&tool.input_schema) {
+            match crate::schema_strict::strict_view(parsed) {
                 Ok((parameters, mut more)) => {
                     strict = true;
                     notes.append(&mut more);
@@ -252,14 +288,14 @@ impl<'a> View<'a> {
                         at: String::new(),
                         what: format!("strict mode off for this tool: {reason}"),
                     });
-                    Some(cleaned(provider, tool, notes))
+                    Some(cleaned(provider, parsed, raw, notes))
                 }
             }
         } else if provider == Provider::Gemini && options.gemini_schema == GeminiSchema::JsonSchema
         {
             None
         } else {
-            Some(cleaned(provider, tool, notes))
+            Some(cleaned(provider, parsed, raw, notes))
         };
         let parameters = match provider {
             Provider::OpenAiResponses | Provider::OpenAiChat => {
@@ -267,8 +303,8 @@ impl<'a> View<'a> {
             }
             Provider::Anthropic => schema.map(|schema| ("input_schema", schema)),
             Provider::Gemini => match schema {
-                None => Some(("parametersJsonSchema", Schema::AsIs(&tool.input_schema))),
-                Some(schema) if schema.takes_no_arguments() => {
+                None => Some(("parametersJsonSchema", Schema::AsIs(raw))),
+                Some(cleaned) if cleaned.takes_no_arguments(parsed) => {
                     notes.push(Note {
                         at: String::new(),
                         what: "`parameters` left out: the tool takes no arguments and Gemini \
@@ -277,7 +313,7 @@ impl<'a> View<'a> {
                     });
                     None
                 }
-                Some(schema) => Some(("parameters", schema)),
+                Some(cleaned) => Some(("parameters", cleaned)),
             },
         };
         View {
@@ -293,7 +329,7 @@ impl<'a> View<'a> {
 impl Serialize for Schema<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Schema::AsIs(map) => map.serialize(serializer),
+            Schema::AsIs(raw) => raw.serialize(serializer),
             Schema::Changed(value) => value.serialize(serializer),
             Schema::Gemini(view) => view.serialize(serializer),
             Schema::Strict(view) => view.serialize(serializer),
@@ -302,9 +338,10 @@ impl Serialize for Schema<'_> {
 }
 
 impl Schema<'_> {
-    fn takes_no_arguments(&self) -> bool {
+    /// `parsed` is what [`Schema::AsIs`] holds, parsed.
+    fn takes_no_arguments(&self, parsed: &Map<String, Value>) -> bool {
         match self {
-            Schema::AsIs(map) => object_without_properties(map),
+            Schema::AsIs(_) => object_without_properties(parsed),
             Schema::Changed(value) => value.as_object().is_some_and(object_without_properties),
             // Only made for input with properties, which the rewrite keeps.
             Schema::Gemini(_) => false,
@@ -362,8 +399,13 @@ impl Serialize for View<'_> {
     }
 }
 
-fn cleaned<'a>(provider: Provider, tool: &'a Tool, notes: &mut Vec<Note>) -> Schema<'a> {
-    let schema = &tool.input_schema;
+/// `schema` is `raw`, parsed.
+fn cleaned<'a>(
+    provider: Provider,
+    schema: &'a Map<String, Value>,
+    raw: &'a RawValue,
+    notes: &mut Vec<Note>,
+) -> Schema<'a> {
     // The common case, checked without a copy: a schema the provider takes
     // as is (the conditions are those of `schema::for_provider`'s rules).
     let as_is = match provider {
@@ -376,7 +418,7 @@ fn cleaned<'a>(provider: Provider, tool: &'a Tool, notes: &mut Vec<Note>) -> Sch
         Provider::Gemini => schema::gemini_is_clean(schema),
     };
     if as_is {
-        return Schema::AsIs(schema);
+        return Schema::AsIs(raw);
     }
     // Gemini's rewrite, streamed, when the schema has properties (a tool
     // with no arguments loses its `parameters`, decided on the value).

@@ -299,7 +299,10 @@ impl Toolset {
                 Provider::OpenAiChat | Provider::OpenAiResponses
             )
         {
-            crate::schema::drop_strict_nulls(&entry.tool.input_schema, &mut arguments);
+            // Parsed per call: only strict mode needs the tree.
+            if let Ok(schema) = entry.tool.input_schema.to_object() {
+                crate::schema::drop_strict_nulls(&schema, &mut arguments);
+            }
         }
         Some(arguments)
     }
@@ -393,7 +396,7 @@ impl Toolset {
                 },
                 "required": ["query"]
             }) {
-                Value::Object(map) => map,
+                Value::Object(map) => map.into(),
                 _ => unreachable!(),
             },
             ..Tool::default()
@@ -491,7 +494,7 @@ mod tests {
             name: name.into(),
             description: Some(description.into()),
             input_schema: match json!({"type": "object", "properties": {"q": {"type": "string"}}}) {
-                Value::Object(map) => map,
+                Value::Object(map) => map.into(),
                 _ => unreachable!(),
             },
             ..Tool::default()
@@ -676,11 +679,11 @@ mod tests {
     #[test]
     fn strict_nulls_for_optional_arguments_do_not_reach_the_server() {
         let mut tool = tool("find", "Finds.");
-        tool.input_schema = args(json!({
+        tool.input_schema = switchboard_types::Schema::from(args(json!({
             "type": "object",
             "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}},
             "required": ["q"]
-        }));
+        })));
         let sent = Some(args(json!({"q": "x", "limit": null})));
         let strict =
             ToolsetOptions::default().definitions(DefinitionOptions::default().strict(true));

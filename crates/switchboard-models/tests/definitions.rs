@@ -13,6 +13,11 @@ fn tool(value: Value) -> Tool {
     serde_json::from_value(value).expect("a tool")
 }
 
+/// `tool`'s input schema, parsed.
+fn input(tool: &Tool) -> Map<String, Value> {
+    tool.input_schema.to_object().unwrap()
+}
+
 fn object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
@@ -216,8 +221,8 @@ fn openai_and_anthropic_get_the_schema_losslessly() {
         Provider::OpenAiChat,
         Provider::Anthropic,
     ] {
-        let (value, notes) = for_provider(provider, &tool.input_schema);
-        assert_eq!(value, Value::Object(tool.input_schema.clone()));
+        let (value, notes) = for_provider(provider, &input(&tool));
+        assert_eq!(value, Value::Object(input(&tool)));
         // Same order of keys, too.
         assert_eq!(
             serde_json::to_string(&value).unwrap(),
@@ -261,10 +266,7 @@ fn strict_falls_back_with_a_note_when_impossible() {
         &DefinitionOptions::default().strict(true),
     );
     assert_eq!(d.value["strict"], json!(false));
-    assert_eq!(
-        d.value["parameters"],
-        Value::Object(tool.input_schema.clone())
-    );
+    assert_eq!(d.value["parameters"], Value::Object(input(&tool)));
     assert!(
         d.notes
             .iter()
@@ -278,10 +280,7 @@ fn strict_falls_back_with_a_note_when_impossible() {
 fn strict_is_only_for_openai() {
     let strict = DefinitionOptions::default().strict(true);
     let d = definition(Provider::Anthropic, "f", &weather(), &strict);
-    assert_eq!(
-        d.value["input_schema"],
-        Value::Object(weather().input_schema)
-    );
+    assert_eq!(d.value["input_schema"], Value::Object(input(&weather())));
 }
 
 #[test]
@@ -424,10 +423,7 @@ fn gemini_json_schema_sends_the_schema_as_is() {
         &tool,
         &DefinitionOptions::default().gemini_schema(GeminiSchema::JsonSchema),
     );
-    assert_eq!(
-        d.value["parametersJsonSchema"],
-        Value::Object(tool.input_schema.clone())
-    );
+    assert_eq!(d.value["parametersJsonSchema"], Value::Object(input(&tool)));
     assert!(d.value.get("parameters").is_none());
     assert!(d.notes.is_empty());
 }
@@ -527,7 +523,7 @@ fn gemini_rule_ref_is_inlined_with_siblings_winning() {
 
 #[test]
 fn gemini_rule_recursive_ref_becomes_a_plain_object() {
-    let (value, notes) = gemini(tree().input_schema.into());
+    let (value, notes) = gemini(input(&tree()).into());
     let root = &value["properties"]["root"];
     assert_eq!(root["type"], "object");
     let inner = &root["properties"]["children"]["items"];
@@ -874,7 +870,7 @@ fn gemini_missing_root_type_becomes_object() {
 
 #[test]
 fn gemini_schema_function_is_for_provider() {
-    let input = query().input_schema;
+    let input = input(&query());
     assert_eq!(
         schema::gemini(&input),
         for_provider(Provider::Gemini, &input)
@@ -886,7 +882,7 @@ fn gemini_schema_function_is_for_provider() {
 
 #[test]
 fn strict_closes_objects_and_requires_everything() {
-    let strict = openai_strict(&create_issue().input_schema).unwrap();
+    let strict = openai_strict(&input(&create_issue())).unwrap();
     assert_eq!(
         strict,
         json!({
@@ -1066,7 +1062,7 @@ fn strict_root_without_properties_is_a_tool_without_arguments() {
 
 #[test]
 fn strict_nulls_for_optional_arguments_are_dropped_again() {
-    let input = create_issue().input_schema;
+    let input = input(&create_issue());
     let mut arguments = object(json!({
         "owner": "o", "repo": "r", "title": null, "body": null, "labels": null,
         "assignee": {"login": "me", "notify": null}
@@ -1098,7 +1094,7 @@ fn strict_nulls_for_optional_arguments_are_dropped_again() {
 
 #[test]
 fn strict_inlines_a_ref_with_keywords_beside_it() {
-    let (strict, notes) = schema::openai_strict_noted(&tree().input_schema).unwrap();
+    let (strict, notes) = schema::openai_strict_noted(&input(&tree())).unwrap();
     // `document` had a description beside its `$ref`.
     assert_eq!(
         strict["properties"]["document"],
@@ -1128,7 +1124,7 @@ fn strict_inlines_a_ref_with_keywords_beside_it() {
 
 #[test]
 fn strict_notes_say_what_changed() {
-    let (_, notes) = schema::openai_strict_noted(&weather().input_schema).unwrap();
+    let (_, notes) = schema::openai_strict_noted(&input(&weather())).unwrap();
     assert!(noted(
         &notes,
         "/properties/unit/default",
@@ -1401,9 +1397,13 @@ fn definition_json_is_the_definition_written_out() {
     // The Toolset sends `definition_json`'s text; the snapshots review
     // `definition`'s value. They must be the same JSON, key order included.
     let mut bare = weather();
-    bare.input_schema.remove("type");
+    let mut schema = input(&bare);
+    schema.remove("type");
+    bare.input_schema = schema.into();
     let mut no_properties = no_arguments();
-    no_properties.input_schema.remove("properties");
+    let mut schema = input(&no_properties);
+    schema.remove("properties");
+    no_properties.input_schema = schema.into();
     let mut all: Vec<Tool> = tools().into_iter().map(|(_, t)| t).collect();
     all.extend([bare, no_properties]);
     for options in [

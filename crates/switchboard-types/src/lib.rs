@@ -36,6 +36,7 @@
 //! | [`meta`] | `_meta` keys, [`ResultType`], [`CacheScope`], [`RequestMeta`], shared params |
 //! | [`lifecycle`] | [`Implementation`], capabilities, `initialize`, `server/discover` |
 //! | [`content`] | [`ContentBlock`] and its parts |
+//! | [`schema`] | [`Schema`], a tool's JSON Schema kept as raw text |
 //! | [`tools`], [`resources`], [`prompts`], [`completion`] | server features |
 //! | [`logging`], [`notifications`] | log levels, progress, cancellation |
 //! | [`sampling`], [`elicitation`], [`roots`] | client features |
@@ -71,6 +72,7 @@ pub mod request;
 pub mod resources;
 pub mod roots;
 pub mod sampling;
+pub mod schema;
 pub mod subscriptions;
 pub mod tasks;
 pub mod tools;
@@ -90,6 +92,7 @@ pub use request::*;
 pub use resources::*;
 pub use roots::*;
 pub use sampling::*;
+pub use schema::Schema;
 pub use subscriptions::*;
 pub use tasks::*;
 pub use tools::*;

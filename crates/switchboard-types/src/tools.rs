@@ -7,6 +7,7 @@ use crate::content::ContentBlock;
 use crate::lifecycle::Icon;
 use crate::meta::{JsonObject, ResultType};
 use crate::mrtr::InputResponses;
+use crate::schema::Schema;
 use crate::tasks::TaskMetadata;
 
 string_enum! {
@@ -69,11 +70,11 @@ pub struct Tool {
     /// What the tool does, for the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of the arguments, kept whole and in order for the model.
-    pub input_schema: JsonObject,
+    /// JSON Schema of the arguments, kept as its text for the model.
+    pub input_schema: Schema,
     /// JSON Schema of `structuredContent` (2025-06-18).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<JsonObject>,
+    pub output_schema: Option<Schema>,
     /// Behaviour hints (2025-03-26).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,

@@ -8,7 +8,9 @@ use switchboard_types::*;
 fn tool_input_schema_survives_byte_for_byte() {
     let line = r##"{"name":"query","description":"Run a query","inputSchema":{"type":"object","required":["sql"],"properties":{"sql":{"$ref":"#/$defs/Sql"},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"mode":{"anyOf":[{"const":"ro"},{"const":"rw"}]}},"additionalProperties":false,"$defs":{"Sql":{"type":"string","x-mcp-header":"Sql","minLength":1}},"$schema":"https://json-schema.org/draft/2020-12/schema"}}"##;
     let tool: Tool = serde_json::from_str(line).unwrap();
-    let keys: Vec<&str> = tool.input_schema.keys().map(String::as_str).collect();
+    assert!(line.contains(tool.input_schema.as_str()));
+    let schema = tool.input_schema.to_object().unwrap();
+    let keys: Vec<&str> = schema.keys().map(String::as_str).collect();
     assert_eq!(
         keys,
         [

@@ -57,8 +57,8 @@
 //! ## Bounded cost
 //! The schema and the result come from the server, so neither may make the
 //! client do unbounded work:
-//! - a schema larger than [`MAX_SCHEMA_BYTES`] once serialized is refused
-//!   before it is compiled (measuring it stops at the limit);
+//! - a schema whose text is larger than [`MAX_SCHEMA_BYTES`] is refused
+//!   before it is parsed or compiled;
 //! - compiled schemas are cached, at most [`DEFAULT_CAPACITY`] of them unless
 //!   [`OutputValidator::with_capacity`] says otherwise; the least recently
 //!   used one goes first. A schema that failed to compile is cached as such,
@@ -86,20 +86,19 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher, RandomState};
-use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use jsonschema::PatternOptions;
 use serde_json::Value;
 
-use crate::types::meta::JsonObject;
+use crate::types::schema::Schema;
 use crate::types::tools::{CallToolResult, Tool};
 
 /// How many compiled schemas an [`OutputValidator::new`] keeps.
 pub const DEFAULT_CAPACITY: usize = 256;
 
-/// The largest `outputSchema` compiled, in bytes of compact JSON (256 KiB).
+/// The largest `outputSchema` compiled, in bytes of its text (256 KiB).
 pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 
 /// How many violations an [`OutputMismatch::Invalid`] lists at most.
@@ -320,21 +319,18 @@ impl OutputValidator {
     }
 
     /// The compiled schema for this tool, from the cache or compiled now.
-    fn compiled(&self, tool: &str, schema: &JsonObject) -> Compiled {
-        let mut hasher = self.inner.hasher.build_hasher();
-        hasher.write(tool.as_bytes());
-        hasher.write_u8(0xff); // no tool name contains 0xff, so name and schema cannot run together
-        let mut sink = HashingSink {
-            hasher: &mut hasher,
-            written: 0,
-        };
-        if serde_json::to_writer(&mut sink, schema).is_err() {
-            // Not cached: the measurement stopped at the limit, so there is
-            // no complete hash to key it by, and it is cheap to repeat.
+    fn compiled(&self, tool: &str, schema: &Schema) -> Compiled {
+        let text = schema.as_str();
+        if text.len() > MAX_SCHEMA_BYTES {
+            // Not cached: it is cheap to refuse again.
             return Compiled::Unusable(
                 format!("it is larger than {} KiB", MAX_SCHEMA_BYTES / 1024).into(),
             );
         }
+        let mut hasher = self.inner.hasher.build_hasher();
+        hasher.write(tool.as_bytes());
+        hasher.write_u8(0xff); // no tool name contains 0xff, so name and schema cannot run together
+        hasher.write(text.as_bytes());
         let key = hasher.finish();
 
         {
@@ -388,29 +384,14 @@ impl OutputValidator {
     }
 }
 
-/// Feeds serialized JSON to a hasher and fails once it passes the size limit.
-struct HashingSink<'a, H> {
-    hasher: &'a mut H,
-    written: usize,
-}
-
-impl<H: Hasher> io::Write for HashingSink<'_, H> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.written += buf.len();
-        if self.written > MAX_SCHEMA_BYTES {
-            return Err(io::Error::other("schema too large"));
+fn compile(schema: &Schema) -> Compiled {
+    // Parsed only here, once per tool: the compiled validator is cached.
+    let schema: Value = match schema.parse() {
+        Ok(schema) => schema,
+        Err(error) => {
+            return Compiled::Unusable(truncate(format!("it cannot be parsed: {error}")).into());
         }
-        self.hasher.write(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-fn compile(schema: &JsonObject) -> Compiled {
-    let schema = Value::Object(schema.clone());
+    };
     let built = catch_unwind(AssertUnwindSafe(|| {
         jsonschema::options()
             .offline()
@@ -625,6 +606,7 @@ impl fmt::Display for Violation {
 
 #[cfg(test)]
 mod tests {
+    use std::io;
     use std::net::TcpListener;
 
     use serde_json::json;
@@ -634,9 +616,9 @@ mod tests {
     fn tool(name: &str, schema: Value) -> Tool {
         Tool {
             name: name.into(),
-            input_schema: JsonObject::new(),
+            input_schema: Schema::default(),
             output_schema: Some(match schema {
-                Value::Object(object) => object,
+                Value::Object(object) => object.into(),
                 other => panic!("schema must be an object, got {other}"),
             }),
             ..Tool::default()

@@ -4,14 +4,15 @@
 //! alone: `VmHWM` is reset through `/proc/self/clear_refs` once the page is
 //! built, and read again after the listing returns.
 //!
-//! The goal is four times the page; what is asserted is what the client
-//! reaches today, sixteen times. The floor is the parsed list itself:
-//! `Tool` keeps every schema as a `serde_json` map tree (with
-//! `preserve_order`), which for this page is about 13.7 times its text. The
-//! client adds one copy of the text (the engine's `RawValue`) on top of it;
-//! before issue 15 it also kept a second, deep copy of the parsed list
-//! (25.7 times in all). Reaching four times needs schemas kept as raw JSON
-//! in `switchboard-types`.
+//! The goal, and what is asserted, is four times the page; the debug
+//! profile (the one `cargo test` uses) measures 3.98 to 3.99 times. Where
+//! it goes: the page itself; one copy of its text as the engine's
+//! `RawValue` of the result; the parsed list, which is about one more
+//! copy of the text, since every schema is kept as its raw text
+//! (`switchboard_types::Schema`) rather than a map tree; and the `Tool`
+//! structs. Before issue 15 the schemas were `serde_json` map trees with
+//! `preserve_order` (about 13.7 times their text), and the client cost 14
+//! times the page (25.7 times while it also kept a deep copy of the list).
 
 use serde_json::{Value, json};
 use switchboard::Client;
@@ -137,8 +138,8 @@ fn main() {
             mib(baseline)
         );
         assert!(
-            cost <= 16 * size,
-            "reading a {:.1} MiB page cost {:.1} MiB, more than 16x its size",
+            cost <= 4 * size,
+            "reading a {:.1} MiB page cost {:.1} MiB, more than 4x its size",
             mib(size),
             mib(cost)
         );

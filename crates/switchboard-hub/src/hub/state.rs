@@ -177,7 +177,7 @@ pub struct ServerStatus {
     pub protocol_version: Option<String>,
     /// Its tools as the server lists them (before filtering), fresh while
     /// ready, else the last known ones.
-    pub tools: Vec<Tool>,
+    pub tools: Arc<[Tool]>,
     /// The tools are not from the live connection (reconnecting, or read
     /// from the state file).
     pub tools_stale: bool,

@@ -44,7 +44,7 @@ pub(crate) struct View {
     pub(crate) client: Option<Client>,
     /// Bumped on every successful connection.
     pub(crate) generation: u64,
-    pub(crate) tools: Arc<Vec<Tool>>,
+    pub(crate) tools: Arc<[Tool]>,
     pub(crate) stale: bool,
     pub(crate) transport: Option<String>,
     pub(crate) era: Option<Era>,
@@ -84,7 +84,7 @@ impl Slot {
             state,
             client: None,
             generation: 0,
-            tools: Arc::new(stored.tools),
+            tools: stored.tools.into(),
             stale: true,
             transport: stored.transport,
             era: stored.era,
@@ -131,7 +131,7 @@ impl Slot {
             transport: view.transport.clone(),
             era: view.era,
             protocol_version: view.protocol_version.clone(),
-            tools: view.tools.to_vec(),
+            tools: view.tools.clone(),
             tools_stale: view.stale,
             last_known_state: view.last_known.clone(),
             stats: self.stats.snapshot(),
@@ -206,7 +206,7 @@ impl Slot {
         });
     }
 
-    fn set_ready(&self, shared: &Shared, client: Client, tools: Vec<Tool>) {
+    fn set_ready(&self, shared: &Shared, client: Client, tools: Arc<[Tool]>) {
         let session = client.session().clone();
         let count = tools.len();
         // Tools and routes first, the state last: whoever sees `ready`
@@ -214,7 +214,7 @@ impl Slot {
         self.view.send_modify(|v| {
             v.client = Some(client);
             v.generation += 1;
-            v.tools = Arc::new(tools);
+            v.tools = tools;
             v.stale = false;
             v.transport = Some(session.transport.to_owned());
             v.era = Some(session.era);
@@ -244,12 +244,12 @@ impl Slot {
         });
     }
 
-    fn set_tools(&self, shared: &Shared, tools: Option<Vec<Tool>>) {
+    fn set_tools(&self, shared: &Shared, tools: Option<Arc<[Tool]>>) {
         let mut count = 0;
         self.view.send_modify(|v| {
             match tools {
                 Some(tools) => {
-                    v.tools = Arc::new(tools);
+                    v.tools = tools;
                     v.stale = false;
                 }
                 None => v.stale = true,
@@ -355,7 +355,7 @@ enum Attempt {
 
 /// One connection attempt: a concurrency permit, then connect and list the
 /// tools within the startup timeout.
-async fn connect_once(shared: &Shared, slot: &Slot) -> Result<(Client, Vec<Tool>), Attempt> {
+async fn connect_once(shared: &Shared, slot: &Slot) -> Result<(Client, Arc<[Tool]>), Attempt> {
     let config = &slot.config;
     let limit = if is_remote(&config.transport) {
         &shared.remote
@@ -379,9 +379,9 @@ async fn connect_once(shared: &Shared, slot: &Slot) -> Result<(Client, Vec<Tool>
     let attempt = async {
         let client = builder.connect_arc(connector).await?;
         let tools = if client.capabilities().tools.is_some() {
-            client.list_tools().await?
+            client.list_tools_shared().await?
         } else {
-            Vec::new()
+            Arc::from([])
         };
         Ok::<_, ClientError>((client, tools))
     };
@@ -458,7 +458,7 @@ async fn serve(shared: &Shared, slot: &Slot, client: &Client, cancel: &Cancellat
 
 async fn refresh_tools(shared: &Shared, slot: &Slot, client: &Client) {
     let timeout = slot.startup_timeout(&shared.settings);
-    match tokio::time::timeout(timeout, client.list_tools()).await {
+    match tokio::time::timeout(timeout, client.list_tools_shared()).await {
         Ok(Ok(tools)) => slot.set_tools(shared, Some(tools)),
         Ok(Err(error)) => tracing::warn!(%error, "could not refresh the tool list"),
         Err(_) => tracing::warn!(?timeout, "the tool list refresh timed out"),
