@@ -77,9 +77,10 @@ pub enum Error {
     },
     /// A reply to a pending request arrived but cannot be used (both
     /// `result` and `error`, neither, invalid UTF-8, an HTTP body that is
-    /// not the JSON-RPC message it claims to be, an event stream that ended
-    /// without the answer). The request fails at once rather than waiting
-    /// for its timeout; it may have run on the server.
+    /// not the JSON-RPC message it claims to be). The request fails at once
+    /// rather than waiting for its timeout; it may have run on the server.
+    /// (An event stream that ends without the answer is
+    /// [`ResponseLost`](Self::ResponseLost), also at once.)
     #[error("server `{server}` sent an unusable reply to `{method}`: {what}")]
     ProtocolViolation {
         /// The server's name.

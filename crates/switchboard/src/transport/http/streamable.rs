@@ -363,12 +363,6 @@ fn lost_response(id: &RequestId, why: &str) -> Vec<u8> {
     made_up_error(id, why, "response_lost")
 }
 
-/// The same, for a request whose answer arrived unusable: the engine fails
-/// it as a protocol violation, `what` saying how.
-fn unusable_response(id: &RequestId, what: &str) -> Vec<u8> {
-    made_up_error(id, what, "protocol_violation")
-}
-
 fn made_up_error(id: &RequestId, message: &str, kind: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
         "jsonrpc": "2.0",
@@ -797,9 +791,11 @@ async fn response_stream(
                 head,
             } if resumes == 0 => {
                 // Nothing to resume from: the server ended the stream it
-                // owed the answer on.
+                // owed the answer on. The answer is lost (the server may
+                // have dropped the session), and said at once, with what
+                // the stream held.
                 shared
-                    .push(Ok(unusable_response(
+                    .push(Ok(lost_response(
                         &id,
                         &format!(
                             "HTTP 200 with content type `text/event-stream` ended without the response; the stream began {}",
