@@ -914,20 +914,9 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             command: AuthCommand::Status { json },
         } => login::status(creds, json).await.map_err(Failure::usage),
         Command::List { json, timeout } => {
-            if !timeout.is_finite() || timeout <= 0.0 {
-                return Err(Failure::usage(anyhow::anyhow!(
-                    "--timeout must be a positive number of seconds"
-                )));
-            }
+            let timeout = seconds("--timeout", timeout)?;
             let context = configure::Context::new(cli.config)?;
-            hub::list(
-                &context,
-                json,
-                Duration::from_secs_f64(timeout),
-                creds,
-                servers,
-            )
-            .await
+            hub::list(&context, json, timeout, creds, servers).await
         }
         Command::Add(args) => configure::add(&configure::Context::new(cli.config)?, args),
         Command::AddJson {
@@ -979,6 +968,19 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
         }
         Command::TestServer { args } => switchboard_testkit::run_stdio_main(args),
     }
+}
+
+/// A number of seconds given on the command line as a duration: positive
+/// and finite (`nan`, `-1` and `inf` are refused, never a panic); above a
+/// year it is a year.
+fn seconds(flag: &str, value: f64) -> Result<Duration, Failure> {
+    const YEAR: f64 = 365.0 * 24.0 * 3600.0;
+    if !value.is_finite() || value <= 0.0 {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "{flag} must be a positive number of seconds, not {value}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(value.min(YEAR)))
 }
 
 fn stdio_config(server: &ServerArgs) -> Result<StdioConfig, Failure> {
@@ -1159,7 +1161,7 @@ fn answer_setup(server: &ServerArgs) -> Result<(Duration, Arc<Ui>, Option<Roots>
         Some(roots(&server.roots)?)
     };
     Ok((
-        Duration::from_secs_f64(server.timeout),
+        seconds("--timeout", server.timeout)?,
         Ui::new(server.json, server.no_input),
         roots,
     ))

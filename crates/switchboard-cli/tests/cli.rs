@@ -597,3 +597,31 @@ fn call_runs_a_task_only_tool_as_a_task() {
         assert!(said.starts_with("done"), "{era}: {said}");
     }
 }
+
+#[test]
+fn timeouts_that_are_not_a_positive_number_are_refused_never_a_panic() {
+    for value in ["-1", "nan", "inf", "0"] {
+        let output = Command::new(BIN)
+            .args(["tools", &format!("--timeout={value}"), "--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "--timeout {value}: {stderr}");
+        assert!(stderr.contains("positive number of seconds"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // Huge is a long time, not an overflow.
+    let output = Command::new(BIN)
+        .args(["list", "--timeout", "1e300"])
+        .env(
+            "HOME",
+            std::env::temp_dir().join("switchboard-cli-huge-timeout"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
