@@ -10,7 +10,8 @@
 # and first replays fuzz/regressions/<target>/, if any. Builds into
 # $CARGO_TARGET_DIR when set, else fuzz/target. Exits 1 if any target
 # crashed, after printing the input that did it (fuzz/artifacts/<target>/…)
-# and how to replay and minimise it.
+# and how to replay and minimise it. FUZZ_SEED=N makes the runs repeat
+# (libFuzzer's -seed; 0, the default, is a new seed each time): CI uses 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,7 +58,7 @@ for target in "${targets[@]}"; do
     # compare listings to find this run's.
     before="$(ls "$artifacts")"
     if cargo +nightly fuzz run "$target" "${inputs[@]}" -- \
-        -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+        -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -seed="${FUZZ_SEED:-0}" \
         -print_final_stats=1; then
         continue
     fi

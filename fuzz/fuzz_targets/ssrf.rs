@@ -152,10 +152,13 @@ fn secrets(text: &str) -> Vec<String> {
     ]
     .into_iter()
     .flatten()
-    // Distinctive, so the URL's normalised path cannot also hold it.
+    // Distinctive, so the URL's normalised host or path cannot also hold
+    // it (as written, or as the parser serialises it: `%EF%BF%BD` for an
+    // invalid byte may appear in the host too).
     .filter(|s| {
         s.bytes().filter(u8::is_ascii_alphanumeric).count() >= 4
             && text.matches(s.as_str()).count() == 1
+            && url.as_str().matches(s.as_str()).count() == 1
     })
     .collect()
 }
