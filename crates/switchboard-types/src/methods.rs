@@ -134,7 +134,7 @@ mod tests {
     /// Every `method` const in every schema revision must be named here.
     #[test]
     fn covers_every_schema_method() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spec");
         let Ok(entries) = std::fs::read_dir(&dir) else {
             panic!("spec folder missing at {}", dir.display());
         };

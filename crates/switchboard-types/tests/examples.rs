@@ -14,7 +14,7 @@ use switchboard_types::request::{self, Notification, Request};
 use switchboard_types::*;
 
 fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/2026-07-28/examples")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spec/2026-07-28/examples")
 }
 
 fn read(path: &Path) -> String {
@@ -381,7 +381,7 @@ fn every_official_example_round_trips() {
     let Ok(entries) = std::fs::read_dir(&dir) else {
         panic!(
             "\n\n*** OFFICIAL EXAMPLES NOT FOUND at {} ***\n\
-             The spec examples must be checked out next to the workspace (../shared/spec).\n\n",
+             They are copied into the repository (tests/spec, see its README).\n\n",
             dir.display()
         );
     };
