@@ -280,6 +280,25 @@ impl Error {
         }
     }
 
+    /// Trying the same request again may succeed: the connection failed or
+    /// was lost, or the request timed out (it was cancelled, but may have
+    /// run: retry what is safe to run twice). False for what the server
+    /// answered (a JSON-RPC error), protocol violations, credentials the
+    /// server wants, a response lost after it was sent for sure, and local
+    /// errors.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Timeout { .. } => true,
+            Error::Transport { source, .. } => {
+                !source.is_protocol_violation() && !source.is_auth_required()
+            }
+            Error::Disconnected { reason, .. } => {
+                !reason.is_protocol_violation() && !reason.is_auth_required()
+            }
+            _ => false,
+        }
+    }
+
     /// The server wants credentials (HTTP 401/403).
     pub fn is_auth_required(&self) -> bool {
         match self {
@@ -356,3 +375,24 @@ impl Error {
 
 /// A `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_are_retryable_answers_and_lost_responses_are_not() {
+        let timeout = Error::Timeout {
+            server: "s".into(),
+            method: "tools/call".into(),
+            after: std::time::Duration::from_secs(1),
+        };
+        assert!(timeout.is_retryable());
+        let lost = Error::ResponseLost {
+            server: "s".into(),
+            method: "tools/call".into(),
+            reason: "stream ended".into(),
+        };
+        assert!(!lost.is_retryable());
+    }
+}

@@ -75,8 +75,17 @@ impl RequestCredentials {
 
     /// Sets the headers on `request`.
     pub(crate) fn apply(self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        // Marked sensitive: never shown by a `Debug` of the request or its
+        // headers, and kept out of HTTP/2 header compression tables.
         if let Some(value) = self.authorization {
-            request = request.header(reqwest::header::AUTHORIZATION, value);
+            match reqwest::header::HeaderValue::from_str(&value) {
+                Ok(mut value) => {
+                    value.set_sensitive(true);
+                    request = request.header(reqwest::header::AUTHORIZATION, value);
+                }
+                // Not a valid header value: reqwest reports it when sent.
+                Err(_) => request = request.header(reqwest::header::AUTHORIZATION, value),
+            }
         }
         if let Some(proof) = self.dpop {
             request = request.header(DPOP_HEADER, proof);
@@ -440,6 +449,19 @@ pub(crate) fn header_map(config: &HttpConfig) -> reqwest::header::HeaderMap {
             reqwest::header::HeaderName::from_bytes(name.as_bytes()),
             reqwest::header::HeaderValue::from_str(value),
         ) {
+            let mut value = value;
+            // A hand-written `Authorization` (or any credential-looking
+            // header) is a secret: marked sensitive, as a login's token is.
+            let lower = name.as_str();
+            if lower == "authorization"
+                || lower == "proxy-authorization"
+                || lower == "cookie"
+                || lower.contains("token")
+                || lower.contains("key")
+                || lower.contains("secret")
+            {
+                value.set_sensitive(true);
+            }
             headers.append(name, value);
         }
     }
@@ -642,5 +664,23 @@ mod tests {
                 .is_err()
         );
         assert!(HttpConfig::new("http://127.0.0.1:1/mcp").validate().is_ok());
+    }
+}
+
+#[cfg(test)]
+mod sensitive_tests {
+    use super::*;
+
+    #[test]
+    fn credential_headers_are_marked_sensitive() {
+        let config = HttpConfig::new("https://example.com/mcp")
+            .header("Authorization", "Bearer sk-live")
+            .header("X-Api-Key", "k")
+            .header("X-Trace", "t");
+        let headers = header_map(&config);
+        assert!(headers["authorization"].is_sensitive());
+        assert!(headers["x-api-key"].is_sensitive());
+        assert!(!headers["x-trace"].is_sensitive());
+        assert!(!format!("{headers:?}").contains("sk-live"));
     }
 }
