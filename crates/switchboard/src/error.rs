@@ -188,7 +188,7 @@ pub enum Error {
         rounds: usize,
     },
     /// The tool's `structuredContent` does not match its `outputSchema`.
-    #[error("server `{server}`: {mismatch}")]
+    #[error("server `{server}`: the tool's result does not match its outputSchema")]
     OutputMismatch {
         /// The server's name.
         server: Arc<str>,
@@ -379,6 +379,24 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod retry_tests {
     use super::*;
+
+    #[test]
+    fn an_output_mismatch_says_its_layer_and_leaves_the_rest_to_its_source() {
+        use std::error::Error as _;
+        let error = Error::OutputMismatch {
+            server: "s".into(),
+            mismatch: Box::new(crate::schema::OutputMismatch::MissingStructuredContent {
+                tool: "weather".into(),
+            }),
+            result: Box::default(),
+        };
+        let shown = error.to_string();
+        assert!(
+            !shown.contains("weather"),
+            "said twice with its source: {shown}"
+        );
+        assert!(error.source().unwrap().to_string().contains("weather"));
+    }
 
     #[test]
     fn timeouts_are_retryable_answers_and_lost_responses_are_not() {
