@@ -196,6 +196,58 @@ impl<'a> Expander<'a> {
     }
 }
 
+/// A piece of a config string: text as written, or a reference.
+pub(crate) enum Piece<'t> {
+    /// Text kept as is.
+    Text(&'t str),
+    /// `${inner}` (or, when bare names count, `$inner`); `whole` as written.
+    Reference { inner: &'t str, whole: &'t str },
+}
+
+/// `text` split into text and references: `${…}` always, `$NAME` too when
+/// `bare` (Gemini CLI's files). An unclosed `${` and a `$` naming nothing
+/// are text.
+pub(crate) fn pieces(text: &str, bare: bool) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('$') {
+        if start > 0 {
+            out.push(Piece::Text(&rest[..start]));
+        }
+        let after = &rest[start + 1..];
+        if let Some(inner) = after.strip_prefix('{') {
+            let Some(len) = inner.find('}') else {
+                out.push(Piece::Text(&rest[start..]));
+                return out;
+            };
+            out.push(Piece::Reference {
+                inner: &inner[..len],
+                whole: &rest[start..start + 3 + len],
+            });
+            rest = &rest[start + 3 + len..];
+            continue;
+        }
+        let name_len = after
+            .char_indices()
+            .find(|&(i, c)| !(c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())))
+            .map_or(after.len(), |(i, _)| i);
+        if bare && name_len > 0 {
+            out.push(Piece::Reference {
+                inner: &after[..name_len],
+                whole: &rest[start..start + 1 + name_len],
+            });
+            rest = &after[name_len..];
+        } else {
+            out.push(Piece::Text("$"));
+            rest = after;
+        }
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    out
+}
+
 struct Run<'e, 'a> {
     expander: &'e mut Expander<'a>,
     server: &'e ServerConfig,
@@ -207,36 +259,14 @@ impl Run<'_, '_> {
         // Gemini CLI also expands `$VAR` without braces.
         let bare = self.server.origin.dialect == Dialect::Gemini;
         let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(start) = rest.find('$') {
-            out.push_str(&rest[..start]);
-            let after = &rest[start + 1..];
-            if let Some(inner) = after.strip_prefix('{') {
-                let Some(len) = inner.find('}') else {
-                    out.push_str(&rest[start..]);
-                    return Ok(out);
-                };
-                let whole = &rest[start..start + 3 + len];
-                out.push_str(&self.resolve(key, &inner[..len], whole)?);
-                rest = &rest[start + 3 + len..];
-                continue;
-            }
-            let name_len = after
-                .char_indices()
-                .find(|&(i, c)| {
-                    !(c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
-                })
-                .map_or(after.len(), |(i, _)| i);
-            if bare && name_len > 0 {
-                let name = &after[..name_len];
-                out.push_str(&self.resolve(key, name, &rest[start..start + 1 + name_len])?);
-                rest = &after[name_len..];
-            } else {
-                out.push('$');
-                rest = after;
+        for piece in pieces(text, bare) {
+            match piece {
+                Piece::Text(text) => out.push_str(text),
+                Piece::Reference { inner, whole } => {
+                    out.push_str(&self.resolve(key, inner, whole)?);
+                }
             }
         }
-        out.push_str(rest);
         Ok(out)
     }
 

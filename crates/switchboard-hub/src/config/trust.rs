@@ -133,42 +133,21 @@ pub fn references(server: &ServerConfig) -> Vec<Reference> {
     out
 }
 
-/// The names referenced in `text`: `${NAME}`, `${env:NAME}`,
-/// `${NAME:-default}`, `${input:ID}`, and `$NAME` when `bare`.
+/// The names referenced in `text` (as the expander reads them):
+/// `${NAME}`, `${env:NAME}`, `${NAME:-default}`, `${input:ID}`, and `$NAME`
+/// when `bare`.
 fn scan_references(text: &str, bare: bool) -> Vec<String> {
-    let mut names = Vec::new();
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'$' {
-            i += 1;
-            continue;
-        }
-        if bytes.get(i + 1) == Some(&b'{') {
-            if let Some(end) = text[i + 2..].find('}') {
-                let inner = &text[i + 2..i + 2 + end];
-                let inner = inner.split(":-").next().unwrap_or(inner);
+    super::expand::pieces(text, bare)
+        .into_iter()
+        .filter_map(|piece| match piece {
+            super::expand::Piece::Reference { inner, .. } => {
                 let inner = inner.strip_prefix("env:").unwrap_or(inner);
-                if !inner.is_empty() {
-                    names.push(inner.to_owned());
-                }
-                i += 3 + end;
-                continue;
+                let name = inner.split(":-").next().unwrap_or(inner);
+                (!name.is_empty()).then(|| name.to_owned())
             }
-        } else if bare {
-            let rest = &text[i + 1..];
-            let len = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            if len > 0 && !rest.starts_with(|c: char| c.is_ascii_digit()) {
-                names.push(rest[..len].to_owned());
-                i += 1 + len;
-                continue;
-            }
-        }
-        i += 1;
-    }
-    names
+            super::expand::Piece::Text(_) => None,
+        })
+        .collect()
 }
 
 /// The 1-based line where `server` is configured in its file, when it can
