@@ -6,7 +6,6 @@
 use std::io::IsTerminal as _;
 use std::path::Path;
 
-use anyhow::anyhow;
 use serde_json::{Value, json};
 use switchboard_hub::config::{Approvals, LoadedConfig, Trust, trust};
 use switchboard_hub::{ServerConfig, TransportConfig};
@@ -214,12 +213,6 @@ pub(crate) fn approve(
     all: bool,
     json: bool,
 ) -> Result<u8, Failure> {
-    if names.is_empty() && !all {
-        return Err(Failure::usage(anyhow!(
-            "name the servers to approve, or give --all for every pending one \
-             (`switchboard list` shows them)"
-        )));
-    }
     let loaded = context.load(json);
     let mut chosen: Vec<&ServerConfig> = Vec::new();
     let mut already = Vec::new();
@@ -375,12 +368,6 @@ pub(crate) fn untrust(
     all: bool,
     json: bool,
 ) -> Result<u8, Failure> {
-    if names.is_empty() && !all {
-        return Err(Failure::usage(anyhow!(
-            "name the servers whose approval to revoke, or give --all \
-             (`switchboard trust` lists them)"
-        )));
-    }
     let mut approvals = Approvals::open(context.locations.approvals_file());
     let root = context.locations.project_root();
     let targets: Vec<String> = if all {

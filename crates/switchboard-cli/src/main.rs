@@ -434,17 +434,7 @@ enum Command {
     /// Approve servers from this project's files (`.mcp.json`,
     /// `.vscode/mcp.json`, `switchboard.toml` …) so that they may run;
     /// shows what each runs and which variables it receives.
-    Approve {
-        /// The servers to approve.
-        #[arg(value_name = "NAME", required_unless_present = "all")]
-        names: Vec<String>,
-        /// Every server of this project that waits for approval.
-        #[arg(long)]
-        all: bool,
-        /// Print one JSON document.
-        #[arg(long)]
-        json: bool,
-    },
+    Approve(ServerNames),
     /// List the approvals of this project (every project with --all) and
     /// the servers that wait for one.
     Trust {
@@ -456,23 +446,27 @@ enum Command {
         json: bool,
     },
     /// Revoke approvals of this project's servers.
-    Untrust {
-        /// The servers whose approval to revoke.
-        #[arg(value_name = "NAME", required_unless_present = "all")]
-        names: Vec<String>,
-        /// Every approval of this project.
-        #[arg(long)]
-        all: bool,
-        /// Print one JSON document.
-        #[arg(long)]
-        json: bool,
-    },
+    Untrust(ServerNames),
     /// Run the bundled test server on stdin/stdout (used by `demo`).
     #[command(name = "__testserver", hide = true)]
     TestServer {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+/// `approve` and `untrust`: some of this project's servers, or all.
+#[derive(clap::Args, Debug)]
+struct ServerNames {
+    /// The servers.
+    #[arg(value_name = "NAME", required_unless_present = "all")]
+    names: Vec<String>,
+    /// Every one of this project (waiting for approval, or approved).
+    #[arg(long)]
+    all: bool,
+    /// Print one JSON document.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -530,9 +524,8 @@ fn main() -> ExitCode {
         | Command::AddJson { json, .. }
         | Command::Import { json, .. }
         | Command::Get { json, .. }
-        | Command::Approve { json, .. }
-        | Command::Trust { json, .. }
-        | Command::Untrust { json, .. } => *json,
+        | Command::Trust { json, .. } => *json,
+        Command::Approve(names) | Command::Untrust(names) => names.json,
         Command::Add(args) => args.json,
         Command::Remove(args) | Command::Enable(args) | Command::Disable(args) => args.json,
         Command::TestServer { .. } => false,
@@ -957,15 +950,21 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
         Command::Get { name, json } => {
             configure::get(&configure::Context::new(cli.config)?, &name, json)
         }
-        Command::Approve { names, all, json } => {
-            approve::approve(&configure::Context::new(cli.config)?, &names, all, json)
-        }
+        Command::Approve(pick) => approve::approve(
+            &configure::Context::new(cli.config)?,
+            &pick.names,
+            pick.all,
+            pick.json,
+        ),
         Command::Trust { all, json } => {
             approve::list(&configure::Context::new(cli.config)?, all, json)
         }
-        Command::Untrust { names, all, json } => {
-            approve::untrust(&configure::Context::new(cli.config)?, &names, all, json)
-        }
+        Command::Untrust(pick) => approve::untrust(
+            &configure::Context::new(cli.config)?,
+            &pick.names,
+            pick.all,
+            pick.json,
+        ),
         Command::TestServer { args } => switchboard_testkit::run_stdio_main(args),
     }
 }
