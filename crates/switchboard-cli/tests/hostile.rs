@@ -57,23 +57,12 @@ impl Sandbox {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(BIN);
-        command
-            .current_dir(self.root.join("work"))
-            .env("HOME", self.root.join("home"))
-            .env("SWITCHBOARD_CREDENTIALS", self.file("credentials.json"))
-            .env_remove("SWITCHBOARD_CONFIG")
-            .env_remove("CODEX_HOME")
-            .env_remove("GOOSE_CONFIG_DIR")
-            .stdin(Stdio::null());
-        for var in [
-            "XDG_CONFIG_HOME",
-            "XDG_DATA_HOME",
-            "XDG_STATE_HOME",
-            "XDG_CACHE_HOME",
-        ] {
-            command.env_remove(var);
-        }
+        let mut command = support::isolated(
+            &self.root.join("work"),
+            &self.root.join("home"),
+            &self.file("credentials.json"),
+        );
+        command.stdin(Stdio::null());
         command
     }
 

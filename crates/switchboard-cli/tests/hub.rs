@@ -48,26 +48,11 @@ impl Sandbox {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(BIN);
-        command
-            .current_dir(self.work())
-            .env("HOME", self.home())
-            .env(
-                "SWITCHBOARD_CREDENTIALS",
-                self.root.join("credentials.json"),
-            )
-            .env_remove("SWITCHBOARD_CONFIG")
-            .env_remove("CODEX_HOME")
-            .env_remove("GOOSE_CONFIG_DIR");
-        for var in [
-            "XDG_CONFIG_HOME",
-            "XDG_DATA_HOME",
-            "XDG_STATE_HOME",
-            "XDG_CACHE_HOME",
-        ] {
-            command.env_remove(var);
-        }
-        command
+        support::isolated(
+            &self.work(),
+            &self.home(),
+            &self.root.join("credentials.json"),
+        )
     }
 
     fn run(&self, args: &[&str]) -> Output {

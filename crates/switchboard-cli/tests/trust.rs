@@ -109,26 +109,12 @@ impl Sandbox {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(BIN);
-        command
-            .current_dir(self.repo())
-            .env("HOME", self.home())
-            .env(
-                "SWITCHBOARD_CREDENTIALS",
-                self.root.join("credentials.json"),
-            )
-            .env_remove("SWITCHBOARD_CONFIG")
-            .env_remove("CODEX_HOME")
-            .env_remove("GOOSE_CONFIG_DIR")
-            .stdin(std::process::Stdio::null());
-        for var in [
-            "XDG_CONFIG_HOME",
-            "XDG_DATA_HOME",
-            "XDG_STATE_HOME",
-            "XDG_CACHE_HOME",
-        ] {
-            command.env_remove(var);
-        }
+        let mut command = support::isolated(
+            &self.repo(),
+            &self.home(),
+            &self.root.join("credentials.json"),
+        );
+        command.stdin(std::process::Stdio::null());
         command
     }
 

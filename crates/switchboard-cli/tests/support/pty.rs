@@ -10,18 +10,7 @@ use std::time::Duration;
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
-use super::BIN;
-
-/// Variables a test never lets through from the runner's environment.
-const SCRUBBED: [&str; 7] = [
-    "XDG_CONFIG_HOME",
-    "XDG_DATA_HOME",
-    "XDG_STATE_HOME",
-    "XDG_CACHE_HOME",
-    "SWITCHBOARD_CONFIG",
-    "CODEX_HOME",
-    "GOOSE_CONFIG_DIR",
-];
+use super::{BIN, SCRUBBED};
 
 pub(crate) struct Terminal {
     output: mpsc::Receiver<Vec<u8>>,
