@@ -266,11 +266,7 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
         .approvals
         .clone()
         .unwrap_or_else(|| locations.approvals_file());
-    let approvals = super::trust::Approvals::open(&approvals_file);
-    let decisions = said.decisions(locations);
-    for (_, s) in &mut found {
-        super::trust::assess(locations, &approvals, &decisions, s);
-    }
+    judge(&mut loaded, locations, approvals_file, &said, &mut found);
     // An input is asked only for a file the user trusts or approved a
     // server of.
     loaded.inputs = std::mem::take(&mut said.inputs)
@@ -285,7 +281,6 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
         })
         .map(|(_, _, input)| input)
         .collect();
-    loaded.approvals = approvals_file;
     for (_, s) in &mut found {
         if s.origin.dialect == Dialect::ClaudeCode && s.enabled && said.off.contains(&s.name) {
             s.enabled = false;
@@ -326,14 +321,14 @@ pub fn load_file(
         &mut found,
         &mut said,
     );
-    let approvals_file = locations.approvals_file();
-    let approvals = super::trust::Approvals::open(&approvals_file);
-    let decisions = said.decisions(locations);
-    for (_, s) in &mut found {
-        super::trust::assess(locations, &approvals, &decisions, s);
-    }
+    judge(
+        &mut loaded,
+        locations,
+        locations.approvals_file(),
+        &said,
+        &mut found,
+    );
     loaded.inputs = said.inputs.into_iter().map(|(_, _, i)| i).collect();
-    loaded.approvals = approvals_file;
     resolve(&mut loaded, found);
     loaded
 }
@@ -404,6 +399,23 @@ fn read_into(
             .extend(trusted_projects.into_iter().map(|p| (p, here.clone())));
     }
     found.extend(servers.into_iter().map(|s| (index, s)));
+}
+
+/// Gives every server found its trust, from the approvals in
+/// `approvals_file` and what the user's files said.
+fn judge(
+    loaded: &mut LoadedConfig,
+    locations: &Locations,
+    approvals_file: PathBuf,
+    said: &Said,
+    found: &mut [(usize, ServerConfig)],
+) {
+    let approvals = super::trust::Approvals::open(&approvals_file);
+    let decisions = said.decisions(locations);
+    for (_, server) in found {
+        super::trust::assess(locations, &approvals, &decisions, server);
+    }
+    loaded.approvals = approvals_file;
 }
 
 /// What the files read said beside their servers.
