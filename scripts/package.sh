@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Packages every publishable crate of the workspace (every member without
+# `publish = false`) as `cargo publish` would, and builds each from its
+# package (cargo's verify step), against the others' packages: what
+# crates.io would get is complete, its metadata is filled in, and every
+# path dependency carries a version.
+#
+#   scripts/package.sh [CARGO PACKAGE ARGS…]   # e.g. --allow-dirty, --no-verify
+#
+# The .crate files land in $CARGO_TARGET_DIR/package (else target/package).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mapfile -t crates < <(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for package in json.load(sys.stdin)["packages"]:
+    if package["publish"] != []:
+        print(package["name"])
+')
+if [ "${#crates[@]}" -eq 0 ]; then
+    echo "package: no publishable crate found" >&2
+    exit 1
+fi
+echo "package: ${crates[*]}"
+args=()
+for crate in "${crates[@]}"; do
+    args+=(-p "$crate")
+done
+cargo package "${args[@]}" "$@"
