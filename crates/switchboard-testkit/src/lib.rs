@@ -1,5 +1,5 @@
-//! switchboard's test servers: [`switchboard_testserver`] (re-exported
-//! whole, so `switchboard_testkit::serve` and friends are the same items)
+//! switchboard's test servers: [`switchboard_testserver`] (its public items
+//! re-exported, so `switchboard_testkit::serve` and friends are the same items)
 //! plus what only tests need: HTTP transports in front of it (Streamable
 //! HTTP, legacy HTTP+SSE and WebSocket, see [`serve_http`]) and a built-in
 //! OAuth 2.1 authorization server (`--auth`, see [`AuthConfig`]).
