@@ -21,8 +21,8 @@ use crate::tasks::{self, META_RELATED_TASK, TASKS_EXTENSION, TaskStore, TaskWork
 use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64, id_key};
 
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 const INSTRUCTIONS: &str = "Test server for switchboard.";
 const STATIC_BLOB_BASE64: &str = "AAECAwQFBgcICQoLDA0ODw==";
@@ -38,21 +38,21 @@ pub mod code {
     pub const PARSE_ERROR: i64 = -32700;
     pub const INVALID_REQUEST: i64 = -32600;
     pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const INTERNAL_ERROR: i64 = -32603;
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const INTERNAL_ERROR: i64 = -32603;
+    pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
+    pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
     pub const HEADER_MISMATCH: i64 = -32020;
     pub const SESSION_NOT_FOUND: i64 = -32001;
     pub const REQUEST_CANCELLED: i64 = -32800;
-    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
-    pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
+    pub(crate) const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 }
 
 /// How long a session-era server→client request waits for its answer.
 const CLIENT_ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -72,19 +72,19 @@ impl RpcError {
         }
     }
 
-    pub fn with_data(mut self, data: Value) -> Self {
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
-    pub fn invalid_params(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(code::INVALID_PARAMS, message)
     }
 }
 
 /// Which era's rules apply to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Legacy,
     Modern,
 }
@@ -148,7 +148,7 @@ struct Listener {
 #[derive(Debug)]
 pub struct AsyncJob {
     pub id: Value,
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     pub kind: AsyncKind,
 }
 
@@ -218,16 +218,16 @@ pub struct Catalog {
 pub struct Shared {
     catalog: Arc<Catalog>,
     legacy_initialized: AtomicBool,
-    pub conn: Arc<ConnState>,
+    pub(crate) conn: Arc<ConnState>,
 }
 
 /// Where a connection's unsolicited messages go (stdio, WebSocket and
 /// legacy SSE: the connection; Streamable HTTP: the session's GET stream).
-pub type Notifier = Arc<dyn Fn(Value) + Send + Sync>;
+pub(crate) type Notifier = Arc<dyn Fn(Value) + Send + Sync>;
 
 /// Session-era state of one connection.
 #[derive(Default)]
-pub struct ConnState {
+pub(crate) struct ConnState {
     /// `capabilities` from `initialize`.
     client_caps: Mutex<Value>,
     /// `logging/setLevel` (index into the syslog levels).
@@ -240,7 +240,7 @@ pub struct ConnState {
     legacy: AtomicBool,
     /// URIs from `resources/subscribe`.
     subscribed: Mutex<HashSet<String>>,
-    pub notifier: Mutex<Option<Notifier>>,
+    pub(crate) notifier: Mutex<Option<Notifier>>,
 }
 
 impl std::fmt::Debug for ConnState {
@@ -1073,7 +1073,7 @@ impl Catalog {
 
     /// Build a success response; modern results get `resultType` and
     /// `_meta.io.modelcontextprotocol/serverInfo`.
-    pub fn ok_response(&self, id: Value, mode: Mode, result: Value) -> Value {
+    pub(crate) fn ok_response(&self, id: Value, mode: Mode, result: Value) -> Value {
         let result = match (mode, result) {
             (Mode::Modern, Value::Object(map)) => {
                 let mut out = Map::with_capacity(map.len() + 2);
@@ -1135,7 +1135,7 @@ impl Catalog {
     /// Announce a task's new state: session era `notifications/tasks/status`
     /// to the connection that created it; stateless era
     /// `notifications/tasks` to listen streams that asked for its id.
-    pub fn task_changed(&self, task_id: &str) {
+    pub(crate) fn task_changed(&self, task_id: &str) {
         let Some((modern, owner, view)) = self.tasks.snapshot(task_id) else {
             return;
         };
@@ -1647,7 +1647,7 @@ pub fn invalid_request() -> Value {
     )
 }
 
-pub fn progress_notification(token: &Value, progress: u64, total: u64) -> Value {
+pub(crate) fn progress_notification(token: &Value, progress: u64, total: u64) -> Value {
     json!({
         "jsonrpc": "2.0",
         "method": "notifications/progress",
