@@ -486,7 +486,7 @@ fn main() -> ExitCode {
     // The hidden test-server mode must not touch stdout before serving.
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("__testserver") {
-        switchboard_testkit::run_stdio_main(argv[2..].to_vec());
+        switchboard_testserver::run_stdio_main(argv[2..].to_vec());
     }
     lifecycle::quiet_print_failures();
     let cli = match Cli::try_parse() {
@@ -965,7 +965,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             pick.all,
             pick.json,
         ),
-        Command::TestServer { args } => switchboard_testkit::run_stdio_main(args),
+        Command::TestServer { args } => switchboard_testserver::run_stdio_main(args),
     }
 }
 

@@ -1,64 +1,41 @@
 //! `switchboard login --no-browser`, `auth status` and `logout` end to end:
 //! the real binary against the bundled test server's authorization server
-//! (`__testserver --http --auth`), the test playing the user's browser.
+//! (switchboard-testkit's HTTP server with `--auth`, run in the test process),
+//! the test playing the user's browser.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[allow(dead_code)] // only the HTTP test server is used here
+mod support;
+
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The bundled test server over HTTP with `--auth`; killed when dropped.
+/// The bundled test server over HTTP with `--auth` (in this test process,
+/// see [`support::HttpServer`]); stopped when dropped.
 struct AuthServer {
-    child: Child,
-    /// Held open: the server writes its issuer line after its address.
-    _stdout: BufReader<ChildStdout>,
+    _server: support::HttpServer,
     base: String,
     issuer: String,
 }
 
 impl AuthServer {
     fn start() -> Self {
-        let mut child = Command::new(BIN)
-            .args(["__testserver", "--http", "127.0.0.1:0", "--auth"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the test server");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        let issuer = line
-            .trim()
-            .strip_prefix("auth issuer ")
-            .unwrap_or_else(|| panic!("unexpected second line {line:?}"))
-            .to_owned();
+        let server = support::HttpServer::start(&["--auth"]);
+        let base = server.1.clone();
+        let issuer = server.issuer().to_owned();
         Self {
-            child,
-            _stdout: stdout,
+            _server: server,
             base,
             issuer,
         }
-    }
-}
-
-impl Drop for AuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -1,7 +1,8 @@
 //! Hot-path benchmark: switchboard against a hand-written client (the floor)
 //! and the official rmcp client, each against its own freshly started
-//! `switchboard-testserver`, over stdio (NDJSON pipes) and over Streamable
-//! HTTP (`--http 127.0.0.1:0`).
+//! `switchboard-testserver` (run as `switchboard-testkit-server`, which adds
+//! HTTP), over stdio (NDJSON pipes) and over Streamable HTTP
+//! (`--http 127.0.0.1:0`).
 //!
 //! ```text
 //! cargo bench -p switchboard-testkit --bench hotpath              # full run, 5 rounds
@@ -49,7 +50,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{Mutex, oneshot};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
+const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testkit-server");
 const CHILD_ENV: &str = "HOTPATH_CHILD";
 const RESULT_PREFIX: &str = "HOTPATH-RESULT ";
 /// Key of the negotiated protocol in a child's result (not a metric).

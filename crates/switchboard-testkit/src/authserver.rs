@@ -30,9 +30,7 @@
 //! [`ServerConfig::with_auth`]: crate::ServerConfig::with_auth
 
 use std::collections::HashMap;
-use std::fmt;
 use std::net::SocketAddr;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -44,6 +42,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
+use switchboard_testserver::auth::{base_url, issuer};
+use switchboard_testserver::{AuthConfig, AuthQuirk};
 
 /// The scope every MCP request needs.
 pub const SCOPE_READ: &str = "mcp:read";
@@ -51,8 +51,6 @@ pub const SCOPE_READ: &str = "mcp:read";
 pub const SCOPE_ADMIN: &str = "mcp:admin";
 /// The tool that needs [`SCOPE_ADMIN`]; it answers like `echo`.
 pub const ADMIN_TOOL: &str = "admin_echo";
-/// Default access-token lifetime (`--auth-token-ttl-secs`).
-pub const DEFAULT_TOKEN_TTL_SECS: u64 = 3600;
 
 /// Scopes the protected resource knows (`offline_access` is the
 /// authorization server's business, not the resource's).
@@ -66,151 +64,6 @@ const AUTH_BODY_LIMIT: usize = 64 << 10;
 const MAX_ENTRIES: usize = 100_000;
 /// The refresh-token family [`AuthServer::issue`] replaces by a new one.
 const NEW_FAMILY: u64 = 0;
-
-/// Deliberate misbehaviours of the authorization server (`--auth-quirk`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AuthQuirk {
-    /// A refresh request is answered HTTP 200 with
-    /// `{"error":"invalid_refresh_token"}` (as some providers do).
-    Refresh200Error,
-    /// A refresh request is answered HTTP 200 with the error as an object,
-    /// `{"error":{"code":"invalid_refresh_token","message":…}}` (as some
-    /// APIs shape their errors).
-    Refresh200ErrorObject,
-    /// Dynamic registration makes every client confidential
-    /// (`client_secret_basic` with a secret), even one that asked for
-    /// `none`: RFC 7591 §3.2.1 lets the server replace requested metadata.
-    ConfidentialClients,
-    /// `admin_echo` answers 403 `insufficient_scope` whatever the token's
-    /// scopes: step-up never succeeds.
-    StepUpLoop,
-}
-
-impl FromStr for AuthQuirk {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "refresh-200-error" => Ok(AuthQuirk::Refresh200Error),
-            "refresh-200-error-object" => Ok(AuthQuirk::Refresh200ErrorObject),
-            "confidential-clients" => Ok(AuthQuirk::ConfidentialClients),
-            "step-up-loop" => Ok(AuthQuirk::StepUpLoop),
-            other => Err(format!(
-                "unknown --auth-quirk {other:?} (expected refresh-200-error, \
-                 refresh-200-error-object, confidential-clients or step-up-loop)"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for AuthQuirk {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AuthQuirk::Refresh200Error => "refresh-200-error",
-            AuthQuirk::Refresh200ErrorObject => "refresh-200-error-object",
-            AuthQuirk::ConfidentialClients => "confidential-clients",
-            AuthQuirk::StepUpLoop => "step-up-loop",
-        })
-    }
-}
-
-/// Settings of the built-in authorization server (`--auth` and friends).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthConfig {
-    /// Access-token lifetime in seconds (`--auth-token-ttl-secs`).
-    pub token_ttl_secs: u64,
-    /// Enabled quirks (`--auth-quirk`, repeatable).
-    pub quirks: Vec<AuthQuirk>,
-    /// A path appended to the issuer (`--auth-issuer-suffix`), to simulate
-    /// an issuer change between runs.
-    pub issuer_suffix: Option<String>,
-}
-
-impl Default for AuthConfig {
-    fn default() -> Self {
-        AuthConfig {
-            token_ttl_secs: DEFAULT_TOKEN_TTL_SECS,
-            quirks: Vec::new(),
-            issuer_suffix: None,
-        }
-    }
-}
-
-impl AuthConfig {
-    /// Set the access-token lifetime.
-    pub fn with_token_ttl_secs(mut self, secs: u64) -> Self {
-        self.token_ttl_secs = secs;
-        self
-    }
-
-    /// Enable a quirk.
-    pub fn with_quirk(mut self, quirk: AuthQuirk) -> Self {
-        if !self.quirks.contains(&quirk) {
-            self.quirks.push(quirk);
-        }
-        self
-    }
-
-    /// Append `suffix` (a path segment) to the issuer.
-    pub fn with_issuer_suffix(mut self, suffix: impl Into<String>) -> Self {
-        self.issuer_suffix = Some(suffix.into());
-        self
-    }
-
-    /// Whether `quirk` is enabled.
-    pub fn has_quirk(&self, quirk: AuthQuirk) -> bool {
-        self.quirks.contains(&quirk)
-    }
-
-    /// The issuer identifier of a server listening on `addr` (what
-    /// `--http` prints as `auth issuer …`): `http://IP:PORT`, plus
-    /// `/SUFFIX` with an issuer suffix.
-    pub fn issuer_for(&self, addr: SocketAddr) -> String {
-        issuer(&base_url(addr), self.issuer_suffix.as_deref())
-    }
-}
-
-/// Validate an `--auth-issuer-suffix` value: path segments of unreserved
-/// characters, so the issuer needs no encoding.
-pub(crate) fn check_issuer_suffix(s: &str) -> Result<String, String> {
-    let s = s.trim_matches('/');
-    let ok = !s.is_empty()
-        && s.split('/').all(|seg| {
-            !seg.is_empty()
-                && seg
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
-        });
-    if ok {
-        Ok(s.to_owned())
-    } else {
-        Err(format!(
-            "--auth-issuer-suffix expects path segments of letters, digits, '-', '.', '_' or \
-             '~', got {s:?}"
-        ))
-    }
-}
-
-/// `http://IP:PORT` for a listening address (an unspecified address is
-/// reached over loopback).
-pub(crate) fn base_url(addr: SocketAddr) -> String {
-    let mut addr = addr;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(if addr.is_ipv4() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            std::net::Ipv6Addr::LOCALHOST.into()
-        });
-    }
-    format!("http://{addr}")
-}
-
-fn issuer(base: &str, suffix: Option<&str>) -> String {
-    match suffix {
-        Some(s) => format!("{base}/{s}"),
-        None => base.to_owned(),
-    }
-}
 
 // ---------------------------------------------------------------------------
 // State
@@ -948,7 +801,8 @@ impl AuthServer {
                 if !scheme.eq_ignore_ascii_case("basic") {
                     return None;
                 }
-                let decoded = String::from_utf8(crate::b64::decode(creds.trim())?).ok()?;
+                let decoded =
+                    String::from_utf8(switchboard_testserver::b64::decode(creds.trim())?).ok()?;
                 let (id, secret) = decoded.split_once(':')?;
                 // RFC 6749 §2.3.1: both parts are form-urlencoded first.
                 Some((percent_decode(id)?, percent_decode(secret)?))
@@ -1272,7 +1126,7 @@ fn percent_encode(s: &str) -> String {
 
 /// The PKCE S256 challenge of `verifier`.
 fn s256(verifier: &str) -> String {
-    crate::b64::encode_url(&sha256(verifier.as_bytes()))
+    switchboard_testserver::b64::encode_url(&sha256(verifier.as_bytes()))
 }
 
 /// SHA-256 (FIPS 180-4).
@@ -1347,7 +1201,7 @@ fn sha256(data: &[u8]) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ServerConfig, serve_http};
+    use crate::{DEFAULT_TOKEN_TTL_SECS, ServerConfig, serve_http};
     use tokio::net::TcpListener;
     use tokio::task::JoinHandle;
 

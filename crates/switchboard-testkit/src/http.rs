@@ -3,7 +3,7 @@
 //! (2024-11-05) at `/sse` + `/messages`, and WebSocket at `/ws`.
 //!
 //! Message handling is the same as on stdio ([`Shared::dispatch`] +
-//! [`Catalog::run_job`](crate::server::Catalog::run_job)); the WebSocket and
+//! [`Catalog::run_job`](switchboard_testserver::server::Catalog::run_job)); the WebSocket and
 //! legacy SSE transports reuse the stdio connection loop ([`Conn`]).
 
 use std::collections::{HashMap, VecDeque};
@@ -25,13 +25,16 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::authserver::{self, AuthServer};
-use crate::config::{Era, Fault, HttpResponseMode, HttpTransport, LEGACY_VERSIONS, ServerConfig};
-use crate::server::{
+use switchboard_testserver::server::{
     self, Action, AsyncJob, AsyncKind, META_PROTOCOL_VERSION, RpcError, Shared, code,
     error_response, has_modern_meta,
 };
-use crate::{Conn, Out, ServerExit, id_key, send};
+use switchboard_testserver::{
+    Conn, Era, Fault, HttpResponseMode, HttpTransport, LEGACY_VERSIONS, Out, ServerConfig,
+    ServerExit, id_key, send,
+};
+
+use crate::authserver::{self, AuthServer};
 
 /// Largest accepted request body (64 MiB); larger ones get 413.
 const BODY_LIMIT: usize = 64 << 20;
@@ -65,7 +68,7 @@ pub async fn serve_http(config: ServerConfig, listener: TcpListener) -> io::Resu
         None => None,
     };
     let base = Arc::new(Shared::new(config)?);
-    crate::write_startup_stderr(&base.config).await;
+    switchboard_testserver::write_startup_stderr(&base.config).await;
     let (exit_tx, mut exit_rx) = mpsc::unbounded_channel();
     // Never sent on: dropping it (when this future ends) ends every stream.
     let (_shutdown_tx, shutdown_rx) = watch::channel(());
@@ -818,7 +821,7 @@ fn decode_header_value(v: &str) -> Option<String> {
         .strip_prefix("=?base64?")
         .and_then(|r| r.strip_suffix("?="))
     {
-        Some(b64) => String::from_utf8(crate::b64::decode(b64)?).ok(),
+        Some(b64) => String::from_utf8(switchboard_testserver::b64::decode(b64)?).ok(),
         None => Some(v.to_owned()),
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use switchboard::transport::stdio::StdioConfig;
 use switchboard::{Client, RequestOptions};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
+const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testkit-server");
 
 fn server(args: &[&str]) -> StdioConfig {
     StdioConfig::new(SERVER).args(args.iter().copied())

@@ -27,7 +27,7 @@ use switchboard::{
     HandlerError, RequestOptions, Roots, SamplingHandler, UrlRequest,
 };
 
-const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
+const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testkit-server");
 
 /// Generous bound for anything that should happen at once.
 const PATIENCE: Duration = Duration::from_secs(20);

@@ -16,7 +16,7 @@ use switchboard::transport::stdio::StdioConfig;
 use switchboard::types::{Era, SubscriptionFilter};
 use switchboard::{Client, Error, Event, ListKind};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testserver");
+const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testkit-server");
 const HELLO: &str = "test://static/hello";
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -3,9 +3,12 @@
 
 pub(crate) mod pty;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+use std::thread::JoinHandle;
+
+use switchboard_testkit::{ServerConfig, serve_http};
+use tokio::sync::oneshot;
 
 /// The `switchboard` binary under test.
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -37,36 +40,69 @@ pub(crate) fn isolated(cwd: &Path, home: &Path, credentials: &Path) -> Command {
     command
 }
 
-/// The bundled test server (`switchboard __testserver --http`) on a free
-/// loopback port, with extra `args`; killed when dropped. `.1` is its base
-/// URL (`http://127.0.0.1:PORT`).
-pub(crate) struct HttpServer(Child, pub(crate) String);
+/// The bundled test server over loopback HTTP on a free port, with extra
+/// `args` (its flags, as `switchboard-testkit-server` takes them); stopped
+/// when dropped. `.1` is its base URL (`http://127.0.0.1:PORT`).
+///
+/// It runs in this test process (switchboard-testkit's `serve_http` on a
+/// thread of its own): the `switchboard` binary links no HTTP server.
+pub(crate) struct HttpServer(Background, pub(crate) String);
+
+/// The thread serving an [`HttpServer`], and the way to stop it.
+pub(crate) struct Background {
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    /// The authorization server's issuer, with `--auth`.
+    issuer: Option<String>,
+}
 
 impl HttpServer {
     pub(crate) fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["__testserver", "--http", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_owned();
-        Self(child, base)
+        let config = ServerConfig::from_args(args.iter().map(|a| a.to_string()))
+            .expect("valid test server flags");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let issuer = config.auth.as_ref().map(|auth| auth.issuer_for(addr));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("start the test server's runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                // Ends when dropped (listener, connections, streams), or by
+                // itself when the `exit` tool is called.
+                tokio::select! {
+                    _ = serve_http(config, listener) => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        let background = Background {
+            stop: Some(stop),
+            thread: Some(thread),
+            issuer,
+        };
+        Self(background, format!("http://{addr}"))
+    }
+
+    /// The built-in authorization server's issuer (started with `--auth`).
+    #[allow(dead_code)] // only the login tests ask
+    pub(crate) fn issuer(&self) -> &str {
+        self.0
+            .issuer
+            .as_deref()
+            .expect("the test server was started with --auth")
     }
 }
 
-impl Drop for HttpServer {
+impl Drop for Background {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }

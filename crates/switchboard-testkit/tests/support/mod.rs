@@ -18,9 +18,10 @@ pub(crate) const REQUIRE_INTEROP_ENV: &str = "SWITCHBOARD_REQUIRE_INTEROP";
 /// npm package name of the MCP reference server.
 pub(crate) const EVERYTHING_PKG: &str = "@modelcontextprotocol/server-everything";
 
-/// The configurable test server of this crate (`switchboard-testserver`).
+/// The configurable test server with this crate's HTTP front end
+/// (`switchboard-testkit-server`: `switchboard-testserver` plus `--http`).
 pub(crate) fn testserver() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_switchboard-testserver"))
+    PathBuf::from(env!("CARGO_BIN_EXE_switchboard-testkit-server"))
 }
 
 /// The one-run OAuth client of this crate (`switchboard-oauth-client`);

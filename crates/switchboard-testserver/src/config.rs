@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use crate::authserver::{AuthConfig, check_issuer_suffix};
+use crate::auth::{AuthConfig, check_issuer_suffix};
 
 /// Legacy (initialize-based) protocol versions the server can negotiate.
 pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -22,9 +22,7 @@ pub const DEFAULT_SERVER_NAME: &str = "switchboard-testserver";
 pub const USAGE: &str = "\
 usage: switchboard-testserver [FLAGS]
 
-Serves newline-delimited JSON-RPC (MCP) on stdin/stdout, or over HTTP
-with --http (Streamable HTTP at /mcp, legacy HTTP+SSE at /sse + /messages,
-WebSocket at /ws).
+Serves newline-delimited JSON-RPC (MCP) on stdin/stdout until EOF.
 
 flags:
   --era legacy|modern|dual      protocol era (default: dual)
@@ -39,34 +37,15 @@ flags:
   --stderr-line TEXT            write TEXT as a line to stderr at startup (repeatable)
   --record FILE                 append every received message to FILE
   --name NAME                   serverInfo name (default: switchboard-testserver)
-  --http ADDR                   serve HTTP on ADDR (e.g. 127.0.0.1:0) instead of
-                                stdio; prints `listening on http://IP:PORT`
-  --transports LIST             HTTP endpoints to serve: streamable,sse,ws
-                                (default: all three; others answer 404)
-  --http-response json|sse      how POST /mcp answers requests (default: json)
-  --require-header 'NAME: VALUE'
-                                HTTP POSTs without this header get 401 (repeatable)
   --cache-ttl-ms N              stateless era: add ttlMs N and cacheScope to
                                 server/discover, the list results and
                                 resources/read (default: no caching hints)
   --cache-scope public|private  override cacheScope (default: public for
                                 discover and lists, private for resources/read)
-  --auth                        HTTP: serve a built-in OAuth 2.1 authorization
-                                server (issuer printed on a second stdout line,
-                                `auth issuer URL`); /mcp, /sse, /messages, /ws
-                                then need a Bearer token with scope mcp:read,
-                                the admin_echo tool also mcp:admin (403 step-up)
-  --auth-token-ttl-secs N       access-token lifetime (default: 3600; implies --auth)
-  --auth-quirk Q                misbehave (repeatable; implies --auth):
-                                refresh-200-error: refresh answers 200
-                                  {\"error\":\"invalid_refresh_token\"};
-                                refresh-200-error-object: the same with
-                                  {\"error\":{\"code\":…,\"message\":…}};
-                                confidential-clients: registration gives every
-                                  client a secret (client_secret_basic);
-                                step-up-loop: admin_echo is refused (403
-                                  insufficient_scope) whatever the scopes
-  --auth-issuer-suffix X        issuer is http://IP:PORT/X (implies --auth)
+  --http, --transports, --http-response, --require-header, --auth*
+                                HTTP settings: parsed, but only the HTTP front
+                                end of switchboard-testkit (unpublished) serves
+                                them; this server refuses --http
   -h, --help                    print this help
 
 client-feature tools (both eras unless noted; capabilities come from
@@ -103,6 +82,37 @@ initialize or from each request's _meta clientCapabilities):
 Session era: server->client requests travel on the connection (stdio, /sse,
 /ws), on the POST's SSE stream, or on the GET stream when the POST is
 answered with JSON. Stateless era: InputRequiredResult (MRTR).
+";
+
+/// The HTTP flags, which only an HTTP front end (switchboard-testkit's
+/// `serve_http`) acts on; its `--help` prints them after [`USAGE`].
+#[doc(hidden)]
+pub const HTTP_USAGE: &str = "\
+HTTP flags (switchboard-testkit: Streamable HTTP at /mcp, legacy HTTP+SSE at
+/sse + /messages, WebSocket at /ws):
+  --http ADDR                   serve HTTP on ADDR (e.g. 127.0.0.1:0) instead of
+                                stdio; prints `listening on http://IP:PORT`
+  --transports LIST             HTTP endpoints to serve: streamable,sse,ws
+                                (default: all three; others answer 404)
+  --http-response json|sse      how POST /mcp answers requests (default: json)
+  --require-header 'NAME: VALUE'
+                                HTTP POSTs without this header get 401 (repeatable)
+  --auth                        HTTP: serve a built-in OAuth 2.1 authorization
+                                server (issuer printed on a second stdout line,
+                                `auth issuer URL`); /mcp, /sse, /messages, /ws
+                                then need a Bearer token with scope mcp:read,
+                                the admin_echo tool also mcp:admin (403 step-up)
+  --auth-token-ttl-secs N       access-token lifetime (default: 3600; implies --auth)
+  --auth-quirk Q                misbehave (repeatable; implies --auth):
+                                refresh-200-error: refresh answers 200
+                                  {\"error\":\"invalid_refresh_token\"};
+                                refresh-200-error-object: the same with
+                                  {\"error\":{\"code\":…,\"message\":…}};
+                                confidential-clients: registration gives every
+                                  client a secret (client_secret_basic);
+                                step-up-loop: admin_echo is refused (403
+                                  insufficient_scope) whatever the scopes
+  --auth-issuer-suffix X        issuer is http://IP:PORT/X (implies --auth)
 ";
 
 /// Which protocol era(s) the server speaks.
@@ -469,8 +479,8 @@ impl ServerConfig {
         self.transports.contains(&t)
     }
 
-    /// Serve HTTP (only used by [`run_stdio_main`](crate::run_stdio_main);
-    /// [`serve_http`](crate::serve_http) takes its listener directly).
+    /// Serve HTTP on `addr` (read by switchboard-testkit's `run_stdio_main`;
+    /// this crate's [`run_stdio_main`](crate::run_stdio_main) refuses it).
     pub fn with_http(mut self, addr: impl Into<String>) -> Self {
         self.http = Some(addr.into());
         self

@@ -1,4 +1,7 @@
 //! Request dispatch: protocol eras, tools, resources, prompts, completion.
+//!
+//! Public but hidden: switchboard-testkit's HTTP front end drives it;
+//! nothing here is a stable API.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -17,7 +20,7 @@ use crate::features::{self, META_LOG_LEVEL, META_SUBSCRIPTION_ID};
 use crate::tasks::{self, META_RELATED_TASK, TASKS_EXTENSION, TaskStore, TaskWork};
 use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64, id_key};
 
-pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
@@ -31,17 +34,17 @@ const MAX_BLOB: u64 = 1 << 30;
 static GRANDCHILDREN: Mutex<Vec<Child>> = Mutex::new(Vec::new());
 
 /// JSON-RPC error codes used by the server.
-pub(crate) mod code {
-    pub(crate) const PARSE_ERROR: i64 = -32700;
-    pub(crate) const INVALID_REQUEST: i64 = -32600;
-    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
     pub(crate) const INVALID_PARAMS: i64 = -32602;
     pub(crate) const INTERNAL_ERROR: i64 = -32603;
     pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-    pub(crate) const HEADER_MISMATCH: i64 = -32020;
-    pub(crate) const SESSION_NOT_FOUND: i64 = -32001;
-    pub(crate) const REQUEST_CANCELLED: i64 = -32800;
+    pub const HEADER_MISMATCH: i64 = -32020;
+    pub const SESSION_NOT_FOUND: i64 = -32001;
+    pub const REQUEST_CANCELLED: i64 = -32800;
     pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
     pub(crate) const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 }
@@ -54,14 +57,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 #[derive(Debug)]
-pub(crate) struct RpcError {
+pub struct RpcError {
     code: i64,
     message: String,
     data: Option<Value>,
 }
 
 impl RpcError {
-    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {
             code,
             message: message.into(),
@@ -88,7 +91,7 @@ pub(crate) enum Mode {
 
 /// Tool calls that complete asynchronously (run in a spawned task).
 #[derive(Debug)]
-pub(crate) enum AsyncKind {
+pub enum AsyncKind {
     Slow {
         ms: u64,
     },
@@ -143,15 +146,15 @@ struct Listener {
 }
 
 #[derive(Debug)]
-pub(crate) struct AsyncJob {
-    pub(crate) id: Value,
+pub struct AsyncJob {
+    pub id: Value,
     pub(crate) mode: Mode,
-    pub(crate) kind: AsyncKind,
+    pub kind: AsyncKind,
 }
 
 /// What the read loop must do with one incoming message.
 #[derive(Debug)]
-pub(crate) enum Action {
+pub enum Action {
     /// Nothing to send (notification, stray response).
     None,
     /// Send this complete JSON-RPC message.
@@ -178,8 +181,8 @@ enum ToolOutcome {
 /// bookkeeping and the state the feature tools share), shared by all
 /// connections / sessions.
 #[derive(Debug)]
-pub(crate) struct Catalog {
-    pub(crate) config: ServerConfig,
+pub struct Catalog {
+    pub config: ServerConfig,
     server_info: Value,
     capabilities: Value,
     /// `server/discover` capabilities (with the tasks extension).
@@ -212,7 +215,7 @@ pub(crate) struct Catalog {
 /// Per-connection (per-session) server state, shared with request tasks.
 /// Dereferences to the server-wide [`Catalog`].
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub struct Shared {
     catalog: Arc<Catalog>,
     legacy_initialized: AtomicBool,
     pub(crate) conn: Arc<ConnState>,
@@ -267,12 +270,12 @@ impl Deref for Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: ServerConfig) -> io::Result<Shared> {
+    pub fn new(config: ServerConfig) -> io::Result<Shared> {
         Ok(Shared::over(Arc::new(Catalog::new(config)?)))
     }
 
     /// Fresh per-connection state (not initialized) over the same catalog.
-    pub(crate) fn fork(&self) -> Shared {
+    pub fn fork(&self) -> Shared {
         Shared::over(Arc::clone(&self.catalog))
     }
 
@@ -292,7 +295,7 @@ impl Shared {
 
     /// Send this connection's unsolicited (not request-bound) messages to
     /// `notifier`.
-    pub(crate) fn set_notifier(&self, notifier: Notifier) {
+    pub fn set_notifier(&self, notifier: Notifier) {
         *lock(&self.conn.notifier) = Some(notifier);
     }
 
@@ -434,7 +437,7 @@ impl Catalog {
 
     /// Append a raw received message (line or HTTP body) to the record file
     /// (if any).
-    pub(crate) fn record(&self, line: &[u8]) {
+    pub fn record(&self, line: &[u8]) {
         let Some(file) = &self.record else { return };
         let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
         let res = if line.ends_with(b"\n") {
@@ -454,7 +457,7 @@ impl Shared {
     /// server→client requests as they happen (answers come back through
     /// [`Shared::dispatch`]); the returned value is the final response.
     /// Dropping the future cancels the work.
-    pub(crate) async fn run_job(&self, job: AsyncJob, mut emit: impl FnMut(Value) + Send) -> Value {
+    pub async fn run_job(&self, job: AsyncJob, mut emit: impl FnMut(Value) + Send) -> Value {
         let AsyncJob { id, mode, kind } = job;
         if let AsyncKind::TaskResult { task_id } = &kind {
             return match self.tasks.outcome(task_id).await {
@@ -664,7 +667,7 @@ impl Shared {
     /// be answered at once is answered here; slow tool calls come back as
     /// [`Action::Async`], to be completed with [`Catalog::run_job`]. Used by
     /// every transport (stdio, WebSocket, HTTP+SSE, Streamable HTTP).
-    pub(crate) fn dispatch(&self, msg: Value) -> Action {
+    pub fn dispatch(&self, msg: Value) -> Action {
         let Value::Object(mut msg) = msg else {
             return Action::Reply(error_response(
                 Value::Null,
@@ -1006,7 +1009,7 @@ impl Shared {
 }
 
 /// Whether request params carry the modern per-request `_meta` fields.
-pub(crate) fn has_modern_meta(params: Option<&Value>) -> bool {
+pub fn has_modern_meta(params: Option<&Value>) -> bool {
     params
         .and_then(|p| p.get("_meta"))
         .and_then(Value::as_object)
@@ -1016,7 +1019,7 @@ pub(crate) fn has_modern_meta(params: Option<&Value>) -> bool {
 }
 
 impl Catalog {
-    pub(crate) fn validate_modern(&self, params: Option<&Value>) -> Result<(), RpcError> {
+    pub fn validate_modern(&self, params: Option<&Value>) -> Result<(), RpcError> {
         let meta = params
             .and_then(|p| p.get("_meta"))
             .and_then(Value::as_object);
@@ -1619,7 +1622,7 @@ fn int_arg(args: &Map<String, Value>, tool: &str, arg: &str) -> Result<u64, RpcE
         .ok_or_else(|| bad_arg(tool, arg, "a non-negative integer"))
 }
 
-pub(crate) fn error_response(id: Value, e: RpcError) -> Value {
+pub fn error_response(id: Value, e: RpcError) -> Value {
     let mut err = Map::with_capacity(3);
     err.insert("code".into(), Value::from(e.code));
     err.insert("message".into(), Value::from(e.message));
@@ -1633,11 +1636,11 @@ pub(crate) fn error_response(id: Value, e: RpcError) -> Value {
     Value::Object(msg)
 }
 
-pub(crate) fn parse_error() -> Value {
+pub fn parse_error() -> Value {
     error_response(Value::Null, RpcError::new(code::PARSE_ERROR, "Parse error"))
 }
 
-pub(crate) fn invalid_request() -> Value {
+pub fn invalid_request() -> Value {
     error_response(
         Value::Null,
         RpcError::new(code::INVALID_REQUEST, "Invalid Request"),

@@ -5,7 +5,7 @@
 const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// URL-safe base64 without padding.
-pub(crate) fn encode_url(data: &[u8]) -> String {
+pub fn encode_url(data: &[u8]) -> String {
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
         let n = chunk
@@ -20,7 +20,7 @@ pub(crate) fn encode_url(data: &[u8]) -> String {
 }
 
 /// Standard or URL-safe base64, padding optional; `None` on any other byte.
-pub(crate) fn decode(s: &str) -> Option<Vec<u8>> {
+pub fn decode(s: &str) -> Option<Vec<u8>> {
     let s = s.trim_end_matches('=');
     let mut out = Vec::with_capacity(s.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0u32);
