@@ -800,7 +800,8 @@ impl Negotiator<'_> {
                     Some(&params),
                     RequestOptions::timeout(self.builder.probe_timeout),
                 ))
-                .await;
+                .await
+                .map_err(Error::from);
             match outcome {
                 Ok(raw) => {
                     let discover: DiscoverResult = match parse_result(
@@ -1410,7 +1411,10 @@ impl Client {
         let engine = &self.inner.engine;
         let modern = self.inner.session.era == Era::Modern;
         let retry_options = modern.then(|| options.clone());
-        let mut outcome = engine.request(id, method, params.as_deref(), options).await;
+        let mut outcome = engine
+            .request(id, method, params.as_deref(), options)
+            .await
+            .map_err(Error::from);
         // Stateless era: a response stream that broke before the answer is
         // re-issued once, with a new id (a session-era request is never
         // replayed: it may have run).
@@ -1428,7 +1432,8 @@ impl Client {
                 })?;
             outcome = engine
                 .request(retry_id, method, params.as_deref(), options)
-                .await;
+                .await
+                .map_err(Error::from);
         }
         let raw = outcome?;
         if modern {
@@ -1995,7 +2000,7 @@ impl Client {
                 method: method.to_owned(),
                 source,
             })?;
-        self.inner.engine.notify(method, params.as_deref()).await
+        Ok(self.inner.engine.notify(method, params.as_deref()).await?)
     }
 
     /// Closes the connection gracefully: for a process, close its stdin,

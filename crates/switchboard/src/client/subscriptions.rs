@@ -775,7 +775,7 @@ async fn listen_once(
             }
             outcome = &mut request => {
                 let acknowledged = granted.is_some();
-                return match outcome {
+                return match outcome.map_err(Error::from) {
                     Ok(raw) => match check_result_type(&server, rq::SubscriptionsListen::METHOD, &raw, peek_result_type(&raw).as_deref()) {
                         Ok(()) => ListenEnd::ByServer,
                         Err(error) => ListenEnd::Fatal(error),

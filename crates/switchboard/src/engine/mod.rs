@@ -23,8 +23,11 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::error::Error;
 use crate::transport::{Connection, MessageSink, MessageStream, StderrBuffer, TransportError};
+
+mod error;
+
+pub use error::EngineError;
 
 /// A callback for `notifications/progress` of one request.
 pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
@@ -436,7 +439,7 @@ impl Engine {
         &self,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), EngineError> {
         if let Some(reason) = self.closed_reason() {
             return Err(self.disconnected(reason));
         }
@@ -466,7 +469,7 @@ impl Engine {
         method: &str,
         params: Option<&RawValue>,
         options: RequestOptions,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<Box<RawValue>, EngineError> {
         let _permit = self
             .in_flight
             .acquire()
@@ -546,7 +549,7 @@ impl Engine {
                         // The answer came with the send (an HTTP body) and
                         // was unusable.
                         guard.cancel = false;
-                        return Err(Error::ProtocolViolation {
+                        return Err(EngineError::ProtocolViolation {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             what: error.to_string(),
@@ -565,7 +568,7 @@ impl Engine {
                     }
                     // The guard tells the server (on HTTP, dropping the send
                     // already closed the request).
-                    return Err(Error::Timeout {
+                    return Err(EngineError::Timeout {
                         server: self.shared.server.clone(),
                         method: method.to_owned(),
                         after: start.elapsed(),
@@ -581,23 +584,23 @@ impl Engine {
                     guard.cancel = false;
                     return match outcome {
                         Ok(Answer::Reply(Ok(result))) => Ok(result),
-                        Ok(Answer::Unusable(what)) => Err(Error::ProtocolViolation {
+                        Ok(Answer::Unusable(what)) => Err(EngineError::ProtocolViolation {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             what,
                         }),
                         Ok(Answer::Reply(Err(error))) => match transport_made(&error) {
-                            Some(Made::Lost) => Err(Error::ResponseLost {
+                            Some(Made::Lost) => Err(EngineError::ResponseLost {
                                 server: self.shared.server.clone(),
                                 method: method.to_owned(),
                                 reason: error.message,
                             }),
-                            Some(Made::Violation) => Err(Error::ProtocolViolation {
+                            Some(Made::Violation) => Err(EngineError::ProtocolViolation {
                                 server: self.shared.server.clone(),
                                 method: method.to_owned(),
                                 what: error.message,
                             }),
-                            None => Err(Error::Server {
+                            None => Err(EngineError::Server {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             error: Box::new(error),
@@ -615,7 +618,7 @@ impl Engine {
                         sleep.as_mut().reset(deadline);
                         continue;
                     }
-                    return Err(Error::Timeout {
+                    return Err(EngineError::Timeout {
                         server: self.shared.server.clone(),
                         method: method.to_owned(),
                         after: start.elapsed(),
@@ -626,14 +629,14 @@ impl Engine {
         }
     }
 
-    fn disconnected(&self, reason: Arc<TransportError>) -> Error {
-        Error::Disconnected {
+    fn disconnected(&self, reason: Arc<TransportError>) -> EngineError {
+        EngineError::Disconnected {
             server: self.shared.server.clone(),
             reason,
         }
     }
 
-    async fn send_failed(&self, error: TransportError) -> Error {
+    async fn send_failed(&self, error: TransportError) -> EngineError {
         // A dead pipe usually means the process exited; the reader's reason
         // (exit status, stderr) is the more useful one and follows shortly.
         // Only a broken connection has such a reason coming; an HTTP
@@ -648,7 +651,7 @@ impl Engine {
         }
         match self.closed_reason() {
             Some(reason) => self.disconnected(reason),
-            None => Error::Transport {
+            None => EngineError::Transport {
                 server: self.shared.server.clone(),
                 source: Box::new(error),
             },

@@ -222,7 +222,7 @@ async fn connection_death_fails_pending_and_later_requests_with_the_reason() {
         .await
         .unwrap_err();
     assert!(later.is_disconnected());
-    let (Error::Disconnected { reason: a, .. }, Error::Disconnected { reason: b, .. }) =
+    let (EngineError::Disconnected { reason: a, .. }, EngineError::Disconnected { reason: b, .. }) =
         (&error, &later)
     else {
         unreachable!()
@@ -350,7 +350,7 @@ async fn server_error_is_typed_and_names_the_server() {
     );
     let error = outcome.unwrap_err();
     assert_eq!(error.code(), Some(-32602));
-    assert_eq!(error.server(), Some("test"));
+    assert_eq!(Some(error.server()), Some("test"));
     assert!(error.to_string().contains("Unknown tool: nope"));
 }
 
