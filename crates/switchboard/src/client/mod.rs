@@ -2316,22 +2316,21 @@ mod scripted {
     #[tokio::test]
     async fn a_lost_modern_response_is_reissued_once_with_a_new_id() {
         let (client, mut server) = modern_client().await;
-        let lost = |id: &Value| {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": crate::transport::RESPONSE_LOST,
-                "message": "stream broke", "data": {"switchboard": "response_lost"}}})
-            .to_string()
+        let lost = |id: &Value| crate::transport::Incoming::Lost {
+            id: serde_json::from_value(id.clone()).unwrap(),
+            why: "stream broke".into(),
         };
         let script = async {
             let first: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
-            server.send(lost(&first["id"])).await.unwrap();
+            server.report(lost(&first["id"])).await.unwrap();
             let retry = answer(&mut server, json!({"content": []})).await;
             assert_ne!(retry["id"], first["id"]);
             assert_eq!(retry["params"]["name"], "t");
             // Lost twice: the error reaches the caller.
             let a: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
-            server.send(lost(&a["id"])).await.unwrap();
+            server.report(lost(&a["id"])).await.unwrap();
             let b: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
-            server.send(lost(&b["id"])).await.unwrap();
+            server.report(lost(&b["id"])).await.unwrap();
         };
         let calls = async {
             client.call_tool("t", None).await.unwrap();

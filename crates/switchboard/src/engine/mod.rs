@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use switchboard_types::codes;
 use switchboard_types::jsonrpc::{
-    ErrorObject, Incoming, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
+    self, ErrorObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
     RequestId,
 };
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -23,7 +23,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::transport::{Connection, MessageSink, MessageStream, StderrBuffer, TransportError};
+use crate::transport::{
+    Connection, Incoming, MessageSink, MessageStream, StderrBuffer, TransportError,
+};
 
 mod error;
 
@@ -163,6 +165,8 @@ enum Answer {
     /// A reply with this request's id arrived but cannot be used; says what
     /// was wrong.
     Unusable(String),
+    /// The transport lost the reply; says how.
+    Lost(String),
 }
 
 struct Pending {
@@ -183,47 +187,79 @@ struct Shared {
     closed_signal: tokio::sync::watch::Sender<bool>,
 }
 
+/// What a subscriber that asked for gaps to be marked receives
+/// ([`Engine::subscribe_marking_gaps`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Notice {
+    /// A notification from the server, in arrival order.
+    Notification(ServerNotification),
+    /// This many notifications were dropped here, because the subscriber's
+    /// buffer was full.
+    Lagged(u64),
+}
+
+/// Where a subscriber's notifications go.
+enum Outlet {
+    /// Notifications only; a gap goes unmarked.
+    Plain(mpsc::Sender<ServerNotification>),
+    /// Notifications, and a [`Notice::Lagged`] where some were dropped.
+    MarkingGaps(mpsc::Sender<Notice>),
+}
+
+/// How a `try_send` went, whatever the channel carries.
+enum Sent {
+    Yes,
+    Full,
+    Closed,
+}
+
+impl<T> From<Result<(), mpsc::error::TrySendError<T>>> for Sent {
+    fn from(result: Result<(), mpsc::error::TrySendError<T>>) -> Self {
+        match result {
+            Ok(()) => Sent::Yes,
+            Err(mpsc::error::TrySendError::Full(_)) => Sent::Full,
+            Err(mpsc::error::TrySendError::Closed(_)) => Sent::Closed,
+        }
+    }
+}
+
 /// One reader of the notification stream.
 struct Subscriber {
-    tx: mpsc::Sender<ServerNotification>,
+    tx: Outlet,
     /// Notifications dropped since the last one delivered, because this
     /// subscriber's buffer was full.
     lagged: u64,
-    /// Whether a gap is marked in the stream (see [`LAGGED_MARKER`]).
-    marks_gaps: bool,
 }
-
-/// The method of the marker an event subscriber receives where
-/// notifications were dropped; its params are the count. Never on the wire.
-pub(crate) const LAGGED_MARKER: &str = "$switchboard/lagged";
 
 impl Subscriber {
     /// Delivers `notification`, first marking any gap before it; `false`
     /// once the receiver is gone.
     fn deliver(&mut self, notification: &ServerNotification, server: &str) -> bool {
-        use mpsc::error::TrySendError;
-        if self.lagged > 0 && self.marks_gaps {
-            let marker = ServerNotification {
-                method: LAGGED_MARKER.to_owned(),
-                params: RawValue::from_string(self.lagged.to_string())
-                    .ok()
-                    .map(Arc::from),
-            };
-            match self.tx.try_send(marker) {
-                Ok(()) => self.lagged = 0,
-                Err(TrySendError::Full(_)) => {
+        if let Outlet::MarkingGaps(tx) = &self.tx
+            && self.lagged > 0
+        {
+            match Sent::from(tx.try_send(Notice::Lagged(self.lagged))) {
+                Sent::Yes => self.lagged = 0,
+                Sent::Full => {
                     self.lagged += 1;
                     return true;
                 }
-                Err(TrySendError::Closed(_)) => return false,
+                Sent::Closed => return false,
             }
         }
-        match self.tx.try_send(notification.clone()) {
-            Ok(()) => {
+        let sent = match &self.tx {
+            Outlet::Plain(tx) => Sent::from(tx.try_send(notification.clone())),
+            Outlet::MarkingGaps(tx) => {
+                Sent::from(tx.try_send(Notice::Notification(notification.clone())))
+            }
+        };
+        match sent {
+            Sent::Yes => {
                 self.lagged = 0;
                 true
             }
-            Err(TrySendError::Full(_)) => {
+            Sent::Full => {
                 if self.lagged == 0 {
                     tracing::warn!(
                         server = %server,
@@ -234,7 +270,7 @@ impl Subscriber {
                 self.lagged += 1;
                 true
             }
-            Err(TrySendError::Closed(_)) => false,
+            Sent::Closed => false,
         }
     }
 }
@@ -382,18 +418,21 @@ impl Engine {
 
     /// Subscribes to the server's notifications, in arrival order.
     pub(crate) fn subscribe(&self) -> mpsc::Receiver<ServerNotification> {
-        self.subscribe_with(false)
+        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
+        self.add_subscriber(Outlet::Plain(tx));
+        rx
     }
 
-    /// [`Engine::subscribe`], with a [`LAGGED_MARKER`] where notifications
+    /// [`Engine::subscribe`], with a [`Notice::Lagged`] where notifications
     /// were dropped because the buffer was full.
-    pub(crate) fn subscribe_marking_gaps(&self) -> mpsc::Receiver<ServerNotification> {
-        self.subscribe_with(true)
+    pub(crate) fn subscribe_marking_gaps(&self) -> mpsc::Receiver<Notice> {
+        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
+        self.add_subscriber(Outlet::MarkingGaps(tx));
+        rx
     }
 
     /// The receiver ends when the connection dies.
-    fn subscribe_with(&self, marks_gaps: bool) -> mpsc::Receiver<ServerNotification> {
-        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
+    fn add_subscriber(&self, tx: Outlet) {
         // Under the pending lock, so a subscriber never misses the close.
         let pending = self.shared.lock();
         if pending.closed.is_none() {
@@ -401,14 +440,9 @@ impl Engine {
                 .subscribers
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(Subscriber {
-                    tx,
-                    lagged: 0,
-                    marks_gaps,
-                });
+                .push(Subscriber { tx, lagged: 0 });
         }
         drop(pending);
-        rx
     }
 
     /// The per-subscriber buffer size.
@@ -589,23 +623,16 @@ impl Engine {
                             method: method.to_owned(),
                             what,
                         }),
-                        Ok(Answer::Reply(Err(error))) => match transport_made(&error) {
-                            Some(Made::Lost) => Err(EngineError::ResponseLost {
-                                server: self.shared.server.clone(),
-                                method: method.to_owned(),
-                                reason: error.message,
-                            }),
-                            Some(Made::Violation) => Err(EngineError::ProtocolViolation {
-                                server: self.shared.server.clone(),
-                                method: method.to_owned(),
-                                what: error.message,
-                            }),
-                            None => Err(EngineError::Server {
+                        Ok(Answer::Lost(reason)) => Err(EngineError::ResponseLost {
+                            server: self.shared.server.clone(),
+                            method: method.to_owned(),
+                            reason,
+                        }),
+                        Ok(Answer::Reply(Err(error))) => Err(EngineError::Server {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             error: Box::new(error),
                         }),
-                        },
                         // The reader dropped our entry: the connection died.
                         Err(_) => Err(self.disconnected(
                             self.closed_reason().unwrap_or_else(|| Arc::new(TransportError::ClosedByClient)),
@@ -705,26 +732,6 @@ fn fail_all(shared: &Shared, reason: Arc<TransportError>) {
     drop(drained);
 }
 
-/// What an error answer a transport made up stands for (see
-/// [`crate::transport::RESPONSE_LOST`]).
-enum Made {
-    /// The response can no longer arrive.
-    Lost,
-    /// The server's reply was unusable; the message says how.
-    Violation,
-}
-
-fn transport_made(error: &ErrorObject) -> Option<Made> {
-    if error.code != crate::transport::RESPONSE_LOST {
-        return None;
-    }
-    match error.data.as_ref()?.get("switchboard")?.as_str()? {
-        "response_lost" => Some(Made::Lost),
-        "protocol_violation" => Some(Made::Violation),
-        _ => None,
-    }
-}
-
 /// The ids of the responses in bytes that did not parse as JSON-RPC (read
 /// after replacing invalid UTF-8, so a response broken inside a string still
 /// names its request). Only what claims to be JSON-RPC 2.0 counts (other
@@ -799,7 +806,9 @@ impl Reader {
                 },
                 Some(_) = self.handlers.join_next(), if !self.handlers.is_empty() => {}
                 message = stream.recv() => match message {
-                    Ok(Some(bytes)) => self.route(&bytes),
+                    Ok(Some(Incoming::Message(bytes))) => self.route(&bytes),
+                    Ok(Some(Incoming::Lost { id, why })) => self.answer(&id, Answer::Lost(why)),
+                    Ok(Some(Incoming::Violation { id, why })) => self.answer(&id, Answer::Unusable(why)),
                     Ok(None) => break TransportError::ClosedByClient,
                     Err(error) => break error,
                 },
@@ -819,7 +828,7 @@ impl Reader {
     }
 
     fn route(&mut self, bytes: &[u8]) {
-        let incoming = match Incoming::from_slice(bytes) {
+        let incoming = match jsonrpc::Incoming::from_slice(bytes) {
             Ok(incoming) => incoming,
             Err(error) => {
                 // A reply to a pending request fails it at once, rather
@@ -853,6 +862,22 @@ impl Reader {
                 JsonRpcMessage::Response(response) => self.on_response(response),
                 JsonRpcMessage::Notification(notification) => self.on_notification(notification),
                 JsonRpcMessage::Request(request) => self.on_request(request),
+            }
+        }
+    }
+
+    /// Hands request `id` what its transport reported about its answer.
+    fn answer(&self, id: &RequestId, answer: Answer) {
+        let RequestId::Number(id) = *id else {
+            return;
+        };
+        let pending = self.shared.lock().map.remove(&id);
+        match pending {
+            Some(pending) => {
+                let _ = pending.tx.send(answer);
+            }
+            None => {
+                tracing::trace!(server = %self.shared.server, id, "a report about a finished request")
             }
         }
     }

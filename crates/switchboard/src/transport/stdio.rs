@@ -79,7 +79,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::framing::{DEFAULT_MAX_MESSAGE_SIZE, LineReader, LineWriter};
 use super::{
-    BoxFuture, Connection, Connector, ExitInfo, MessageSink, MessageStream, StderrBuffer,
+    BoxFuture, Connection, Connector, ExitInfo, Incoming, MessageSink, MessageStream, StderrBuffer,
     TransportError,
 };
 
@@ -865,7 +865,7 @@ impl MessageStream for StdioStream {
         true
     }
 
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
         Box::pin(async move {
             let closing = &self.process.closing;
             if closing.is_cancelled() {
@@ -880,7 +880,7 @@ impl MessageStream for StdioStream {
                 read = self.stdout.read_message() => read,
             };
             let reason = match read {
-                Ok(Some(message)) => return Ok(Some(message)),
+                Ok(Some(message)) => return Ok(Some(Incoming::Message(message))),
                 _ if closing.is_cancelled() => return Ok(None),
                 Err(error) => return Err(error),
                 Ok(None) => self.process.on_stdout_eof().await,

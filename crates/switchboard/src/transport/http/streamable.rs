@@ -24,8 +24,8 @@ use super::{
 };
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{
-    BoxFuture, Connection, MessageSink, MessageStream, PREVIEW_BYTES, RESPONSE_LOST,
-    TransportError, escaped_preview,
+    BoxFuture, Connection, Incoming, MessageSink, MessageStream, PREVIEW_BYTES, TransportError,
+    escaped_preview,
 };
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -44,7 +44,7 @@ const GET_STREAM_WAIT: Duration = Duration::from_millis(500);
 /// Bytes of an error body kept for a message.
 const ERROR_BODY_PREVIEW: usize = 512;
 
-type Queued = Result<Vec<u8>, TransportError>;
+type Queued = Result<Incoming, TransportError>;
 
 pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Client) -> Connection {
     let (queue, rx) = mpsc::channel(QUEUE);
@@ -136,7 +136,7 @@ impl Shared {
         } else {
             self.learn_tool_headers(message)
         };
-        self.push(Ok(message)).await;
+        self.push(Ok(Incoming::Message(message))).await;
     }
 
     /// Records each tool's `x-mcp-header` parameters and drops tools whose
@@ -357,19 +357,12 @@ fn is_response_to(data: &[u8], id: &RequestId) -> bool {
         .is_ok_and(|m| m.method.is_none() && m.id.as_ref() == Some(id))
 }
 
-/// A JSON-RPC error response the transport makes up for a request whose
-/// answer can no longer arrive.
-fn lost_response(id: &RequestId, why: &str) -> Vec<u8> {
-    made_up_error(id, why, "response_lost")
-}
-
-fn made_up_error(id: &RequestId, message: &str, kind: &str) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": RESPONSE_LOST, "message": message, "data": {"switchboard": kind}},
-    }))
-    .expect("JSON values serialize")
+/// The report for a request whose answer can no longer arrive.
+fn lost_response(id: &RequestId, why: impl Into<String>) -> Incoming {
+    Incoming::Lost {
+        id: id.clone(),
+        why: why.into(),
+    }
 }
 
 struct HttpSink {
@@ -559,7 +552,7 @@ async fn on_response(
         if let (true, Some(id)) = (is_request, &sniff.id)
             && let Some(answer) = error_answer(&body, id)
         {
-            shared.push(Ok(answer)).await;
+            shared.push(Ok(Incoming::Message(answer))).await;
             return Ok(());
         }
         let preview = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_PREVIEW)])
@@ -779,7 +772,7 @@ async fn response_stream(
                 shared
                     .push(Ok(lost_response(
                         &id,
-                        &format!("the response stream failed: {error}"),
+                        format!("the response stream failed: {error}"),
                     )))
                     .await;
                 break;
@@ -797,7 +790,7 @@ async fn response_stream(
                 shared
                     .push(Ok(lost_response(
                         &id,
-                        &format!(
+                        format!(
                             "HTTP 200 with content type `text/event-stream` ended without the response; the stream began {}",
                             escaped_preview(&head)
                         ),
@@ -1008,12 +1001,12 @@ struct HttpStream {
 }
 
 impl MessageStream for HttpStream {
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
         Box::pin(async move {
             tokio::select! {
                 biased;
                 message = self.rx.recv() => match message {
-                    Some(Ok(bytes)) => Ok(Some(bytes)),
+                    Some(Ok(incoming)) => Ok(Some(incoming)),
                     Some(Err(error)) => Err(error),
                     None => Ok(None),
                 },
