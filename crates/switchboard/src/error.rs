@@ -174,7 +174,7 @@ pub enum Error {
         input_method: String,
         /// Why the handler did not answer.
         #[source]
-        source: Box<crate::handlers::HandlerError>,
+        source: Box<crate::client::handlers::HandlerError>,
     },
     /// The server kept answering `input_required` past the round cap.
     #[error(
@@ -195,7 +195,7 @@ pub enum Error {
         server: Arc<str>,
         /// Where and how it failed.
         #[source]
-        mismatch: Box<crate::schema::OutputMismatch>,
+        mismatch: Box<crate::client::output_schema::OutputMismatch>,
         /// The result as received, for callers that want it anyway.
         result: Box<switchboard_types::CallToolResult>,
     },
@@ -432,9 +432,11 @@ mod retry_tests {
         use std::error::Error as _;
         let error = Error::OutputMismatch {
             server: "s".into(),
-            mismatch: Box::new(crate::schema::OutputMismatch::MissingStructuredContent {
-                tool: "weather".into(),
-            }),
+            mismatch: Box::new(
+                crate::client::output_schema::OutputMismatch::MissingStructuredContent {
+                    tool: "weather".into(),
+                },
+            ),
             result: Box::default(),
         };
         let shown = error.to_string();

@@ -27,16 +27,19 @@ use crate::engine::{
     ServerRequest,
 };
 use crate::error::{Error, Result};
-use crate::events::EventStream;
-use crate::handlers::{
+use crate::transport::{BoxFuture, Connector, TransportError};
+use events::EventStream;
+use handlers::{
     ElicitationHandler, HandlerContext, HandlerError, Handlers, Roots, SamplingHandler,
 };
-use crate::transport::{BoxFuture, Connector, TransportError};
 
 mod cache;
+pub mod events;
+pub mod handlers;
 #[cfg(test)]
 mod limits_tests;
 mod mrtr;
+pub mod output_schema;
 mod subscriptions;
 pub mod tasks;
 
@@ -204,7 +207,7 @@ impl Default for ClientBuilder {
             page_cap: 1000,
             list_budget: ListBudget::default(),
             max_server_requests: DEFAULT_MAX_SERVER_REQUESTS,
-            output_validation_budget: crate::schema::DEFAULT_VALIDATION_BUDGET,
+            output_validation_budget: crate::client::output_schema::DEFAULT_VALIDATION_BUDGET,
             handler: None,
             handlers: Handlers::default(),
             max_input_rounds: 10,
@@ -336,10 +339,10 @@ impl ClientBuilder {
 
     /// Longest a tool result's `structuredContent` is checked against the
     /// tool's `outputSchema` (default
-    /// [`DEFAULT_VALIDATION_BUDGET`](crate::schema::DEFAULT_VALIDATION_BUDGET),
+    /// [`DEFAULT_VALIDATION_BUDGET`](crate::client::output_schema::DEFAULT_VALIDATION_BUDGET),
     /// 100 ms). The check runs on a blocking thread; past the budget the
     /// result is passed on unchecked, with a `tracing::warn!` (see
-    /// [`OutputValidator::validate_within`](crate::schema::OutputValidator::validate_within)).
+    /// [`OutputValidator::validate_within`](crate::client::output_schema::OutputValidator::validate_within)).
     pub fn output_validation_budget(mut self, budget: Duration) -> Self {
         self.output_validation_budget = budget;
         self
@@ -557,7 +560,7 @@ impl ClientBuilder {
                 log_level: std::sync::atomic::AtomicU8::new(level_code(builder.log_level)),
                 tools: std::sync::Mutex::default(),
                 subs,
-                output_validator: crate::schema::OutputValidator::default(),
+                output_validator: crate::client::output_schema::OutputValidator::default(),
                 _roots_listener: roots_listener,
                 background: std::sync::Mutex::default(),
             }),
@@ -1115,7 +1118,7 @@ struct ClientInner {
     tools: std::sync::Mutex<subscriptions::ToolList>,
     /// The other lists, the response cache and the listens (subscriptions.rs).
     subs: subscriptions::State,
-    output_validator: crate::schema::OutputValidator,
+    output_validator: crate::client::output_schema::OutputValidator,
     /// Kept alive so the roots handle can reach this connection.
     _roots_listener: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Requests sent for futures that were dropped (`tasks/cancel`),
@@ -1282,10 +1285,10 @@ impl Client {
     }
 
     /// Everything the server says from now on, typed and in arrival order,
-    /// ending with [`Event::Closed`](crate::events::Event::Closed). Each
+    /// ending with [`Event::Closed`](crate::client::events::Event::Closed). Each
     /// stream buffers up to [`ClientBuilder::notification_buffer`] events
     /// and reports any it had to drop as
-    /// [`Event::Lagged`](crate::events::Event::Lagged).
+    /// [`Event::Lagged`](crate::client::events::Event::Lagged).
     pub fn events(&self) -> EventStream {
         let engine = &self.inner.engine;
         EventStream::new(

@@ -45,9 +45,9 @@ use super::{
     Client, ClientBuilder, ClientInner, add_meta, check_result_type, level_from_code,
     peek_result_type,
 };
+use crate::client::events::{Event, ListKind};
 use crate::engine::{Engine, Notice, RequestOptions, ServerNotification};
 use crate::error::{Error, Result};
-use crate::events::{Event, ListKind};
 
 /// How a broken listen is retried.
 #[derive(Clone, Debug)]
