@@ -187,8 +187,8 @@ struct Shared {
     closed_signal: tokio::sync::watch::Sender<bool>,
 }
 
-/// What a subscriber that asked for gaps to be marked receives
-/// ([`Engine::subscribe_marking_gaps`]).
+/// What a subscriber that asked for gaps to be marked receives: the
+/// notifications, and where some were dropped, how many.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Notice {
