@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::transport::Incoming;
 use crate::transport::memory::{self, MemoryEnd};
+use switchboard_types::codes;
+use switchboard_types::jsonrpc::RequestId;
 
 fn start(config: EngineConfig) -> (Engine, MemoryEnd) {
     start_with(config, None)
