@@ -432,6 +432,9 @@ impl ClientBuilder {
                 &builder.capabilities,
             )),
             Era::Legacy => None,
+            // Negotiation settles on one of the two above; an era added to
+            // the types later has no per-request `_meta` until taught here.
+            _ => None,
         };
         tracing::debug!(
             server = %server,

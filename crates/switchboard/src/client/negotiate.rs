@@ -44,6 +44,7 @@ impl fmt::Display for ProbeWait {
 
 /// Which protocol era to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EraMode {
     /// Probe with `server/discover` and fall back to `initialize` (default).
     #[default]
@@ -56,6 +57,7 @@ pub enum EraMode {
 
 /// What was negotiated with the server.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerSession {
     /// The transport in use (`stdio`, `streamable-http`, `sse` …), after
     /// any fallback.

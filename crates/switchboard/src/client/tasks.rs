@@ -449,6 +449,8 @@ impl Client {
                 .is_some()
                 .then_some(Flavor::Extension),
             Era::Legacy => capabilities.tasks.is_some().then_some(Flavor::Core),
+            // No task protocol is known for an era added to the types later.
+            _ => None,
         }
     }
 
@@ -458,6 +460,7 @@ impl Client {
             capability: match self.era() {
                 Era::Modern => TASKS_EXTENSION,
                 Era::Legacy => "tasks",
+                _ => "tasks",
             },
             method,
         })

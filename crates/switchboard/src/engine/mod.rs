@@ -32,6 +32,7 @@ pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// One progress update for a request.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Progress {
     /// Progress so far; increases with each update.
     pub progress: f64,
@@ -41,8 +42,10 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Limits and defaults of one connection's engine.
+/// Limits and defaults of one connection's engine. Start from
+/// [`EngineConfig::default`] and set the fields you need.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Timeout of a request without a per-call override. Default 60 s.
     pub request_timeout: Duration,
@@ -67,8 +70,11 @@ impl Default for EngineConfig {
     }
 }
 
-/// Per-request options.
+/// Per-request options: [`RequestOptions::default`] and its builder
+/// methods ([`with_timeout`](RequestOptions::with_timeout),
+/// [`meta`](RequestOptions::meta), [`on_progress`](RequestOptions::on_progress)).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct RequestOptions {
     /// Overrides the engine's request timeout.
     pub timeout: Option<Duration>,
@@ -97,10 +103,14 @@ impl fmt::Debug for RequestOptions {
 impl RequestOptions {
     /// Options with a timeout.
     pub fn timeout(timeout: Duration) -> Self {
-        Self {
-            timeout: Some(timeout),
-            ..Self::default()
-        }
+        Self::default().with_timeout(timeout)
+    }
+
+    /// Sets the timeout, overriding the engine's request timeout.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
     }
 
     /// Adds an entry to this request's `_meta`, replacing one of the same
@@ -124,6 +134,7 @@ impl RequestOptions {
 
 /// A request the server sent us.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ServerRequest {
     /// The method.
     pub method: String,
@@ -133,6 +144,7 @@ pub struct ServerRequest {
 
 /// A notification the server sent us.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerNotification {
     /// The method.
     pub method: String,

@@ -100,7 +100,9 @@ pub trait MessageStream: Send + 'static {
     }
 }
 
-/// An open connection: both halves plus what the transport can tell about it.
+/// An open connection: both halves plus what the transport can tell about
+/// it. A transport of one's own makes one with [`Connection::new`].
+#[non_exhaustive]
 pub struct Connection {
     /// The way out.
     pub sink: Arc<dyn MessageSink>,
@@ -108,6 +110,24 @@ pub struct Connection {
     pub stream: Box<dyn MessageStream>,
     /// The server's stderr, for process transports.
     pub stderr: Option<StderrBuffer>,
+}
+
+impl Connection {
+    /// A connection of these two halves, with no stderr.
+    pub fn new(sink: Arc<dyn MessageSink>, stream: Box<dyn MessageStream>) -> Self {
+        Self {
+            sink,
+            stream,
+            stderr: None,
+        }
+    }
+
+    /// The server's stderr, for process transports.
+    #[must_use]
+    pub fn with_stderr(mut self, stderr: StderrBuffer) -> Self {
+        self.stderr = Some(stderr);
+        self
+    }
 }
 
 impl fmt::Debug for Connection {
@@ -162,6 +182,7 @@ pub trait Connector: Send + Sync + 'static {
 
 /// How a server process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExitInfo {
     /// The exit code, when it exited normally.
     pub code: Option<i32>,
