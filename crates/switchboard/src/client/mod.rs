@@ -1,5 +1,14 @@
 //! The typed client: era negotiation, per-request `_meta`, pagination and
 //! capability checks on top of the engine.
+//!
+//! This file holds the [`Client`] handle and its state; each concern has a
+//! file of its own: `builder.rs` (settings and `connect`), `negotiate.rs`
+//! (the era probe and `initialize`), `send.rs` (`_meta`, the raw and typed
+//! requests, pagination), the typed calls by feature (`tools.rs`,
+//! `resources.rs`, `prompts.rs`, `utility.rs`, `tasks.rs`,
+//! `subscriptions.rs`), `mrtr.rs` (multi round-trip requests), `cache.rs`,
+//! and what servers ask of the client (`handlers.rs`), the event stream
+//! (`events.rs`) and the `outputSchema` check (`output_schema.rs`).
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! The engine's error: what can go wrong with one JSON-RPC exchange. The
-//! client's [`Error`](crate::Error) wraps it (`From`), variant for variant.
+//! client's `Error` wraps it (`From`), variant for variant.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -117,7 +117,7 @@ impl RequestOptions {
     /// key. For the W3C trace context keys (`traceparent`, `tracestate`,
     /// `baggage`) the 2026-07-28 revision names them without a prefix; it
     /// is up to the caller to send them only to servers of that revision
-    /// ([`Client::protocol_version`](crate::Client::protocol_version)).
+    /// (`Client::protocol_version`).
     #[must_use]
     pub fn meta(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
         self.meta.insert(key.into(), value.into());

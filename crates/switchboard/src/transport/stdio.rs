@@ -27,7 +27,7 @@
 //! - Dropping the connection without closing it is as polite, on a thread
 //!   of its own that needs no Tokio runtime — but that thread ends with the
 //!   program, so an application that exits soon after should await
-//!   [`Client::close`](crate::Client::close) (or [`MessageSink::close`]),
+//!   `Client::close` (or [`MessageSink::close`]),
 //!   which returns once the server and its group are gone. Dropped where no
 //!   runtime is running (after the runtime shut down), the group is
 //!   `SIGKILL`ed at once, before `drop` returns.
