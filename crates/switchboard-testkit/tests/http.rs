@@ -257,10 +257,7 @@ async fn verdicts_are_remembered_seeded_and_rechecked() {
     let url = sse_only.url("/sse");
     let client = Client::connect(HttpConfig::new(&url)).await.unwrap();
     assert_eq!(client.session().transport, "sse");
-    let verdict = HttpVerdict {
-        era: Era::Legacy,
-        transport: HttpTransport::Sse,
-    };
+    let verdict = HttpVerdict::new(Era::Legacy, HttpTransport::Sse);
     assert!(remembered_verdicts().contains(&(url.clone(), verdict)));
     // ...and used the next time: straight to SSE, no probe.
     let again = Client::connect(HttpConfig::new(&url)).await.unwrap();
@@ -280,10 +277,7 @@ async fn verdicts_are_remembered_seeded_and_rechecked() {
         .map(|(_, v)| v);
     assert_eq!(
         updated,
-        Some(HttpVerdict {
-            era: Era::Modern,
-            transport: HttpTransport::StreamableHttp
-        })
+        Some(HttpVerdict::new(Era::Modern, HttpTransport::StreamableHttp))
     );
     forget_verdict(&url);
     assert!(!remembered_verdicts().iter().any(|(u, _)| *u == url));

@@ -107,9 +107,11 @@ impl<'de> Deserialize<'de> for ProtocolVersion {
     }
 }
 
-/// The two protocol eras (see `basic/versioning.mdx` of 2026-07-28).
+/// The protocol eras (see `basic/versioning.mdx` of 2026-07-28): two so
+/// far; a later revision may add another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Era {
     /// Session era, 2024-11-05 … 2025-11-25: an `initialize` handshake.
     Legacy,

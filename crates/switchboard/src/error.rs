@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use switchboard_types::{ErrorObject, ProtocolVersion, codes};
 
+use crate::engine::EngineError;
 use crate::transport::TransportError;
 
 /// Everything that can go wrong talking to a server. Every message names the
@@ -173,7 +174,7 @@ pub enum Error {
         input_method: String,
         /// Why the handler did not answer.
         #[source]
-        source: Box<crate::handlers::HandlerError>,
+        source: Box<crate::client::handlers::HandlerError>,
     },
     /// The server kept answering `input_required` past the round cap.
     #[error(
@@ -194,7 +195,7 @@ pub enum Error {
         server: Arc<str>,
         /// Where and how it failed.
         #[source]
-        mismatch: Box<crate::schema::OutputMismatch>,
+        mismatch: Box<crate::client::output_schema::OutputMismatch>,
         /// The result as received, for callers that want it anyway.
         result: Box<switchboard_types::CallToolResult>,
     },
@@ -373,6 +374,52 @@ impl Error {
     }
 }
 
+impl From<EngineError> for Error {
+    /// The engine's error as the client's, variant for variant.
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Server {
+                server,
+                method,
+                error,
+            } => Error::Server {
+                server,
+                method,
+                error,
+            },
+            EngineError::ResponseLost {
+                server,
+                method,
+                reason,
+            } => Error::ResponseLost {
+                server,
+                method,
+                reason,
+            },
+            EngineError::Timeout {
+                server,
+                method,
+                after,
+            } => Error::Timeout {
+                server,
+                method,
+                after,
+            },
+            EngineError::Disconnected { server, reason } => Error::Disconnected { server, reason },
+            EngineError::Transport { server, source } => Error::Transport { server, source },
+            EngineError::ProtocolViolation {
+                server,
+                method,
+                what,
+            } => Error::ProtocolViolation {
+                server,
+                method,
+                what,
+            },
+        }
+    }
+}
+
 /// A `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -385,9 +432,11 @@ mod retry_tests {
         use std::error::Error as _;
         let error = Error::OutputMismatch {
             server: "s".into(),
-            mismatch: Box::new(crate::schema::OutputMismatch::MissingStructuredContent {
-                tool: "weather".into(),
-            }),
+            mismatch: Box::new(
+                crate::client::output_schema::OutputMismatch::MissingStructuredContent {
+                    tool: "weather".into(),
+                },
+            ),
             result: Box::default(),
         };
         let shown = error.to_string();
@@ -412,5 +461,47 @@ mod retry_tests {
             reason: "stream ended".into(),
         };
         assert!(!lost.is_retryable());
+    }
+
+    #[test]
+    fn the_challenge_is_reachable_from_the_client_error() {
+        const CHALLENGE: &str = "Bearer resource_metadata=\"https://a.example/prm\"";
+        let refused = || TransportError::AuthorizationRequired {
+            status: 401,
+            www_authenticate: Some(CHALLENGE.into()),
+        };
+        let error = Error::Transport {
+            server: "a".into(),
+            source: Box::new(refused()),
+        };
+        assert!(error.is_auth_required());
+        assert_eq!(error.www_authenticate(), Some(CHALLENGE));
+        let error = Error::Disconnected {
+            server: "a".into(),
+            reason: Arc::new(refused()),
+        };
+        assert_eq!(error.www_authenticate(), Some(CHALLENGE));
+    }
+
+    #[test]
+    fn an_engine_error_becomes_the_same_client_error() {
+        let lost = EngineError::ResponseLost {
+            server: "s".into(),
+            method: "tools/call".into(),
+            reason: "stream ended".into(),
+        };
+        let shown = lost.to_string();
+        let error = Error::from(lost);
+        assert!(matches!(error, Error::ResponseLost { .. }));
+        assert_eq!(error.to_string(), shown);
+        let violation = EngineError::ProtocolViolation {
+            server: "s".into(),
+            method: "tools/call".into(),
+            what: "not JSON".into(),
+        };
+        let shown = violation.to_string();
+        let error = Error::from(violation);
+        assert!(error.is_protocol_violation());
+        assert_eq!(error.to_string(), shown);
     }
 }

@@ -33,21 +33,22 @@ pub mod auth;
 pub mod client;
 pub mod engine;
 pub mod error;
-pub mod events;
-pub mod handlers;
-pub mod schema;
 pub mod transport;
 pub mod url_display;
 
+// These live in the client layer; the paths they had at the top stay.
+pub use client::output_schema as schema;
+pub use client::{events, handlers};
+
+pub use client::events::{Event, EventStream, ListKind};
+pub use client::handlers::{
+    BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots,
+    SamplingHandler, UrlRequest,
+};
 pub use client::tasks::TaskOptions;
 pub use client::{
     Client, ClientBuilder, EraMode, ProbeWait, ServerSession, Subscription, SubscriptionEvent,
 };
 pub use engine::{Progress, RequestOptions};
 pub use error::{Error, Result};
-pub use events::{Event, EventStream, ListKind};
-pub use handlers::{
-    BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots,
-    SamplingHandler, UrlRequest,
-};
 pub use switchboard_types as types;

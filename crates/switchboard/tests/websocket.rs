@@ -214,9 +214,10 @@ async fn connect_error(config: WebSocketConfig) -> TransportError {
 }
 
 async fn recv(connection: &mut Connection) -> Result<Option<Vec<u8>>, TransportError> {
-    tokio::time::timeout(PATIENCE, connection.stream.recv())
+    let incoming = tokio::time::timeout(PATIENCE, connection.stream.recv())
         .await
-        .expect("recv timed out")
+        .expect("recv timed out")?;
+    Ok(incoming.map(|incoming| incoming.into_message().expect("a message, not a report")))
 }
 
 async fn recv_json(connection: &mut Connection) -> Value {

@@ -324,7 +324,7 @@ fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, Failure
                     "sse" => HttpTransport::Sse,
                     _ => HttpTransport::StreamableHttp,
                 };
-                remember_verdict(url, HttpVerdict { era, transport });
+                remember_verdict(url, HttpVerdict::new(era, transport));
             }
             let mut http = HttpConfig::new(url.clone()).transport(match kind {
                 HttpKind::Streamable => HttpTransport::StreamableHttp,

@@ -39,9 +39,9 @@ use switchboard_types::{CacheScope, Era, codes, methods};
 use tokio::time::Instant;
 
 use super::{Client, ClientBuilder};
+use crate::client::events::ListKind;
 use crate::engine::RequestOptions;
 use crate::error::{Error, Result};
-use crate::events::ListKind;
 
 /// Names the authorization context private cache entries belong to.
 pub(super) type CachePartitionFn = Arc<dyn Fn() -> String + Send + Sync>;

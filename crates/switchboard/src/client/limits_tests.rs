@@ -8,7 +8,9 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::*;
+use crate::error::Error;
 use crate::transport::memory::{self, MemoryEnd};
+use std::time::Instant;
 
 async fn recv(peer: &mut MemoryEnd) -> Value {
     serde_json::from_slice(&peer.recv().await.expect("client hung up")).unwrap()

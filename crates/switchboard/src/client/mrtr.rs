@@ -13,10 +13,10 @@ use switchboard_types::mrtr::{InputRequest, InputRequiredResult, RequestOutcome}
 use switchboard_types::{ElicitAction, JsonObject, UrlElicitationRequiredData, codes};
 
 use super::{Client, parse_result};
+use crate::client::events::Event;
+use crate::client::handlers::{HandlerContext, HandlerError};
 use crate::engine::RequestOptions;
 use crate::error::{Error, Result};
-use crate::events::Event;
-use crate::handlers::{HandlerContext, HandlerError};
 
 /// The wait before retrying a round that asked for nothing but carried
 /// state: the server is waiting on something of its own.
@@ -187,7 +187,7 @@ impl Client {
                 era: self.era(),
                 input_key: None,
             };
-            let request = match crate::handlers::url_request(params) {
+            let request = match crate::client::handlers::url_request(params) {
                 Ok(request) => request,
                 Err(e) => {
                     tracing::warn!(server = %self.server_name(), error = %e, "ignoring a malformed URL elicitation");

@@ -45,9 +45,9 @@ use super::{
     Client, ClientBuilder, ClientInner, add_meta, check_result_type, level_from_code,
     peek_result_type,
 };
-use crate::engine::{Engine, LAGGED_MARKER, RequestOptions, ServerNotification};
+use crate::client::events::{Event, ListKind};
+use crate::engine::{Engine, Notice, RequestOptions, ServerNotification};
 use crate::error::{Error, Result};
-use crate::events::{Event, ListKind};
 
 /// How a broken listen is retried.
 #[derive(Clone, Debug)]
@@ -173,7 +173,7 @@ fn bit(kind: ListKind) -> u8 {
 
 /// What the watcher task and the request path share.
 struct Watch {
-    rx: Mutex<Option<mpsc::Receiver<ServerNotification>>>,
+    rx: Mutex<Option<mpsc::Receiver<Notice>>>,
     cache: Arc<ResponseCache>,
     /// Lists changed since they were last refreshed (bits of [`bit`]).
     dirty: AtomicU8,
@@ -193,15 +193,18 @@ impl Watch {
         }
     }
 
-    fn apply(&self, notification: &ServerNotification) {
-        if notification.method == LAGGED_MARKER {
-            // Something was missed: nothing cached can be trusted.
-            self.cache.invalidate(Invalidate::All);
-            self.mark_dirty(
-                bit(ListKind::Tools) | bit(ListKind::Prompts) | bit(ListKind::Resources),
-            );
-            return;
-        }
+    fn apply(&self, notice: &Notice) {
+        let notification = match notice {
+            Notice::Notification(notification) => notification,
+            Notice::Lagged(_) => {
+                // Something was missed: nothing cached can be trusted.
+                self.cache.invalidate(Invalidate::All);
+                self.mark_dirty(
+                    bit(ListKind::Tools) | bit(ListKind::Prompts) | bit(ListKind::Resources),
+                );
+                return;
+            }
+        };
         match Event::from_notification(notification.clone()) {
             Event::ListChanged(kind) => {
                 self.cache.invalidate(Invalidate::List(kind));
@@ -711,16 +714,18 @@ async fn listen_once(
         tokio::select! {
             biased;
             notification = rx.recv(), if rx_open => {
-                let Some(notification) = notification else {
-                    // The connection died; the request says how.
-                    rx_open = false;
-                    continue;
+                let notification = match notification {
+                    Some(Notice::Notification(notification)) => notification,
+                    Some(Notice::Lagged(missed)) => {
+                        let _ = tx.send(SubscriptionEvent::Lagged(missed)).await;
+                        continue;
+                    }
+                    None => {
+                        // The connection died; the request says how.
+                        rx_open = false;
+                        continue;
+                    }
                 };
-                if notification.method == LAGGED_MARKER {
-                    let missed = notification.params.as_deref().and_then(|p| p.get().parse().ok()).unwrap_or(1);
-                    let _ = tx.send(SubscriptionEvent::Lagged(missed)).await;
-                    continue;
-                }
                 if notification.method == methods::NOTIFICATION_CANCELLED
                     && cancelled_id(&notification).is_some_and(|c| same_id(&c, id))
                 {
@@ -775,7 +780,7 @@ async fn listen_once(
             }
             outcome = &mut request => {
                 let acknowledged = granted.is_some();
-                return match outcome {
+                return match outcome.map_err(Error::from) {
                     Ok(raw) => match check_result_type(&server, rq::SubscriptionsListen::METHOD, &raw, peek_result_type(&raw).as_deref()) {
                         Ok(()) => ListenEnd::ByServer,
                         Err(error) => ListenEnd::Fatal(error),
@@ -1181,10 +1186,13 @@ mod tests {
         assert_eq!(cancel["params"]["requestId"], a_id);
     }
 
-    fn lost(request: &Value) -> String {
-        json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": crate::transport::RESPONSE_LOST,
-            "message": "stream broke", "data": {"switchboard": "response_lost"}}})
-        .to_string()
+    /// What a network transport reports when `request`'s response stream
+    /// breaks.
+    fn lost(request: &Value) -> crate::transport::Incoming {
+        crate::transport::Incoming::Lost {
+            id: serde_json::from_value(request["id"].clone()).unwrap(),
+            why: "stream broke".into(),
+        }
     }
 
     #[tokio::test(start_paused = true)]
@@ -1205,7 +1213,7 @@ mod tests {
         });
         let mut sub = sub.unwrap();
         // The stream breaks without a result.
-        server.send(lost(&first)).await.unwrap();
+        server.report(lost(&first)).await.unwrap();
         match sub.next().await {
             Some(SubscriptionEvent::Interrupted {
                 attempt: 1,
@@ -1220,7 +1228,7 @@ mod tests {
         assert_eq!(again["method"], "subscriptions/listen");
         assert_ne!(again["id"], first["id"]);
         // Breaks again before acknowledging: the wait doubles.
-        server.send(lost(&again)).await.unwrap();
+        server.report(lost(&again)).await.unwrap();
         match sub.next().await {
             Some(SubscriptionEvent::Interrupted {
                 attempt: 2,
@@ -1311,13 +1319,13 @@ mod tests {
             listen
         });
         let mut sub = sub.unwrap();
-        server.send(lost(&first)).await.unwrap();
+        server.report(lost(&first)).await.unwrap();
         assert!(matches!(
             sub.next().await,
             Some(SubscriptionEvent::Interrupted { attempt: 1, .. })
         ));
         let again = recv(&mut server).await;
-        server.send(lost(&again)).await.unwrap();
+        server.report(lost(&again)).await.unwrap();
         match sub.next().await {
             Some(SubscriptionEvent::Ended(Some(error))) => {
                 assert!(matches!(error, Error::ResponseLost { .. }), "{error}")

@@ -36,9 +36,9 @@ use switchboard_types::{
 use tokio::time::Instant;
 
 use super::{Client, add_meta, parse_result};
+use crate::client::events::{Event, EventStream};
 use crate::engine::{Progress, ProgressCallback, RequestOptions};
 use crate::error::{Error, Result};
-use crate::events::{Event, EventStream};
 
 /// Shortest poll interval by default, whatever the server suggests.
 pub const DEFAULT_MIN_POLL: Duration = Duration::from_millis(100);
@@ -449,6 +449,8 @@ impl Client {
                 .is_some()
                 .then_some(Flavor::Extension),
             Era::Legacy => capabilities.tasks.is_some().then_some(Flavor::Core),
+            // No task protocol is known for an era added to the types later.
+            _ => None,
         }
     }
 
@@ -458,6 +460,7 @@ impl Client {
             capability: match self.era() {
                 Era::Modern => TASKS_EXTENSION,
                 Era::Legacy => "tasks",
+                _ => "tasks",
             },
             method,
         })
@@ -972,8 +975,8 @@ mod tests {
     use switchboard_types::ElicitResult;
 
     use super::*;
+    use crate::client::handlers::{ElicitationHandler, FormRequest, HandlerContext, HandlerError};
     use crate::client::{ClientBuilder, EraMode};
-    use crate::handlers::{ElicitationHandler, FormRequest, HandlerContext, HandlerError};
     use crate::transport::BoxFuture;
     use crate::transport::memory::{self, MemoryEnd};
 

@@ -13,24 +13,26 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
-use switchboard_types::codes;
-use switchboard_types::jsonrpc::{
-    ErrorObject, Incoming, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
-    RequestId,
-};
+use switchboard_types::jsonrpc::ErrorObject;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::error::Error;
-use crate::transport::{Connection, MessageSink, MessageStream, StderrBuffer, TransportError};
+use crate::transport::{Connection, MessageSink, StderrBuffer, TransportError};
+
+mod error;
+mod reader;
+
+pub use error::EngineError;
+use reader::Reader;
 
 /// A callback for `notifications/progress` of one request.
 pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// One progress update for a request.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Progress {
     /// Progress so far; increases with each update.
     pub progress: f64,
@@ -40,8 +42,10 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Limits and defaults of one connection's engine.
+/// Limits and defaults of one connection's engine. Start from
+/// [`EngineConfig::default`] and set the fields you need.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Timeout of a request without a per-call override. Default 60 s.
     pub request_timeout: Duration,
@@ -66,8 +70,11 @@ impl Default for EngineConfig {
     }
 }
 
-/// Per-request options.
+/// Per-request options: [`RequestOptions::default`] and its builder
+/// methods ([`with_timeout`](RequestOptions::with_timeout),
+/// [`meta`](RequestOptions::meta), [`on_progress`](RequestOptions::on_progress)).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct RequestOptions {
     /// Overrides the engine's request timeout.
     pub timeout: Option<Duration>,
@@ -96,17 +103,21 @@ impl fmt::Debug for RequestOptions {
 impl RequestOptions {
     /// Options with a timeout.
     pub fn timeout(timeout: Duration) -> Self {
-        Self {
-            timeout: Some(timeout),
-            ..Self::default()
-        }
+        Self::default().with_timeout(timeout)
+    }
+
+    /// Sets the timeout, overriding the engine's request timeout.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
     }
 
     /// Adds an entry to this request's `_meta`, replacing one of the same
     /// key. For the W3C trace context keys (`traceparent`, `tracestate`,
     /// `baggage`) the 2026-07-28 revision names them without a prefix; it
     /// is up to the caller to send them only to servers of that revision
-    /// ([`Client::protocol_version`](crate::Client::protocol_version)).
+    /// (`Client::protocol_version`).
     #[must_use]
     pub fn meta(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
         self.meta.insert(key.into(), value.into());
@@ -123,6 +134,7 @@ impl RequestOptions {
 
 /// A request the server sent us.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ServerRequest {
     /// The method.
     pub method: String,
@@ -132,6 +144,7 @@ pub struct ServerRequest {
 
 /// A notification the server sent us.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerNotification {
     /// The method.
     pub method: String,
@@ -160,6 +173,8 @@ enum Answer {
     /// A reply with this request's id arrived but cannot be used; says what
     /// was wrong.
     Unusable(String),
+    /// The transport lost the reply; says how.
+    Lost(String),
 }
 
 struct Pending {
@@ -180,47 +195,79 @@ struct Shared {
     closed_signal: tokio::sync::watch::Sender<bool>,
 }
 
+/// What a subscriber that asked for gaps to be marked receives: the
+/// notifications, and where some were dropped, how many.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Notice {
+    /// A notification from the server, in arrival order.
+    Notification(ServerNotification),
+    /// This many notifications were dropped here, because the subscriber's
+    /// buffer was full.
+    Lagged(u64),
+}
+
+/// Where a subscriber's notifications go.
+enum Outlet {
+    /// Notifications only; a gap goes unmarked.
+    Plain(mpsc::Sender<ServerNotification>),
+    /// Notifications, and a [`Notice::Lagged`] where some were dropped.
+    MarkingGaps(mpsc::Sender<Notice>),
+}
+
+/// How a `try_send` went, whatever the channel carries.
+enum Sent {
+    Yes,
+    Full,
+    Closed,
+}
+
+impl<T> From<Result<(), mpsc::error::TrySendError<T>>> for Sent {
+    fn from(result: Result<(), mpsc::error::TrySendError<T>>) -> Self {
+        match result {
+            Ok(()) => Sent::Yes,
+            Err(mpsc::error::TrySendError::Full(_)) => Sent::Full,
+            Err(mpsc::error::TrySendError::Closed(_)) => Sent::Closed,
+        }
+    }
+}
+
 /// One reader of the notification stream.
 struct Subscriber {
-    tx: mpsc::Sender<ServerNotification>,
+    tx: Outlet,
     /// Notifications dropped since the last one delivered, because this
     /// subscriber's buffer was full.
     lagged: u64,
-    /// Whether a gap is marked in the stream (see [`LAGGED_MARKER`]).
-    marks_gaps: bool,
 }
-
-/// The method of the marker an event subscriber receives where
-/// notifications were dropped; its params are the count. Never on the wire.
-pub(crate) const LAGGED_MARKER: &str = "$switchboard/lagged";
 
 impl Subscriber {
     /// Delivers `notification`, first marking any gap before it; `false`
     /// once the receiver is gone.
     fn deliver(&mut self, notification: &ServerNotification, server: &str) -> bool {
-        use mpsc::error::TrySendError;
-        if self.lagged > 0 && self.marks_gaps {
-            let marker = ServerNotification {
-                method: LAGGED_MARKER.to_owned(),
-                params: RawValue::from_string(self.lagged.to_string())
-                    .ok()
-                    .map(Arc::from),
-            };
-            match self.tx.try_send(marker) {
-                Ok(()) => self.lagged = 0,
-                Err(TrySendError::Full(_)) => {
+        if let Outlet::MarkingGaps(tx) = &self.tx
+            && self.lagged > 0
+        {
+            match Sent::from(tx.try_send(Notice::Lagged(self.lagged))) {
+                Sent::Yes => self.lagged = 0,
+                Sent::Full => {
                     self.lagged += 1;
                     return true;
                 }
-                Err(TrySendError::Closed(_)) => return false,
+                Sent::Closed => return false,
             }
         }
-        match self.tx.try_send(notification.clone()) {
-            Ok(()) => {
+        let sent = match &self.tx {
+            Outlet::Plain(tx) => Sent::from(tx.try_send(notification.clone())),
+            Outlet::MarkingGaps(tx) => {
+                Sent::from(tx.try_send(Notice::Notification(notification.clone())))
+            }
+        };
+        match sent {
+            Sent::Yes => {
                 self.lagged = 0;
                 true
             }
-            Err(TrySendError::Full(_)) => {
+            Sent::Full => {
                 if self.lagged == 0 {
                     tracing::warn!(
                         server = %server,
@@ -231,7 +278,7 @@ impl Subscriber {
                 self.lagged += 1;
                 true
             }
-            Err(TrySendError::Closed(_)) => false,
+            Sent::Closed => false,
         }
     }
 }
@@ -379,18 +426,21 @@ impl Engine {
 
     /// Subscribes to the server's notifications, in arrival order.
     pub(crate) fn subscribe(&self) -> mpsc::Receiver<ServerNotification> {
-        self.subscribe_with(false)
+        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
+        self.add_subscriber(Outlet::Plain(tx));
+        rx
     }
 
-    /// [`Engine::subscribe`], with a [`LAGGED_MARKER`] where notifications
+    /// [`Engine::subscribe`], with a [`Notice::Lagged`] where notifications
     /// were dropped because the buffer was full.
-    pub(crate) fn subscribe_marking_gaps(&self) -> mpsc::Receiver<ServerNotification> {
-        self.subscribe_with(true)
+    pub(crate) fn subscribe_marking_gaps(&self) -> mpsc::Receiver<Notice> {
+        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
+        self.add_subscriber(Outlet::MarkingGaps(tx));
+        rx
     }
 
     /// The receiver ends when the connection dies.
-    fn subscribe_with(&self, marks_gaps: bool) -> mpsc::Receiver<ServerNotification> {
-        let (tx, rx) = mpsc::channel(self.config.notification_buffer.max(1));
+    fn add_subscriber(&self, tx: Outlet) {
         // Under the pending lock, so a subscriber never misses the close.
         let pending = self.shared.lock();
         if pending.closed.is_none() {
@@ -398,14 +448,9 @@ impl Engine {
                 .subscribers
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(Subscriber {
-                    tx,
-                    lagged: 0,
-                    marks_gaps,
-                });
+                .push(Subscriber { tx, lagged: 0 });
         }
         drop(pending);
-        rx
     }
 
     /// The per-subscriber buffer size.
@@ -436,7 +481,7 @@ impl Engine {
         &self,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), EngineError> {
         if let Some(reason) = self.closed_reason() {
             return Err(self.disconnected(reason));
         }
@@ -466,7 +511,7 @@ impl Engine {
         method: &str,
         params: Option<&RawValue>,
         options: RequestOptions,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<Box<RawValue>, EngineError> {
         let _permit = self
             .in_flight
             .acquire()
@@ -546,7 +591,7 @@ impl Engine {
                         // The answer came with the send (an HTTP body) and
                         // was unusable.
                         guard.cancel = false;
-                        return Err(Error::ProtocolViolation {
+                        return Err(EngineError::ProtocolViolation {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             what: error.to_string(),
@@ -565,7 +610,7 @@ impl Engine {
                     }
                     // The guard tells the server (on HTTP, dropping the send
                     // already closed the request).
-                    return Err(Error::Timeout {
+                    return Err(EngineError::Timeout {
                         server: self.shared.server.clone(),
                         method: method.to_owned(),
                         after: start.elapsed(),
@@ -581,28 +626,21 @@ impl Engine {
                     guard.cancel = false;
                     return match outcome {
                         Ok(Answer::Reply(Ok(result))) => Ok(result),
-                        Ok(Answer::Unusable(what)) => Err(Error::ProtocolViolation {
+                        Ok(Answer::Unusable(what)) => Err(EngineError::ProtocolViolation {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             what,
                         }),
-                        Ok(Answer::Reply(Err(error))) => match transport_made(&error) {
-                            Some(Made::Lost) => Err(Error::ResponseLost {
-                                server: self.shared.server.clone(),
-                                method: method.to_owned(),
-                                reason: error.message,
-                            }),
-                            Some(Made::Violation) => Err(Error::ProtocolViolation {
-                                server: self.shared.server.clone(),
-                                method: method.to_owned(),
-                                what: error.message,
-                            }),
-                            None => Err(Error::Server {
+                        Ok(Answer::Lost(reason)) => Err(EngineError::ResponseLost {
+                            server: self.shared.server.clone(),
+                            method: method.to_owned(),
+                            reason,
+                        }),
+                        Ok(Answer::Reply(Err(error))) => Err(EngineError::Server {
                             server: self.shared.server.clone(),
                             method: method.to_owned(),
                             error: Box::new(error),
                         }),
-                        },
                         // The reader dropped our entry: the connection died.
                         Err(_) => Err(self.disconnected(
                             self.closed_reason().unwrap_or_else(|| Arc::new(TransportError::ClosedByClient)),
@@ -615,7 +653,7 @@ impl Engine {
                         sleep.as_mut().reset(deadline);
                         continue;
                     }
-                    return Err(Error::Timeout {
+                    return Err(EngineError::Timeout {
                         server: self.shared.server.clone(),
                         method: method.to_owned(),
                         after: start.elapsed(),
@@ -626,14 +664,14 @@ impl Engine {
         }
     }
 
-    fn disconnected(&self, reason: Arc<TransportError>) -> Error {
-        Error::Disconnected {
+    fn disconnected(&self, reason: Arc<TransportError>) -> EngineError {
+        EngineError::Disconnected {
             server: self.shared.server.clone(),
             reason,
         }
     }
 
-    async fn send_failed(&self, error: TransportError) -> Error {
+    async fn send_failed(&self, error: TransportError) -> EngineError {
         // A dead pipe usually means the process exited; the reader's reason
         // (exit status, stderr) is the more useful one and follows shortly.
         // Only a broken connection has such a reason coming; an HTTP
@@ -648,7 +686,7 @@ impl Engine {
         }
         match self.closed_reason() {
             Some(reason) => self.disconnected(reason),
-            None => Error::Transport {
+            None => EngineError::Transport {
                 server: self.shared.server.clone(),
                 source: Box::new(error),
             },
@@ -700,340 +738,6 @@ fn fail_all(shared: &Shared, reason: Arc<TransportError>) {
     shared.closed_signal.send_replace(true);
     // Dropping the senders wakes every waiter with the recorded reason.
     drop(drained);
-}
-
-/// What an error answer a transport made up stands for (see
-/// [`crate::transport::RESPONSE_LOST`]).
-enum Made {
-    /// The response can no longer arrive.
-    Lost,
-    /// The server's reply was unusable; the message says how.
-    Violation,
-}
-
-fn transport_made(error: &ErrorObject) -> Option<Made> {
-    if error.code != crate::transport::RESPONSE_LOST {
-        return None;
-    }
-    match error.data.as_ref()?.get("switchboard")?.as_str()? {
-        "response_lost" => Some(Made::Lost),
-        "protocol_violation" => Some(Made::Violation),
-        _ => None,
-    }
-}
-
-/// The ids of the responses in bytes that did not parse as JSON-RPC (read
-/// after replacing invalid UTF-8, so a response broken inside a string still
-/// names its request). Only what claims to be JSON-RPC 2.0 counts (other
-/// JSON is noise, skipped like any), and numeric ids only: ours are
-/// numbers, and `"3"` is not `3`.
-fn unusable_response_ids(bytes: &[u8]) -> Vec<i64> {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        jsonrpc: Option<String>,
-        #[serde(default)]
-        id: Option<serde_json::Value>,
-        #[serde(default)]
-        method: Option<serde::de::IgnoredAny>,
-    }
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Probes {
-        One(Probe),
-        Many(Vec<Probe>),
-    }
-    let text = String::from_utf8_lossy(bytes);
-    let probes = match serde_json::from_str::<Probes>(&text) {
-        Ok(Probes::One(probe)) => vec![probe],
-        Ok(Probes::Many(probes)) => probes,
-        Err(_) => return Vec::new(),
-    };
-    probes
-        .into_iter()
-        .filter(|probe| probe.method.is_none() && probe.jsonrpc.as_deref() == Some("2.0"))
-        .filter_map(|probe| probe.id?.as_i64())
-        .collect()
-}
-
-/// Why bytes carrying a response could not be used, for the caller.
-fn unusable_because(bytes: &[u8], error: &switchboard_types::jsonrpc::ParseError) -> String {
-    use std::error::Error as _;
-    if std::str::from_utf8(bytes).is_err() {
-        return "the response is not valid UTF-8".to_owned();
-    }
-    match error.source() {
-        Some(source) => format!("{error}: {source}"),
-        None => error.to_string(),
-    }
-}
-
-/// The per-connection reader: routes everything the server sends.
-struct Reader {
-    shared: Arc<Shared>,
-    sink: Arc<dyn MessageSink>,
-    handler: Option<Arc<dyn RequestHandler>>,
-    handlers: JoinSet<()>,
-    running: HashMap<RequestId, tokio::task::AbortHandle>,
-    /// Every reply arrives in order on one stream (stdio, WebSocket), so an
-    /// error with a null id can be about the one request pending.
-    single_pipe: bool,
-}
-
-impl Reader {
-    async fn run(
-        mut self,
-        mut stream: Box<dyn MessageStream>,
-        mut control: mpsc::UnboundedReceiver<Control>,
-    ) {
-        self.single_pipe = stream.is_single_pipe();
-        let reason = loop {
-            tokio::select! {
-                biased;
-                Some(control) = control.recv() => match control {
-                    Control::Cancel { id, reason } => self.send_cancel(id, reason),
-                    Control::Notify { method } => self.send_notification(method),
-                },
-                Some(_) = self.handlers.join_next(), if !self.handlers.is_empty() => {}
-                message = stream.recv() => match message {
-                    Ok(Some(bytes)) => self.route(&bytes),
-                    Ok(None) => break TransportError::ClosedByClient,
-                    Err(error) => break error,
-                },
-            }
-        };
-        match &reason {
-            TransportError::ClosedByClient => {
-                tracing::debug!(server = %self.shared.server, "connection closed")
-            }
-            other => {
-                tracing::debug!(server = %self.shared.server, error = %other, "connection lost")
-            }
-        }
-        fail_all(&self.shared, Arc::new(reason));
-        // Answers to server requests can no longer be delivered.
-        self.handlers.abort_all();
-    }
-
-    fn route(&mut self, bytes: &[u8]) {
-        let incoming = match Incoming::from_slice(bytes) {
-            Ok(incoming) => incoming,
-            Err(error) => {
-                // A reply to a pending request fails it at once, rather
-                // than leaving it to time out as if nothing had come.
-                let ids = unusable_response_ids(bytes);
-                let failed: Vec<Pending> = {
-                    let mut pending = self.shared.lock();
-                    ids.iter().filter_map(|id| pending.map.remove(id)).collect()
-                };
-                if !failed.is_empty() {
-                    let what = unusable_because(bytes, &error);
-                    tracing::warn!(server = %self.shared.server, %what, "unusable response");
-                    for pending in failed {
-                        let _ = pending.tx.send(Answer::Unusable(what.clone()));
-                    }
-                    return;
-                }
-                self.shared.skipped_lines.fetch_add(1, Ordering::Relaxed);
-                let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
-                tracing::warn!(
-                    server = %self.shared.server,
-                    error = %error,
-                    line = %preview,
-                    "skipped a line that is not JSON-RPC"
-                );
-                return;
-            }
-        };
-        for message in incoming {
-            match message {
-                JsonRpcMessage::Response(response) => self.on_response(response),
-                JsonRpcMessage::Notification(notification) => self.on_notification(notification),
-                JsonRpcMessage::Request(request) => self.on_request(request),
-            }
-        }
-    }
-
-    fn on_response(&mut self, response: JsonRpcResponse) {
-        let id = match response.id {
-            Some(RequestId::Number(id)) => id,
-            // Our ids are numbers: `"3"` is another request's id, not 3's.
-            Some(RequestId::String(ref s)) => {
-                tracing::debug!(server = %self.shared.server, id = %s, "response for an unknown id");
-                return;
-            }
-            None => {
-                // JSON-RPC's answer to a request the server could not parse.
-                // On one ordered pipe with one request pending, it can only
-                // be about that one; with several, nobody can tell which.
-                if let Err(error) = &response.outcome {
-                    let lone = if self.single_pipe {
-                        let mut pending = self.shared.lock();
-                        let lone = (pending.map.len() == 1)
-                            .then(|| pending.map.keys().next().copied())
-                            .flatten();
-                        lone.and_then(|id| pending.map.remove(&id))
-                    } else {
-                        None
-                    };
-                    match lone {
-                        Some(pending) => {
-                            let _ = pending.tx.send(Answer::Reply(response.outcome));
-                        }
-                        None => {
-                            tracing::warn!(server = %self.shared.server, %error, "server reported an error without a request id")
-                        }
-                    }
-                }
-                return;
-            }
-        };
-        let pending = self.shared.lock().map.remove(&id);
-        match pending {
-            Some(pending) => {
-                let _ = pending.tx.send(Answer::Reply(response.outcome));
-            }
-            // A late answer to a request that timed out or was cancelled.
-            None => tracing::trace!(server = %self.shared.server, id, "dropped a late response"),
-        }
-    }
-
-    fn on_notification(&mut self, notification: JsonRpcNotification) {
-        match notification.method.as_str() {
-            "notifications/progress" => self.on_progress(notification.params.as_deref()),
-            "notifications/cancelled" => {
-                if let Some(id) = cancelled_request_id(notification.params.as_deref())
-                    && let Some(handle) = self.running.remove(&id)
-                {
-                    handle.abort();
-                }
-            }
-            _ => {}
-        }
-        let notification = ServerNotification {
-            method: notification.method,
-            params: notification.params.map(Arc::from),
-        };
-        let mut subscribers = self
-            .shared
-            .subscribers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        subscribers.retain_mut(|sub| sub.deliver(&notification, &self.shared.server));
-    }
-
-    fn on_progress(&self, params: Option<&RawValue>) {
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params {
-            progress_token: RequestId,
-            progress: f64,
-            total: Option<f64>,
-            message: Option<String>,
-        }
-        let Some(params) = params.and_then(|p| serde_json::from_str::<Params>(p.get()).ok()) else {
-            tracing::debug!(server = %self.shared.server, "malformed progress notification");
-            return;
-        };
-        let RequestId::Number(token) = params.progress_token else {
-            return;
-        };
-        let callback = {
-            let pending = self.shared.lock();
-            pending.map.get(&token).and_then(|p| {
-                p.progress.as_ref().map(|(callback, seen)| {
-                    *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-                    callback.clone()
-                })
-            })
-        };
-        if let Some(callback) = callback {
-            callback(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
-        }
-    }
-
-    fn on_request(&mut self, request: JsonRpcRequest) {
-        let sink = self.sink.clone();
-        let id = request.id.clone();
-        if request.method == "ping" {
-            let response = JsonRpcMessage::Response(JsonRpcResponse {
-                id: Some(id),
-                outcome: Ok(RawValue::from_string("{}".to_owned()).expect("valid JSON")),
-            });
-            self.handlers.spawn(async move {
-                let _ = sink.send(&response.to_vec()).await;
-            });
-            return;
-        }
-        let future = self.handler.as_ref().and_then(|h| {
-            h.handle(ServerRequest {
-                method: request.method.clone(),
-                params: request.params,
-            })
-        });
-        let handle = match future {
-            Some(future) => {
-                let ask = AskGuard::new(self.shared.clone());
-                self.handlers.spawn(async move {
-                    let outcome = future.await;
-                    drop(ask);
-                    let response = JsonRpcMessage::Response(JsonRpcResponse {
-                        id: Some(id),
-                        outcome,
-                    });
-                    let _ = sink.send(&response.to_vec()).await;
-                })
-            }
-            None => {
-                let method = request.method;
-                self.handlers.spawn(async move {
-                    let response = JsonRpcMessage::Response(JsonRpcResponse {
-                        id: Some(id),
-                        outcome: Err(ErrorObject::new(
-                            codes::METHOD_NOT_FOUND,
-                            format!("Method not found: {method}"),
-                        )),
-                    });
-                    let _ = sink.send(&response.to_vec()).await;
-                })
-            }
-        };
-        self.running.retain(|_, handle| !handle.is_finished());
-        self.running.insert(request.id, handle);
-    }
-
-    fn send_notification(&mut self, method: &'static str) {
-        let sink = self.sink.clone();
-        self.handlers.spawn(async move {
-            let message = format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#);
-            let _ = sink.send(message.as_bytes()).await;
-        });
-    }
-
-    fn send_cancel(&mut self, id: i64, reason: &'static str) {
-        let sink = self.sink.clone();
-        self.handlers.spawn(async move {
-            let message = format!(
-                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"{reason}"}}}}"#
-            );
-            let _ = sink.send(message.as_bytes()).await;
-        });
-    }
-}
-
-fn cancelled_request_id(params: Option<&RawValue>) -> Option<RequestId> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Params {
-        request_id: RequestId,
-    }
-    serde_json::from_str::<Params>(params?.get())
-        .ok()
-        .map(|p| p.request_id)
 }
 
 #[cfg(test)]

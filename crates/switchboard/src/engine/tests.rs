@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::transport::Incoming;
 use crate::transport::memory::{self, MemoryEnd};
+use switchboard_types::codes;
+use switchboard_types::jsonrpc::RequestId;
 
 fn start(config: EngineConfig) -> (Engine, MemoryEnd) {
     start_with(config, None)
@@ -222,7 +225,7 @@ async fn connection_death_fails_pending_and_later_requests_with_the_reason() {
         .await
         .unwrap_err();
     assert!(later.is_disconnected());
-    let (Error::Disconnected { reason: a, .. }, Error::Disconnected { reason: b, .. }) =
+    let (EngineError::Disconnected { reason: a, .. }, EngineError::Disconnected { reason: b, .. }) =
         (&error, &later)
     else {
         unreachable!()
@@ -350,7 +353,7 @@ async fn server_error_is_typed_and_names_the_server() {
     );
     let error = outcome.unwrap_err();
     assert_eq!(error.code(), Some(-32602));
-    assert_eq!(error.server(), Some("test"));
+    assert_eq!(Some(error.server()), Some("test"));
     assert!(error.to_string().contains("Unknown tool: nope"));
 }
 
@@ -459,4 +462,58 @@ async fn a_request_waits_while_our_handler_answers_the_server() {
     let (outcome, _) = tokio::join!(call, next_json(&mut peer));
     assert!(outcome.unwrap_err().is_timeout());
     assert!(started.elapsed() < Duration::from_secs(11));
+}
+
+#[tokio::test]
+async fn a_transport_report_fails_its_request_at_once_as_what_it_says() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    let engine = &engine;
+    let ask = |n: i64| {
+        let id = engine.allocate_id();
+        let params = raw(json!({"n": n}));
+        async move {
+            engine
+                .request(id, "tools/call", Some(&params), RequestOptions::default())
+                .await
+        }
+    };
+    let (lost, ()) = tokio::join!(ask(1), async {
+        let request = next_json(&mut peer).await;
+        peer.lose_response(
+            RequestId::Number(request["id"].as_i64().unwrap()),
+            "stream broke",
+        )
+        .await
+        .unwrap();
+    });
+    match lost.unwrap_err() {
+        EngineError::ResponseLost { method, reason, .. } => {
+            assert_eq!(method, "tools/call");
+            assert_eq!(reason, "stream broke");
+        }
+        other => panic!("not a lost response: {other}"),
+    }
+    let (unusable, ()) = tokio::join!(ask(2), async {
+        let request = next_json(&mut peer).await;
+        peer.report(Incoming::Violation {
+            id: RequestId::Number(request["id"].as_i64().unwrap()),
+            why: "the body is not JSON".into(),
+        })
+        .await
+        .unwrap();
+    });
+    match unusable.unwrap_err() {
+        EngineError::ProtocolViolation { what, .. } => assert_eq!(what, "the body is not JSON"),
+        other => panic!("not a protocol violation: {other}"),
+    }
+    // Nothing reached a subscriber: a report is no notification.
+    let mut notices = engine.subscribe_marking_gaps();
+    peer.send(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#)
+        .await
+        .unwrap();
+    let notice = notices.recv().await.unwrap();
+    assert!(
+        matches!(&notice, Notice::Notification(n) if n.method == "notifications/message"),
+        "{notice:?}"
+    );
 }

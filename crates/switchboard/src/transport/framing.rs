@@ -23,7 +23,7 @@
 //! assert_eq!(request, br#"{"jsonrpc":"2.0","method":"ping","id":1}"#);
 //!
 //! server_out.write_message(br#"{"jsonrpc":"2.0","result":{},"id":1}"#).await.map_err(switchboard::transport::TransportError::Io)?;
-//! let response = connection.stream.recv().await?.expect("a message");
+//! let response = connection.stream.recv().await?.and_then(|m| m.into_message()).expect("a message");
 //! assert_eq!(response, br#"{"jsonrpc":"2.0","result":{},"id":1}"#);
 //! # Ok(()) }
 //! ```
@@ -35,7 +35,9 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, Connection, Connector, MessageSink, MessageStream, TransportError};
+use super::{
+    BoxFuture, Connection, Connector, Incoming, MessageSink, MessageStream, TransportError,
+};
 
 /// The default largest message a [`LineReader`] accepts: 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
@@ -491,7 +493,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> MessageStream for IoStream<R> {
         true
     }
 
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
         Box::pin(async move {
             if self.closing.is_cancelled() {
                 return Ok(None);
@@ -500,7 +502,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> MessageStream for IoStream<R> {
                 biased;
                 () = self.closing.cancelled() => Ok(None),
                 read = self.reader.read_message() => match read {
-                    Ok(Some(message)) => Ok(Some(message)),
+                    Ok(Some(message)) => Ok(Some(Incoming::Message(message))),
                     _ if self.closing.is_cancelled() => Ok(None),
                     Ok(None) => Err(TransportError::Closed { stderr_tail: String::new() }),
                     Err(error) => Err(error),
@@ -843,7 +845,14 @@ mod tests {
         );
         server_out.write_message(b"{\"id\":2}").await.unwrap();
         assert_eq!(
-            connection.stream.recv().await.unwrap().unwrap(),
+            connection
+                .stream
+                .recv()
+                .await
+                .unwrap()
+                .unwrap()
+                .into_message()
+                .unwrap(),
             b"{\"id\":2}"
         );
 

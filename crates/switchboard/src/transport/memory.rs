@@ -5,7 +5,11 @@ use std::sync::Mutex;
 
 use tokio::sync::mpsc;
 
-use super::{BoxFuture, Connection, Connector, MessageSink, MessageStream, TransportError};
+use switchboard_types::jsonrpc::RequestId;
+
+use super::{
+    BoxFuture, Connection, Connector, Incoming, MessageSink, MessageStream, TransportError,
+};
 
 /// Capacity of each direction, in messages.
 const CAPACITY: usize = 1024;
@@ -13,8 +17,8 @@ const CAPACITY: usize = 1024;
 /// One end of an in-memory pair.
 #[derive(Debug)]
 pub struct MemoryEnd {
-    tx: mpsc::Sender<Vec<u8>>,
-    rx: mpsc::Receiver<Vec<u8>>,
+    tx: mpsc::Sender<Incoming>,
+    rx: mpsc::Receiver<Incoming>,
 }
 
 /// Two linked ends: what one sends, the other receives.
@@ -33,20 +37,54 @@ impl MemoryEnd {
     /// # Errors
     /// [`TransportError::Closed`] when the other end is gone.
     pub async fn send(&self, message: impl Into<Vec<u8>>) -> Result<(), TransportError> {
+        self.report(Incoming::Message(message.into())).await
+    }
+
+    /// Hands the other end's connection what a transport reports about a
+    /// request of its (an [`Incoming::Lost`] answer, say), as a network
+    /// transport would: for tests of what the engine and the client make
+    /// of it.
+    ///
+    /// # Errors
+    /// [`TransportError::Closed`] when the other end is gone.
+    pub async fn report(&self, incoming: Incoming) -> Result<(), TransportError> {
         self.tx
-            .send(message.into())
+            .send(incoming)
             .await
             .map_err(|_| TransportError::Closed {
                 stderr_tail: String::new(),
             })
     }
 
-    /// Receives the next message; `None` when the other end is gone.
+    /// Reports to the other end's connection that the answer to request
+    /// `id` was lost ([`Incoming::Lost`]).
+    ///
+    /// # Errors
+    /// [`TransportError::Closed`] when the other end is gone.
+    pub async fn lose_response(
+        &self,
+        id: RequestId,
+        why: impl Into<String>,
+    ) -> Result<(), TransportError> {
+        self.report(Incoming::Lost {
+            id,
+            why: why.into(),
+        })
+        .await
+    }
+
+    /// Receives the next message; `None` when the other end is gone. A
+    /// report the other end made with [`MemoryEnd::report`] is for an
+    /// engine, and skipped here.
     ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn recv(&mut self) -> Option<Vec<u8>> {
-        self.rx.recv().await
+        loop {
+            if let Incoming::Message(message) = self.rx.recv().await? {
+                return Some(message);
+            }
+        }
     }
 
     /// Turns this end into a [`Connection`] for the client.
@@ -69,7 +107,7 @@ impl MemoryEnd {
 }
 
 struct MemorySink {
-    tx: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    tx: Mutex<Option<mpsc::Sender<Incoming>>>,
 }
 
 impl MessageSink for MemorySink {
@@ -77,7 +115,7 @@ impl MessageSink for MemorySink {
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Box::pin(async move {
             let tx = tx.ok_or(TransportError::ClosedByClient)?;
-            tx.send(message.to_vec())
+            tx.send(Incoming::Message(message.to_vec()))
                 .await
                 .map_err(|_| TransportError::Closed {
                     stderr_tail: String::new(),
@@ -92,7 +130,7 @@ impl MessageSink for MemorySink {
 }
 
 struct MemoryStream {
-    rx: mpsc::Receiver<Vec<u8>>,
+    rx: mpsc::Receiver<Incoming>,
 }
 
 impl MessageStream for MemoryStream {
@@ -100,7 +138,7 @@ impl MessageStream for MemoryStream {
         true
     }
 
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
         Box::pin(async move {
             self.rx
                 .recv()

@@ -11,6 +11,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use switchboard_types::jsonrpc::RequestId;
+
 pub mod framing;
 #[cfg(feature = "http")]
 pub mod http;
@@ -21,10 +23,41 @@ pub mod stdio;
 #[cfg(feature = "websocket")]
 pub mod ws;
 
-/// The JSON-RPC error code a transport uses to fail one request whose
-/// response can no longer arrive (a response stream lost mid-flight). Never
-/// sent by servers; the engine turns it into `Error::ResponseLost`.
-pub const RESPONSE_LOST: i64 = -32099;
+/// What a [`MessageStream`] yields: a message from the peer, or what the
+/// transport itself has to say about one request's answer. The engine
+/// fails that request at once on a report; nothing here is ever sent on
+/// the wire or made to look like a JSON-RPC message.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Incoming {
+    /// One whole message as the peer sent it, unparsed.
+    Message(Vec<u8>),
+    /// The answer to request `id` can no longer arrive (the stream it was
+    /// owed on broke, or the session ended). It may have run.
+    Lost {
+        /// The request whose answer is lost.
+        id: RequestId,
+        /// What happened, for the caller's error.
+        why: String,
+    },
+    /// The answer to request `id` arrived but cannot be used.
+    Violation {
+        /// The request the answer was for.
+        id: RequestId,
+        /// What was wrong with it, for the caller's error.
+        why: String,
+    },
+}
+
+impl Incoming {
+    /// The message, when this is one rather than a report.
+    pub fn into_message(self) -> Option<Vec<u8>> {
+        match self {
+            Incoming::Message(message) => Some(message),
+            _ => None,
+        }
+    }
+}
 
 /// A boxed, `Send` future, as transport trait methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -48,13 +81,14 @@ pub trait MessageSink: Send + Sync + 'static {
 
 /// The way in: yields whole messages as bytes.
 pub trait MessageStream: Send + 'static {
-    /// The next message. `Ok(None)` means the connection was closed from our
+    /// The next message (or report about a request, see [`Incoming`]).
+    /// `Ok(None)` means the connection was closed from our
     /// side; the peer going away is an `Err` that says how (exit status,
     /// stderr tail).
     ///
     /// # Cancel safety
     /// Must be cancel safe: no message is lost if the future is dropped.
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>>;
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>>;
 
     /// Whether every reply arrives in order on this one stream (stdio,
     /// WebSocket, an in-memory pair), so that an error response with a
@@ -66,7 +100,9 @@ pub trait MessageStream: Send + 'static {
     }
 }
 
-/// An open connection: both halves plus what the transport can tell about it.
+/// An open connection: both halves plus what the transport can tell about
+/// it. A transport of one's own makes one with [`Connection::new`].
+#[non_exhaustive]
 pub struct Connection {
     /// The way out.
     pub sink: Arc<dyn MessageSink>,
@@ -74,6 +110,24 @@ pub struct Connection {
     pub stream: Box<dyn MessageStream>,
     /// The server's stderr, for process transports.
     pub stderr: Option<StderrBuffer>,
+}
+
+impl Connection {
+    /// A connection of these two halves, with no stderr.
+    pub fn new(sink: Arc<dyn MessageSink>, stream: Box<dyn MessageStream>) -> Self {
+        Self {
+            sink,
+            stream,
+            stderr: None,
+        }
+    }
+
+    /// The server's stderr, for process transports.
+    #[must_use]
+    pub fn with_stderr(mut self, stderr: StderrBuffer) -> Self {
+        self.stderr = Some(stderr);
+        self
+    }
 }
 
 impl fmt::Debug for Connection {
@@ -128,6 +182,7 @@ pub trait Connector: Send + Sync + 'static {
 
 /// How a server process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExitInfo {
     /// The exit code, when it exited normally.
     pub code: Option<i32>,
@@ -433,24 +488,13 @@ mod tests {
     }
 
     #[test]
-    fn the_challenge_is_reachable_from_the_client_error() {
+    fn the_challenge_is_kept_by_the_transport_error() {
         const CHALLENGE: &str = "Bearer resource_metadata=\"https://a.example/prm\"";
-        let refused = || TransportError::AuthorizationRequired {
+        let refused = TransportError::AuthorizationRequired {
             status: 401,
             www_authenticate: Some(CHALLENGE.into()),
         };
-        assert_eq!(refused().www_authenticate(), Some(CHALLENGE));
-        let error = crate::Error::Transport {
-            server: "a".into(),
-            source: Box::new(refused()),
-        };
-        assert!(error.is_auth_required());
-        assert_eq!(error.www_authenticate(), Some(CHALLENGE));
-        let error = crate::Error::Disconnected {
-            server: "a".into(),
-            reason: std::sync::Arc::new(refused()),
-        };
-        assert_eq!(error.www_authenticate(), Some(CHALLENGE));
+        assert_eq!(refused.www_authenticate(), Some(CHALLENGE));
         let bare = TransportError::AuthorizationRequired {
             status: 403,
             www_authenticate: None,

@@ -3,6 +3,7 @@
 
 /// One dispatched event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SseEvent {
     /// The `event:` field; `None` means the default type, `message`.
     pub event: Option<String>,

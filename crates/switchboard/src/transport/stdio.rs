@@ -27,7 +27,7 @@
 //! - Dropping the connection without closing it is as polite, on a thread
 //!   of its own that needs no Tokio runtime — but that thread ends with the
 //!   program, so an application that exits soon after should await
-//!   [`Client::close`](crate::Client::close) (or [`MessageSink::close`]),
+//!   `Client::close` (or [`MessageSink::close`]),
 //!   which returns once the server and its group are gone. Dropped where no
 //!   runtime is running (after the runtime shut down), the group is
 //!   `SIGKILL`ed at once, before `drop` returns.
@@ -79,7 +79,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::framing::{DEFAULT_MAX_MESSAGE_SIZE, LineReader, LineWriter};
 use super::{
-    BoxFuture, Connection, Connector, ExitInfo, MessageSink, MessageStream, StderrBuffer,
+    BoxFuture, Connection, Connector, ExitInfo, Incoming, MessageSink, MessageStream, StderrBuffer,
     TransportError,
 };
 
@@ -865,7 +865,7 @@ impl MessageStream for StdioStream {
         true
     }
 
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
         Box::pin(async move {
             let closing = &self.process.closing;
             if closing.is_cancelled() {
@@ -880,7 +880,7 @@ impl MessageStream for StdioStream {
                 read = self.stdout.read_message() => read,
             };
             let reason = match read {
-                Ok(Some(message)) => return Ok(Some(message)),
+                Ok(Some(message)) => return Ok(Some(Incoming::Message(message))),
                 _ if closing.is_cancelled() => return Ok(None),
                 Err(error) => return Err(error),
                 Ok(None) => self.process.on_stdout_eof().await,

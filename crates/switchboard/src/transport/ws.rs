@@ -39,7 +39,9 @@ use tokio_tungstenite::tungstenite::{self, Bytes, Message};
 use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, Connection, Connector, MessageSink, MessageStream, TransportError};
+use super::{
+    BoxFuture, Connection, Connector, Incoming, MessageSink, MessageStream, TransportError,
+};
 
 /// The subprotocol requested in `Sec-WebSocket-Protocol`; a server that
 /// selects another one (or none) is refused.
@@ -516,7 +518,7 @@ impl MessageStream for WsStream {
         true
     }
 
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
         Box::pin(async move {
             loop {
                 if self.peer_closed && !self.shared.closing.is_cancelled() {
@@ -529,7 +531,9 @@ impl MessageStream for WsStream {
                     item = self.stream.next() => item,
                 };
                 match item {
-                    Some(Ok(Message::Text(text))) => return Ok(Some(Vec::from(Bytes::from(text)))),
+                    Some(Ok(Message::Text(text))) => {
+                        return Ok(Some(Incoming::Message(Vec::from(Bytes::from(text)))));
+                    }
                     Some(Ok(Message::Binary(data))) => {
                         tracing::warn!(
                             server = %self.shared.display,

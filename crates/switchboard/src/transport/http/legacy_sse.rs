@@ -20,7 +20,9 @@ use super::{
     redact_url,
 };
 use crate::transport::sse::{SseEvent, SseParser};
-use crate::transport::{BoxFuture, Connection, MessageSink, MessageStream, TransportError};
+use crate::transport::{
+    BoxFuture, Connection, Incoming, MessageSink, MessageStream, TransportError,
+};
 
 /// Messages queued for the engine's reader.
 const QUEUE: usize = 1024;
@@ -426,13 +428,13 @@ struct LegacyStream {
 }
 
 impl MessageStream for LegacyStream {
-    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Vec<u8>>, TransportError>> {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
         Box::pin(async move {
             tokio::select! {
                 biased;
                 () = self.closing.cancelled() => Ok(None),
                 message = self.rx.recv() => match message {
-                    Some(Ok(bytes)) => Ok(Some(bytes)),
+                    Some(Ok(bytes)) => Ok(Some(Incoming::Message(bytes))),
                     Some(Err(error)) => Err(error),
                     None if self.closing.is_cancelled() => Ok(None),
                     // The stream task ended after queueing its reason.

@@ -125,6 +125,7 @@ pub(crate) fn note_dpop_nonce(
 
 /// Which HTTP transport to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HttpTransport {
     /// Streamable HTTP, falling back to legacy HTTP+SSE when the server
     /// refuses it (default).
@@ -317,11 +318,19 @@ fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, TransportE
 /// What detection found for one server URL: its era, and whether it needed
 /// the legacy HTTP+SSE transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpVerdict {
     /// The protocol era.
     pub era: switchboard_types::Era,
     /// [`HttpTransport::StreamableHttp`] or [`HttpTransport::Sse`].
     pub transport: HttpTransport,
+}
+
+impl HttpVerdict {
+    /// A verdict: `era`, spoken over `transport`.
+    pub fn new(era: switchboard_types::Era, transport: HttpTransport) -> Self {
+        Self { era, transport }
+    }
 }
 
 /// Verdicts by server URL, for this process. Keyed by the full endpoint

@@ -21,7 +21,7 @@ use switchboard_types::tasks::TaskStatusNotificationParams;
 use switchboard_types::{LoggingMessageNotificationParams, methods};
 use tokio::sync::mpsc;
 
-use crate::engine::{LAGGED_MARKER, ServerNotification};
+use crate::engine::{Notice, ServerNotification};
 use crate::transport::TransportError;
 
 /// Which list changed.
@@ -107,7 +107,7 @@ type ClosedReason = Box<dyn Fn() -> Option<Arc<TransportError>> + Send + Sync>;
 /// [`futures_core::Stream`]; [`EventStream::next`] is the same without a
 /// combinator crate. Ends after [`Event::Closed`].
 pub struct EventStream {
-    rx: mpsc::Receiver<ServerNotification>,
+    rx: mpsc::Receiver<Notice>,
     closed_reason: ClosedReason,
     done: bool,
 }
@@ -121,7 +121,7 @@ impl fmt::Debug for EventStream {
 }
 
 impl EventStream {
-    pub(crate) fn new(rx: mpsc::Receiver<ServerNotification>, closed_reason: ClosedReason) -> Self {
+    pub(crate) fn new(rx: mpsc::Receiver<Notice>, closed_reason: ClosedReason) -> Self {
         Self {
             rx,
             closed_reason,
@@ -143,14 +143,8 @@ impl EventStream {
         }
         match self.rx.poll_recv(cx) {
             // A gap is reported where it happened.
-            Poll::Ready(Some(marker)) if marker.method == LAGGED_MARKER => {
-                let missed = marker
-                    .params
-                    .and_then(|p| p.get().parse().ok())
-                    .unwrap_or(1);
-                Poll::Ready(Some(Event::Lagged(missed)))
-            }
-            Poll::Ready(Some(notification)) => {
+            Poll::Ready(Some(Notice::Lagged(missed))) => Poll::Ready(Some(Event::Lagged(missed))),
+            Poll::Ready(Some(Notice::Notification(notification))) => {
                 Poll::Ready(Some(Event::from_notification(notification)))
             }
             Poll::Ready(None) => {
