@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::gemini_view::clean_map;
 use super::{At, MAX_REF_DEPTH, Note, local_target};
 
 /// Keywords Gemini's `Schema` takes; the rest are rewritten or dropped.
@@ -142,70 +143,7 @@ pub(super) const CLEAN_MAX_DEPTH: usize = 64;
 /// property names) are not looked into: a property named `$ref` is fine.
 #[must_use]
 pub fn gemini_is_clean(schema: &Map<String, Value>) -> bool {
-    (schema.contains_key("type") || schema.contains_key("anyOf")) && clean_map(schema, 0)
-}
-
-/// [`gemini_is_clean`] for a value in a schema position: [`Gemini::schema`]
-/// rewrites anything but an object.
-fn clean_schema(value: &Value, depth: usize) -> bool {
-    value.as_object().is_some_and(|map| clean_map(map, depth))
-}
-
-/// [`gemini_is_clean`] for one schema object, keyword by keyword as
-/// [`Gemini::schema_map`] goes.
-fn clean_map(map: &Map<String, Value>, depth: usize) -> bool {
-    if depth > CLEAN_MAX_DEPTH {
-        return false;
-    }
-    let last = map.len().saturating_sub(1);
-    map.iter()
-        .enumerate()
-        .all(|(i, (key, value))| match key.as_str() {
-            // `type_keyword`: an array is rewritten, anything else copied.
-            "type" => !value.is_array(),
-            "properties" => value
-                .as_object()
-                .is_some_and(|p| p.values().all(|s| clean_schema(s, depth + 1))),
-            // A tuple (an array) becomes one schema.
-            "items" => clean_schema(value, depth + 1),
-            // Fewer than two entries are dropped or merged; a null entry
-            // becomes `nullable`.
-            "anyOf" => value.as_array().is_some_and(|entries| {
-                entries.len() >= 2
-                    && entries
-                        .iter()
-                        .all(|e| !is_null_schema(e) && clean_schema(e, depth + 1))
-            }),
-            // Without a `type`, one is added.
-            "enum" => {
-                map.contains_key("type")
-                    && value
-                        .as_array()
-                        .is_some_and(|values| values.iter().all(Value::is_string))
-            }
-            // Written after every other keyword, filtered and deduplicated.
-            "required" => i == last && clean_required(map, value),
-            // Copied unless an exclusive bound replaced them (never here).
-            "minimum" | "maximum" => true,
-            // Always rewritten or dropped, with a note.
-            "$ref" | "$defs" | "definitions" | "oneOf" | "allOf" | "const" | "prefixItems"
-            | "exclusiveMinimum" | "exclusiveMaximum" => false,
-            k => GEMINI_KEYWORDS.contains(&k),
-        })
-}
-
-/// Whether [`Gemini::required`] keeps `required` as it is.
-fn clean_required(map: &Map<String, Value>, required: &Value) -> bool {
-    let Some(names) = required.as_array() else {
-        return false;
-    };
-    let Some(properties) = map.get("properties").and_then(Value::as_object) else {
-        return false;
-    };
-    !names.is_empty()
-        && names.iter().enumerate().all(|(i, name)| {
-            name.as_str().is_some_and(|n| properties.contains_key(n)) && !names[..i].contains(name)
-        })
+    (schema.contains_key("type") || schema.contains_key("anyOf")) && clean_map(schema)
 }
 
 struct Gemini<'a> {
@@ -247,7 +185,7 @@ impl Gemini<'_> {
     fn schema_map(&mut self, map: &Map<String, Value>, at: &At<'_>) -> Map<String, Value> {
         // Nothing to change below here: one copy (cheaper than rebuilding
         // it key by key).
-        if clean_map(map, 0) {
+        if clean_map(map) {
             return map.clone();
         }
         if let Some(reference) = map.get("$ref") {
@@ -660,7 +598,7 @@ impl Gemini<'_> {
             }
         }
         self.stack.push(reference);
-        let out = if clean_map(&merged, 0) {
+        let out = if clean_map(&merged) {
             merged
         } else {
             self.schema_map(&merged, at)

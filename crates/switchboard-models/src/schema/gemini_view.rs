@@ -1007,8 +1007,15 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// `clean_map` of `schema.rs`, for the map without its `$ref` when
-/// `skip_ref`.
+/// Whether `gemini` leaves `map` exactly as it is: the one check behind
+/// [`gemini_is_clean`](super::gemini_is_clean), `gemini`'s copy of clean
+/// subtrees and the view's.
+pub(super) fn clean_map(map: &Map<String, Value>) -> bool {
+    clean(Obj::plain(map), 0)
+}
+
+/// [`clean_map`] for an [`Obj`] (the map without its `$ref` when
+/// `skip_ref`, a definition with keywords merged in).
 fn clean(map: Obj<'_>, depth: usize) -> bool {
     if depth > CLEAN_MAX_DEPTH {
         return false;
