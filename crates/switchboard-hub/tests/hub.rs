@@ -1,14 +1,13 @@
 //! The hub against real server processes: the test server of
 //! `switchboard-testkit`, run by this very binary (`hub __testserver …`),
 //! since a dev-dependency's binaries are not built for another crate's
-//! tests. Hence `harness = false` and the small runner in `main`: it takes
-//! name filters like libtest (`cargo test -p switchboard-hub --test hub
-//! crash`) and runs each test on a fresh multi-threaded runtime.
+//! tests. Hence `harness = false` and the runner of `support/mod.rs`: every
+//! `async fn` marked `#[apply(process_test!)]` is a test, run with
+//! libtest's command line (`cargo test -p switchboard-hub --test hub
+//! crash`) on a fresh multi-threaded runtime.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -19,85 +18,13 @@ use switchboard_hub::{
     ToolFilter, TransportConfig,
 };
 
-type Test = fn() -> Pin<Box<dyn Future<Output = ()> + Send>>;
+mod support;
 
-macro_rules! tests {
-    ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), || Box::pin($name()))),*]
-    };
-}
+use macro_rules_attribute::apply;
+use support::process_test;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("__testserver") {
-        switchboard_testkit::run_stdio_main(args[2..].to_vec());
-    }
-    let tests: &[(&str, Test)] = tests![
-        crash_mid_session_reports_reconnects_and_recovers,
-        a_read_only_call_cut_by_a_crash_is_sent_again,
-        start_reports_failures_and_required_servers_fail_it,
-        tools_are_namespaced_filtered_and_routed,
-        state_file_answers_listing_before_start_and_corrupt_files_are_dropped,
-        the_state_file_is_private_and_holds_no_expanded_or_literal_secret,
-        shutdown_leaves_no_process_behind,
-        a_lagging_event_consumer_gets_a_marker_and_never_blocks_the_hub,
-        a_missed_keepalive_ping_reconnects,
-        startup_timeout_fails_a_server_that_never_answers,
-        a_remote_server_that_answers_401_needs_auth,
-        a_failed_server_restarts_on_request,
-        request_timeouts_and_the_client_template_apply_per_server,
-    ];
-    if args.iter().any(|a| a == "--list") {
-        for (name, _) in tests {
-            println!("{name}: test");
-        }
-        return;
-    }
-    let filters: Vec<&str> = args[1..]
-        .iter()
-        .filter(|a| !a.starts_with('-'))
-        .map(String::as_str)
-        .collect();
-    let exact = args.iter().any(|a| a == "--exact");
-    let chosen: Vec<_> = tests
-        .iter()
-        .filter(|(name, _)| {
-            filters.is_empty()
-                || filters
-                    .iter()
-                    .any(|f| if exact { name == f } else { name.contains(f) })
-        })
-        .collect();
-    println!("\nrunning {} tests", chosen.len());
-    let mut failed = Vec::new();
-    for (name, test) in chosen {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(120), test()).await })
-        }));
-        drop(runtime);
-        match outcome {
-            Ok(Ok(())) => println!("test {name} ... ok"),
-            Ok(Err(_)) => {
-                println!("test {name} ... FAILED (timed out after 120 s)");
-                failed.push(*name);
-            }
-            Err(_) => {
-                println!("test {name} ... FAILED");
-                failed.push(*name);
-            }
-        }
-    }
-    if failed.is_empty() {
-        println!("\ntest result: ok");
-    } else {
-        println!("\nfailures: {failed:?}\ntest result: FAILED");
-        std::process::exit(101);
-    }
+    support::main();
 }
 
 // ------------------------------------------------------------------ helpers
@@ -227,6 +154,7 @@ async fn pids(hub: &Hub, server: &str) -> (u32, u32) {
 /// Acceptance 1: a server crashes with a call in flight; the hub reports
 /// it, reconnects after a backoff, lists the tools stale then fresh; the
 /// call fails with the typed error and a later call succeeds.
+#[apply(process_test!)]
 async fn crash_mid_session_reports_reconnects_and_recovers() {
     let dir = state_dir("crash");
     let hub = Hub::builder()
@@ -335,6 +263,7 @@ async fn crash_mid_session_reports_reconnects_and_recovers() {
 
 /// `slow` is annotated read-only: cut off by a crash, it is sent again to
 /// the next connection and succeeds; `hang` (not read-only) fails.
+#[apply(process_test!)]
 async fn a_read_only_call_cut_by_a_crash_is_sent_again() {
     let hub = Hub::builder()
         .server(testserver("r", &[]))
@@ -379,6 +308,7 @@ async fn a_read_only_call_cut_by_a_crash_is_sent_again() {
     hub.shutdown().await;
 }
 
+#[apply(process_test!)]
 async fn start_reports_failures_and_required_servers_fail_it() {
     let mut disabled = testserver("off", &[]);
     disabled.enabled = false;
@@ -442,6 +372,7 @@ async fn start_reports_failures_and_required_servers_fail_it() {
     assert!(matches!(duplicate, Err(HubError::Config { .. })));
 }
 
+#[apply(process_test!)]
 async fn tools_are_namespaced_filtered_and_routed() {
     let mut two = testserver("two", &[]);
     two.tools = ToolFilter {
@@ -501,6 +432,7 @@ async fn tools_are_namespaced_filtered_and_routed() {
     hub.shutdown().await;
 }
 
+#[apply(process_test!)]
 async fn state_file_answers_listing_before_start_and_corrupt_files_are_dropped() {
     let dir = state_dir("persist");
     let config = || testserver("p", &[]);
@@ -554,6 +486,7 @@ async fn state_file_answers_listing_before_start_and_corrupt_files_are_dropped()
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[apply(process_test!)]
 async fn the_state_file_is_private_and_holds_no_expanded_or_literal_secret() {
     use std::os::unix::fs::PermissionsExt;
     use switchboard_hub::config::{Expander, Locations};
@@ -618,6 +551,7 @@ async fn the_state_file_is_private_and_holds_no_expanded_or_literal_secret() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[apply(process_test!)]
 async fn shutdown_leaves_no_process_behind() {
     let hub = Hub::builder()
         .servers((0..3).map(|i| testserver(&format!("s{i}"), &[])))
@@ -650,6 +584,7 @@ async fn shutdown_leaves_no_process_behind() {
     );
 }
 
+#[apply(process_test!)]
 async fn a_lagging_event_consumer_gets_a_marker_and_never_blocks_the_hub() {
     let hub = Hub::builder()
         .servers((0..3).map(|i| testserver(&format!("s{i}"), &[])))
@@ -669,6 +604,7 @@ async fn a_lagging_event_consumer_gets_a_marker_and_never_blocks_the_hub() {
     hub.shutdown().await;
 }
 
+#[apply(process_test!)]
 async fn a_missed_keepalive_ping_reconnects() {
     let hub = Hub::builder()
         .server(testserver("k", &["--era", "legacy"]))
@@ -717,6 +653,7 @@ async fn a_missed_keepalive_ping_reconnects() {
     hub.shutdown().await;
 }
 
+#[apply(process_test!)]
 async fn startup_timeout_fails_a_server_that_never_answers() {
     let mut silent = shell("silent", "exec sleep 30");
     silent.startup_timeout = Some(Duration::from_millis(300));
@@ -780,6 +717,7 @@ impl Drop for HttpServer {
 
 /// A 401 is `needs-auth` with the server's challenge, and the application's
 /// auth factory is asked for the server's provider on each attempt.
+#[apply(process_test!)]
 async fn a_remote_server_that_answers_401_needs_auth() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -830,6 +768,7 @@ async fn a_remote_server_that_answers_401_needs_auth() {
 
 /// A server that failed (or needed a login) is started again on request;
 /// one that runs is left alone; nothing starts after a shutdown.
+#[apply(process_test!)]
 async fn a_failed_server_restarts_on_request() {
     let dir = state_dir("restart");
     std::fs::create_dir_all(&dir).unwrap();
@@ -880,6 +819,7 @@ async fn a_failed_server_restarts_on_request() {
 /// The server's request timeout reaches its client, the application's
 /// template is applied to every connection attempt, and a timed-out call
 /// is counted as one.
+#[apply(process_test!)]
 async fn request_timeouts_and_the_client_template_apply_per_server() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};

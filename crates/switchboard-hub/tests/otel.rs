@@ -1,11 +1,12 @@
 //! Feature `otel`: a hub call made inside an OpenTelemetry span carries
 //! the span's W3C trace context in `_meta` to a server of the 2026-07-28
 //! revision, and nothing of it to a server of the session era. The test
-//! server is this very binary (`otel __testserver …`), as in `tests/hub.rs`.
+//! server is this very binary (`otel __testserver …`), with the runner of
+//! `tests/support/mod.rs` as in `tests/hub.rs`. The test installs the
+//! process's global tracing subscriber, so it is this binary's only test.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -16,31 +17,13 @@ use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::layer::SubscriberExt;
 
+mod support;
+
+use macro_rules_attribute::apply;
+use support::process_test;
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("__testserver") {
-        switchboard_testkit::run_stdio_main(args[2..].to_vec());
-    }
-    if args.iter().any(|a| a == "--list") {
-        println!("a_call_in_a_span_sends_its_traceparent_to_modern_servers_only: test");
-        return;
-    }
-    println!("\nrunning 1 test");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(120),
-            a_call_in_a_span_sends_its_traceparent_to_modern_servers_only(),
-        )
-        .await
-        .expect("the test timed out after 120 s")
-    });
-    println!("test a_call_in_a_span_sends_its_traceparent_to_modern_servers_only ... ok");
-    println!("\ntest result: ok");
+    support::main();
 }
 
 fn testserver(name: &str, flags: &[&str]) -> ServerConfig {
@@ -76,6 +59,7 @@ fn recorded_calls(file: &Path) -> Vec<Value> {
         .collect()
 }
 
+#[apply(process_test!)]
 async fn a_call_in_a_span_sends_its_traceparent_to_modern_servers_only() {
     // Spans are sampled and given ids; nothing is exported.
     let provider = SdkTracerProvider::builder().build();

@@ -211,10 +211,10 @@ enum Schema<'a> {
     Changed(Value),
     /// Gemini's rewrite written straight from the input (same text as
     /// [`schema::gemini`]'s value); only for schemas with properties.
-    Gemini(crate::schema_gemini::GeminiView<'a>),
+    Gemini(crate::schema::GeminiView<'a>),
     /// OpenAI strict mode written straight from the input (same text as
     /// [`schema::openai_strict`]'s value).
-    Strict(crate::schema_strict::StrictView<'a>),
+    Strict(crate::schema::StrictView<'a>),
 }
 
 impl<'a> View<'a> {
@@ -277,7 +277,7 @@ impl<'a> View<'a> {
         let schema = if is_openai && options.strict {
             // Written straight from the input: the same text and notes as
             // `schema::openai_strict_noted`'s value.
-            match crate::schema_strict::strict_view(parsed) {
+            match crate::schema::strict_view(parsed) {
                 Ok((parameters, mut more)) => {
                     strict = true;
                     notes.append(&mut more);
@@ -428,7 +428,7 @@ fn cleaned<'a>(
             .and_then(Value::as_object)
             .is_some_and(|p| !p.is_empty())
     {
-        let (view, mut more) = crate::schema_gemini::gemini_view(schema);
+        let (view, mut more) = crate::schema::gemini_view(schema);
         notes.append(&mut more);
         return Schema::Gemini(view);
     }

@@ -90,8 +90,6 @@ pub mod messages;
 pub mod names;
 pub mod results;
 pub mod schema;
-mod schema_gemini;
-mod schema_strict;
 mod search;
 #[cfg(test)]
 mod testdata;

@@ -167,10 +167,26 @@ async fn a_silent_server_times_out_and_is_told_of_the_cancel() {
         .unwrap_err();
     assert!(error.is_timeout(), "{error}");
 
-    // A dropped call.
-    tokio::select! {
-        _ = client.call_tool("hang", None) => unreachable!("hang never answers"),
-        () = tokio::time::sleep(Duration::from_millis(200)) => {}
+    // A dropped call, dropped once the server has it.
+    {
+        let call = client.call_tool("hang", None);
+        tokio::pin!(call);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while records(&record)
+            .iter()
+            .filter(|m| m["params"]["name"] == "hang")
+            .count()
+            < 2
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the server never received the second hang call"
+            );
+            tokio::select! {
+                _ = &mut call => unreachable!("hang never answers"),
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
     }
 
     // The server saw two hang calls and a cancel for each.

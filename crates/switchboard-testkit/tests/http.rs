@@ -145,6 +145,11 @@ async fn a_cut_response_stream_is_resumed_with_last_event_id() {
 
 #[tokio::test]
 async fn session_loss_mid_flight_fails_the_lost_call_and_recovers() {
+    let record = std::env::temp_dir().join(format!(
+        "switchboard-http-session-loss-{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&record);
     let server = HttpServer::start(&[
         "--era",
         "legacy",
@@ -152,6 +157,8 @@ async fn session_loss_mid_flight_fails_the_lost_call_and_recovers() {
         "sse",
         "--fault",
         "session-loss",
+        "--record",
+        record.to_str().unwrap(),
     ]);
     let client = Client::connect(HttpConfig::new(server.url("/mcp")))
         .await
@@ -162,7 +169,20 @@ async fn session_loss_mid_flight_fails_the_lost_call_and_recovers() {
         let client = client.clone();
         tokio::spawn(async move { client.call_tool("slow", args(json!({"ms": 3000}))).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&record)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|m| m["params"]["name"] == "slow")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never received the slow call"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = std::fs::remove_file(&record);
     client.call_tool("forget_session", None).await.unwrap();
     let lost = tokio::time::timeout(Duration::from_secs(5), slow)
         .await
@@ -181,20 +201,38 @@ async fn session_loss_mid_flight_fails_the_lost_call_and_recovers() {
 #[tokio::test]
 async fn a_missing_get_stream_is_quiet() {
     let server = HttpServer::start(&["--era", "legacy", "--fault", "no-get-stream"]);
-    let warnings = Arc::new(Mutex::new(Vec::new()));
-    let subscriber = Capture(warnings.clone());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let subscriber = Capture(events.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
     let client = Client::connect(HttpConfig::new(server.url("/mcp")))
         .await
         .unwrap();
     assert_eq!(echo(&client).await, "over http");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The client has met the refused GET stream (its debug line) before
+    // the check: a warning about it would be there by then.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(_, e)| e.contains("server offers no GET stream"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the client never tried the GET stream: {:?}",
+            events.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(echo(&client).await, "over http");
-    assert!(
-        warnings.lock().unwrap().is_empty(),
-        "{:?}",
-        warnings.lock().unwrap()
-    );
+    let warnings: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(level, _)| *level <= tracing::Level::WARN)
+        .map(|(_, e)| e.clone())
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 #[tokio::test]
@@ -226,11 +264,12 @@ async fn required_headers_and_auth() {
 }
 
 /// Records WARN and ERROR events on this thread.
-struct Capture(Arc<Mutex<Vec<String>>>);
+/// Every event at `debug` and above, with its level.
+struct Capture(Arc<Mutex<Vec<(tracing::Level, String)>>>);
 
 impl tracing::Subscriber for Capture {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        *metadata.level() <= tracing::Level::WARN
+        *metadata.level() <= tracing::Level::DEBUG
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(1)
@@ -238,10 +277,10 @@ impl tracing::Subscriber for Capture {
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("{} {:?}", event.metadata().target(), event));
+        self.0.lock().unwrap().push((
+            *event.metadata().level(),
+            format!("{} {:?}", event.metadata().target(), event),
+        ));
     }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}

@@ -680,8 +680,13 @@ async fn refresh_refused_asks_for_login(quirk: &str) {
 /// shared HTTP client's pool would otherwise hand the restarted server's
 /// first request a dead connection (the test blocked the runtime while it
 /// stopped and restarted the server, which an application would not).
+/// The closes are there already (the old server's process has exited):
+/// each yield lets the runtime poll its I/O driver and run the tasks it
+/// woke, the pool's connection tasks that read the close among them.
 async fn settle() {
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
 }
 
 /// What one authorization asked the user for.

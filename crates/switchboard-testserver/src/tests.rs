@@ -1091,7 +1091,39 @@ async fn modern_subscriptions_listen() {
                   "params": {"requestId": 2}}),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The cancelled listen is gone once a touch reaches one subscriber.
+    // Each round reads the answer and sub-1's update (in any order); an
+    // update for the cancelled listen, sent before it was gone, can come
+    // too, and never after an answer that counted one subscriber.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    for id in 100.. {
+        c.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                      "params": modern(json!({"name": "touch", "arguments": {"uri": "test://a"}}))}))
+            .await;
+        let mut answer = Value::Null;
+        let mut updated = false;
+        while answer.is_null() || !updated {
+            let m = c.recv().await;
+            if m["id"] == id {
+                answer = m;
+            } else {
+                assert_eq!(m["method"], "notifications/resources/updated", "{m}");
+                let sub = &m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
+                if sub == "sub-1" {
+                    updated = true;
+                } else {
+                    assert_eq!(sub, 2, "{m}");
+                }
+            }
+        }
+        if answer["result"]["structuredContent"]["notified"] == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancelled listen still gets updates: {answer}"
+        );
+    }
     c.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                   "params": modern(json!({"name": "close_subscriptions"}))}))
         .await;
@@ -1370,11 +1402,12 @@ async fn stateless_era_tasks_extension() {
         .await;
     let id = r["result"]["taskId"].as_str().unwrap().to_owned();
     let get = |n: u64| (n, with_ext(modern(json!({"taskId": id}))));
-    let mut status = Value::Null;
-    for _ in 0..50 {
+    let mut status;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
         let (n, p) = get(10);
         status = c.request(n, "tasks/get", p).await["result"].clone();
-        if status["status"] == "input_required" {
+        if status["status"] == "input_required" || tokio::time::Instant::now() >= deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -1388,10 +1421,11 @@ async fn stateless_era_tasks_extension() {
         json!({"ask": {"action": "accept", "content": {"name": "q"}}, "other": {}});
     let r = c.request(11, "tasks/update", p).await;
     assert_eq!(r["result"]["resultType"], "complete", "{r}");
-    for _ in 0..50 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
         let (n, p) = get(12);
         status = c.request(n, "tasks/get", p).await["result"].clone();
-        if status["status"] == "completed" {
+        if status["status"] == "completed" || tokio::time::Instant::now() >= deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

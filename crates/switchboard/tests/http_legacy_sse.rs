@@ -608,7 +608,13 @@ async fn dropping_the_connection_ends_the_stream() {
     let sink = connection.sink.clone();
     drop(connection);
     // The sink alone keeps it open: answers could still be read elsewhere.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A notification sent through it after the drop and taken by the
+    // server: had the drop closed the stream, the server (on this same
+    // runtime) would have seen it end while that round trip ran.
+    sink.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await
+        .expect("the sink still sends");
+    assert_eq!(server.posts().len(), 1);
     assert_eq!(*server.state.ended.borrow(), 0);
     drop(sink);
     server.wait_streams_ended(1).await;

@@ -320,11 +320,15 @@ async fn close_ends_child_and_grandchild() {
 async fn close_wakes_a_pending_recv() {
     let mut connection = connect(&StdioConfig::new("cat")).await;
     let sink = connection.sink.clone();
-    let (received, ()) = tokio::join!(recv(&mut connection), async {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        sink.close().await;
-    });
-    assert!(received.unwrap().is_none());
+    let mut received = std::pin::pin!(recv(&mut connection));
+    // Polled once, so that it is pending when the sink closes.
+    tokio::select! {
+        biased;
+        early = &mut received => panic!("`cat` sent nothing, yet recv ended: {early:?}"),
+        () = std::future::ready(()) => {}
+    }
+    sink.close().await;
+    assert!(received.await.unwrap().is_none());
 }
 
 #[tokio::test]

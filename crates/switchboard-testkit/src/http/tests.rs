@@ -665,16 +665,28 @@ async fn cancelled_notification_cancels_a_session_request() {
         &hang,
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let r = post(
-        addr,
-        &[("Mcp-Session-Id", &sid)],
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-               "params": {"requestId": 5, "reason": "test"}}),
-    )
-    .await;
-    assert_eq!(r.status, 202);
-    let r = c.response().await;
+    // A cancel that arrives before the server took the call cancels
+    // nothing: cancel again until the call answers.
+    let mut response = std::pin::pin!(c.response());
+    let deadline = tokio::time::Instant::now() + T;
+    let r = loop {
+        let r = post(
+            addr,
+            &[("Mcp-Session-Id", &sid)],
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 5, "reason": "test"}}),
+        )
+        .await;
+        assert_eq!(r.status, 202);
+        tokio::select! {
+            r = &mut response => break r,
+            () = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the hang call was never cancelled"
+        );
+    };
     assert_eq!(r.json()["error"]["code"], -32800, "{r:?}");
 }
 
@@ -814,9 +826,19 @@ async fn legacy_sse_transport() {
     assert_eq!(r.status, 400);
     // Closing the stream ends the session.
     drop(c);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let r = request(addr, "POST", &endpoint, &[], &initialized.to_string()).await;
-    assert_eq!(r.status, 404);
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let r = request(addr, "POST", &endpoint, &[], &initialized.to_string()).await;
+        if r.status == 404 {
+            break;
+        }
+        assert_eq!(r.status, 202, "{r:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session outlived its stream"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]
@@ -1069,11 +1091,13 @@ fn header_value_decoding() {
 #[tokio::test]
 async fn closing_the_response_cancels_the_request() {
     for mode in [HttpResponseMode::Json, HttpResponseMode::Sse] {
-        let (addr, _server) = start(ServerConfig::default().with_http_response(mode)).await;
-        let sid = init(addr).await;
         let metrics = tokio::runtime::Handle::current().metrics();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (addr, _server) = start(ServerConfig::default().with_http_response(mode)).await;
+        // The server alone; a session keeps no task of its own.
         let baseline = metrics.num_alive_tasks();
+        let sid = init(addr).await;
+        // The connections and requests of `init` end.
+        wait_tasks(|n| n <= baseline, &format!("init's tasks to end ({mode})")).await;
         let mut c = Http::connect(addr).await;
         let hang = call(5, "hang", json!({})).to_string();
         c.send(
@@ -1083,9 +1107,12 @@ async fn closing_the_response_cancels_the_request() {
             &hang,
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
         // The connection and the request's task.
-        assert!(metrics.num_alive_tasks() >= baseline + 2, "{mode}");
+        wait_tasks(
+            |n| n >= baseline + 2,
+            &format!("the hang call's tasks ({mode})"),
+        )
+        .await;
         drop(c);
         let deadline = tokio::time::Instant::now() + T;
         while metrics.num_alive_tasks() > baseline {
@@ -1095,6 +1122,20 @@ async fn closing_the_response_cancels_the_request() {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+}
+
+/// Waits until the runtime's count of alive tasks satisfies `ok`.
+async fn wait_tasks(ok: impl Fn(usize) -> bool, what: &str) {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let deadline = tokio::time::Instant::now() + T;
+    while !ok(metrics.num_alive_tasks()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited {T:?} for {what}: {} tasks alive",
+            metrics.num_alive_tasks()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -1157,7 +1198,16 @@ async fn server_request_on_post_sse_stream() {
 
 #[tokio::test]
 async fn server_request_on_get_stream_when_answering_json() {
-    let (addr, _server) = start(ServerConfig::default()).await;
+    let record = std::env::temp_dir().join(format!(
+        "switchboard-testkit-ask-url-{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&record);
+    let config = ServerConfig {
+        record: Some(record.clone()),
+        ..ServerConfig::default()
+    };
+    let (addr, _server) = start(config).await;
     let sid = init_caps(addr).await;
     // The request is sent before the GET stream opens: it waits for it.
     let call_sid = sid.clone();
@@ -1173,7 +1223,16 @@ async fn server_request_on_get_stream_when_answering_json() {
         .await;
         c.response().await
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The server has the call before the GET stream opens.
+    let deadline = tokio::time::Instant::now() + T;
+    while !std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"ask_url\"")) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server never received the ask_url call"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let _ = std::fs::remove_file(&record);
     let mut get = Http::connect(addr).await;
     get.send(
         "GET",
@@ -1325,14 +1384,25 @@ async fn list_changes_on_get_stream_and_listen_over_http() {
 
     // Closing the listen stream ends the subscription.
     drop(listen);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let r = post(
-        addr,
-        &modern_headers("tools/call", Some("add_tool")),
-        modern_call(2, "add_tool", json!({})),
-    )
-    .await;
-    assert_eq!(r.json()["result"]["structuredContent"]["notified"], 1);
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let r = post(
+            addr,
+            &modern_headers("tools/call", Some("add_tool")),
+            modern_call(2, "add_tool", json!({})),
+        )
+        .await;
+        let notified = &r.json()["result"]["structuredContent"]["notified"];
+        if notified == 1 {
+            break;
+        }
+        assert_eq!(notified, 2, "{r:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the subscription outlived its stream"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // A listen without SSE in Accept is refused.
     body["id"] = json!(10);
     let mut headers = vec![("Accept", "application/json")];

@@ -1,18 +1,16 @@
-//! OpenAI strict mode written straight to JSON: [`strict_view`] gives
-//! exactly what [`schema::openai_strict_noted`] gives — the same refusal
-//! and reason, the same notes, and, serialized, the same text — without
-//! building a new `Value` tree: a read-only pass checks the schema and
-//! collects the notes in `Strict`'s order, then the view's `Serialize`
-//! writes the strict schema from the borrowed input.
+//! OpenAI strict mode, the one writer: [`strict_view`] checks the schema
+//! in a read-only pass (the refusal and its reason, the notes) and gives a
+//! view whose `Serialize` writes the strict schema straight from the
+//! borrowed input, without building a new `Value` tree. [`openai_strict`]
+//! and [`openai_strict_noted`] are that view as a `Value`.
 //!
 //! A `$ref` with keywords beside it, which strict mode inlines, is read
 //! through a [`View`]: the definition with those keywords over it, looked
 //! up on the fly (nested inlining chains views on the stack).
 //!
-//! The keyword lists, limits and `local_target` are `schema.rs`'s; the
-//! tests compare both writers over every JSON Schema keyword.
-//!
-//! [`schema::openai_strict_noted`]: crate::schema::openai_strict_noted
+//! The tests compare this writer over every JSON Schema keyword with the
+//! value-building writer it replaced, kept as their oracle
+//! (`strict_oracle.rs`, test builds only).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -20,10 +18,124 @@ use std::sync::LazyLock;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
-use crate::schema::{
-    At, MAX_REF_DEPTH, Note, STRICT_BLOCKERS, STRICT_FORMATS, STRICT_KEYWORDS, STRICT_MAX_DEPTH,
-    STRICT_MAX_ENUM_VALUES, STRICT_MAX_PROPERTIES, local_target,
-};
+use super::{At, MAX_REF_DEPTH, Note, has_type, local_target};
+
+/// Most object properties in one strict schema (OpenAI's limit).
+pub const STRICT_MAX_PROPERTIES: usize = 5000;
+/// Deepest nesting of objects in a strict schema (OpenAI's limit).
+pub const STRICT_MAX_DEPTH: usize = 10;
+/// Most `enum` values in one strict schema, all enums together (OpenAI's
+/// limit).
+pub const STRICT_MAX_ENUM_VALUES: usize = 1000;
+
+/// Keywords strict mode takes.
+pub(super) const STRICT_KEYWORDS: [&str; 23] = [
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "description",
+    "title",
+    "pattern",
+    "format",
+    "multipleOf",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+    "maxItems",
+    "nullable",
+];
+
+/// Keywords whose removal would let the model send values of another
+/// shape than the server accepts; a schema with one cannot be strict.
+pub(super) const STRICT_BLOCKERS: [&str; 14] = [
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "dependentRequired",
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "prefixItems",
+    "contains",
+    "additionalItems",
+];
+
+/// String formats strict mode takes; others are removed.
+pub(super) const STRICT_FORMATS: [&str; 9] = [
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// The schema made strict for OpenAI (`strict: true`), or why it cannot be.
+///
+/// OpenAI's Structured Outputs rules, applied to every object schema:
+/// - `additionalProperties: false` is added (a schema that allows other
+///   properties — `true` or a schema, or an object schema without
+///   `properties` below the root — is a free-form map: `Err`);
+/// - every property is listed in `required`; a property that was optional
+///   becomes nullable: `"type": [T, "null"]` (and `null` added to its
+///   `enum`), or `{"anyOf": [<schema>, {"type": "null"}]}` when it has no
+///   simple type (`$ref`, `anyOf`, `const`). The model then sends `null`
+///   for an argument it would have left out; [`drop_strict_nulls`] takes
+///   those out again before the call.
+/// - OpenAPI's `nullable: true` becomes `null` in the `type` list;
+/// - a `$ref` with keywords beside it (a `description`, say) is replaced
+///   by its definition with those keywords merged in: strict mode takes
+///   only a bare `$ref`;
+/// - `oneOf` becomes `anyOf`;
+/// - keywords strict mode rejects but that only annotate or loosely
+///   constrain (`default`, `examples`, `$schema`, `$id`, `$comment`,
+///   `minLength`, `maxLength`, `minProperties`, `maxProperties`,
+///   `uniqueItems`, a `format` other than `date-time`, `time`, `date`,
+///   `duration`, `email`, `hostname`, `ipv4`, `ipv6`, `uuid`, vendor
+///   keywords …) are removed — the server still checks its own schema;
+/// - keywords that shape the value (`allOf`, `not`, `if`/`then`/`else`,
+///   `patternProperties`, `dependent*`, `unevaluated*`, `prefixItems`,
+///   tuple `items` …) make it `Err`, as does a schema that allows any
+///   value (no `type`, `true`) or any items (an array without `items`).
+///
+/// # Errors
+///
+/// A message saying why the schema cannot be strict: the root is not an
+/// object schema, a free-form map, a keyword above, or one of OpenAI's
+/// limits ([`STRICT_MAX_DEPTH`] levels of objects, [`STRICT_MAX_PROPERTIES`]
+/// properties, [`STRICT_MAX_ENUM_VALUES`] enum values).
+pub fn openai_strict(schema: &Map<String, Value>) -> Result<Value, String> {
+    openai_strict_noted(schema).map(|(value, _)| value)
+}
+
+/// [`openai_strict`] and what it changed.
+///
+/// # Errors
+///
+/// As [`openai_strict`].
+pub fn openai_strict_noted(schema: &Map<String, Value>) -> Result<(Value, Vec<Note>), String> {
+    let (view, notes) = strict_view(schema)?;
+    let value =
+        serde_json::to_value(view).map_err(|e| format!("writing the strict schema: {e}"))?;
+    Ok((value, notes))
+}
 
 /// The `"object"` of the `type` added to a root without one.
 static OBJECT: LazyLock<Value> = LazyLock::new(|| Value::String("object".to_owned()));
@@ -31,7 +143,7 @@ static OBJECT: LazyLock<Value> = LazyLock::new(|| Value::String("object".to_owne
 /// Above this many `required` names, property lookups go through a set.
 const REQUIRED_SCAN: usize = 16;
 
-/// [`crate::schema::openai_strict_noted`] without its `Value`: the strict
+/// [`openai_strict_noted`] without its `Value`: the strict
 /// schema as a view that serializes to the same text, and the same notes;
 /// or the same reason when the schema cannot be strict.
 ///
@@ -185,14 +297,6 @@ impl<'a> View<'a> {
         }
         let target = reference.as_str().and_then(|r| local_target(root, r))?;
         Some(View::Merged(target, self))
-    }
-}
-
-fn has_type(value: &Value, wanted: &str) -> bool {
-    match value {
-        Value::String(t) => t == wanted,
-        Value::Array(types) => types.iter().any(|t| t.as_str() == Some(wanted)),
-        _ => false,
     }
 }
 
@@ -904,7 +1008,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::schema::openai_strict_noted;
+    use crate::schema::strict_oracle::openai_strict_noted;
 
     fn object(value: Value) -> Map<String, Value> {
         match value {

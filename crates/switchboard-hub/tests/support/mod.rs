@@ -1,0 +1,82 @@
+//! The runner of the hub's process tests (`hub.rs`, `otel.rs`).
+//!
+//! Their test server is the test binary itself (`hub __testserver …`):
+//! a dev-dependency's binaries are not built for another crate's tests,
+//! so `main` must see its arguments before any test harness does, hence
+//! `harness = false`. The tests are still found the way libtest finds
+//! `#[test]`s — never from a hand-kept list: each is an `async fn` marked
+//! `#[apply(process_test!)]`, which registers it (`inventory`), and
+//! [`main`] runs every registered one through `libtest-mimic` (libtest's
+//! filters, `--exact`, `--list`, `--ignored`, `--test-threads`).
+//!
+//! Each test runs on a fresh two-thread runtime with a 120 s limit. They
+//! run one at a time unless `--test-threads` says otherwise: several
+//! measure time (startup timeouts, keepalive pings, backoff) with real
+//! processes, and two cores shared with other builds make those flaky
+//! when the tests crowd each other.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// A registered test: its name and its body.
+pub(crate) struct ProcessTest {
+    /// The `async fn`'s name, as libtest would show it.
+    pub(crate) name: &'static str,
+    /// The body, boxed.
+    pub(crate) run: fn() -> Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+inventory::collect!(ProcessTest);
+
+/// Registers the `async fn` it is applied to (`#[apply(process_test!)]`)
+/// as a test of this binary.
+macro_rules! process_test {
+    ($(#[$meta:meta])* async fn $name:ident() $body:block) => {
+        $(#[$meta])*
+        async fn $name() $body
+
+        ::inventory::submit! {
+            $crate::support::ProcessTest {
+                name: stringify!($name),
+                run: || ::std::boxed::Box::pin($name()),
+            }
+        }
+    };
+}
+pub(crate) use process_test;
+
+/// The test binary's `main`: the test server when called as
+/// `BINARY __testserver FLAGS…`, else every registered test.
+pub(crate) fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("__testserver") {
+        switchboard_testkit::run_stdio_main(args[2..].to_vec());
+    }
+    let mut arguments = Arguments::from_args();
+    if arguments.test_threads.is_none() {
+        arguments.test_threads = Some(1);
+    }
+    let mut tests: Vec<&'static ProcessTest> = inventory::iter::<ProcessTest>.into_iter().collect();
+    tests.sort_by_key(|t| t.name);
+    let trials = tests
+        .into_iter()
+        .map(|test| Trial::test(test.name, move || run(test)))
+        .collect();
+    libtest_mimic::run(&arguments, trials).exit();
+}
+
+/// One test on a fresh multi-threaded runtime, within 120 s.
+fn run(test: &ProcessTest) -> Result<(), Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failed::from(format!("building the test's runtime: {e}")))?;
+    let outcome = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(120), (test.run)()).await });
+    drop(runtime);
+    outcome.map_err(|_| Failed::from("timed out after 120 s"))
+}
