@@ -3,8 +3,8 @@
 //! authorization URL with PKCE S256, the code exchange and refresh.
 //!
 //! ```no_run
-//! # async fn run(store: std::sync::Arc<dyn switchboard::auth::store::CredentialStore>) -> Result<(), switchboard::auth::flow::OAuthError> {
-//! use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
+//! # async fn run(store: std::sync::Arc<dyn switchboard_auth::store::CredentialStore>) -> Result<(), switchboard_auth::flow::OAuthError> {
+//! use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
 //! let flow = OAuthFlow::new(OAuthConfig::new("my-app", "http://127.0.0.1:8976/callback", store))?;
 //! let request = flow.begin("https://mcp.example.com/mcp", None).await?;
 //! println!("open {}", request.authorization_url);
@@ -33,17 +33,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use oauth2::{CsrfToken, PkceCodeChallenge};
 use serde::Deserialize;
+use switchboard::transport::BoxFuture;
 use url::Url;
 
-use super::dpop::{self, DpopKey};
-use super::grant::{self, ClientAuth, GrantError, IssuerPins, TokenSet, shown};
-use super::jwt::JwtError;
-use super::metadata::{
+use crate::dpop::{self, DpopKey};
+use crate::grant::{self, ClientAuth, GrantError, IssuerPins, TokenSet, shown};
+use crate::jwt::JwtError;
+use crate::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
 };
-use super::ssrf::{SsrfError, UrlGuard};
-use super::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
-use crate::transport::BoxFuture;
+use crate::ssrf::{SsrfError, UrlGuard};
+use crate::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
 
 /// How long before expiry an access token is refreshed.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
@@ -277,7 +277,7 @@ impl OAuthConfig {
 /// authorization server's redirect itself.
 ///
 /// ```no_run
-/// use switchboard::auth::flow::{AuthorizationRequest, Authorizer, OAuthError};
+/// use switchboard_auth::flow::{AuthorizationRequest, Authorizer, OAuthError};
 /// use switchboard::transport::BoxFuture;
 ///
 /// #[derive(Debug)]
@@ -1588,7 +1588,7 @@ pub(crate) mod tests {
     use tokio_util::task::AbortOnDropHandle;
 
     use super::*;
-    use crate::auth::store::FileStore;
+    use crate::store::FileStore;
 
     /// One request the stub saw.
     #[derive(Debug, Clone)]
@@ -2904,7 +2904,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn the_redirect_agent_returns_where_the_authorization_endpoint_points() {
-        use crate::auth::grant::tests::Stub as Replies;
+        use crate::grant::tests::Stub as Replies;
 
         let stub = Replies::start().await;
         stub.reply(
