@@ -16,9 +16,9 @@
 //!
 //! Every URL a server controls (metadata, endpoints) passes [`UrlGuard`]
 //! before it is fetched, and the HTTP client follows no redirect.
-//! The PKCE verifier and the `state` value come from [`crate::pkce`]; the
-//! token requests go through [`crate::grant`]'s, the one token request of
-//! every grant.
+//! The PKCE verifier and the `state` value come from `pkce.rs` (aws-lc-rs's
+//! CSPRNG and SHA-256); the token requests go through [`crate::grant`]'s,
+//! the one token request of every grant.
 //!
 //! With a DPoP key ([`OAuthConfig::dpop`], RFC 9449) the authorization
 //! request carries the key's `dpop_jkt`, the code exchange and every refresh
