@@ -1,4 +1,4 @@
-//! The SSRF guard (`auth::ssrf::UrlGuard`): `check`, `check_redirect`,
+//! The SSRF guard (`switchboard_auth::ssrf::UrlGuard`): `check`, `check_redirect`,
 //! `check_resolved`.
 //!
 //! Input: byte 0 holds settings (bit 0 allow loopback http, bit 1 allow
@@ -26,7 +26,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use libfuzzer_sys::fuzz_target;
-use switchboard::auth::ssrf::UrlGuard;
+use switchboard_auth::ssrf::UrlGuard;
 use url::{Host, Url};
 
 /// Where a redirect comes from when the input names no origin.

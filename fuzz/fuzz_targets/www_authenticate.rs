@@ -1,4 +1,4 @@
-//! `WWW-Authenticate` parsing (`auth::metadata::parse_www_authenticate`).
+//! `WWW-Authenticate` parsing (`switchboard_auth::metadata::parse_www_authenticate`).
 //!
 //! Input: the header value (any bytes; non-UTF-8 is read lossily, as a
 //! header's text would be).
@@ -13,7 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use switchboard::auth::metadata::{Challenge, parse_www_authenticate};
+use switchboard_auth::metadata::{Challenge, parse_www_authenticate};
 
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)

@@ -15,13 +15,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
-use switchboard::auth::loopback::{CallbackError, LoopbackReceiver, parse_redirect};
-use switchboard::auth::provider::OAuthProvider;
-use switchboard::auth::store::{
+use switchboard::url_display::url_display;
+use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
+use switchboard_auth::loopback::{CallbackError, LoopbackReceiver, parse_redirect};
+use switchboard_auth::provider::OAuthProvider;
+use switchboard_auth::store::{
     CredentialKey, CredentialStore, FileStore, StoredCredentials, default_store,
 };
-use switchboard::url_display::url_display;
 use switchboard_hub::private_file;
 
 use crate::sanitize::line;
@@ -390,7 +390,7 @@ async fn wait(
     state: &str,
     timeout: Duration,
     read_stdin: bool,
-) -> anyhow::Result<switchboard::auth::loopback::CallbackParams> {
+) -> anyhow::Result<switchboard_auth::loopback::CallbackParams> {
     let deadline = tokio::time::Instant::now() + timeout;
     let (tx, mut lines) = tokio::sync::mpsc::channel::<String>(4);
     if read_stdin {
@@ -680,9 +680,9 @@ mod tests {
     fn status_never_shows_a_secret() {
         let mut stored =
             StoredCredentials::new("https://a.example/mcp", "https://as.example", "cid");
-        stored.access_token = Some(switchboard::auth::store::Secret::new("AT-SECRET"));
-        stored.refresh_token = Some(switchboard::auth::store::Secret::new("RT-SECRET"));
-        stored.client_secret = Some(switchboard::auth::store::Secret::new("CS-SECRET"));
+        stored.access_token = Some(switchboard_auth::store::Secret::new("AT-SECRET"));
+        stored.refresh_token = Some(switchboard_auth::store::Secret::new("RT-SECRET"));
+        stored.client_secret = Some(switchboard_auth::store::Secret::new("CS-SECRET"));
         stored.expires_at = Some(SystemTime::now() + Duration::from_secs(3600));
         let entry = status_json("https://a.example/mcp", &stored);
         let text = entry.to_string();

@@ -17,13 +17,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use switchboard::Error;
-use switchboard::auth::dpop::DpopKey;
-use switchboard::auth::flow::{OAuthConfig, OAuthFlow, RedirectAgent};
-use switchboard::auth::provider::OAuthProvider;
-use switchboard::auth::store::{
+use switchboard::transport::http::HttpConfig;
+use switchboard_auth::dpop::DpopKey;
+use switchboard_auth::flow::{OAuthConfig, OAuthFlow, RedirectAgent};
+use switchboard_auth::provider::OAuthProvider;
+use switchboard_auth::store::{
     CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials,
 };
-use switchboard::transport::http::HttpConfig;
 
 /// Where the authorization server sends the user back; nothing listens
 /// there, the redirect is read from the authorization endpoint's answer.

@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard::Error;
-use switchboard::auth::client_credentials::ClientCredentials;
-use switchboard::auth::enterprise::{EnterpriseGrant, IdentityProvider};
-use switchboard::auth::grant::{ClientAuth, Grant, GrantProvider};
-use switchboard::auth::jwt::{JwtAlgorithm, JwtSigner};
-use switchboard::auth::jwt_bearer::JwtBearer;
-use switchboard::auth::store::Secret;
 use switchboard::transport::http::HttpConfig;
+use switchboard_auth::client_credentials::ClientCredentials;
+use switchboard_auth::enterprise::{EnterpriseGrant, IdentityProvider};
+use switchboard_auth::grant::{ClientAuth, Grant, GrantProvider};
+use switchboard_auth::jwt::{JwtAlgorithm, JwtSigner};
+use switchboard_auth::jwt_bearer::JwtBearer;
+use switchboard_auth::store::Secret;
 
 /// Whether `scenario` is one of the extension scenarios this module drives
 /// (`cross-app-access-complete-flow` is 0.1.16's name for alpha.12's

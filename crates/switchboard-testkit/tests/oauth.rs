@@ -15,13 +15,13 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use support::HttpServer;
 use switchboard::Client;
-use switchboard::auth::flow::{
-    AuthorizationRequest, Authorizer, OAuthConfig, OAuthError, OAuthFlow,
-};
-use switchboard::auth::provider::{LoginReason, OAuthProvider};
-use switchboard::auth::store::{CredentialKey, CredentialStore, FileStore, StoredCredentials};
 use switchboard::transport::BoxFuture;
 use switchboard::transport::http::HttpConfig;
+use switchboard_auth::flow::{
+    AuthorizationRequest, Authorizer, OAuthConfig, OAuthError, OAuthFlow,
+};
+use switchboard_auth::provider::{LoginReason, OAuthProvider};
+use switchboard_auth::store::{CredentialKey, CredentialStore, FileStore, StoredCredentials};
 
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 

@@ -28,8 +28,6 @@
 //! | `websocket` | no | `transport::ws`: `ws://` and `wss://` servers, subprotocol `mcp` |
 #![warn(missing_docs)]
 
-#[cfg(feature = "http")]
-pub mod auth;
 pub mod client;
 pub mod engine;
 pub mod error;

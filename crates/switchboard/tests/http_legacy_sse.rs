@@ -320,7 +320,7 @@ fn proof_claims(proof: Option<&str>) -> Value {
 /// A DPoP-bound token with a fresh proof per request; learns nonces.
 #[derive(Debug)]
 struct DpopAuth {
-    key: switchboard::auth::dpop::DpopKey,
+    key: switchboard_auth::dpop::DpopKey,
 }
 
 impl AuthProvider for DpopAuth {
@@ -546,7 +546,7 @@ async fn a_silent_stream_hits_the_idle_read_timeout() {
 async fn dpop_proofs_name_each_request_and_a_nonce_challenge_is_answered() {
     let server = TestServer::start(Behaviour::default()).await;
     let auth = Arc::new(DpopAuth {
-        key: switchboard::auth::dpop::DpopKey::generate().unwrap(),
+        key: switchboard_auth::dpop::DpopKey::generate().unwrap(),
     });
     let mut connection = connect(&sse(server.url("/sse")).auth(auth))
         .await

@@ -426,7 +426,7 @@ async fn a_refused_request_is_sent_once_more_after_a_refresh() {
 /// request, and the server's nonce in every proof once it asked for one.
 #[derive(Debug)]
 struct Dpop {
-    key: switchboard::auth::dpop::DpopKey,
+    key: switchboard_auth::dpop::DpopKey,
     has_token: std::sync::atomic::AtomicBool,
     refusals: std::sync::atomic::AtomicUsize,
 }
@@ -504,7 +504,7 @@ async fn a_request_is_retried_for_a_token_and_then_for_a_dpop_nonce() {
     });
     let (url, log, _server) = serve(script).await;
     let auth = Arc::new(Dpop {
-        key: switchboard::auth::dpop::DpopKey::generate().unwrap(),
+        key: switchboard_auth::dpop::DpopKey::generate().unwrap(),
         has_token: Default::default(),
         refusals: Default::default(),
     });

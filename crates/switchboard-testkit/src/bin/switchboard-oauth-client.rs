@@ -21,10 +21,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::Client;
-use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
-use switchboard::auth::provider::OAuthProvider;
-use switchboard::auth::store::{CredentialKey, CredentialStore, FileStore};
 use switchboard::transport::http::HttpConfig;
+use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
+use switchboard_auth::provider::OAuthProvider;
+use switchboard_auth::store::{CredentialKey, CredentialStore, FileStore};
 
 /// The redirect URI the tests register with (never reached: no login here).
 const REDIRECT: &str = "http://127.0.0.1:9/callback";

@@ -347,7 +347,7 @@ impl TransportError {
     }
 
     /// The server's `WWW-Authenticate` challenge, when it asked for
-    /// credentials and sent one: what `auth::flow::OAuthFlow::begin` takes.
+    /// credentials and sent one: what `switchboard_auth::flow::OAuthFlow::begin` takes.
     pub fn www_authenticate(&self) -> Option<&str> {
         match self {
             TransportError::AuthorizationRequired {

@@ -19,7 +19,8 @@ mod legacy_sse;
 mod streamable;
 
 /// Supplies the `Authorization` header. Consulted before every request; told
-/// about every 401 and 403 so it can refresh or re-authorize.
+/// about every 401 and 403 so it can refresh or re-authorize. The
+/// `switchboard-auth` crate implements it for OAuth 2.1 (MCP authorization).
 pub trait AuthProvider: Send + Sync + 'static {
     /// The header value (e.g. `Bearer …`) for a request to `url`, if any.
     fn authorization(&self, url: &str) -> BoxFuture<'_, Option<String>>;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use super::ssrf::UrlGuard;
+use crate::ssrf::UrlGuard;
 
 /// A [`reqwest::dns::Resolve`] that filters another resolver's answers
 /// through a [`UrlGuard`]. Cheap to clone.
@@ -84,7 +84,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::auth::ssrf::SsrfError;
+    use crate::ssrf::SsrfError;
 
     /// A resolver that knows a few names, like a hostile DNS server would.
     struct Fixed(HashMap<&'static str, IpAddr>);
@@ -153,7 +153,7 @@ mod tests {
     }
 
     fn client(guard: UrlGuard) -> reqwest::Client {
-        crate::auth::grant::http_client_resolving(&guard, Some(evil_is_loopback())).unwrap()
+        crate::grant::http_client_resolving(&guard, Some(evil_is_loopback())).unwrap()
     }
 
     #[tokio::test]

@@ -6,9 +6,9 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use switchboard::auth::client_credentials::ClientCredentials;
-//! use switchboard::auth::grant::{ClientAuth, GrantProvider};
-//! use switchboard::auth::jwt::{JwtAlgorithm, JwtSigner};
+//! use switchboard_auth::client_credentials::ClientCredentials;
+//! use switchboard_auth::grant::{ClientAuth, GrantProvider};
+//! use switchboard_auth::jwt::{JwtAlgorithm, JwtSigner};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let pem = "";
 //! let key = JwtSigner::from_pem(pem, JwtAlgorithm::Es256)?;
@@ -22,8 +22,9 @@
 //! # let _ = provider; Ok(()) }
 //! ```
 
-use super::grant::{ClientAuth, Discovered, Grant, GrantError, TokenClient, TokenSet};
-use crate::transport::BoxFuture;
+use switchboard::transport::BoxFuture;
+
+use crate::grant::{ClientAuth, Discovered, Grant, GrantError, TokenClient, TokenSet};
 
 /// `grant_type=client_credentials` with the client's own credentials.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! The SSRF guard (`switchboard::auth::ssrf::UrlGuard`) through its public
+//! The SSRF guard (`switchboard_auth::ssrf::UrlGuard`) through its public
 //! API, on every spelling of an address: each IPv4 literal form `inet_aton`
 //! accepts — 1 to 4 parts, each part decimal, octal or hex, in every
 //! combination — and the IPv6 forms of refused ranges (unique local,
@@ -10,7 +10,7 @@
 use std::net::Ipv4Addr;
 
 use reqwest::Url;
-use switchboard::auth::ssrf::{SsrfError, UrlGuard};
+use switchboard_auth::ssrf::{SsrfError, UrlGuard};
 
 /// One address in (and at the edges of) each refused IPv4 range, with the
 /// range the guard must name.

@@ -4,9 +4,9 @@
 //! a CI job's OIDC token …) for an access token.
 //!
 //! ```no_run
-//! use switchboard::auth::grant::{ClientAuth, GrantProvider};
-//! use switchboard::auth::jwt_bearer::{AssertionFile, JwtBearer};
-//! # fn main() -> Result<(), switchboard::auth::grant::GrantError> {
+//! use switchboard_auth::grant::{ClientAuth, GrantProvider};
+//! use switchboard_auth::jwt_bearer::{AssertionFile, JwtBearer};
+//! # fn main() -> Result<(), switchboard_auth::grant::GrantError> {
 //! // Re-read on every grant: platforms rotate these files.
 //! let grant = JwtBearer::new(AssertionFile::new("/var/run/secrets/tokens/mcp"))
 //!     .client(ClientAuth::None { client_id: "my-workload".into() });
@@ -22,12 +22,13 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::client_credentials::requested_scope;
-use super::grant::{
+use switchboard::transport::BoxFuture;
+
+use crate::client_credentials::requested_scope;
+use crate::grant::{
     ClientAuth, Discovered, GRANT_JWT_BEARER, Grant, GrantError, TokenClient, TokenSet,
 };
-use super::store::Secret;
-use crate::transport::BoxFuture;
+use crate::store::Secret;
 
 /// Where the assertion comes from.
 pub trait AssertionSource: Send + Sync + fmt::Debug + 'static {
@@ -178,8 +179,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::auth::grant::GrantProvider;
-    use crate::auth::grant::tests::Stub;
+    use crate::grant::GrantProvider;
+    use crate::grant::tests::Stub;
 
     #[tokio::test]
     async fn presents_the_workload_jwt_from_a_file() {

@@ -3,8 +3,8 @@
 //! authorization URL with PKCE S256, the code exchange and refresh.
 //!
 //! ```no_run
-//! # async fn run(store: std::sync::Arc<dyn switchboard::auth::store::CredentialStore>) -> Result<(), switchboard::auth::flow::OAuthError> {
-//! use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
+//! # async fn run(store: std::sync::Arc<dyn switchboard_auth::store::CredentialStore>) -> Result<(), switchboard_auth::flow::OAuthError> {
+//! use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
 //! let flow = OAuthFlow::new(OAuthConfig::new("my-app", "http://127.0.0.1:8976/callback", store))?;
 //! let request = flow.begin("https://mcp.example.com/mcp", None).await?;
 //! println!("open {}", request.authorization_url);
@@ -16,9 +16,9 @@
 //!
 //! Every URL a server controls (metadata, endpoints) passes [`UrlGuard`]
 //! before it is fetched, and the HTTP client follows no redirect.
-//! oauth2 5.0 speaks reqwest 0.12 and this crate 0.13, so `oauth2` supplies
-//! only the PKCE verifier and the `state` value; the token requests go
-//! through [`super::grant`]'s, the one token request of every grant.
+//! The PKCE verifier and the `state` value come from `pkce.rs` (aws-lc-rs's
+//! CSPRNG and SHA-256); the token requests go through [`crate::grant`]'s,
+//! the one token request of every grant.
 //!
 //! With a DPoP key ([`OAuthConfig::dpop`], RFC 9449) the authorization
 //! request carries the key's `dpop_jkt`, the code exchange and every refresh
@@ -31,19 +31,19 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use oauth2::{CsrfToken, PkceCodeChallenge};
 use serde::Deserialize;
+use switchboard::transport::BoxFuture;
 use url::Url;
 
-use super::dpop::{self, DpopKey};
-use super::grant::{self, ClientAuth, GrantError, IssuerPins, TokenSet, shown};
-use super::jwt::JwtError;
-use super::metadata::{
+use crate::dpop::{self, DpopKey};
+use crate::grant::{self, ClientAuth, GrantError, IssuerPins, TokenSet, shown};
+use crate::jwt::JwtError;
+use crate::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
 };
-use super::ssrf::{SsrfError, UrlGuard};
-use super::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
-use crate::transport::BoxFuture;
+use crate::pkce;
+use crate::ssrf::{SsrfError, UrlGuard};
+use crate::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
 
 /// How long before expiry an access token is refreshed.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
@@ -277,7 +277,7 @@ impl OAuthConfig {
 /// authorization server's redirect itself.
 ///
 /// ```no_run
-/// use switchboard::auth::flow::{AuthorizationRequest, Authorizer, OAuthError};
+/// use switchboard_auth::flow::{AuthorizationRequest, Authorizer, OAuthError};
 /// use switchboard::transport::BoxFuture;
 ///
 /// #[derive(Debug)]
@@ -512,6 +512,10 @@ pub enum OAuthError {
     /// A DPoP proof could not be signed.
     #[error("the DPoP proof could not be signed")]
     Proof(#[source] JwtError),
+    /// The system's random number generator failed, so no PKCE verifier or
+    /// `state` could be made; nothing was sent.
+    #[error("the system's random number generator failed; no login was started")]
+    Random,
 }
 
 impl OAuthError {
@@ -587,7 +591,7 @@ impl fmt::Debug for AuthorizationRequest {
 
 /// A request begun and not yet finished.
 struct Pending {
-    verifier: oauth2::PkceCodeVerifier,
+    verifier: Secret,
     issuer: String,
     /// Whether the issuer came from metadata (not from the 2025-03-26
     /// default endpoints), so that an `iss` is compared with it.
@@ -779,15 +783,16 @@ impl OAuthFlow {
             ),
         };
 
-        let (challenge_s256, verifier) = PkceCodeChallenge::new_random_sha256();
-        let state = CsrfToken::new_random().secret().clone();
+        let verifier = pkce::new_verifier().map_err(|_| OAuthError::Random)?;
+        let state = pkce::new_state().map_err(|_| OAuthError::Random)?;
+        let challenge_s256 = pkce::challenge_s256(&verifier);
         let mut url = authorization_endpoint;
         {
             let mut q = url.query_pairs_mut();
             q.append_pair("response_type", "code")
                 .append_pair("client_id", &client_id)
                 .append_pair("redirect_uri", &inner.config.redirect_uri)
-                .append_pair("code_challenge", challenge_s256.as_str())
+                .append_pair("code_challenge", &challenge_s256)
                 .append_pair("code_challenge_method", metadata::PKCE_S256)
                 .append_pair("state", &state)
                 .append_pair("resource", &resource);
@@ -867,7 +872,7 @@ impl OAuthFlow {
             ("grant_type", "authorization_code".to_owned()),
             ("code", code.to_owned()),
             ("redirect_uri", inner.config.redirect_uri.clone()),
-            ("code_verifier", pending.verifier.secret().clone()),
+            ("code_verifier", pending.verifier.expose().to_owned()),
             ("resource", pending.resource.clone()),
         ];
         let auth = pending
@@ -1588,7 +1593,7 @@ pub(crate) mod tests {
     use tokio_util::task::AbortOnDropHandle;
 
     use super::*;
-    use crate::auth::store::FileStore;
+    use crate::store::FileStore;
 
     /// One request the stub saw.
     #[derive(Debug, Clone)]
@@ -2169,9 +2174,12 @@ pub(crate) mod tests {
         assert_eq!(f["code"], "the-code");
         assert_eq!(f["client_id"], "dyn-client");
         assert_eq!(f["resource"], format!("{}/mcp", stub.base));
-        let verifier = oauth2::PkceCodeVerifier::new(f["code_verifier"].clone());
+        // The server's check (RFC 7636 §4.6), written out here rather than
+        // through `pkce`, so that it also checks `pkce`.
+        let sha256 =
+            aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, f["code_verifier"].as_bytes());
         assert_eq!(
-            PkceCodeChallenge::from_code_verifier_sha256(&verifier).as_str(),
+            base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sha256),
             challenge
         );
         assert_eq!(creds.access_token.as_ref().unwrap().expose(), "at1");
@@ -2904,7 +2912,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn the_redirect_agent_returns_where_the_authorization_endpoint_points() {
-        use crate::auth::grant::tests::Stub as Replies;
+        use crate::grant::tests::Stub as Replies;
 
         let stub = Replies::start().await;
         stub.reply(

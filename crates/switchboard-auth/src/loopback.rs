@@ -9,9 +9,9 @@
 //! the response must carry:
 //!
 //! ```no_run
-//! # async fn run(store: std::sync::Arc<dyn switchboard::auth::store::CredentialStore>) -> Result<(), Box<dyn std::error::Error>> {
-//! use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
-//! use switchboard::auth::loopback::{DEFAULT_TIMEOUT, LoopbackReceiver};
+//! # async fn run(store: std::sync::Arc<dyn switchboard_auth::store::CredentialStore>) -> Result<(), Box<dyn std::error::Error>> {
+//! use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
+//! use switchboard_auth::loopback::{DEFAULT_TIMEOUT, LoopbackReceiver};
 //!
 //! let receiver = LoopbackReceiver::bind(0).await?; // an ephemeral port
 //! let flow = OAuthFlow::new(OAuthConfig::new("my-app", receiver.redirect_uri(), store))?;
@@ -40,13 +40,13 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use switchboard::transport::BoxFuture;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use url::Url;
 
-use super::flow::{AuthorizationRequest, Authorizer, OAuthError};
-use crate::transport::BoxFuture;
+use crate::flow::{AuthorizationRequest, Authorizer, OAuthError};
 
 /// How long [`LoopbackReceiver::receive`] is usually given: five minutes
 /// for the user to log in.
@@ -208,9 +208,9 @@ fn printable(text: &str) -> String {
 /// browser to come back. Give the flow [`redirect_uri`](Self::redirect_uri).
 ///
 /// ```no_run
-/// # async fn run(store: std::sync::Arc<dyn switchboard::auth::store::CredentialStore>) -> Result<(), Box<dyn std::error::Error>> {
-/// use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
-/// use switchboard::auth::loopback::{LoopbackAuthorizer, LoopbackReceiver};
+/// # async fn run(store: std::sync::Arc<dyn switchboard_auth::store::CredentialStore>) -> Result<(), Box<dyn std::error::Error>> {
+/// use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
+/// use switchboard_auth::loopback::{LoopbackAuthorizer, LoopbackReceiver};
 ///
 /// let authorizer = LoopbackAuthorizer::new(LoopbackReceiver::bind(0).await?, |url| {
 ///     println!("open {url}");

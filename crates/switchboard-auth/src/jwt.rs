@@ -3,8 +3,8 @@
 //! DPoP proofs ([`super::dpop`]).
 //!
 //! ```
-//! use switchboard::auth::jwt::{JwtAlgorithm, JwtSigner, client_assertion};
-//! # fn main() -> Result<(), switchboard::auth::jwt::JwtError> {
+//! use switchboard_auth::jwt::{JwtAlgorithm, JwtSigner, client_assertion};
+//! # fn main() -> Result<(), switchboard_auth::jwt::JwtError> {
 //! let key = JwtSigner::generate(JwtAlgorithm::Es256)?;
 //! let assertion = client_assertion(&key, "my-client", "https://auth.example.com")?;
 //! assert_eq!(assertion.split('.').count(), 3);

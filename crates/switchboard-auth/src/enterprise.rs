@@ -7,10 +7,10 @@
 //! bearer grant (RFC 7523).
 //!
 //! ```no_run
-//! use switchboard::auth::enterprise::{EnterpriseGrant, IdentityProvider};
-//! use switchboard::auth::grant::{ClientAuth, GrantProvider};
-//! use switchboard::auth::store::Secret;
-//! # fn main() -> Result<(), switchboard::auth::grant::GrantError> {
+//! use switchboard_auth::enterprise::{EnterpriseGrant, IdentityProvider};
+//! use switchboard_auth::grant::{ClientAuth, GrantProvider};
+//! use switchboard_auth::store::Secret;
+//! # fn main() -> Result<(), switchboard_auth::grant::GrantError> {
 //! # let id_token = Secret::new("");
 //! let idp = IdentityProvider::new(
 //!     "https://idp.example.com/oauth2/token",
@@ -28,13 +28,14 @@
 
 use std::fmt;
 
-use super::client_credentials::requested_scope;
-use super::grant::{
+use switchboard::transport::BoxFuture;
+
+use crate::client_credentials::requested_scope;
+use crate::grant::{
     ClientAuth, Discovered, GRANT_TOKEN_EXCHANGE, Grant, GrantError, TokenClient, TokenSet, shown,
 };
-use super::jwt_bearer::{AssertionSource, jwt_bearer_form};
-use super::store::Secret;
-use crate::transport::BoxFuture;
+use crate::jwt_bearer::{AssertionSource, jwt_bearer_form};
+use crate::store::Secret;
 
 /// `requested_token_type` / `issued_token_type` of an ID-JAG.
 pub const TOKEN_TYPE_ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
@@ -177,8 +178,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::auth::grant::tests::Stub;
-    use crate::auth::grant::{GRANT_JWT_BEARER, GrantProvider};
+    use crate::grant::tests::Stub;
+    use crate::grant::{GRANT_JWT_BEARER, GrantProvider};
 
     #[test]
     fn the_token_exchange_asks_for_an_id_jag() {

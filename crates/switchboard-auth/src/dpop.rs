@@ -3,8 +3,8 @@
 //! the server), and the nonces servers hand out.
 //!
 //! ```
-//! use switchboard::auth::dpop::DpopKey;
-//! # fn main() -> Result<(), switchboard::auth::jwt::JwtError> {
+//! use switchboard_auth::dpop::DpopKey;
+//! # fn main() -> Result<(), switchboard_auth::jwt::JwtError> {
 //! let key = DpopKey::generate()?;
 //! // At the token endpoint (no token yet) …
 //! let proof = key.proof("POST", "https://auth.example.com/token", None)?;
@@ -24,9 +24,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
+use switchboard::transport::http::RequestCredentials;
 
-use super::jwt::{self, JwtAlgorithm, JwtError, JwtSigner};
-use crate::transport::http::RequestCredentials;
+use crate::jwt::{self, JwtAlgorithm, JwtError, JwtSigner};
 
 /// The `typ` of a DPoP proof.
 pub const PROOF_TYP: &str = "dpop+jwt";
@@ -235,7 +235,7 @@ fn origin(url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::jwt::tests::{decode, verify_es256};
+    use crate::jwt::tests::{decode, verify_es256};
 
     fn parts(jwt: &str) -> (Value, Value) {
         let p: Vec<&str> = jwt.split('.').collect();

@@ -10,11 +10,11 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use switchboard::auth::client_credentials::ClientCredentials;
-//! use switchboard::auth::grant::{ClientAuth, GrantProvider};
-//! use switchboard::auth::store::Secret;
+//! use switchboard_auth::client_credentials::ClientCredentials;
+//! use switchboard_auth::grant::{ClientAuth, GrantProvider};
+//! use switchboard_auth::store::Secret;
 //! use switchboard::transport::http::HttpConfig;
-//! # fn main() -> Result<(), switchboard::auth::grant::GrantError> {
+//! # fn main() -> Result<(), switchboard_auth::grant::GrantError> {
 //! let grant = ClientCredentials::new(ClientAuth::SecretBasic {
 //!     client_id: "my-service".into(),
 //!     secret: Secret::new("from-the-vault"),
@@ -40,18 +40,18 @@ use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use serde::Deserialize;
+use switchboard::transport::BoxFuture;
+use switchboard::transport::http::{AuthProvider, RequestCredentials};
 use url::Url;
 
-use super::dpop::{self, DpopKey};
-use super::jwt::{self, JwtError, JwtSigner};
-use super::metadata::{
+use crate::dpop::{self, DpopKey};
+use crate::jwt::{self, JwtError, JwtSigner};
+use crate::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
 };
-use super::resolve::GuardedResolver;
-use super::ssrf::{SsrfError, UrlGuard};
-use super::store::Secret;
-use crate::transport::BoxFuture;
-use crate::transport::http::{AuthProvider, RequestCredentials};
+use crate::resolve::GuardedResolver;
+use crate::ssrf::{SsrfError, UrlGuard};
+use crate::store::Secret;
 
 /// Largest metadata or token response read.
 const MAX_RESPONSE: usize = 1024 * 1024;
@@ -1257,9 +1257,9 @@ pub(crate) mod tests {
     use tokio_util::task::AbortOnDropHandle;
 
     use super::*;
-    use crate::auth::client_credentials::ClientCredentials;
-    use crate::auth::jwt::JwtAlgorithm;
-    use crate::auth::jwt::tests::{decode, verify_es256};
+    use crate::client_credentials::ClientCredentials;
+    use crate::jwt::JwtAlgorithm;
+    use crate::jwt::tests::{decode, verify_es256};
 
     /// One request the stub saw.
     #[derive(Debug, Clone)]

@@ -27,7 +27,7 @@
 //! is used.
 //!
 //! ```
-//! use switchboard::auth::ssrf::UrlGuard;
+//! use switchboard_auth::ssrf::UrlGuard;
 //!
 //! let guard = UrlGuard::default();
 //! let issuer = url::Url::parse("https://auth.example.com/").unwrap();

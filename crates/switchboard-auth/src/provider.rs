@@ -25,12 +25,13 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::dpop;
-use super::flow::{Authorizer, OAuthError, OAuthFlow, REFRESH_MARGIN, Reuse};
-use super::metadata;
-use super::store::{CredentialKey, Secret, StoredCredentials};
-use crate::transport::BoxFuture;
-use crate::transport::http::{AuthProvider, RequestCredentials};
+use switchboard::transport::BoxFuture;
+use switchboard::transport::http::{AuthProvider, RequestCredentials};
+
+use crate::dpop;
+use crate::flow::{Authorizer, OAuthError, OAuthFlow, REFRESH_MARGIN, Reuse};
+use crate::metadata;
+use crate::store::{CredentialKey, Secret, StoredCredentials};
 
 /// How many step-up authorizations (403 `insufficient_scope`) are allowed
 /// for one provider before it gives up.
@@ -160,11 +161,11 @@ impl OAuthProvider {
     /// fails with the transport's `AuthorizationRequired`.
     ///
     /// ```no_run
-    /// # async fn run(authorizer: std::sync::Arc<dyn switchboard::auth::flow::Authorizer>) -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn run(authorizer: std::sync::Arc<dyn switchboard_auth::flow::Authorizer>) -> Result<(), Box<dyn std::error::Error>> {
     /// use std::sync::Arc;
-    /// use switchboard::auth::flow::{OAuthConfig, OAuthFlow};
-    /// use switchboard::auth::provider::OAuthProvider;
-    /// use switchboard::auth::store::default_store;
+    /// use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
+    /// use switchboard_auth::provider::OAuthProvider;
+    /// use switchboard_auth::store::default_store;
     /// use switchboard::transport::http::HttpConfig;
     ///
     /// let url = "https://mcp.example.com/mcp";
@@ -534,7 +535,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::auth::flow::tests::{Redirects, Stub, flow, logged_in, temp_store};
+    use crate::flow::tests::{Redirects, Stub, flow, logged_in, temp_store};
 
     fn token_reply(stub: &Stub, access: &str, refresh: &str) {
         stub.route(
@@ -678,7 +679,7 @@ mod tests {
 
     fn interactive(
         stub: &Stub,
-        store: Arc<dyn crate::auth::store::CredentialStore>,
+        store: Arc<dyn crate::store::CredentialStore>,
     ) -> (OAuthProvider, Arc<Redirects>) {
         let redirects = Arc::new(Redirects::default());
         let provider = OAuthProvider::interactive(
@@ -956,11 +957,11 @@ mod tests {
     async fn a_dpop_bound_login_is_sent_with_proofs_and_refreshed_with_one() {
         use serde_json::json;
 
-        use crate::auth::dpop::{self, DpopKey};
-        use crate::auth::flow::OAuthConfig;
-        use crate::auth::flow::tests::query;
-        use crate::auth::grant::tests::Stub as Replies;
-        use crate::auth::jwt::unverified_claims;
+        use crate::dpop::{self, DpopKey};
+        use crate::flow::OAuthConfig;
+        use crate::flow::tests::query;
+        use crate::grant::tests::Stub as Replies;
+        use crate::jwt::unverified_claims;
 
         let stub = Replies::start().await;
         let base = &stub.base;
