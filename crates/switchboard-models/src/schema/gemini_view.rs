@@ -10,12 +10,12 @@
 //! description), `oneOf`, `anyOf` with `null` entries, exclusive bounds,
 //! tuples and `prefixItems`, `required` filtering, boolean and non-schema
 //! values, local `$ref`s (inlined, the keywords beside them merged in
-//! without a copy, or cut short with the same cycle, depth and expansion
-//! limits), other `$ref`s (dropped). Falls back to [`gemini`]'s `Value`
-//! for the whole schema when it meets `allOf`, a definition that is itself
-//! a `$ref` with keywords beside it reached through a `$ref` with keywords
-//! beside it, an `anyOf` left with one entry (merged into the schema), or
-//! a `type` array of several types beside an `anyOf`/`oneOf`.
+//! without a copy — through definitions that are `$ref`s with keywords
+//! beside them too — or cut short with the same cycle, depth and expansion
+//! limits), other `$ref`s (dropped), a `type` array of several types
+//! beside an `anyOf`/`oneOf`. Falls back to [`gemini`]'s `Value` for the
+//! whole schema when it meets `allOf` or an `anyOf` left with one entry
+//! (merged into the schema).
 
 use std::cell::RefCell;
 use std::fmt;
@@ -205,10 +205,6 @@ impl<'a> Walk<'a> {
                     if let Value::Array(types) = value {
                         let count = types.iter().filter(|t| t.as_str() != Some("null")).count();
                         if count >= 2 {
-                            if has("anyOf") || has("oneOf") {
-                                self.fallback = true;
-                                return false;
-                            }
                             self.note(
                                 &here,
                                 "a `type` array of several types became an `anyOf`: Gemini \
@@ -270,7 +266,7 @@ impl<'a> Walk<'a> {
                         self.schema(entry, &At::Index(&here, i));
                         converted += 1;
                     }
-                    if converted == 1 {
+                    if converted == 1 && !types_after(map, key) {
                         // Merged into the schema: not streamed.
                         self.fallback = true;
                         return false;
@@ -433,12 +429,7 @@ impl<'a> Walk<'a> {
             );
             return true;
         }
-        let Some(merged) = map.merged(target) else {
-            // A definition merged into a definition merged into a
-            // schema: not streamed.
-            self.fallback = true;
-            return false;
-        };
+        let merged = map.merged(target);
         self.note(
             &here,
             format!("`$ref` {reference} was inlined: Gemini has no `$ref`"),
@@ -553,9 +544,7 @@ impl<'a> MapOut<'_, 'a> {
             }
             return out.end();
         }
-        let Some(merged) = self.obj.merged(target) else {
-            unreachable!("the notes pass falls back for a merge in a merge")
-        };
+        let merged = self.obj.merged(target);
         self.cx.refs.borrow_mut().push(reference);
         let result = MapOut {
             cx: self.cx,
@@ -574,16 +563,35 @@ impl<'a> MapOut<'_, 'a> {
         // What `gemini` knows only once every keyword is seen.
         let mut nullable = false;
         let mut extra = None;
-        for (key, value) in map.iter() {
+        // Both a `type` array of several types and an `anyOf`/`oneOf` with
+        // an entry that is not `{"type": "null"}` write `anyOf`: the first
+        // of them where it stands, with the value of the last.
+        let mut types_at = None;
+        let mut union_at = None;
+        for (i, (key, value)) in map.iter().enumerate() {
             match (key.as_str(), value) {
                 ("type", Value::Array(types)) => {
                     nullable |= types.iter().any(|t| t.as_str() == Some("null"));
+                    if types
+                        .iter()
+                        .filter(|t| t.as_str() != Some("null"))
+                        .nth(1)
+                        .is_some()
+                    {
+                        types_at = Some((i, types.as_slice()));
+                    }
                 }
                 ("anyOf", Value::Array(entries)) => {
                     nullable |= entries.iter().any(is_null_schema);
+                    if entries.iter().any(|e| !is_null_schema(e)) {
+                        union_at = Some((i, entries.as_slice()));
+                    }
                 }
                 ("oneOf", Value::Array(entries)) if !has("anyOf") => {
                     nullable |= entries.iter().any(is_null_schema);
+                    if entries.iter().any(|e| !is_null_schema(e)) {
+                        union_at = Some((i, entries.as_slice()));
+                    }
                 }
                 ("const", value) if !has("enum") && !value.is_string() => {
                     extra = Some(Extra::Const(value));
@@ -607,15 +615,20 @@ impl<'a> MapOut<'_, 'a> {
         if self.prepend {
             out.serialize_entry("type", "object")?;
         }
-        for (key, value) in map.iter() {
+        for (i, (key, value)) in map.iter().enumerate() {
             match key.as_str() {
                 "type" => match value {
                     Value::Array(types) => {
                         let mut others = types.iter().filter(|t| t.as_str() != Some("null"));
-                        match (others.next(), others.next()) {
-                            (None, _) => out.serialize_entry("type", "null")?,
-                            (Some(one), None) => out.serialize_entry("type", one)?,
-                            (Some(_), Some(_)) => {
+                        match (others.next(), others.next(), union_at) {
+                            (None, _, _) => out.serialize_entry("type", "null")?,
+                            (Some(one), None, _) => out.serialize_entry("type", one)?,
+                            // Written where the `anyOf` stands.
+                            (Some(_), Some(_), Some((at, _))) if at < i => {}
+                            (Some(_), Some(_), Some((_, entries))) => {
+                                out.serialize_entry("anyOf", &AnyOf { cx, entries })?
+                            }
+                            (Some(_), Some(_), None) => {
                                 out.serialize_entry("anyOf", &TypesAnyOf(types))?
                             }
                         }
@@ -638,14 +651,16 @@ impl<'a> MapOut<'_, 'a> {
                         out.serialize_entry("items", &Tuple { cx, entries })?;
                     }
                 }
-                "anyOf" | "oneOf" => {
-                    if let Value::Array(entries) = value
-                        && !(key == "oneOf" && has("anyOf"))
-                        && entries.iter().any(|e| !is_null_schema(e))
-                    {
+                "anyOf" | "oneOf" => match (union_at, types_at) {
+                    (Some((at, _)), Some((types, _))) if at == i && types < i => {}
+                    (Some((at, _)), Some((_, types))) if at == i => {
+                        out.serialize_entry("anyOf", &TypesAnyOf(types))?;
+                    }
+                    (Some((at, entries)), None) if at == i => {
                         out.serialize_entry("anyOf", &AnyOf { cx, entries })?;
                     }
-                }
+                    _ => {}
+                },
                 "const" => {
                     if has("enum") {
                         continue;
@@ -922,15 +937,30 @@ impl<T: fmt::Display> Serialize for Text<T> {
 
 /// A schema object as `gemini` sees it: a map as it is, the map without
 /// its `$ref` (what a `$ref` that is not inlined leaves), or a definition
-/// with the keywords beside the `$ref` merged in (theirs win, in place;
-/// the others after the definition's), all without copying.
+/// with the keywords beside the `$ref`s that led to it merged in, all
+/// without copying.
+///
+/// `gemini` inlines `{"$ref": r, ...beside}` as the definition with the
+/// keywords beside the `$ref` inserted into it: the definition's keys keep
+/// their places (with the value beside the `$ref` when there is one) and
+/// the other keywords follow. When the definition is itself a `$ref` with
+/// keywords beside it, that merged map is merged into the next definition
+/// the same way. So a merge of merges is the innermost definition (`base`)
+/// with layers over it (`overs`, the outermost map first): a key's value
+/// comes from the outermost layer that has it; the keys come in the
+/// order of `base`, then each layer from the innermost out, each key where
+/// it first appears. No layer's own `$ref` counts (only `base`'s).
 #[derive(Clone, Copy)]
 struct Obj<'a> {
     base: &'a Map<String, Value>,
     /// `base` without its `$ref`.
     skip_ref: bool,
-    /// Keywords (all but `$ref`) that win over `base`'s.
-    over: Option<&'a Map<String, Value>>,
+    /// The maps whose keywords (all but `$ref`) win over `base`'s, the
+    /// outermost first; `overs[..layers]` are used. One per `$ref`
+    /// inlined in a row, so at most [`MAX_REF_DEPTH`] (a deeper `$ref` is
+    /// cut short before it is merged).
+    overs: [Option<&'a Map<String, Value>>; MAX_REF_DEPTH],
+    layers: usize,
 }
 
 impl<'a> Obj<'a> {
@@ -938,24 +968,34 @@ impl<'a> Obj<'a> {
         Obj {
             base: map,
             skip_ref: false,
-            over: None,
+            overs: [None; MAX_REF_DEPTH],
+            layers: 0,
         }
     }
 
-    /// `target` with this object's keywords but `$ref` merged in (`None`
-    /// when this object is a merge already).
-    fn merged(self, target: &'a Map<String, Value>) -> Option<Self> {
-        if self.over.is_some() || self.skip_ref {
-            return None;
+    /// The layers over `base`, the outermost first.
+    fn overs(&self) -> impl DoubleEndedIterator<Item = &'a Map<String, Value>> + use<'a> {
+        let overs = self.overs;
+        overs.into_iter().take(self.layers).flatten()
+    }
+
+    /// `target` with this object's keywords but `$ref` merged in. Called
+    /// with fewer than [`MAX_REF_DEPTH`] `$ref`s being inlined (see
+    /// [`Refs::cut`]), so there is room for one more layer.
+    fn merged(self, target: &'a Map<String, Value>) -> Self {
+        debug_assert!(!self.skip_ref, "only a map with its `$ref` is merged");
+        // Nothing but the `$ref`: the definition as it is.
+        if self.len() == 1 {
+            return Obj::plain(target);
         }
-        if self.base.len() == 1 {
-            return Some(Obj::plain(target));
-        }
-        Some(Obj {
+        let mut overs = self.overs;
+        overs[self.layers] = Some(self.base);
+        Obj {
             base: target,
             skip_ref: false,
-            over: Some(self.base),
-        })
+            overs,
+            layers: self.layers + 1,
+        }
     }
 
     fn get(&self, key: &str) -> Option<&'a Value> {
@@ -966,12 +1006,9 @@ impl<'a> Obj<'a> {
                 self.base.get(key)
             };
         }
-        if let Some(over) = self.over
-            && let Some(value) = over.get(key)
-        {
-            return Some(value);
-        }
-        self.base.get(key)
+        self.overs()
+            .find_map(|over| over.get(key))
+            .or_else(|| self.base.get(key))
     }
 
     fn contains_key(&self, key: &str) -> bool {
@@ -979,31 +1016,38 @@ impl<'a> Obj<'a> {
     }
 
     fn len(&self) -> usize {
-        let skipped = usize::from(self.skip_ref && self.base.contains_key("$ref"));
-        let added = self.over.map_or(0, |over| {
-            over.keys()
-                .filter(|k| k.as_str() != "$ref" && !self.base.contains_key(k.as_str()))
-                .count()
-        });
-        self.base.len() - skipped + added
+        if self.layers == 0 {
+            return self.base.len() - usize::from(self.skip_ref && self.base.contains_key("$ref"));
+        }
+        self.iter().count()
+    }
+
+    /// Whether `key` is one of the keys listed before layer `layer`'s own
+    /// (in `base` or a layer further in).
+    fn listed_before(&self, layer: usize, key: &str) -> bool {
+        self.base.contains_key(key)
+            || self.overs[layer + 1..self.layers]
+                .iter()
+                .flatten()
+                .any(|over| over.contains_key(key))
     }
 
     fn iter(&self) -> impl Iterator<Item = (&'a String, &'a Value)> + use<'a> {
-        let Obj {
-            base,
-            skip_ref,
-            over,
-        } = *self;
-        base.iter()
-            .filter(move |(k, _)| !(skip_ref && k.as_str() == "$ref"))
-            .map(move |(k, v)| match over {
-                Some(over) if k.as_str() != "$ref" => (k, over.get(k.as_str()).unwrap_or(v)),
-                _ => (k, v),
-            })
-            .chain(over.into_iter().flat_map(move |over| {
-                over.iter()
-                    .filter(move |(k, _)| k.as_str() != "$ref" && !base.contains_key(k.as_str()))
-            }))
+        let obj = *self;
+        let base = obj.base.iter().filter_map(move |(k, v)| {
+            if k.as_str() == "$ref" {
+                return (!obj.skip_ref).then_some((k, v));
+            }
+            Some((k, obj.overs().find_map(|over| over.get(k)).unwrap_or(v)))
+        });
+        let layered = (0..obj.layers).rev().flat_map(move |layer| {
+            obj.overs[layer]
+                .into_iter()
+                .flat_map(|over| over.keys())
+                .filter(move |k| k.as_str() != "$ref" && !obj.listed_before(layer, k))
+                .filter_map(move |k| Some((k, obj.get(k)?)))
+        });
+        base.chain(layered)
     }
 }
 
@@ -1072,6 +1116,26 @@ fn clean_required(map: Obj<'_>, required: &Value) -> bool {
 fn named(properties: Option<&Map<String, Value>>, name: &Value) -> bool {
     name.as_str()
         .is_some_and(|n| properties.is_some_and(|p| p.contains_key(n)))
+}
+
+/// Whether `map` has a `type` array of several types after `key`: that
+/// `anyOf` replaces the one `key` writes.
+fn types_after(map: Obj<'_>, key: &str) -> bool {
+    let mut seen = false;
+    for (k, value) in map.iter() {
+        if k == key {
+            seen = true;
+        } else if seen && k == "type" {
+            return value.as_array().is_some_and(|types| {
+                types
+                    .iter()
+                    .filter(|t| t.as_str() != Some("null"))
+                    .nth(1)
+                    .is_some()
+            });
+        }
+    }
+    false
 }
 
 /// Whether an enum holds only strings and at most one `null` (as `gemini`
@@ -1248,6 +1312,67 @@ mod tests {
         }));
         assert!(streams(&schema));
         same(&schema);
+    }
+
+    #[test]
+    fn ref_chains_with_siblings_stream() {
+        let defs = json!({
+            "x": {"$ref": "#/$defs/y", "description": "Mid.", "minimum": 1, "x-mid": true},
+            "y": {"maximum": 3, "type": "integer", "description": "Inner.", "exclusiveMinimum": 0},
+            "z": {"title": "Z", "$ref": "#/$defs/x", "format": "int32"},
+            "only": {"$ref": "#/$defs/y"},
+            "away": {"$ref": "https://example.com/s.json", "pattern": "p", "title": "Away"},
+            "loop": {"$ref": "#/$defs/loop2", "title": "L1"},
+            "loop2": {"$ref": "#/$defs/loop", "title": "L2", "description": "Round."}
+        });
+        let cases = [
+            json!({"properties": {"a": {"$ref": "#/$defs/x", "description": "Outer.", "title": "T"}}}),
+            json!({"properties": {"a": {"title": "T", "$ref": "#/$defs/z", "minimum": 2}}}),
+            json!({"properties": {"a": {"$ref": "#/$defs/only", "nullable": true}}}),
+            json!({"properties": {"a": {"$ref": "#/$defs/x"}}}),
+            json!({"properties": {"a": {"$ref": "#/$defs/away", "title": "Near"}}}),
+            json!({"properties": {"a": {"$ref": "#/$defs/loop", "default": 1}}}),
+            json!({"$ref": "#/$defs/z", "required": ["a"], "properties": {"a": true}}),
+        ];
+        for case in cases {
+            let mut schema = object(case);
+            schema.insert("$defs".into(), defs.clone());
+            assert!(
+                streams(&schema),
+                "falls back: {}",
+                Value::Object(schema.clone())
+            );
+            same(&schema);
+        }
+    }
+
+    #[test]
+    fn type_arrays_beside_unions_stream() {
+        let streamed = [
+            json!({"type": ["string", "integer"], "anyOf": [{"minLength": 1}, {"minimum": 0}]}),
+            json!({"anyOf": [{"minLength": 1}, {"minimum": 0}], "type": ["string", "integer", "null"]}),
+            json!({"anyOf": [{"minLength": 1}], "type": ["string", "integer"]}),
+            json!({"anyOf": [{"type": "null"}], "type": ["string", "integer"], "title": "T"}),
+            json!({"type": ["string", "integer"], "anyOf": [{"type": "null"}, {"type": "null"}]}),
+            json!({"type": ["string", "integer"], "anyOf": "x", "oneOf": [{"type": "boolean"}]}),
+            json!({"oneOf": [{"type": "boolean"}, {"type": "null"}, true], "type": ["string", "integer"]}),
+            json!({"type": ["string", "null", "integer"], "oneOf": [{"type": "boolean"}, 3]}),
+            json!({"type": "object", "properties": {"a": {"type": ["array", "object"], "nullable": false, "oneOf": [{"items": {"type": "string"}}, {"properties": {}}]}}}),
+        ];
+        for case in streamed {
+            let schema = object(case);
+            assert!(
+                streams(&schema),
+                "falls back: {}",
+                Value::Object(schema.clone())
+            );
+            same(&schema);
+        }
+        // The one `anyOf` entry left is merged into the schema.
+        let merged = object(
+            json!({"type": ["string", "integer"], "anyOf": [{"minLength": 1}, {"type": "null"}]}),
+        );
+        same(&merged);
     }
 
     #[test]
