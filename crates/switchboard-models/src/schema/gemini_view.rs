@@ -156,7 +156,7 @@ impl<'a> Walk<'a> {
 
     /// Walks one schema object; whether the output has a `type` or an
     /// `anyOf`.
-    fn map(&mut self, map: Obj<'a>, at: &At<'_>) -> bool {
+    fn map(&mut self, map: Obj<'_, 'a>, at: &At<'_>) -> bool {
         if clean(map, 0) {
             return map.contains_key("type") || map.contains_key("anyOf");
         }
@@ -343,9 +343,15 @@ impl<'a> Walk<'a> {
         match map.get("allOf") {
             Some(Value::Array(entries)) => {
                 let here = At::Key(at, "allOf");
+                // Only a `required` name the schema's own `properties` lack
+                // asks what the entries become.
+                let own = map.get("properties").and_then(Value::as_object);
+                let asked = matches!(map.get("required"), Some(Value::Array(names))
+                    if names.iter().any(|name| name.is_string() && !named(own, name)));
                 for (i, entry) in entries.iter().enumerate() {
-                    if let Value::Object(converted) =
-                        self.converted(self.refs, Written::Value(entry))
+                    if asked
+                        && let Value::Object(converted) =
+                            self.converted(self.refs, Written::Value(entry))
                         && let Some(Value::Object(properties)) = converted.get("properties")
                     {
                         merged_names.extend(properties.keys().cloned());
@@ -389,7 +395,13 @@ impl<'a> Walk<'a> {
         }
         // What is merged in decides whether the top level has a `type`:
         // ask the writer, from where it starts on this schema.
+        // A `type` that is not an array of several types stays whatever
+        // is merged in.
+        let sure = map
+            .get("type")
+            .is_some_and(|t| !t.as_array().is_some_and(|types| several(types)));
         if let Some(refs) = start
+            && !sure
             && (single || matches!(map.get("allOf"), Some(Value::Array(_))))
         {
             let out = self.converted(refs, Written::Obj(map));
@@ -402,7 +414,7 @@ impl<'a> Walk<'a> {
     /// starting with `refs` (the `$ref`s being inlined and the count so
     /// far, as the writer has them there): what the notes need to know of
     /// a schema merged into another.
-    fn converted(&self, refs: Refs<'a>, what: Written<'a>) -> Value {
+    fn converted(&self, refs: Refs<'a>, what: Written<'_, 'a>) -> Value {
         let cx = Cx {
             root: self.root,
             refs: RefCell::new(refs),
@@ -430,7 +442,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn reference(&mut self, map: Obj<'a>, reference: &'a Value, at: &At<'_>) -> bool {
+    fn reference(&mut self, map: Obj<'_, 'a>, reference: &'a Value, at: &At<'_>) -> bool {
         let here = At::Key(at, "$ref");
         let Some(target) = reference.as_str().and_then(|r| local_target(self.root, r)) else {
             self.note(
@@ -468,9 +480,9 @@ impl<'a> Walk<'a> {
 }
 
 /// What [`Walk::converted`] writes.
-enum Written<'a> {
+enum Written<'o, 'a> {
     Value(&'a Value),
-    Obj(Obj<'a>),
+    Obj(Obj<'o, 'a>),
 }
 
 // ---------------------------------------------------------------------------
@@ -502,13 +514,13 @@ impl Serialize for SchemaOut<'_, '_> {
 }
 
 /// One schema object, with `"type": "object"` first when `prepend`.
-struct MapOut<'c, 'a> {
+struct MapOut<'c, 'o, 'a> {
     cx: &'c Cx<'a>,
-    obj: Obj<'a>,
+    obj: Obj<'o, 'a>,
     prepend: bool,
 }
 
-impl Serialize for MapOut<'_, '_> {
+impl Serialize for MapOut<'_, '_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let map = self.obj;
         if clean(map, 0) {
@@ -528,7 +540,7 @@ impl Serialize for MapOut<'_, '_> {
     }
 }
 
-impl<'a> MapOut<'_, 'a> {
+impl<'a> MapOut<'_, '_, 'a> {
     fn reference<S: Serializer>(
         &self,
         reference: &'a Value,
@@ -859,25 +871,17 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn of(map: Obj<'a>) -> Self {
+    fn of(map: Obj<'_, 'a>) -> Self {
         let has = |k: &str| map.contains_key(k);
         let mut nullable = false;
         let mut extra = None;
-        // Both a `type` array of several types and an `anyOf`/`oneOf` with
-        // an entry that is not `{"type": "null"}` write `anyOf`: the first
-        // of them where it stands, with the value of the last.
         let mut types_at = None;
         let mut union_at = None;
         for (i, (key, value)) in map.iter().enumerate() {
             match (key.as_str(), value) {
                 ("type", Value::Array(types)) => {
                     nullable |= types.iter().any(|t| t.as_str() == Some("null"));
-                    if types
-                        .iter()
-                        .filter(|t| t.as_str() != Some("null"))
-                        .nth(1)
-                        .is_some()
-                    {
+                    if several(types) {
                         types_at = Some((i, types.as_slice()));
                     }
                 }
@@ -917,7 +921,7 @@ impl<'a> Scan<'a> {
     /// Whether `gemini` merges something into the schema: `allOf`
     /// entries, or the one entry left of the `anyOf`/`oneOf` that writes
     /// the `anyOf` last.
-    fn merges(&self, map: Obj<'_>) -> bool {
+    fn merges(&self, map: Obj<'_, '_>) -> bool {
         matches!(map.get("allOf"), Some(Value::Array(_)))
             || self.union_at.is_some_and(|(at, entries)| {
                 entries.iter().filter(|e| !is_null_schema(e)).count() == 1
@@ -927,12 +931,12 @@ impl<'a> Scan<'a> {
 }
 
 /// A schema's own keywords, what is merged into it left out.
-struct OwnKeys<'m, 'c, 'a> {
-    schema: &'m MapOut<'c, 'a>,
+struct OwnKeys<'m, 'c, 'o, 'a> {
+    schema: &'m MapOut<'c, 'o, 'a>,
     scan: &'m Scan<'a>,
 }
 
-impl Serialize for OwnKeys<'_, '_, '_> {
+impl Serialize for OwnKeys<'_, '_, '_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.schema.write(self.scan, false, serializer)
     }
@@ -1117,64 +1121,45 @@ impl<T: fmt::Display> Serialize for Text<T> {
 
 /// A schema object as `gemini` sees it: a map as it is, the map without
 /// its `$ref` (what a `$ref` that is not inlined leaves), or a definition
-/// with the keywords beside the `$ref`s that led to it merged in, all
+/// with the keywords beside the `$ref` that led to it merged in, all
 /// without copying.
 ///
 /// `gemini` inlines `{"$ref": r, ...beside}` as the definition with the
 /// keywords beside the `$ref` inserted into it: the definition's keys keep
 /// their places (with the value beside the `$ref` when there is one) and
-/// the other keywords follow. When the definition is itself a `$ref` with
-/// keywords beside it, that merged map is merged into the next definition
-/// the same way. So a merge of merges is the innermost definition (`base`)
-/// with layers over it (`overs`, the outermost map first): a key's value
-/// comes from the outermost layer that has it; the keys come in the
-/// order of `base`, then each layer from the innermost out, each key where
-/// it first appears. No layer's own `$ref` counts (only `base`'s).
+/// the other keywords follow in their order. When the definition is itself
+/// a `$ref` with keywords beside it, that merged map is merged into the
+/// next definition the same way: `over` is then a merge too. Only `base`'s
+/// `$ref` counts. `'o` is how long the `over` lives (the caller's frame).
 #[derive(Clone, Copy)]
-struct Obj<'a> {
+struct Obj<'o, 'a> {
     base: &'a Map<String, Value>,
     /// `base` without its `$ref`.
     skip_ref: bool,
-    /// The maps whose keywords (all but `$ref`) win over `base`'s, the
-    /// outermost first; `overs[..layers]` are used. One per `$ref`
-    /// inlined in a row, so at most [`MAX_REF_DEPTH`] (a deeper `$ref` is
-    /// cut short before it is merged).
-    overs: [Option<&'a Map<String, Value>>; MAX_REF_DEPTH],
-    layers: usize,
+    /// The schema whose keywords (all but `$ref`) win over `base`'s.
+    over: Option<&'o Obj<'o, 'a>>,
 }
 
-impl<'a> Obj<'a> {
+impl<'o, 'a> Obj<'o, 'a> {
     fn plain(map: &'a Map<String, Value>) -> Self {
         Obj {
             base: map,
             skip_ref: false,
-            overs: [None; MAX_REF_DEPTH],
-            layers: 0,
+            over: None,
         }
     }
 
-    /// The layers over `base`, the outermost first.
-    fn overs(&self) -> impl DoubleEndedIterator<Item = &'a Map<String, Value>> + use<'a> {
-        let overs = self.overs;
-        overs.into_iter().take(self.layers).flatten()
-    }
-
-    /// `target` with this object's keywords but `$ref` merged in. Called
-    /// with fewer than [`MAX_REF_DEPTH`] `$ref`s being inlined (see
-    /// [`Refs::cut`]), so there is room for one more layer.
-    fn merged(self, target: &'a Map<String, Value>) -> Self {
+    /// `target` with this object's keywords but `$ref` merged in.
+    fn merged(&'o self, target: &'a Map<String, Value>) -> Self {
         debug_assert!(!self.skip_ref, "only a map with its `$ref` is merged");
         // Nothing but the `$ref`: the definition as it is.
         if self.len() == 1 {
             return Obj::plain(target);
         }
-        let mut overs = self.overs;
-        overs[self.layers] = Some(self.base);
         Obj {
             base: target,
             skip_ref: false,
-            overs,
-            layers: self.layers + 1,
+            over: Some(self),
         }
     }
 
@@ -1186,8 +1171,8 @@ impl<'a> Obj<'a> {
                 self.base.get(key)
             };
         }
-        self.overs()
-            .find_map(|over| over.get(key))
+        self.over
+            .and_then(|over| over.get(key))
             .or_else(|| self.base.get(key))
     }
 
@@ -1196,38 +1181,35 @@ impl<'a> Obj<'a> {
     }
 
     fn len(&self) -> usize {
-        if self.layers == 0 {
-            return self.base.len() - usize::from(self.skip_ref && self.base.contains_key("$ref"));
+        match self.over {
+            None => self.base.len() - usize::from(self.skip_ref && self.base.contains_key("$ref")),
+            Some(_) => self.iter().count(),
         }
-        self.iter().count()
     }
 
-    /// Whether `key` is one of the keys listed before layer `layer`'s own
-    /// (in `base` or a layer further in).
-    fn listed_before(&self, layer: usize, key: &str) -> bool {
-        self.base.contains_key(key)
-            || self.overs[layer + 1..self.layers]
+    fn iter(&self) -> impl Iterator<Item = (&'a String, &'a Value)> + use<'o, 'a> {
+        let Obj {
+            base,
+            skip_ref,
+            over,
+        } = *self;
+        // The keys `over` adds after `base`'s (a merge of a merge is
+        // rare: collected rather than typed as an iterator of iterators).
+        let added: Vec<(&'a String, &'a Value)> = match over {
+            Some(over) => over
                 .iter()
-                .flatten()
-                .any(|over| over.contains_key(key))
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&'a String, &'a Value)> + use<'a> {
-        let obj = *self;
-        let base = obj.base.iter().filter_map(move |(k, v)| {
-            if k.as_str() == "$ref" {
-                return (!obj.skip_ref).then_some((k, v));
-            }
-            Some((k, obj.overs().find_map(|over| over.get(k)).unwrap_or(v)))
-        });
-        let layered = (0..obj.layers).rev().flat_map(move |layer| {
-            obj.overs[layer]
-                .into_iter()
-                .flat_map(|over| over.keys())
-                .filter(move |k| k.as_str() != "$ref" && !obj.listed_before(layer, k))
-                .filter_map(move |k| Some((k, obj.get(k)?)))
-        });
-        base.chain(layered)
+                .filter(|(k, _)| k.as_str() != "$ref" && !base.contains_key(k.as_str()))
+                .collect(),
+            None => Vec::new(),
+        };
+        base.iter()
+            .filter_map(move |(k, v)| {
+                if k.as_str() == "$ref" {
+                    return (!skip_ref).then_some((k, v));
+                }
+                Some((k, over.and_then(|over| over.get(k)).unwrap_or(v)))
+            })
+            .chain(added)
     }
 }
 
@@ -1268,7 +1250,7 @@ pub(super) fn clean_map(map: &Map<String, Value>) -> bool {
 
 /// [`clean_map`] for an [`Obj`] (the map without its `$ref` when
 /// `skip_ref`, a definition with keywords merged in).
-fn clean(map: Obj<'_>, depth: usize) -> bool {
+fn clean(map: Obj<'_, '_>, depth: usize) -> bool {
     if depth > CLEAN_MAX_DEPTH {
         return false;
     }
@@ -1307,7 +1289,7 @@ fn clean_value(value: &Value, depth: usize) -> bool {
         .is_some_and(|map| clean(Obj::plain(map), depth))
 }
 
-fn clean_required(map: Obj<'_>, required: &Value) -> bool {
+fn clean_required(map: Obj<'_, '_>, required: &Value) -> bool {
     let Some(names) = required.as_array() else {
         return false;
     };
@@ -1326,21 +1308,24 @@ fn named(properties: Option<&Map<String, Value>>, name: &Value) -> bool {
         .is_some_and(|n| properties.is_some_and(|p| p.contains_key(n)))
 }
 
+/// Whether a `type` array names several types besides `null`.
+fn several(types: &[Value]) -> bool {
+    types
+        .iter()
+        .filter(|t| t.as_str() != Some("null"))
+        .nth(1)
+        .is_some()
+}
+
 /// Whether `map` has a `type` array of several types after `key`: that
 /// `anyOf` replaces the one `key` writes.
-fn types_after(map: Obj<'_>, key: &str) -> bool {
+fn types_after(map: Obj<'_, '_>, key: &str) -> bool {
     let mut seen = false;
     for (k, value) in map.iter() {
         if k == key {
             seen = true;
         } else if seen && k == "type" {
-            return value.as_array().is_some_and(|types| {
-                types
-                    .iter()
-                    .filter(|t| t.as_str() != Some("null"))
-                    .nth(1)
-                    .is_some()
-            });
+            return value.as_array().is_some_and(|types| several(types));
         }
     }
     false
@@ -1356,7 +1341,7 @@ fn strings_or_null(values: &[Value]) -> bool {
 /// The value of `key` (`exclusiveMinimum`/`exclusiveMaximum`) when it
 /// becomes the inclusive bound (a number, and the inclusive one is not
 /// tighter already).
-fn exclusive_bound<'a>(map: Obj<'a>, key: &str) -> Option<&'a Value> {
+fn exclusive_bound<'a>(map: Obj<'_, 'a>, key: &str) -> Option<&'a Value> {
     let value = map.get(key)?;
     let bound = value.as_f64()?;
     let (inclusive, is_min) = if key == "exclusiveMinimum" {
