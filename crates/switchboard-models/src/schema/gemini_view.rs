@@ -393,10 +393,9 @@ impl<'a> Walk<'a> {
                 "an `anyOf` of a single schema was merged into the schema",
             );
         }
-        // What is merged in decides whether the top level has a `type`:
+        // What is merged in can decide whether the top level has a `type`
+        // (a `type` that is not an array of several types stays): then
         // ask the writer, from where it starts on this schema.
-        // A `type` that is not an array of several types stays whatever
-        // is merged in.
         let sure = map
             .get("type")
             .is_some_and(|t| !t.as_array().is_some_and(|types| several(types)));
@@ -1193,15 +1192,22 @@ impl<'o, 'a> Obj<'o, 'a> {
             skip_ref,
             over,
         } = *self;
-        // The keys `over` adds after `base`'s (a merge of a merge is
-        // rare: collected rather than typed as an iterator of iterators).
-        let added: Vec<(&'a String, &'a Value)> = match over {
-            Some(over) => over
-                .iter()
-                .filter(|(k, _)| k.as_str() != "$ref" && !base.contains_key(k.as_str()))
-                .collect(),
-            None => Vec::new(),
+        // The keys `over` adds after `base`'s: straight from its map when
+        // it is one, collected when it is a merge too (rare; typing it as
+        // an iterator of iterators would not end).
+        let not_base = move |(k, _): &(&'a String, &'a Value)| {
+            k.as_str() != "$ref" && !base.contains_key(k.as_str())
         };
+        let (beside, deeper): (Option<&'a Map<String, Value>>, Vec<_>) = match over {
+            None => (None, Vec::new()),
+            Some(over) if over.over.is_none() => (Some(over.base), Vec::new()),
+            Some(over) => (None, over.iter().filter(not_base).collect()),
+        };
+        let added = beside
+            .into_iter()
+            .flat_map(Map::iter)
+            .filter(not_base)
+            .chain(deeper);
         base.iter()
             .filter_map(move |(k, v)| {
                 if k.as_str() == "$ref" {
