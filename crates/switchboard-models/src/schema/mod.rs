@@ -5,19 +5,20 @@
 //! keywords, same order — except for the two fixes of [`for_provider`].
 //! Gemini's `parameters` take a subset of OpenAPI 3.0 (see
 //! <https://ai.google.dev/api/caching#Schema>), so for Gemini the schema is
-//! rewritten by the rules listed at [`gemini`]. [`openai_strict`] makes a
+//! rewritten by the rules listed at [`gemini`](fn@gemini). [`openai_strict`] makes a
 //! schema acceptable for OpenAI's `strict: true`. Every change is reported
 //! as a [`Note`].
 //!
 //! The files: this one (the notes, JSON pointers, the two fixes of
-//! [`for_provider`], [`drop_strict_nulls`]); `gemini.rs` (Gemini's rules
-//! as a `Value`, [`gemini_is_clean`]); `gemini_view.rs` (the same rules
+//! [`for_provider`], [`drop_strict_nulls`]); `gemini.rs` (Gemini's rules,
+//! [`gemini`](fn@gemini) — the writer's output as a `Value` — and
+//! [`gemini_is_clean`]); `gemini_view.rs` (Gemini's one writer: the rules
 //! written straight to JSON from the borrowed schema, what tool
-//! definitions use; it falls back to `gemini.rs` for the few shapes it
-//! cannot write in one pass); `strict.rs` (strict mode, written straight
-//! to JSON — its one writer; [`openai_strict`] is that output as a
-//! `Value`). `strict_oracle.rs`, in test builds only, is the value-building
-//! strict writer the streaming one replaced, kept as the tests' oracle.
+//! definitions use); `strict.rs` (strict mode, written straight to JSON —
+//! its one writer; [`openai_strict`] is that output as a `Value`). In test
+//! builds only, `gemini_oracle.rs` and `strict_oracle.rs` are the
+//! value-building writers the streaming ones replaced, kept as the tests'
+//! oracles.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -27,6 +28,8 @@ use serde_json::{Map, Value};
 use crate::Provider;
 
 mod gemini;
+#[cfg(test)]
+mod gemini_oracle;
 mod gemini_view;
 mod strict;
 #[cfg(test)]
@@ -128,7 +131,7 @@ impl fmt::Display for At<'_> {
 ///     `properties` gets `"properties": {}` ([`add_properties`]): OpenAI
 ///     answers "object schema missing properties" otherwise. Anthropic
 ///     takes such a schema, so it is left alone there.
-/// - Gemini: the rules of [`gemini`].
+/// - Gemini: the rules of [`gemini`](fn@gemini).
 pub fn for_provider(provider: Provider, schema: &Map<String, Value>) -> (Value, Vec<Note>) {
     let mut notes = Vec::new();
     match provider {

@@ -97,7 +97,7 @@ pub(super) const STRICT_FORMATS: [&str; 9] = [
 ///   becomes nullable: `"type": [T, "null"]` (and `null` added to its
 ///   `enum`), or `{"anyOf": [<schema>, {"type": "null"}]}` when it has no
 ///   simple type (`$ref`, `anyOf`, `const`). The model then sends `null`
-///   for an argument it would have left out; [`drop_strict_nulls`] takes
+///   for an argument it would have left out; [`drop_strict_nulls`](super::drop_strict_nulls) takes
 ///   those out again before the call.
 /// - OpenAPI's `nullable: true` becomes `null` in the `type` list;
 /// - a `$ref` with keywords beside it (a `description`, say) is replaced
