@@ -70,6 +70,32 @@ pub enum HubError {
         #[source]
         source: Box<switchboard::Error>,
     },
+    /// The server did not declare the capability the request needs, so it
+    /// was not sent (see [`Hub::client`](super::Hub::client) and
+    /// `Client::capabilities`).
+    #[error(
+        "server `{server}` does not offer {capability} (it did not declare the `{capability}` capability), so `{method}` was not sent; send it to a server that declares it"
+    )]
+    CapabilityMissing {
+        /// The server.
+        server: String,
+        /// The capability (`resources`, `prompts`, `completions`).
+        capability: &'static str,
+        /// The method that needs it.
+        method: &'static str,
+    },
+    /// A request other than a tool call failed (the server answered with
+    /// an error, timed out, the connection closed …).
+    #[error("server `{server}`: `{method}` failed")]
+    Request {
+        /// The server.
+        server: String,
+        /// The method (`resources/read`, `prompts/get` …).
+        method: &'static str,
+        /// The client's error.
+        #[source]
+        source: Box<switchboard::Error>,
+    },
     /// A server marked `required` did not start, so the start failed.
     #[error("required server `{server}` did not start ({state})")]
     RequiredFailed {
@@ -103,6 +129,8 @@ impl HubError {
             | HubError::Unavailable { server, .. }
             | HubError::ClosedDuringCall { server, .. }
             | HubError::Call { server, .. }
+            | HubError::CapabilityMissing { server, .. }
+            | HubError::Request { server, .. }
             | HubError::RequiredFailed { server, .. } => Some(server),
             _ => None,
         }
@@ -115,7 +143,10 @@ impl HubError {
 
     /// The call timed out.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, HubError::Call { source, .. } if source.is_timeout())
+        match self {
+            HubError::Call { source, .. } | HubError::Request { source, .. } => source.is_timeout(),
+            _ => false,
+        }
     }
 
     /// The server wants credentials.
@@ -124,16 +155,20 @@ impl HubError {
             HubError::Unavailable { state, .. } | HubError::RequiredFailed { state, .. } => {
                 matches!(state, ServerState::NeedsAuth { .. })
             }
-            HubError::Call { source, .. } => source.is_auth_required(),
+            HubError::Call { source, .. } | HubError::Request { source, .. } => {
+                source.is_auth_required()
+            }
             _ => false,
         }
     }
 
     /// Calling again later may succeed (the server is starting or
-    /// reconnecting, or closed under the call).
+    /// reconnecting, or closed under the call or request).
     pub fn is_retryable(&self) -> bool {
         match self {
             HubError::ClosedDuringCall { .. } => true,
+            // A read, a prompt or a completion is safe to send again.
+            HubError::Request { source, .. } => super::closed_under_call(source),
             HubError::Unavailable { state, .. } => matches!(
                 state,
                 ServerState::Connecting | ServerState::Reconnecting { .. }
