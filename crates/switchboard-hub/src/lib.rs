@@ -22,8 +22,8 @@ pub mod private_file;
 
 pub use config::{Dialect, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig};
 pub use hub::{
-    Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubTool, ServerState,
-    ServerStats, ServerStatus, StartReport,
+    Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubListing, HubPrompt,
+    HubResource, HubResourceTemplate, HubTool, ServerState, ServerStats, ServerStatus, StartReport,
 };
 
 /// Entry points for `fuzz/` (feature `fuzzing`, never on by default): the

@@ -46,6 +46,7 @@
 //!   `_meta` of 2026-07-28 requests without one, so it is not sent.
 
 mod error;
+mod features;
 #[cfg(feature = "otel")]
 mod otel;
 mod state;
@@ -70,6 +71,7 @@ use tracing::Instrument;
 use crate::config::ServerConfig;
 
 pub use error::HubError;
+pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::ServerStats;
 

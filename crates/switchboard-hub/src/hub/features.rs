@@ -1,0 +1,364 @@
+//! Everything but tools across servers: resources, resource templates,
+//! prompts and completion, through each ready server's [`Client`].
+//!
+//! Unlike tools, these lists are not kept by the hub: each listing asks
+//! every ready server at once, so it is as fresh as the servers' answers.
+//!
+//! A listing never fails as a whole. A server that is not ready, or that
+//! does not declare the capability, has nothing to list and is skipped; a
+//! server whose listing fails is logged (`tracing::warn!`) and reported in
+//! [`HubListing::failed`] with its error, beside every other server's
+//! items.
+
+use std::collections::BTreeMap;
+
+use switchboard::types::request::{self as rq, Request};
+use switchboard::types::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
+};
+use switchboard::{Client, Error as ClientError, RequestOptions};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use super::state::ServerState;
+use super::{Hub, HubError, namespaced};
+
+/// A resource in the hub's aggregated list.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct HubResource {
+    /// The server offering it (what [`Hub::read_resource`] takes).
+    pub server: String,
+    /// The resource as the server describes it.
+    pub resource: Resource,
+}
+
+/// A resource template in the hub's aggregated list.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct HubResourceTemplate {
+    /// The server offering it.
+    pub server: String,
+    /// The template as the server describes it.
+    pub template: ResourceTemplate,
+}
+
+/// A prompt in the hub's aggregated list.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct HubPrompt {
+    /// The hub-wide name, `server__prompt`, made like a tool's by
+    /// [`namespaced`] (for showing prompts of many servers in one menu).
+    pub name: String,
+    /// The server offering it (what [`Hub::get_prompt`] takes, with the
+    /// prompt's own name).
+    pub server: String,
+    /// The prompt as the server describes it (its own `name`).
+    pub prompt: Prompt,
+}
+
+/// What a listing across servers found: the items of every server that
+/// answered, in configuration order, and the servers whose listing failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct HubListing<T> {
+    /// The items, server by server in configuration order, each server's
+    /// in its own order.
+    pub items: Vec<T>,
+    /// One error per server whose listing failed ([`HubError::Request`],
+    /// naming the server; the client's error is its source), in
+    /// configuration order. Their items are missing from `items`.
+    pub failed: Vec<HubError>,
+}
+
+impl<T> Default for HubListing<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
+}
+
+/// Which capability a listing needs.
+#[derive(Clone, Copy)]
+enum Feature {
+    Resources,
+    Prompts,
+}
+
+impl Feature {
+    fn declared(self, client: &Client) -> bool {
+        let capabilities = client.capabilities();
+        match self {
+            Feature::Resources => capabilities.resources.is_some(),
+            Feature::Prompts => capabilities.prompts.is_some(),
+        }
+    }
+}
+
+impl Hub {
+    /// The live [`Client`] of a ready server (a cheap clone), for anything
+    /// the hub does not offer itself. It stays usable while that
+    /// connection lasts; after a reconnection, ask again.
+    ///
+    /// # Errors
+    /// [`HubError::UnknownServer`]; [`HubError::Unavailable`] when the
+    /// server is not ready.
+    pub fn client(&self, server: &str) -> Result<Client, HubError> {
+        let slot = self.slot(server)?;
+        let view = slot.view.borrow();
+        match (&view.state, &view.client) {
+            (ServerState::Ready, Some(client)) => Ok(client.clone()),
+            (state, _) => Err(HubError::Unavailable {
+                server: server.into(),
+                state: state.clone(),
+            }),
+        }
+    }
+
+    /// Every resource of every ready server that declares the `resources`
+    /// capability, asked of all of them at once (see the module's notes
+    /// on what is skipped and what is reported).
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels every listing under way.
+    pub async fn resources(&self) -> HubListing<HubResource> {
+        self.list_across(
+            Feature::Resources,
+            rq::ListResources::METHOD,
+            |client| async move { client.list_resources().await },
+        )
+        .await
+        .map(|server, resource| HubResource { server, resource })
+    }
+
+    /// Every resource template of every ready server that declares the
+    /// `resources` capability, as [`Hub::resources`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels every listing under way.
+    pub async fn resource_templates(&self) -> HubListing<HubResourceTemplate> {
+        self.list_across(
+            Feature::Resources,
+            rq::ListResourceTemplates::METHOD,
+            |client| async move { client.list_resource_templates().await },
+        )
+        .await
+        .map(|server, template| HubResourceTemplate { server, template })
+    }
+
+    /// Every prompt of every ready server that declares the `prompts`
+    /// capability, as [`Hub::resources`], each also named by
+    /// [`namespaced`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels every listing under way.
+    pub async fn prompts(&self) -> HubListing<HubPrompt> {
+        self.list_across(
+            Feature::Prompts,
+            rq::ListPrompts::METHOD,
+            |client| async move { client.list_prompts().await },
+        )
+        .await
+        .map(|server, prompt| HubPrompt {
+            name: namespaced(&server, &prompt.name),
+            server,
+            prompt,
+        })
+    }
+
+    /// Reads `uri` from `server`.
+    ///
+    /// # Errors
+    /// [`HubError::UnknownServer`]; [`HubError::Unavailable`] when the
+    /// server is not ready; [`HubError::CapabilityMissing`] when it does
+    /// not declare `resources` (nothing is sent); [`HubError::Request`]
+    /// for any other failure (a missing resource is the server's error,
+    /// code -32002 or, in 2026-07-28, -32602).
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the read.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: impl Into<String>,
+    ) -> Result<ReadResourceResult, HubError> {
+        let params = ReadResourceRequestParams {
+            uri: uri.into(),
+            ..Default::default()
+        };
+        self.request(server, rq::ReadResource::METHOD, |client| async move {
+            client
+                .read_resource_with(&params, RequestOptions::default())
+                .await
+        })
+        .await
+    }
+
+    /// Gets `server`'s prompt `name` (its own name, not the hub-wide one)
+    /// with its arguments filled in.
+    ///
+    /// # Errors
+    /// As [`Hub::read_resource`], for the `prompts` capability.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: impl Into<String>,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult, HubError> {
+        let params = GetPromptRequestParams {
+            name: name.into(),
+            arguments: arguments.map(|a| a.into_iter().collect()),
+            ..Default::default()
+        };
+        self.request(server, rq::GetPrompt::METHOD, |client| async move {
+            client
+                .get_prompt_with(&params, RequestOptions::default())
+                .await
+        })
+        .await
+    }
+
+    /// Asks `server` for completions of a prompt or resource-template
+    /// argument.
+    ///
+    /// # Errors
+    /// As [`Hub::read_resource`], for the `completions` capability.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn complete(
+        &self,
+        server: &str,
+        params: &CompleteRequestParams,
+    ) -> Result<CompleteResult, HubError> {
+        self.request(server, rq::Complete::METHOD, |client| async move {
+            client.complete(params).await
+        })
+        .await
+    }
+
+    /// Sends one request through `server`'s live client, mapping the
+    /// client's errors to the hub's.
+    async fn request<T, F, Fut>(
+        &self,
+        server: &str,
+        method: &'static str,
+        send: F,
+    ) -> Result<T, HubError>
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: Future<Output = Result<T, ClientError>>,
+    {
+        let client = self.client(server)?;
+        let span = tracing::info_span!("mcp.request", server, method);
+        send(client)
+            .instrument(span)
+            .await
+            .map_err(|error| request_error(server, method, error))
+    }
+
+    /// Runs `list` on every ready server that declares `feature`, all at
+    /// once, and gathers the answers in configuration order.
+    async fn list_across<T, F, Fut>(
+        &self,
+        feature: Feature,
+        method: &'static str,
+        list: F,
+    ) -> HubListing<(String, T)>
+    where
+        T: Send + 'static,
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<Vec<T>, ClientError>> + Send + 'static,
+    {
+        // Owned by this future: dropping it aborts the listings (and the
+        // client cancels their requests).
+        let mut listings = JoinSet::new();
+        for slot in &self.inner.shared.slots {
+            let client = {
+                let view = slot.view.borrow();
+                match (&view.state, &view.client) {
+                    (ServerState::Ready, Some(client)) if feature.declared(client) => {
+                        client.clone()
+                    }
+                    _ => continue,
+                }
+            };
+            let server = slot.config.name.clone();
+            let span = tracing::info_span!("mcp.request", server = %server, method);
+            let index = slot.index;
+            let listing = list(client).instrument(span);
+            listings.spawn(async move { (index, server, listing.await) });
+        }
+        let mut answers = Vec::with_capacity(listings.len());
+        while let Some(joined) = listings.join_next().await {
+            match joined {
+                Ok(answer) => answers.push(answer),
+                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                // Nothing aborts them but dropping the set.
+                Err(_) => {}
+            }
+        }
+        answers.sort_by_key(|(index, _, _)| *index);
+        let mut listing = HubListing::default();
+        for (_, server, answer) in answers {
+            match answer {
+                Ok(items) => listing
+                    .items
+                    .extend(items.into_iter().map(|item| (server.clone(), item))),
+                Err(error) => {
+                    let error = request_error(&server, method, error);
+                    tracing::warn!(server, method, "listing failed: {}", chain(&error));
+                    listing.failed.push(error);
+                }
+            }
+        }
+        listing
+    }
+}
+
+impl<T> HubListing<(String, T)> {
+    fn map<U>(self, mut f: impl FnMut(String, T) -> U) -> HubListing<U> {
+        HubListing {
+            items: self
+                .items
+                .into_iter()
+                .map(|(server, item)| f(server, item))
+                .collect(),
+            failed: self.failed,
+        }
+    }
+}
+
+/// The hub's error for a client's failed request on `server`.
+fn request_error(server: &str, method: &'static str, error: ClientError) -> HubError {
+    match error {
+        ClientError::CapabilityMissing { capability, .. } => HubError::CapabilityMissing {
+            server: server.into(),
+            capability,
+            method,
+        },
+        error => HubError::Request {
+            server: server.into(),
+            method,
+            source: Box::new(error),
+        },
+    }
+}
+
+/// An error and its causes, `: `-separated, for the log.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
