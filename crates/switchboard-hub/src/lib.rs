@@ -6,7 +6,8 @@
 //!   with variable expansion, precedence and policies.
 //! - [`hub`]: the [`Hub`](hub::Hub) that connects named servers in
 //!   parallel, keeps each one's state, reconnects, and routes tool calls by
-//!   namespaced name.
+//!   namespaced name; resources, resource templates, prompts and completion
+//!   are listed across servers and routed by server name.
 //! - [`private_file`]: how the files that may hold server details are
 //!   written (owner-only, atomically, never through a planted symlink).
 //!
