@@ -433,6 +433,117 @@ async fn tools_are_namespaced_filtered_and_routed() {
 }
 
 #[apply(process_test!)]
+async fn colliding_names_are_made_unique_and_each_calls_its_own_server() {
+    // Server `a__b`'s tool `c` and server `a`'s tool `b__c` both want
+    // `a__b__c`; `a__b` comes first in the configuration, so it keeps it.
+    let servers = || {
+        [
+            testserver("a__b", &["--extra-tool", "c"]),
+            testserver("a", &["--extra-tool", "b__c"]),
+        ]
+    };
+    let hub = Hub::builder()
+        .servers(servers())
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let tools = hub.tools();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    let listed = names.len();
+    names.dedup();
+    assert_eq!(names.len(), listed, "two tools share a name: {names:?}");
+    let find = |server: &str, tool: &str| {
+        tools
+            .iter()
+            .find(|t| t.server == server && t.tool.name == tool)
+            .unwrap_or_else(|| panic!("{server}'s {tool} is not listed"))
+            .clone()
+    };
+    let kept = find("a__b", "c");
+    assert_eq!(kept.name, "a__b__c");
+    assert_eq!(kept.renamed_from, None);
+    let renamed = find("a", "b__c");
+    assert_eq!(renamed.renamed_from.as_deref(), Some("a__b__c"));
+    // A hash of server and tool, fixed (see `routes.rs`).
+    assert_eq!(renamed.name, "a__b__c_6e45u373");
+    assert_eq!(
+        find("a", "echo").renamed_from,
+        None,
+        "others keep their names"
+    );
+
+    let called = hub.call_tool("a__b__c", None).await.unwrap();
+    assert_eq!(text(&called), "c called");
+    let called = hub.call_tool(&renamed.name, None).await.unwrap();
+    assert_eq!(text(&called), "b__c called");
+    assert_eq!(hub.stats("a__b").unwrap().calls, 1);
+    assert_eq!(hub.stats("a").unwrap().calls, 1);
+    hub.shutdown().await;
+
+    // Stable: another hub of the same configuration names it the same.
+    let again = Hub::builder()
+        .servers(servers())
+        .persist(false)
+        .build()
+        .unwrap();
+    again.start().await.unwrap();
+    let same = again
+        .tools()
+        .into_iter()
+        .find(|t| t.server == "a" && t.tool.name == "b__c")
+        .unwrap();
+    assert_eq!(same.name, renamed.name);
+    again.shutdown().await;
+}
+
+#[apply(process_test!)]
+async fn a_tool_list_change_renames_the_later_tool_and_routes_follow() {
+    // `q__p` adds `dynamic_0` at runtime: `q__p__dynamic_0`, the name `q`'s
+    // tool `p__dynamic_0` has until then. `q__p` comes first, so it takes
+    // the name and `q`'s tool is renamed.
+    let hub = Hub::builder()
+        .servers([
+            // The session era: its `list_changed` needs no subscription.
+            testserver("q__p", &["--era", "legacy"]),
+            testserver("q", &["--extra-tool", "p__dynamic_0"]),
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let before = hub.call_tool("q__p__dynamic_0", None).await.unwrap();
+    assert_eq!(text(&before), "p__dynamic_0 called");
+    assert!(hub.tools().iter().all(|t| t.renamed_from.is_none()));
+
+    let mut events = hub.events();
+    hub.call("q__p", "add_tool", None).await.unwrap();
+    next_matching(&mut events, "q__p's new tool list", |e| match e {
+        HubEvent::ToolsChanged { server, stale, .. } if server == "q__p" && !stale => Some(()),
+        _ => None,
+    })
+    .await;
+    let tools = hub.tools();
+    let kept = tools.iter().find(|t| t.name == "q__p__dynamic_0").unwrap();
+    assert_eq!(
+        (kept.server.as_str(), kept.tool.name.as_str()),
+        ("q__p", "dynamic_0")
+    );
+    let renamed = tools
+        .iter()
+        .find(|t| t.server == "q" && t.tool.name == "p__dynamic_0")
+        .unwrap();
+    assert_eq!(renamed.renamed_from.as_deref(), Some("q__p__dynamic_0"));
+    // What is listed is what is routed.
+    let now = hub.call_tool("q__p__dynamic_0", None).await.unwrap();
+    assert_eq!(text(&now), "dynamic_0 called");
+    let moved = hub.call_tool(&renamed.name, None).await.unwrap();
+    assert_eq!(text(&moved), "p__dynamic_0 called");
+    hub.shutdown().await;
+}
+
+#[apply(process_test!)]
 async fn state_file_answers_listing_before_start_and_corrupt_files_are_dropped() {
     let dir = state_dir("persist");
     let config = || testserver("p", &[]);

@@ -48,6 +48,7 @@
 mod error;
 #[cfg(feature = "otel")]
 mod otel;
+mod routes;
 mod state;
 mod stats;
 mod store;
@@ -77,8 +78,12 @@ use stats::InFlight;
 use store::Store;
 use supervisor::View;
 
-/// The hub-wide name of `server`'s tool `tool`. The one place names are
-/// made; [`Hub::call_tool`] routes by the names it produced.
+/// The hub-wide name `server__tool` that `server`'s tool `tool` wants.
+/// [`Hub::tools`] gives it to the first (server, tool) in configuration
+/// order that wants it; a later one that would collide (server `a__b`'s
+/// tool `c` and server `a`'s tool `b__c`) is named `server__tool_HASH`
+/// instead (see [`HubTool::renamed_from`]). [`Hub::call_tool`] routes by
+/// the names [`Hub::tools`] lists.
 pub fn namespaced(server: &str, tool: &str) -> String {
     format!("{server}__{tool}")
 }
@@ -374,7 +379,7 @@ impl HubBuilder {
         let shared = Arc::new(Shared {
             slots,
             by_name,
-            routes: RwLock::new(HashMap::new()),
+            routes: RwLock::new(routes::Routes::default()),
             local: Semaphore::new(self.local_concurrency),
             remote: Semaphore::new(self.remote_concurrency),
             events,
@@ -390,9 +395,7 @@ impl HubBuilder {
             tasks: TaskTracker::new(),
             writer_started: AtomicBool::new(false),
         });
-        for index in 0..shared.slots.len() {
-            shared.update_routes(index);
-        }
+        shared.update_routes();
         Ok(Hub {
             inner: Arc::new(HubInner {
                 shared,
@@ -416,8 +419,9 @@ pub(crate) struct Settings {
 pub(crate) struct Shared {
     slots: Vec<Arc<supervisor::Slot>>,
     by_name: HashMap<String, usize>,
-    /// Hub-wide tool name → (slot, tool), rebuilt when a tool list changes.
-    routes: RwLock<HashMap<String, (usize, String)>>,
+    /// Hub-wide tool names: rebuilt from every slot when a tool list
+    /// changes; what [`Hub::tools`] lists and [`Hub::call_tool`] routes.
+    routes: RwLock<routes::Routes>,
     local: Semaphore,
     remote: Semaphore,
     events: broadcast::Sender<HubEvent>,
@@ -431,21 +435,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Replaces slot `index`'s routes with those of its current tools.
-    fn update_routes(&self, index: usize) {
-        let slot = &self.slots[index];
+    /// Rebuilds every route from every slot's current tools. Whether a
+    /// name collides depends on all servers, so no slot's routes can be
+    /// replaced alone.
+    fn update_routes(&self) {
         // Read under the write lock: two servers getting ready at once must
         // not store what they read in the opposite order.
         let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
-        routes.retain(|_, (i, _)| *i != index);
-        let view = slot.view.borrow();
-        for tool in view.tools.iter() {
-            if slot.config.tools.allows(&tool.name) {
-                routes
-                    .entry(namespaced(&slot.config.name, &tool.name))
-                    .or_insert((index, tool.name.clone()));
-            }
-        }
+        *routes = routes::Routes::build(&self.slots, &routes);
     }
 
     fn emit(&self, event: HubEvent) {
@@ -639,27 +636,28 @@ impl Hub {
 
     /// Every offered tool of every server that has a tool list (ready,
     /// reconnecting with its last list, or known from the state file), in
-    /// configuration order, named by [`namespaced`], filtered by each
-    /// server's include/exclude globs.
+    /// configuration order, filtered by each server's include/exclude
+    /// globs, under unique names: [`namespaced`], or for a tool whose
+    /// `server__tool` another one (earlier in configuration order) has,
+    /// `server__tool_HASH` with [`HubTool::renamed_from`] set. A tool of a
+    /// server that failed keeps its name, so others keep theirs.
     pub fn tools(&self) -> Vec<HubTool> {
-        let mut tools = Vec::new();
-        for slot in &self.inner.shared.slots {
-            let view = slot.view.borrow();
-            if !view.lists_tools() {
-                continue;
-            }
-            for tool in view.tools.iter() {
-                if slot.config.tools.allows(&tool.name) {
-                    tools.push(HubTool {
-                        name: namespaced(&slot.config.name, &tool.name),
-                        server: slot.config.name.clone(),
-                        tool: tool.clone(),
-                        stale: view.stale,
-                    });
-                }
-            }
-        }
-        tools
+        let shared = &self.inner.shared;
+        let routes = shared.routes.read().unwrap_or_else(|e| e.into_inner());
+        routes
+            .iter()
+            .filter_map(|route| {
+                let slot = &shared.slots[route.slot];
+                let view = slot.view.borrow();
+                view.lists_tools().then(|| HubTool {
+                    name: route.name.clone(),
+                    server: slot.config.name.clone(),
+                    tool: route.tool.clone(),
+                    stale: view.stale,
+                    renamed_from: route.renamed_from.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The hub's events from now on: state and tool-list changes.
@@ -689,7 +687,7 @@ impl Hub {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .cloned();
+            .map(|r| (r.slot, r.tool.name.clone()));
         let Some((index, tool)) = route else {
             return Err(HubError::UnknownTool { name: name.into() });
         };

@@ -220,7 +220,7 @@ impl Slot {
             v.era = Some(session.era);
             v.protocol_version = Some(session.protocol_version.as_str().to_owned());
         });
-        shared.update_routes(self.index);
+        shared.update_routes();
         shared.emit(HubEvent::ToolsChanged {
             server: self.config.name.clone(),
             count,
@@ -257,7 +257,7 @@ impl Slot {
             count = v.tools.len();
         });
         let stale = self.view.borrow().stale;
-        shared.update_routes(self.index);
+        shared.update_routes();
         if !stale {
             let state = self.view.borrow().state.clone();
             self.persist(shared, &state);
