@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard::types::{CallToolResult, ContentBlock, JsonObject};
+use switchboard::types::{CallToolResult, ContentBlock, Era, JsonObject};
 use switchboard_hub::hub::Hub;
 use switchboard_hub::{
     Backoff, Dialect, HubError, HubEvent, HubEvents, Origin, Scope, ServerConfig, ServerState,
@@ -541,6 +541,50 @@ async fn a_tool_list_change_renames_the_later_tool_and_routes_follow() {
     let moved = hub.call_tool(&renamed.name, None).await.unwrap();
     assert_eq!(text(&moved), "p__dynamic_0 called");
     hub.shutdown().await;
+}
+
+#[apply(process_test!)]
+async fn status_carries_what_each_era_negotiated_while_ready() {
+    let hub = Hub::builder()
+        .servers([
+            testserver("old", &["--era", "legacy", "--name", "old-impl"]),
+            testserver("new", &["--era", "modern", "--name", "new-impl"]),
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    let before = hub.status("old").unwrap();
+    assert!(before.capabilities.is_none() && before.server_info.is_none());
+    hub.start().await.unwrap();
+    for (server, era, version, implementation) in [
+        ("old", Era::Legacy, "2025-11-25", "old-impl"),
+        ("new", Era::Modern, "2026-07-28", "new-impl"),
+    ] {
+        let status = hub.status(server).unwrap();
+        assert_eq!(status.state, ServerState::Ready, "{server}");
+        assert_eq!(status.era, Some(era), "{server}");
+        assert_eq!(
+            status.protocol_version.as_deref(),
+            Some(version),
+            "{server}"
+        );
+        let capabilities = status
+            .capabilities
+            .unwrap_or_else(|| panic!("{server}: no capabilities while ready"));
+        assert!(capabilities.tools.is_some(), "{server}");
+        assert!(capabilities.resources.is_some(), "{server}");
+        assert_eq!(
+            status.server_info.map(|i| i.name).as_deref(),
+            Some(implementation),
+            "{server}"
+        );
+        assert!(status.instructions.is_some(), "{server}");
+    }
+    hub.shutdown().await;
+    let after = hub.status("new").unwrap();
+    assert_eq!(after.state, ServerState::Stopped);
+    assert!(after.capabilities.is_none(), "{after:?}");
+    assert!(after.server_info.is_none() && after.instructions.is_none());
 }
 
 #[apply(process_test!)]

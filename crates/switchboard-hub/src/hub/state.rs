@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use switchboard::transport::{ExitInfo, TransportError};
-use switchboard::types::{Era, Tool};
+use switchboard::types::{Era, Implementation, ServerCapabilities, Tool};
 use tokio::sync::broadcast;
 
 use super::stats::ServerStats;
@@ -189,6 +189,13 @@ pub struct ServerStatus {
     /// What the live connection's server says about using it
     /// (`instructions`), while ready; untrusted text for a system prompt.
     pub instructions: Option<String>,
+    /// What the live connection's server offers (`capabilities` of its
+    /// `initialize` or `server/discover` answer), while ready; `None`
+    /// otherwise (the state file does not keep them).
+    pub capabilities: Option<ServerCapabilities>,
+    /// The live connection's server's `serverInfo` (name, version …),
+    /// while ready and when it gave one.
+    pub server_info: Option<Implementation>,
 }
 
 /// A tool in the hub's aggregated list.

@@ -124,6 +124,11 @@ impl Slot {
 
     pub(crate) fn status(&self) -> ServerStatus {
         let view = self.view.borrow();
+        let live = view
+            .client
+            .as_ref()
+            .filter(|_| view.state == ServerState::Ready)
+            .map(Client::session);
         ServerStatus {
             name: self.config.name.clone(),
             state: view.state.clone(),
@@ -135,11 +140,9 @@ impl Slot {
             tools_stale: view.stale,
             last_known_state: view.last_known.clone(),
             stats: self.stats.snapshot(),
-            instructions: view
-                .client
-                .as_ref()
-                .filter(|_| view.state == ServerState::Ready)
-                .and_then(|c| c.instructions().map(str::to_owned)),
+            instructions: live.and_then(|s| s.instructions.clone()),
+            capabilities: live.map(|s| s.capabilities.clone()),
+            server_info: live.and_then(|s| s.server_info.clone()),
         }
     }
 
