@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use switchboard::RequestOptions;
 use switchboard::types::{CallToolResult, ContentBlock, Era, JsonObject};
 use switchboard_hub::hub::Hub;
 use switchboard_hub::{
@@ -585,6 +586,86 @@ async fn status_carries_what_each_era_negotiated_while_ready() {
     assert_eq!(after.state, ServerState::Stopped);
     assert!(after.capabilities.is_none(), "{after:?}");
     assert!(after.server_info.is_none() && after.instructions.is_none());
+}
+
+#[apply(process_test!)]
+async fn call_options_bring_progress_back_and_bound_the_call() {
+    let dir = state_dir("call-options");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = |server: &str| dir.join(format!("{server}.jsonl"));
+    let recorded = |server: &str| record(server).to_string_lossy().into_owned();
+    let hub = Hub::builder()
+        .servers([
+            testserver("old", &["--era", "legacy", "--record", &recorded("old")]),
+            testserver("new", &["--era", "modern", "--record", &recorded("new")]),
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    for server in ["old", "new"] {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let options = RequestOptions::default().on_progress(move |p| {
+            let _ = tx.send(p.progress);
+        });
+        let done = hub
+            .call_with(server, "progress", args(json!({"steps": 3})), options)
+            .await
+            .unwrap();
+        assert_ne!(done.is_error, Some(true), "{server}: {done:?}");
+        // The reader runs the callback before it completes the call: every
+        // notification sent before the result has been seen by now.
+        let mut seen = Vec::new();
+        while let Ok(progress) = rx.try_recv() {
+            seen.push(progress);
+        }
+        assert_eq!(seen, [1.0, 2.0, 3.0], "{server}");
+
+        // The hub-wide name takes options too; `hang` never answers.
+        let started = Instant::now();
+        let hung = hub
+            .call_tool_with(
+                &format!("{server}__hang"),
+                None,
+                RequestOptions::timeout(Duration::from_millis(300)),
+            )
+            .await;
+        let waited = started.elapsed();
+        assert!(
+            matches!(&hung, Err(e @ HubError::Call { server: s, .. }) if e.is_timeout() && s == server),
+            "{server}: {hung:?}"
+        );
+        assert!(
+            waited < Duration::from_secs(10),
+            "{server}: the 300 ms timeout took {waited:?}"
+        );
+        assert_eq!(hub.stats(server).unwrap().timeouts, 1, "{server}");
+        // The server is still usable after the timeout.
+        let echoed = hub
+            .call(server, "echo", args(json!({"text": "still here"})))
+            .await
+            .unwrap();
+        assert_eq!(text(&echoed), "still here");
+
+        // The caller's `_meta` reaches the server, on either era.
+        let options = RequestOptions::default().meta("com.example/call", format!("from-{server}"));
+        hub.call_with(server, "echo", args(json!({"text": "meta"})), options)
+            .await
+            .unwrap();
+        let sent = std::fs::read_to_string(record(server)).unwrap();
+        let call = sent
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .find(|m| m["params"]["arguments"]["text"] == "meta")
+            .unwrap_or_else(|| panic!("{server} recorded no call with _meta: {sent}"));
+        assert_eq!(
+            call["params"]["_meta"]["com.example/call"],
+            format!("from-{server}"),
+            "{server}: {call}"
+        );
+    }
+    hub.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[apply(process_test!)]

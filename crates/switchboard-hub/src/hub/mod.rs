@@ -680,6 +680,23 @@ impl Hub {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, HubError> {
+        self.call_tool_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Hub::call_tool`] with the call's options (see [`Hub::call_with`]).
+    ///
+    /// # Errors
+    /// As [`Hub::call_tool`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, HubError> {
         let route = self
             .inner
             .shared
@@ -692,7 +709,7 @@ impl Hub {
             return Err(HubError::UnknownTool { name: name.into() });
         };
         let slot = self.inner.shared.slots[index].clone();
-        self.call_slot(&slot, &tool, arguments).await
+        self.call_slot(&slot, &tool, arguments, options).await
     }
 
     /// Calls `server`'s tool `tool`. A call whose connection closes under
@@ -716,8 +733,35 @@ impl Hub {
         tool: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, HubError> {
+        self.call_with(server, tool, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Hub::call`] with the call's options: a timeout (instead of the
+    /// server's request timeout; for a task, each of its requests), a
+    /// progress callback (the server's `notifications/progress` for this
+    /// call; for a plain call they also push its deadline out, up to the
+    /// client's maximum request time), and `_meta` entries. With
+    /// the `otel` feature the hub adds `traceparent`/`tracestate` for a
+    /// 2026-07-28 server, unless the caller's `_meta` has them: the
+    /// caller's entries win. A read-only call sent again after a
+    /// reconnection is sent with the same options.
+    ///
+    /// # Errors
+    /// As [`Hub::call`]; a timeout is [`HubError::Call`] with
+    /// [`HubError::is_timeout`] true.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    pub async fn call_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, HubError> {
         let slot = self.slot(server)?.clone();
-        self.call_slot(&slot, tool, arguments).await
+        self.call_slot(&slot, tool, arguments, options).await
     }
 
     async fn call_slot(
@@ -725,6 +769,7 @@ impl Hub {
         slot: &supervisor::Slot,
         tool: &str,
         arguments: Option<JsonObject>,
+        options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
         let server = slot.config.name.as_str();
         if !slot.config.tools.allows(tool) {
@@ -744,7 +789,7 @@ impl Hub {
         async {
             let started = Instant::now();
             let _in_flight = InFlight::new(&slot.stats);
-            let result = self.call_with_replay(slot, tool, arguments).await;
+            let result = self.call_with_replay(slot, tool, arguments, options).await;
             let latency = started.elapsed();
             slot.stats.latency.record(latency);
             slot.stats.calls.fetch_add(1, Ordering::Relaxed);
@@ -778,11 +823,12 @@ impl Hub {
         slot: &supervisor::Slot,
         tool: &str,
         arguments: Option<JsonObject>,
+        options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
         let server = slot.config.name.as_str();
         let (client, generation, read_only) = slot.ready_client(tool)?;
         let replay_args = read_only.then(|| arguments.clone());
-        let first = send_call(&client, tool, arguments).await;
+        let first = send_call(&client, tool, arguments, options.clone()).await;
         drop(client);
         let error = match first {
             Ok(result) => return Ok(result),
@@ -809,7 +855,7 @@ impl Hub {
             return Err(closed(error));
         };
         tracing::debug!("read-only tool sent again after the reconnection");
-        send_call(&client, tool, arguments)
+        send_call(&client, tool, arguments, options)
             .await
             .map_err(|e| match closed_under_call(&e) {
                 true => closed(e),
@@ -872,12 +918,13 @@ async fn write_state(shared: Arc<Shared>, cancel: CancellationToken) {
     store.flush();
 }
 
-/// Sends one `tools/call`, carrying the caller's trace context to a server
-/// that takes it (see [`request_options`]).
+/// Sends one `tools/call` with the caller's `options`, and the caller's
+/// trace context for a server that takes it (see [`request_options`]).
 async fn send_call(
     client: &Client,
     tool: &str,
     arguments: Option<JsonObject>,
+    options: RequestOptions,
 ) -> Result<CallToolResult, ClientError> {
     let params = CallToolRequestParams {
         name: tool.into(),
@@ -888,22 +935,27 @@ async fn send_call(
     // any other is a plain call.
     let options = TaskOptions::new()
         .prefer_task(false)
-        .request(request_options(client));
+        .request(request_options(client, options));
     client.call_tool_and_wait(&params, options).await
 }
 
-/// The options of a call from the hub. With the `otel` feature, the W3C
-/// trace context of the current span (`mcp.request`, a child of the
-/// caller's) goes in `_meta` as `traceparent`/`tracestate`: keys that only
-/// the 2026-07-28 revision reserves, so only for a server of the stateless
-/// era.
-fn request_options(client: &Client) -> RequestOptions {
+/// The caller's `options` for a call from the hub. With the `otel`
+/// feature, the W3C trace context of the current span (`mcp.request`, a
+/// child of the caller's) goes in `_meta` as `traceparent`/`tracestate`
+/// where the caller's `_meta` has no such entry: keys that only the
+/// 2026-07-28 revision reserves, so only for a server of the stateless era.
+fn request_options(client: &Client, options: RequestOptions) -> RequestOptions {
     #[cfg(feature = "otel")]
     if client.era() == switchboard::types::version::Era::Modern {
-        return otel::with_trace_context(RequestOptions::default());
+        let mut options = options;
+        let ours = otel::with_trace_context(RequestOptions::default());
+        for (key, value) in ours.meta {
+            options.meta.entry(key).or_insert(value);
+        }
+        return options;
     }
     let _ = client;
-    RequestOptions::default()
+    options
 }
 
 /// The connection ended with the call in flight.
