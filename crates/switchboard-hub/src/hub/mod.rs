@@ -42,8 +42,6 @@
 //!
 //! ## What the client library does not offer (yet)
 //! - Byte counts: [`ServerStats::bytes_sent`] stays `None`.
-//! - A per-request `_meta` hook: the W3C `traceparent` cannot be put in
-//!   `_meta` of 2026-07-28 requests without one, so it is not sent.
 
 mod error;
 #[cfg(feature = "otel")]
