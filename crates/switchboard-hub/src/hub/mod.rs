@@ -650,7 +650,7 @@ impl Hub {
                 view.lists_tools().then(|| HubTool {
                     name: route.name.clone(),
                     server: slot.config.name.clone(),
-                    tool: route.tool.clone(),
+                    tool: route.tool().clone(),
                     stale: view.stale,
                     renamed_from: route.renamed_from.clone(),
                 })
@@ -702,7 +702,7 @@ impl Hub {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .map(|r| (r.slot, r.tool.name.clone()));
+            .map(|r| (r.slot, r.tool().name.clone()));
         let Some((index, tool)) = route else {
             return Err(HubError::UnknownTool { name: name.into() });
         };

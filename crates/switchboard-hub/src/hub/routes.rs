@@ -29,7 +29,10 @@ pub(crate) struct Route {
     pub(crate) name: String,
     /// The slot's index.
     pub(crate) slot: usize,
-    pub(crate) tool: Tool,
+    /// The slot's tool list and the tool's place in it (shared, not
+    /// copied: every list change rebuilds every route).
+    tools: Arc<[Tool]>,
+    at: usize,
     /// The `server__tool` name another tool kept.
     pub(crate) renamed_from: Option<String>,
 }
@@ -41,6 +44,13 @@ pub(crate) struct Routes {
     by_name: HashMap<String, usize>,
 }
 
+impl Route {
+    /// The tool as its server lists it.
+    pub(crate) fn tool(&self) -> &Tool {
+        &self.tools[self.at]
+    }
+}
+
 impl Routes {
     /// The routes of every slot's current tools (allowed by its filter),
     /// in configuration order. A slot that never starts (disabled, not
@@ -49,7 +59,7 @@ impl Routes {
     pub(crate) fn build(slots: &[Arc<Slot>], previous: &Routes) -> Self {
         // Pass 1: every (server, tool) and the name it wants; the first
         // claimant of a name keeps it.
-        let mut wanted: Vec<(usize, Tool, String)> = Vec::new();
+        let mut wanted: Vec<(usize, Arc<[Tool]>, usize, String)> = Vec::new();
         let mut taken: HashMap<String, usize> = HashMap::new();
         let mut losers = Vec::new();
         for slot in slots {
@@ -61,7 +71,7 @@ impl Routes {
                 continue;
             }
             let mut own = HashSet::new();
-            for tool in view.tools.iter() {
+            for (place, tool) in view.tools.iter().enumerate() {
                 if !slot.config.tools.allows(&tool.name) {
                     continue;
                 }
@@ -78,14 +88,15 @@ impl Routes {
                 } else {
                     taken.insert(name.clone(), at);
                 }
-                wanted.push((slot.index, tool.clone(), name));
+                wanted.push((slot.index, view.tools.clone(), place, name));
             }
         }
         // Pass 2: the others get a hashed name no one wants or has.
         let mut renamed: HashMap<usize, (String, String)> = HashMap::new();
         for &at in &losers {
-            let (slot, tool, name) = &wanted[at];
+            let (slot, tools, place, name) = &wanted[at];
             let server = &slots[*slot].config.name;
+            let tool = &tools[*place];
             let mut round = 0;
             let new = loop {
                 let candidate = format!("{name}_{}", hash_text(hash(server, &tool.name, round)));
@@ -98,7 +109,8 @@ impl Routes {
             renamed.insert(at, (new, name.clone()));
         }
         let mut routes = Routes::default();
-        for (at, (slot, tool, name)) in wanted.into_iter().enumerate() {
+        for (at, (slot, tools, place, name)) in wanted.into_iter().enumerate() {
+            let tool = &tools[place];
             let (name, renamed_from) = match renamed.remove(&at) {
                 Some((new, old)) => (new, Some(old)),
                 None => (name, None),
@@ -111,7 +123,7 @@ impl Routes {
                     // Keepers come first in configuration order: already in.
                     let keeper = routes
                         .get(old)
-                        .map(|r| (slots[r.slot].config.name.as_str(), r.tool.name.as_str()))
+                        .map(|r| (slots[r.slot].config.name.as_str(), r.tool().name.as_str()))
                         .unwrap_or_default();
                     tracing::warn!(
                         server = %slots[slot].config.name,
@@ -128,7 +140,8 @@ impl Routes {
             routes.list.push(Route {
                 name,
                 slot,
-                tool,
+                tools,
+                at: place,
                 renamed_from,
             });
         }
