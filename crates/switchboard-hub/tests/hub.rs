@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard::types::{CallToolResult, ContentBlock, JsonObject};
+use switchboard::RequestOptions;
+use switchboard::types::{CallToolResult, ContentBlock, Era, JsonObject};
 use switchboard_hub::hub::Hub;
 use switchboard_hub::{
     Backoff, Dialect, HubError, HubEvent, HubEvents, Origin, Scope, ServerConfig, ServerState,
@@ -430,6 +431,241 @@ async fn tools_are_namespaced_filtered_and_routed() {
     );
     assert_eq!(hub.stats("one").unwrap().errors, 1);
     hub.shutdown().await;
+}
+
+#[apply(process_test!)]
+async fn colliding_names_are_made_unique_and_each_calls_its_own_server() {
+    // Server `a__b`'s tool `c` and server `a`'s tool `b__c` both want
+    // `a__b__c`; `a__b` comes first in the configuration, so it keeps it.
+    let servers = || {
+        [
+            testserver("a__b", &["--extra-tool", "c"]),
+            testserver("a", &["--extra-tool", "b__c"]),
+        ]
+    };
+    let hub = Hub::builder()
+        .servers(servers())
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let tools = hub.tools();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    let listed = names.len();
+    names.dedup();
+    assert_eq!(names.len(), listed, "two tools share a name: {names:?}");
+    let find = |server: &str, tool: &str| {
+        tools
+            .iter()
+            .find(|t| t.server == server && t.tool.name == tool)
+            .unwrap_or_else(|| panic!("{server}'s {tool} is not listed"))
+            .clone()
+    };
+    let kept = find("a__b", "c");
+    assert_eq!(kept.name, "a__b__c");
+    assert_eq!(kept.renamed_from, None);
+    let renamed = find("a", "b__c");
+    assert_eq!(renamed.renamed_from.as_deref(), Some("a__b__c"));
+    // A hash of server and tool, fixed (see `routes.rs`).
+    assert_eq!(renamed.name, "a__b__c_6e45u373");
+    assert_eq!(
+        find("a", "echo").renamed_from,
+        None,
+        "others keep their names"
+    );
+
+    let called = hub.call_tool("a__b__c", None).await.unwrap();
+    assert_eq!(text(&called), "c called");
+    let called = hub.call_tool(&renamed.name, None).await.unwrap();
+    assert_eq!(text(&called), "b__c called");
+    assert_eq!(hub.stats("a__b").unwrap().calls, 1);
+    assert_eq!(hub.stats("a").unwrap().calls, 1);
+    hub.shutdown().await;
+
+    // Stable: another hub of the same configuration names it the same.
+    let again = Hub::builder()
+        .servers(servers())
+        .persist(false)
+        .build()
+        .unwrap();
+    again.start().await.unwrap();
+    let same = again
+        .tools()
+        .into_iter()
+        .find(|t| t.server == "a" && t.tool.name == "b__c")
+        .unwrap();
+    assert_eq!(same.name, renamed.name);
+    again.shutdown().await;
+}
+
+#[apply(process_test!)]
+async fn a_tool_list_change_renames_the_later_tool_and_routes_follow() {
+    // `q__p` adds `dynamic_0` at runtime: `q__p__dynamic_0`, the name `q`'s
+    // tool `p__dynamic_0` has until then. `q__p` comes first, so it takes
+    // the name and `q`'s tool is renamed.
+    let hub = Hub::builder()
+        .servers([
+            // The session era: its `list_changed` needs no subscription.
+            testserver("q__p", &["--era", "legacy"]),
+            testserver("q", &["--extra-tool", "p__dynamic_0"]),
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let before = hub.call_tool("q__p__dynamic_0", None).await.unwrap();
+    assert_eq!(text(&before), "p__dynamic_0 called");
+    assert!(hub.tools().iter().all(|t| t.renamed_from.is_none()));
+
+    let mut events = hub.events();
+    hub.call("q__p", "add_tool", None).await.unwrap();
+    next_matching(&mut events, "q__p's new tool list", |e| match e {
+        HubEvent::ToolsChanged { server, stale, .. } if server == "q__p" && !stale => Some(()),
+        _ => None,
+    })
+    .await;
+    let tools = hub.tools();
+    let kept = tools.iter().find(|t| t.name == "q__p__dynamic_0").unwrap();
+    assert_eq!(
+        (kept.server.as_str(), kept.tool.name.as_str()),
+        ("q__p", "dynamic_0")
+    );
+    let renamed = tools
+        .iter()
+        .find(|t| t.server == "q" && t.tool.name == "p__dynamic_0")
+        .unwrap();
+    assert_eq!(renamed.renamed_from.as_deref(), Some("q__p__dynamic_0"));
+    // What is listed is what is routed.
+    let now = hub.call_tool("q__p__dynamic_0", None).await.unwrap();
+    assert_eq!(text(&now), "dynamic_0 called");
+    let moved = hub.call_tool(&renamed.name, None).await.unwrap();
+    assert_eq!(text(&moved), "p__dynamic_0 called");
+    hub.shutdown().await;
+}
+
+#[apply(process_test!)]
+async fn status_carries_what_each_era_negotiated_while_ready() {
+    let hub = Hub::builder()
+        .servers([
+            testserver("old", &["--era", "legacy", "--name", "old-impl"]),
+            testserver("new", &["--era", "modern", "--name", "new-impl"]),
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    let before = hub.status("old").unwrap();
+    assert!(before.capabilities.is_none() && before.server_info.is_none());
+    hub.start().await.unwrap();
+    for (server, era, version, implementation) in [
+        ("old", Era::Legacy, "2025-11-25", "old-impl"),
+        ("new", Era::Modern, "2026-07-28", "new-impl"),
+    ] {
+        let status = hub.status(server).unwrap();
+        assert_eq!(status.state, ServerState::Ready, "{server}");
+        assert_eq!(status.era, Some(era), "{server}");
+        assert_eq!(
+            status.protocol_version.as_deref(),
+            Some(version),
+            "{server}"
+        );
+        let capabilities = status
+            .capabilities
+            .unwrap_or_else(|| panic!("{server}: no capabilities while ready"));
+        assert!(capabilities.tools.is_some(), "{server}");
+        assert!(capabilities.resources.is_some(), "{server}");
+        assert_eq!(
+            status.server_info.map(|i| i.name).as_deref(),
+            Some(implementation),
+            "{server}"
+        );
+        assert!(status.instructions.is_some(), "{server}");
+    }
+    hub.shutdown().await;
+    let after = hub.status("new").unwrap();
+    assert_eq!(after.state, ServerState::Stopped);
+    assert!(after.capabilities.is_none(), "{after:?}");
+    assert!(after.server_info.is_none() && after.instructions.is_none());
+}
+
+#[apply(process_test!)]
+async fn call_options_bring_progress_back_and_bound_the_call() {
+    let dir = state_dir("call-options");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = |server: &str| dir.join(format!("{server}.jsonl"));
+    let recorded = |server: &str| record(server).to_string_lossy().into_owned();
+    let hub = Hub::builder()
+        .servers([
+            testserver("old", &["--era", "legacy", "--record", &recorded("old")]),
+            testserver("new", &["--era", "modern", "--record", &recorded("new")]),
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    for server in ["old", "new"] {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let options = RequestOptions::default().on_progress(move |p| {
+            let _ = tx.send(p.progress);
+        });
+        let done = hub
+            .call_with(server, "progress", args(json!({"steps": 3})), options)
+            .await
+            .unwrap();
+        assert_ne!(done.is_error, Some(true), "{server}: {done:?}");
+        // The reader runs the callback before it completes the call: every
+        // notification sent before the result has been seen by now.
+        let mut seen = Vec::new();
+        while let Ok(progress) = rx.try_recv() {
+            seen.push(progress);
+        }
+        assert_eq!(seen, [1.0, 2.0, 3.0], "{server}");
+
+        // The hub-wide name takes options too; `hang` never answers.
+        let started = Instant::now();
+        let hung = hub
+            .call_tool_with(
+                &format!("{server}__hang"),
+                None,
+                RequestOptions::timeout(Duration::from_millis(300)),
+            )
+            .await;
+        let waited = started.elapsed();
+        assert!(
+            matches!(&hung, Err(e @ HubError::Call { server: s, .. }) if e.is_timeout() && s == server),
+            "{server}: {hung:?}"
+        );
+        assert!(
+            waited < Duration::from_secs(10),
+            "{server}: the 300 ms timeout took {waited:?}"
+        );
+        assert_eq!(hub.stats(server).unwrap().timeouts, 1, "{server}");
+        // The server is still usable after the timeout.
+        let echoed = hub
+            .call(server, "echo", args(json!({"text": "still here"})))
+            .await
+            .unwrap();
+        assert_eq!(text(&echoed), "still here");
+
+        // The caller's `_meta` reaches the server, on either era.
+        let options = RequestOptions::default().meta("com.example/call", format!("from-{server}"));
+        hub.call_with(server, "echo", args(json!({"text": "meta"})), options)
+            .await
+            .unwrap();
+        let sent = std::fs::read_to_string(record(server)).unwrap();
+        let call = sent
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .find(|m| m["params"]["arguments"]["text"] == "meta")
+            .unwrap_or_else(|| panic!("{server} recorded no call with _meta: {sent}"));
+        assert_eq!(
+            call["params"]["_meta"]["com.example/call"],
+            format!("from-{server}"),
+            "{server}: {call}"
+        );
+    }
+    hub.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[apply(process_test!)]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde_json::{Value, json};
+use switchboard::RequestOptions;
 use switchboard_hub::hub::Hub;
 use switchboard_hub::{Dialect, Origin, Scope, ServerConfig, TransportConfig};
 use tracing::Instrument;
@@ -104,14 +105,35 @@ async fn a_call_in_a_span_sends_its_traceparent_to_modern_servers_only() {
         .instrument(caller.clone())
         .await
         .unwrap();
-    hub.call_tool("legacy__echo", arguments)
+    hub.call_tool("legacy__echo", arguments.clone())
+        .instrument(caller.clone())
+        .await
+        .unwrap();
+    // The caller's `_meta` is merged with the hub's trace context; a
+    // `traceparent` the caller gives is the one sent.
+    let theirs = RequestOptions::default().meta("com.example/k", "v");
+    hub.call_with("modern", "echo", arguments.clone(), theirs)
+        .instrument(caller.clone())
+        .await
+        .unwrap();
+    let own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let theirs = RequestOptions::default().meta("traceparent", own);
+    hub.call_with("modern", "echo", arguments, theirs)
         .instrument(caller)
         .await
         .unwrap();
     hub.shutdown().await;
 
     let calls = recorded_calls(&modern_record);
-    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[1]["_meta"]["com.example/k"], "v", "{:?}", calls[1]);
+    assert_eq!(
+        calls[1]["_meta"]["traceparent"].as_str().map(|t| &t[..35]),
+        Some(&*format!("00-{:032x}", caller_context.trace_id())),
+        "the hub's trace context beside the caller's entries: {:?}",
+        calls[1]
+    );
+    assert_eq!(calls[2]["_meta"]["traceparent"], own, "{:?}", calls[2]);
     let meta = &calls[0]["_meta"];
     let traceparent = meta["traceparent"].as_str().expect("a traceparent");
     let parts: Vec<&str> = traceparent.split('-').collect();

@@ -30,6 +30,7 @@ flags:
   --legacy-version V            force the version answered to initialize
   --page-size N                 paginate list results, N items per page
   --extra-tools N               add generated tools tool_0..tool_{N-1}
+  --extra-tool NAME             add a tool NAME answering \"NAME called\" (repeatable)
   --fault NAME                  garbage | exit-before-init | repeat-cursor |
                                 no-tools-capability | session-loss |
                                 cut-stream | no-get-stream (repeatable)
@@ -301,6 +302,9 @@ pub struct ServerConfig {
     pub page_size: Option<usize>,
     /// Number of generated `tool_N` tools (`--extra-tools`).
     pub extra_tools: usize,
+    /// Tools with these names, each answering `NAME called`
+    /// (`--extra-tool`, repeatable).
+    pub named_tools: Vec<String>,
     /// Enabled faults (`--fault`, repeatable).
     pub faults: Vec<Fault>,
     /// Bytes of text written to stderr at startup (`--stderr-flood`).
@@ -339,6 +343,7 @@ impl Default for ServerConfig {
             legacy_version: None,
             page_size: None,
             extra_tools: 0,
+            named_tools: Vec::new(),
             faults: Vec::new(),
             stderr_flood: 0,
             stderr_lines: Vec::new(),
@@ -404,6 +409,7 @@ impl ServerConfig {
                     config.page_size = Some(n);
                 }
                 "--extra-tools" => config.extra_tools = parse_num(&flag, &value()?)?,
+                "--extra-tool" => config.named_tools.push(value()?),
                 "--fault" => {
                     let fault: Fault = value()?.parse()?;
                     if !config.faults.contains(&fault) {
@@ -557,6 +563,12 @@ impl ServerConfig {
     /// Add `n` generated tools.
     pub fn with_extra_tools(mut self, n: usize) -> Self {
         self.extra_tools = n;
+        self
+    }
+
+    /// Add a tool named `name` that answers `name called`.
+    pub fn with_named_tool(mut self, name: impl Into<String>) -> Self {
+        self.named_tools.push(name.into());
         self
     }
 

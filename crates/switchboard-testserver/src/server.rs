@@ -378,6 +378,13 @@ impl Catalog {
                 "inputSchema": {"type": "object", "properties": {}},
             })
         }));
+        tools.extend(config.named_tools.iter().map(|name| {
+            json!({
+                "name": name,
+                "description": "A tool named on the command line (--extra-tool)",
+                "inputSchema": {"type": "object", "properties": {}},
+            })
+        }));
         Ok(Catalog {
             server_info,
             capabilities: Value::Object(caps),
@@ -1593,6 +1600,7 @@ impl Shared {
             {
                 text(format!("{name} called"))
             }
+            _ if self.config.named_tools.contains(&name) => text(format!("{name} called")),
             _ => match name
                 .strip_prefix("tool_")
                 .and_then(|n| n.parse::<usize>().ok())

@@ -128,12 +128,16 @@ fn parses_flags() {
         "2099-01-01",
         "--stderr-flood",
         "100",
+        "--extra-tool",
+        "b__c",
+        "--extra-tool=d",
     ];
     let c = ServerConfig::from_args(args.iter().map(|s| s.to_string())).unwrap();
     assert_eq!(c.era, Era::Modern);
     assert_eq!(c.modern_versions, ["2026-07-28", "2027-01-01"]);
     assert_eq!(c.page_size, Some(3));
     assert_eq!(c.extra_tools, 10);
+    assert_eq!(c.named_tools, ["b__c", "d"]);
     assert_eq!(c.faults, [Fault::Garbage, Fault::RepeatCursor]);
     assert_eq!(c.stderr_lines, ["hi there"]);
     assert_eq!(c.record.as_deref(), Some(std::path::Path::new("/tmp/x")));

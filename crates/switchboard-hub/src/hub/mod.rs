@@ -42,13 +42,12 @@
 //!
 //! ## What the client library does not offer (yet)
 //! - Byte counts: [`ServerStats::bytes_sent`] stays `None`.
-//! - A per-request `_meta` hook: the W3C `traceparent` cannot be put in
-//!   `_meta` of 2026-07-28 requests without one, so it is not sent.
 
 mod error;
 mod features;
 #[cfg(feature = "otel")]
 mod otel;
+mod routes;
 mod state;
 mod stats;
 mod store;
@@ -79,8 +78,12 @@ use stats::InFlight;
 use store::Store;
 use supervisor::View;
 
-/// The hub-wide name of `server`'s tool `tool`. The one place names are
-/// made; [`Hub::call_tool`] routes by the names it produced.
+/// The hub-wide name `server__tool` that `server`'s tool `tool` wants.
+/// [`Hub::tools`] gives it to the first (server, tool) in configuration
+/// order that wants it; a later one that would collide (server `a__b`'s
+/// tool `c` and server `a`'s tool `b__c`) is named `server__tool_HASH`
+/// instead (see [`HubTool::renamed_from`]). [`Hub::call_tool`] routes by
+/// the names [`Hub::tools`] lists.
 pub fn namespaced(server: &str, tool: &str) -> String {
     format!("{server}__{tool}")
 }
@@ -376,7 +379,7 @@ impl HubBuilder {
         let shared = Arc::new(Shared {
             slots,
             by_name,
-            routes: RwLock::new(HashMap::new()),
+            routes: RwLock::new(routes::Routes::default()),
             local: Semaphore::new(self.local_concurrency),
             remote: Semaphore::new(self.remote_concurrency),
             events,
@@ -392,9 +395,7 @@ impl HubBuilder {
             tasks: TaskTracker::new(),
             writer_started: AtomicBool::new(false),
         });
-        for index in 0..shared.slots.len() {
-            shared.update_routes(index);
-        }
+        shared.update_routes();
         Ok(Hub {
             inner: Arc::new(HubInner {
                 shared,
@@ -418,8 +419,9 @@ pub(crate) struct Settings {
 pub(crate) struct Shared {
     slots: Vec<Arc<supervisor::Slot>>,
     by_name: HashMap<String, usize>,
-    /// Hub-wide tool name → (slot, tool), rebuilt when a tool list changes.
-    routes: RwLock<HashMap<String, (usize, String)>>,
+    /// Hub-wide tool names: rebuilt from every slot when a tool list
+    /// changes; what [`Hub::tools`] lists and [`Hub::call_tool`] routes.
+    routes: RwLock<routes::Routes>,
     local: Semaphore,
     remote: Semaphore,
     events: broadcast::Sender<HubEvent>,
@@ -433,21 +435,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Replaces slot `index`'s routes with those of its current tools.
-    fn update_routes(&self, index: usize) {
-        let slot = &self.slots[index];
+    /// Rebuilds every route from every slot's current tools. Whether a
+    /// name collides depends on all servers, so no slot's routes can be
+    /// replaced alone.
+    fn update_routes(&self) {
         // Read under the write lock: two servers getting ready at once must
         // not store what they read in the opposite order.
         let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
-        routes.retain(|_, (i, _)| *i != index);
-        let view = slot.view.borrow();
-        for tool in view.tools.iter() {
-            if slot.config.tools.allows(&tool.name) {
-                routes
-                    .entry(namespaced(&slot.config.name, &tool.name))
-                    .or_insert((index, tool.name.clone()));
-            }
-        }
+        *routes = routes::Routes::build(&self.slots, &routes);
     }
 
     fn emit(&self, event: HubEvent) {
@@ -641,27 +636,28 @@ impl Hub {
 
     /// Every offered tool of every server that has a tool list (ready,
     /// reconnecting with its last list, or known from the state file), in
-    /// configuration order, named by [`namespaced`], filtered by each
-    /// server's include/exclude globs.
+    /// configuration order, filtered by each server's include/exclude
+    /// globs, under unique names: [`namespaced`], or for a tool whose
+    /// `server__tool` another one (earlier in configuration order) has,
+    /// `server__tool_HASH` with [`HubTool::renamed_from`] set. A tool of a
+    /// server that failed keeps its name, so others keep theirs.
     pub fn tools(&self) -> Vec<HubTool> {
-        let mut tools = Vec::new();
-        for slot in &self.inner.shared.slots {
-            let view = slot.view.borrow();
-            if !view.lists_tools() {
-                continue;
-            }
-            for tool in view.tools.iter() {
-                if slot.config.tools.allows(&tool.name) {
-                    tools.push(HubTool {
-                        name: namespaced(&slot.config.name, &tool.name),
-                        server: slot.config.name.clone(),
-                        tool: tool.clone(),
-                        stale: view.stale,
-                    });
-                }
-            }
-        }
-        tools
+        let shared = &self.inner.shared;
+        let routes = shared.routes.read().unwrap_or_else(|e| e.into_inner());
+        routes
+            .iter()
+            .filter_map(|route| {
+                let slot = &shared.slots[route.slot];
+                let view = slot.view.borrow();
+                view.lists_tools().then(|| HubTool {
+                    name: route.name.clone(),
+                    server: slot.config.name.clone(),
+                    tool: route.tool().clone(),
+                    stale: view.stale,
+                    renamed_from: route.renamed_from.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The hub's events from now on: state and tool-list changes.
@@ -684,6 +680,23 @@ impl Hub {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, HubError> {
+        self.call_tool_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Hub::call_tool`] with the call's options (see [`Hub::call_with`]).
+    ///
+    /// # Errors
+    /// As [`Hub::call_tool`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, HubError> {
         let route = self
             .inner
             .shared
@@ -691,12 +704,12 @@ impl Hub {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .cloned();
+            .map(|r| (r.slot, r.tool().name.clone()));
         let Some((index, tool)) = route else {
             return Err(HubError::UnknownTool { name: name.into() });
         };
         let slot = self.inner.shared.slots[index].clone();
-        self.call_slot(&slot, &tool, arguments).await
+        self.call_slot(&slot, &tool, arguments, options).await
     }
 
     /// Calls `server`'s tool `tool`. A call whose connection closes under
@@ -720,8 +733,35 @@ impl Hub {
         tool: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, HubError> {
+        self.call_with(server, tool, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Hub::call`] with the call's options: a timeout (instead of the
+    /// server's request timeout; for a task, each of its requests), a
+    /// progress callback (the server's `notifications/progress` for this
+    /// call; for a plain call they also push its deadline out, up to the
+    /// client's maximum request time), and `_meta` entries. With
+    /// the `otel` feature the hub adds `traceparent`/`tracestate` for a
+    /// 2026-07-28 server, unless the caller's `_meta` has them: the
+    /// caller's entries win. A read-only call sent again after a
+    /// reconnection is sent with the same options.
+    ///
+    /// # Errors
+    /// As [`Hub::call`]; a timeout is [`HubError::Call`] with
+    /// [`HubError::is_timeout`] true.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    pub async fn call_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, HubError> {
         let slot = self.slot(server)?.clone();
-        self.call_slot(&slot, tool, arguments).await
+        self.call_slot(&slot, tool, arguments, options).await
     }
 
     async fn call_slot(
@@ -729,6 +769,7 @@ impl Hub {
         slot: &supervisor::Slot,
         tool: &str,
         arguments: Option<JsonObject>,
+        options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
         let server = slot.config.name.as_str();
         if !slot.config.tools.allows(tool) {
@@ -748,7 +789,7 @@ impl Hub {
         async {
             let started = Instant::now();
             let _in_flight = InFlight::new(&slot.stats);
-            let result = self.call_with_replay(slot, tool, arguments).await;
+            let result = self.call_with_replay(slot, tool, arguments, options).await;
             let latency = started.elapsed();
             slot.stats.latency.record(latency);
             slot.stats.calls.fetch_add(1, Ordering::Relaxed);
@@ -782,11 +823,12 @@ impl Hub {
         slot: &supervisor::Slot,
         tool: &str,
         arguments: Option<JsonObject>,
+        options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
         let server = slot.config.name.as_str();
         let (client, generation, read_only) = slot.ready_client(tool)?;
         let replay_args = read_only.then(|| arguments.clone());
-        let first = send_call(&client, tool, arguments).await;
+        let first = send_call(&client, tool, arguments, options.clone()).await;
         drop(client);
         let error = match first {
             Ok(result) => return Ok(result),
@@ -813,7 +855,7 @@ impl Hub {
             return Err(closed(error));
         };
         tracing::debug!("read-only tool sent again after the reconnection");
-        send_call(&client, tool, arguments)
+        send_call(&client, tool, arguments, options)
             .await
             .map_err(|e| match closed_under_call(&e) {
                 true => closed(e),
@@ -876,12 +918,13 @@ async fn write_state(shared: Arc<Shared>, cancel: CancellationToken) {
     store.flush();
 }
 
-/// Sends one `tools/call`, carrying the caller's trace context to a server
-/// that takes it (see [`request_options`]).
+/// Sends one `tools/call` with the caller's `options`, and the caller's
+/// trace context for a server that takes it (see [`request_options`]).
 async fn send_call(
     client: &Client,
     tool: &str,
     arguments: Option<JsonObject>,
+    options: RequestOptions,
 ) -> Result<CallToolResult, ClientError> {
     let params = CallToolRequestParams {
         name: tool.into(),
@@ -892,22 +935,27 @@ async fn send_call(
     // any other is a plain call.
     let options = TaskOptions::new()
         .prefer_task(false)
-        .request(request_options(client));
+        .request(request_options(client, options));
     client.call_tool_and_wait(&params, options).await
 }
 
-/// The options of a call from the hub. With the `otel` feature, the W3C
-/// trace context of the current span (`mcp.request`, a child of the
-/// caller's) goes in `_meta` as `traceparent`/`tracestate`: keys that only
-/// the 2026-07-28 revision reserves, so only for a server of the stateless
-/// era.
-fn request_options(client: &Client) -> RequestOptions {
+/// The caller's `options` for a call from the hub. With the `otel`
+/// feature, the W3C trace context of the current span (`mcp.request`, a
+/// child of the caller's) goes in `_meta` as `traceparent`/`tracestate`
+/// where the caller's `_meta` has no such entry: keys that only the
+/// 2026-07-28 revision reserves, so only for a server of the stateless era.
+fn request_options(client: &Client, options: RequestOptions) -> RequestOptions {
     #[cfg(feature = "otel")]
     if client.era() == switchboard::types::version::Era::Modern {
-        return otel::with_trace_context(RequestOptions::default());
+        let mut options = options;
+        let ours = otel::with_trace_context(RequestOptions::default());
+        for (key, value) in ours.meta {
+            options.meta.entry(key).or_insert(value);
+        }
+        return options;
     }
     let _ = client;
-    RequestOptions::default()
+    options
 }
 
 /// The connection ended with the call in flight.

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use switchboard::transport::{ExitInfo, TransportError};
-use switchboard::types::{Era, Tool};
+use switchboard::types::{Era, Implementation, ServerCapabilities, Tool};
 use tokio::sync::broadcast;
 
 use super::stats::ServerStats;
@@ -189,14 +189,22 @@ pub struct ServerStatus {
     /// What the live connection's server says about using it
     /// (`instructions`), while ready; untrusted text for a system prompt.
     pub instructions: Option<String>,
+    /// What the live connection's server offers (`capabilities` of its
+    /// `initialize` or `server/discover` answer), while ready; `None`
+    /// otherwise (the state file does not keep them).
+    pub capabilities: Option<ServerCapabilities>,
+    /// The live connection's server's `serverInfo` (name, version …),
+    /// while ready and when it gave one.
+    pub server_info: Option<Implementation>,
 }
 
 /// A tool in the hub's aggregated list.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct HubTool {
-    /// The hub-wide name, `server__tool` (what
-    /// [`Hub::call_tool`](super::Hub::call_tool) takes).
+    /// The hub-wide name (what
+    /// [`Hub::call_tool`](super::Hub::call_tool) takes): `server__tool`,
+    /// or `server__tool_HASH` when that was taken (see `renamed_from`).
     pub name: String,
     /// The server offering it.
     pub server: String,
@@ -204,6 +212,12 @@ pub struct HubTool {
     pub tool: Tool,
     /// From a connection that is gone or from the state file.
     pub stale: bool,
+    /// The `server__tool` name this tool would have had, when another
+    /// tool earlier in configuration order has it (server `a__b`'s tool
+    /// `c` and server `a`'s tool `b__c` both make `a__b__c`): `name` is
+    /// then `server__tool_HASH`, a hash of server and tool, the same on
+    /// every run. The hub also logs a warning naming both tools.
+    pub renamed_from: Option<String>,
 }
 
 /// Something that changed in the hub, for UIs.

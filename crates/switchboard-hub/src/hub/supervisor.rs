@@ -124,6 +124,11 @@ impl Slot {
 
     pub(crate) fn status(&self) -> ServerStatus {
         let view = self.view.borrow();
+        let live = view
+            .client
+            .as_ref()
+            .filter(|_| view.state == ServerState::Ready)
+            .map(Client::session);
         ServerStatus {
             name: self.config.name.clone(),
             state: view.state.clone(),
@@ -135,11 +140,9 @@ impl Slot {
             tools_stale: view.stale,
             last_known_state: view.last_known.clone(),
             stats: self.stats.snapshot(),
-            instructions: view
-                .client
-                .as_ref()
-                .filter(|_| view.state == ServerState::Ready)
-                .and_then(|c| c.instructions().map(str::to_owned)),
+            instructions: live.and_then(|s| s.instructions.clone()),
+            capabilities: live.map(|s| s.capabilities.clone()),
+            server_info: live.and_then(|s| s.server_info.clone()),
         }
     }
 
@@ -220,7 +223,7 @@ impl Slot {
             v.era = Some(session.era);
             v.protocol_version = Some(session.protocol_version.as_str().to_owned());
         });
-        shared.update_routes(self.index);
+        shared.update_routes();
         shared.emit(HubEvent::ToolsChanged {
             server: self.config.name.clone(),
             count,
@@ -257,7 +260,7 @@ impl Slot {
             count = v.tools.len();
         });
         let stale = self.view.borrow().stale;
-        shared.update_routes(self.index);
+        shared.update_routes();
         if !stale {
             let state = self.view.borrow().state.clone();
             self.persist(shared, &state);
