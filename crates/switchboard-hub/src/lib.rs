@@ -4,7 +4,7 @@
 //!   (Claude Code, Claude Desktop, VS Code, Cursor, Codex, Gemini CLI,
 //!   goose, and switchboard's own TOML), normalized into [`ServerConfig`],
 //!   with variable expansion, precedence and policies.
-//! - [`hub`]: the [`Hub`](hub::Hub) that connects named servers in
+//! - [`hub`]: the [`Hub`] that connects named servers in
 //!   parallel, keeps each one's state, reconnects, and routes tool calls by
 //!   namespaced name; resources, resource templates, prompts and completion
 //!   are listed across servers and routed by server name.
