@@ -1,6 +1,7 @@
 //! The configured servers through the hub: `list` (each server's state,
 //! health-checked in parallel), `tools` across servers, `call
-//! SERVER/TOOL` or `call SERVER__TOOL`.
+//! SERVER/TOOL` or `call SERVER__TOOL`; `resources` and `prompts` across
+//! servers, `read` and `prompt` on one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal as _;
@@ -317,16 +318,29 @@ pub(crate) async fn list(
     Ok(0)
 }
 
-/// `tools` across the configured servers (or one, `--server NAME`).
-pub(crate) async fn tools(
+/// The configured servers asked for (every one, or only `only`), started
+/// through one hub. Each server that is not started, or did not get
+/// ready, is warned about on stderr (its `noun` are not listed).
+struct Opened {
+    hub: Hub,
+    /// The ready servers.
+    ready: BTreeSet<String>,
+    /// How many servers were asked: those the hub tried to start and
+    /// those whose configuration could not be expanded.
+    asked: usize,
+    /// How many of them are not ready.
+    failed: usize,
+}
+
+async fn open_all(
     context: &Context,
     only: Option<&str>,
-    model: &crate::ModelArgs,
+    noun: &str,
     json: bool,
     credentials: Option<&Path>,
     max_message_size: Option<usize>,
     servers: &Servers,
-) -> Result<u8, Failure> {
+) -> Result<Opened, Failure> {
     let mut loaded = context.load(json);
     if let Some(name) = only
         && loaded.get(name).is_none()
@@ -337,7 +351,7 @@ pub(crate) async fn tools(
     for server in loaded.needs_approval() {
         if only.is_none_or(|name| name == server.name) && server.enabled {
             eprintln!(
-                "warning: server `{}` is not started, its tools are not listed: {}",
+                "warning: server `{}` is not started, its {noun} are not listed: {}",
                 crate::approve::clean(&server.name),
                 crate::approve::pending_reason(server)
             );
@@ -346,7 +360,7 @@ pub(crate) async fn tools(
     let prepared = prepare(context, &loaded, only, json);
     for (name, why) in &prepared.unusable {
         eprintln!(
-            "warning: server `{}` cannot start, its tools are not listed: {}",
+            "warning: server `{}` cannot start, its {noun} are not listed: {}",
             crate::sanitize::line(name),
             crate::sanitize::term(why)
         );
@@ -361,24 +375,178 @@ pub(crate) async fn tools(
     .map_err(|e| hub_failure(e, None, None))?;
     servers.hub(&hub);
     start(&hub, json).await;
-    let statuses = hub.list();
-    for status in &statuses {
-        if !status.state.is_ready()
-            && status.state != ServerState::Disabled
+    let mut opened = Opened {
+        ready: BTreeSet::new(),
+        asked: prepared.unusable.len(),
+        failed: prepared.unusable.len(),
+        hub,
+    };
+    for status in opened.hub.list() {
+        if status.state.is_ready() {
+            opened.asked += 1;
+            opened.ready.insert(status.name);
+        } else if status.state != ServerState::Disabled
             && !matches!(status.state, ServerState::NeedsApproval { .. })
         {
+            opened.asked += 1;
+            opened.failed += 1;
             eprintln!(
-                "warning: server `{}` is {}; its tools are not listed",
+                "warning: server `{}` is {}; its {noun} are not listed",
                 crate::sanitize::line(&status.name),
                 crate::sanitize::line(&status.state.to_string())
             );
         }
     }
-    let ready: BTreeSet<&str> = statuses
+    Ok(opened)
+}
+
+/// Reports each server whose listing failed (server and error, on
+/// stderr). The exit code: 4 (unreachable) only when every asked server
+/// failed, to start or to list; 0 when any answered, so that one broken
+/// server among many does not fail a listing of the others (its warning
+/// says what is missing).
+fn listing_code(opened: &Opened, failed: &[HubError]) -> u8 {
+    for error in failed {
+        let mut message = error.to_string();
+        let mut cause = std::error::Error::source(error);
+        while let Some(inner) = cause {
+            message = format!("{message}: {inner}");
+            cause = inner.source();
+        }
+        // The error names its server and method.
+        eprintln!("warning: {}", crate::sanitize::term(&message));
+    }
+    if opened.asked > 0 && opened.failed + failed.len() >= opened.asked {
+        exit::UNREACHABLE
+    } else {
+        0
+    }
+}
+
+/// `resources` across the configured servers (or one, `--server NAME`):
+/// resources and resource templates, each with its server.
+pub(crate) async fn resources(
+    context: &Context,
+    only: Option<&str>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let opened = open_all(
+        context,
+        only,
+        "resources",
+        json,
+        credentials,
+        max_message_size,
+        servers,
+    )
+    .await?;
+    let (resources, templates) =
+        tokio::join!(opened.hub.resources(), opened.hub.resource_templates());
+    opened.hub.shutdown().await;
+    let with_server = |server: &str, item: Value| {
+        let mut item = item;
+        if let Some(object) = item.as_object_mut() {
+            object.insert("server".into(), json!(server));
+        }
+        item
+    };
+    let items: Vec<Value> = resources
+        .items
         .iter()
-        .filter(|s| s.state.is_ready())
-        .map(|s| s.name.as_str())
+        .map(|r| {
+            with_server(
+                &r.server,
+                serde_json::to_value(&r.resource).unwrap_or(Value::Null),
+            )
+        })
         .collect();
+    let template_items: Vec<Value> = templates
+        .items
+        .iter()
+        .map(|t| {
+            with_server(
+                &t.server,
+                serde_json::to_value(&t.template).unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    // A server whose resources and templates both failed is one failure.
+    let mut failed = resources.failed;
+    for error in templates.failed {
+        if !failed.iter().any(|f| f.server() == error.server()) {
+            failed.push(error);
+        }
+    }
+    if json {
+        output::print_json(&json!({ "resources": items, "resourceTemplates": template_items }));
+    } else {
+        output::print_resources(&items, &template_items);
+    }
+    Ok(listing_code(&opened, &failed))
+}
+
+/// `prompts` across the configured servers (or one, `--server NAME`),
+/// each with its server.
+pub(crate) async fn prompts(
+    context: &Context,
+    only: Option<&str>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let opened = open_all(
+        context,
+        only,
+        "prompts",
+        json,
+        credentials,
+        max_message_size,
+        servers,
+    )
+    .await?;
+    let prompts = opened.hub.prompts().await;
+    opened.hub.shutdown().await;
+    let items: Vec<Value> = prompts
+        .items
+        .iter()
+        .map(|p| {
+            let mut value = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
+            value["server"] = json!(p.server);
+            value
+        })
+        .collect();
+    if json {
+        output::print_json(&json!({ "prompts": items }));
+    } else {
+        output::print_prompts(&items);
+    }
+    Ok(listing_code(&opened, &prompts.failed))
+}
+
+/// `tools` across the configured servers (or one, `--server NAME`).
+pub(crate) async fn tools(
+    context: &Context,
+    only: Option<&str>,
+    model: &crate::ModelArgs,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let Opened { hub, ready, .. } = open_all(
+        context,
+        only,
+        "tools",
+        json,
+        credentials,
+        max_message_size,
+        servers,
+    )
+    .await?;
     if let Some(provider) = model.provider {
         let tools = hub
             .tools()
@@ -415,7 +583,11 @@ pub(crate) async fn tools(
 pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 
 /// `SERVER/TOOL`, or `SERVER__TOOL` for a configured server's name.
-fn split_target<'a>(target: &'a str, loaded: &LoadedConfig) -> Result<(&'a str, &'a str), Failure> {
+fn split_target<'a>(
+    target: &'a str,
+    loaded: &LoadedConfig,
+    what: &str,
+) -> Result<(&'a str, &'a str), Failure> {
     if let Some((server, tool)) = target.split_once('/') {
         return Ok((server, tool));
     }
@@ -438,9 +610,64 @@ fn split_target<'a>(target: &'a str, loaded: &LoadedConfig) -> Result<(&'a str, 
         }
     }
     Err(Failure::usage(anyhow!(
-        "`{target}` names no configured server's tool: give SERVER/TOOL or the namespaced \
-         SERVER__TOOL that `switchboard tools` lists (or a server command after `--`)"
+        "`{target}` names no configured server's {what}: give SERVER/{upper} or the namespaced \
+         SERVER__{upper} (or a server command after `--`)",
+        upper = what.to_uppercase()
     )))
+}
+
+/// One configured server started through a hub, after the checks and
+/// the approval `call` asks for; with its configuration.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+async fn open_one(
+    context: &Context,
+    server: &str,
+    loaded: &mut LoadedConfig,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    servers: &Servers,
+) -> Result<(Hub, ServerConfig), Failure> {
+    let Some(config) = loaded.get(server) else {
+        return Err(not_configured(server, loaded));
+    };
+    if !config.enabled {
+        return Err(Failure::usage(anyhow!(
+            "server `{server}` is disabled in {}; run `switchboard enable {server}` to use it",
+            config.origin.file.display()
+        )));
+    }
+    crate::approve::ask_pending(context, loaded, Some(server));
+    if let Some(pending) = loaded.needs_approval().find(|s| s.name == server) {
+        return Err(Failure::usage(anyhow!(
+            "server `{}` is not started: {}",
+            crate::approve::clean(server),
+            crate::approve::pending_reason(pending)
+        )));
+    }
+    let Some(config) = loaded.get(server).cloned() else {
+        return Err(not_configured(server, loaded));
+    };
+    let prepared = prepare(context, loaded, Some(server), json);
+    if let Some(why) = prepared.unusable.get(server) {
+        return Err(Failure::usage(anyhow!("{why}")));
+    }
+    let hub = builder(
+        prepared.runnable,
+        DEFAULT_STARTUP,
+        credentials.map(Path::to_path_buf),
+        max_message_size,
+    )
+    .client(customize)
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
+    start(&hub, json).await;
+    Ok((hub, config))
 }
 
 /// `call SERVER/TOOL [JSON]` on a configured server.
@@ -459,47 +686,24 @@ pub(crate) async fn call(
     servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
-    let (server, tool) = split_target(target, &loaded)?;
-    let Some(config) = loaded.get(server) else {
-        return Err(not_configured(server, &loaded));
-    };
-    if !config.enabled {
-        return Err(Failure::usage(anyhow!(
-            "server `{server}` is disabled in {}; run `switchboard enable {server}` to use it",
-            config.origin.file.display()
-        )));
-    }
-    crate::approve::ask_pending(context, &mut loaded, Some(server));
-    if let Some(pending) = loaded.needs_approval().find(|s| s.name == server) {
-        return Err(Failure::usage(anyhow!(
-            "server `{}` is not started: {}",
-            crate::approve::clean(server),
-            crate::approve::pending_reason(pending)
-        )));
-    }
-    let Some(config) = loaded.get(server) else {
-        return Err(not_configured(server, &loaded));
-    };
-    let prepared = prepare(context, &loaded, Some(server), json);
-    if let Some(why) = prepared.unusable.get(server) {
-        return Err(Failure::usage(anyhow!("{why}")));
-    }
-    let hub = builder(
-        prepared.runnable,
-        DEFAULT_STARTUP,
-        credentials.map(Path::to_path_buf),
+    let (server, tool) = split_target(target, &loaded, "tool")?;
+    let (server, tool) = (server.to_owned(), tool.to_owned());
+    let (hub, config) = open_one(
+        context,
+        &server,
+        &mut loaded,
+        json,
+        credentials,
         max_message_size,
+        customize,
+        servers,
     )
-    .client(customize)
-    .build()
-    .map_err(|e| hub_failure(e, None, None))?;
-    servers.hub(&hub);
-    start(&hub, json).await;
+    .await?;
     let started = Instant::now();
-    let result = hub.call(server, tool, Some(arguments)).await;
+    let result = hub.call(&server, &tool, Some(arguments)).await;
     let elapsed = started.elapsed();
     hub.shutdown().await;
-    let result = result.map_err(|e| hub_failure(e, Some(config), credentials))?;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
     if json {
         output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {
@@ -510,6 +714,93 @@ pub(crate) async fn call(
     } else {
         0
     })
+}
+
+/// `read URI --server NAME` on a configured server, printed as for a
+/// server given after `--`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn read(
+    context: &Context,
+    server: &str,
+    uri: &str,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (hub, config) = open_one(
+        context,
+        server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        customize,
+        servers,
+    )
+    .await?;
+    let result = hub.read_resource(server, uri).await;
+    hub.shutdown().await;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    if json {
+        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+    } else {
+        output::print_read_result(&result);
+    }
+    Ok(0)
+}
+
+/// `prompt NAME --server SERVER`, `prompt SERVER/NAME` or `prompt
+/// SERVER__NAME` on a configured server, printed as for a server given
+/// after `--`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn prompt(
+    context: &Context,
+    only: Option<&str>,
+    target: &str,
+    arguments: BTreeMap<String, String>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (server, name) = match only {
+        Some(server) => (server.to_owned(), target.to_owned()),
+        None => {
+            let (server, name) = split_target(target, &loaded, "prompt")?;
+            (server.to_owned(), name.to_owned())
+        }
+    };
+    let (hub, config) = open_one(
+        context,
+        &server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        customize,
+        servers,
+    )
+    .await?;
+    let result = hub.get_prompt(&server, name, Some(arguments)).await;
+    hub.shutdown().await;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    if json {
+        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+    } else {
+        output::print_prompt_result(&result);
+    }
+    Ok(0)
 }
 
 /// A hub error as a failed command: 3 when the server wants a login (with
@@ -540,6 +831,14 @@ fn hub_failure(
                 exit::UNREACHABLE
             }
             HubError::Call { source, .. } => {
+                stderr_tail = source.stderr_tail().map(str::to_owned);
+                if source.is_unreachable() || source.is_timeout() {
+                    exit::UNREACHABLE
+                } else {
+                    exit::USAGE
+                }
+            }
+            HubError::Request { source, .. } => {
                 stderr_tail = source.stderr_tail().map(str::to_owned);
                 if source.is_unreachable() || source.is_timeout() {
                     exit::UNREACHABLE
@@ -593,7 +892,7 @@ mod tests {
     #[test]
     fn namespaced_names_pick_the_longest_configured_server() {
         let loaded = configured(&["a", "a__b", "my_server"]);
-        let split = |t| split_target(t, &loaded).ok();
+        let split = |t| split_target(t, &loaded, "tool").ok();
         assert_eq!(split("a__b__c"), Some(("a__b", "c")));
         assert_eq!(split("a__echo"), Some(("a", "echo")));
         assert_eq!(

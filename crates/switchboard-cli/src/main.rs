@@ -318,10 +318,24 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// List the server's resources and resource templates.
-    Resources(ServerArgs),
-    /// List the server's prompts.
-    Prompts(ServerArgs),
+    /// List the server's resources and resource templates; without a
+    /// server command, every configured server's, with their server.
+    Resources {
+        /// Only this configured server's resources.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List the server's prompts; without a server command, every
+    /// configured server's, with their server.
+    Prompts {
+        /// Only this configured server's prompts.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Call a tool: `call TOOL -- COMMAND…`, or a configured server's
     /// tool as `call SERVER/TOOL` or `call SERVER__TOOL`.
     Call {
@@ -340,17 +354,26 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// Read a resource.
+    /// Read a resource: `read URI -- COMMAND…`, or a configured server's
+    /// as `read URI --server NAME`.
     Read {
         /// The resource URI.
         uri: String,
+        /// The configured server to read from.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// Get a prompt.
+    /// Get a prompt: `prompt NAME -- COMMAND…`, or a configured server's
+    /// as `prompt NAME --server SERVER`, `prompt SERVER/NAME` or
+    /// `prompt SERVER__NAME`.
     Prompt {
-        /// The prompt's name.
+        /// The prompt's name (SERVER/NAME or SERVER__NAME for a configured server).
         name: String,
+        /// The configured server to ask.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
         /// An argument, KEY=VALUE (prompt arguments are strings).
         #[arg(long = "arg", value_name = "KEY=VALUE")]
         args: Vec<String>,
@@ -510,8 +533,10 @@ fn main() -> ExitCode {
     let _telemetry = init_tracing(endpoint.as_deref());
     let json = match &cli.command {
         Command::Demo { json } => *json,
-        Command::Info(s) | Command::Resources(s) | Command::Prompts(s) => s.json,
+        Command::Info(s) => s.json,
         Command::Tools { server, .. }
+        | Command::Resources { server, .. }
+        | Command::Prompts { server, .. }
         | Command::Call { server, .. }
         | Command::Read { server, .. }
         | Command::Prompt { server, .. } => server.json,
@@ -680,8 +705,10 @@ impl From<switchboard::Error> for Failure {
 /// The remote server a command talks to, if any.
 fn remote_url(command: &Command) -> Option<&str> {
     match command {
-        Command::Info(s) | Command::Resources(s) | Command::Prompts(s) => s.url.as_deref(),
+        Command::Info(s) => s.url.as_deref(),
         Command::Tools { server, .. }
+        | Command::Resources { server, .. }
+        | Command::Prompts { server, .. }
         | Command::Call { server, .. }
         | Command::Read { server, .. }
         | Command::Prompt { server, .. } => server.url.as_deref(),
@@ -773,11 +800,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 )
                 .await;
             }
-            if only.is_some() {
-                return Err(Failure::usage(anyhow::anyhow!(
-                    "--server names a configured server; it cannot go with a server command or --url"
-                )));
-            }
+            no_configured_server(only.as_deref())?;
             let (client, _, _) = connect(&server, creds, servers).await?;
             let tools = client.list_tools().await?;
             if let Some(provider) = model.provider {
@@ -798,7 +821,20 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             finish(&client, &server).await;
             Ok(0)
         }
-        Command::Resources(server) => {
+        Command::Resources { only, server } => {
+            if server.command.is_empty() && server.url.is_none() {
+                let context = configure::Context::new(cli.config)?;
+                return hub::resources(
+                    &context,
+                    only.as_deref(),
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(only.as_deref())?;
             let (client, _, _) = connect(&server, creds, servers).await?;
             let resources = client.list_resources().await?;
             let templates = client.list_resource_templates().await?;
@@ -812,7 +848,20 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             finish(&client, &server).await;
             Ok(0)
         }
-        Command::Prompts(server) => {
+        Command::Prompts { only, server } => {
+            if server.command.is_empty() && server.url.is_none() {
+                let context = configure::Context::new(cli.config)?;
+                return hub::prompts(
+                    &context,
+                    only.as_deref(),
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(only.as_deref())?;
             let (client, _, _) = connect(&server, creds, servers).await?;
             let prompts = client.list_prompts().await?;
             if server.json {
@@ -875,7 +924,29 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 0
             })
         }
-        Command::Read { uri, server } => {
+        Command::Read { uri, only, server } => {
+            if server.command.is_empty() && server.url.is_none() {
+                let Some(only) = only else {
+                    return Err(Failure::usage(anyhow::anyhow!(
+                        "`read` on a configured server needs the server: give --server NAME \
+                         (or a server command after `--`, or --url)"
+                    )));
+                };
+                let context = configure::Context::new(cli.config)?;
+                let customize = hub_client(&server)?;
+                return hub::read(
+                    &context,
+                    &only,
+                    &uri,
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    customize,
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(only.as_deref())?;
             let (client, _, ui) = connect(&server, creds, servers).await?;
             let result = with_events(&client, &ui, client.read_resource(&uri)).await?;
             if server.json {
@@ -886,8 +957,30 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             finish(&client, &server).await;
             Ok(0)
         }
-        Command::Prompt { name, args, server } => {
+        Command::Prompt {
+            name,
+            only,
+            args,
+            server,
+        } => {
             let arguments = args::prompt_arguments(&args).map_err(Failure::usage)?;
+            if server.command.is_empty() && server.url.is_none() {
+                let context = configure::Context::new(cli.config)?;
+                let customize = hub_client(&server)?;
+                return hub::prompt(
+                    &context,
+                    only.as_deref(),
+                    &name,
+                    arguments,
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    customize,
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(only.as_deref())?;
             let (client, _, ui) = connect(&server, creds, servers).await?;
             let result =
                 with_events(&client, &ui, client.get_prompt(&name, Some(arguments))).await?;
@@ -1166,7 +1259,18 @@ fn answer_setup(server: &ServerArgs) -> Result<(Duration, Arc<Ui>, Option<Roots>
     ))
 }
 
-/// How the hub's clients for `call` are set up: answering the server as
+/// `--server NAME` names a configured server: refused beside a server
+/// command or `--url`.
+fn no_configured_server(only: Option<&str>) -> Result<(), Failure> {
+    if only.is_some() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--server names a configured server; it cannot go with a server command or --url"
+        )));
+    }
+    Ok(())
+}
+
+/// How the hub's clients for `call`, `read` and `prompt` are set up: answering the server as
 /// for a server given after `--`; `--timeout` and `--era` where the
 /// configuration does not say.
 fn hub_client(

@@ -167,27 +167,56 @@ pub(crate) fn print_tools<T: Serialize>(tools: &[T]) {
     println!("{} tools", tools.len());
 }
 
-pub(crate) fn print_resources<R: Serialize, T: Serialize>(resources: &[R], templates: &[T]) {
-    let mut table = table(&["uri", "name", "type", "description"]);
-    for resource in resources {
-        let resource = to_json(resource);
-        table.add_row(vec![
-            text(&resource, "uri"),
-            text(&resource, "name"),
-            text(&resource, "mimeType"),
-            short(&text(&resource, "description"), 50),
-        ]);
+/// Whether the items came from configured servers (each with a `server`
+/// field): their tables then start with a server column.
+fn with_servers(items: &[Value]) -> bool {
+    items.iter().any(|item| item.get("server").is_some())
+}
+
+/// A row, behind the item's server when the table has a server column.
+fn row(servers: bool, item: &Value, cells: Vec<String>) -> Vec<String> {
+    if servers {
+        std::iter::once(text(item, "server")).chain(cells).collect()
+    } else {
+        cells
     }
-    for template in templates {
-        let template = to_json(template);
-        table.add_row(vec![
-            text(&template, "uriTemplate"),
-            text(&template, "name"),
-            format!("template {}", text(&template, "mimeType"))
-                .trim()
-                .to_owned(),
-            short(&text(&template, "description"), 50),
-        ]);
+}
+
+fn headers<'a>(servers: bool, columns: &[&'a str]) -> Vec<&'a str> {
+    let server: &[&str] = if servers { &["server"] } else { &[] };
+    server.iter().chain(columns).copied().collect()
+}
+
+pub(crate) fn print_resources<R: Serialize, T: Serialize>(resources: &[R], templates: &[T]) {
+    let resources: Vec<Value> = resources.iter().map(to_json).collect();
+    let templates: Vec<Value> = templates.iter().map(to_json).collect();
+    let servers = with_servers(&resources) || with_servers(&templates);
+    let mut table = table(&headers(servers, &["uri", "name", "type", "description"]));
+    for resource in &resources {
+        table.add_row(row(
+            servers,
+            resource,
+            vec![
+                text(resource, "uri"),
+                text(resource, "name"),
+                text(resource, "mimeType"),
+                short(&text(resource, "description"), 50),
+            ],
+        ));
+    }
+    for template in &templates {
+        table.add_row(row(
+            servers,
+            template,
+            vec![
+                text(template, "uriTemplate"),
+                text(template, "name"),
+                format!("template {}", text(template, "mimeType"))
+                    .trim()
+                    .to_owned(),
+                short(&text(template, "description"), 50),
+            ],
+        ));
     }
     println!("{table}");
     println!(
@@ -198,9 +227,10 @@ pub(crate) fn print_resources<R: Serialize, T: Serialize>(resources: &[R], templ
 }
 
 pub(crate) fn print_prompts<P: Serialize>(prompts: &[P]) {
-    let mut table = table(&["prompt", "description", "arguments"]);
-    for prompt in prompts {
-        let prompt = to_json(prompt);
+    let prompts: Vec<Value> = prompts.iter().map(to_json).collect();
+    let servers = with_servers(&prompts);
+    let mut table = table(&headers(servers, &["prompt", "description", "arguments"]));
+    for prompt in &prompts {
         let arguments: Vec<String> = prompt
             .get("arguments")
             .and_then(Value::as_array)
@@ -214,11 +244,15 @@ pub(crate) fn print_prompts<P: Serialize>(prompts: &[P]) {
                     .collect()
             })
             .unwrap_or_default();
-        table.add_row(vec![
-            text(&prompt, "name"),
-            short(&text(&prompt, "description"), 60),
-            arguments.join(", "),
-        ]);
+        table.add_row(row(
+            servers,
+            prompt,
+            vec![
+                text(prompt, "name"),
+                short(&text(prompt, "description"), 60),
+                arguments.join(", "),
+            ],
+        ));
     }
     println!("{table}");
     println!("{} prompts", prompts.len());

@@ -1,5 +1,6 @@
 //! Configured servers end to end: `import`, `add`, `remove`, `enable`,
-//! `disable`, `get`, then `list`, `tools` and `call` across them through
+//! `disable`, `get`, then `list`, `tools`, `call`, `resources`, `prompts`,
+//! `read` and `prompt` across them through
 //! the hub, each test in a throwaway HOME and working directory with the
 //! bundled test server (`switchboard __testserver`) as the servers.
 
@@ -990,4 +991,151 @@ fn call_runs_a_configured_servers_task_only_tool_as_a_task() {
         let said = text(&output.stdout);
         assert!(said.starts_with("done"), "{era}: {said}");
     }
+}
+
+#[test]
+fn resources_prompts_read_and_prompt_on_configured_servers() {
+    let sandbox = Sandbox::new("features");
+    // Two servers (different commands: the same command twice is one
+    // server under two names).
+    for (name, era) in [("one", "dual"), ("two", "legacy")] {
+        ok(
+            &sandbox.run(&[
+                "add",
+                "-s",
+                "user",
+                name,
+                "--",
+                BIN,
+                "__testserver",
+                "--era",
+                era,
+            ]),
+            "add",
+        );
+    }
+
+    // Across both servers: a server column, a `server` field.
+    let output = sandbox.run(&["resources"]);
+    ok(&output, "resources");
+    let table = text(&output.stdout);
+    assert!(table.contains("server"), "{table}");
+    for name in ["one", "two"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains(name) && l.contains("test://static/hello")),
+            "{name}: {table}"
+        );
+    }
+    let output = sandbox.run(&["resources", "--json"]);
+    ok(&output, "resources --json");
+    let listed = stdout_json(&output);
+    for name in ["one", "two"] {
+        assert!(
+            listed["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["server"] == name && r["uri"] == "test://static/hello"),
+            "{name}: {listed:#}"
+        );
+    }
+    let output = sandbox.run(&["prompts", "--json"]);
+    ok(&output, "prompts --json");
+    let listed = stdout_json(&output);
+    for name in ["one", "two"] {
+        assert!(
+            listed["prompts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["server"] == name && p["name"] == "greeting"),
+            "{name}: {listed:#}"
+        );
+    }
+    let output = sandbox.run(&["prompts", "--server", "two"]);
+    ok(&output, "prompts --server two");
+    let table = text(&output.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("two") && l.contains("greeting")),
+        "{table}"
+    );
+    assert!(
+        !table
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("one")),
+        "{table}"
+    );
+
+    // One server's resource and prompt, printed as for `-- command`.
+    let output = sandbox.run(&["read", "test://static/hello", "--server", "one"]);
+    ok(&output, "read --server one");
+    assert!(
+        text(&output.stdout).contains("Hello, world!"),
+        "{}",
+        text(&output.stdout)
+    );
+    for args in [
+        &["prompt", "greeting", "--server", "two", "--arg", "name=Ada"][..],
+        &["prompt", "two/greeting", "--arg", "name=Ada"][..],
+    ] {
+        let output = sandbox.run(args);
+        ok(&output, &args.join(" "));
+        assert!(
+            text(&output.stdout).contains("Hello, Ada!"),
+            "{}",
+            text(&output.stdout)
+        );
+    }
+
+    // `read` without --server says to give it.
+    let output = sandbox.run(&["read", "test://static/hello"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("--server NAME"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // An unknown server: a clear error, exit 1.
+    for args in [
+        &["read", "test://static/hello", "--server", "nope"][..],
+        &["prompt", "nope/greeting"][..],
+        &["resources", "--server", "nope"][..],
+        &["prompts", "--server", "nope"][..],
+    ] {
+        let output = sandbox.run(args);
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains("nope"),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+
+    // A server that cannot start is reported; the listing still succeeds
+    // while another server answered, and fails when none did.
+    ok(
+        &sandbox.run(&[
+            "add",
+            "-s",
+            "user",
+            "broken",
+            "--",
+            "/nonexistent/switchboard-test-command",
+        ]),
+        "add broken",
+    );
+    let output = sandbox.run(&["prompts"]);
+    ok(&output, "prompts with a broken server");
+    assert!(
+        text(&output.stderr).contains("broken"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = sandbox.run(&["prompts", "--server", "broken"]);
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
 }
