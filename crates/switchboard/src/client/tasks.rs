@@ -664,10 +664,13 @@ impl<'a> Waiter<'a> {
     async fn drive<T>(&mut self, future: impl Future<Output = T>) -> T {
         let mut future = std::pin::pin!(future);
         loop {
+            // Events first: the reader queues a notification before it
+            // completes the request that followed it on the wire, so the
+            // call's last progress is delivered before the call returns.
             tokio::select! {
                 biased;
-                output = &mut future => return output,
                 event = self.events.next(), if self.events_open => self.on_event(event),
+                output = &mut future => return output,
             }
         }
     }
@@ -1269,6 +1272,35 @@ mod tests {
         };
         let (result, ()) = tokio::join!(call(&client, "quick", TaskOptions::new()), script);
         assert_eq!(text_of(&result.unwrap()), "now");
+    }
+
+    /// Progress the server sent right before its result reaches the
+    /// callback before the call returns, though both arrive together.
+    #[tokio::test(start_paused = true)]
+    async fn progress_sent_before_the_result_is_delivered_before_the_call_returns() {
+        let (client, mut server) = modern_client(extension_caps(), Client::builder()).await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let options =
+            TaskOptions::new().on_progress(move |p| sink.lock().unwrap().push(p.progress));
+        let script = async {
+            let call = expect(&mut server, "tools/call").await;
+            let token = call["params"]["_meta"]["progressToken"].clone();
+            for step in [1, 2, 3] {
+                let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": step, "total": 3}});
+                server.send(progress.to_string()).await.unwrap();
+            }
+            reply(
+                &mut server,
+                &call,
+                json!({"content": [{"type": "text", "text": "done"}]}),
+            )
+            .await;
+        };
+        let (result, ()) = tokio::join!(call(&client, "steps", options), script);
+        assert_eq!(text_of(&result.unwrap()), "done");
+        assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
     }
 
     #[tokio::test(start_paused = true)]
