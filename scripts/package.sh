@@ -22,8 +22,20 @@ if [ "${#crates[@]}" -eq 0 ]; then
     exit 1
 fi
 echo "package: ${crates[*]}"
+# cargo unpacks the packages it verifies against from a local registry
+# into $CARGO_HOME/registry/src/<that registry>/NAME-VERSION and keeps them:
+# the next run, same version, would build against the stale copy. Start
+# both clean (never touching crates.io's own folders).
+target="${CARGO_TARGET_DIR:-target}"
+rm -rf "$target/package"
 args=()
 for crate in "${crates[@]}"; do
     args+=(-p "$crate")
+    for unpacked in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate"-[0-9]*; do
+        case "$unpacked" in
+        */index.crates.io-*) ;;
+        *) rm -rf "$unpacked" ;;
+        esac
+    done
 done
 cargo package "${args[@]}" "$@"
