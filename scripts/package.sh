@@ -26,8 +26,13 @@ echo "package: ${crates[*]}"
 # into $CARGO_HOME/registry/src/<that registry>/NAME-VERSION and keeps them:
 # the next run, same version, would build against the stale copy. Start
 # both clean (never touching crates.io's own folders).
+# Builds of a registry package are never judged stale either, so the
+# verify step's builds of ours go too.
 target="${CARGO_TARGET_DIR:-target}"
 rm -rf "$target/package"
+for dir in "$target/debug/.fingerprint" "$target/debug/deps" "$target/debug/build"; do
+    rm -rf "$dir"/switchboard-* "$dir"/libswitchboard_* "$dir"/switchboard_*
+done
 args=()
 for crate in "${crates[@]}"; do
     args+=(-p "$crate")
