@@ -423,6 +423,15 @@ fn listing_code(opened: &Opened, failed: &[HubError]) -> u8 {
     }
 }
 
+/// `item` as JSON with a `server` field naming where it came from.
+fn tagged(server: &str, item: &impl serde::Serialize) -> Value {
+    let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("server".into(), json!(server));
+    }
+    value
+}
+
 /// `resources` across the configured servers (or one, `--server NAME`):
 /// resources and resource templates, each with its server.
 pub(crate) async fn resources(
@@ -446,32 +455,15 @@ pub(crate) async fn resources(
     let (resources, templates) =
         tokio::join!(opened.hub.resources(), opened.hub.resource_templates());
     opened.hub.shutdown().await;
-    let with_server = |server: &str, item: Value| {
-        let mut item = item;
-        if let Some(object) = item.as_object_mut() {
-            object.insert("server".into(), json!(server));
-        }
-        item
-    };
     let items: Vec<Value> = resources
         .items
         .iter()
-        .map(|r| {
-            with_server(
-                &r.server,
-                serde_json::to_value(&r.resource).unwrap_or(Value::Null),
-            )
-        })
+        .map(|r| tagged(&r.server, &r.resource))
         .collect();
     let template_items: Vec<Value> = templates
         .items
         .iter()
-        .map(|t| {
-            with_server(
-                &t.server,
-                serde_json::to_value(&t.template).unwrap_or(Value::Null),
-            )
-        })
+        .map(|t| tagged(&t.server, &t.template))
         .collect();
     // A server whose resources and templates both failed is one failure.
     let mut failed = resources.failed;
@@ -513,11 +505,7 @@ pub(crate) async fn prompts(
     let items: Vec<Value> = prompts
         .items
         .iter()
-        .map(|p| {
-            let mut value = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
-            value["server"] = json!(p.server);
-            value
-        })
+        .map(|p| tagged(&p.server, &p.prompt))
         .collect();
     if json {
         output::print_json(&json!({ "prompts": items }));
