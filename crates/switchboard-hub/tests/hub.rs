@@ -1004,7 +1004,8 @@ async fn a_remote_server_that_answers_401_needs_auth() {
 }
 
 /// A server that failed (or needed a login) is started again on request;
-/// one that runs is left alone; nothing starts after a shutdown.
+/// one that runs is restarted (a new process); nothing starts after a
+/// shutdown.
 #[apply(process_test!)]
 async fn a_failed_server_restarts_on_request() {
     let dir = state_dir("restart");
@@ -1037,13 +1038,15 @@ async fn a_failed_server_restarts_on_request() {
     std::fs::write(&gate, "").unwrap();
     let state = hub.restart("gated").await.unwrap();
     assert_eq!(state, ServerState::Ready);
+    // A running server is restarted: a new process, the old one gone.
     let (pid, _) = pids(&hub, "gated").await;
     assert_eq!(hub.restart("gated").await.unwrap(), ServerState::Ready);
-    assert_eq!(
+    assert_ne!(
         pids(&hub, "gated").await.0,
         pid,
-        "a running server is left alone"
+        "the server kept its process"
     );
+    assert!(!alive(pid), "the old process {pid} still runs");
     hub.shutdown().await;
     let after = hub.restart("gated").await;
     assert!(

@@ -104,6 +104,19 @@ pub enum HubError {
         /// The state it ended in.
         state: ServerState,
     },
+    /// [`Hub::add`](super::Hub::add) was given a name the hub has.
+    #[error("a server named `{server}` is already in the hub (remove it first, or reload)")]
+    ServerExists {
+        /// The name.
+        server: String,
+    },
+    /// [`Hub::reload`](super::Hub::reload) could not read the servers
+    /// (nothing was changed).
+    #[error("could not reload the configuration (nothing changed): {reason}")]
+    Reload {
+        /// What the configuration source said.
+        reason: String,
+    },
 }
 
 fn advice(state: &ServerState) -> &'static str {
@@ -125,6 +138,7 @@ impl HubError {
     pub fn server(&self) -> Option<&str> {
         match self {
             HubError::UnknownServer { server }
+            | HubError::ServerExists { server }
             | HubError::ToolNotAllowed { server, .. }
             | HubError::Unavailable { server, .. }
             | HubError::ClosedDuringCall { server, .. }

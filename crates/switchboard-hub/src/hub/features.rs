@@ -279,7 +279,7 @@ impl Hub {
         // Owned by this future: dropping it aborts the listings (and the
         // client cancels their requests).
         let mut listings = JoinSet::new();
-        for slot in &self.inner.shared.slots {
+        for (index, slot) in self.inner.shared.slots().iter().enumerate() {
             let client = {
                 let view = slot.view.borrow();
                 match (&view.state, &view.client) {
@@ -291,7 +291,6 @@ impl Hub {
             };
             let server = slot.config.name.clone();
             let span = tracing::info_span!("mcp.request", server = %server, method);
-            let index = slot.index;
             let listing = list(client).instrument(span);
             listings.spawn(async move { (index, server, listing.await) });
         }

@@ -43,6 +43,7 @@
 //! ## What the client library does not offer (yet)
 //! - Byte counts: [`ServerStats::bytes_sent`] stays `None`.
 
+mod changes;
 mod error;
 mod features;
 #[cfg(feature = "otel")]
@@ -51,9 +52,10 @@ mod routes;
 mod state;
 mod stats;
 mod store;
+mod subscriptions;
 mod supervisor;
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -61,7 +63,9 @@ use std::time::{Duration, Instant};
 
 use switchboard::transport::http::AuthProvider;
 use switchboard::types::{CallToolRequestParams, CallToolResult, JsonObject};
-use switchboard::{Client, ClientBuilder, Error as ClientError, RequestOptions, TaskOptions};
+use switchboard::{
+    Client, ClientBuilder, Error as ClientError, RequestOptions, Roots, TaskOptions,
+};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -69,6 +73,7 @@ use tracing::Instrument;
 
 use crate::config::ServerConfig;
 
+pub use changes::ReloadReport;
 pub use error::HubError;
 pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
@@ -157,6 +162,8 @@ fn jitter() -> f64 {
 
 type Customize = Arc<dyn Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync>;
 type AuthFactory = Arc<dyn Fn(&ServerConfig) -> Option<Arc<dyn AuthProvider>> + Send + Sync>;
+/// Where [`Hub::reload`] reads the servers from.
+type ConfigSource = Arc<dyn Fn() -> Result<Vec<ServerConfig>, String> + Send + Sync>;
 
 /// Builds a [`Hub`]. Setters never fail; [`HubBuilder::build`] reports the
 /// first bad setting.
@@ -175,6 +182,8 @@ pub struct HubBuilder {
     state_dir: Option<PathBuf>,
     persist: bool,
     max_message_size: Option<usize>,
+    roots: Option<Roots>,
+    source: Option<ConfigSource>,
 }
 
 impl std::fmt::Debug for HubBuilder {
@@ -192,6 +201,8 @@ impl std::fmt::Debug for HubBuilder {
             .field("state_dir", &self.state_dir)
             .field("persist", &self.persist)
             .field("max_message_size", &self.max_message_size)
+            .field("roots", &self.roots)
+            .field("source", &self.source.is_some())
             .finish()
     }
 }
@@ -211,6 +222,8 @@ impl Default for HubBuilder {
             state_dir: None,
             persist: true,
             max_message_size: None,
+            roots: None,
+            source: None,
         }
     }
 }
@@ -313,6 +326,27 @@ impl HubBuilder {
         self
     }
 
+    /// Offers `roots` to every server (`roots/list`; the `roots`
+    /// capability with `listChanged`). Off by default: a library hub
+    /// shows servers no directory unless asked. The same [`Roots`] is
+    /// shared by every connection, so [`Roots::set`] (or
+    /// [`Hub::roots`]`.set`) tells every connected server at once.
+    pub fn roots(mut self, roots: Roots) -> Self {
+        self.roots = Some(roots);
+        self
+    }
+
+    /// Where [`Hub::reload`] reads the servers from: called on every
+    /// reload, it gives the whole server list again (already expanded),
+    /// or says why it could not.
+    pub fn config_source(
+        mut self,
+        source: impl Fn() -> Result<Vec<ServerConfig>, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
     /// Makes the hub (nothing connects until [`Hub::start`]). The state
     /// file, if any, is read now, so [`Hub::list`] answers at once.
     ///
@@ -347,9 +381,9 @@ impl HubBuilder {
         if self.max_message_size == Some(0) {
             return bad("max_message_size", "must be at least 1");
         }
-        let mut by_name = HashMap::new();
-        for (i, server) in self.servers.iter().enumerate() {
-            if by_name.insert(server.name.clone(), i).is_some() {
+        let mut names = HashSet::new();
+        for server in &self.servers {
+            if !names.insert(server.name.as_str()) {
                 return Err(HubError::Config {
                     setting: "servers",
                     reason: format!("two servers are named `{}`", server.name),
@@ -367,18 +401,12 @@ impl HubBuilder {
         let slots = self
             .servers
             .iter()
-            .enumerate()
-            .map(|(index, config)| {
-                let stored = store
-                    .as_ref()
-                    .and_then(|s| s.get(&config.name, &config.state_signature()));
-                Arc::new(supervisor::Slot::new(index, config.clone(), stored))
-            })
+            .map(|config| supervisor::Slot::new(config.clone(), store.as_ref()))
             .collect();
         let (events, _) = broadcast::channel(self.event_capacity);
         let shared = Arc::new(Shared {
-            slots,
-            by_name,
+            slots: RwLock::new(slots),
+            changes: tokio::sync::Mutex::new(()),
             routes: RwLock::new(routes::Routes::default()),
             local: Semaphore::new(self.local_concurrency),
             remote: Semaphore::new(self.remote_concurrency),
@@ -391,9 +419,12 @@ impl HubBuilder {
                 backoff: self.backoff,
                 keepalive: self.keepalive,
                 max_message_size: self.max_message_size,
+                roots: self.roots,
+                source: self.source,
             },
             tasks: TaskTracker::new(),
             writer_started: AtomicBool::new(false),
+            started: AtomicBool::new(false),
         });
         shared.update_routes();
         Ok(Hub {
@@ -412,13 +443,18 @@ pub(crate) struct Settings {
     backoff: Backoff,
     keepalive: Option<Duration>,
     max_message_size: Option<usize>,
+    roots: Option<Roots>,
+    source: Option<ConfigSource>,
 }
 
 /// What the hub handle and the supervisors share (the supervisors never
 /// hold the handle, so dropping the last handle cancels them).
 pub(crate) struct Shared {
-    slots: Vec<Arc<supervisor::Slot>>,
-    by_name: HashMap<String, usize>,
+    /// Every server, in configuration order. Replaced, never mutated in
+    /// place, by the runtime changes ([`Hub::add`], [`Hub::remove`],
+    /// [`Hub::reload`] …), which `changes` serialises.
+    slots: RwLock<Vec<Arc<supervisor::Slot>>>,
+    changes: tokio::sync::Mutex<()>,
     /// Hub-wide tool names: rebuilt from every slot when a tool list
     /// changes; what [`Hub::tools`] lists and [`Hub::call_tool`] routes.
     routes: RwLock<routes::Routes>,
@@ -432,9 +468,26 @@ pub(crate) struct Shared {
     /// wait for it).
     tasks: TaskTracker,
     writer_started: AtomicBool,
+    /// [`Hub::start`] ran: servers added later start at once.
+    started: AtomicBool,
 }
 
 impl Shared {
+    /// Every server now, in configuration order.
+    fn slots(&self) -> Vec<Arc<supervisor::Slot>> {
+        self.slots.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The server named `name`.
+    fn find(&self, name: &str) -> Option<Arc<supervisor::Slot>> {
+        self.slots
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|s| s.config.name == name)
+            .cloned()
+    }
+
     /// Rebuilds every route from every slot's current tools. Whether a
     /// name collides depends on all servers, so no slot's routes can be
     /// replaced alone.
@@ -442,7 +495,8 @@ impl Shared {
         // Read under the write lock: two servers getting ready at once must
         // not store what they read in the opposite order.
         let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
-        *routes = routes::Routes::build(&self.slots, &routes);
+        let slots = self.slots();
+        *routes = routes::Routes::build(&slots, &routes);
     }
 
     fn emit(&self, event: HubEvent) {
@@ -476,7 +530,7 @@ impl std::fmt::Debug for Hub {
         let servers: Vec<_> = self
             .inner
             .shared
-            .slots
+            .slots()
             .iter()
             .map(|s| (s.config.name.clone(), s.view.borrow().state.name()))
             .collect();
@@ -518,15 +572,16 @@ impl Hub {
         let started = Instant::now();
         let shared = &self.inner.shared;
         let mut waiting = Vec::new();
-        for slot in &shared.slots {
+        shared.started.store(true, Ordering::Release);
+        for slot in shared.slots() {
             if !slot.config.enabled
                 || !slot.config.trust.allows_start()
                 || !slot.claim_first_start()
             {
                 continue;
             }
-            self.run(slot);
-            waiting.push(slot.clone());
+            self.run(&slot);
+            waiting.push(slot);
         }
         let mut report = StartReport::default();
         let mut required_failed = None;
@@ -556,39 +611,6 @@ impl Hub {
         }
     }
 
-    /// Starts `server` again when it is not running (it failed, needs
-    /// authorization and the user has logged in since, or was never
-    /// started) and waits until it is ready or has failed again; a server
-    /// that is running is only waited for.
-    ///
-    /// # Errors
-    /// [`HubError::UnknownServer`]; [`HubError::Unavailable`] for a
-    /// disabled server or a hub that was shut down.
-    ///
-    /// # Cancel safety
-    /// Dropping the future stops waiting; the server keeps starting.
-    pub async fn restart(&self, server: &str) -> Result<ServerState, HubError> {
-        let slot = self.slot(server)?.clone();
-        if !slot.config.enabled
-            || !slot.config.trust.allows_start()
-            || self.inner.cancel.is_cancelled()
-        {
-            return Err(HubError::Unavailable {
-                server: server.into(),
-                state: slot.view.borrow().state.clone(),
-            });
-        }
-        slot.claim_first_start();
-        self.run(&slot);
-        let mut rx = slot.view.subscribe();
-        let state = rx
-            .wait_for(|v| v.state.is_settled())
-            .await
-            .map(|v| v.state.clone())
-            .unwrap_or(ServerState::Stopped);
-        Ok(state)
-    }
-
     /// Starts `slot`'s supervisor unless one runs.
     fn run(&self, slot: &Arc<supervisor::Slot>) {
         let shared = &self.inner.shared;
@@ -598,12 +620,9 @@ impl Hub {
                 .spawn(write_state(shared.clone(), self.inner.cancel.child_token()));
         }
         if slot.claim_run(shared) {
-            let task = supervisor::run(
-                shared.clone(),
-                slot.clone(),
-                self.inner.cancel.child_token(),
-            );
-            shared.tasks.spawn(task);
+            let cancel = self.inner.cancel.child_token();
+            let task = supervisor::run(shared.clone(), slot.clone(), cancel.clone());
+            slot.set_task(cancel, shared.tasks.spawn(task));
         }
     }
 
@@ -612,7 +631,7 @@ impl Hub {
     pub fn list(&self) -> Vec<ServerStatus> {
         self.inner
             .shared
-            .slots
+            .slots()
             .iter()
             .map(|slot| slot.status())
             .collect()
@@ -647,7 +666,7 @@ impl Hub {
         routes
             .iter()
             .filter_map(|route| {
-                let slot = &shared.slots[route.slot];
+                let slot = &route.slot;
                 let view = slot.view.borrow();
                 view.lists_tools().then(|| HubTool {
                     name: route.name.clone(),
@@ -704,11 +723,10 @@ impl Hub {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .map(|r| (r.slot, r.tool().name.clone()));
-        let Some((index, tool)) = route else {
+            .map(|r| (r.slot.clone(), r.tool().name.clone()));
+        let Some((slot, tool)) = route else {
             return Err(HubError::UnknownTool { name: name.into() });
         };
-        let slot = self.inner.shared.slots[index].clone();
         self.call_slot(&slot, &tool, arguments, options).await
     }
 
@@ -760,7 +778,7 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
-        let slot = self.slot(server)?.clone();
+        let slot = self.slot(server)?;
         self.call_slot(&slot, tool, arguments, options).await
     }
 
@@ -884,12 +902,10 @@ impl Hub {
         }
     }
 
-    fn slot(&self, server: &str) -> Result<&Arc<supervisor::Slot>, HubError> {
-        let shared = &self.inner.shared;
-        shared
-            .by_name
-            .get(server)
-            .map(|&i| &shared.slots[i])
+    fn slot(&self, server: &str) -> Result<Arc<supervisor::Slot>, HubError> {
+        self.inner
+            .shared
+            .find(server)
             .ok_or_else(|| HubError::UnknownServer {
                 server: server.into(),
             })

@@ -27,8 +27,8 @@ use super::supervisor::Slot;
 #[derive(Debug)]
 pub(crate) struct Route {
     pub(crate) name: String,
-    /// The slot's index.
-    pub(crate) slot: usize,
+    /// The server.
+    pub(crate) slot: Arc<Slot>,
     /// The slot's tool list and the tool's place in it (shared, not
     /// copied: every list change rebuilds every route).
     tools: Arc<[Tool]>,
@@ -36,6 +36,10 @@ pub(crate) struct Route {
     /// The `server__tool` name another tool kept.
     pub(crate) renamed_from: Option<String>,
 }
+
+/// A (server, tool) and the name it wants: the server, its tool list, the
+/// tool's place in it, the name.
+type Wanted = (Arc<Slot>, Arc<[Tool]>, usize, String);
 
 /// Every route, in configuration order, and the index by name.
 #[derive(Debug, Default)]
@@ -59,7 +63,7 @@ impl Routes {
     pub(crate) fn build(slots: &[Arc<Slot>], previous: &Routes) -> Self {
         // Pass 1: every (server, tool) and the name it wants; the first
         // claimant of a name keeps it.
-        let mut wanted: Vec<(usize, Arc<[Tool]>, usize, String)> = Vec::new();
+        let mut wanted: Vec<Wanted> = Vec::new();
         let mut taken: HashMap<String, usize> = HashMap::new();
         let mut losers = Vec::new();
         for slot in slots {
@@ -88,14 +92,14 @@ impl Routes {
                 } else {
                     taken.insert(name.clone(), at);
                 }
-                wanted.push((slot.index, view.tools.clone(), place, name));
+                wanted.push((slot.clone(), view.tools.clone(), place, name));
             }
         }
         // Pass 2: the others get a hashed name no one wants or has.
         let mut renamed: HashMap<usize, (String, String)> = HashMap::new();
         for &at in &losers {
             let (slot, tools, place, name) = &wanted[at];
-            let server = &slots[*slot].config.name;
+            let server = &slot.config.name;
             let tool = &tools[*place];
             let mut round = 0;
             let new = loop {
@@ -123,10 +127,10 @@ impl Routes {
                     // Keepers come first in configuration order: already in.
                     let keeper = routes
                         .get(old)
-                        .map(|r| (slots[r.slot].config.name.as_str(), r.tool().name.as_str()))
+                        .map(|r| (r.slot.config.name.as_str(), r.tool().name.as_str()))
                         .unwrap_or_default();
                     tracing::warn!(
-                        server = %slots[slot].config.name,
+                        server = %slot.config.name,
                         tool = %tool.name,
                         name = %name,
                         wanted = %old,

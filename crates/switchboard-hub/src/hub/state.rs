@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use switchboard::Event;
 use switchboard::transport::{ExitInfo, TransportError};
 use switchboard::types::{Era, Implementation, ServerCapabilities, Tool};
 use tokio::sync::broadcast;
@@ -220,8 +221,9 @@ pub struct HubTool {
     pub renamed_from: Option<String>,
 }
 
-/// Something that changed in the hub, for UIs.
-#[derive(Clone, Debug, PartialEq)]
+/// Something that changed in the hub, for UIs. One server's events come
+/// in the order they happened; different servers' interleave.
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum HubEvent {
     /// A server's state changed.
@@ -240,6 +242,43 @@ pub enum HubEvent {
         /// The list is the last known one, not from a live connection.
         stale: bool,
     },
+    /// What a connected server said, in the order it said it: progress
+    /// ([`Event::Progress`], also given to the call's own progress
+    /// callback), log messages ([`Event::Log`]), resource updates, prompt
+    /// and resource list changes, task status, and notifications the
+    /// client does not know. Never [`Event::Closed`] or [`Event::Lagged`]:
+    /// those are the hub's business (a state change, a tool refresh), and
+    /// a tool list change arrives as [`HubEvent::ToolsChanged`] once the
+    /// new list is in. Peer text inside is untrusted: sanitise before
+    /// showing it on a terminal.
+    Server {
+        /// The server.
+        server: String,
+        /// What it said.
+        event: Event,
+    },
+    /// A server joined the hub ([`Hub::add`](super::Hub::add), or
+    /// [`Hub::reload`](super::Hub::reload) found it).
+    ServerAdded {
+        /// The server.
+        server: String,
+    },
+    /// A server left the hub ([`Hub::remove`](super::Hub::remove), or
+    /// [`Hub::reload`](super::Hub::reload) no longer found it); it was
+    /// stopped first.
+    ServerRemoved {
+        /// The server.
+        server: String,
+    },
+    /// [`Hub::reload`](super::Hub::reload) found this server's
+    /// configuration changed: its connection was closed and the new
+    /// configuration starts (if it is enabled and may start).
+    ServerChanged {
+        /// The server.
+        server: String,
+    },
+    /// A [`Hub::reload`](super::Hub::reload) finished; what it did.
+    Reloaded(super::ReloadReport),
     /// This stream fell behind and missed this many events; read
     /// [`Hub::list`](super::Hub::list) to catch up.
     Lagged(u64),

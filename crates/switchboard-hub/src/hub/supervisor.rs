@@ -1,8 +1,9 @@
 //! One task per server: connect, watch, reconnect, stop.
 
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use switchboard::transport::Connector;
@@ -11,13 +12,15 @@ use switchboard::transport::http::{
 };
 use switchboard::transport::stdio::StdioConfig;
 use switchboard::types::{Era, Tool};
-use switchboard::{Client, Error as ClientError, Event, ListKind};
+use switchboard::{Client, Error as ClientError, Event, EventStream, ListKind};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::stats::Stats;
-use super::store::Stored;
+use super::store::{Store, Stored};
+use super::subscriptions;
 use super::{Failure, HubError, HubEvent, ServerState, ServerStatus, Settings, Shared};
 use crate::config::Trust;
 use crate::config::{HttpKind, ServerConfig, TransportConfig};
@@ -25,14 +28,30 @@ use crate::config::{HttpKind, ServerConfig, TransportConfig};
 /// One configured server: its settings, what is known about it now, and
 /// its counters.
 pub(crate) struct Slot {
-    /// Its place in the hub's list.
-    pub(crate) index: usize,
     pub(crate) config: ServerConfig,
     pub(crate) view: watch::Sender<View>,
     pub(crate) stats: Stats,
     started: AtomicBool,
     /// A supervisor runs for it.
     running: AtomicBool,
+    /// The last supervisor started: how to stop it, and its task.
+    task: Mutex<Option<(CancellationToken, JoinHandle<()>)>>,
+    /// Cancelled when the current connection ends: what lives as long as
+    /// it does (listens) hangs under it.
+    connection: Mutex<CancellationToken>,
+    /// The resource subscriptions asked through the hub, renewed on every
+    /// connection; a stateless-era listen's stop, `None` for the session
+    /// era.
+    subscriptions: Mutex<BTreeMap<String, Option<CancellationToken>>>,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("server", &self.config.name)
+            .field("state", &self.view.borrow().state.name())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A server as it is now. Cloned out of the watch for readers; the client
@@ -67,7 +86,10 @@ impl View {
 }
 
 impl Slot {
-    pub(crate) fn new(index: usize, config: ServerConfig, stored: Option<Stored>) -> Self {
+    /// A server as `store`'s state file last knew it, if the file has an
+    /// entry for this very configuration.
+    pub(crate) fn new(config: ServerConfig, store: Option<&Store>) -> Arc<Self> {
+        let stored = store.and_then(|s| s.get(&config.name, &config.state_signature()));
         // What an unapproved server left behind (approved once, then
         // revoked or changed) is not shown as its tools.
         let stored = stored
@@ -91,13 +113,47 @@ impl Slot {
             protocol_version: stored.protocol_version,
             last_known: (!stored.state.is_empty()).then_some(stored.state),
         };
-        Self {
-            index,
+        Arc::new(Self {
             config,
             view: watch::Sender::new(view),
             stats: Stats::new(),
             started: AtomicBool::new(false),
             running: AtomicBool::new(false),
+            task: Mutex::new(None),
+            connection: Mutex::new(CancellationToken::new()),
+            subscriptions: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The current connection's token (cancelled when it ends).
+    pub(crate) fn connection(&self) -> CancellationToken {
+        self.connection
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The resource subscriptions asked through the hub.
+    pub(crate) fn subscriptions(
+        &self,
+    ) -> MutexGuard<'_, BTreeMap<String, Option<CancellationToken>>> {
+        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the supervisor just started for this server.
+    pub(crate) fn set_task(&self, cancel: CancellationToken, task: JoinHandle<()>) {
+        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some((cancel, task));
+    }
+
+    /// Stops this server's supervisor, if one runs (its connection is
+    /// closed gracefully), and waits until it has ended.
+    pub(crate) async fn stop(&self) {
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((cancel, task)) = task {
+            cancel.cancel();
+            // A panic in the supervisor was already reported by the
+            // runtime; the server is stopped either way.
+            let _ = task.await;
         }
     }
 
@@ -358,7 +414,10 @@ enum Attempt {
 
 /// One connection attempt: a concurrency permit, then connect and list the
 /// tools within the startup timeout.
-async fn connect_once(shared: &Shared, slot: &Slot) -> Result<(Client, Arc<[Tool]>), Attempt> {
+async fn connect_once(
+    shared: &Shared,
+    slot: &Slot,
+) -> Result<(Client, EventStream, Arc<[Tool]>), Attempt> {
     let config = &slot.config;
     let limit = if is_remote(&config.transport) {
         &shared.remote
@@ -375,18 +434,25 @@ async fn connect_once(shared: &Shared, slot: &Slot) -> Result<(Client, Arc<[Tool
     if let Some(timeout) = config.request_timeout {
         builder = builder.request_timeout(timeout);
     }
+    if let Some(roots) = &shared.settings.roots {
+        builder = builder.roots(roots.clone());
+    }
     if let Some(customize) = &shared.settings.customize {
         builder = customize(config, builder);
     }
     let timeout = slot.startup_timeout(&shared.settings);
     let attempt = async {
         let client = builder.connect_arc(connector).await?;
+        // Subscribed before anything else is asked, so what the server
+        // says from here on (a log line while listing) reaches the hub's
+        // events.
+        let events = client.events();
         let tools = if client.capabilities().tools.is_some() {
             client.list_tools_shared().await?
         } else {
             Arc::from([])
         };
-        Ok::<_, ClientError>((client, tools))
+        Ok::<_, ClientError>((client, events, tools))
     };
     match tokio::time::timeout(timeout, attempt).await {
         Ok(Ok(connected)) => Ok(connected),
@@ -406,8 +472,13 @@ enum Ended {
 }
 
 /// Watches a ready connection: tool list changes, the close, keepalive.
-async fn serve(shared: &Shared, slot: &Slot, client: &Client, cancel: &CancellationToken) -> Ended {
-    let mut events = client.events();
+async fn serve(
+    shared: &Shared,
+    slot: &Slot,
+    client: &Client,
+    mut events: EventStream,
+    cancel: &CancellationToken,
+) -> Ended {
     let keepalive = shared
         .settings
         .keepalive
@@ -441,7 +512,10 @@ async fn serve(shared: &Shared, slot: &Slot, client: &Client, cancel: &Cancellat
                         client.connection_error().as_ref(),
                     ));
                 }
-                Some(_) => {}
+                Some(event) => shared.emit(HubEvent::Server {
+                    server: slot.config.name.clone(),
+                    event,
+                }),
             },
             () = tick => {
                 let every = keepalive.unwrap_or_default();
@@ -497,14 +571,20 @@ async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) -> 
             outcome = connect_once(shared, slot) => outcome,
         };
         match outcome {
-            Ok((client, tools)) => {
+            Ok((client, events, tools)) => {
                 if ever_ready {
                     slot.stats.reconnects.fetch_add(1, Ordering::Relaxed);
                 }
                 ever_ready = true;
                 attempt = 0;
+                let connection = cancel.child_token();
+                *slot.connection.lock().unwrap_or_else(|e| e.into_inner()) = connection.clone();
+                // Renewed before anyone sees `ready`: a subscription asked
+                // after that is not renewed twice.
+                subscriptions::restore(shared, slot, &client).await;
                 slot.set_ready(shared, client.clone(), tools);
-                let ended = serve(shared, slot, &client, cancel).await;
+                let ended = serve(shared, slot, &client, events, cancel).await;
+                connection.cancel();
                 slot.view.send_modify(|v| v.client = None);
                 match ended {
                     Ended::Cancelled => {
