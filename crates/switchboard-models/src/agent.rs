@@ -210,6 +210,10 @@ impl AgentError {
 }
 
 type Observer = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+/// Starts a server's login; the URL for the user, or why not.
+type Login = Arc<
+    dyn Fn(String) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send>> + Send + Sync,
+>;
 
 /// Builds an [`Agent`]. Setters never fail; [`build`](Self::build) reports
 /// the first bad setting.
@@ -296,6 +300,24 @@ impl AgentBuilder {
         self
     }
 
+    /// How the `authenticate` tool of a server waiting for a login
+    /// ([`ToolsetOptions::authenticate`], which this turns on) starts that
+    /// login: `start` gets the server's name and gives the URL the user
+    /// must open (or says why it cannot), which the model is handed to
+    /// pass on. Once the login completes and the server is ready, the next
+    /// round lists its tools: without a fixed [`toolset`](Self::toolset),
+    /// the toolset is built again whenever the hub's tools or waiting
+    /// servers change.
+    pub fn login<F, Fut>(mut self, start: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, String>> + Send + 'static,
+    {
+        self.agent.toolset_options.authenticate = true;
+        self.agent.login = Some(Arc::new(move |server| Box::pin(start(server))));
+        self
+    }
+
     /// Called with each [`AgentEvent`], on the task running the agent:
     /// keep it quick.
     pub fn observer(mut self, observer: impl Fn(&AgentEvent) + Send + Sync + 'static) -> Self {
@@ -359,6 +381,7 @@ pub struct Agent {
     asking: Arc<tokio::sync::Mutex<()>>,
     fields: Map<String, Value>,
     observer: Option<Observer>,
+    login: Option<Login>,
 }
 
 impl fmt::Debug for Agent {
@@ -373,6 +396,7 @@ impl fmt::Debug for Agent {
             .field("system", &self.system.is_some())
             .field("fields", &self.fields.keys().collect::<Vec<_>>())
             .field("observer", &self.observer.is_some())
+            .field("login", &self.login.is_some())
             .finish()
     }
 }
@@ -396,6 +420,7 @@ impl Agent {
                 asking: Arc::default(),
                 fields: Map::new(),
                 observer: None,
+                login: None,
             },
         }
     }
@@ -452,19 +477,16 @@ impl Agent {
     /// # Cancel safety
     /// As [`run`](Self::run).
     pub async fn run_messages(&self, messages: Vec<Value>) -> Result<AgentOutcome, AgentError> {
-        let toolset = match &self.toolset {
-            Some(toolset) => toolset.clone(),
-            None => Arc::new(Toolset::from_hub(
-                Provider::OpenAiChat,
-                self.toolset_options.clone(),
-                &self.hub,
-            )),
-        };
+        let mut built = None;
         let mut run = Run {
             messages,
             calls: Vec::new(),
         };
         for round in 1..=self.max_rounds {
+            let toolset = match &self.toolset {
+                Some(toolset) => toolset.clone(),
+                None => self.hub_toolset(&mut built),
+            };
             let span = tracing::info_span!("agent.round", round);
             if let Some(text) = self
                 .round(round, &toolset, &mut run)
@@ -487,6 +509,34 @@ impl Agent {
             max_rounds: self.max_rounds,
             calls: run.calls,
         })
+    }
+
+    /// The toolset of the hub's tools now: `built`'s again when the hub's
+    /// tools and servers waiting for a login are the same (so what
+    /// `search_tools` loaded stays loaded), else a new one.
+    fn hub_toolset(&self, built: &mut Option<(Vec<String>, Arc<Toolset>)>) -> Arc<Toolset> {
+        let mut key: Vec<String> = self.hub.tools().into_iter().map(|t| t.name).collect();
+        if self.toolset_options.authenticate {
+            key.extend(
+                self.hub
+                    .list()
+                    .into_iter()
+                    .filter(|s| matches!(s.state, switchboard_hub::ServerState::NeedsAuth { .. }))
+                    .map(|s| format!("{}\u{0}needs-auth", s.name)),
+            );
+        }
+        if let Some((old, toolset)) = built.as_ref()
+            && *old == key
+        {
+            return toolset.clone();
+        }
+        let toolset = Arc::new(Toolset::from_hub(
+            Provider::OpenAiChat,
+            self.toolset_options.clone(),
+            &self.hub,
+        ));
+        *built = Some((key, toolset.clone()));
+        toolset
     }
 
     /// One request and its tool calls; the final text when the model
@@ -645,6 +695,28 @@ impl Agent {
                 let result = toolset.search(arguments.as_ref());
                 self.answered(&id, &name, &result, &mut record)
             }
+            (Lookup::Authenticate { server }, Ok(_)) => match &self.login {
+                None => failure(format!(
+                    "logging in to `{server}` is not available here; ask the user to log in \
+                     (`switchboard login {server}`)"
+                )),
+                Some(start) => match start(server.to_owned()).await {
+                    Ok(url) => {
+                        tracing::info!(server, "login started for the model");
+                        let result = CallToolResult {
+                            content: vec![ContentBlock::text(format!(
+                                "The login to `{server}` has started. Give the user this URL \
+                                 to open in a browser and authorize access: {url}\n\
+                                 The tools of `{server}` become available once they have \
+                                 logged in."
+                            ))],
+                            ..Default::default()
+                        };
+                        self.answered(&id, &name, &result, &mut record)
+                    }
+                    Err(why) => failure(format!("could not start the login to `{server}`: {why}")),
+                },
+            },
             (Lookup::Tool(entry), Ok(arguments)) => {
                 let arguments = toolset.server_arguments(entry, arguments);
                 if self.approved(entry, &name, &arguments).await {

@@ -79,6 +79,10 @@ pub struct ToolsetOptions {
     /// The `search_tools` meta-tool; `None` (the default) sends every
     /// definition.
     pub search: Option<SearchOptions>,
+    /// Offer an `authenticate` tool for each server that waits for a login
+    /// ([`Toolset::with_logins`]; from a hub, its `needs-auth` servers).
+    /// Off by default.
+    pub authenticate: bool,
 }
 
 impl ToolsetOptions {
@@ -91,6 +95,13 @@ impl ToolsetOptions {
     /// Sets the definition options.
     pub fn definitions(mut self, definitions: DefinitionOptions) -> Self {
         self.definitions = definitions;
+        self
+    }
+
+    /// Offers the model an `authenticate` tool per server that waits for a
+    /// login (see [`ToolsetOptions::authenticate`]).
+    pub fn authenticate(mut self, on: bool) -> Self {
+        self.authenticate = on;
         self
     }
 
@@ -128,6 +139,13 @@ pub enum Lookup<'a> {
     Tool(&'a ToolEntry),
     /// The `search_tools` meta-tool.
     Search,
+    /// The `authenticate` tool of a server that waits for a login
+    /// ([`ToolsetOptions::authenticate`]): start its login and tell the
+    /// user where to go.
+    Authenticate {
+        /// The server to log in to.
+        server: &'a str,
+    },
     /// Nothing: the model made it up (or it is from an older list).
     Unknown,
 }
@@ -143,6 +161,8 @@ pub struct Toolset {
     index: OnceLock<Index>,
     /// Tools a search has loaded (sent from then on).
     loaded: Vec<AtomicBool>,
+    /// The entries from this one on are `authenticate` tools.
+    logins_from: usize,
     search_definition: OnceLock<Box<RawValue>>,
 }
 
@@ -153,7 +173,29 @@ impl Toolset {
         options: ToolsetOptions,
         tools: impl IntoIterator<Item = (String, Tool)>,
     ) -> Self {
-        let tools: Vec<(String, Tool)> = tools.into_iter().collect();
+        Self::with_logins(provider, options, tools, [])
+    }
+
+    /// [`Toolset::new`], and with [`ToolsetOptions::authenticate`] on, an
+    /// `authenticate` tool for each of `waiting` (servers that need a
+    /// login), named like the server's tools (`server__authenticate`),
+    /// after the others, sent even while searching. Calling it is the
+    /// application's business ([`Lookup::Authenticate`]); the agent starts
+    /// the server's login and hands the model the URL for the user.
+    pub fn with_logins(
+        provider: Provider,
+        options: ToolsetOptions,
+        tools: impl IntoIterator<Item = (String, Tool)>,
+        waiting: impl IntoIterator<Item = String>,
+    ) -> Self {
+        let mut tools: Vec<(String, Tool)> = tools.into_iter().collect();
+        let logins_from = tools.len();
+        if options.authenticate {
+            tools.extend(waiting.into_iter().map(|server| {
+                let tool = login_tool(&server);
+                (server, tool)
+            }));
+        }
         let names = Names::build(
             provider,
             &options.names,
@@ -168,22 +210,31 @@ impl Toolset {
             names,
             index: OnceLock::new(),
             loaded,
+            logins_from,
             search_definition: OnceLock::new(),
         }
     }
 
     /// Every offered tool of every server in `hub` (see
-    /// [`switchboard_hub::Hub::tools`]).
+    /// [`switchboard_hub::Hub::tools`]), and with
+    /// [`ToolsetOptions::authenticate`] an `authenticate` tool for each
+    /// server in `needs-auth` ([`Toolset::with_logins`]).
     #[cfg(feature = "hub")]
     pub fn from_hub(
         provider: Provider,
         options: ToolsetOptions,
         hub: &switchboard_hub::Hub,
     ) -> Self {
-        Self::new(
+        let waiting = hub
+            .list()
+            .into_iter()
+            .filter(|s| matches!(s.state, switchboard_hub::ServerState::NeedsAuth { .. }))
+            .map(|s| s.name);
+        Self::with_logins(
             provider,
             options,
             hub.tools().into_iter().map(|t| (t.server, t.tool)),
+            waiting,
         )
     }
 
@@ -224,8 +275,9 @@ impl Toolset {
             self.entries
                 .iter()
                 .zip(&self.loaded)
-                .filter(|(_, l)| l.load(Ordering::Relaxed))
-                .map(|(e, _)| &*e.definition),
+                .enumerate()
+                .filter(|(i, (_, l))| *i >= self.logins_from || l.load(Ordering::Relaxed))
+                .map(|(_, (e, _))| &*e.definition),
         );
         out
     }
@@ -276,6 +328,9 @@ impl Toolset {
             return Lookup::Search;
         }
         match self.names.index(name) {
+            Some(i) if i >= self.logins_from => Lookup::Authenticate {
+                server: &self.entries[i].server,
+            },
             Some(i) => Lookup::Tool(&self.entries[i]),
             None => Lookup::Unknown,
         }
@@ -477,6 +532,21 @@ fn define(
     })
 }
 
+/// The `authenticate` tool offered for `server`.
+fn login_tool(server: &str) -> Tool {
+    Tool {
+        name: "authenticate".into(),
+        description: Some(format!(
+            "Log in to the `{server}` server, whose tools need the user's authorization: starts \
+             the login and returns a URL for the user to open. Its tools appear once the user \
+             has logged in. Call it only when the user wants to use `{server}`."
+        )),
+        input_schema: serde_json::from_value(json!({"type": "object", "properties": {}}))
+            .expect("an empty object schema"),
+        ..Default::default()
+    }
+}
+
 fn error_result(text: &str) -> CallToolResult {
     CallToolResult {
         content: vec![switchboard_types::ContentBlock::text(text)],
@@ -667,6 +737,34 @@ mod tests {
                 .unwrap()
                 .contains("No tool matches `kubernetes`")
         );
+    }
+
+    #[test]
+    fn authenticate_tools_are_off_by_default_and_always_sent_when_on() {
+        let waiting = || vec!["vault".to_owned()];
+        let off = Toolset::with_logins(
+            Provider::OpenAiChat,
+            ToolsetOptions::default(),
+            sample(),
+            waiting(),
+        );
+        assert!(
+            !names(&off.definitions(), Provider::OpenAiChat)
+                .iter()
+                .any(|n| n.contains("authenticate"))
+        );
+        assert!(matches!(off.lookup("mcp__vault__authenticate"), Lookup::Unknown));
+
+        // On, and with search standing in for the other tools: still sent.
+        let options = searching(1, 2).authenticate(true);
+        let on = Toolset::with_logins(Provider::OpenAiChat, options, sample(), waiting());
+        assert!(on.searching());
+        let sent = names(&on.definitions(), Provider::OpenAiChat);
+        assert!(sent.iter().any(|n| n == "mcp__vault__authenticate"), "{sent:?}");
+        assert!(matches!(
+            on.lookup("mcp__vault__authenticate"),
+            Lookup::Authenticate { server: "vault" }
+        ));
     }
 
     #[test]

@@ -776,3 +776,204 @@ fn the_example_takes_a_server_as_a_url_or_a_command_line() {
     );
     assert!(agent_example::server_from_flag("  ").is_err());
 }
+
+/// The OAuth redirect URI of the test login (nothing listens: the test
+/// reads the code from the authorization server's redirect).
+const REDIRECT: &str = "http://127.0.0.1:9/callback";
+
+/// What the user does in the browser: the testkit's authorization server
+/// approves at once and redirects; the code, state and issuer from there.
+async fn approve(url: &str) -> (String, String, Option<String>) {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = http.get(url).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 302, "{url}");
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with(REDIRECT), "{location}");
+    let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    (
+        query["code"].clone(),
+        query["state"].clone(),
+        query.get("iss").cloned(),
+    )
+}
+
+/// The `authenticate` pseudo-tool: a server that needs a login is offered
+/// to the model as `…__authenticate` (and none of its tools); the model
+/// calls it and gets the login URL for the user; the test logs in (as the
+/// user would), the hub connects the server, and the next round lists the
+/// server's tools, which the model then calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
+    use switchboard::transport::http::AuthProvider;
+    use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
+    use switchboard_auth::provider::OAuthProvider;
+    use switchboard_auth::store::{CredentialStore, FileStore, StoredCredentials};
+    use switchboard_hub::{Dialect, Origin, Scope, ServerConfig, ServerState, TransportConfig};
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = tokio::spawn(switchboard_testkit::serve_http(
+        switchboard_testkit::ServerConfig::default()
+            .with_auth(switchboard_testkit::AuthConfig::default()),
+        listener,
+    ));
+    let dir = scratch_dir("login");
+    let store: Arc<dyn CredentialStore> = Arc::new(FileStore::new(dir.join("credentials.json")));
+    let flow = OAuthFlow::new(
+        OAuthConfig::new("switchboard-test", REDIRECT, store).allow_http_loopback(true),
+    )
+    .unwrap();
+    // The hub sends the tokens once there are some.
+    let logged_in: Arc<Mutex<Option<StoredCredentials>>> = Arc::default();
+    let hub = Hub::builder()
+        .server(ServerConfig::new(
+            "secure",
+            TransportConfig::Http {
+                url: mcp.clone(),
+                headers: Default::default(),
+                kind: Default::default(),
+            },
+            Origin {
+                file: dir.join("switchboard.toml"),
+                dialect: Dialect::Switchboard,
+                scope: Scope::Explicit,
+            },
+        ))
+        .auth({
+            let (flow, logged_in) = (flow.clone(), logged_in.clone());
+            move |_| {
+                let credentials = logged_in.lock().unwrap().clone()?;
+                let provider = OAuthProvider::for_credentials(flow.clone(), &credentials);
+                Some(Arc::new(provider) as Arc<dyn AuthProvider>)
+            }
+        })
+        .persist(false)
+        .build()
+        .unwrap();
+    let report = hub.start().await.unwrap();
+    assert!(
+        matches!(&report.not_ready[..], [(_, ServerState::NeedsAuth { .. })]),
+        "{report:?}"
+    );
+
+    let mut chat_round = 0;
+    let chat = FakeChat::start(Box::new(move |_, request, checks| {
+        let body = &request.body;
+        chat_round += 1;
+        let names: Vec<String> = body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        match chat_round {
+            1 => {
+                checks.check(names == ["mcp__secure__authenticate"], || {
+                    format!("round 1 tools: {names:?}")
+                });
+                let description = body["tools"][0]["function"]["description"]
+                    .as_str()
+                    .unwrap_or_default();
+                checks.check(
+                    description.contains("Log in to the `secure` server"),
+                    || format!("the authenticate tool says: {description}"),
+                );
+                (
+                    200,
+                    tool_calls(&[("call_login", "mcp__secure__authenticate", "{}")]),
+                )
+            }
+            2 => {
+                let told = tool_message(body, "call_login")
+                    .map(content_text)
+                    .unwrap_or_default();
+                checks.check(
+                    told.contains("Give the user this URL") && told.contains("/authorize?"),
+                    || format!("the login's result: {told}"),
+                );
+                (200, answer("Please open the login page, then tell me."))
+            }
+            3 => {
+                checks.check(
+                    names.iter().any(|n| n == "mcp__secure__echo")
+                        && !names.iter().any(|n| n.ends_with("__authenticate")),
+                    || format!("round 3 tools (after the login): {names:?}"),
+                );
+                (
+                    200,
+                    tool_calls(&[(
+                        "call_echo",
+                        "mcp__secure__echo",
+                        r#"{"text":"after the login"}"#,
+                    )]),
+                )
+            }
+            4 => {
+                let told = tool_message(body, "call_echo")
+                    .map(content_text)
+                    .unwrap_or_default();
+                checks.check(told.contains("after the login"), || {
+                    format!("the echo's result: {told}")
+                });
+                (200, answer("done"))
+            }
+            n => {
+                checks.check(false, || format!("an unexpected request {n}"));
+                (500, json!({"error": "unexpected"}))
+            }
+        }
+    }))
+    .await;
+    let started: Arc<Mutex<Vec<String>>> = Arc::default();
+    let agent = Agent::builder(
+        hub.clone(),
+        ChatClient::new(chat.base.clone(), "test-model").unwrap(),
+    )
+    .login({
+        let (flow, mcp, started) = (flow.clone(), mcp.clone(), started.clone());
+        move |server| {
+            let (flow, mcp, started) = (flow.clone(), mcp.clone(), started.clone());
+            async move {
+                assert_eq!(server, "secure");
+                let request = flow.begin(&mcp, None).await.map_err(|e| e.to_string())?;
+                let url = request.authorization_url.to_string();
+                started.lock().unwrap().push(url.clone());
+                Ok(url)
+            }
+        }
+    })
+    .build()
+    .unwrap();
+    let first = agent.run("use the secure server").await.unwrap();
+    assert_eq!(first.text, "Please open the login page, then tell me.");
+    let url = started
+        .lock()
+        .unwrap()
+        .pop()
+        .expect("the login was started");
+
+    // The user logs in; the hub connects the server.
+    let (code, state, iss) = approve(&url).await;
+    let credentials = flow.finish(&code, &state, iss.as_deref()).await.unwrap();
+    *logged_in.lock().unwrap() = Some(credentials);
+    assert_eq!(hub.restart("secure").await.unwrap(), ServerState::Ready);
+
+    let mut messages = first.messages;
+    messages.push(json!({"role": "user", "content": "I have logged in."}));
+    let second = agent.run_messages(messages).await.unwrap();
+    assert_eq!(second.text, "done");
+    let (_, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
+    hub.shutdown().await;
+    server.abort();
+}
