@@ -753,14 +753,20 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("authenticate"))
         );
-        assert!(matches!(off.lookup("mcp__vault__authenticate"), Lookup::Unknown));
+        assert!(matches!(
+            off.lookup("mcp__vault__authenticate"),
+            Lookup::Unknown
+        ));
 
         // On, and with search standing in for the other tools: still sent.
         let options = searching(1, 2).authenticate(true);
         let on = Toolset::with_logins(Provider::OpenAiChat, options, sample(), waiting());
         assert!(on.searching());
         let sent = names(&on.definitions(), Provider::OpenAiChat);
-        assert!(sent.iter().any(|n| n == "mcp__vault__authenticate"), "{sent:?}");
+        assert!(
+            sent.iter().any(|n| n == "mcp__vault__authenticate"),
+            "{sent:?}"
+        );
         assert!(matches!(
             on.lookup("mcp__vault__authenticate"),
             Lookup::Authenticate { server: "vault" }

@@ -572,6 +572,9 @@ impl Hub {
         let started = Instant::now();
         let shared = &self.inner.shared;
         let mut waiting = Vec::new();
+        // Under the change lock: a server removed or replaced meanwhile is
+        // either started here and stopped by that change, or not started.
+        let changes = shared.changes.lock().await;
         shared.started.store(true, Ordering::Release);
         for slot in shared.slots() {
             if !slot.config.enabled
@@ -583,6 +586,7 @@ impl Hub {
             self.run(&slot);
             waiting.push(slot);
         }
+        drop(changes);
         let mut report = StartReport::default();
         let mut required_failed = None;
         for slot in waiting {
