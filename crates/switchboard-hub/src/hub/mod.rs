@@ -45,6 +45,7 @@
 
 mod error;
 mod features;
+mod headers_helper;
 #[cfg(feature = "otel")]
 mod otel;
 mod routes;
