@@ -1,7 +1,8 @@
 //! The configured servers through the hub: `list` (each server's state,
 //! health-checked in parallel), `tools` across servers, `call
 //! SERVER/TOOL` or `call SERVER__TOOL`; `resources` and `prompts` across
-//! servers, `read` and `prompt` on one.
+//! servers, `read`, `prompt`, `info` and `complete` on one — with the
+//! server's progress and log lines shown as for a server given after `--`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal as _;
@@ -12,8 +13,12 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value, json};
-use switchboard::ClientBuilder;
 use switchboard::transport::http::AuthProvider;
+use switchboard::types::completion::{
+    CompleteArgument, CompleteContext, CompleteRequestParams, PromptReference, Reference,
+    ResourceTemplateReference,
+};
+use switchboard::{ClientBuilder, RequestOptions};
 use switchboard_hub::config::{InputSpec, LoadedConfig, SkipReason};
 use switchboard_hub::{
     Hub, HubBuilder, HubError, HubEvent, ServerConfig, ServerState, ServerStatus, TransportConfig,
@@ -21,6 +26,7 @@ use switchboard_hub::{
 
 use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_reason};
 use crate::lifecycle::Servers;
+use crate::ui::Ui;
 use crate::{Failure, exit, login, output};
 
 /// The servers to hand to the hub: enabled ones expanded (runnable),
@@ -604,6 +610,27 @@ fn split_target<'a>(
     )))
 }
 
+/// A hub-wide tool name (`server__tool`, or `server__tool_HASH` for a tool
+/// whose `server__tool` another took: `HubTool::renamed_from`) as its
+/// server and tool, as `tools` named it: looked up in the tools the hub's
+/// state file recorded on an earlier run, so nothing is started to find
+/// it, and an ambiguous `a__b__c` means what `tools` listed. A name the
+/// state file does not know is read by [`split_target`].
+fn hub_wide(target: &str, loaded: &LoadedConfig) -> Option<(String, String)> {
+    if target.contains('/') || !target.contains("__") {
+        return None;
+    }
+    // Not started: the tools are the state file's, the names the routes'.
+    let hub = Hub::builder()
+        .servers(loaded.servers.iter().cloned())
+        .build()
+        .ok()?;
+    hub.tools()
+        .into_iter()
+        .find(|t| t.name == target)
+        .map(|t| (t.server, t.tool.name))
+}
+
 /// One configured server started through a hub, after the checks and
 /// the approval `call` asks for; with its configuration.
 #[expect(
@@ -658,6 +685,46 @@ async fn open_one(
     Ok((hub, config))
 }
 
+/// How a command on one configured server answers it and shows what it
+/// says: the hub's client setup (forms, sampling, roots, `--log-level`,
+/// `--timeout`, `--era`), the terminal for progress and log lines, and
+/// `--server-logs`.
+pub(crate) struct Answer<F> {
+    pub(crate) customize: F,
+    pub(crate) ui: Arc<Ui>,
+    pub(crate) server_logs: bool,
+}
+
+/// Runs `work` on `server` while its progress and log lines are shown on
+/// `ui`, as for a server given after `--`. The one place that knows where
+/// a configured server's notifications come from: today its live client's
+/// event stream (so those of a connection that replaces it mid-request are
+/// not shown).
+async fn with_server_events<T>(
+    hub: &Hub,
+    server: &str,
+    ui: &Ui,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    match hub.client(server) {
+        Ok(client) => crate::with_events(&client, ui, work).await,
+        // Not ready: `work` fails at once, saying why.
+        Err(_) => work.await,
+    }
+}
+
+/// Shuts the hub down; with `--server-logs`, then shows what `server`
+/// wrote to stderr (its last connection's).
+async fn close(hub: &Hub, server: &str, server_logs: bool) {
+    let client = server_logs.then(|| hub.client(server).ok()).flatten();
+    // Closed first: the server's last words are in the buffer only once it
+    // has exited and its stderr has been read to the end.
+    hub.shutdown().await;
+    if let Some(client) = client {
+        crate::show_stderr(&client);
+    }
+}
+
 /// `call SERVER/TOOL [JSON]` on a configured server.
 #[expect(
     clippy::too_many_arguments,
@@ -670,12 +737,17 @@ pub(crate) async fn call(
     json: bool,
     credentials: Option<&Path>,
     max_message_size: Option<usize>,
-    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
-    let (server, tool) = split_target(target, &loaded, "tool")?;
-    let (server, tool) = (server.to_owned(), tool.to_owned());
+    let (server, tool) = match hub_wide(target, &loaded) {
+        Some(found) => found,
+        None => {
+            let (server, tool) = split_target(target, &loaded, "tool")?;
+            (server.to_owned(), tool.to_owned())
+        }
+    };
     let (hub, config) = open_one(
         context,
         &server,
@@ -683,14 +755,23 @@ pub(crate) async fn call(
         json,
         credentials,
         max_message_size,
-        customize,
+        answer.customize,
         servers,
     )
     .await?;
     let started = Instant::now();
-    let result = hub.call(&server, &tool, Some(arguments)).await;
+    // The callback only asks for a progress token: progress is shown from
+    // the event stream, in order with the log lines.
+    let options = RequestOptions::default().on_progress(|_| {});
+    let result = with_server_events(
+        &hub,
+        &server,
+        &answer.ui,
+        hub.call_with(&server, &tool, Some(arguments), options),
+    )
+    .await;
     let elapsed = started.elapsed();
-    hub.shutdown().await;
+    close(&hub, &server, answer.server_logs).await;
     let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
     if json {
         output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -717,7 +798,7 @@ pub(crate) async fn read(
     json: bool,
     credentials: Option<&Path>,
     max_message_size: Option<usize>,
-    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
@@ -728,12 +809,12 @@ pub(crate) async fn read(
         json,
         credentials,
         max_message_size,
-        customize,
+        answer.customize,
         servers,
     )
     .await?;
-    let result = hub.read_resource(server, uri).await;
-    hub.shutdown().await;
+    let result = with_server_events(&hub, server, &answer.ui, hub.read_resource(server, uri)).await;
+    close(&hub, server, answer.server_logs).await;
     let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
     if json {
         output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -758,7 +839,7 @@ pub(crate) async fn prompt(
     json: bool,
     credentials: Option<&Path>,
     max_message_size: Option<usize>,
-    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
@@ -776,18 +857,162 @@ pub(crate) async fn prompt(
         json,
         credentials,
         max_message_size,
-        customize,
+        answer.customize,
         servers,
     )
     .await?;
-    let result = hub.get_prompt(&server, name, Some(arguments)).await;
-    hub.shutdown().await;
+    let result = with_server_events(
+        &hub,
+        &server,
+        &answer.ui,
+        hub.get_prompt(&server, name, Some(arguments)),
+    )
+    .await;
+    close(&hub, &server, answer.server_logs).await;
     let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
     if json {
         output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {
         output::print_prompt_result(&result);
     }
+    Ok(0)
+}
+
+/// `info NAME` (or `--server NAME`): a configured server's state, then its
+/// session as `info` shows one given after `--`. A server that did not get
+/// ready fails the command with its state and why (exit 3 or 4).
+pub(crate) async fn info(
+    context: &Context,
+    server: &str,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (hub, config) = open_one(
+        context,
+        server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        answer.customize,
+        servers,
+    )
+    .await?;
+    let client = hub.client(server);
+    let status = hub.status(server);
+    close(&hub, server, answer.server_logs).await;
+    let client = client.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    let state = status.map_or_else(|_| "ready".to_owned(), |s| s.state.name().to_owned());
+    let origin = format!(
+        "{} ({})",
+        config.origin.file.display(),
+        scope_name(config.origin.scope)
+    );
+    if json {
+        let mut info = crate::output::info_json(&client, Duration::ZERO);
+        if let Some(object) = info.as_object_mut() {
+            object.remove("connectMs");
+        }
+        info["state"] = json!(state);
+        merge(&mut info, source(&config));
+        output::print_json(&info);
+    } else {
+        output::print_server_info(&state, &origin, &client);
+    }
+    Ok(0)
+}
+
+/// What `complete` asks: an argument of a prompt or of a resource
+/// template, what is typed so far, and the arguments already given.
+pub(crate) struct Completion<'a> {
+    /// The prompt (`SERVER/NAME`, `SERVER__NAME` or its own name), or the
+    /// URI template.
+    pub(crate) target: &'a str,
+    pub(crate) resource: bool,
+    pub(crate) argument: &'a str,
+    pub(crate) partial: &'a str,
+    pub(crate) context: BTreeMap<String, String>,
+}
+
+impl Completion<'_> {
+    /// The request, for the prompt or template `name` (its server's own).
+    pub(crate) fn params(&self, name: &str) -> CompleteRequestParams {
+        let reference = if self.resource {
+            Reference::Resource(ResourceTemplateReference {
+                uri: name.to_owned(),
+                ..Default::default()
+            })
+        } else {
+            Reference::Prompt(PromptReference {
+                name: name.to_owned(),
+                ..Default::default()
+            })
+        };
+        CompleteRequestParams {
+            r#ref: reference,
+            argument: CompleteArgument {
+                name: self.argument.to_owned(),
+                value: self.partial.to_owned(),
+            },
+            context: (!self.context.is_empty()).then(|| CompleteContext {
+                arguments: Some(self.context.clone()),
+            }),
+            meta: None,
+        }
+    }
+}
+
+/// `complete` on a configured server: `--server NAME`, or a prompt named
+/// `SERVER/NAME` or `SERVER__NAME` (a URI template needs `--server`).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn complete(
+    context: &Context,
+    only: Option<&str>,
+    completion: &Completion<'_>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (server, name) = match only {
+        Some(server) => (server.to_owned(), completion.target.to_owned()),
+        None if completion.resource => {
+            return Err(Failure::usage(anyhow!(
+                "`complete --resource` on a configured server needs the server: give --server \
+                 NAME (or a server command after `--`, or --url)"
+            )));
+        }
+        None => {
+            let (server, name) = split_target(completion.target, &loaded, "prompt")?;
+            (server.to_owned(), name.to_owned())
+        }
+    };
+    let (hub, config) = open_one(
+        context,
+        &server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        answer.customize,
+        servers,
+    )
+    .await?;
+    let params = completion.params(&name);
+    let result =
+        with_server_events(&hub, &server, &answer.ui, hub.complete(&server, &params)).await;
+    close(&hub, &server, answer.server_logs).await;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    output::print_completion(&result, json);
     Ok(0)
 }
 
