@@ -1423,3 +1423,40 @@ fn call_takes_the_hub_wide_name_of_a_renamed_tool() {
         )
     );
 }
+
+#[test]
+fn a_headers_helper_is_kept_shown_and_its_failure_is_the_servers_state() {
+    let sandbox = Sandbox::new("helper");
+    let written = json!({
+        "type": "http",
+        "url": "http://127.0.0.1:9/mcp",
+        "headersHelper": "echo 'vault: not logged in' >&2; exit 7"
+    });
+    ok(
+        &sandbox.run(&["add-json", "-s", "user", "remote", &written.to_string()]),
+        "add-json",
+    );
+    let file = std::fs::read_to_string(sandbox.user_file()).unwrap();
+    assert!(file.contains("headers_helper = "), "{file}");
+    let got = stdout_json(&sandbox.run(&["get", "remote", "--json"]));
+    assert_eq!(
+        got["headersHelper"], "echo 'vault: not logged in' >&2; exit 7",
+        "{got:#}"
+    );
+    assert_eq!(got["headersHelperTimeoutSecs"], 10.0, "{got:#}");
+
+    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    let remote = entry(&list, "remote");
+    assert_eq!(remote["state"], "failed", "{list:#}");
+    let reason = remote["reason"].as_str().unwrap();
+    for part in ["headers helper", "exit code 7", "vault: not logged in"] {
+        assert!(reason.contains(part), "{part:?} not in {reason}");
+    }
+    let output = sandbox.run(&["call", "remote/echo"]);
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("headers helper"),
+        "{}",
+        text(&output.stderr)
+    );
+}

@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::Command;
 
 use super::state::Failure;
-use crate::config::{HeadersHelper, ServerConfig};
+use crate::config::{Dialect, HeadersHelper, ServerConfig};
 
 /// How much of the helper's stderr is kept for the failure's message.
 const STDERR_KEPT: usize = 4 * 1024;
@@ -37,9 +37,13 @@ pub(crate) async fn run(
         // The command itself is not quoted: one written with a literal
         // token in it would show the token.
         Failure::message(format!(
-            "the headers helper of server `{}` {what}; fix its command (`headersHelper`) in \
-             {}, or run it by hand to see what it prints",
+            "the headers helper of server `{}` {what}; fix its command (`{}`) in {}, or run \
+             it by hand to see what it prints",
             server.name,
+            match server.origin.dialect {
+                Dialect::Switchboard => "headers_helper",
+                _ => "headersHelper",
+            },
             server.origin.file.display()
         ))
     };
