@@ -80,6 +80,12 @@ pub(crate) fn describe(server: &ServerConfig) -> Vec<String> {
                 let names: Vec<String> = headers.keys().map(|k| clean(k)).collect();
                 lines.push(format!("  headers:   {}", names.join(", ")));
             }
+            if let Some(helper) = &server.headers_helper {
+                lines.push(format!(
+                    "  runs:      {} (its headers helper, before each connection)",
+                    clean(&helper.command)
+                ));
+            }
         }
         _ => {}
     }

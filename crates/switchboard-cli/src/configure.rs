@@ -1182,6 +1182,11 @@ pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failu
     if !server.tools.exclude.is_empty() {
         doc["excludeTools"] = json!(server.tools.exclude);
     }
+    if let Some(helper) = &server.headers_helper {
+        // A command as written, as `command` is.
+        doc["headersHelper"] = json!(helper.command);
+        doc["headersHelperTimeoutSecs"] = json!(helper.timeout.as_secs_f64());
+    }
     let others: Vec<Value> = loaded
         .skipped
         .iter()

@@ -1,18 +1,16 @@
 //! The configured servers through the hub: `list` (each server's state,
-//! health-checked in parallel), `tools` across servers, `call
-//! SERVER/TOOL` or `call SERVER__TOOL`; `resources` and `prompts` across
-//! servers, `read` and `prompt` on one.
+//! health-checked in parallel), `tools`, `resources` and `prompts` across
+//! servers; commands on one server (`call`, `read`, `prompt`, `info`,
+//! `complete`) are in [`one`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::{Map, Value, json};
-use switchboard::ClientBuilder;
+use serde_json::{Value, json};
 use switchboard::transport::http::AuthProvider;
 use switchboard_hub::config::{InputSpec, LoadedConfig, SkipReason};
 use switchboard_hub::{
@@ -22,6 +20,10 @@ use switchboard_hub::{
 use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_reason};
 use crate::lifecycle::Servers;
 use crate::{Failure, exit, login, output};
+
+mod one;
+
+pub(crate) use one::{Answer, Completion, call, complete, info, prompt, read};
 
 /// The servers to hand to the hub: enabled ones expanded (runnable),
 /// disabled ones as configured (the hub lists them as disabled); and those
@@ -570,227 +572,6 @@ pub(crate) async fn tools(
 /// How long `tools` and `call` give each server to start.
 pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 
-/// `SERVER/TOOL`, or `SERVER__TOOL` for a configured server's name.
-fn split_target<'a>(
-    target: &'a str,
-    loaded: &LoadedConfig,
-    what: &str,
-) -> Result<(&'a str, &'a str), Failure> {
-    if let Some((server, tool)) = target.split_once('/') {
-        return Ok((server, tool));
-    }
-    // The longest configured name that prefixes `target` with `__`
-    // (server names may hold `_` themselves).
-    let mut names: Vec<&str> = loaded
-        .servers
-        .iter()
-        .map(|s| s.name.as_str())
-        .chain(loaded.skipped.iter().map(|s| s.server.name.as_str()))
-        .collect();
-    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
-    for name in names {
-        if let Some(tool) = target
-            .strip_prefix(name)
-            .and_then(|rest| rest.strip_prefix("__"))
-            .filter(|t| !t.is_empty())
-        {
-            return Ok((&target[..name.len()], tool));
-        }
-    }
-    Err(Failure::usage(anyhow!(
-        "`{target}` names no configured server's {what}: give SERVER/{upper} or the namespaced \
-         SERVER__{upper} (or a server command after `--`)",
-        upper = what.to_uppercase()
-    )))
-}
-
-/// One configured server started through a hub, after the checks and
-/// the approval `call` asks for; with its configuration.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the command's own settings, each used once"
-)]
-async fn open_one(
-    context: &Context,
-    server: &str,
-    loaded: &mut LoadedConfig,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
-    servers: &Servers,
-) -> Result<(Hub, ServerConfig), Failure> {
-    let Some(config) = loaded.get(server) else {
-        return Err(not_configured(server, loaded));
-    };
-    if !config.enabled {
-        return Err(Failure::usage(anyhow!(
-            "server `{server}` is disabled in {}; run `switchboard enable {server}` to use it",
-            config.origin.file.display()
-        )));
-    }
-    crate::approve::ask_pending(context, loaded, Some(server));
-    if let Some(pending) = loaded.needs_approval().find(|s| s.name == server) {
-        return Err(Failure::usage(anyhow!(
-            "server `{}` is not started: {}",
-            crate::approve::clean(server),
-            crate::approve::pending_reason(pending)
-        )));
-    }
-    let Some(config) = loaded.get(server).cloned() else {
-        return Err(not_configured(server, loaded));
-    };
-    let prepared = prepare(context, loaded, Some(server), json);
-    if let Some(why) = prepared.unusable.get(server) {
-        return Err(Failure::usage(anyhow!("{why}")));
-    }
-    let hub = builder(
-        prepared.runnable,
-        DEFAULT_STARTUP,
-        credentials.map(Path::to_path_buf),
-        max_message_size,
-    )
-    .client(customize)
-    .build()
-    .map_err(|e| hub_failure(e, None, None))?;
-    servers.hub(&hub);
-    start(&hub, json).await;
-    Ok((hub, config))
-}
-
-/// `call SERVER/TOOL [JSON]` on a configured server.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the command's own settings, each used once"
-)]
-pub(crate) async fn call(
-    context: &Context,
-    target: &str,
-    arguments: Map<String, Value>,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    let mut loaded = context.load(json);
-    let (server, tool) = split_target(target, &loaded, "tool")?;
-    let (server, tool) = (server.to_owned(), tool.to_owned());
-    let (hub, config) = open_one(
-        context,
-        &server,
-        &mut loaded,
-        json,
-        credentials,
-        max_message_size,
-        customize,
-        servers,
-    )
-    .await?;
-    let started = Instant::now();
-    let result = hub.call(&server, &tool, Some(arguments)).await;
-    let elapsed = started.elapsed();
-    hub.shutdown().await;
-    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
-    if json {
-        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
-    } else {
-        output::print_call_result(&result, elapsed);
-    }
-    Ok(if result.is_error == Some(true) {
-        exit::TOOL_ERROR
-    } else {
-        0
-    })
-}
-
-/// `read URI --server NAME` on a configured server, printed as for a
-/// server given after `--`.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the command's own settings, each used once"
-)]
-pub(crate) async fn read(
-    context: &Context,
-    server: &str,
-    uri: &str,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    let mut loaded = context.load(json);
-    let (hub, config) = open_one(
-        context,
-        server,
-        &mut loaded,
-        json,
-        credentials,
-        max_message_size,
-        customize,
-        servers,
-    )
-    .await?;
-    let result = hub.read_resource(server, uri).await;
-    hub.shutdown().await;
-    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
-    if json {
-        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
-    } else {
-        output::print_read_result(&result);
-    }
-    Ok(0)
-}
-
-/// `prompt NAME --server SERVER`, `prompt SERVER/NAME` or `prompt
-/// SERVER__NAME` on a configured server, printed as for a server given
-/// after `--`.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the command's own settings, each used once"
-)]
-pub(crate) async fn prompt(
-    context: &Context,
-    only: Option<&str>,
-    target: &str,
-    arguments: BTreeMap<String, String>,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    let mut loaded = context.load(json);
-    let (server, name) = match only {
-        Some(server) => (server.to_owned(), target.to_owned()),
-        None => {
-            let (server, name) = split_target(target, &loaded, "prompt")?;
-            (server.to_owned(), name.to_owned())
-        }
-    };
-    let (hub, config) = open_one(
-        context,
-        &server,
-        &mut loaded,
-        json,
-        credentials,
-        max_message_size,
-        customize,
-        servers,
-    )
-    .await?;
-    let result = hub.get_prompt(&server, name, Some(arguments)).await;
-    hub.shutdown().await;
-    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
-    if json {
-        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
-    } else {
-        output::print_prompt_result(&result);
-    }
-    Ok(0)
-}
-
 /// A hub error as a failed command: 3 when the server wants a login (with
 /// the command to run), 4 when it is unreachable or failed, 1 for what
 /// the user asked wrongly.
@@ -848,48 +629,5 @@ fn hub_failure(
         error: anyhow::Error::new(error),
         stderr_tail,
         hint,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use switchboard_hub::{Dialect, Origin, Scope};
-
-    fn configured(names: &[&str]) -> LoadedConfig {
-        let mut loaded = LoadedConfig::default();
-        for name in names {
-            loaded.servers.push(ServerConfig::new(
-                *name,
-                TransportConfig::Stdio {
-                    command: "true".into(),
-                    args: vec![],
-                    env: Default::default(),
-                    cwd: None,
-                },
-                Origin {
-                    file: "switchboard.toml".into(),
-                    dialect: Dialect::Switchboard,
-                    scope: Scope::User,
-                },
-            ));
-        }
-        loaded
-    }
-
-    #[test]
-    fn namespaced_names_pick_the_longest_configured_server() {
-        let loaded = configured(&["a", "a__b", "my_server"]);
-        let split = |t| split_target(t, &loaded, "tool").ok();
-        assert_eq!(split("a__b__c"), Some(("a__b", "c")));
-        assert_eq!(split("a__echo"), Some(("a", "echo")));
-        assert_eq!(
-            split("my_server__read_file"),
-            Some(("my_server", "read_file"))
-        );
-        assert_eq!(split("x/y__z"), Some(("x", "y__z")));
-        assert_eq!(split("a__"), None);
-        assert_eq!(split("other__echo"), None);
-        assert_eq!(split("echo"), None);
     }
 }

@@ -305,8 +305,44 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show the negotiated era, protocol version, server info and capabilities.
-    Info(ServerArgs),
+    /// Show the negotiated era, protocol version, server info and
+    /// capabilities: `info -- COMMAND…`, `info --url URL`, or a configured
+    /// server's (with its state) as `info NAME` or `info --server NAME`.
+    Info {
+        /// The configured server (as --server).
+        #[arg(value_name = "NAME", conflicts_with = "only")]
+        name: Option<String>,
+        /// The configured server.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Ask the server to complete an argument of a prompt (or, with
+    /// --resource, of a resource template): `complete PROMPT NAME=PARTIAL
+    /// -- COMMAND…`, or on a configured server as `complete SERVER/PROMPT
+    /// NAME=PARTIAL`, `complete SERVER__PROMPT …` or `--server NAME`.
+    Complete {
+        /// The prompt's name (SERVER/NAME or SERVER__NAME for a configured
+        /// server); with --resource, the resource template's URI template.
+        target: String,
+        /// The argument to complete and what is typed so far, NAME=PARTIAL
+        /// (NAME alone: nothing typed yet).
+        #[arg(value_name = "NAME=PARTIAL")]
+        argument: String,
+        /// TARGET is a resource template's URI template, not a prompt.
+        #[arg(long)]
+        resource: bool,
+        /// An argument already given, KEY=VALUE (repeatable): context for
+        /// the completion.
+        #[arg(long = "context", value_name = "KEY=VALUE")]
+        context: Vec<String>,
+        /// The configured server to ask.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// List the server's tools; without a server command, every configured
     /// server's tools, named SERVER__TOOL.
     Tools {
@@ -533,8 +569,9 @@ fn main() -> ExitCode {
     let _telemetry = init_tracing(endpoint.as_deref());
     let json = match &cli.command {
         Command::Demo { json } => *json,
-        Command::Info(s) => s.json,
-        Command::Tools { server, .. }
+        Command::Info { server, .. }
+        | Command::Complete { server, .. }
+        | Command::Tools { server, .. }
         | Command::Resources { server, .. }
         | Command::Prompts { server, .. }
         | Command::Call { server, .. }
@@ -705,8 +742,9 @@ impl From<switchboard::Error> for Failure {
 /// The remote server a command talks to, if any.
 fn remote_url(command: &Command) -> Option<&str> {
     match command {
-        Command::Info(s) => s.url.as_deref(),
-        Command::Tools { server, .. }
+        Command::Info { server, .. }
+        | Command::Complete { server, .. }
+        | Command::Tools { server, .. }
         | Command::Resources { server, .. }
         | Command::Prompts { server, .. }
         | Command::Call { server, .. }
@@ -771,7 +809,28 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
     let creds = cli.credentials.as_deref();
     match cli.command {
         Command::Demo { json } => demo::run(json, servers).await,
-        Command::Info(server) => {
+        Command::Info { name, only, server } => {
+            if server.command.is_empty() && server.url.is_none() {
+                let Some(name) = name.or(only) else {
+                    return Err(Failure::usage(anyhow::anyhow!(
+                        "`info` needs a server: no server command given after `--` (or --url), \
+                         and no configured server's NAME"
+                    )));
+                };
+                let context = configure::Context::new(cli.config)?;
+                let answer = hub_client(&server)?;
+                return hub::info(
+                    &context,
+                    &name,
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    answer,
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(name.as_deref().or(only.as_deref()))?;
             let (client, connect_time, _) = connect(&server, creds, servers).await?;
             let info = output::info_json(&client, connect_time);
             if server.json {
@@ -883,7 +942,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 .map_err(Failure::usage)?;
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
-                let customize = hub_client(&server)?;
+                let answer = hub_client(&server)?;
                 return hub::call(
                     &context,
                     &tool,
@@ -891,7 +950,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     server.json,
                     creds,
                     max_message_size(&server),
-                    customize,
+                    answer,
                     servers,
                 )
                 .await;
@@ -933,7 +992,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     )));
                 };
                 let context = configure::Context::new(cli.config)?;
-                let customize = hub_client(&server)?;
+                let answer = hub_client(&server)?;
                 return hub::read(
                     &context,
                     &only,
@@ -941,7 +1000,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     server.json,
                     creds,
                     max_message_size(&server),
-                    customize,
+                    answer,
                     servers,
                 )
                 .await;
@@ -966,7 +1025,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             let arguments = args::prompt_arguments(&args).map_err(Failure::usage)?;
             if server.command.is_empty() && server.url.is_none() {
                 let context = configure::Context::new(cli.config)?;
-                let customize = hub_client(&server)?;
+                let answer = hub_client(&server)?;
                 return hub::prompt(
                     &context,
                     only.as_deref(),
@@ -975,7 +1034,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     server.json,
                     creds,
                     max_message_size(&server),
-                    customize,
+                    answer,
                     servers,
                 )
                 .await;
@@ -989,6 +1048,46 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             } else {
                 output::print_prompt_result(&result);
             }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Complete {
+            target,
+            argument,
+            resource,
+            context,
+            only,
+            server,
+        } => {
+            let (argument, partial) = argument.split_once('=').unwrap_or((&argument, ""));
+            let context = args::prompt_arguments(&context).map_err(Failure::usage)?;
+            let completion = hub::Completion {
+                target: &target,
+                resource,
+                argument,
+                partial,
+                context,
+            };
+            if server.command.is_empty() && server.url.is_none() {
+                let config = configure::Context::new(cli.config)?;
+                let answer = hub_client(&server)?;
+                return hub::complete(
+                    &config,
+                    only.as_deref(),
+                    &completion,
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    answer,
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(only.as_deref())?;
+            let (client, _, ui) = connect(&server, creds, servers).await?;
+            let params = completion.params(&target);
+            let result = with_events(&client, &ui, client.complete(&params)).await?;
+            output::print_completion(&result, server.json);
             finish(&client, &server).await;
             Ok(0)
         }
@@ -1162,7 +1261,7 @@ fn url_connector(
 }
 
 /// Runs one request while showing what the server says meanwhile.
-async fn with_events<T>(client: &Client, ui: &Ui, work: impl Future<Output = T>) -> T {
+pub(crate) async fn with_events<T>(client: &Client, ui: &Ui, work: impl Future<Output = T>) -> T {
     let mut events = client.events();
     let mut work = std::pin::pin!(work);
     let out = loop {
@@ -1270,21 +1369,29 @@ fn no_configured_server(only: Option<&str>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// How the hub's clients for `call`, `read` and `prompt` are set up: answering the server as
-/// for a server given after `--`; `--timeout` and `--era` where the
-/// configuration does not say.
+/// How the hub's clients for `call`, `read`, `prompt`, `info` and
+/// `complete` are set up: answering the server as for a server given after
+/// `--`; `--timeout` and `--era` where the configuration does not say; and
+/// the terminal that shows what the server says.
 fn hub_client(
     server: &ServerArgs,
 ) -> Result<
-    impl Fn(&switchboard_hub::ServerConfig, switchboard::ClientBuilder) -> switchboard::ClientBuilder
-    + Send
-    + Sync
-    + 'static,
+    hub::Answer<
+        impl Fn(
+            &switchboard_hub::ServerConfig,
+            switchboard::ClientBuilder,
+        ) -> switchboard::ClientBuilder
+        + Send
+        + Sync
+        + 'static,
+    >,
     Failure,
 > {
     let (timeout, ui, roots) = answer_setup(server)?;
+    let shown = ui.clone();
+    let server_logs = server.server_logs;
     let server = server.clone();
-    Ok(move |config: &switchboard_hub::ServerConfig, builder| {
+    let customize = move |config: &switchboard_hub::ServerConfig, builder| {
         let mut builder = answering(builder, &server, &ui, roots.as_ref());
         if config.request_timeout.is_none() {
             builder = builder.request_timeout(timeout);
@@ -1294,6 +1401,11 @@ fn hub_client(
             EraArg::Modern => builder.era_mode(EraMode::Modern),
             EraArg::Legacy => builder.era_mode(EraMode::Legacy),
         }
+    };
+    Ok(hub::Answer {
+        customize,
+        ui: shown,
+        server_logs,
     })
 }
 
@@ -1349,9 +1461,14 @@ async fn finish(client: &Client, server: &ServerArgs) {
     // Closed first: the server's last words are in the buffer only once it
     // has exited and its stderr has been read to the end.
     client.close().await;
-    if server.server_logs
-        && let Some(stderr) = client.stderr().filter(|s| !s.is_empty())
-    {
+    if server.server_logs {
+        show_stderr(client);
+    }
+}
+
+/// `--server-logs`: what a closed client's server wrote to stderr.
+fn show_stderr(client: &Client) {
+    if let Some(stderr) = client.stderr().filter(|s| !s.is_empty()) {
         eprintln!("server stderr:");
         for line in stderr.lines() {
             eprintln!("  | {}", sanitize::line(line));

@@ -87,8 +87,16 @@ fn short(description: &str, limit: usize) -> String {
 }
 
 pub(crate) fn print_info(client: &Client, connect_time: Duration) {
+    print_session(client, Some(connect_time), &[]);
+}
+
+/// The session's table, after the rows `first`.
+fn print_session(client: &Client, connect_time: Option<Duration>, first: &[(&str, String)]) {
     let session = client.session();
     let mut table = table(&["", ""]);
+    for (key, value) in first {
+        table.add_row(vec![(*key).to_owned(), value.clone()]);
+    }
     table.add_row(vec![
         "server".to_owned(),
         sanitize::line(client.server_name()).into_owned(),
@@ -119,7 +127,9 @@ pub(crate) fn print_info(client: &Client, connect_time: Duration) {
                 .to_owned(),
         ]);
     }
-    table.add_row(vec!["connect time".to_owned(), millis(connect_time)]);
+    if let Some(connect_time) = connect_time {
+        table.add_row(vec!["connect time".to_owned(), millis(connect_time)]);
+    }
     if let Some(instructions) = &session.instructions {
         table.add_row(vec!["instructions".to_owned(), short(instructions, 200)]);
     }
@@ -351,6 +361,48 @@ pub(crate) fn print_prompt_result<T: Serialize>(result: &T) {
         let content = message.get("content").cloned().unwrap_or(Value::Null);
         println!("{}: {}", text(message, "role"), describe_block(&content));
     }
+}
+
+/// A completion's values, one per line on stdout (a server's text, so
+/// escaped, one line each), and how many more there are on stderr; or the
+/// result as one JSON document.
+pub(crate) fn print_completion<T: Serialize>(result: &T, json: bool) {
+    let result = to_json(result);
+    if json {
+        print_json(&result);
+        return;
+    }
+    let completion = result.get("completion").cloned().unwrap_or(Value::Null);
+    let values: Vec<&str> = completion
+        .get("values")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for value in &values {
+        println!("{}", sanitize::line(value));
+    }
+    let total = completion.get("total").and_then(Value::as_u64);
+    let more = completion.get("hasMore").and_then(Value::as_bool) == Some(true);
+    if values.is_empty() {
+        eprintln!("(no completions)");
+    } else if more || total.is_some_and(|t| t > values.len() as u64) {
+        match total {
+            Some(total) => eprintln!("({} of {total})", values.len()),
+            None => eprintln!("({}; the server has more)", values.len()),
+        }
+    }
+}
+
+/// A configured server's state, then its session as [`print_info`] shows
+/// it (`client` while ready).
+pub(crate) fn print_server_info(state: &str, source: &str, client: &Client) {
+    let first = [
+        ("state", state.to_owned()),
+        ("source", sanitize::line(source).into_owned()),
+    ];
+    print_session(client, None, &first);
 }
 
 #[cfg(test)]

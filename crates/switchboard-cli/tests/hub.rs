@@ -1139,3 +1139,324 @@ fn resources_prompts_read_and_prompt_on_configured_servers() {
     let output = sandbox.run(&["prompts", "--server", "broken"]);
     assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
 }
+
+#[test]
+fn info_and_complete_on_configured_servers() {
+    let sandbox = Sandbox::new("info-complete");
+    for (name, era) in [("one", "dual"), ("two", "legacy")] {
+        ok(
+            &sandbox.run(&[
+                "add",
+                "-s",
+                "user",
+                name,
+                "--",
+                BIN,
+                "__testserver",
+                "--era",
+                era,
+                "--name",
+                &format!("{name}-server"),
+            ]),
+            "add",
+        );
+    }
+    ok(
+        &sandbox.run(&[
+            "add",
+            "-s",
+            "user",
+            "broken",
+            "--",
+            "/nonexistent/switchboard-test-command",
+        ]),
+        "add broken",
+    );
+
+    // `info NAME`: its state, source and session.
+    let output = sandbox.run(&["info", "one"]);
+    ok(&output, "info one");
+    let shown = text(&output.stdout);
+    for part in [
+        "ready",
+        "one-server",
+        "2026-07-28",
+        "config.toml (user)",
+        "tools",
+    ] {
+        assert!(shown.contains(part), "{part:?} not in:\n{shown}");
+    }
+    let output = sandbox.run(&["info", "--server", "two", "--json"]);
+    ok(&output, "info --server two --json");
+    let info = stdout_json(&output);
+    assert_eq!(info["state"], "ready", "{info:#}");
+    assert_eq!(info["server"], "two", "{info:#}");
+    assert_eq!(info["serverInfo"]["name"], "two-server", "{info:#}");
+    assert_eq!(info["transport"], "stdio", "{info:#}");
+    assert_eq!(info["scope"], "user", "{info:#}");
+    assert!(
+        info["protocolVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("2025")),
+        "{info:#}"
+    );
+    assert!(info["capabilities"]["prompts"].is_object(), "{info:#}");
+    // One that cannot start: its state and why, exit 4.
+    let output = sandbox.run(&["info", "broken"]);
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("broken")
+            && text(&output.stderr).contains("switchboard-test-command"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = sandbox.run(&["info"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("NAME"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // `complete`: SERVER/PROMPT, --server, SERVER__PROMPT; one value a line.
+    for args in [
+        &["complete", "one/greeting", "name=a"][..],
+        &["complete", "greeting", "name=a", "--server", "two"][..],
+        &["complete", "two__greeting", "name=a"][..],
+    ] {
+        let output = sandbox.run(args);
+        ok(&output, &args.join(" "));
+        assert_eq!(text(&output.stdout), "alice\n", "{}", args.join(" "));
+    }
+    let output = sandbox.run(&["complete", "one/greeting", "name", "--json"]);
+    ok(&output, "complete --json");
+    assert_eq!(
+        stdout_json(&output)["completion"]["values"],
+        json!(["alice", "bob", "carol"])
+    );
+    // The same for a server given after `--`.
+    let output = sandbox.run(&["complete", "greeting", "name=c", "--", BIN, "__testserver"]);
+    ok(&output, "complete -- …");
+    assert_eq!(text(&output.stdout), "carol\n");
+    // A template needs --server; an unknown server is named.
+    let output = sandbox.run(&["complete", "--resource", "test://t/{id}", "id"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("--server NAME"));
+    let output = sandbox.run(&["complete", "nope/greeting", "name=a"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("nope"));
+}
+
+#[test]
+fn a_configured_servers_progress_and_log_lines_show_as_for_a_command() {
+    let sandbox = Sandbox::new("progress");
+    for era in ["dual", "legacy"] {
+        ok(
+            &sandbox.run(&[
+                "add",
+                "-s",
+                "user",
+                era,
+                "--",
+                BIN,
+                "__testserver",
+                "--era",
+                era,
+            ]),
+            "add",
+        );
+        let target = format!("{era}/progress");
+        let output = sandbox.run(&["call", &target, "--arg", "steps=3", "--log-level", "info"]);
+        ok(&output, &target);
+        let stderr = text(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("(ok")).collect();
+        assert_eq!(
+            lines,
+            [
+                "progress: 1/3 step 1 of 3",
+                r#"[info] testserver: {"step":1,"of":3}"#,
+                "progress: 2/3 step 2 of 3",
+                r#"[info] testserver: {"step":2,"of":3}"#,
+                "progress: 3/3 step 3 of 3",
+            ],
+            "{era}"
+        );
+        // Without --log-level the server sends no log lines.
+        let output = sandbox.run(&["call", &target, "--arg", "steps=2"]);
+        ok(&output, &target);
+        assert!(
+            !text(&output.stderr).contains("[info]"),
+            "{}",
+            text(&output.stderr)
+        );
+        assert!(text(&output.stderr).contains("progress: 2/2"));
+    }
+    // --server-logs: what the server wrote to stderr, after the result.
+    ok(
+        &sandbox.run(&[
+            "add",
+            "-s",
+            "user",
+            "talker",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo 'hello from stderr' >&2; exec {BIN} __testserver"),
+        ]),
+        "add talker",
+    );
+    let output = sandbox.run(&["call", "talker/echo", "--arg", "text=x", "--server-logs"]);
+    ok(&output, "call --server-logs");
+    assert!(
+        text(&output.stderr).contains("  | hello from stderr"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = sandbox.run(&["call", "talker/echo", "--arg", "text=x"]);
+    assert!(!text(&output.stderr).contains("hello from stderr"));
+}
+
+/// Under a terminal a configured server's progress is a bar and its log
+/// lines are printed above it, as for a server given after `--`.
+#[test]
+fn a_configured_servers_progress_bar_and_log_lines_on_a_terminal() {
+    let sandbox = Sandbox::new("progress-pty");
+    ok(
+        &sandbox.run(&["add", "-s", "user", "slow", "--", BIN, "__testserver"]),
+        "add",
+    );
+    let mut terminal = support::pty::Terminal::start(
+        &[
+            "call",
+            "slow/progress",
+            "--arg",
+            "steps=3",
+            "--arg",
+            "delay_ms=300",
+            "--log-level",
+            "info",
+        ],
+        &sandbox.work(),
+        &sandbox.home(),
+        &[],
+    );
+    // The bar: percent, step and message.
+    terminal.expect("1/3 step 1 of 3");
+    terminal.expect(r#"[info] testserver: {"step":1,"of":3}"#);
+    terminal.expect("% 2/3 step 2 of 3");
+    let (code, shown) = terminal.finish();
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("completed 3 steps"), "{shown}");
+    assert!(
+        !shown.contains("progress: 1/3"),
+        "a bar, not lines: {shown}"
+    );
+}
+
+/// A session-era server in `sh` listing one tool, `tool`, whose call
+/// answers `answered by SERVER/TOOL`.
+fn one_tool_server(server: &str, tool: &str) -> String {
+    format!(
+        r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\)[,}}].*/\1/p')
+  [ -n "$id" ] || continue
+  case "$line" in
+    *'"method":"initialize"'*) printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":"2025-06-18","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"{server}","version":"0"}}}}}}\n' "$id" ;;
+    *'"method":"tools/list"'*) printf '{{"jsonrpc":"2.0","id":%s,"result":{{"tools":[{{"name":"{tool}","inputSchema":{{"type":"object"}}}}]}}}}\n' "$id" ;;
+    *'"method":"tools/call"'*) printf '{{"jsonrpc":"2.0","id":%s,"result":{{"content":[{{"type":"text","text":"answered by {server}/{tool}"}}]}}}}\n' "$id" ;;
+    *) printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":-32601,"message":"Method not found"}}}}\n' "$id" ;;
+  esac
+done"#
+    )
+}
+
+#[test]
+fn call_takes_the_hub_wide_name_of_a_renamed_tool() {
+    let sandbox = Sandbox::new("renamed");
+    // `a__b`'s `c` and `a`'s `b__c` both want `a__b__c`.
+    for (server, tool) in [("a__b", "c"), ("a", "b__c")] {
+        ok(
+            &sandbox.run(&[
+                "add",
+                "-s",
+                "user",
+                server,
+                "--",
+                "sh",
+                "-c",
+                &one_tool_server(server, tool),
+            ]),
+            "add",
+        );
+    }
+    let output = sandbox.run(&["tools", "--json"]);
+    ok(&output, "tools --json");
+    let tools = stdout_json(&output);
+    let tools = tools["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 2, "{tools:#?}");
+    let renamed = tools
+        .iter()
+        .find(|t| t["name"] != "a__b__c")
+        .expect("one renamed");
+    let name = renamed["name"].as_str().unwrap();
+    assert!(name.starts_with("a__b__c_"), "{name}");
+    let (server, tool) = (
+        renamed["server"].as_str().unwrap(),
+        renamed["tool"].as_str().unwrap(),
+    );
+    let output = sandbox.run(&["call", name]);
+    ok(&output, &format!("call {name}"));
+    assert_eq!(
+        text(&output.stdout).trim(),
+        format!("answered by {server}/{tool}")
+    );
+    // The name it wanted still reaches the tool that kept it.
+    let kept = tools.iter().find(|t| t["name"] == "a__b__c").unwrap();
+    let output = sandbox.run(&["call", "a__b__c"]);
+    ok(&output, "call a__b__c");
+    assert_eq!(
+        text(&output.stdout).trim(),
+        format!(
+            "answered by {}/{}",
+            kept["server"].as_str().unwrap(),
+            kept["tool"].as_str().unwrap()
+        )
+    );
+}
+
+#[test]
+fn a_headers_helper_is_kept_shown_and_its_failure_is_the_servers_state() {
+    let sandbox = Sandbox::new("helper");
+    let written = json!({
+        "type": "http",
+        "url": "http://127.0.0.1:9/mcp",
+        "headersHelper": "echo 'vault: not logged in' >&2; exit 7"
+    });
+    ok(
+        &sandbox.run(&["add-json", "-s", "user", "remote", &written.to_string()]),
+        "add-json",
+    );
+    let file = std::fs::read_to_string(sandbox.user_file()).unwrap();
+    assert!(file.contains("headers_helper = "), "{file}");
+    let got = stdout_json(&sandbox.run(&["get", "remote", "--json"]));
+    assert_eq!(
+        got["headersHelper"], "echo 'vault: not logged in' >&2; exit 7",
+        "{got:#}"
+    );
+    assert_eq!(got["headersHelperTimeoutSecs"], 10.0, "{got:#}");
+
+    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    let remote = entry(&list, "remote");
+    assert_eq!(remote["state"], "failed", "{list:#}");
+    let reason = remote["reason"].as_str().unwrap();
+    for part in ["headers helper", "exit code 7", "vault: not logged in"] {
+        assert!(reason.contains(part), "{part:?} not in {reason}");
+    }
+    let output = sandbox.run(&["call", "remote/echo"]);
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("headers helper"),
+        "{}",
+        text(&output.stderr)
+    );
+}

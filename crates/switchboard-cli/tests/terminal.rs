@@ -147,6 +147,76 @@ fn an_elicitations_message_and_field_titles() {
 }
 
 #[test]
+fn completions() {
+    check(
+        &["complete", "p", "x"],
+        None,
+        &["value \\x1b]0;PWNED", "second \\x1b"],
+    );
+}
+
+/// The same server configured (in a `--config` file): `info NAME`, a
+/// call's result, log and progress lines, completions and prompts go
+/// through the same gate.
+#[test]
+fn a_configured_servers_info_call_logs_and_completions() {
+    let Some(python) = python() else {
+        panic!("python3 is needed for the hostile test server");
+    };
+    let dir = scratch("configured");
+    let config = dir.join("servers.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.hostile]\ncommand = {python:?}\nargs = [{:?}]\n",
+            server()
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    for (args, expected) in [
+        (
+            &["info", "hostile"][..],
+            &[
+                "ready",
+                "hostile \\x1b]0;PWNED",
+                "6.6.6",
+                "instructions \\x1b",
+            ][..],
+        ),
+        (
+            &["call", "hostile/greet", "--log-level", "debug"],
+            &["result \\x1b]0;PWNED", "logged \\x1b", "log \\x1b"],
+        ),
+        (&["complete", "hostile/p", "x"], &["value \\x1b]0;PWNED"]),
+        (
+            &["prompt", "p", "--server", "hostile"],
+            &["prompt message \\x1b]0;PWNED"],
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--config", &config]);
+        let terminal = Terminal::start(&all, &dir.join("work"), &dir.join("home"), &[]);
+        let (_, shown) = terminal.finish();
+        for attack in ATTACKS {
+            assert!(
+                !shown.contains(attack),
+                "`switchboard {}` let {attack:?} reach the terminal:\n{shown:?}",
+                args.join(" ")
+            );
+        }
+        for text in expected {
+            assert!(
+                shown.contains(text),
+                "`switchboard {}` did not show {text:?}:\n{shown}",
+                args.join(" ")
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn raw_prints_a_results_text_byte_for_byte() {
     let Some(python) = python() else {
         panic!("python3 is needed for the hostile test server");

@@ -407,3 +407,57 @@ fn on_a_terminal_approving_a_whole_file_and_the_variables_shown() {
     assert!(!shown.contains("Server `b`"), "asked again: {shown}");
     assert_eq!(sandbox.markers(), ["a", "b"]);
 }
+
+#[test]
+fn a_project_servers_headers_helper_runs_only_once_approved_and_is_signed() {
+    let sandbox = Sandbox::new("helper");
+    let (url, seen) = listener();
+    let helper = |marker: &str| {
+        format!(
+            "touch {}; printf '{{\"X-From-Helper\": \"yes\"}}'",
+            sandbox.marker(marker).display()
+        )
+    };
+    let write = |command: &str| {
+        let entry = serde_json::json!({"mcpServers": {"remote": {
+            "type": "http", "url": url, "headersHelper": command
+        }}});
+        sandbox.write(&sandbox.repo().join(".mcp.json"), &entry.to_string());
+    };
+    write(&helper("first"));
+    for args in [&["list"][..], &["tools"], &["info", "remote"]] {
+        let _ = sandbox.run(args);
+    }
+    assert!(sandbox.markers().is_empty(), "the helper ran unapproved");
+    assert!(
+        seen.try_recv().is_err(),
+        "a request was sent before approval"
+    );
+
+    // The approval shows the helper's command.
+    let approve = sandbox.run(&["approve", "remote"]);
+    let shown = text(&approve.stdout);
+    assert!(
+        shown.contains("its headers helper") && shown.contains("marker-first"),
+        "{shown}"
+    );
+    let _ = sandbox.run(&["list"]);
+    assert_eq!(sandbox.markers(), ["first"]);
+    let request = seen
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a request after approval");
+    assert!(
+        request.to_ascii_lowercase().contains("x-from-helper: yes"),
+        "{request}"
+    );
+
+    // Another helper is another approval.
+    write(&helper("second"));
+    let list = sandbox.list();
+    assert_eq!(
+        state(&list, "remote")["state"],
+        "needs-approval",
+        "{list:#}"
+    );
+    assert_eq!(sandbox.markers(), ["first"]);
+}

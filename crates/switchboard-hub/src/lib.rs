@@ -21,7 +21,9 @@ pub mod config;
 pub mod hub;
 pub mod private_file;
 
-pub use config::{Dialect, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig};
+pub use config::{
+    Dialect, HeadersHelper, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig,
+};
 pub use hub::{
     Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubListing, HubPrompt,
     HubResource, HubResourceTemplate, HubTool, ServerState, ServerStats, ServerStatus, StartReport,

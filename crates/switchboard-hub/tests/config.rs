@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use switchboard_hub::config::{
-    Dialect, EditError, HttpKind, LoadOptions, Locations, Origin, Scope, ServerConfig, Severity,
-    SkipReason, Target, ToolFilter, TransportConfig, add_server, load, load_file, remove_server,
-    set_enabled,
+    Dialect, EditError, HeadersHelper, HttpKind, LoadOptions, Locations, Origin, Scope,
+    ServerConfig, Severity, SkipReason, Target, ToolFilter, TransportConfig, add_server, load,
+    load_file, remove_server, set_enabled,
 };
 
 fn fixtures() -> PathBuf {
@@ -1111,5 +1111,84 @@ fn a_server_with_an_empty_name_is_not_loaded() {
             .any(|d| d.is_error() && d.to_string().contains("empty name")),
         "{:?}",
         loaded.diagnostics
+    );
+}
+
+#[test]
+fn a_headers_helper_is_read_from_claude_code_and_switchboard_files_and_written_back() {
+    let w = World::new("helper");
+    let locations = w.locations();
+    let mcp_json = w.project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "docs": {"type": "http", "url": "https://docs.example/mcp",
+                     "headersHelper": "~/bin/token --json"},
+            "local": {"command": "run", "headersHelper": "~/bin/token"}
+        }}"#,
+    );
+    let loaded = load_file(&locations, &mcp_json, Dialect::ClaudeCode, Scope::Project);
+    let docs = loaded.get("docs").unwrap();
+    let helper = docs.headers_helper.as_ref().expect("a helper");
+    assert_eq!(helper.command, "~/bin/token --json");
+    assert_eq!(helper.timeout, HeadersHelper::DEFAULT_TIMEOUT);
+    assert_eq!(helper.max_output, HeadersHelper::DEFAULT_MAX_OUTPUT);
+    // On a local server it is not run, and the file is told so.
+    assert!(loaded.get("local").unwrap().headers_helper.is_none());
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("`headersHelper` gives HTTP headers")),
+        "{:#?}",
+        loaded.diagnostics
+    );
+
+    let toml = w.home.write(
+        "helper.toml",
+        "[servers.docs]\nurl = \"https://docs.example/mcp\"\n\
+         headers_helper = \"~/bin/token\"\nheaders_helper_timeout = \"3s\"\n\
+         [servers.wrong]\ncommand = \"run\"\nheaders_helper = \"~/bin/token\"\n",
+    );
+    let loaded = load_file(&locations, &toml, Dialect::Switchboard, Scope::User);
+    let docs = loaded.get("docs").unwrap();
+    let helper = docs.headers_helper.as_ref().expect("a helper");
+    assert_eq!(
+        (helper.command.as_str(), helper.timeout),
+        ("~/bin/token", Duration::from_secs(3))
+    );
+    assert!(loaded.get("wrong").is_none());
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.message.contains("needs an HTTP `url`")),
+        "{:#?}",
+        loaded.diagnostics
+    );
+
+    // Written into switchboard's file and Claude Code's, it reads back.
+    let target = w.project.write("switchboard.toml", "");
+    add_server(
+        &locations,
+        &Target::new(&target, Dialect::Switchboard),
+        docs,
+    )
+    .unwrap();
+    let reread = load_file(&locations, &target, Dialect::Switchboard, Scope::Project);
+    assert_eq!(
+        reread.get("docs").unwrap().headers_helper,
+        docs.headers_helper
+    );
+    let target = w.project.write("other.mcp.json", "{}");
+    add_server(&locations, &Target::new(&target, Dialect::ClaudeCode), docs).unwrap();
+    let reread = load_file(&locations, &target, Dialect::ClaudeCode, Scope::Project);
+    assert_eq!(
+        reread
+            .get("docs")
+            .unwrap()
+            .headers_helper
+            .as_ref()
+            .map(|h| &h.command),
+        Some(&helper.command)
     );
 }

@@ -24,7 +24,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
 use super::dialect::json::parse_jsonc;
 use super::dialect::switchboard::format_duration;
 use super::locations::Locations;
-use super::model::{Dialect, HttpKind, Scope, ServerConfig, TransportConfig};
+use super::model::{Dialect, HeadersHelper, HttpKind, Scope, ServerConfig, TransportConfig};
 
 /// Why an edit was not made.
 #[derive(Debug, thiserror::Error)]
@@ -436,6 +436,15 @@ fn toml_server(s: &ServerConfig) -> Table {
         }
         t.insert("oauth", value(oauth));
     }
+    if let Some(helper) = &s.headers_helper {
+        t.insert("headers_helper", value(helper.command.as_str()));
+        if helper.timeout != HeadersHelper::DEFAULT_TIMEOUT {
+            t.insert(
+                "headers_helper_timeout",
+                value(format_duration(helper.timeout)),
+            );
+        }
+    }
     t
 }
 
@@ -643,6 +652,12 @@ fn json_server(file: &Path, dialect: Dialect, s: &ServerConfig) -> Result<Value,
             a.insert("callbackPort".into(), json!(port));
         }
         o.insert("oauth".into(), Value::Object(a));
+    }
+    if let Some(helper) = &s.headers_helper {
+        if dialect != Dialect::ClaudeCode {
+            return Err(unsupported("a headers helper"));
+        }
+        o.insert("headersHelper".into(), json!(helper.command));
     }
     if !s.enabled && dialect != Dialect::Gemini {
         o.insert("disabled".into(), json!(true));

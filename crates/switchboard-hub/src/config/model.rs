@@ -26,6 +26,9 @@ pub struct ServerConfig {
     pub tools: ToolFilter,
     /// OAuth settings for a remote server, when the file gives any.
     pub oauth: Option<OAuthSettings>,
+    /// A command whose output gives a remote server's HTTP headers, run on
+    /// each connection attempt (Claude Code's `headersHelper`).
+    pub headers_helper: Option<HeadersHelper>,
     /// Where it was configured.
     pub origin: Origin,
     /// Whether it may run: a server from a project file needs the user's
@@ -49,6 +52,7 @@ impl ServerConfig {
             request_timeout: None,
             tools: ToolFilter::default(),
             oauth: None,
+            headers_helper: None,
             origin,
             trust: Trust::Trusted,
             source_signature: None,
@@ -100,9 +104,62 @@ impl fmt::Debug for ServerConfig {
             .field("request_timeout", &self.request_timeout)
             .field("tools", &self.tools)
             .field("oauth", &self.oauth)
+            .field("headers_helper", &self.headers_helper)
             .field("origin", &self.origin)
             .field("trust", &self.trust)
             .finish()
+    }
+}
+
+/// A command that prints a remote server's HTTP headers (Claude Code's
+/// `headersHelper`): run by the system shell (`sh -c`, `cmd /C` on
+/// Windows) on each connection attempt, its stdout a JSON object of string
+/// values, each a header sent with every request of that connection (over
+/// a header of the same name in `headers`). It is told the server's name
+/// and URL in `SWITCHBOARD_MCP_SERVER_NAME` / `SWITCHBOARD_MCP_SERVER_URL`
+/// (and, for helpers written for Claude Code, `CLAUDE_CODE_MCP_SERVER_NAME`
+/// / `CLAUDE_CODE_MCP_SERVER_URL`). A helper that fails, prints something
+/// else, prints more than `max_output` bytes or runs longer than `timeout`
+/// fails that attempt; its headers are never logged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeadersHelper {
+    /// The shell command, as written.
+    pub command: String,
+    /// How long it may run (default [`HeadersHelper::DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+    /// The most it may print on stdout, in bytes (default
+    /// [`HeadersHelper::DEFAULT_MAX_OUTPUT`]).
+    pub max_output: usize,
+}
+
+impl HeadersHelper {
+    /// 10 seconds, as Claude Code allows.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// 64 KiB: far more than any set of headers.
+    pub const DEFAULT_MAX_OUTPUT: usize = 64 * 1024;
+
+    /// The shell command `command` with the default limits.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            command: command.into(),
+            timeout: Self::DEFAULT_TIMEOUT,
+            max_output: Self::DEFAULT_MAX_OUTPUT,
+        }
+    }
+
+    /// With another time limit.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// With another output limit, in bytes.
+    #[must_use]
+    pub fn max_output(mut self, bytes: usize) -> Self {
+        self.max_output = bytes;
+        self
     }
 }
 

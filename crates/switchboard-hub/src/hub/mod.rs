@@ -46,6 +46,7 @@
 mod changes;
 mod error;
 mod features;
+mod headers_helper;
 #[cfg(feature = "otel")]
 mod otel;
 mod routes;

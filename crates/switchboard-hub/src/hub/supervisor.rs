@@ -351,7 +351,7 @@ fn is_remote(transport: &TransportConfig) -> bool {
 }
 
 /// The client's connector for a server's transport.
-fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, Failure> {
+async fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, Failure> {
     let config = &slot.config;
     match &config.transport {
         TransportConfig::Stdio {
@@ -390,8 +390,18 @@ fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, Failure
                 HttpKind::Sse => HttpTransport::Sse,
                 _ => HttpTransport::Auto,
             });
+            // A helper's headers win over written ones of the same name.
+            let given = match &config.headers_helper {
+                Some(helper) => super::headers_helper::run(helper, config, url).await?,
+                None => Vec::new(),
+            };
             for (name, value) in headers {
-                http = http.header(name.clone(), value.clone());
+                if !given.iter().any(|(g, _)| g.eq_ignore_ascii_case(name)) {
+                    http = http.header(name.clone(), value.clone());
+                }
+            }
+            for (name, value) in given {
+                http = http.header(name, value);
             }
             if let Some(provider) = shared.settings.auth.as_ref().and_then(|f| f(config)) {
                 http = http.auth(provider);
@@ -428,7 +438,7 @@ async fn connect_once(
         .acquire()
         .await
         .map_err(|_| Attempt::Failed(Failure::message("the hub is shutting down")))?;
-    let connector = connector(shared, slot).map_err(Attempt::Failed)?;
+    let connector = connector(shared, slot).await.map_err(Attempt::Failed)?;
     let era = slot.view.borrow().era;
     let mut builder = Client::builder().name(config.name.clone()).era_hint(era);
     if let Some(timeout) = config.request_timeout {

@@ -6,7 +6,9 @@
 //!   switching servers off for that project), `managed-settings.json`
 //!   (`allowedMcpServers`, `deniedMcpServers`). Entries: `type` (`stdio`,
 //!   `http`, `sse`, `ws`), `command`, `args`, `env`, `url`, `headers`,
-//!   `oauth` (`clientId`, `callbackPort`); `timeout` in milliseconds.
+//!   `oauth` (`clientId`, `callbackPort`), `headersHelper` (a shell
+//!   command printing a JSON object of headers, for `http`/`sse`); `timeout`
+//!   in milliseconds.
 //! - Claude Desktop: `command`, `args`, `env`.
 //! - Cursor: `command`, `args`, `env`, `url`, `headers` (no `type`: a URL is
 //!   Streamable HTTP falling back to SSE).
@@ -27,7 +29,8 @@ use serde_json::{Map, Value};
 use super::{Ctx, FileLoad, InputSpec, Obj, Unit, kind, rules};
 use crate::config::diag::Diagnostic;
 use crate::config::model::{
-    Dialect, HttpKind, OAuthSettings, Scope, ServerConfig, ToolFilter, TransportConfig,
+    Dialect, HeadersHelper, HttpKind, OAuthSettings, Scope, ServerConfig, ToolFilter,
+    TransportConfig,
 };
 
 /// Parses JSON with comments (`//`, `/* */`) and trailing commas, which
@@ -323,6 +326,24 @@ fn finish(
         }
     } else if o.has("oauth") {
         return Err(o.err("oauth", "expected a table"));
+    }
+    if ctx.dialect == Dialect::ClaudeCode
+        && let Some(command) = o.str("headersHelper")?
+    {
+        if matches!(s.transport, TransportConfig::Http { .. }) {
+            s.headers_helper = Some(HeadersHelper::new(command));
+        } else {
+            diags.push(
+                ctx.entry_error(
+                    o.server,
+                    Some("headersHelper"),
+                    "`headersHelper` gives HTTP headers; this server is not an `http` or `sse` \
+                     one, so it is not run"
+                        .into(),
+                )
+                .severity_warning(),
+            );
+        }
     }
     if o.has("envFile") {
         diags.push(

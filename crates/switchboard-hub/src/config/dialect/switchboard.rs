@@ -20,6 +20,10 @@
 //! transport = "streamable-http"       # "http" (default: Streamable, then legacy SSE), "sse", "websocket"
 //! headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
 //! oauth = { client_id = "switchboard", client_secret = "${DOCS_SECRET}", scopes = ["read"], callback_port = 8123 }
+//! # Headers from a command, run on each connection attempt: its stdout is a
+//! # JSON object of string values (Claude Code's `headersHelper`).
+//! headers_helper = "~/bin/docs-token --json"
+//! headers_helper_timeout = "10s"      # the default
 //!
 //! # Configured but switched off, and only some tools when on.
 //! [servers.legacy]
@@ -42,7 +46,9 @@ use serde_json::{Map, Value};
 
 use super::{Ctx, FileLoad, Obj, kind, rules};
 use crate::config::diag::Diagnostic;
-use crate::config::model::{HttpKind, OAuthSettings, ServerConfig, ToolFilter, TransportConfig};
+use crate::config::model::{
+    HeadersHelper, HttpKind, OAuthSettings, ServerConfig, ToolFilter, TransportConfig,
+};
 use crate::config::policy::Rule;
 
 /// Parses TOML into a JSON table, reporting a syntax error with its
@@ -169,7 +175,7 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
 
 /// The keys of a server's table (a misspelt one is a warning: switchboard's
 /// own file is checked strictly; other clients' files are not).
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 15] = [
     "command",
     "args",
     "env",
@@ -177,6 +183,8 @@ const KEYS: [&str; 13] = [
     "url",
     "transport",
     "headers",
+    "headers_helper",
+    "headers_helper_timeout",
     "enabled",
     "required",
     "startup_timeout",
@@ -245,6 +253,29 @@ fn server(o: &Obj<'_>, ctx: &Ctx<'_>) -> Result<ServerConfig, Diagnostic> {
     s.required = o.bool("required")?.unwrap_or(false);
     s.startup_timeout = duration(o, "startup_timeout")?;
     s.request_timeout = duration(o, "request_timeout")?;
+    let helper_timeout = duration(o, "headers_helper_timeout")?;
+    match o.str("headers_helper")? {
+        Some(command) if matches!(s.transport, TransportConfig::Http { .. }) => {
+            let mut helper = HeadersHelper::new(command);
+            if let Some(timeout) = helper_timeout {
+                helper = helper.timeout(timeout);
+            }
+            s.headers_helper = Some(helper);
+        }
+        Some(_) => {
+            return Err(o.err(
+                "headers_helper",
+                "`headers_helper` gives HTTP headers: it needs an HTTP `url`",
+            ));
+        }
+        None if helper_timeout.is_some() => {
+            return Err(o.err(
+                "headers_helper_timeout",
+                "`headers_helper_timeout` without `headers_helper`",
+            ));
+        }
+        None => {}
+    }
     match o.map.get("tools") {
         None => {}
         Some(Value::Object(t)) => {

@@ -1,0 +1,508 @@
+//! One configured server through a hub of its own: `call` (by
+//! `SERVER/TOOL`, `SERVER__TOOL` or the hub-wide name `tools` showed),
+//! `read`, `prompt`, `info` and `complete`, each answering the server and
+//! showing its progress and log lines as for a server given after `--`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use serde_json::{Map, Value, json};
+use switchboard::types::completion::{
+    CompleteArgument, CompleteContext, CompleteRequestParams, PromptReference, Reference,
+    ResourceTemplateReference,
+};
+use switchboard::{ClientBuilder, RequestOptions};
+use switchboard_hub::config::LoadedConfig;
+use switchboard_hub::{Hub, ServerConfig};
+
+use super::{DEFAULT_STARTUP, builder, hub_failure, merge, prepare, source, start};
+use crate::configure::{Context, not_configured, scope_name};
+use crate::lifecycle::Servers;
+use crate::ui::Ui;
+use crate::{Failure, exit, output};
+
+/// `SERVER/TOOL`, or `SERVER__TOOL` for a configured server's name.
+fn split_target<'a>(
+    target: &'a str,
+    loaded: &LoadedConfig,
+    what: &str,
+) -> Result<(&'a str, &'a str), Failure> {
+    if let Some((server, tool)) = target.split_once('/') {
+        return Ok((server, tool));
+    }
+    // The longest configured name that prefixes `target` with `__`
+    // (server names may hold `_` themselves).
+    let mut names: Vec<&str> = loaded
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .chain(loaded.skipped.iter().map(|s| s.server.name.as_str()))
+        .collect();
+    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    for name in names {
+        if let Some(tool) = target
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix("__"))
+            .filter(|t| !t.is_empty())
+        {
+            return Ok((&target[..name.len()], tool));
+        }
+    }
+    Err(Failure::usage(anyhow!(
+        "`{target}` names no configured server's {what}: give SERVER/{upper} or the namespaced \
+         SERVER__{upper} (or a server command after `--`)",
+        upper = what.to_uppercase()
+    )))
+}
+
+/// A hub-wide tool name (`server__tool`, or `server__tool_HASH` for a tool
+/// whose `server__tool` another took: `HubTool::renamed_from`) as its
+/// server and tool, as `tools` named it: looked up in the tools the hub's
+/// state file recorded on an earlier run, so nothing is started to find
+/// it, and an ambiguous `a__b__c` means what `tools` listed. A name the
+/// state file does not know is read by [`split_target`].
+fn hub_wide(target: &str, loaded: &LoadedConfig) -> Option<(String, String)> {
+    if target.contains('/') || !target.contains("__") {
+        return None;
+    }
+    // Not started: the tools are the state file's, the names the routes'.
+    let hub = Hub::builder()
+        .servers(loaded.servers.iter().cloned())
+        .build()
+        .ok()?;
+    hub.tools()
+        .into_iter()
+        .find(|t| t.name == target)
+        .map(|t| (t.server, t.tool.name))
+}
+
+/// One configured server started through a hub, after the checks and
+/// the approval `call` asks for; with its configuration.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+async fn open_one(
+    context: &Context,
+    server: &str,
+    loaded: &mut LoadedConfig,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    servers: &Servers,
+) -> Result<(Hub, ServerConfig), Failure> {
+    let Some(config) = loaded.get(server) else {
+        return Err(not_configured(server, loaded));
+    };
+    if !config.enabled {
+        return Err(Failure::usage(anyhow!(
+            "server `{server}` is disabled in {}; run `switchboard enable {server}` to use it",
+            config.origin.file.display()
+        )));
+    }
+    crate::approve::ask_pending(context, loaded, Some(server));
+    if let Some(pending) = loaded.needs_approval().find(|s| s.name == server) {
+        return Err(Failure::usage(anyhow!(
+            "server `{}` is not started: {}",
+            crate::approve::clean(server),
+            crate::approve::pending_reason(pending)
+        )));
+    }
+    let Some(config) = loaded.get(server).cloned() else {
+        return Err(not_configured(server, loaded));
+    };
+    let prepared = prepare(context, loaded, Some(server), json);
+    if let Some(why) = prepared.unusable.get(server) {
+        return Err(Failure::usage(anyhow!("{why}")));
+    }
+    let hub = builder(
+        prepared.runnable,
+        DEFAULT_STARTUP,
+        credentials.map(Path::to_path_buf),
+        max_message_size,
+    )
+    .client(customize)
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
+    start(&hub, json).await;
+    Ok((hub, config))
+}
+
+/// How a command on one configured server answers it and shows what it
+/// says: the hub's client setup (forms, sampling, roots, `--log-level`,
+/// `--timeout`, `--era`), the terminal for progress and log lines, and
+/// `--server-logs`.
+pub(crate) struct Answer<F> {
+    pub(crate) customize: F,
+    pub(crate) ui: Arc<Ui>,
+    pub(crate) server_logs: bool,
+}
+
+/// Runs `work` on `server` while its progress and log lines are shown on
+/// `ui`, as for a server given after `--`. The one place that knows where
+/// a configured server's notifications come from: today its live client's
+/// event stream (so those of a connection that replaces it mid-request are
+/// not shown).
+async fn with_server_events<T>(
+    hub: &Hub,
+    server: &str,
+    ui: &Ui,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    match hub.client(server) {
+        Ok(client) => crate::with_events(&client, ui, work).await,
+        // Not ready: `work` fails at once, saying why.
+        Err(_) => work.await,
+    }
+}
+
+/// Shuts the hub down; with `--server-logs`, then shows what `server`
+/// wrote to stderr (its last connection's).
+async fn close(hub: &Hub, server: &str, server_logs: bool) {
+    let client = server_logs.then(|| hub.client(server).ok()).flatten();
+    // Closed first: the server's last words are in the buffer only once it
+    // has exited and its stderr has been read to the end.
+    hub.shutdown().await;
+    if let Some(client) = client {
+        crate::show_stderr(&client);
+    }
+}
+
+/// `call SERVER/TOOL [JSON]` on a configured server.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn call(
+    context: &Context,
+    target: &str,
+    arguments: Map<String, Value>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (server, tool) = match hub_wide(target, &loaded) {
+        Some(found) => found,
+        None => {
+            let (server, tool) = split_target(target, &loaded, "tool")?;
+            (server.to_owned(), tool.to_owned())
+        }
+    };
+    let (hub, config) = open_one(
+        context,
+        &server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        answer.customize,
+        servers,
+    )
+    .await?;
+    let started = Instant::now();
+    // The callback only asks for a progress token: progress is shown from
+    // the event stream, in order with the log lines.
+    let options = RequestOptions::default().on_progress(|_| {});
+    let result = with_server_events(
+        &hub,
+        &server,
+        &answer.ui,
+        hub.call_with(&server, &tool, Some(arguments), options),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    close(&hub, &server, answer.server_logs).await;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    if json {
+        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+    } else {
+        output::print_call_result(&result, elapsed);
+    }
+    Ok(if result.is_error == Some(true) {
+        exit::TOOL_ERROR
+    } else {
+        0
+    })
+}
+
+/// `read URI --server NAME` on a configured server, printed as for a
+/// server given after `--`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn read(
+    context: &Context,
+    server: &str,
+    uri: &str,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (hub, config) = open_one(
+        context,
+        server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        answer.customize,
+        servers,
+    )
+    .await?;
+    let result = with_server_events(&hub, server, &answer.ui, hub.read_resource(server, uri)).await;
+    close(&hub, server, answer.server_logs).await;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    if json {
+        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+    } else {
+        output::print_read_result(&result);
+    }
+    Ok(0)
+}
+
+/// `prompt NAME --server SERVER`, `prompt SERVER/NAME` or `prompt
+/// SERVER__NAME` on a configured server, printed as for a server given
+/// after `--`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn prompt(
+    context: &Context,
+    only: Option<&str>,
+    target: &str,
+    arguments: BTreeMap<String, String>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (server, name) = match only {
+        Some(server) => (server.to_owned(), target.to_owned()),
+        None => {
+            let (server, name) = split_target(target, &loaded, "prompt")?;
+            (server.to_owned(), name.to_owned())
+        }
+    };
+    let (hub, config) = open_one(
+        context,
+        &server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        answer.customize,
+        servers,
+    )
+    .await?;
+    let result = with_server_events(
+        &hub,
+        &server,
+        &answer.ui,
+        hub.get_prompt(&server, name, Some(arguments)),
+    )
+    .await;
+    close(&hub, &server, answer.server_logs).await;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    if json {
+        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+    } else {
+        output::print_prompt_result(&result);
+    }
+    Ok(0)
+}
+
+/// `info NAME` (or `--server NAME`): a configured server's state, then its
+/// session as `info` shows one given after `--`. A server that did not get
+/// ready fails the command with its state and why (exit 3 or 4).
+pub(crate) async fn info(
+    context: &Context,
+    server: &str,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (hub, config) = open_one(
+        context,
+        server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        answer.customize,
+        servers,
+    )
+    .await?;
+    let client = hub.client(server);
+    let status = hub.status(server);
+    close(&hub, server, answer.server_logs).await;
+    let client = client.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    let state = status.map_or_else(|_| "ready".to_owned(), |s| s.state.name().to_owned());
+    let origin = format!(
+        "{} ({})",
+        config.origin.file.display(),
+        scope_name(config.origin.scope)
+    );
+    if json {
+        let mut info = crate::output::info_json(&client, Duration::ZERO);
+        if let Some(object) = info.as_object_mut() {
+            object.remove("connectMs");
+        }
+        info["state"] = json!(state);
+        merge(&mut info, source(&config));
+        output::print_json(&info);
+    } else {
+        output::print_server_info(&state, &origin, &client);
+    }
+    Ok(0)
+}
+
+/// What `complete` asks: an argument of a prompt or of a resource
+/// template, what is typed so far, and the arguments already given.
+pub(crate) struct Completion<'a> {
+    /// The prompt (`SERVER/NAME`, `SERVER__NAME` or its own name), or the
+    /// URI template.
+    pub(crate) target: &'a str,
+    pub(crate) resource: bool,
+    pub(crate) argument: &'a str,
+    pub(crate) partial: &'a str,
+    pub(crate) context: BTreeMap<String, String>,
+}
+
+impl Completion<'_> {
+    /// The request, for the prompt or template `name` (its server's own).
+    pub(crate) fn params(&self, name: &str) -> CompleteRequestParams {
+        let reference = if self.resource {
+            Reference::Resource(ResourceTemplateReference {
+                uri: name.to_owned(),
+                ..Default::default()
+            })
+        } else {
+            Reference::Prompt(PromptReference {
+                name: name.to_owned(),
+                ..Default::default()
+            })
+        };
+        CompleteRequestParams {
+            r#ref: reference,
+            argument: CompleteArgument {
+                name: self.argument.to_owned(),
+                value: self.partial.to_owned(),
+            },
+            context: (!self.context.is_empty()).then(|| CompleteContext {
+                arguments: Some(self.context.clone()),
+            }),
+            meta: None,
+        }
+    }
+}
+
+/// `complete` on a configured server: `--server NAME`, or a prompt named
+/// `SERVER/NAME` or `SERVER__NAME` (a URI template needs `--server`).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn complete(
+    context: &Context,
+    only: Option<&str>,
+    completion: &Completion<'_>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let mut loaded = context.load(json);
+    let (server, name) = match only {
+        Some(server) => (server.to_owned(), completion.target.to_owned()),
+        None if completion.resource => {
+            return Err(Failure::usage(anyhow!(
+                "`complete --resource` on a configured server needs the server: give --server \
+                 NAME (or a server command after `--`, or --url)"
+            )));
+        }
+        None => {
+            let (server, name) = split_target(completion.target, &loaded, "prompt")?;
+            (server.to_owned(), name.to_owned())
+        }
+    };
+    let (hub, config) = open_one(
+        context,
+        &server,
+        &mut loaded,
+        json,
+        credentials,
+        max_message_size,
+        answer.customize,
+        servers,
+    )
+    .await?;
+    let params = completion.params(&name);
+    let result =
+        with_server_events(&hub, &server, &answer.ui, hub.complete(&server, &params)).await;
+    close(&hub, &server, answer.server_logs).await;
+    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    output::print_completion(&result, json);
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_hub::{Dialect, Origin, Scope, TransportConfig};
+
+    fn configured(names: &[&str]) -> LoadedConfig {
+        let mut loaded = LoadedConfig::default();
+        for name in names {
+            loaded.servers.push(ServerConfig::new(
+                *name,
+                TransportConfig::Stdio {
+                    command: "true".into(),
+                    args: vec![],
+                    env: Default::default(),
+                    cwd: None,
+                },
+                Origin {
+                    file: "switchboard.toml".into(),
+                    dialect: Dialect::Switchboard,
+                    scope: Scope::User,
+                },
+            ));
+        }
+        loaded
+    }
+
+    #[test]
+    fn namespaced_names_pick_the_longest_configured_server() {
+        let loaded = configured(&["a", "a__b", "my_server"]);
+        let split = |t| split_target(t, &loaded, "tool").ok();
+        assert_eq!(split("a__b__c"), Some(("a__b", "c")));
+        assert_eq!(split("a__echo"), Some(("a", "echo")));
+        assert_eq!(
+            split("my_server__read_file"),
+            Some(("my_server", "read_file"))
+        );
+        assert_eq!(split("x/y__z"), Some(("x", "y__z")));
+        assert_eq!(split("a__"), None);
+        assert_eq!(split("other__echo"), None);
+        assert_eq!(split("echo"), None);
+    }
+}
