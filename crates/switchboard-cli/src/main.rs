@@ -141,13 +141,16 @@ struct ServerArgs {
     #[arg(long, short = 'y', help_heading = "Answering the server")]
     yes: bool,
     /// A directory (or file) the server may work in, offered as a file://
-    /// root (repeatable). Without it no roots are offered.
+    /// root (repeatable). Without it the working directory is offered.
     #[arg(
         long = "root",
         value_name = "PATH",
         help_heading = "Answering the server"
     )]
     roots: Vec<PathBuf>,
+    /// Offer the server no roots at all (not even the working directory).
+    #[arg(long, conflicts_with = "roots", help_heading = "Answering the server")]
+    no_roots: bool,
     /// An OpenAI-compatible API (…/v1, or the full …/chat/completions URL)
     /// that answers the server's sampling requests; without it they are
     /// declined.
@@ -1339,15 +1342,18 @@ fn answering(
 }
 
 /// What every connection of a command shares: the checked `--timeout`,
-/// the terminal, the `--root`s.
+/// the terminal, the roots (`--root`s, else the working directory, or
+/// none with `--no-roots`).
 fn answer_setup(server: &ServerArgs) -> Result<(Duration, Arc<Ui>, Option<Roots>), Failure> {
     if !server.timeout.is_finite() || server.timeout <= 0.0 {
         return Err(Failure::usage(anyhow::anyhow!(
             "--timeout must be a positive number of seconds"
         )));
     }
-    let roots = if server.roots.is_empty() {
+    let roots = if server.no_roots {
         None
+    } else if server.roots.is_empty() {
+        Some(roots(&[PathBuf::from(".")])?)
     } else {
         Some(roots(&server.roots)?)
     };

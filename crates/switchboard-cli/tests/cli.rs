@@ -573,8 +573,21 @@ fn roots_come_from_root_flags() {
         assert_eq!(roots[0]["uri"], expected.as_str(), "{era}");
         assert_eq!(roots[0]["name"], dir.file_name().unwrap().to_str().unwrap());
 
-        // Without --root no roots are offered at all.
-        let output = against(&["call", "roots", "--era", era], &[]);
+        // Without --root the working directory is offered.
+        let output = against(&["call", "roots", "--json", "--era", era], &[]);
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        let text = stdout_json(&output)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let roots: Value = serde_json::from_str(&text).unwrap();
+        let cwd = std::fs::canonicalize(".").unwrap();
+        let expected = format!("file://{}", cwd.to_str().unwrap().replace(' ', "%20"));
+        assert_eq!(roots.as_array().map(Vec::len), Some(1), "{era}: {roots}");
+        assert_eq!(roots[0]["uri"], expected.as_str(), "{era}");
+
+        // With --no-roots none are offered at all.
+        let output = against(&["call", "roots", "--no-roots", "--era", era], &[]);
         assert_eq!(output.status.code(), Some(5), "{era}");
         assert!(stdout(&output).contains("did not declare the roots capability"));
     }

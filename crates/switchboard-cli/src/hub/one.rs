@@ -145,9 +145,11 @@ pub(crate) struct Answer<F> {
 
 /// Runs `work` on `server` while its progress and log lines are shown on
 /// `ui`, as for a server given after `--`. The one place that knows where
-/// a configured server's notifications come from: today its live client's
-/// event stream (so those of a connection that replaces it mid-request are
-/// not shown).
+/// a configured server's notifications come from: its live client's event
+/// stream, not the hub's events (`HubEvent::Server`), which pass through
+/// the server's supervisor task and may come after the answer, so the last
+/// lines would be lost. Those of a connection that replaces it
+/// mid-request are not shown.
 async fn with_server_events<T>(
     hub: &Hub,
     server: &str,

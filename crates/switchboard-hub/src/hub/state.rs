@@ -249,8 +249,13 @@ pub enum HubEvent {
     /// client does not know. Never [`Event::Closed`] or [`Event::Lagged`]:
     /// those are the hub's business (a state change, a tool refresh), and
     /// a tool list change arrives as [`HubEvent::ToolsChanged`] once the
-    /// new list is in. Peer text inside is untrusted: sanitise before
-    /// showing it on a terminal.
+    /// new list is in. They pass through the server's supervisor task, so
+    /// a call's last progress or log line may arrive after the call has
+    /// returned: to show a call's progress in order with its result, use
+    /// its progress callback ([`Hub::call_with`](super::Hub::call_with))
+    /// or the server's own [`Client::events`](switchboard::Client::events)
+    /// ([`Hub::client`](super::Hub::client)). Peer text inside is
+    /// untrusted: sanitise before showing it on a terminal.
     Server {
         /// The server.
         server: String,
