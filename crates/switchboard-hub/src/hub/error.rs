@@ -15,6 +15,15 @@ pub enum HubError {
         /// Why.
         reason: String,
     },
+    /// A login for the server could not begin or finish.
+    #[error("server `{server}`: the login failed; log in again")]
+    Login {
+        /// The server (its URL when the hub has no server for it).
+        server: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// No server of that name is configured.
     #[error("no server named `{server}` is configured")]
     UnknownServer {

@@ -45,6 +45,7 @@
 
 mod error;
 mod features;
+mod login;
 #[cfg(feature = "otel")]
 mod otel;
 mod routes;
@@ -71,6 +72,9 @@ use crate::config::ServerConfig;
 
 pub use error::HubError;
 pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
+#[cfg(feature = "oauth")]
+pub use login::{Connect, OAuthLogins};
+pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::ServerStats;
 
@@ -175,6 +179,7 @@ pub struct HubBuilder {
     state_dir: Option<PathBuf>,
     persist: bool,
     max_message_size: Option<usize>,
+    login: login::LoginSettings,
 }
 
 impl std::fmt::Debug for HubBuilder {
@@ -192,6 +197,7 @@ impl std::fmt::Debug for HubBuilder {
             .field("state_dir", &self.state_dir)
             .field("persist", &self.persist)
             .field("max_message_size", &self.max_message_size)
+            .field("login", &self.login)
             .finish()
     }
 }
@@ -211,6 +217,7 @@ impl Default for HubBuilder {
             state_dir: None,
             persist: true,
             max_message_size: None,
+            login: login::LoginSettings::default(),
         }
     }
 }
@@ -347,6 +354,7 @@ impl HubBuilder {
         if self.max_message_size == Some(0) {
             return bad("max_message_size", "must be at least 1");
         }
+        self.login.check()?;
         let mut by_name = HashMap::new();
         for (i, server) in self.servers.iter().enumerate() {
             if by_name.insert(server.name.clone(), i).is_some() {
@@ -394,6 +402,7 @@ impl HubBuilder {
             },
             tasks: TaskTracker::new(),
             writer_started: AtomicBool::new(false),
+            login: self.login,
         });
         shared.update_routes();
         Ok(Hub {
@@ -432,6 +441,7 @@ pub(crate) struct Shared {
     /// wait for it).
     tasks: TaskTracker,
     writer_started: AtomicBool,
+    login: login::LoginSettings,
 }
 
 impl Shared {
@@ -516,6 +526,7 @@ impl Hub {
     /// Dropping the future stops waiting; the servers keep starting.
     pub async fn start(&self) -> Result<StartReport, HubError> {
         let started = Instant::now();
+        self.start_credentials_watch();
         let shared = &self.inner.shared;
         let mut waiting = Vec::new();
         for slot in &shared.slots {
