@@ -124,10 +124,13 @@ impl Hub {
         }
         let hub = Arc::downgrade(&self.inner);
         let cancel = self.inner.cancel.child_token();
+        // Looked at now, not when the task first runs: a login written in
+        // between is a change.
+        let first = fingerprint(&file);
         self.inner
             .shared
             .tasks
-            .spawn(watch(hub, file, interval, cancel));
+            .spawn(watch(hub, file, first, interval, cancel));
     }
 }
 
@@ -155,8 +158,14 @@ fn fingerprint(file: &Path) -> Option<Fingerprint> {
 
 /// Polls `file` every `interval` until `cancel` or the hub is gone. Holds
 /// the hub weakly: dropping the last handle still stops it.
-async fn watch(hub: Weak<HubInner>, file: PathBuf, interval: Duration, cancel: CancellationToken) {
-    let mut last = fingerprint(&file);
+async fn watch(
+    hub: Weak<HubInner>,
+    file: PathBuf,
+    mut last: Option<Fingerprint>,
+    interval: Duration,
+    cancel: CancellationToken,
+) {
+    let mut restarted: Vec<String> = Vec::new();
     loop {
         tokio::select! {
             biased;
@@ -167,9 +176,21 @@ async fn watch(hub: Weak<HubInner>, file: PathBuf, interval: Duration, cancel: C
         if now == last {
             continue;
         }
-        last = now;
         let Some(inner) = hub.upgrade() else { return };
-        Hub { inner }.credentials_changed();
+        let hub_now = Hub { inner };
+        // A change seen while servers started by the last one still
+        // connect waits for them: they may have read the store before it
+        // (a login writes its client registration, then its tokens).
+        let connecting = restarted.iter().any(|name| {
+            hub_now
+                .status(name)
+                .is_ok_and(|status| !status.state.is_settled())
+        });
+        if connecting {
+            continue;
+        }
+        last = now;
+        restarted = hub_now.credentials_changed();
     }
 }
 
