@@ -22,7 +22,29 @@ use tokio_util::task::AbortOnDropHandle;
 const ROLE: &str = "SWITCHBOARD_TEST_LOGIN_ROLE";
 const WAIT: Duration = Duration::from_secs(60);
 
-fn hub(url: &str, dir: &Path) -> Hub {
+/// The test server with its authorization server, on a loopback port of
+/// this process; stopped when the handle drops.
+async fn auth_server() -> (AbortOnDropHandle<()>, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = switchboard_testkit::ServerConfig::from_args(["--auth".to_owned()]).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = switchboard_testkit::serve_http(config, listener).await;
+    });
+    (AbortOnDropHandle::new(task), format!("http://{addr}/mcp"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-hub-login-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn build_hub(url: &str, dir: &Path) -> Hub {
     let origin = Origin {
         file: dir.join("switchboard.toml"),
         dialect: Dialect::Switchboard,
@@ -63,7 +85,7 @@ async fn child_role() {
     };
     let var = |name: &str| std::env::var(name).unwrap();
     let dir = PathBuf::from(var("SWITCHBOARD_TEST_DIR"));
-    let hub = hub(&var("SWITCHBOARD_TEST_URL"), &dir);
+    let hub = build_hub(&var("SWITCHBOARD_TEST_URL"), &dir);
     match role.as_str() {
         "begin" => match hub.connect("remote").await.unwrap() {
             Connect::NeedsAuth {
@@ -151,16 +173,8 @@ async fn a_login_begun_in_one_process_is_finished_in_another() {
     if std::env::var(ROLE).is_ok() {
         return;
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = switchboard_testkit::ServerConfig::from_args(["--auth".to_owned()]).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let _server = AbortOnDropHandle::new(tokio::spawn(switchboard_testkit::serve_http(
-        config, listener,
-    )));
-    let mcp = format!("http://{addr}/mcp");
-    let dir = std::env::temp_dir().join(format!("switchboard-hub-login-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let (_server, mcp) = auth_server().await;
+    let dir = scratch("web");
     let dir_text = dir.display().to_string();
     let base = [
         ("SWITCHBOARD_TEST_URL", mcp.as_str()),
@@ -223,5 +237,67 @@ async fn a_login_begun_in_one_process_is_finished_in_another() {
         .unwrap();
     assert_eq!(entry["resource"], mcp.as_str());
     assert!(entry["access_token"].is_string(), "{stored}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interactive_login_connects_a_server_that_needs_auth() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let (_server, mcp) = auth_server().await;
+    let dir = scratch("interactive");
+    let hub = build_hub(&mcp, &dir);
+    let report = hub.start().await.unwrap();
+    assert!(
+        matches!(report.not_ready[..], [(_, ServerState::NeedsAuth { .. })]),
+        "{report:?}"
+    );
+    // The authorization server approves at once: the agent plays the user.
+    let agent = switchboard_auth::flow::RedirectAgent::new().unwrap();
+    let state = hub.login("remote", &agent).await.unwrap();
+    assert_eq!(state, ServerState::Ready);
+    assert!(matches!(
+        hub.connect("remote").await.unwrap(),
+        Connect::Ready
+    ));
+    assert!(hub.tools().iter().any(|t| t.name == "remote__echo"));
+    // Nothing was left pending by the interactive login.
+    let pending = FilePendingStore::new(dir.join("pending.json"));
+    assert_eq!(pending.count().unwrap(), 0);
+    hub.shutdown().await;
+
+    // A second hub (a restart) uses the stored tokens at once.
+    let again = build_hub(&mcp, &dir);
+    let report = again.start().await.unwrap();
+    assert_eq!(report.ready, ["remote"], "{report:?}");
+    again.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_or_unknown_state_is_refused() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let (_server, mcp) = auth_server().await;
+    let dir = scratch("forged");
+    let hub = build_hub(&mcp, &dir);
+    let Connect::NeedsAuth { .. } = hub.connect("remote").await.unwrap() else {
+        panic!("no tokens yet, so a login");
+    };
+    let error = hub
+        .finish_login("not-the-state", "code", None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, switchboard_hub::HubError::Login { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("login failed"), "{error}");
+    // The real login is still pending: a forged state uses up nothing.
+    let pending = FilePendingStore::new(dir.join("pending.json"));
+    assert_eq!(pending.count().unwrap(), 1);
+    hub.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
