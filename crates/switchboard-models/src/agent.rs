@@ -452,19 +452,27 @@ impl Agent {
     /// # Cancel safety
     /// As [`run`](Self::run).
     pub async fn run_messages(&self, messages: Vec<Value>) -> Result<AgentOutcome, AgentError> {
-        let toolset = match &self.toolset {
-            Some(toolset) => toolset.clone(),
-            None => Arc::new(Toolset::from_hub(
+        let from_hub = || {
+            Arc::new(Toolset::from_hub(
                 Provider::OpenAiChat,
                 self.toolset_options.clone(),
                 &self.hub,
-            )),
+            ))
+        };
+        let mut toolset = match &self.toolset {
+            Some(toolset) => toolset.clone(),
+            None => from_hub(),
         };
         let mut run = Run {
             messages,
             calls: Vec::new(),
         };
         for round in 1..=self.max_rounds {
+            // While a server waits for a login, each round asks the hub
+            // again: once the user has logged in, its tools are listed.
+            if round > 1 && self.toolset.is_none() && toolset.logins().next().is_some() {
+                toolset = from_hub();
+            }
             let span = tracing::info_span!("agent.round", round);
             if let Some(text) = self
                 .round(round, &toolset, &mut run)
@@ -607,7 +615,9 @@ impl Agent {
         let raw_arguments = function.get("arguments").cloned().unwrap_or(Value::Null);
         let lookup = toolset.lookup(&name);
         let (server, tool) = match lookup {
-            Lookup::Tool(entry) => (Some(entry.server.clone()), Some(entry.tool.name.clone())),
+            Lookup::Tool(entry) | Lookup::Authenticate(entry) => {
+                (Some(entry.server.clone()), Some(entry.tool.name.clone()))
+            }
             _ => (None, None),
         };
         let mut record = CallRecord {
@@ -645,6 +655,10 @@ impl Agent {
                 let result = toolset.search(arguments.as_ref());
                 self.answered(&id, &name, &result, &mut record)
             }
+            (Lookup::Authenticate(entry), Ok(_)) => match self.authenticate(&entry.server).await {
+                Ok(result) => self.answered(&id, &name, &result, &mut record),
+                Err(message) => failure(message),
+            },
             (Lookup::Tool(entry), Ok(arguments)) => {
                 let arguments = toolset.server_arguments(entry, arguments);
                 if self.approved(entry, &name, &arguments).await {
@@ -669,6 +683,34 @@ impl Agent {
             summary: summary.clone(),
         });
         (result, record)
+    }
+
+    /// Starts the login of `server` for its `authenticate` tool: the URL
+    /// for the user, or word that it is connected already.
+    #[cfg(feature = "oauth")]
+    async fn authenticate(&self, server: &str) -> Result<CallToolResult, String> {
+        use switchboard_hub::hub::Connect;
+        match self.hub.connect(server).await {
+            Ok(Connect::NeedsAuth {
+                authorization_url, ..
+            }) => Ok(CallToolResult::text(format!(
+                "Ask the user to open this URL to log in to `{server}`: {authorization_url}\n\
+                 Once they have, the server's tools are listed in the next request."
+            ))),
+            Ok(_) => Ok(CallToolResult::text(format!(
+                "`{server}` is connected; its tools are listed in the next request."
+            ))),
+            Err(error) => Err(error_chain(&error)),
+        }
+    }
+
+    /// Without the `oauth` feature the agent cannot log in itself.
+    #[cfg(not(feature = "oauth"))]
+    async fn authenticate(&self, server: &str) -> Result<CallToolResult, String> {
+        Err(format!(
+            "this agent cannot start a login (built without the `oauth` feature); ask the user \
+             to log in to `{server}` (`switchboard login {server}`)"
+        ))
     }
 
     /// The application's answer for a call (yes without a hook). Calls

@@ -1,6 +1,7 @@
 //! A provider's view of many servers' tools: names, definitions, the way
-//! back from a name to (server, tool), and the opt-in `search_tools`
-//! meta-tool.
+//! back from a name to (server, tool), the opt-in `search_tools`
+//! meta-tool, and the opt-in `authenticate` tool of each server that needs
+//! a login.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,9 @@ pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
 pub const DEFAULT_SEARCH_RESULTS: usize = 8;
 /// Default for [`SearchOptions::name`].
 pub const SEARCH_TOOL: &str = "search_tools";
+/// The tool name, under each server's prefix, of the
+/// [`ToolsetOptions::authenticate`] tool.
+pub const AUTHENTICATE_TOOL: &str = "authenticate";
 
 /// The `search_tools` meta-tool: with more tools than `threshold`, the
 /// model gets this one tool (and the tools it has found so far) instead of
@@ -79,9 +83,22 @@ pub struct ToolsetOptions {
     /// The `search_tools` meta-tool; `None` (the default) sends every
     /// definition.
     pub search: Option<SearchOptions>,
+    /// For each server that needs a login (`needs-auth`), an
+    /// `authenticate` tool named like the server's tools
+    /// (`server__authenticate`, say), whose call starts the login and
+    /// answers with the URL for the user ([`Toolset::from_hub`] only; off
+    /// by default).
+    pub authenticate: bool,
 }
 
 impl ToolsetOptions {
+    /// Turns the `authenticate` tools of servers that need a login on or
+    /// off (see [`ToolsetOptions::authenticate`]).
+    pub fn authenticate(mut self, on: bool) -> Self {
+        self.authenticate = on;
+        self
+    }
+
     /// Sets the naming.
     pub fn names(mut self, names: NameOptions) -> Self {
         self.names = names;
@@ -128,6 +145,9 @@ pub enum Lookup<'a> {
     Tool(&'a ToolEntry),
     /// The `search_tools` meta-tool.
     Search,
+    /// The `authenticate` tool of the server in the entry (see
+    /// [`ToolsetOptions::authenticate`]): start its login.
+    Authenticate(&'a ToolEntry),
     /// Nothing: the model made it up (or it is from an older list).
     Unknown,
 }
@@ -144,6 +164,8 @@ pub struct Toolset {
     /// Tools a search has loaded (sent from then on).
     loaded: Vec<AtomicBool>,
     search_definition: OnceLock<Box<RawValue>>,
+    /// Entries from here on are `authenticate` tools.
+    authenticate_from: usize,
 }
 
 impl Toolset {
@@ -153,7 +175,21 @@ impl Toolset {
         options: ToolsetOptions,
         tools: impl IntoIterator<Item = (String, Tool)>,
     ) -> Self {
-        let tools: Vec<(String, Tool)> = tools.into_iter().collect();
+        Self::with_logins(provider, options, tools.into_iter().collect(), Vec::new())
+    }
+
+    /// `tools`, then an `authenticate` tool for each server in `logins`.
+    fn with_logins(
+        provider: Provider,
+        options: ToolsetOptions,
+        mut tools: Vec<(String, Tool)>,
+        logins: Vec<String>,
+    ) -> Self {
+        let authenticate_from = tools.len();
+        tools.extend(logins.into_iter().map(|server| {
+            let tool = authenticate_tool(&server);
+            (server, tool)
+        }));
         let names = Names::build(
             provider,
             &options.names,
@@ -169,6 +205,7 @@ impl Toolset {
             index: OnceLock::new(),
             loaded,
             search_definition: OnceLock::new(),
+            authenticate_from,
         }
     }
 
@@ -180,11 +217,29 @@ impl Toolset {
         options: ToolsetOptions,
         hub: &switchboard_hub::Hub,
     ) -> Self {
-        Self::new(
-            provider,
-            options,
-            hub.tools().into_iter().map(|t| (t.server, t.tool)),
-        )
+        let tools = hub
+            .tools()
+            .into_iter()
+            .map(|t| (t.server, t.tool))
+            .collect();
+        let logins = if options.authenticate {
+            hub.list()
+                .into_iter()
+                .filter(|s| matches!(s.state, switchboard_hub::ServerState::NeedsAuth { .. }))
+                .map(|s| s.name)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Self::with_logins(provider, options, tools, logins)
+    }
+
+    /// The servers with an `authenticate` tool (those that needed a login
+    /// when the toolset was built).
+    pub fn logins(&self) -> impl Iterator<Item = &str> {
+        self.entries[self.authenticate_from..]
+            .iter()
+            .map(|e| e.server.as_str())
     }
 
     /// The provider.
@@ -224,8 +279,10 @@ impl Toolset {
             self.entries
                 .iter()
                 .zip(&self.loaded)
-                .filter(|(_, l)| l.load(Ordering::Relaxed))
-                .map(|(e, _)| &*e.definition),
+                .enumerate()
+                // `authenticate` tools are always sent: no search finds them.
+                .filter(|(i, (_, l))| *i >= self.authenticate_from || l.load(Ordering::Relaxed))
+                .map(|(_, (e, _))| &*e.definition),
         );
         out
     }
@@ -276,6 +333,7 @@ impl Toolset {
             return Lookup::Search;
         }
         match self.names.index(name) {
+            Some(i) if i >= self.authenticate_from => Lookup::Authenticate(&self.entries[i]),
             Some(i) => Lookup::Tool(&self.entries[i]),
             None => Lookup::Unknown,
         }
@@ -332,7 +390,7 @@ impl Toolset {
                 usize::try_from(l).unwrap_or(usize::MAX).clamp(1, most)
             });
         let index = self.index.get_or_init(|| {
-            Index::build(self.entries.iter().map(|e| {
+            Index::build(self.entries[..self.authenticate_from].iter().map(|e| {
                 (
                     e.name.as_str(),
                     e.server.as_str(),
@@ -408,6 +466,23 @@ impl Toolset {
             &self.options.definitions,
         )
         .0
+    }
+}
+
+/// The `authenticate` tool of `server`: no arguments.
+fn authenticate_tool(server: &str) -> Tool {
+    Tool {
+        name: AUTHENTICATE_TOOL.into(),
+        description: Some(format!(
+            "The MCP server `{server}` needs the user to log in before its tools can be used. \
+             Call this to start the login: it answers with a URL for the user to open. Show \
+             the user that URL; once they have logged in, the server's tools are listed."
+        )),
+        input_schema: match json!({"type": "object", "properties": {}}) {
+            Value::Object(map) => map.into(),
+            _ => unreachable!(),
+        },
+        ..Tool::default()
     }
 }
 
@@ -514,6 +589,38 @@ mod tests {
             ("github".into(), tool("search", "Searches code.")),
             ("files".into(), tool("search", "Searches files by name.")),
         ]
+    }
+
+    #[test]
+    fn a_server_waiting_for_a_login_has_an_authenticate_tool_no_search_finds() {
+        let options = ToolsetOptions::default()
+            .authenticate(true)
+            .search(Some(SearchOptions::default().threshold(1)));
+        let set = Toolset::with_logins(
+            Provider::OpenAiChat,
+            options,
+            sample(),
+            vec!["remote".into()],
+        );
+        assert_eq!(set.logins().collect::<Vec<_>>(), ["remote"]);
+        let name = "mcp__remote__authenticate";
+        assert!(
+            matches!(set.lookup(name), Lookup::Authenticate(e) if e.server == "remote"),
+            "{:?}",
+            set.lookup(name)
+        );
+        assert!(matches!(
+            set.lookup("mcp__weather__forecast"),
+            Lookup::Tool(_)
+        ));
+        // Searching: sent with `search_tools` from the start.
+        assert!(set.searching());
+        let sent = names(&set.definitions(), Provider::OpenAiChat);
+        assert_eq!(sent, ["search_tools", name], "{sent:?}");
+        let args = json!({"query": "authenticate login remote"});
+        let found = set.search(args.as_object());
+        let text = serde_json::to_string(&found.content).unwrap();
+        assert!(!text.contains(name), "{text}");
     }
 
     fn names(values: &[&RawValue], provider: Provider) -> Vec<String> {
