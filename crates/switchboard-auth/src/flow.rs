@@ -682,7 +682,9 @@ impl OAuthFlow {
     ///
     /// # Cancel safety
     /// Cancel safe: nothing is remembered until the request is built (a
-    /// dynamic registration made before cancellation is lost).
+    /// dynamic registration made before cancellation is lost); a request
+    /// cancelled while it is being put in the pending store may be kept
+    /// there, unused, until it expires.
     pub async fn begin(
         &self,
         server_url: &str,

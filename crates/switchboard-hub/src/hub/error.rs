@@ -15,11 +15,12 @@ pub enum HubError {
         /// Why.
         reason: String,
     },
-    /// A login for the server could not begin or finish.
-    #[error("server `{server}`: the login failed; log in again")]
+    /// A login could not begin or finish.
+    #[error("{}the login failed; start it again", server.as_ref().map(|s| format!("server `{s}`: ")).unwrap_or_default())]
     Login {
-        /// The server (its URL when the hub has no server for it).
-        server: String,
+        /// The server (its URL when the hub has no server for it); `None`
+        /// when a login to finish was not found.
+        server: Option<String>,
         /// Why.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,

@@ -100,6 +100,9 @@ impl Hub {
     pub fn credentials_changed(&self) -> Vec<String> {
         let shared = &self.inner.shared;
         let mut started = Vec::new();
+        if self.inner.cancel.is_cancelled() {
+            return started;
+        }
         for slot in &shared.slots {
             let waiting = matches!(slot.view.borrow().state, ServerState::NeedsAuth { .. });
             if waiting && slot.config.enabled && slot.config.trust.allows_start() {
@@ -428,11 +431,11 @@ mod oauth {
             let url = remote(config)?;
             let flow = logins
                 .flow(Some(config), logins.pending.clone())
-                .map_err(|e| login_error(server, e))?;
+                .map_err(|e| login_error(Some(server), e))?;
             let request = flow
                 .begin(url, www_authenticate.as_deref())
                 .await
-                .map_err(|e| login_error(server, e))?;
+                .map_err(|e| login_error(Some(server), e))?;
             Ok(Connect::NeedsAuth {
                 authorization_url: request.authorization_url,
                 state: request.state,
@@ -462,11 +465,11 @@ mod oauth {
             let logins = self.logins()?;
             let flow = logins
                 .flow(None, logins.pending.clone())
-                .map_err(|e| login_error("(unknown)", e))?;
+                .map_err(|e| login_error(None, e))?;
             let finished = flow
                 .finish_with_server(code, state, iss)
                 .await
-                .map_err(|e| login_error("(unknown)", e))?;
+                .map_err(|e| login_error(None, e))?;
             let name = self
                 .inner
                 .shared
@@ -475,7 +478,7 @@ mod oauth {
                 .find(|slot| http_url(&slot.config) == Some(finished.server_url.as_str()))
                 .map(|slot| slot.config.name.clone())
                 .ok_or_else(|| HubError::Login {
-                    server: finished.server_url.clone(),
+                    server: Some(finished.server_url.clone()),
                     source: "the login was for a server this hub does not have".into(),
                 })?;
             let state = self.login_completed(&name).await?;
@@ -506,25 +509,76 @@ mod oauth {
             };
             let flow = logins
                 .flow(Some(&slot.config), Arc::new(MemoryPendingStore::new()))
-                .map_err(|e| login_error(server, e))?;
+                .map_err(|e| login_error(Some(server), e))?;
             flow.login(url, www_authenticate.as_deref(), authorizer)
                 .await
-                .map_err(|e| login_error(server, e))?;
+                .map_err(|e| login_error(Some(server), e))?;
             self.login_completed(server).await
         }
     }
 
     fn remote(config: &ServerConfig) -> Result<&str, HubError> {
         http_url(config).ok_or_else(|| HubError::Login {
-            server: config.name.clone(),
+            server: Some(config.name.clone()),
             source: "only an HTTP server without an Authorization header logs in with OAuth".into(),
         })
     }
 
-    fn login_error(server: &str, error: OAuthError) -> HubError {
+    fn login_error(server: Option<&str>, error: OAuthError) -> HubError {
         HubError::Login {
-            server: server.into(),
+            server: server.map(str::to_owned),
             source: Box::new(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_interval_below_the_minimum_is_refused() {
+        let error = Hub::builder()
+            .persist(false)
+            .watch_credentials("credentials.json", Duration::from_millis(1))
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                HubError::Config {
+                    setting: "watch_credentials",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            Hub::builder()
+                .persist(false)
+                .watch_credentials("credentials.json", DEFAULT_CREDENTIALS_POLL)
+                .build()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_rewrite_by_rename_is_a_change() {
+        let dir = std::env::temp_dir().join(format!("switchboard-watch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("credentials.json");
+        assert_eq!(fingerprint(&file), None);
+        std::fs::write(&file, "{}").unwrap();
+        let first = fingerprint(&file);
+        assert!(first.is_some());
+        // Same size, perhaps the same mtime: the inode tells them apart.
+        let aside = dir.join("new");
+        std::fs::write(&aside, "{}").unwrap();
+        std::fs::rename(&aside, &file).unwrap();
+        if cfg!(unix) {
+            assert_ne!(fingerprint(&file), first);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
