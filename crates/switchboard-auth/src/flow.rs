@@ -26,10 +26,9 @@
 //! [`OAuthProvider`](super::provider::OAuthProvider) sends it as
 //! `Authorization: DPoP …` with a fresh proof per request.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 use switchboard::transport::BoxFuture;
@@ -41,6 +40,7 @@ use crate::jwt::JwtError;
 use crate::metadata::{
     self, AuthorizationServerMetadata, Challenge, MetadataError, ProtectedResourceMetadata,
 };
+use crate::pending::{MemoryPendingStore, PendingLogin, PendingStore};
 use crate::pkce;
 use crate::ssrf::{SsrfError, UrlGuard};
 use crate::store::{CredentialKey, CredentialStore, Secret, StoreError, StoredCredentials};
@@ -69,7 +69,7 @@ pub enum TokenAuthMethod {
 }
 
 impl TokenAuthMethod {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ClientSecretBasic => "client_secret_basic",
             Self::ClientSecretPost => "client_secret_post",
@@ -134,6 +134,7 @@ pub struct OAuthConfig {
     pub(crate) dpop: Option<DpopKey>,
     pub(crate) issuers: IssuerPins,
     pub(crate) pending_expiry: Duration,
+    pub(crate) pending_store: Arc<dyn PendingStore>,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -153,6 +154,7 @@ impl fmt::Debug for OAuthConfig {
             .field("dpop", &self.dpop)
             .field("issuers", &self.issuers)
             .field("pending_expiry", &self.pending_expiry)
+            .field("pending_store", &self.pending_store)
             .finish()
     }
 }
@@ -177,6 +179,7 @@ impl OAuthConfig {
             dpop: None,
             issuers: IssuerPins::default(),
             pending_expiry: PENDING_LOGIN_EXPIRY,
+            pending_store: Arc::new(MemoryPendingStore::new()),
         }
     }
 
@@ -249,6 +252,16 @@ impl OAuthConfig {
     /// starts again. [`PENDING_LOGIN_EXPIRY`] (10 minutes) by default.
     pub fn pending_login_expiry(mut self, expiry: Duration) -> Self {
         self.pending_expiry = expiry;
+        self
+    }
+
+    /// Where logins begun and not yet finished are kept (default: this
+    /// process's memory, [`MemoryPendingStore`]). A
+    /// [`FilePendingStore`](crate::pending::FilePendingStore) lets another
+    /// process, or this one after a restart, [`finish`](OAuthFlow::finish)
+    /// a login [`begin`](OAuthFlow::begin) started.
+    pub fn pending_store(mut self, store: Arc<dyn PendingStore>) -> Self {
+        self.pending_store = store;
         self
     }
 
@@ -589,22 +602,14 @@ impl fmt::Debug for AuthorizationRequest {
     }
 }
 
-/// A request begun and not yet finished.
-struct Pending {
-    verifier: Secret,
-    issuer: String,
-    /// Whether the issuer came from metadata (not from the 2025-03-26
-    /// default endpoints), so that an `iss` is compared with it.
-    issuer_known: bool,
-    iss_required: bool,
-    resource: String,
-    token_endpoint: Url,
-    auth_method: TokenAuthMethod,
-    client_id: String,
-    client_secret: Option<Secret>,
-    scope: Option<String>,
-    /// When it was begun, by [`Inner::now`].
-    begun: Instant,
+/// A login [`OAuthFlow::finish_with_server`] completed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FinishedLogin {
+    /// The credentials now stored.
+    pub credentials: StoredCredentials,
+    /// The server URL given to [`OAuthFlow::begin`].
+    pub server_url: String,
 }
 
 /// Runs the authorization code flow. Cheap to clone.
@@ -617,9 +622,8 @@ struct Inner {
     config: OAuthConfig,
     guard: UrlGuard,
     http: reqwest::Client,
-    pending: Mutex<HashMap<String, Pending>>,
     /// The clock pending logins age by; a test's own in unit tests.
-    now: Arc<dyn Fn() -> Instant + Send + Sync>,
+    now: Arc<dyn Fn() -> SystemTime + Send + Sync>,
 }
 
 impl fmt::Debug for OAuthFlow {
@@ -661,8 +665,7 @@ impl OAuthFlow {
                 config,
                 guard,
                 http,
-                pending: Mutex::new(HashMap::new()),
-                now: Arc::new(Instant::now),
+                now: Arc::new(SystemTime::now),
             }),
         })
     }
@@ -679,7 +682,9 @@ impl OAuthFlow {
     ///
     /// # Cancel safety
     /// Cancel safe: nothing is remembered until the request is built (a
-    /// dynamic registration made before cancellation is lost).
+    /// dynamic registration made before cancellation is lost); a request
+    /// cancelled while it is being put in the pending store may be kept
+    /// there, unused, until it expires.
     pub async fn begin(
         &self,
         server_url: &str,
@@ -804,28 +809,32 @@ impl OAuthFlow {
                 q.append_pair("dpop_jkt", key.thumbprint());
             }
         }
-        let pending = Pending {
+        let now = (inner.now)();
+        let pending = PendingLogin {
+            state: state.clone(),
             verifier,
+            server_url: server_url.to_owned(),
             issuer: asm.issuer.clone(),
             issuer_known: !defaults,
             iss_required: asm.authorization_response_iss_parameter_supported == Some(true),
             resource: resource.clone(),
-            token_endpoint,
-            auth_method,
+            token_endpoint: token_endpoint.to_string(),
+            auth_method: auth_method.as_str().to_owned(),
             client_id,
             client_secret,
             scope: scope.clone(),
-            begun: (inner.now)(),
+            redirect_uri: inner.config.redirect_uri.clone(),
+            begun_ms: PendingLogin::millis(now),
         };
-        {
-            let mut pending_logins = lock(&inner.pending);
-            // Logins never finished are dropped once expired, so that the
-            // map does not grow with every abandoned browser tab.
-            let now = (inner.now)();
-            let expiry = inner.config.pending_expiry;
-            pending_logins.retain(|_, p| now.saturating_duration_since(p.begun) < expiry);
-            pending_logins.insert(state.clone(), pending);
-        }
+        // Logins never finished are dropped once expired, so that the
+        // store does not grow with every abandoned browser tab.
+        let expired_before = now
+            .checked_sub(inner.config.pending_expiry)
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let store = inner.config.pending_store.clone();
+        tokio::task::spawn_blocking(move || store.put(pending, expired_before))
+            .await
+            .map_err(|e| OAuthError::Config(format!("store task failed: {e}")))??;
         Ok(Begun::Request(AuthorizationRequest {
             authorization_url: url,
             state,
@@ -854,8 +863,33 @@ impl OAuthFlow {
         state: &str,
         iss: Option<&str>,
     ) -> Result<StoredCredentials, OAuthError> {
+        self.finish_with_server(code, state, iss)
+            .await
+            .map(|finished| finished.credentials)
+    }
+
+    /// [`finish`](Self::finish), also saying which server the login was
+    /// begun for: with a shared [`PendingStore`], the process that finishes
+    /// may not be the one that began.
+    ///
+    /// # Errors
+    /// As [`finish`](Self::finish).
+    ///
+    /// # Cancel safety
+    /// As [`finish`](Self::finish).
+    pub async fn finish_with_server(
+        &self,
+        code: &str,
+        state: &str,
+        iss: Option<&str>,
+    ) -> Result<FinishedLogin, OAuthError> {
         let inner = &*self.inner;
-        let pending = self.take_pending(state)?;
+        let pending = self.take_pending(state).await?;
+        let server_url = pending.server_url.clone();
+        let token_endpoint = Url::parse(&pending.token_endpoint)
+            .map_err(|e| OAuthError::Config(format!("pending login's token endpoint: {e}")))?;
+        let auth_method =
+            TokenAuthMethod::parse(&pending.auth_method).unwrap_or(TokenAuthMethod::None);
         // RFC 9207: a present `iss` is compared with the issuer recorded
         // from the metadata, as a plain string, advertised or not.
         match iss {
@@ -871,16 +905,14 @@ impl OAuthFlow {
         let form = [
             ("grant_type", "authorization_code".to_owned()),
             ("code", code.to_owned()),
-            ("redirect_uri", inner.config.redirect_uri.clone()),
+            ("redirect_uri", pending.redirect_uri.clone()),
             ("code_verifier", pending.verifier.expose().to_owned()),
             ("resource", pending.resource.clone()),
         ];
-        let auth = pending
-            .auth_method
-            .client_auth(&pending.client_id, pending.client_secret.as_ref());
+        let auth = auth_method.client_auth(&pending.client_id, pending.client_secret.as_ref());
         let token = grant::token_request(
             &inner.http,
-            &pending.token_endpoint,
+            &token_endpoint,
             &auth,
             &pending.issuer,
             &form,
@@ -890,14 +922,12 @@ impl OAuthFlow {
         .map_err(OAuthError::from_grant)?;
         let mut creds = StoredCredentials::new(pending.resource, pending.issuer, pending.client_id);
         creds.client_secret = pending.client_secret;
-        creds.extra.insert(
-            EXTRA_TOKEN_ENDPOINT.into(),
-            pending.token_endpoint.as_str().into(),
-        );
-        creds.extra.insert(
-            EXTRA_AUTH_METHOD.into(),
-            pending.auth_method.as_str().into(),
-        );
+        creds
+            .extra
+            .insert(EXTRA_TOKEN_ENDPOINT.into(), token_endpoint.as_str().into());
+        creds
+            .extra
+            .insert(EXTRA_AUTH_METHOD.into(), auth_method.as_str().into());
         store_token(&mut creds, token, pending.scope.as_deref());
         let key = creds.key();
         let store = inner.config.store.clone();
@@ -905,7 +935,10 @@ impl OAuthFlow {
         tokio::task::spawn_blocking(move || store.save(&key, &saved))
             .await
             .map_err(|e| OAuthError::Config(format!("store task failed: {e}")))??;
-        Ok(creds)
+        Ok(FinishedLogin {
+            credentials: creds,
+            server_url,
+        })
     }
 
     /// Completes a request begun by [`begin`](Self::begin) from the URL the
@@ -926,14 +959,14 @@ impl OAuthFlow {
         let state = response.state.ok_or(OAuthError::StateMismatch)?;
         if let Some(error) = response.error {
             // Known state only: a forged error must not end a real request.
-            self.take_pending(&state)?;
+            self.take_pending(&state).await?;
             return Err(OAuthError::AuthorizationDenied {
                 error,
                 description: response.error_description,
             });
         }
         let Some(code) = response.code else {
-            lock(&self.inner.pending).remove(&state);
+            let _ = self.take_pending(&state).await;
             return Err(OAuthError::InvalidRedirect {
                 detail: "it carries neither a code nor an error".into(),
             });
@@ -1021,13 +1054,19 @@ impl OAuthFlow {
     /// # Errors
     /// [`OAuthError::StateMismatch`] when there is none,
     /// [`OAuthError::LoginExpired`] when it is too old.
-    fn take_pending(&self, state: &str) -> Result<Pending, OAuthError> {
+    async fn take_pending(&self, state: &str) -> Result<PendingLogin, OAuthError> {
         let inner = &*self.inner;
-        let pending = lock(&inner.pending)
-            .remove(state)
+        let store = inner.config.pending_store.clone();
+        let wanted = state.to_owned();
+        let pending = tokio::task::spawn_blocking(move || store.take(&wanted))
+            .await
+            .map_err(|e| OAuthError::Config(format!("store task failed: {e}")))??
             .ok_or(OAuthError::StateMismatch)?;
         let expiry = inner.config.pending_expiry;
-        if (inner.now)().saturating_duration_since(pending.begun) >= expiry {
+        let age = (inner.now)()
+            .duration_since(pending.begun())
+            .unwrap_or(Duration::ZERO);
+        if age >= expiry {
             return Err(OAuthError::LoginExpired { expiry });
         }
         Ok(pending)
@@ -1359,7 +1398,7 @@ struct Forget<'a> {
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        lock(&self.flow.inner.pending).remove(self.state);
+        let _ = self.flow.inner.config.pending_store.take(self.state);
     }
 }
 
@@ -1560,10 +1599,6 @@ async fn load(
         .await
         .map_err(|e| OAuthError::Config(format!("store task failed: {e}")))?
         .map_err(OAuthError::from)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn http_error(url: &Url) -> impl FnOnce(reqwest::Error) -> OAuthError + '_ {
@@ -2256,7 +2291,7 @@ pub(crate) mod tests {
 
     /// A clock a test moves by hand.
     #[derive(Clone)]
-    struct Clock(Arc<Mutex<Instant>>);
+    struct Clock(Arc<Mutex<SystemTime>>);
 
     impl Clock {
         fn advance(&self, by: Duration) {
@@ -2266,7 +2301,7 @@ pub(crate) mod tests {
 
     /// `config`'s flow, its pending logins aging by the clock returned.
     fn flow_with_clock(config: OAuthConfig) -> (OAuthFlow, Clock) {
-        let clock = Clock(Arc::new(Mutex::new(Instant::now())));
+        let clock = Clock(Arc::new(Mutex::new(SystemTime::now())));
         let mut flow = OAuthFlow::new(config).unwrap();
         let read = clock.clone();
         Arc::get_mut(&mut flow.inner).unwrap().now = Arc::new(move || *read.0.lock().unwrap());
@@ -2341,7 +2376,7 @@ pub(crate) mod tests {
     }
 
     fn pending_count(flow: &OAuthFlow) -> usize {
-        lock(&flow.inner.pending).len()
+        flow.inner.config.pending_store.count().unwrap()
     }
 
     #[tokio::test]

@@ -50,6 +50,7 @@ pub mod jwt;
 pub mod jwt_bearer;
 pub mod loopback;
 pub mod metadata;
+pub mod pending;
 mod pkce;
 pub mod provider;
 pub mod resolve;

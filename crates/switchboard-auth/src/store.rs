@@ -453,34 +453,9 @@ impl FileStore {
     /// Reads the whole file; a missing file is an empty store.
     fn read(&self) -> Result<FileContents, StoreError> {
         let path = &self.path;
-        let file = match File::open(path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                return Ok(FileContents::empty());
-            }
-            Err(error) => return Err(StoreError::io("open", path)(error)),
+        let Some(bytes) = read_private(path, "credentials")? else {
+            return Ok(FileContents::empty());
         };
-        let metadata = file.metadata().map_err(StoreError::io("read", path))?;
-        #[cfg(unix)]
-        if std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o077 != 0 {
-            tracing::warn!(
-                path = %path.display(),
-                "the credentials file can be read by other users; the next save makes it private (mode 0600)"
-            );
-        }
-        let size = metadata.len();
-        let mut bytes = Vec::new();
-        // The size is checked again while reading: the file may grow between.
-        file.take(MAX_FILE_SIZE + 1)
-            .read_to_end(&mut bytes)
-            .map_err(StoreError::io("read", path))?;
-        if size > MAX_FILE_SIZE || bytes.len() as u64 > MAX_FILE_SIZE {
-            return Err(StoreError::TooLarge {
-                path: path.clone(),
-                size: size.max(bytes.len() as u64),
-                limit: MAX_FILE_SIZE,
-            });
-        }
         let version: VersionOnly =
             serde_json::from_slice(&bytes).map_err(|source| StoreError::Corrupt {
                 path: path.clone(),
@@ -506,29 +481,7 @@ impl FileStore {
             path: path.clone(),
             source: io::Error::other(source),
         })?;
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .subsec_nanos();
-        let tmp = sibling(path, &format!(".tmp-{}-{nanos}", std::process::id()));
-        let result = (|| {
-            let mut file = create_private(&tmp, true).map_err(StoreError::io("create", &tmp))?;
-            file.write_all(&bytes)
-                .and_then(|()| file.sync_all())
-                .map_err(StoreError::io("write", &tmp))?;
-            drop(file);
-            fs::rename(&tmp, path).map_err(StoreError::io("replace", path))
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-            return result;
-        }
-        // The rename is durable only once the directory is flushed too.
-        #[cfg(unix)]
-        if let Some(dir) = path.parent() {
-            let _ = File::open(dir).and_then(|dir| dir.sync_all());
-        }
-        Ok(())
+        write_private(path, &bytes)
     }
 
     /// Runs `f` holding the cross-process lock.
@@ -594,6 +547,72 @@ impl CredentialStore for FileStore {
     }
 }
 
+/// Reads the private file at `path` (`what` names it in a warning), at most
+/// [`MAX_FILE_SIZE`] bytes; `None` when there is no file.
+///
+/// # Errors
+/// The file cannot be read, or it is larger than [`MAX_FILE_SIZE`].
+pub(crate) fn read_private(path: &Path, what: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(StoreError::io("open", path)(error)),
+    };
+    let metadata = file.metadata().map_err(StoreError::io("read", path))?;
+    #[cfg(unix)]
+    if std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o077 != 0 {
+        tracing::warn!(
+            path = %path.display(),
+            "the {what} file can be read by other users; the next save makes it private (mode 0600)"
+        );
+    }
+    let size = metadata.len();
+    let mut bytes = Vec::new();
+    // The size is checked again while reading: the file may grow between.
+    file.take(MAX_FILE_SIZE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(StoreError::io("read", path))?;
+    if size > MAX_FILE_SIZE || bytes.len() as u64 > MAX_FILE_SIZE {
+        return Err(StoreError::TooLarge {
+            path: path.to_path_buf(),
+            size: size.max(bytes.len() as u64),
+            limit: MAX_FILE_SIZE,
+        });
+    }
+    Ok(Some(bytes))
+}
+
+/// Replaces the file at `path` atomically with `bytes`: a new 0600 file
+/// beside it, flushed, renamed over it.
+///
+/// # Errors
+/// The file cannot be written.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .subsec_nanos();
+    let tmp = sibling(path, &format!(".tmp-{}-{nanos}", std::process::id()));
+    let result = (|| {
+        let mut file = create_private(&tmp, true).map_err(StoreError::io("create", &tmp))?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(StoreError::io("write", &tmp))?;
+        drop(file);
+        fs::rename(&tmp, path).map_err(StoreError::io("replace", path))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+        return result;
+    }
+    // The rename is durable only once the directory is flushed too.
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let _ = File::open(dir).and_then(|dir| dir.sync_all());
+    }
+    Ok(())
+}
+
 /// [`FileStore::default_path`] with the environment read through `var`.
 fn default_path_from(
     var: impl Fn(&str) -> Option<std::ffi::OsString>,
@@ -614,7 +633,7 @@ fn default_path_from(
 }
 
 /// `path` with `suffix` appended to its file name.
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
     path.with_file_name(name)
@@ -672,12 +691,12 @@ fn create_private(path: &Path, new: bool) -> io::Result<File> {
 }
 
 /// An exclusive advisory lock on a file, released when dropped.
-struct FileLock {
+pub(crate) struct FileLock {
     file: File,
 }
 
 impl FileLock {
-    fn acquire(path: &Path) -> Result<Self, StoreError> {
+    pub(crate) fn acquire(path: &Path) -> Result<Self, StoreError> {
         let file =
             create_private(path, false).map_err(StoreError::io("open the lock file", path))?;
         // Called through the trait: `File::lock` in std is newer than the MSRV.

@@ -109,7 +109,8 @@ fn builder(
                     .keys()
                     .any(|k| k.eq_ignore_ascii_case("authorization")) =>
             {
-                login::provider_for(url, credentials.as_deref()).map(|p| p as Arc<dyn AuthProvider>)
+                login::provider_for(url, credentials.as_deref(), server.oauth.as_ref())
+                    .map(|p| p as Arc<dyn AuthProvider>)
             }
             _ => None,
         })

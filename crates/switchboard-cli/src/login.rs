@@ -22,7 +22,9 @@ use switchboard_auth::provider::OAuthProvider;
 use switchboard_auth::store::{
     CredentialKey, CredentialStore, FileStore, StoredCredentials, default_store,
 };
+use switchboard_hub::config::OAuthSettings;
 use switchboard_hub::private_file;
+use switchboard_hub::{ServerConfig, TransportConfig};
 
 use crate::sanitize::line;
 use url::Url;
@@ -38,8 +40,11 @@ const REFRESH_ONLY_REDIRECT: &str = "http://127.0.0.1/callback";
 /// `switchboard login`'s options.
 #[derive(clap::Args, Debug)]
 pub(crate) struct LoginArgs {
-    /// The server's URL (its MCP endpoint, e.g. https://mcp.example.com/mcp).
-    #[arg(value_name = "URL")]
+    /// The server: its URL (its MCP endpoint, e.g.
+    /// https://mcp.example.com/mcp), or the name of a configured HTTP server
+    /// (its URL and its `oauth` block: client id and secret, scopes,
+    /// callback port; the options below win over the block).
+    #[arg(value_name = "URL|NAME")]
     pub(crate) server: String,
     /// Do not open a browser: print the URL and read the URL the browser was
     /// redirected to, pasted on stdin (for SSH sessions).
@@ -234,15 +239,79 @@ fn shell_word(text: &str) -> String {
 /// OAuth for a command connecting to `url`: the stored tokens of the login
 /// that serves it, sent and refreshed. `None` when there is none (the
 /// server then answers 401 if it needs authorization).
-pub(crate) fn provider_for(url: &str, flag: Option<&Path>) -> Option<Arc<OAuthProvider>> {
+///
+/// `oauth` is the server's `oauth` block, when it is a configured server:
+/// its client and scopes are the refresh's too.
+pub(crate) fn provider_for(
+    url: &str,
+    flag: Option<&Path>,
+    oauth: Option<&OAuthSettings>,
+) -> Option<Arc<OAuthProvider>> {
     // No store here (no configuration directory): connect without OAuth;
     // a server that needs it answers 401 and the login hint says what to do.
     let credentials = Credentials::open(flag).ok()?;
     let login = credentials.login_for(url)?;
-    let config = OAuthConfig::new(CLIENT_NAME, REFRESH_ONLY_REDIRECT, credentials.store)
+    let mut config = OAuthConfig::new(CLIENT_NAME, REFRESH_ONLY_REDIRECT, credentials.store)
         .allow_http_loopback(is_loopback(url));
+    if let Some(oauth) = oauth {
+        config = with_settings(config, oauth);
+    }
     let flow = OAuthFlow::new(config).ok()?;
     Some(Arc::new(OAuthProvider::new(flow, login.key())))
+}
+
+/// `config` with a server's `oauth` block applied: its pre-registered
+/// client (and secret) and its scopes.
+fn with_settings(mut config: OAuthConfig, oauth: &OAuthSettings) -> OAuthConfig {
+    if let Some(id) = &oauth.client_id {
+        let secret = oauth
+            .client_secret
+            .as_ref()
+            .map(switchboard_auth::store::Secret::new);
+        config = config.pre_registered(id.clone(), secret);
+    }
+    if !oauth.scopes.is_empty() {
+        config = config.scopes(oauth.scopes.iter().cloned());
+    }
+    config
+}
+
+/// The configured server called `name`, expanded (its URL may hold
+/// `${VAR}` references): its URL and `oauth` block.
+fn configured(name: &str, config_flag: Option<PathBuf>) -> anyhow::Result<(String, ServerConfig)> {
+    let context = crate::configure::Context::new(config_flag).map_err(|f| f.error)?;
+    let loaded = context.load(false);
+    let Some(server) = loaded.get(name) else {
+        return Err(crate::configure::not_configured(name, &loaded).error);
+    };
+    let clean = crate::approve::clean(name);
+    if !server.trust.allows_start() {
+        bail!(
+            "server `{clean}` is not approved yet ({}); run `switchboard approve {clean}` first",
+            crate::approve::pending_reason(server)
+        );
+    }
+    match &server.transport {
+        TransportConfig::Http { .. } => {}
+        TransportConfig::WebSocket { .. } => {
+            bail!("server `{clean}` is a WebSocket server; only HTTP servers log in with OAuth")
+        }
+        _ => bail!(
+            "server `{clean}` runs a local command (stdio), which takes no login; only HTTP servers log in with OAuth"
+        ),
+    }
+    let expanded = loaded
+        .expander(&context.locations)
+        .expand(server)
+        .with_context(|| format!("server `{clean}`"))?;
+    for warning in &expanded.warnings {
+        crate::configure::report_diagnostic(warning, false);
+    }
+    let server = expanded.config;
+    let TransportConfig::Http { url, .. } = &server.transport else {
+        bail!("server `{clean}`: only HTTP servers log in with OAuth");
+    };
+    Ok((url.clone(), server))
 }
 
 /// The server's `WWW-Authenticate` challenge, from a request made without
@@ -273,20 +342,42 @@ async fn challenge(url: &str) -> Option<String> {
 }
 
 /// `switchboard login`.
-pub(crate) async fn login(args: LoginArgs, flag: Option<&Path>) -> anyhow::Result<u8> {
-    let server = args.server.trim().to_owned();
-    let parsed = Url::parse(&server).with_context(|| format!("{server:?} is not a URL"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        bail!("{server}: only http(s) servers use OAuth");
-    }
+///
+/// `server` is a URL, or the name of a server in the configuration
+/// (`config_flag` is `--config`).
+pub(crate) async fn login(
+    args: LoginArgs,
+    flag: Option<&Path>,
+    config_flag: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    let given = args.server.trim().to_owned();
+    let (server, oauth) = match Url::parse(&given) {
+        Ok(parsed) => {
+            if !matches!(parsed.scheme(), "http" | "https") {
+                bail!("{given}: only http(s) servers use OAuth");
+            }
+            (given, None)
+        }
+        // Not a URL: a configured server's name.
+        Err(_) => {
+            let (url, config) = configured(&given, config_flag)?;
+            (url, config.oauth)
+        }
+    };
     let credentials = Credentials::open(flag)?;
-    let receiver = LoopbackReceiver::bind(args.port.unwrap_or(0)).await?;
+    let port = args
+        .port
+        .or_else(|| oauth.as_ref().and_then(|o| o.callback_port));
+    let receiver = LoopbackReceiver::bind(port.unwrap_or(0)).await?;
     let mut config = OAuthConfig::new(
         CLIENT_NAME,
         receiver.redirect_uri(),
         credentials.store.clone(),
     )
     .allow_http_loopback(is_loopback(&server));
+    if let Some(oauth) = &oauth {
+        config = with_settings(config, oauth);
+    }
     if !args.scopes.is_empty() {
         config = config.scopes(args.scopes.iter().cloned());
     }

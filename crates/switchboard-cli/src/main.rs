@@ -1094,7 +1094,9 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             finish(&client, &server).await;
             Ok(0)
         }
-        Command::Login(args) => login::login(args, creds).await.map_err(Failure::usage),
+        Command::Login(args) => login::login(args, creds, cli.config)
+            .await
+            .map_err(Failure::usage),
         Command::Logout { server, json } => login::logout(&server, creds, json)
             .await
             .map_err(Failure::usage),
@@ -1253,7 +1255,7 @@ fn url_connector(
     if !headers
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
-        && let Some(provider) = login::provider_for(url, credentials)
+        && let Some(provider) = login::provider_for(url, credentials, None)
     {
         config = config.auth(provider);
     }

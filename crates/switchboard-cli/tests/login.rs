@@ -7,7 +7,7 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -380,4 +380,199 @@ fn login_with_a_browser_comes_back_on_the_loopback() {
     let call = scratch.run(&["call", "echo", "--arg", "text=hi", "--url", &mcp]);
     assert!(call.status.success(), "{}", text(&call.stderr));
     assert_eq!(text(&call.stdout).trim(), "hi");
+}
+
+/// `switchboard login --no-browser ARGS…` with the user played by the
+/// test: the printed URL approved at the authorization server, the
+/// redirect pasted on stdin. Returns the command's output.
+fn login_pasting(scratch: &Scratch, args: &[&str]) -> Output {
+    let mut login = scratch
+        .command()
+        .arg("login")
+        .arg("--no-browser")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines_tx, lines) = mpsc::channel();
+    let stderr = login.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let authorization_url = loop {
+        let line = lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no authorization URL printed; stderr so far: {seen:#?}"));
+        let trimmed = line.trim().to_owned();
+        seen.push(line);
+        if trimmed.starts_with("http") && trimmed.contains("response_type=code") {
+            break trimmed;
+        }
+    };
+    let redirect = approve(&authorization_url);
+    let mut stdin = login.stdin.take().unwrap();
+    writeln!(stdin, "{redirect}").unwrap();
+    stdin.flush().unwrap();
+    let status = wait_for(&mut login);
+    drop(stdin);
+    reader.join().unwrap();
+    let mut stdout = Vec::new();
+    login
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    seen.extend(lines.try_iter());
+    Output {
+        status,
+        stdout,
+        stderr: seen.join("\n").into_bytes(),
+    }
+}
+
+/// A switchboard TOML file in the scratch directory.
+fn config_file(scratch: &Scratch, text: &str) -> PathBuf {
+    let file = scratch.0.join("servers.toml");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn a_needs_auth_server_in_a_running_hub_connects_after_login_by_name_in_another_process() {
+    use switchboard_auth::flow::{OAuthConfig, OAuthFlow};
+    use switchboard_auth::provider::OAuthProvider;
+    use switchboard_auth::store::{CredentialKey, FileStore};
+    use switchboard_hub::{
+        Dialect, Hub, HubEvent, Origin, Scope, ServerConfig, ServerState, TransportConfig,
+    };
+
+    let server = AuthServer::start();
+    let mcp = format!("{}/mcp", server.base);
+    let scratch = Scratch::new("hub-login");
+    let config = config_file(
+        &scratch,
+        &format!(
+            "[servers.remote]\nurl = \"{mcp}\"\noauth = {{ scopes = [\"mcp:read\", \"mcp:admin\"] }}\n"
+        ),
+    );
+
+    // The running hub: the server's stored tokens (none yet) as its
+    // credentials, the credentials file watched for logins.
+    let credentials = scratch.credentials();
+    let store = Arc::new(FileStore::new(&credentials));
+    let key = CredentialKey::new(mcp.clone(), server.issuer.clone());
+    let remote = ServerConfig::new(
+        "remote",
+        TransportConfig::Http {
+            url: mcp.clone(),
+            headers: Default::default(),
+            kind: Default::default(),
+        },
+        Origin {
+            file: config.clone(),
+            dialect: Dialect::Switchboard,
+            scope: Scope::Explicit,
+        },
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let hub = Hub::builder()
+        .server(remote)
+        .persist(false)
+        .auth(move |_| {
+            let config = OAuthConfig::new("test", "http://127.0.0.1/callback", store.clone())
+                .allow_http_loopback(true);
+            let flow = OAuthFlow::new(config).ok()?;
+            Some(Arc::new(OAuthProvider::new(flow, key.clone())) as _)
+        })
+        .watch_credentials(&credentials, Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let report = runtime.block_on(hub.start()).unwrap();
+    assert!(
+        matches!(report.not_ready[..], [(_, ServerState::NeedsAuth { .. })]),
+        "{report:?}"
+    );
+    let mut events = hub.events();
+
+    // Another process logs in to the server by its name.
+    let config_text = config.display().to_string();
+    let output = login_pasting(&scratch, &["--config", &config_text, "remote"]);
+    assert!(
+        output.status.success(),
+        "login failed: {}",
+        text(&output.stderr)
+    );
+    assert!(
+        text(&output.stdout).contains("Scopes: mcp:read mcp:admin"),
+        "the oauth block's scopes were asked for: {}",
+        text(&output.stdout)
+    );
+
+    // The hub notices and connects it, without a restart.
+    runtime.block_on(async {
+        tokio::time::timeout(WAIT, async {
+            while let Some(event) = events.next().await {
+                if let HubEvent::StateChanged { server, state } = event {
+                    assert_eq!(server, "remote");
+                    if state == ServerState::Ready {
+                        return;
+                    }
+                    assert!(!state.is_settled(), "settled as {state:?}, not ready");
+                }
+            }
+            panic!("the hub's events ended");
+        })
+        .await
+        .expect("the server became ready after the login")
+    });
+    let args = serde_json::json!({"text": "hi"}).as_object().cloned();
+    let result = runtime
+        .block_on(hub.call_tool("remote__echo", args))
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap(),
+        serde_json::json!([{"type": "text", "text": "hi"}])
+    );
+    runtime.block_on(hub.shutdown());
+}
+
+#[test]
+fn login_by_name_refuses_an_unknown_name_and_a_local_server() {
+    let scratch = Scratch::new("login-name");
+    let config = config_file(
+        &scratch,
+        "[servers.local]\ncommand = \"true\"\n\n[servers.sock]\nurl = \"ws://127.0.0.1:1/mcp\"\ntransport = \"websocket\"\n",
+    );
+    let config = config.display().to_string();
+    let unknown = scratch.run(&["--config", &config, "login", "nosuch"]);
+    assert_eq!(unknown.status.code(), Some(1), "{}", text(&unknown.stderr));
+    assert!(
+        text(&unknown.stderr).contains("no server named `nosuch` is configured"),
+        "{}",
+        text(&unknown.stderr)
+    );
+    let local = scratch.run(&["--config", &config, "login", "local"]);
+    assert_eq!(local.status.code(), Some(1), "{}", text(&local.stderr));
+    assert!(
+        text(&local.stderr).contains("server `local` runs a local command (stdio)"),
+        "{}",
+        text(&local.stderr)
+    );
+    let socket = scratch.run(&["--config", &config, "login", "sock"]);
+    assert_eq!(socket.status.code(), Some(1), "{}", text(&socket.stderr));
+    assert!(
+        text(&socket.stderr).contains("only HTTP servers log in"),
+        "{}",
+        text(&socket.stderr)
+    );
 }

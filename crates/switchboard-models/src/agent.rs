@@ -304,7 +304,8 @@ impl AgentBuilder {
     /// ([`ToolsetOptions::authenticate`], which this turns on) starts that
     /// login: `start` gets the server's name and gives the URL the user
     /// must open (or says why it cannot), which the model is handed to
-    /// pass on. Once the login completes and the server is ready, the next
+    /// pass on. Without it, the hub's own OAuth starts the login
+    /// (`Hub::connect`, feature `oauth`). Once the login completes and the server is ready, the next
     /// round lists its tools: without a fixed [`toolset`](Self::toolset),
     /// the toolset is built again whenever the hub's tools or waiting
     /// servers change.
@@ -657,7 +658,9 @@ impl Agent {
         let raw_arguments = function.get("arguments").cloned().unwrap_or(Value::Null);
         let lookup = toolset.lookup(&name);
         let (server, tool) = match lookup {
-            Lookup::Tool(entry) => (Some(entry.server.clone()), Some(entry.tool.name.clone())),
+            Lookup::Tool(entry) | Lookup::Authenticate(entry) => {
+                (Some(entry.server.clone()), Some(entry.tool.name.clone()))
+            }
             _ => (None, None),
         };
         let mut record = CallRecord {
@@ -695,27 +698,9 @@ impl Agent {
                 let result = toolset.search(arguments.as_ref());
                 self.answered(&id, &name, &result, &mut record)
             }
-            (Lookup::Authenticate { server }, Ok(_)) => match &self.login {
-                None => failure(format!(
-                    "logging in to `{server}` is not available here; ask the user to log in \
-                     (`switchboard login {server}`)"
-                )),
-                Some(start) => match start(server.to_owned()).await {
-                    Ok(url) => {
-                        tracing::info!(server, "login started for the model");
-                        let result = CallToolResult {
-                            content: vec![ContentBlock::text(format!(
-                                "The login to `{server}` has started. Give the user this URL \
-                                 to open in a browser and authorize access: {url}\n\
-                                 The tools of `{server}` become available once they have \
-                                 logged in."
-                            ))],
-                            ..Default::default()
-                        };
-                        self.answered(&id, &name, &result, &mut record)
-                    }
-                    Err(why) => failure(format!("could not start the login to `{server}`: {why}")),
-                },
+            (Lookup::Authenticate(entry), Ok(_)) => match self.authenticate(&entry.server).await {
+                Ok(result) => self.answered(&id, &name, &result, &mut record),
+                Err(message) => failure(message),
             },
             (Lookup::Tool(entry), Ok(arguments)) => {
                 let arguments = toolset.server_arguments(entry, arguments);
@@ -741,6 +726,53 @@ impl Agent {
             summary: summary.clone(),
         });
         (result, record)
+    }
+
+    /// Starts the login of `server` for its `authenticate` tool: through
+    /// the application's [`login`](AgentBuilder::login) hook when it gave
+    /// one, else the hub's OAuth (feature `oauth`). The URL for the user,
+    /// or word that it is connected already.
+    async fn authenticate(&self, server: &str) -> Result<CallToolResult, String> {
+        match &self.login {
+            Some(start) => {
+                let url = start(server.to_owned())
+                    .await
+                    .map_err(|why| format!("could not start the login to `{server}`: {why}"))?;
+                tracing::info!(server, "login started for the model");
+                Ok(CallToolResult::text(format!(
+                    "Ask the user to open this URL to log in to `{server}`: {url}\n\
+                     Once they have, the server's tools are listed in the next request."
+                )))
+            }
+            None => self.hub_login(server).await,
+        }
+    }
+
+    /// The hub's OAuth starts the login of `server`.
+    #[cfg(feature = "oauth")]
+    async fn hub_login(&self, server: &str) -> Result<CallToolResult, String> {
+        use switchboard_hub::hub::Connect;
+        match self.hub.connect(server).await {
+            Ok(Connect::NeedsAuth {
+                authorization_url, ..
+            }) => Ok(CallToolResult::text(format!(
+                "Ask the user to open this URL to log in to `{server}`: {authorization_url}\n\
+                 Once they have, the server's tools are listed in the next request."
+            ))),
+            Ok(_) => Ok(CallToolResult::text(format!(
+                "`{server}` is connected; its tools are listed in the next request."
+            ))),
+            Err(error) => Err(error_chain(&error)),
+        }
+    }
+
+    /// Without the `oauth` feature the agent cannot log in itself.
+    #[cfg(not(feature = "oauth"))]
+    async fn hub_login(&self, server: &str) -> Result<CallToolResult, String> {
+        Err(format!(
+            "this agent cannot start a login (no login hook, and built without the `oauth` \
+             feature); ask the user to log in to `{server}` (`switchboard login {server}`)"
+        ))
     }
 
     /// The application's answer for a call (yes without a hook). Calls

@@ -68,6 +68,7 @@
 //! | `hub` | yes | [`Toolset::from_hub`]: the tools of every server a [`switchboard_hub::Hub`] runs |
 //! | `agent` | no | `chat::ChatClient` (an OpenAI-compatible chat-completions client) and `agent::Agent`, the loop that gives a model the hub's tools and runs its calls; `examples/agent.rs` |
 //! | `sampling` | no | `sampling::ChatSampling`: the same endpoint answering servers' `sampling/createMessage` |
+//! | `oauth` | no | the agent starts a server's login when the model calls its `authenticate` tool ([`ToolsetOptions::authenticate`]), through the hub's OAuth (`switchboard-hub/oauth`) |
 //!
 //! ## Limits (all configurable)
 //!

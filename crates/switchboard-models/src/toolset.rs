@@ -1,6 +1,7 @@
 //! A provider's view of many servers' tools: names, definitions, the way
-//! back from a name to (server, tool), and the opt-in `search_tools`
-//! meta-tool.
+//! back from a name to (server, tool), the opt-in `search_tools`
+//! meta-tool, and the opt-in `authenticate` tool of each server that needs
+//! a login.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,9 @@ pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
 pub const DEFAULT_SEARCH_RESULTS: usize = 8;
 /// Default for [`SearchOptions::name`].
 pub const SEARCH_TOOL: &str = "search_tools";
+/// The tool name, under each server's prefix, of the
+/// [`ToolsetOptions::authenticate`] tool.
+pub const AUTHENTICATE_TOOL: &str = "authenticate";
 
 /// The `search_tools` meta-tool: with more tools than `threshold`, the
 /// model gets this one tool (and the tools it has found so far) instead of
@@ -79,13 +83,22 @@ pub struct ToolsetOptions {
     /// The `search_tools` meta-tool; `None` (the default) sends every
     /// definition.
     pub search: Option<SearchOptions>,
-    /// Offer an `authenticate` tool for each server that waits for a login
-    /// ([`Toolset::with_logins`]; from a hub, its `needs-auth` servers).
-    /// Off by default.
+    /// For each server that needs a login (`needs-auth`), an
+    /// `authenticate` tool named like the server's tools
+    /// (`server__authenticate`, say), whose call starts the login and
+    /// answers with the URL for the user ([`Toolset::from_hub`] only; off
+    /// by default).
     pub authenticate: bool,
 }
 
 impl ToolsetOptions {
+    /// Turns the `authenticate` tools of servers that need a login on or
+    /// off (see [`ToolsetOptions::authenticate`]).
+    pub fn authenticate(mut self, on: bool) -> Self {
+        self.authenticate = on;
+        self
+    }
+
     /// Sets the naming.
     pub fn names(mut self, names: NameOptions) -> Self {
         self.names = names;
@@ -95,13 +108,6 @@ impl ToolsetOptions {
     /// Sets the definition options.
     pub fn definitions(mut self, definitions: DefinitionOptions) -> Self {
         self.definitions = definitions;
-        self
-    }
-
-    /// Offers the model an `authenticate` tool per server that waits for a
-    /// login (see [`ToolsetOptions::authenticate`]).
-    pub fn authenticate(mut self, on: bool) -> Self {
-        self.authenticate = on;
         self
     }
 
@@ -139,13 +145,9 @@ pub enum Lookup<'a> {
     Tool(&'a ToolEntry),
     /// The `search_tools` meta-tool.
     Search,
-    /// The `authenticate` tool of a server that waits for a login
-    /// ([`ToolsetOptions::authenticate`]): start its login and tell the
-    /// user where to go.
-    Authenticate {
-        /// The server to log in to.
-        server: &'a str,
-    },
+    /// The `authenticate` tool of the server in the entry (see
+    /// [`ToolsetOptions::authenticate`]): start its login.
+    Authenticate(&'a ToolEntry),
     /// Nothing: the model made it up (or it is from an older list).
     Unknown,
 }
@@ -161,9 +163,9 @@ pub struct Toolset {
     index: OnceLock<Index>,
     /// Tools a search has loaded (sent from then on).
     loaded: Vec<AtomicBool>,
-    /// The entries from this one on are `authenticate` tools.
-    logins_from: usize,
     search_definition: OnceLock<Box<RawValue>>,
+    /// Entries from here on are `authenticate` tools.
+    authenticate_from: usize,
 }
 
 impl Toolset {
@@ -173,29 +175,21 @@ impl Toolset {
         options: ToolsetOptions,
         tools: impl IntoIterator<Item = (String, Tool)>,
     ) -> Self {
-        Self::with_logins(provider, options, tools, [])
+        Self::with_logins(provider, options, tools.into_iter().collect(), Vec::new())
     }
 
-    /// [`Toolset::new`], and with [`ToolsetOptions::authenticate`] on, an
-    /// `authenticate` tool for each of `waiting` (servers that need a
-    /// login), named like the server's tools (`server__authenticate`),
-    /// after the others, sent even while searching. Calling it is the
-    /// application's business ([`Lookup::Authenticate`]); the agent starts
-    /// the server's login and hands the model the URL for the user.
-    pub fn with_logins(
+    /// `tools`, then an `authenticate` tool for each server in `logins`.
+    fn with_logins(
         provider: Provider,
         options: ToolsetOptions,
-        tools: impl IntoIterator<Item = (String, Tool)>,
-        waiting: impl IntoIterator<Item = String>,
+        mut tools: Vec<(String, Tool)>,
+        logins: Vec<String>,
     ) -> Self {
-        let mut tools: Vec<(String, Tool)> = tools.into_iter().collect();
-        let logins_from = tools.len();
-        if options.authenticate {
-            tools.extend(waiting.into_iter().map(|server| {
-                let tool = login_tool(&server);
-                (server, tool)
-            }));
-        }
+        let authenticate_from = tools.len();
+        tools.extend(logins.into_iter().map(|server| {
+            let tool = authenticate_tool(&server);
+            (server, tool)
+        }));
         let names = Names::build(
             provider,
             &options.names,
@@ -210,32 +204,42 @@ impl Toolset {
             names,
             index: OnceLock::new(),
             loaded,
-            logins_from,
             search_definition: OnceLock::new(),
+            authenticate_from,
         }
     }
 
     /// Every offered tool of every server in `hub` (see
-    /// [`switchboard_hub::Hub::tools`]), and with
-    /// [`ToolsetOptions::authenticate`] an `authenticate` tool for each
-    /// server in `needs-auth` ([`Toolset::with_logins`]).
+    /// [`switchboard_hub::Hub::tools`]).
     #[cfg(feature = "hub")]
     pub fn from_hub(
         provider: Provider,
         options: ToolsetOptions,
         hub: &switchboard_hub::Hub,
     ) -> Self {
-        let waiting = hub
-            .list()
+        let tools = hub
+            .tools()
             .into_iter()
-            .filter(|s| matches!(s.state, switchboard_hub::ServerState::NeedsAuth { .. }))
-            .map(|s| s.name);
-        Self::with_logins(
-            provider,
-            options,
-            hub.tools().into_iter().map(|t| (t.server, t.tool)),
-            waiting,
-        )
+            .map(|t| (t.server, t.tool))
+            .collect();
+        let logins = if options.authenticate {
+            hub.list()
+                .into_iter()
+                .filter(|s| matches!(s.state, switchboard_hub::ServerState::NeedsAuth { .. }))
+                .map(|s| s.name)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Self::with_logins(provider, options, tools, logins)
+    }
+
+    /// The servers with an `authenticate` tool (those that needed a login
+    /// when the toolset was built).
+    pub fn logins(&self) -> impl Iterator<Item = &str> {
+        self.entries[self.authenticate_from..]
+            .iter()
+            .map(|e| e.server.as_str())
     }
 
     /// The provider.
@@ -276,7 +280,8 @@ impl Toolset {
                 .iter()
                 .zip(&self.loaded)
                 .enumerate()
-                .filter(|(i, (_, l))| *i >= self.logins_from || l.load(Ordering::Relaxed))
+                // `authenticate` tools are always sent: no search finds them.
+                .filter(|(i, (_, l))| *i >= self.authenticate_from || l.load(Ordering::Relaxed))
                 .map(|(_, (e, _))| &*e.definition),
         );
         out
@@ -328,9 +333,7 @@ impl Toolset {
             return Lookup::Search;
         }
         match self.names.index(name) {
-            Some(i) if i >= self.logins_from => Lookup::Authenticate {
-                server: &self.entries[i].server,
-            },
+            Some(i) if i >= self.authenticate_from => Lookup::Authenticate(&self.entries[i]),
             Some(i) => Lookup::Tool(&self.entries[i]),
             None => Lookup::Unknown,
         }
@@ -387,7 +390,7 @@ impl Toolset {
                 usize::try_from(l).unwrap_or(usize::MAX).clamp(1, most)
             });
         let index = self.index.get_or_init(|| {
-            Index::build(self.entries.iter().map(|e| {
+            Index::build(self.entries[..self.authenticate_from].iter().map(|e| {
                 (
                     e.name.as_str(),
                     e.server.as_str(),
@@ -466,6 +469,23 @@ impl Toolset {
     }
 }
 
+/// The `authenticate` tool of `server`: no arguments.
+fn authenticate_tool(server: &str) -> Tool {
+    Tool {
+        name: AUTHENTICATE_TOOL.into(),
+        description: Some(format!(
+            "The MCP server `{server}` needs the user to log in before its tools can be used. \
+             Call this to start the login: it answers with a URL for the user to open. Show \
+             the user that URL; once they have logged in, the server's tools are listed."
+        )),
+        input_schema: match json!({"type": "object", "properties": {}}) {
+            Value::Object(map) => map.into(),
+            _ => unreachable!(),
+        },
+        ..Tool::default()
+    }
+}
+
 /// Below this many tools, definitions are written on the calling thread;
 /// from it on, on scoped threads (one per core, at most 8): each
 /// definition is independent, and thousands of them cost tens of
@@ -532,21 +552,6 @@ fn define(
     })
 }
 
-/// The `authenticate` tool offered for `server`.
-fn login_tool(server: &str) -> Tool {
-    Tool {
-        name: "authenticate".into(),
-        description: Some(format!(
-            "Log in to the `{server}` server, whose tools need the user's authorization: starts \
-             the login and returns a URL for the user to open. Its tools appear once the user \
-             has logged in. Call it only when the user wants to use `{server}`."
-        )),
-        input_schema: serde_json::from_value(json!({"type": "object", "properties": {}}))
-            .expect("an empty object schema"),
-        ..Default::default()
-    }
-}
-
 fn error_result(text: &str) -> CallToolResult {
     CallToolResult {
         content: vec![switchboard_types::ContentBlock::text(text)],
@@ -584,6 +589,38 @@ mod tests {
             ("github".into(), tool("search", "Searches code.")),
             ("files".into(), tool("search", "Searches files by name.")),
         ]
+    }
+
+    #[test]
+    fn a_server_waiting_for_a_login_has_an_authenticate_tool_no_search_finds() {
+        let options = ToolsetOptions::default()
+            .authenticate(true)
+            .search(Some(SearchOptions::default().threshold(1)));
+        let set = Toolset::with_logins(
+            Provider::OpenAiChat,
+            options,
+            sample(),
+            vec!["remote".into()],
+        );
+        assert_eq!(set.logins().collect::<Vec<_>>(), ["remote"]);
+        let name = "mcp__remote__authenticate";
+        assert!(
+            matches!(set.lookup(name), Lookup::Authenticate(e) if e.server == "remote"),
+            "{:?}",
+            set.lookup(name)
+        );
+        assert!(matches!(
+            set.lookup("mcp__weather__forecast"),
+            Lookup::Tool(_)
+        ));
+        // Searching: sent with `search_tools` from the start.
+        assert!(set.searching());
+        let sent = names(&set.definitions(), Provider::OpenAiChat);
+        assert_eq!(sent, ["search_tools", name], "{sent:?}");
+        let args = json!({"query": "authenticate login remote"});
+        let found = set.search(args.as_object());
+        let text = serde_json::to_string(&found.content).unwrap();
+        assert!(!text.contains(name), "{text}");
     }
 
     fn names(values: &[&RawValue], provider: Provider) -> Vec<String> {
@@ -737,40 +774,6 @@ mod tests {
                 .unwrap()
                 .contains("No tool matches `kubernetes`")
         );
-    }
-
-    #[test]
-    fn authenticate_tools_are_off_by_default_and_always_sent_when_on() {
-        let waiting = || vec!["vault".to_owned()];
-        let off = Toolset::with_logins(
-            Provider::OpenAiChat,
-            ToolsetOptions::default(),
-            sample(),
-            waiting(),
-        );
-        assert!(
-            !names(&off.definitions(), Provider::OpenAiChat)
-                .iter()
-                .any(|n| n.contains("authenticate"))
-        );
-        assert!(matches!(
-            off.lookup("mcp__vault__authenticate"),
-            Lookup::Unknown
-        ));
-
-        // On, and with search standing in for the other tools: still sent.
-        let options = searching(1, 2).authenticate(true);
-        let on = Toolset::with_logins(Provider::OpenAiChat, options, sample(), waiting());
-        assert!(on.searching());
-        let sent = names(&on.definitions(), Provider::OpenAiChat);
-        assert!(
-            sent.iter().any(|n| n == "mcp__vault__authenticate"),
-            "{sent:?}"
-        );
-        assert!(matches!(
-            on.lookup("mcp__vault__authenticate"),
-            Lookup::Authenticate { server: "vault" }
-        ));
     }
 
     #[test]

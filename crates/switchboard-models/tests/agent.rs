@@ -885,7 +885,7 @@ async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
                     .as_str()
                     .unwrap_or_default();
                 checks.check(
-                    description.contains("Log in to the `secure` server"),
+                    description.contains("server `secure` needs the user to log in"),
                     || format!("the authenticate tool says: {description}"),
                 );
                 (
@@ -898,7 +898,7 @@ async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
                     .map(content_text)
                     .unwrap_or_default();
                 checks.check(
-                    told.contains("Give the user this URL") && told.contains("/authorize?"),
+                    told.contains("Ask the user to open this URL") && told.contains("/authorize?"),
                     || format!("the login's result: {told}"),
                 );
                 (200, answer("Please open the login page, then tell me."))
@@ -976,4 +976,173 @@ async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
     assert!(failures.is_empty(), "{failures:#?}");
     hub.shutdown().await;
     server.abort();
+}
+
+/// Plays the browser: GETs the authorization URL (the test authorization
+/// server approves at once) and returns where it redirects to.
+#[cfg(feature = "oauth")]
+fn approve_raw(authorization_url: &str) -> url::Url {
+    use std::io::{Read as _, Write as _};
+    let url = url::Url::parse(authorization_url).unwrap();
+    let host = url.host_str().unwrap();
+    let port = url.port().unwrap();
+    let mut stream = std::net::TcpStream::connect((host, port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let target = format!("{}?{}", url.path(), url.query().unwrap_or(""));
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 302"), "{answer}");
+    let location = answer
+        .lines()
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(name, _)| name.eq_ignore_ascii_case("location"))
+                .map(|(_, value)| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no Location in {answer}"));
+    url::Url::parse(&location).unwrap()
+}
+
+/// A server that needs a login offers the model its `authenticate` tool;
+/// the call answers with the login URL; once the user (the test) has
+/// logged in, the next request lists the server's tools instead.
+#[cfg(feature = "oauth")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_needs_a_login_offers_an_authenticate_tool() {
+    use switchboard_auth::store::FileStore;
+    use switchboard_hub::ServerState;
+    use switchboard_hub::hub::OAuthLogins;
+    use switchboard_models::toolset::ToolsetOptions;
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let config = switchboard_testkit::ServerConfig::from_args(["--auth".to_owned()]).unwrap();
+    let server = tokio::spawn(switchboard_testkit::serve_http(config, listener));
+    let dir = scratch_dir("authenticate");
+
+    let login_url = Arc::new(Mutex::new(None::<String>));
+    let seen_url = login_url.clone();
+    let tool_names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let chat = FakeChat::start(Box::new(move |index, request, checks| {
+        let body = &request.body;
+        let tools = tool_names(body);
+        match index {
+            0 => {
+                checks.check(tools == ["mcp__remote__authenticate"], || {
+                    format!("before the login: {tools:?}")
+                });
+                (
+                    200,
+                    tool_calls(&[("call_auth", "mcp__remote__authenticate", "{}")]),
+                )
+            }
+            1 => {
+                let text = tool_message(body, "call_auth")
+                    .map(content_text)
+                    .unwrap_or_default();
+                let url = text
+                    .split_whitespace()
+                    .find(|w| w.starts_with("http") && w.contains("response_type=code"))
+                    .map(str::to_owned);
+                checks.check(url.is_some(), || format!("no login URL in {text:?}"));
+                *seen_url.lock().unwrap() = url;
+                (200, answer("Please open the login page."))
+            }
+            2 => {
+                checks.check(
+                    tools.iter().any(|t| t == "mcp__remote__echo")
+                        && !tools.iter().any(|t| t.ends_with("authenticate")),
+                    || format!("after the login: {tools:?}"),
+                );
+                (
+                    200,
+                    tool_calls(&[("call_echo", "mcp__remote__echo", r#"{"text": "in"}"#)]),
+                )
+            }
+            _ => {
+                let echo = tool_message(body, "call_echo").map(content_text);
+                checks.check(echo.as_deref() == Some("in"), || {
+                    format!("the echo: {echo:?}")
+                });
+                (200, answer("done"))
+            }
+        }
+    }))
+    .await;
+
+    let logins = OAuthLogins::new(
+        "switchboard-test",
+        "http://127.0.0.1:9/callback",
+        Arc::new(FileStore::new(dir.join("credentials.json"))),
+    )
+    .allow_http_loopback(true);
+    let hub = Hub::builder()
+        .persist(false)
+        .server(agent_example::server_from_flag(&format!("remote={mcp}")).unwrap())
+        .oauth(logins)
+        .build()
+        .unwrap();
+    let report = hub.start().await.unwrap();
+    assert!(
+        matches!(report.not_ready[..], [(_, ServerState::NeedsAuth { .. })]),
+        "{report:?}"
+    );
+    let agent = Agent::builder(
+        hub.clone(),
+        ChatClient::new(chat.base.clone(), "m").unwrap(),
+    )
+    .toolset_options(ToolsetOptions::default().authenticate(true))
+    .build()
+    .unwrap();
+    let first = agent.run("echo in").await.unwrap();
+    assert_eq!(first.text, "Please open the login page.");
+
+    // The user logs in at the URL the model was given.
+    let url = login_url.lock().unwrap().clone().expect("a login URL");
+    let redirect = tokio::task::spawn_blocking(move || approve_raw(&url))
+        .await
+        .unwrap();
+    let query = |name: &str| {
+        redirect
+            .query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    let (name, state) = hub
+        .finish_login(
+            &query("state").unwrap(),
+            &query("code").unwrap(),
+            query("iss").as_deref(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((name.as_str(), state), ("remote", ServerState::Ready));
+
+    let mut messages = first.messages;
+    messages.push(json!({"role": "user", "content": "I have logged in."}));
+    let second = agent.run_messages(messages).await.unwrap();
+    assert_eq!(second.text, "done");
+    hub.shutdown().await;
+    server.abort();
+    let (requests, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(requests.len(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,16 @@ pub enum HubError {
         /// Why.
         reason: String,
     },
+    /// A login could not begin or finish.
+    #[error("{}the login failed; start it again", server.as_ref().map(|s| format!("server `{s}`: ")).unwrap_or_default())]
+    Login {
+        /// The server (its URL when the hub has no server for it); `None`
+        /// when a login to finish was not found.
+        server: Option<String>,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// No server of that name is configured.
     #[error("no server named `{server}` is configured")]
     UnknownServer {

@@ -47,6 +47,7 @@ mod changes;
 mod error;
 mod features;
 mod headers_helper;
+mod login;
 #[cfg(feature = "otel")]
 mod otel;
 mod routes;
@@ -77,6 +78,9 @@ use crate::config::ServerConfig;
 pub use changes::ReloadReport;
 pub use error::HubError;
 pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
+#[cfg(feature = "oauth")]
+pub use login::{Connect, OAuthLogins};
+pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::ServerStats;
 
@@ -185,6 +189,7 @@ pub struct HubBuilder {
     max_message_size: Option<usize>,
     roots: Option<Roots>,
     source: Option<ConfigSource>,
+    login: login::LoginSettings,
 }
 
 impl std::fmt::Debug for HubBuilder {
@@ -204,6 +209,7 @@ impl std::fmt::Debug for HubBuilder {
             .field("max_message_size", &self.max_message_size)
             .field("roots", &self.roots)
             .field("source", &self.source.is_some())
+            .field("login", &self.login)
             .finish()
     }
 }
@@ -225,6 +231,7 @@ impl Default for HubBuilder {
             max_message_size: None,
             roots: None,
             source: None,
+            login: login::LoginSettings::default(),
         }
     }
 }
@@ -382,6 +389,7 @@ impl HubBuilder {
         if self.max_message_size == Some(0) {
             return bad("max_message_size", "must be at least 1");
         }
+        self.login.check()?;
         let mut names = HashSet::new();
         for server in &self.servers {
             if !names.insert(server.name.as_str()) {
@@ -426,6 +434,7 @@ impl HubBuilder {
             tasks: TaskTracker::new(),
             writer_started: AtomicBool::new(false),
             started: AtomicBool::new(false),
+            login: self.login,
         });
         shared.update_routes();
         Ok(Hub {
@@ -471,6 +480,7 @@ pub(crate) struct Shared {
     writer_started: AtomicBool,
     /// [`Hub::start`] ran: servers added later start at once.
     started: AtomicBool,
+    login: login::LoginSettings,
 }
 
 impl Shared {
@@ -571,6 +581,7 @@ impl Hub {
     /// Dropping the future stops waiting; the servers keep starting.
     pub async fn start(&self) -> Result<StartReport, HubError> {
         let started = Instant::now();
+        self.start_credentials_watch();
         let shared = &self.inner.shared;
         let mut waiting = Vec::new();
         // Under the change lock: a server removed or replaced meanwhile is

@@ -27,8 +27,10 @@ pub enum ServerState {
         /// Why the connection ended (or the last attempt failed).
         reason: Failure,
     },
-    /// The server wants credentials (HTTP 401/403); log in, then start a
-    /// new hub or server.
+    /// The server wants credentials (HTTP 401/403); log in, then
+    /// [`Hub::login_completed`](super::Hub::login_completed) (or let
+    /// [`HubBuilder::watch_credentials`](super::HubBuilder::watch_credentials)
+    /// notice the login) to connect it.
     NeedsAuth {
         /// The server's `WWW-Authenticate` challenge, when it sent one.
         www_authenticate: Option<String>,
