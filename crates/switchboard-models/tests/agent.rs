@@ -804,11 +804,13 @@ async fn approve(url: &str) -> (String, String, Option<String>) {
     )
 }
 
-/// The `authenticate` pseudo-tool: a server that needs a login is offered
-/// to the model as `…__authenticate` (and none of its tools); the model
-/// calls it and gets the login URL for the user; the test logs in (as the
-/// user would), the hub connects the server, and the next round lists the
-/// server's tools, which the model then calls.
+/// The `authenticate` pseudo-tool through the application's login hook: a
+/// server that needs a login is offered to the model as `…__authenticate`
+/// (and none of its tools); the model calls it and gets the login URL for
+/// the user; the user logs in (the test, inside the hook) and the hub
+/// connects the server, so the next round of the same run lists the
+/// server's tools, which the model then calls. (The hub's own OAuth, and
+/// the tools in the next run, are `a_server_that_needs_a_login_offers_an_authenticate_tool`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
     use switchboard::transport::http::AuthProvider;
@@ -894,6 +896,8 @@ async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
                 )
             }
             2 => {
+                // The same run: the login completed while the tool ran,
+                // and this round lists the server's tools instead.
                 let told = tool_message(body, "call_login")
                     .map(content_text)
                     .unwrap_or_default();
@@ -901,13 +905,10 @@ async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
                     told.contains("Ask the user to open this URL") && told.contains("/authorize?"),
                     || format!("the login's result: {told}"),
                 );
-                (200, answer("Please open the login page, then tell me."))
-            }
-            3 => {
                 checks.check(
                     names.iter().any(|n| n == "mcp__secure__echo")
                         && !names.iter().any(|n| n.ends_with("__authenticate")),
-                    || format!("round 3 tools (after the login): {names:?}"),
+                    || format!("round 2 tools (after the login): {names:?}"),
                 );
                 (
                     200,
@@ -918,7 +919,7 @@ async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
                     )]),
                 )
             }
-            4 => {
+            3 => {
                 let told = tool_message(body, "call_echo")
                     .map(content_text)
                     .unwrap_or_default();
@@ -934,44 +935,35 @@ async fn the_model_asks_for_a_login_and_the_next_round_has_the_servers_tools() {
         }
     }))
     .await;
-    let started: Arc<Mutex<Vec<String>>> = Arc::default();
+    // The application's login: begins the flow, and (this test's user
+    // being quick) the user logs in and the hub connects the server
+    // before the tool answers.
     let agent = Agent::builder(
         hub.clone(),
         ChatClient::new(chat.base.clone(), "test-model").unwrap(),
     )
     .login({
-        let (flow, mcp, started) = (flow.clone(), mcp.clone(), started.clone());
+        let (flow, mcp, hub) = (flow.clone(), mcp.clone(), hub.clone());
         move |server| {
-            let (flow, mcp, started) = (flow.clone(), mcp.clone(), started.clone());
+            let (flow, mcp, hub, logged_in) =
+                (flow.clone(), mcp.clone(), hub.clone(), logged_in.clone());
             async move {
                 assert_eq!(server, "secure");
                 let request = flow.begin(&mcp, None).await.map_err(|e| e.to_string())?;
                 let url = request.authorization_url.to_string();
-                started.lock().unwrap().push(url.clone());
+                let (code, state, iss) = approve(&url).await;
+                let credentials = flow.finish(&code, &state, iss.as_deref()).await.unwrap();
+                *logged_in.lock().unwrap() = Some(credentials);
+                assert_eq!(hub.restart(&server).await.unwrap(), ServerState::Ready);
                 Ok(url)
             }
         }
     })
     .build()
     .unwrap();
-    let first = agent.run("use the secure server").await.unwrap();
-    assert_eq!(first.text, "Please open the login page, then tell me.");
-    let url = started
-        .lock()
-        .unwrap()
-        .pop()
-        .expect("the login was started");
-
-    // The user logs in; the hub connects the server.
-    let (code, state, iss) = approve(&url).await;
-    let credentials = flow.finish(&code, &state, iss.as_deref()).await.unwrap();
-    *logged_in.lock().unwrap() = Some(credentials);
-    assert_eq!(hub.restart("secure").await.unwrap(), ServerState::Ready);
-
-    let mut messages = first.messages;
-    messages.push(json!({"role": "user", "content": "I have logged in."}));
-    let second = agent.run_messages(messages).await.unwrap();
-    assert_eq!(second.text, "done");
+    let outcome = agent.run("use the secure server").await.unwrap();
+    assert_eq!(outcome.text, "done");
+    assert_eq!(outcome.rounds, 3);
     let (_, failures) = chat.finish();
     assert!(failures.is_empty(), "{failures:#?}");
     hub.shutdown().await;
