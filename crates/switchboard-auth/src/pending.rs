@@ -207,6 +207,16 @@ impl FilePendingStore {
         Self { path: path.into() }
     }
 
+    /// `pending-logins.json` beside the default credentials file
+    /// ([`FileStore::default_path`](crate::store::FileStore::default_path)):
+    /// `$XDG_CONFIG_HOME/switchboard/`, else `~/.config/switchboard/`.
+    ///
+    /// # Errors
+    /// As [`FileStore::default_path`](crate::store::FileStore::default_path).
+    pub fn default_path() -> Result<PathBuf, StoreError> {
+        Ok(crate::store::FileStore::default_path()?.with_file_name("pending-logins.json"))
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -292,6 +302,15 @@ impl PendingStore for FilePendingStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_file_is_beside_the_default_credentials() {
+        if let Ok(credentials) = crate::store::FileStore::default_path() {
+            let pending = FilePendingStore::default_path().unwrap();
+            assert_eq!(pending.parent(), credentials.parent());
+            assert_eq!(pending.file_name().unwrap(), "pending-logins.json");
+        }
+    }
 
     fn login(state: &str, begun: SystemTime) -> PendingLogin {
         PendingLogin {

@@ -1008,6 +1008,7 @@ fn approve_raw(authorization_url: &str) -> url::Url {
 #[cfg(feature = "oauth")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_needs_a_login_offers_an_authenticate_tool() {
+    use switchboard_auth::pending::FilePendingStore;
     use switchboard_auth::store::FileStore;
     use switchboard_hub::ServerState;
     use switchboard_hub::hub::OAuthLogins;
@@ -1084,6 +1085,7 @@ async fn a_server_that_needs_a_login_offers_an_authenticate_tool() {
         "http://127.0.0.1:9/callback",
         Arc::new(FileStore::new(dir.join("credentials.json"))),
     )
+    .pending_store(Arc::new(FilePendingStore::new(dir.join("pending.json"))))
     .allow_http_loopback(true);
     let hub = Hub::builder()
         .persist(false)

@@ -210,7 +210,7 @@ mod oauth {
     use switchboard_auth::flow::{
         AuthorizationRequest, Authorizer, OAuthConfig, OAuthError, OAuthFlow,
     };
-    use switchboard_auth::pending::{MemoryPendingStore, PendingStore};
+    use switchboard_auth::pending::{FilePendingStore, MemoryPendingStore, PendingStore};
     use switchboard_auth::provider::OAuthProvider;
     use switchboard_auth::store::{CredentialStore, Secret};
     use url::Url;
@@ -246,11 +246,28 @@ mod oauth {
         }
     }
 
+    /// The default pending store: the file beside the default credentials
+    /// file, or memory when there is none.
+    fn default_pending() -> Arc<dyn PendingStore> {
+        match FilePendingStore::default_path() {
+            Ok(path) => Arc::new(FilePendingStore::new(path)),
+            Err(error) => {
+                tracing::warn!(%error, "pending logins are kept in memory: they do not survive a restart");
+                Arc::new(MemoryPendingStore::new())
+            }
+        }
+    }
+
     impl OAuthLogins {
         /// Logins as `client_name` (sent in dynamic registration), the
         /// authorization server sending the user back to `redirect_uri`,
-        /// tokens kept in `store`; pending logins in memory until
-        /// [`pending_store`](Self::pending_store) says otherwise.
+        /// tokens kept in `store`. Pending logins are kept in the 0600
+        /// file [`FilePendingStore::default_path`], so a login begun
+        /// before a restart (or in another process) can be finished; in
+        /// memory when there is no such place (no home directory), or as
+        /// [`pending_store`](Self::pending_store) says.
+        ///
+        /// [`FilePendingStore::default_path`]: switchboard_auth::pending::FilePendingStore::default_path
         pub fn new(
             client_name: impl Into<String>,
             redirect_uri: impl Into<String>,
@@ -260,14 +277,15 @@ mod oauth {
                 client_name: client_name.into(),
                 redirect_uri: redirect_uri.into(),
                 store,
-                pending: Arc::new(MemoryPendingStore::new()),
+                pending: default_pending(),
                 allow_http_loopback: false,
                 pending_expiry: None,
             }
         }
 
         /// Where logins begun by [`Hub::connect`] wait for
-        /// [`Hub::finish_login`] (default: this process's memory).
+        /// [`Hub::finish_login`] (default: the 0600 file
+        /// `pending-logins.json` beside the default credentials file).
         pub fn pending_store(mut self, store: Arc<dyn PendingStore>) -> Self {
             self.pending = store;
             self
