@@ -261,7 +261,7 @@ pub(crate) fn provider_for(
 }
 
 /// `config` with a server's `oauth` block applied: its pre-registered
-/// client (and secret) and its scopes.
+/// client (and secret), its scopes, and the issuer the secret is for.
 fn with_settings(mut config: OAuthConfig, oauth: &OAuthSettings) -> OAuthConfig {
     if let Some(id) = &oauth.client_id {
         let secret = oauth
@@ -272,6 +272,9 @@ fn with_settings(mut config: OAuthConfig, oauth: &OAuthSettings) -> OAuthConfig 
     }
     if !oauth.scopes.is_empty() {
         config = config.scopes(oauth.scopes.iter().cloned());
+    }
+    if let Some(issuer) = &oauth.issuer {
+        config = config.expected_issuer(issuer.clone());
     }
     config
 }
@@ -386,10 +389,22 @@ pub(crate) async fn login(
     }
     let flow = OAuthFlow::new(config)?;
     let challenge = challenge(&server).await;
-    let request = flow
-        .begin(&server, challenge.as_deref())
-        .await
-        .with_context(|| format!("cannot start authorization for {server}"))?;
+    let request = match flow.begin(&server, challenge.as_deref()).await {
+        Ok(request) => request,
+        // The flow's advice names the library's setting; the user has a
+        // config file.
+        Err(error @ switchboard_auth::flow::OAuthError::IssuerNotNamed { .. }) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "cannot start authorization for {server}: its client secret may only go to the \
+                 authorization server it belongs to; name it in the server's oauth block \
+                 (`issuer = \"https://…\"` in switchboard.toml, `\"issuer\"` in JSON)"
+            )));
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error)
+                .context(format!("cannot start authorization for {server}")));
+        }
+    };
     // The authorization server chose this URL: shown as the browser will
     // parse it, and that very text is what the browser gets.
     let shown = url_display(request.authorization_url.as_str()).with_context(|| {

@@ -576,3 +576,26 @@ fn login_by_name_refuses_an_unknown_name_and_a_local_server() {
         text(&socket.stderr)
     );
 }
+
+/// A configured client secret goes only to the authorization server the
+/// `oauth` block names: without `issuer`, `login NAME` refuses before
+/// anything is sent to the one the MCP server names, and says which
+/// setting to add.
+#[test]
+fn login_by_name_with_a_client_secret_needs_the_issuer_named() {
+    let server = AuthServer::start();
+    let mcp = format!("{}/mcp", server.base);
+    let scratch = Scratch::new("login-secret");
+    let config = config_file(
+        &scratch,
+        &format!(
+            "[servers.remote]\nurl = \"{mcp}\"\noauth = {{ client_id = \"pre\", client_secret = \"S3CRET-VALUE\" }}\n"
+        ),
+    );
+    let config = config.display().to_string();
+    let output = scratch.run(&["--config", &config, "login", "remote", "--timeout", "5"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("issuer = "), "{stderr}");
+    assert!(!stderr.contains("S3CRET-VALUE"), "{stderr}");
+}

@@ -434,6 +434,9 @@ fn toml_server(s: &ServerConfig) -> Table {
         if let Some(port) = o.callback_port {
             oauth.insert("callback_port", i64::from(port).into());
         }
+        if let Some(issuer) = &o.issuer {
+            oauth.insert("issuer", issuer.as_str().into());
+        }
         t.insert("oauth", value(oauth));
     }
     if let Some(helper) = &s.headers_helper {
@@ -650,6 +653,9 @@ fn json_server(file: &Path, dialect: Dialect, s: &ServerConfig) -> Result<Value,
         }
         if let Some(port) = oauth.callback_port {
             a.insert("callbackPort".into(), json!(port));
+        }
+        if let Some(issuer) = &oauth.issuer {
+            a.insert("issuer".into(), json!(issuer));
         }
         o.insert("oauth".into(), Value::Object(a));
     }

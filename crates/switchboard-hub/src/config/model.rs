@@ -338,6 +338,12 @@ pub struct OAuthSettings {
     pub scopes: Vec<String>,
     /// A fixed loopback port for the login callback.
     pub callback_port: Option<u16>,
+    /// The authorization server (its issuer URL) the client secret belongs
+    /// to: a login with a secret sends it only there, whatever
+    /// authorization server the MCP server names (without it, a login with
+    /// a secret is refused rather than send the secret to a server the
+    /// configuration did not name).
+    pub issuer: Option<String>,
 }
 
 impl fmt::Debug for OAuthSettings {
@@ -347,6 +353,7 @@ impl fmt::Debug for OAuthSettings {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
             .field("scopes", &self.scopes)
             .field("callback_port", &self.callback_port)
+            .field("issuer", &self.issuer)
             .finish()
     }
 }

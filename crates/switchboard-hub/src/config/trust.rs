@@ -43,7 +43,8 @@ pub fn is_project_server(locations: &Locations, server: &ServerConfig) -> bool {
 /// What an approval is for: a digest of what would run — the command,
 /// arguments and working directory, or the transport and URL — with the
 /// names (never the values) of its env vars and headers, as written in
-/// the file (references unexpanded). The server's name is part of it.
+/// the file (references unexpanded), its headers helper and the issuer its
+/// OAuth client secret is for, if any. The server's name is part of it.
 pub fn approval_key(server: &ServerConfig) -> String {
     let mut what = match &server.transport {
         TransportConfig::Stdio {
@@ -68,6 +69,10 @@ pub fn approval_key(server: &ServerConfig) -> String {
     // when there is one, so approvals of servers without one stand).
     if let Some(helper) = &server.headers_helper {
         what["headersHelper"] = serde_json::json!(helper.command);
+    }
+    // Where a client secret may be sent, likewise.
+    if let Some(issuer) = server.oauth.as_ref().and_then(|o| o.issuer.as_ref()) {
+        what["oauthIssuer"] = serde_json::json!(issuer);
     }
     let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, what.to_string().as_bytes());
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()

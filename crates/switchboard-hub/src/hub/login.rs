@@ -326,6 +326,9 @@ mod oauth {
                 if !settings.scopes.is_empty() {
                     config = config.scopes(settings.scopes.iter().cloned());
                 }
+                if let Some(issuer) = &settings.issuer {
+                    config = config.expected_issuer(issuer.clone());
+                }
             }
             OAuthFlow::new(config)
         }

@@ -321,6 +321,7 @@ fn finish(
                 client_secret: a.str("clientSecret")?,
                 scopes: a.strings("scopes")?.unwrap_or_default(),
                 callback_port: a.port("callbackPort")?,
+                issuer: a.str("issuer")?,
             };
             s.oauth = Some(settings);
         }

@@ -396,3 +396,46 @@ pub(crate) fn rules(ctx: &Ctx<'_>, key: &str, value: &Value) -> R<Vec<Rule>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `oauth` block's `issuer` (where a client secret may go) is read
+    /// from switchboard's TOML and the JSON dialects, and signed by the
+    /// approval key.
+    #[test]
+    fn the_oauth_issuer_is_read_and_signed() {
+        let toml = r#"[servers.docs]
+url = "https://docs.example/mcp"
+oauth = { client_id = "sb", client_secret = "${SECRET}", issuer = "https://as.example" }
+"#;
+        let json = r#"{"mcpServers": {"docs": {"type": "http", "url": "https://docs.example/mcp",
+            "oauth": {"clientId": "sb", "clientSecret": "${SECRET}", "issuer": "https://as.example"}}}}"#;
+        for (file, text, dialect) in [
+            ("switchboard.toml", toml, Dialect::Switchboard),
+            (".mcp.json", json, Dialect::ClaudeCode),
+        ] {
+            let load = parse(Path::new(file), text, dialect, Scope::Project, &[]);
+            assert!(
+                load.diagnostics.is_empty(),
+                "{file}: {:?}",
+                load.diagnostics
+            );
+            let server = &load.servers[0];
+            let oauth = server.oauth.as_ref().expect("oauth");
+            assert_eq!(
+                oauth.issuer.as_deref(),
+                Some("https://as.example"),
+                "{file}"
+            );
+            let mut other = server.clone();
+            other.oauth.as_mut().unwrap().issuer = Some("https://evil.example".into());
+            assert_ne!(
+                crate::config::trust::approval_key(server),
+                crate::config::trust::approval_key(&other),
+                "{file}: a changed issuer needs a new approval"
+            );
+        }
+    }
+}

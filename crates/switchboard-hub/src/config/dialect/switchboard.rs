@@ -304,6 +304,7 @@ fn server(o: &Obj<'_>, ctx: &Ctx<'_>) -> Result<ServerConfig, Diagnostic> {
                 client_secret: a.str("client_secret")?,
                 scopes: a.strings("scopes")?.unwrap_or_default(),
                 callback_port: a.port("callback_port")?,
+                issuer: a.str("issuer")?,
             });
         }
         Some(other) => {
