@@ -19,7 +19,7 @@
 //! url = "https://mcp.example.com/mcp"
 //! transport = "streamable-http"       # "http" (default: Streamable, then legacy SSE), "sse", "websocket"
 //! headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
-//! oauth = { client_id = "switchboard", client_secret = "${DOCS_SECRET}", scopes = ["read"], callback_port = 8123 }
+//! oauth = { client_id = "switchboard", client_secret = "${DOCS_SECRET}", scopes = ["read"], callback_port = 8123, issuer = "https://auth.example.com" }
 //! # Headers from a command, run on each connection attempt: its stdout is a
 //! # JSON object of string values (Claude Code's `headersHelper`).
 //! headers_helper = "~/bin/docs-token --json"
