@@ -279,12 +279,19 @@ impl OutputValidator {
     ///
     /// # Panics
     /// Outside a Tokio runtime.
-    pub async fn validate_within(
+    ///
+    /// `tool` is anything that derefs to the [`Tool`] and can be sent to
+    /// the check's thread: an `Arc<Tool>`, or a shared list's entry (the
+    /// client passes its tool list's `Arc`, so no call copies a tool).
+    pub async fn validate_within<T>(
         &self,
-        tool: Arc<Tool>,
+        tool: T,
         result: Arc<CallToolResult>,
         budget: std::time::Duration,
-    ) -> Result<(), OutputMismatch> {
+    ) -> Result<(), OutputMismatch>
+    where
+        T: std::ops::Deref<Target = Tool> + Clone + Send + 'static,
+    {
         if result.is_error() || tool.output_schema.is_none() {
             return Ok(());
         }

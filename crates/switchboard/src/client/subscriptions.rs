@@ -139,10 +139,11 @@ pub(super) struct ToolList {
 }
 
 impl ToolList {
-    pub(super) fn get(&self, name: &str) -> Option<&Tool> {
-        self.index
-            .get(name)
-            .and_then(|i| self.tools.as_ref()?.get(*i))
+    /// The tool named `name` as a handle on the shared list: no copy.
+    pub(super) fn entry(&self, name: &str) -> Option<ListedTool> {
+        let at = *self.index.get(name)?;
+        let tools = self.tools.clone()?;
+        (at < tools.len()).then_some(ListedTool { tools, at })
     }
 
     pub(super) fn set(&mut self, tools: Arc<[Tool]>) {
@@ -152,6 +153,22 @@ impl ToolList {
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
         self.tools = Some(tools);
+    }
+}
+
+/// One tool of a shared tool list (what the output check's thread gets
+/// instead of a copy of the tool).
+#[derive(Clone)]
+pub(super) struct ListedTool {
+    tools: Arc<[Tool]>,
+    at: usize,
+}
+
+impl std::ops::Deref for ListedTool {
+    type Target = Tool;
+
+    fn deref(&self) -> &Tool {
+        &self.tools[self.at]
     }
 }
 

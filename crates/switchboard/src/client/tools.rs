@@ -126,14 +126,15 @@ impl Client {
         name: &str,
         result: CallToolResult,
     ) -> Result<CallToolResult> {
+        // A handle on the shared list, not a copy: a tool with a large
+        // schema is not cloned on every call.
         let tool = self
             .inner
             .tools
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .filter(|t| t.output_schema.is_some() && !result.is_error())
-            .cloned();
+            .entry(name)
+            .filter(|t| t.output_schema.is_some() && !result.is_error());
         let Some(tool) = tool else {
             return Ok(result);
         };
@@ -141,11 +142,7 @@ impl Client {
         let checked = self
             .inner
             .output_validator
-            .validate_within(
-                Arc::new(tool),
-                result.clone(),
-                self.inner.output_validation_budget,
-            )
+            .validate_within(tool, result.clone(), self.inner.output_validation_budget)
             .await;
         // Shared with the check's thread only while that runs: a result
         // whose check was abandoned is copied.
