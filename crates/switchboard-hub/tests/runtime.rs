@@ -330,22 +330,34 @@ async fn each_servers_progress_logs_and_updates_reach_the_hub_events() {
             sink.lock().unwrap().push(p.progress);
         });
         let result = hub
-            .call_with(server, "progress", args(json!({"steps": 3})), options)
+            .call_with(
+                server,
+                "progress",
+                args(json!({"steps": 3, "interval_ms": 50})),
+                options,
+            )
             .await
             .unwrap();
         assert_ne!(result.is_error, Some(true), "{}", text(&result));
-        assert_eq!(seen.lock().unwrap().len(), 3, "{server}: progress callback");
-        // In the events: 3 progress steps and log lines, all from this
-        // server, the steps in order.
+        // The steps sent well before the result (50 ms apart) have reached
+        // the callback; the last may race the result out of the test
+        // server (see hub.rs, `call_options_bring_progress_back…`).
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.starts_with(&[1.0, 2.0]), "{server}: {seen:?}");
+        // In the events, tagged with this server: its progress steps (the
+        // first two at least, as above), in order, and log lines. (The other server's late lines may
+        // interleave: only the order per server is promised.)
         let mut steps = Vec::new();
         let mut logs = 0;
-        while steps.len() < 3 || logs == 0 {
-            let (from, event) = next_matching(&mut events, "progress and logs", |e| match e {
-                HubEvent::Server { server, event } => Some((server.clone(), event.clone())),
+        while steps.len() < 2 || logs == 0 {
+            let event = next_matching(&mut events, "progress and logs", |e| match e {
+                HubEvent::Server {
+                    server: from,
+                    event,
+                } if from == server => Some(event.clone()),
                 _ => None,
             })
             .await;
-            assert_eq!(from, server);
             match event {
                 Event::Progress(p) => steps.push(p.progress),
                 Event::Log(_) => logs += 1,
