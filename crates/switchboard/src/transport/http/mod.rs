@@ -17,6 +17,7 @@ use super::{BoxFuture, Connection, Connector, TransportError};
 mod headers;
 mod legacy_sse;
 mod streamable;
+mod tls;
 
 /// Supplies the `Authorization` header. Consulted before every request; told
 /// about every 401 and 403 so it can refresh or re-authorize. The
@@ -297,6 +298,7 @@ impl HttpConfig {
 
 fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, TransportError> {
     reqwest::Client::builder()
+        .tls_backend_preconfigured(tls::client_config()?)
         .connect_timeout(connect_timeout)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
             // Only same-origin 307/308: other redirects would change the

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use switchboard_types::RequestId;
 use tokio::sync::mpsc;
@@ -41,8 +41,6 @@ const QUEUE: usize = 1024;
 const MAX_RESUMES: u32 = 3;
 /// Reconnections of the GET stream before it is given up.
 const MAX_GET_RETRIES: u32 = 5;
-/// How long finishing the handshake waits for the GET stream to open.
-const GET_STREAM_WAIT: Duration = Duration::from_millis(500);
 /// Bytes of an error body kept for a message.
 const ERROR_BODY_PREVIEW: usize = 512;
 
@@ -52,11 +50,18 @@ pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Clien
     let (queue, rx) = mpsc::channel(QUEUE);
     let closing = CancellationToken::new();
     let headers = header_map(config);
+    let mut post_headers = headers.clone();
+    post_headers.append(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    post_headers.append(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let shared = Arc::new(Shared {
         client,
         display: redact_url(url.as_str()),
         url,
         headers,
+        post_headers,
         auth: config.auth.clone(),
         read_timeout: config.read_timeout,
         max_body_size: config.max_body_size,
@@ -86,7 +91,10 @@ struct Shared {
     client: reqwest::Client,
     url: url::Url,
     display: String,
+    /// The configured headers.
     headers: HeaderMap,
+    /// The configured headers, `Accept` and `Content-Type`: every POST's.
+    post_headers: HeaderMap,
     auth: Option<Arc<dyn AuthProvider>>,
     read_timeout: Duration,
     max_body_size: usize,
@@ -220,17 +228,48 @@ impl Shared {
         session: Option<&str>,
         version: Option<&str>,
     ) -> reqwest::RequestBuilder {
+        self.request_with(method, &self.headers, session, version)
+            .await
+    }
+
+    /// A POST with the headers every message carries, `Accept` and
+    /// `Content-Type` among them.
+    async fn post(&self, session: Option<&str>, version: Option<&str>) -> reqwest::RequestBuilder {
+        self.request_with(reqwest::Method::POST, &self.post_headers, session, version)
+            .await
+    }
+
+    /// A request from the connection's pre-parsed URL and pre-built
+    /// `headers`: no header name is parsed and the header map is allocated
+    /// once.
+    async fn request_with(
+        &self,
+        method: reqwest::Method,
+        headers: &HeaderMap,
+        session: Option<&str>,
+        version: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         // A DPoP proof names the method; nothing is kept without a provider.
         let method_name = self.auth.as_ref().map(|_| method.clone());
-        let mut request = self
-            .client
-            .request(method, self.url.clone())
-            .headers(self.headers.clone());
-        if let Some(session) = session {
-            request = request.header(SESSION_HEADER, session);
+        let mut request = reqwest::Request::new(method, self.url.clone());
+        let mut headers = headers.clone();
+        // A value that is no header value is left to reqwest, which reports
+        // it when the request is sent.
+        let mut invalid = Vec::new();
+        for (name, value) in [(SESSION_HEADER, session), (VERSION_HEADER, version)] {
+            if let Some(value) = value {
+                match HeaderValue::from_str(value) {
+                    Ok(value) => {
+                        headers.append(HeaderName::from_static(name), value);
+                    }
+                    Err(_) => invalid.push((name, value)),
+                }
+            }
         }
-        if let Some(version) = version {
-            request = request.header(VERSION_HEADER, version);
+        *request.headers_mut() = headers;
+        let mut request = reqwest::RequestBuilder::from_parts(self.client.clone(), request);
+        for (name, value) in invalid {
+            request = request.header(name, value);
         }
         if let (Some(auth), Some(method)) = (&self.auth, &method_name) {
             request = auth
@@ -443,21 +482,21 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
             (state.session_id.clone(), version)
         };
         let mut request = shared
-            .request(
-                reqwest::Method::POST,
-                session.as_deref(),
-                version.as_deref(),
-            )
+            .post(session.as_deref(), version.as_deref())
             .await
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
             .body(message.to_vec());
         if modern_version.is_some()
             && let Some(method) = method
         {
-            request = request.header(METHOD_HEADER, encode_header_value(method));
+            request = request.header(
+                HeaderName::from_static(METHOD_HEADER),
+                encode_header_value(method),
+            );
             if let Some(name) = sniff.routing_name() {
-                request = request.header(NAME_HEADER, encode_header_value(name));
+                request = request.header(
+                    HeaderName::from_static(NAME_HEADER),
+                    encode_header_value(name),
+                );
             }
             for (name, value) in mirrored_params(&shared, &sniff, message) {
                 request = request.header(name, value);
@@ -602,7 +641,7 @@ async fn on_response(
     if body.iter().all(u8::is_ascii_whitespace) {
         // 202 Accepted for a notification or response; an empty 200 for a
         // request means the answer will come on the GET stream.
-        after_sent(shared, sniff).await;
+        after_sent(shared, sniff);
         return Ok(());
     }
     if sniff.method.as_deref() == Some("initialize") {
@@ -612,11 +651,11 @@ async fn on_response(
         // Some servers answer a notification with 200 and `{}`: nothing to
         // deliver, and nothing worth a warning.
         tracing::trace!(server = %shared.display, "ignored a non-message body in reply to a notification");
-        after_sent(shared, sniff).await;
+        after_sent(shared, sniff);
         return Ok(());
     }
     shared.deliver(body).await;
-    after_sent(shared, sniff).await;
+    after_sent(shared, sniff);
     Ok(())
 }
 
@@ -633,9 +672,11 @@ fn is_json_answer(status: u16, content_type: &str, body: &[u8]) -> bool {
 }
 
 /// After `notifications/initialized`, open the stream for server-initiated
-/// messages, and wait (briefly) until the server has answered it, so that
-/// whatever the server sends from then on has a stream to go to.
-async fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
+/// messages in the background. Nothing waits for it: the stream is optional
+/// (a 405 means there is none), and a server keeps or re-sends what it has
+/// for a stream not yet open, so the first request need not pay its round
+/// trip (or hang behind a server slow to answer it).
+fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
     if sniff.method.as_deref() != Some("notifications/initialized") {
         return;
     }
@@ -646,10 +687,8 @@ async fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
         }
         state.get_stream_started = true;
     }
-    let (ready, opened) = tokio::sync::oneshot::channel();
     let shared2 = shared.clone();
-    shared.spawn(get_stream(shared2, ready));
-    let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
+    shared.spawn(get_stream(shared2));
 }
 
 fn record_initialize_result(shared: &Shared, body: &[u8]) {
@@ -708,10 +747,8 @@ async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportE
     message["id"] = serde_json::Value::String(format!("switchboard-reinitialize-{lost}"));
     let version = shared.state().negotiated_version.clone();
     let request = shared
-        .request(reqwest::Method::POST, None, None)
+        .post(None, None)
         .await
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_TYPE, "application/json")
         .body(serde_json::to_vec(&message).expect("JSON values serialize"));
     let response = shared.send_request(request).await?;
     let expired = || TransportError::SessionExpired {
@@ -733,14 +770,8 @@ async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportE
         state.get_stream_started = false;
     }
     let request = shared
-        .request(
-            reqwest::Method::POST,
-            session.as_deref(),
-            version.as_deref(),
-        )
+        .post(session.as_deref(), version.as_deref())
         .await
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_TYPE, "application/json")
         .body(&br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#[..]);
     let response = shared.send_request(request).await?;
     if !response.status().is_success() {
@@ -752,8 +783,7 @@ async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportE
             method: Some(Cow::Borrowed("notifications/initialized")),
             ..Sniff::default()
         },
-    )
-    .await;
+    );
     Ok(())
 }
 

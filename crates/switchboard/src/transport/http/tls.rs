@@ -1,0 +1,208 @@
+//! TLS for the HTTP transports: one rustls configuration per process, handed
+//! to every `reqwest::Client` the transports build. Its certificate verifier
+//! is the platform verifier reqwest would use, but it loads the system's CA
+//! roots at the first TLS handshake rather than when a client is built: a
+//! client for `http://` never reads them, and an `https://` one reads them
+//! once per process (about 2 ms and hundreds of syscalls).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use super::TransportError;
+
+/// The process's TLS configuration (cheap: no roots are read to build it).
+pub(super) fn client_config() -> Result<rustls::ClientConfig, TransportError> {
+    static CONFIG: OnceLock<Result<rustls::ClientConfig, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let provider = CryptoProvider::get_default()
+                .cloned()
+                .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+            build_config(Arc::new(LazyPlatformVerifier::new(provider)))
+        })
+        .clone()
+        .map_err(|e| TransportError::Config(format!("cannot set up TLS: {e}")))
+}
+
+/// As reqwest configures rustls by default: TLS 1.2 and 1.3, ALPN `h2` then
+/// `http/1.1`, no client certificate.
+fn build_config(verifier: Arc<LazyPlatformVerifier>) -> Result<rustls::ClientConfig, String> {
+    let mut config = rustls::ClientConfig::builder_with_provider(verifier.provider.clone())
+        .with_protocol_versions(rustls::ALL_VERSIONS)
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// `rustls_platform_verifier::Verifier`, made on first use. Signatures are
+/// checked with the provider's algorithms, as that verifier checks them, so
+/// only a certificate chain needs the roots.
+#[derive(Debug)]
+pub(super) struct LazyPlatformVerifier {
+    provider: Arc<CryptoProvider>,
+    platform: OnceLock<rustls_platform_verifier::Verifier>,
+    /// Held while the roots are read, so that they are read once.
+    loading: Mutex<()>,
+    /// Times the roots were read (or tried to be): for tests.
+    loads: AtomicUsize,
+}
+
+impl LazyPlatformVerifier {
+    pub(super) fn new(provider: Arc<CryptoProvider>) -> Self {
+        Self {
+            provider,
+            platform: OnceLock::new(),
+            loading: Mutex::new(()),
+            loads: AtomicUsize::new(0),
+        }
+    }
+
+    fn platform(&self) -> Result<&rustls_platform_verifier::Verifier, rustls::Error> {
+        if let Some(platform) = self.platform.get() {
+            return Ok(platform);
+        }
+        let _one = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(platform) = self.platform.get() {
+            return Ok(platform);
+        }
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        // A failure (no roots on the system) is not kept: the next handshake
+        // tries again.
+        let platform = rustls_platform_verifier::Verifier::new(self.provider.clone())?;
+        Ok(self.platform.get_or_init(|| platform))
+    }
+}
+
+impl ServerCertVerifier for LazyPlatformVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.platform()?.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn verifier() -> Arc<LazyPlatformVerifier> {
+        Arc::new(LazyPlatformVerifier::new(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        )))
+    }
+
+    #[tokio::test]
+    async fn plain_http_never_reads_the_ca_roots() {
+        let verifier = verifier();
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(build_config(verifier.clone()).unwrap())
+            .build()
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = [0; 1024];
+            let _ = stream.read(&mut head).await.unwrap();
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+                .await
+                .unwrap();
+        });
+        let body = client.get(url).send().await.unwrap().text().await.unwrap();
+        server.await.unwrap();
+        assert_eq!(body, "ok");
+        assert_eq!(
+            verifier.loads.load(Ordering::Relaxed),
+            0,
+            "http:// read the roots"
+        );
+    }
+
+    #[test]
+    fn a_certificate_check_reads_the_roots_once() {
+        let verifier = verifier();
+        let name = ServerName::try_from("example.com").unwrap();
+        for _ in 0..2 {
+            // Not a certificate: refused, whatever the roots hold.
+            let junk = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x00]);
+            assert!(
+                verifier
+                    .verify_server_cert(&junk, &[], &name, &[], UnixTime::now())
+                    .is_err()
+            );
+        }
+        let loads = verifier.loads.load(Ordering::Relaxed);
+        // Read once; twice only on a system with no roots at all, where a
+        // failed read is tried again.
+        assert!(loads == 1 || verifier.platform.get().is_none(), "{loads}");
+        assert!(loads >= 1);
+    }
+
+    #[test]
+    fn the_shared_configuration_builds_a_client() {
+        let config = client_config().unwrap();
+        assert_eq!(
+            config.alpn_protocols,
+            [b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        reqwest::Client::builder()
+            .tls_backend_preconfigured(config)
+            .build()
+            .unwrap();
+    }
+}
