@@ -12,9 +12,21 @@
 //! ```
 //!
 //! Options: `--quick`, `--rounds N`, `--transport stdio|http|all` (default
-//! all), `--only CLIENTS` (raw, rmcp, sb-modern, sb-legacy, raw-http,
+//! all), `--only CLIENTS` (fast-raw, fast-sb, fast-rmcp, fast-raw-http,
+//! fast-sb-http, fast-rmcp-http, raw, rmcp, sb-modern, sb-legacy, raw-http,
 //! rmcp-http, sb-http-modern, sb-http-legacy), `--timeout SECS` (per metric,
-//! default 30).
+//! default 30), `--memory` / `--no-memory` / `--memory-only` (the memory
+//! figures; on by default without `--only`).
+//!
+//! Two servers, two tables each (stdio, HTTP):
+//! - the fast server (`hotpath/fast_server.rs`, this binary run as
+//!   `--fast-server stdio|http`): SDK-less, answers in a few µs, so the
+//!   `fast-*` columns measure the clients. Its floors are the raw NDJSON pipe
+//!   client and a hand-written HTTP/1.1 keep-alive client over `TcpStream`
+//!   (`hotpath/raw_tcp.rs`); switchboard runs with default settings (auto era
+//!   mode), rmcp with its best configuration. Issue 18's targets are judged
+//!   here;
+//! - the realistic server, `switchboard-testserver` (below).
 //!
 //! Over HTTP, raw is a minimal session-era client on one pooled
 //! `reqwest::Client` (JSON-RPC over `POST /mcp`, the `Mcp-Session-Id` and
@@ -38,6 +50,11 @@
 //! executable directly, e.g. `HOTPATH_CHILD=sb-legacy hotpath-… --quick
 //! --skip seq_p50_us,throughput,cold_ms` under `perf record`.
 
+#[path = "hotpath/fast_server.rs"]
+mod fast_server;
+#[path = "hotpath/raw_tcp.rs"]
+mod raw_tcp;
+
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -59,8 +76,15 @@ const IN_FLIGHT: usize = 64;
 const MIB: usize = 1 << 20;
 const ECHO_TEXT: &str = "hello, switchboard";
 
-/// The clients, in table order (stdio, then HTTP).
-const CLIENTS: [ClientKind; 8] = [
+/// The clients, in table order (the fast server's stdio and HTTP, then the
+/// test server's stdio and HTTP).
+const CLIENTS: [ClientKind; 14] = [
+    ClientKind::FastRaw,
+    ClientKind::FastSb,
+    ClientKind::FastRmcp,
+    ClientKind::FastRawHttp,
+    ClientKind::FastSbHttp,
+    ClientKind::FastRmcpHttp,
     ClientKind::Raw,
     ClientKind::Rmcp,
     ClientKind::SbModern,
@@ -96,6 +120,19 @@ enum ClientKind {
     RmcpHttp,
     SbHttpModern,
     SbHttpLegacy,
+    /// The fast server (`fast_server.rs`): the raw NDJSON pipe client.
+    FastRaw,
+    /// switchboard with default settings (auto era mode), fast server, stdio.
+    FastSb,
+    /// rmcp, fast server, stdio.
+    FastRmcp,
+    /// The hand-written HTTP/1.1 client over `TcpStream`, fast server.
+    FastRawHttp,
+    /// switchboard with default settings (auto era mode), fast server, HTTP.
+    FastSbHttp,
+    /// rmcp's best configuration over HTTP: a pooled `reqwest::Client`, 64
+    /// concurrent requests.
+    FastRmcpHttp,
 }
 
 impl ClientKind {
@@ -109,6 +146,12 @@ impl ClientKind {
             ClientKind::RmcpHttp => "rmcp-http",
             ClientKind::SbHttpModern => "sb-http-modern",
             ClientKind::SbHttpLegacy => "sb-http-legacy",
+            ClientKind::FastRaw => "fast-raw",
+            ClientKind::FastSb => "fast-sb",
+            ClientKind::FastRmcp => "fast-rmcp",
+            ClientKind::FastRawHttp => "fast-raw-http",
+            ClientKind::FastSbHttp => "fast-sb-http",
+            ClientKind::FastRmcpHttp => "fast-rmcp-http",
         }
     }
 
@@ -119,14 +162,20 @@ impl ClientKind {
             ClientKind::Rmcp | ClientKind::RmcpHttp => "rmcp 3.9.0",
             ClientKind::SbModern | ClientKind::SbHttpModern => "switchboard (modern)",
             ClientKind::SbLegacy | ClientKind::SbHttpLegacy => "switchboard (legacy)",
+            ClientKind::FastRaw => "raw (NDJSON pipe)",
+            ClientKind::FastRawHttp => "raw (HTTP/1.1 on TcpStream)",
+            ClientKind::FastSb | ClientKind::FastSbHttp => "switchboard (auto)",
+            ClientKind::FastRmcp => "rmcp 3.9.0",
+            ClientKind::FastRmcpHttp => "rmcp 3.9.0 (pooled, 64 concurrent)",
         }
     }
 
     /// The title with the transport, for log lines.
     fn long_title(self) -> String {
+        let fast = if self.fast() { "fast server, " } else { "" };
         match self.transport() {
-            Transport::Stdio => format!("{} stdio", self.title()),
-            Transport::Http => format!("{} http", self.title()),
+            Transport::Stdio => format!("{} ({fast}stdio)", self.title()),
+            Transport::Http => format!("{} ({fast}http)", self.title()),
         }
     }
 
@@ -137,20 +186,74 @@ impl ClientKind {
         }
     }
 
+    /// Against the fast server (else the realistic test server).
+    fn fast(self) -> bool {
+        matches!(
+            self,
+            ClientKind::FastRaw
+                | ClientKind::FastSb
+                | ClientKind::FastRmcp
+                | ClientKind::FastRawHttp
+                | ClientKind::FastSbHttp
+                | ClientKind::FastRmcpHttp
+        )
+    }
+
+    /// The stdio server command: program and arguments.
+    fn stdio_server(self) -> (String, Vec<String>) {
+        if self.fast() {
+            (
+                fast_server_exe(),
+                vec!["--fast-server".into(), "stdio".into()],
+            )
+        } else {
+            (
+                SERVER.to_owned(),
+                vec!["--era".into(), self.server_era().into()],
+            )
+        }
+    }
+
+    /// The HTTP server command: program and arguments.
+    fn http_server(self) -> (String, Vec<String>) {
+        if self.fast() {
+            (
+                fast_server_exe(),
+                vec!["--fast-server".into(), "http".into()],
+            )
+        } else {
+            (
+                SERVER.to_owned(),
+                vec![
+                    "--http".into(),
+                    "127.0.0.1:0".into(),
+                    "--era".into(),
+                    self.server_era().into(),
+                ],
+            )
+        }
+    }
+
     fn transport(self) -> Transport {
         match self {
-            ClientKind::Raw | ClientKind::Rmcp | ClientKind::SbModern | ClientKind::SbLegacy => {
-                Transport::Stdio
-            }
+            ClientKind::Raw
+            | ClientKind::Rmcp
+            | ClientKind::SbModern
+            | ClientKind::SbLegacy
+            | ClientKind::FastRaw
+            | ClientKind::FastSb
+            | ClientKind::FastRmcp => Transport::Stdio,
             _ => Transport::Http,
         }
     }
 
     /// The floor this client is compared with.
     fn baseline(self) -> ClientKind {
-        match self.transport() {
-            Transport::Stdio => ClientKind::Raw,
-            Transport::Http => ClientKind::RawHttp,
+        match (self.fast(), self.transport()) {
+            (false, Transport::Stdio) => ClientKind::Raw,
+            (false, Transport::Http) => ClientKind::RawHttp,
+            (true, Transport::Stdio) => ClientKind::FastRaw,
+            (true, Transport::Http) => ClientKind::FastRawHttp,
         }
     }
 
@@ -161,6 +264,8 @@ impl ClientKind {
                 | ClientKind::SbLegacy
                 | ClientKind::SbHttpModern
                 | ClientKind::SbHttpLegacy
+                | ClientKind::FastSb
+                | ClientKind::FastSbHttp
         )
     }
 
@@ -383,6 +488,14 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// This binary: it is also the fast server (`--fast-server`).
+fn fast_server_exe() -> String {
+    std::env::current_exe()
+        .expect("current_exe")
+        .to_string_lossy()
+        .into_owned()
+}
+
 fn echo_args() -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("text".into(), Value::String(ECHO_TEXT.into()));
@@ -410,9 +523,9 @@ struct RawClient {
 }
 
 impl RawClient {
-    async fn connect(server: &str, era: &str) -> Result<RawClient, String> {
+    async fn connect(server: &str, args: &[String]) -> Result<RawClient, String> {
         let mut child = Command::new(server)
-            .args(["--era", era])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -522,9 +635,10 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    async fn start(era: &str) -> Result<HttpServer, String> {
-        let mut child = Command::new(SERVER)
-            .args(["--http", "127.0.0.1:0", "--era", era])
+    async fn start(kind: ClientKind) -> Result<HttpServer, String> {
+        let (program, args) = kind.http_server();
+        let mut child = Command::new(program)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -637,31 +751,7 @@ impl RawHttpClient {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         let body = resp.bytes().await.map_err(fail)?;
-        let mut msg: Value = if sse {
-            // Events separated by blank lines; the answer is the event whose
-            // `data:` is a response with our id.
-            let text = std::str::from_utf8(&body).map_err(fail)?;
-            text.split("\n\n")
-                .filter_map(|event| {
-                    let data: Vec<&str> = event
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data:"))
-                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                        .collect();
-                    serde_json::from_str::<Value>(&data.join("\n")).ok()
-                })
-                .find(|m| m.get("id").and_then(Value::as_u64) == Some(id))
-                .ok_or("no response in the event stream")?
-        } else {
-            serde_json::from_slice(&body).map_err(fail)?
-        };
-        if let Some(err) = msg.get("error") {
-            return Err(format!("JSON-RPC error: {err}"));
-        }
-        Ok(msg
-            .get_mut("result")
-            .map(Value::take)
-            .unwrap_or(Value::Null))
+        parse_answer(sse, &body, id)
     }
 
     async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
@@ -696,6 +786,36 @@ impl RawHttpClient {
     }
 }
 
+/// The result of request `id` from a POST's answer body: JSON, or an event
+/// stream (parsed minimally).
+pub(crate) fn parse_answer(sse: bool, body: &[u8], id: u64) -> Result<Value, String> {
+    let mut msg: Value = if sse {
+        // Events separated by blank lines; the answer is the event whose
+        // `data:` is a response with our id.
+        let text = std::str::from_utf8(body).map_err(fail)?;
+        text.split("\n\n")
+            .filter_map(|event| {
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                    .collect();
+                serde_json::from_str::<Value>(&data.join("\n")).ok()
+            })
+            .find(|m| m.get("id").and_then(Value::as_u64) == Some(id))
+            .ok_or("no response in the event stream")?
+    } else {
+        serde_json::from_slice(body).map_err(fail)?
+    };
+    if let Some(err) = msg.get("error") {
+        return Err(format!("JSON-RPC error: {err}"));
+    }
+    Ok(msg
+        .get_mut("result")
+        .map(Value::take)
+        .unwrap_or(Value::Null))
+}
+
 // ---------------------------------------------------------------------------
 // The clients behind one interface.
 // ---------------------------------------------------------------------------
@@ -706,6 +826,7 @@ type RmcpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 enum Conn {
     Raw(Arc<RawClient>),
     RawHttp(Arc<RawHttpClient>),
+    RawTcp(Arc<raw_tcp::RawTcpClient>),
     Rmcp(Arc<RmcpClient>),
     Sb(switchboard::Client),
 }
@@ -713,14 +834,16 @@ enum Conn {
 /// Connects a client; `url` is the HTTP server's endpoint (HTTP clients
 /// only: stdio clients spawn their server).
 async fn connect(kind: ClientKind, url: Option<&str>) -> Result<Conn, String> {
-    let era = kind.server_era();
     let url = || url.ok_or_else(|| format!("{}: no server URL", kind.id()));
+    let (program, args) = kind.stdio_server();
     match kind {
-        ClientKind::Raw => Ok(Conn::Raw(Arc::new(RawClient::connect(SERVER, era).await?))),
-        ClientKind::Rmcp => {
+        ClientKind::Raw | ClientKind::FastRaw => Ok(Conn::Raw(Arc::new(
+            RawClient::connect(&program, &args).await?,
+        ))),
+        ClientKind::Rmcp | ClientKind::FastRmcp => {
             use rmcp::ServiceExt;
-            let mut cmd = Command::new(SERVER);
-            cmd.args(["--era", era]);
+            let mut cmd = Command::new(program);
+            cmd.args(args);
             let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
                 .stderr(Stdio::null())
                 .spawn()
@@ -728,14 +851,13 @@ async fn connect(kind: ClientKind, url: Option<&str>) -> Result<Conn, String> {
             let client = ().serve(transport).await.map_err(fail)?;
             Ok(Conn::Rmcp(Arc::new(client)))
         }
-        ClientKind::SbModern | ClientKind::SbLegacy => {
-            let mode = if kind == ClientKind::SbModern {
-                switchboard::EraMode::Auto
-            } else {
+        ClientKind::SbModern | ClientKind::SbLegacy | ClientKind::FastSb => {
+            let mode = if kind == ClientKind::SbLegacy {
                 switchboard::EraMode::Legacy
+            } else {
+                switchboard::EraMode::Auto
             };
-            let config =
-                switchboard::transport::stdio::StdioConfig::new(SERVER).args(["--era", era]);
+            let config = switchboard::transport::stdio::StdioConfig::new(program).args(args);
             let client = switchboard::Client::builder()
                 .era_mode(mode)
                 .connect(config)
@@ -753,11 +875,28 @@ async fn connect(kind: ClientKind, url: Option<&str>) -> Result<Conn, String> {
             let client = ().serve(transport).await.map_err(fail)?;
             Ok(Conn::Rmcp(Arc::new(client)))
         }
-        ClientKind::SbHttpModern | ClientKind::SbHttpLegacy => {
-            let mode = if kind == ClientKind::SbHttpModern {
-                switchboard::EraMode::Auto
-            } else {
+        ClientKind::FastRawHttp => Ok(Conn::RawTcp(Arc::new(
+            raw_tcp::RawTcpClient::connect(url()?).await?,
+        ))),
+        ClientKind::FastRmcpHttp => {
+            use rmcp::ServiceExt;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            // Its best configuration: a pooled client (keep-alive, unlike
+            // `from_uri`'s) built once per process, and 64 POSTs at once.
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url()?).max_concurrent_requests(64);
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                raw_http_client(),
+                config,
+            );
+            let client = ().serve(transport).await.map_err(fail)?;
+            Ok(Conn::Rmcp(Arc::new(client)))
+        }
+        ClientKind::SbHttpModern | ClientKind::SbHttpLegacy | ClientKind::FastSbHttp => {
+            let mode = if kind == ClientKind::SbHttpLegacy {
                 switchboard::EraMode::Legacy
+            } else {
+                switchboard::EraMode::Auto
             };
             let config = switchboard::transport::http::HttpConfig::new(url()?);
             let client = switchboard::Client::builder()
@@ -780,6 +919,7 @@ impl Conn {
         match self {
             Conn::Raw(c) => c.call_tool(name, args).await,
             Conn::RawHttp(c) => c.call_tool(name, args).await,
+            Conn::RawTcp(c) => c.call_tool(name, args).await,
             Conn::Rmcp(c) => {
                 let params = rmcp::model::CallToolRequestParams::new(name).with_arguments(args);
                 let result = c.call_tool(params).await.map_err(fail)?;
@@ -831,6 +971,13 @@ impl Conn {
                     .map(Vec::len)
                     .ok_or_else(|| format!("unexpected tools/list result: {r}"))
             }
+            Conn::RawTcp(c) => {
+                let r = c.request("tools/list", json!({})).await?;
+                r["tools"]
+                    .as_array()
+                    .map(Vec::len)
+                    .ok_or_else(|| format!("unexpected tools/list result: {r}"))
+            }
             Conn::Rmcp(c) => Ok(c.list_tools(None).await.map_err(fail)?.tools.len()),
             Conn::Sb(c) => Ok(c.list_tools().await.map_err(fail)?.len()),
         }
@@ -841,6 +988,7 @@ impl Conn {
         match self {
             Conn::Raw(c) => format!("{} (initialize)", c.protocol_version),
             Conn::RawHttp(c) => format!("{} (initialize)", c.protocol_version),
+            Conn::RawTcp(c) => format!("{} (initialize)", c.protocol_version),
             Conn::Rmcp(c) => match c.peer().peer_info() {
                 Some(info) => format!("{} (initialize)", info.protocol_version),
                 None => "?".into(),
@@ -853,6 +1001,7 @@ impl Conn {
         match self {
             Conn::Raw(c) => c.close().await,
             Conn::RawHttp(c) => c.close().await,
+            Conn::RawTcp(c) => c.close().await,
             Conn::Rmcp(c) => {
                 if let Ok(c) = Arc::try_unwrap(c) {
                     let _ = c.cancel().await;
@@ -944,7 +1093,7 @@ async fn measure_cold(kind: ClientKind, plan: &Plan) -> Outcome {
     for _ in 0..plan.cold_reps {
         let server = match kind.transport() {
             Transport::Stdio => None,
-            Transport::Http => Some(HttpServer::start(kind.server_era()).await?),
+            Transport::Http => Some(HttpServer::start(kind).await?),
         };
         let t = Instant::now();
         let conn = connect(kind, server.as_ref().map(|s| s.url.as_str())).await?;
@@ -971,14 +1120,12 @@ async fn run_client(
     let mut protocol = String::from("?");
     let wanted = |key: &str| !skip.iter().any(|s| s == key);
     let limit = plan.timeout;
-    if kind == ClientKind::RawHttp {
+    if matches!(kind, ClientKind::RawHttp | ClientKind::FastRmcpHttp) {
         drop(raw_http_client()); // built once, untimed (as switchboard's shared client)
     }
     let server = match kind.transport() {
         Transport::Stdio => Ok(None),
-        Transport::Http => limited(limit, HttpServer::start(kind.server_era()))
-            .await
-            .map(Some),
+        Transport::Http => limited(limit, HttpServer::start(kind)).await.map(Some),
     };
     let connected = match &server {
         Ok(server) => {
@@ -1102,6 +1249,11 @@ struct Options {
     timeout: Duration,
     rounds: Option<usize>,
     skip: Vec<String>,
+    /// The memory figures after the rounds (off with `--only`, `--no-memory`
+    /// and in a smoke run; `--memory` forces them).
+    memory: Option<bool>,
+    /// `--memory-only`: no client rounds.
+    memory_only: bool,
 }
 
 fn parse_options() -> Options {
@@ -1113,12 +1265,20 @@ fn parse_options() -> Options {
         timeout: Duration::from_secs(30),
         rounds: None,
         skip: Vec::new(),
+        memory: None,
+        memory_only: false,
     };
     let mut saw_bench = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => opts.quick = true,
+            "--memory" => opts.memory = Some(true),
+            "--no-memory" => opts.memory = Some(false),
+            "--memory-only" => {
+                opts.memory_only = true;
+                opts.memory = Some(true);
+            }
             "--smoke" => opts.smoke = true,
             "--bench" => saw_bench = true, // passed by `cargo bench`
             "--only" => {
@@ -1188,6 +1348,9 @@ fn parse_options() -> Options {
     if opts.smoke {
         opts.quick = true;
         opts.timeout = opts.timeout.min(Duration::from_secs(10));
+    }
+    if opts.memory.is_none() {
+        opts.memory = Some(!opts.smoke && opts.only.is_none());
     }
     opts
 }
@@ -1341,9 +1504,12 @@ fn check_targets(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<
     let get = |client: &str, key: &str| -> Option<Outcome> {
         results.get(client).and_then(|r| r.get(key)).cloned()
     };
+    if !kinds.iter().any(|k| k.is_switchboard() && !k.fast()) {
+        return;
+    }
     println!();
-    println!("targets:");
-    for kind in kinds.iter().filter(|k| k.is_switchboard()) {
+    println!("realistic server, targets of the first benchmark:");
+    for kind in kinds.iter().filter(|k| k.is_switchboard() && !k.fast()) {
         let checks: &[(&str, &str, f64, bool)] = &[
             ("seq_p50_us", "sequential p50 <= 2x raw", 2.0, true),
             ("throughput", "calls/s >= 0.5x raw", 0.5, false),
@@ -1375,6 +1541,108 @@ fn check_targets(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<
     }
 }
 
+/// Issue 18's targets against the fast server, as a Markdown table: the
+/// switchboard (auto) column against the raw floor, rmcp beside it.
+fn fast_targets(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<String, Outcome>>) {
+    // (transport, metric, row, bound, upper bound?)
+    const ROWS: [(Transport, &str, &str, f64, bool); 7] = [
+        (
+            Transport::Stdio,
+            "seq_p50_us",
+            "stdio sequential p50",
+            1.5,
+            true,
+        ),
+        (
+            Transport::Stdio,
+            "throughput",
+            "stdio calls/s, 64 in flight",
+            0.7,
+            false,
+        ),
+        (Transport::Stdio, "cold_ms", "stdio cold connect", 1.3, true),
+        (
+            Transport::Http,
+            "seq_p50_us",
+            "HTTP sequential p50",
+            2.0,
+            true,
+        ),
+        (
+            Transport::Http,
+            "throughput",
+            "HTTP calls/s, 64 in flight",
+            0.5,
+            false,
+        ),
+        (
+            Transport::Http,
+            "blob_16m_ms",
+            "HTTP 16 MiB result",
+            1.5,
+            true,
+        ),
+        (Transport::Http, "cold_ms", "HTTP cold connect", 2.0, true),
+    ];
+    let fast: Vec<ClientKind> = kinds.iter().copied().filter(|k| k.fast()).collect();
+    if !fast.iter().any(|k| k.is_switchboard()) {
+        return;
+    }
+    let get = |kind: ClientKind, key: &str| -> Option<Outcome> {
+        results.get(kind.id()).and_then(|r| r.get(key)).cloned()
+    };
+    println!();
+    println!("### Targets (issue 18), fast server");
+    println!();
+    println!("| metric | raw | switchboard (auto) | target | verdict | rmcp 3.9.0 (best config) |");
+    println!("|---|---|---|---|---|---|");
+    for (transport, key, row, bound, upper) in ROWS {
+        let (raw, sb, rmcp) = match transport {
+            Transport::Stdio => (
+                ClientKind::FastRaw,
+                ClientKind::FastSb,
+                ClientKind::FastRmcp,
+            ),
+            Transport::Http => (
+                ClientKind::FastRawHttp,
+                ClientKind::FastSbHttp,
+                ClientKind::FastRmcpHttp,
+            ),
+        };
+        if !fast.contains(&sb) {
+            continue;
+        }
+        let raw_v = get(raw, key);
+        let base = raw_v.as_ref().and_then(|r| r.as_ref().ok()).copied();
+        let show = |kind: ClientKind| -> String {
+            if !fast.contains(&kind) {
+                return "-".into();
+            }
+            cell(key, get(kind, key).as_ref(), raw_v.as_ref())
+        };
+        let verdict = match (get(sb, key), base) {
+            (Some(Ok(x)), Some(r)) if r > 0.0 => {
+                let ratio = x / r;
+                let ok = if upper {
+                    ratio <= bound
+                } else {
+                    ratio >= bound
+                };
+                format!("{} ({ratio:.2}×)", if ok { "PASS" } else { "MISS" })
+            }
+            (Some(Err(e)), _) => format!("MISS (failed: {e})"),
+            _ => "n/a".into(),
+        };
+        println!(
+            "| {row} | {} | {} | {} {bound}× raw | {verdict} | {} |",
+            show(raw),
+            show(sb),
+            if upper { "≤" } else { "≥" },
+            show(rmcp),
+        );
+    }
+}
+
 /// The middle value of the successful rounds; the first error when no round
 /// succeeded. Peak RSS is the largest instead: only a client's first round
 /// runs a metric that failed (e.g. rmcp's 16 MiB result).
@@ -1403,6 +1671,7 @@ fn parent_main(opts: Options) {
         .unwrap_or_else(|| CLIENTS.to_vec())
         .into_iter()
         .filter(|k| opts.transport.is_none_or(|t| k.transport() == t))
+        .filter(|_| !opts.memory_only)
         .collect();
     let plan = Plan::new(opts.quick, opts.smoke, opts.timeout);
     let rounds = opts.rounds.unwrap_or(if opts.quick { 1 } else { 5 });
@@ -1492,14 +1761,25 @@ fn parent_main(opts: Options) {
     }
     println!("hotpath: load average at end: {}", loadavg());
     for kind in &kinds {
-        println!(
-            "hotpath: {:<27} server {}--era {:<6} negotiated {}",
-            kind.long_title(),
+        let server = if kind.fast() {
             match kind.transport() {
-                Transport::Stdio => "",
-                Transport::Http => "--http 127.0.0.1:0 ",
-            },
-            kind.server_era(),
+                Transport::Stdio => "fast server (stdio)".to_owned(),
+                Transport::Http => "fast server (http)".to_owned(),
+            }
+        } else {
+            format!(
+                "server {}--era {}",
+                match kind.transport() {
+                    Transport::Stdio => "",
+                    Transport::Http => "--http 127.0.0.1:0 ",
+                },
+                kind.server_era()
+            )
+        };
+        println!(
+            "hotpath: {:<50} {:<42} negotiated {}",
+            kind.long_title(),
+            server,
             protocols.get(kind.id()).map_or("?", String::as_str)
         );
     }
@@ -1522,28 +1802,53 @@ fn parent_main(opts: Options) {
     } else {
         println!("(n×) = ratio to raw");
     }
-    for transport in [Transport::Stdio, Transport::Http] {
+    for (fast, transport) in [
+        (true, Transport::Stdio),
+        (true, Transport::Http),
+        (false, Transport::Stdio),
+        (false, Transport::Http),
+    ] {
         let these: Vec<ClientKind> = kinds
             .iter()
             .copied()
-            .filter(|k| k.transport() == transport)
+            .filter(|k| k.transport() == transport && k.fast() == fast)
             .collect();
         if these.is_empty() {
             continue;
         }
         println!();
-        println!("{}:", transport.name());
+        if fast {
+            println!("### Fast server, {}", transport.name());
+        } else {
+            println!(
+                "### Realistic server (switchboard-testserver), {}",
+                transport.name()
+            );
+        }
         println!();
         print_table(&these, &results);
     }
     if opts.smoke {
         println!("\ntargets: not judged in a smoke run (use `cargo bench`)");
     } else {
+        fast_targets(&kinds, &results);
         check_targets(&kinds, &results);
+    }
+    if opts.memory == Some(true) {
+        println!();
+        runtime.block_on(memory_report(&opts));
     }
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--fast-server") {
+        fast_server::main(&args[1..]);
+    }
+    if let Ok(which) = std::env::var(MEM_ENV) {
+        memory_child(&which);
+        return;
+    }
     let opts = parse_options();
     match std::env::var(CHILD_ENV) {
         Ok(id) => {
@@ -1555,5 +1860,267 @@ fn main() {
             child_main(kind, plan, opts.skip);
         }
         Err(_) => parent_main(opts),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Memory figures (each in its own child process: `HOTPATH_MEM=<figure>`).
+// ---------------------------------------------------------------------------
+
+const MEM_ENV: &str = "HOTPATH_MEM";
+/// `tools/list`: 10,000 tools with 10 KB descriptions, 1,000 per page.
+const MANY_TOOLS: fast_server::FastOptions = fast_server::FastOptions {
+    tools: 10_000,
+    desc: 10 * 1024,
+    page: 1_000,
+};
+const IDLE_STDIO: usize = 50;
+const IDLE_HTTP: usize = 100;
+
+fn proc_status_kib(field: &str) -> Result<f64, String> {
+    let status = std::fs::read_to_string("/proc/self/status").map_err(fail)?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .ok_or_else(|| format!("no {field} in /proc/self/status"))?;
+    line[field.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .map_err(fail)
+}
+
+fn many_tools_args() -> Vec<String> {
+    vec![
+        "--fast-server".into(),
+        "stdio".into(),
+        "--tools".into(),
+        MANY_TOOLS.tools.to_string(),
+        "--desc".into(),
+        MANY_TOOLS.desc.to_string(),
+        "--page".into(),
+        MANY_TOOLS.page.to_string(),
+    ]
+}
+
+/// `tools/list` of many tools: RSS before, peak during, held after (KiB).
+/// `raise_limit`: switchboard's `max_list_bytes` at 256 MiB (its default,
+/// 64 MiB, refuses a list this size).
+async fn mem_tools(switchboard: bool, raise_limit: bool) -> Result<Map<String, Value>, String> {
+    let exe = fast_server_exe();
+    let args = many_tools_args();
+    let mut out = Map::new();
+    let (before, count, keep): (f64, usize, Box<dyn std::any::Any + Send>) = if switchboard {
+        let config = switchboard::transport::stdio::StdioConfig::new(exe).args(args);
+        let mut builder = switchboard::Client::builder();
+        if raise_limit {
+            builder = builder.max_list_bytes(256 * MIB);
+        }
+        let client = builder.connect(config).await.map_err(fail)?;
+        let before = proc_status_kib("VmRSS:")?;
+        let tools = client.list_tools().await.map_err(fail)?;
+        (before, tools.len(), Box::new((tools, client)))
+    } else {
+        let client = RawClient::connect(&exe, &args).await?;
+        let before = proc_status_kib("VmRSS:")?;
+        let mut pages = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut count = 0;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let page = client.request("tools/list", params).await?;
+            count += page["tools"].as_array().map_or(0, Vec::len);
+            cursor = page["nextCursor"].as_str().map(str::to_owned);
+            pages.push(page);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        (before, count, Box::new((pages, client)))
+    };
+    let peak = proc_status_kib("VmHWM:")?;
+    let held = proc_status_kib("VmRSS:")?;
+    drop(keep);
+    if count != MANY_TOOLS.tools {
+        return Err(format!(
+            "listed {count} tools, expected {}",
+            MANY_TOOLS.tools
+        ));
+    }
+    out.insert(
+        "json_bytes".into(),
+        json!(fast_server::tools_json_size(&MANY_TOOLS)),
+    );
+    out.insert("before_kib".into(), json!(before));
+    out.insert("peak_kib".into(), json!(peak));
+    out.insert("held_kib".into(), json!(held));
+    Ok(out)
+}
+
+/// Many idle connections: RSS growth per connection (KiB), after one
+/// warm-up connection (the runtime's and the library's one-time state).
+async fn mem_idle(transport: Transport) -> Result<Map<String, Value>, String> {
+    let n = match transport {
+        Transport::Stdio => IDLE_STDIO,
+        Transport::Http => IDLE_HTTP,
+    };
+    let kind = match transport {
+        Transport::Stdio => ClientKind::FastSb,
+        Transport::Http => ClientKind::FastSbHttp,
+    };
+    let server = match transport {
+        Transport::Stdio => None,
+        Transport::Http => Some(HttpServer::start(kind).await?),
+    };
+    let url = server.as_ref().map(|s| s.url.clone());
+    let warm = connect(kind, url.as_deref()).await?;
+    warm.list_tools().await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = proc_status_kib("VmRSS:")?;
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        let c = connect(kind, url.as_deref()).await?;
+        c.list_tools().await?;
+        conns.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = proc_status_kib("VmRSS:")?;
+    for c in conns {
+        c.close().await;
+    }
+    warm.close().await;
+    if let Some(server) = server {
+        server.stop().await;
+    }
+    let mut out = Map::new();
+    out.insert("connections".into(), json!(n));
+    out.insert("per_conn_kib".into(), json!((after - before) / n as f64));
+    Ok(out)
+}
+
+fn memory_child(which: &str) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let which = which.to_owned();
+    let result = runtime
+        .block_on(runtime.spawn(async move {
+            match which.as_str() {
+                "tools-sb" => mem_tools(true, false).await,
+                "tools-sb-256m" => mem_tools(true, true).await,
+                "tools-raw" => mem_tools(false, false).await,
+                "idle-stdio" => mem_idle(Transport::Stdio).await,
+                "idle-http" => mem_idle(Transport::Http).await,
+                other => Err(format!("unknown memory figure {other:?}")),
+            }
+        }))
+        .expect("the memory task panicked");
+    let v = match result {
+        Ok(m) => Value::Object(m),
+        Err(e) => json!({ "err": e }),
+    };
+    println!("{RESULT_PREFIX}{v}");
+    runtime.shutdown_timeout(Duration::from_secs(2));
+}
+
+async fn run_memory_child(which: &str, timeout: Duration) -> Result<Map<String, Value>, String> {
+    let exe = std::env::current_exe().map_err(fail)?;
+    let child = Command::new(exe)
+        .env(MEM_ENV, which)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(timeout, child)
+        .await
+        .map_err(|_| format!("timeout after {} s", timeout.as_secs()))?
+        .map_err(fail)?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(RESULT_PREFIX))
+        .ok_or_else(|| format!("child printed no result: {text:?}"))?;
+    let v: Map<String, Value> = serde_json::from_str(line).map_err(fail)?;
+    match v.get("err").and_then(Value::as_str) {
+        Some(e) => Err(e.to_owned()),
+        None => Ok(v),
+    }
+}
+
+/// The memory figures as a Markdown table.
+async fn memory_report(opts: &Options) {
+    let limit = opts.timeout * 4;
+    println!("### Memory (fast server, switchboard with default settings)");
+    println!();
+    println!("| figure | raw | switchboard | target | verdict |");
+    println!("|---|---|---|---|---|");
+    let num = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let raw = run_memory_child("tools-raw", limit).await;
+    let figure = |r: &Result<Map<String, Value>, String>| -> (String, Option<f64>) {
+        match r {
+            Ok(m) => {
+                let json = num(m, "json_bytes") / 1024.0;
+                let peak = num(m, "peak_kib") - num(m, "before_kib");
+                let held = num(m, "held_kib") - num(m, "before_kib");
+                let ratio = peak / json;
+                (
+                    format!(
+                        "peak +{:.1} MiB ({ratio:.2}× JSON), held +{:.1} MiB ({:.2}×)",
+                        peak / 1024.0,
+                        held / 1024.0,
+                        held / json
+                    ),
+                    Some(ratio),
+                )
+            }
+            Err(e) => (format!("FAIL ({e})"), None),
+        }
+    };
+    let json_mib = raw
+        .as_ref()
+        .map(|m| num(m, "json_bytes") / MIB as f64)
+        .unwrap_or_else(|_| fast_server::tools_json_size(&MANY_TOOLS) as f64 / MIB as f64);
+    let (raw_text, _) = figure(&raw);
+    for (which, settings) in [
+        ("tools-sb", "default settings"),
+        ("tools-sb-256m", "`max_list_bytes(256 MiB)`"),
+    ] {
+        let sb = run_memory_child(which, limit).await;
+        let (sb_text, sb_ratio) = figure(&sb);
+        let verdict = match sb_ratio {
+            Some(r) if r <= 3.0 => format!("PASS ({r:.2}×)"),
+            Some(r) => format!("MISS ({r:.2}×)"),
+            None => "MISS (failed)".into(),
+        };
+        println!(
+            "| RSS for `tools/list`: {} tools, {} KiB descriptions, {} per page ({json_mib:.1} MiB of JSON); switchboard with {settings} | {raw_text} | {sb_text} | peak ≤ 3× JSON | {verdict} |",
+            MANY_TOOLS.tools,
+            MANY_TOOLS.desc / 1024,
+            MANY_TOOLS.page,
+        );
+    }
+    for (which, label, n) in [
+        ("idle-stdio", "stdio", IDLE_STDIO),
+        ("idle-http", "HTTP", IDLE_HTTP),
+    ] {
+        let (text, verdict) = match run_memory_child(which, limit).await {
+            Ok(m) => {
+                let kib = num(&m, "per_conn_kib");
+                (
+                    format!("{kib:.1} KiB"),
+                    if kib <= 64.0 { "PASS" } else { "MISS" },
+                )
+            }
+            Err(e) => (format!("FAIL ({e})"), "MISS"),
+        };
+        println!(
+            "| idle connection, {label}: RSS growth per connection over {n} connections | - | {text} | ≤ 64 KiB | {verdict} |"
+        );
     }
 }
