@@ -193,6 +193,60 @@ mod tests {
         assert!(loads >= 1);
     }
 
+    /// A server whose certificate no root vouches for (self-signed) is
+    /// refused at the handshake, the roots read then, once.
+    #[tokio::test]
+    async fn a_certificate_no_root_vouches_for_is_refused() {
+        use rustls::pki_types::PrivateKeyDer;
+        use rustls::pki_types::pem::PemObject;
+
+        let cert =
+            CertificateDer::from_pem_slice(include_bytes!("testdata/self-signed.crt")).unwrap();
+        let key =
+            PrivateKeyDer::from_pem_slice(include_bytes!("testdata/self-signed.key")).unwrap();
+        let server_config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::aws_lc_rs::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // The server's side of the handshake, on a thread: it ends when the
+        // client gives up on the certificate.
+        let server = std::thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            let connection = rustls::ServerConnection::new(server_config).unwrap();
+            let mut stream = rustls::StreamOwned::new(connection, tcp);
+            let mut buf = [0; 64];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+        });
+        let verifier = verifier();
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(build_config(verifier.clone()).unwrap())
+            .build()
+            .unwrap();
+        let error = client
+            .get(format!("https://localhost:{port}/mcp"))
+            .send()
+            .await
+            .expect_err("a self-signed certificate was accepted");
+        server.join().unwrap();
+        let mut chain = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            chain.push_str(": ");
+            chain.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        assert!(chain.to_lowercase().contains("certificate"), "{chain}");
+        assert!(verifier.loads.load(Ordering::Relaxed) >= 1, "{chain}");
+    }
+
     #[test]
     fn the_shared_configuration_builds_a_client() {
         let config = client_config().unwrap();
