@@ -41,6 +41,8 @@ const QUEUE: usize = 1024;
 const MAX_RESUMES: u32 = 3;
 /// Reconnections of the GET stream before it is given up.
 const MAX_GET_RETRIES: u32 = 5;
+/// How long finishing the handshake waits for the GET stream to open.
+const GET_STREAM_WAIT: Duration = Duration::from_millis(500);
 /// Bytes of an error body kept for a message.
 const ERROR_BODY_PREVIEW: usize = 512;
 
@@ -641,7 +643,7 @@ async fn on_response(
     if body.iter().all(u8::is_ascii_whitespace) {
         // 202 Accepted for a notification or response; an empty 200 for a
         // request means the answer will come on the GET stream.
-        after_sent(shared, sniff);
+        after_sent(shared, sniff).await;
         return Ok(());
     }
     if sniff.method.as_deref() == Some("initialize") {
@@ -651,11 +653,11 @@ async fn on_response(
         // Some servers answer a notification with 200 and `{}`: nothing to
         // deliver, and nothing worth a warning.
         tracing::trace!(server = %shared.display, "ignored a non-message body in reply to a notification");
-        after_sent(shared, sniff);
+        after_sent(shared, sniff).await;
         return Ok(());
     }
     shared.deliver(body).await;
-    after_sent(shared, sniff);
+    after_sent(shared, sniff).await;
     Ok(())
 }
 
@@ -672,11 +674,12 @@ fn is_json_answer(status: u16, content_type: &str, body: &[u8]) -> bool {
 }
 
 /// After `notifications/initialized`, open the stream for server-initiated
-/// messages in the background. Nothing waits for it: the stream is optional
-/// (a 405 means there is none), and a server keeps or re-sends what it has
-/// for a stream not yet open, so the first request need not pay its round
-/// trip (or hang behind a server slow to answer it).
-fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
+/// messages, and wait (briefly) until the server has answered it, so that
+/// whatever the server sends from then on has a stream to go to. (Not
+/// waiting was tried for issue 18: the TypeScript SDK's server drops a log
+/// line sent on a GET stream not yet open, and the interop test caught the
+/// loss. A server that answers the GET at once costs one round trip.)
+async fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
     if sniff.method.as_deref() != Some("notifications/initialized") {
         return;
     }
@@ -687,8 +690,10 @@ fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
         }
         state.get_stream_started = true;
     }
+    let (ready, opened) = tokio::sync::oneshot::channel();
     let shared2 = shared.clone();
-    shared.spawn(get_stream(shared2));
+    shared.spawn(get_stream(shared2, ready));
+    let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
 }
 
 fn record_initialize_result(shared: &Shared, body: &[u8]) {
@@ -783,7 +788,8 @@ async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportE
             method: Some(Cow::Borrowed("notifications/initialized")),
             ..Sniff::default()
         },
-    );
+    )
+    .await;
     Ok(())
 }
 

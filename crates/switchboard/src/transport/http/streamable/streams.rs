@@ -178,7 +178,8 @@ pub(super) fn message_data(event: SseEvent) -> Option<String> {
 
 /// The GET stream for server-initiated messages: 405 means the server offers
 /// none; failures reconnect with bounded, jittered backoff.
-pub(super) async fn get_stream(shared: Arc<Shared>) {
+pub(super) async fn get_stream(shared: Arc<Shared>, ready: tokio::sync::oneshot::Sender<()>) {
+    let mut ready = Some(ready);
     let mut last_event_id: Option<String> = None;
     let mut failures = 0_u32;
     loop {
@@ -194,6 +195,10 @@ pub(super) async fn get_stream(shared: Arc<Shared>) {
             request = request.header(LAST_EVENT_ID, id.as_str());
         }
         let response = shared.send_request(request).await;
+        // Answered (or refused): the handshake need not wait any longer.
+        if let Some(ready) = ready.take() {
+            let _ = ready.send(());
+        }
         let delay = match response {
             Ok(response) if response.status().as_u16() == 405 => {
                 tracing::debug!(server = %shared.display, "server offers no GET stream");
