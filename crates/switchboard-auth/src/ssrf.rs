@@ -729,26 +729,27 @@ fn redact(url: &Url) -> String {
     cap(text)
 }
 
-/// Unparsed text fit for a message: cut at the query or fragment, user info
-/// dropped.
+/// Unparsed text fit for a message: only what comes before its path — the
+/// scheme and the host, user info dropped — and `…` for whatever followed.
+/// Text that is no URL may hold anything after that (another line, another
+/// URL with a password in it), so none of it is shown.
 fn redact_raw(text: &str) -> String {
     let text = text.trim();
-    let cut = text.find(['?', '#']);
-    let head = &text[..cut.unwrap_or(text.len())];
-    let mut shown = match head.find("//") {
-        Some(start) => {
-            let authority_start = start + 2;
-            let rest = &head[authority_start..];
-            let authority_end = rest.find(['/', '\\']).unwrap_or(rest.len());
-            match rest[..authority_end].rfind('@') {
-                Some(at) => format!("{}{}", &head[..authority_start], &rest[at + 1..]),
-                None => head.to_owned(),
-            }
-        }
-        None => head.to_owned(),
+    // A URL has no whitespace or control characters: the first one ends it.
+    let line_end = text
+        .find(|c: char| c.is_whitespace() || c.is_control())
+        .unwrap_or(text.len());
+    let line = &text[..line_end];
+    let (prefix, rest) = match line.find("//") {
+        Some(start) => line.split_at(start + 2),
+        None => ("", line),
     };
-    if cut.is_some() {
-        shown.push_str("?…");
+    let authority_end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let host = authority.rfind('@').map_or(authority, |at| &authority[at + 1..]);
+    let mut shown = format!("{prefix}{host}");
+    if prefix.len() + authority_end < text.len() {
+        shown.push('…');
     }
     cap(shown)
 }
@@ -768,6 +769,22 @@ mod tests {
 
     fn strict() -> UrlGuard {
         UrlGuard::default()
+    }
+
+    /// Text that is no URL shows its scheme and host only: a second line or
+    /// URL after it (with a password) is not echoed (found by the `ssrf`
+    /// fuzz target, `fuzz/regressions/ssrf/`).
+    #[test]
+    fn an_unparsed_url_shows_no_user_info_anywhere() {
+        let text = "hvEtps://localHos1.0/..01\0]\nhvEtps://LOCAL%r:hunue$@localHost/..?to";
+        let shown = redact_raw(text);
+        assert_eq!(shown, "hvEtps://localHos1.0…");
+        assert_eq!(redact_raw("https://user:pw@exa mple.com/x"), "https://exa…");
+        assert_eq!(redact_raw("https://user:pw@host:1/x?y"), "https://host:1…");
+        assert_eq!(redact_raw("https://host"), "https://host");
+        assert_eq!(redact_raw("mailto:me:pw@host"), "host");
+        let error = strict().check(text, None).unwrap_err().to_string();
+        assert!(!error.contains("hunue"), "{error}");
     }
 
     fn loopback_ok() -> UrlGuard {
