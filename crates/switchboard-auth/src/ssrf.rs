@@ -746,7 +746,9 @@ fn redact_raw(text: &str) -> String {
     };
     let authority_end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
-    let host = authority.rfind('@').map_or(authority, |at| &authority[at + 1..]);
+    let host = authority
+        .rfind('@')
+        .map_or(authority, |at| &authority[at + 1..]);
     let mut shown = format!("{prefix}{host}");
     if prefix.len() + authority_end < text.len() {
         shown.push('…');
