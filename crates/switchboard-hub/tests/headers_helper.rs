@@ -16,7 +16,7 @@ use switchboard_hub::{
 mod support;
 
 use macro_rules_attribute::apply;
-use support::process_test;
+use support::{alive, process_test};
 
 fn main() {
     support::main();
@@ -286,18 +286,4 @@ async fn a_hanging_helper_times_out_and_is_killed() {
     }
     hub.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// Whether process `pid` still runs (a zombie counts as gone).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
-    }
 }

@@ -15,14 +15,14 @@ use switchboard::RequestOptions;
 use switchboard::types::{CallToolResult, ContentBlock, Era, JsonObject};
 use switchboard_hub::hub::Hub;
 use switchboard_hub::{
-    Backoff, Dialect, HubError, HubEvent, HubEvents, Origin, Scope, ServerConfig, ServerState,
-    ToolFilter, TransportConfig,
+    Backoff, Dialect, HubError, HubEvent, Origin, Scope, ServerConfig, ServerState, ToolFilter,
+    TransportConfig,
 };
 
 mod support;
 
 use macro_rules_attribute::apply;
-use support::process_test;
+use support::{alive, next_matching, process_test};
 
 fn main() {
     support::main();
@@ -90,44 +90,6 @@ fn text(result: &CallToolResult) -> String {
             _ => None,
         })
         .collect()
-}
-
-/// The next event that `pick` accepts (others are skipped), within 20 s.
-async fn next_matching<T>(
-    events: &mut HubEvents,
-    what: &str,
-    mut pick: impl FnMut(&HubEvent) -> Option<T>,
-) -> T {
-    let wait = async {
-        loop {
-            match events.next().await {
-                Some(event) => {
-                    if let Some(found) = pick(&event) {
-                        return found;
-                    }
-                }
-                None => panic!("the event stream ended before {what}"),
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), wait)
-        .await
-        .unwrap_or_else(|_| panic!("no event for {what} within 20 s"))
-}
-
-/// Whether process `pid` still runs (a zombie counts as gone: it runs
-/// nothing and only waits for its parent to reap it).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
-    }
 }
 
 fn kill(signal: &str, pid: u32) {

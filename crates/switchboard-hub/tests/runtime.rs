@@ -8,21 +8,19 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::types::{CallToolResult, ContentBlock, JsonObject, LoggingLevel, Root};
 use switchboard::{Event, RequestOptions, Roots};
 use switchboard_hub::hub::Hub;
 use switchboard_hub::{
-    Dialect, HubError, HubEvent, HubEvents, Origin, Scope, ServerConfig, ServerState,
-    TransportConfig,
+    Dialect, HubError, HubEvent, Origin, Scope, ServerConfig, ServerState, TransportConfig,
 };
 
 mod support;
 
 use macro_rules_attribute::apply;
-use support::process_test;
+use support::{alive, next_matching, process_test};
 
 fn main() {
     support::main();
@@ -77,43 +75,6 @@ fn text(result: &CallToolResult) -> String {
             _ => None,
         })
         .collect()
-}
-
-/// The next event that `pick` accepts (others are skipped), within 20 s.
-async fn next_matching<T>(
-    events: &mut HubEvents,
-    what: &str,
-    mut pick: impl FnMut(&HubEvent) -> Option<T>,
-) -> T {
-    let wait = async {
-        loop {
-            match events.next().await {
-                Some(event) => {
-                    if let Some(found) = pick(&event) {
-                        return found;
-                    }
-                }
-                None => panic!("the event stream ended before {what}"),
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), wait)
-        .await
-        .unwrap_or_else(|_| panic!("no event for {what} within 20 s"))
-}
-
-/// Whether process `pid` still runs (a zombie counts as gone).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
-    }
 }
 
 /// The test server's pid, as its `spawn_grandchild` tool tells it.

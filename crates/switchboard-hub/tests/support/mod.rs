@@ -80,3 +80,44 @@ fn run(test: &ProcessTest) -> Result<(), Failed> {
     drop(runtime);
     outcome.map_err(|_| Failed::from("timed out after 120 s"))
 }
+
+/// The next hub event that `pick` accepts (others are skipped), within
+/// 20 s. (Shared by the test binaries; not every one uses it.)
+#[allow(dead_code)]
+pub(crate) async fn next_matching<T>(
+    events: &mut switchboard_hub::HubEvents,
+    what: &str,
+    mut pick: impl FnMut(&switchboard_hub::HubEvent) -> Option<T>,
+) -> T {
+    let wait = async {
+        loop {
+            match events.next().await {
+                Some(event) => {
+                    if let Some(found) = pick(&event) {
+                        return found;
+                    }
+                }
+                None => panic!("the event stream ended before {what}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no event for {what} within 20 s"))
+}
+
+/// Whether process `pid` still runs (a zombie counts as gone: it runs
+/// nothing and only waits for its parent to reap it).
+#[allow(dead_code)]
+pub(crate) fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            state != Some("Z") && state != Some("X")
+        }
+        Err(_) => false,
+    }
+}
