@@ -193,7 +193,8 @@ pub enum ParseError {
     EmptyBatch,
 }
 
-/// The envelope as it arrives: every field optional, so the shape can be judged.
+/// The envelope as it arrives: every field optional, so the shape can be
+/// judged; params and result borrow the text they arrived in.
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default)]
@@ -202,10 +203,10 @@ struct Envelope<'a> {
     id: Option<Option<RequestId>>,
     #[serde(default)]
     method: Option<String>,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
-    #[serde(default)]
-    result: Option<Box<RawValue>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<ErrorObject>,
 }
@@ -215,8 +216,8 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<RequestId>>,
     Option::<RequestId>::deserialize(d).map(Some)
 }
 
-impl Envelope<'_> {
-    fn into_message(self) -> Result<JsonRpcMessage, ParseError> {
+impl<'a> Envelope<'a> {
+    fn into_message(self) -> Result<MessageRef<'a>, ParseError> {
         match self.jsonrpc.as_deref() {
             Some("2.0") => {}
             other => return Err(ParseError::Version(other.map(str::to_owned))),
@@ -225,15 +226,15 @@ impl Envelope<'_> {
             (Some(_), _) if self.result.is_some() || self.error.is_some() => Err(
                 ParseError::Shape("a message with a method cannot carry a result or error"),
             ),
-            (Some(method), Some(Some(id))) => Ok(JsonRpcMessage::Request(JsonRpcRequest {
+            (Some(method), Some(Some(id))) => Ok(MessageRef::Request(JsonRpcRequest {
                 id,
                 method,
-                params: self.params,
+                params: self.params.map(RawValue::to_owned),
             })),
             (Some(_), Some(None)) => Err(ParseError::Shape("a request id cannot be null")),
-            (Some(method), None) => Ok(JsonRpcMessage::Notification(JsonRpcNotification {
+            (Some(method), None) => Ok(MessageRef::Notification(JsonRpcNotification {
                 method,
-                params: self.params,
+                params: self.params.map(RawValue::to_owned),
             })),
             (None, id) => {
                 let outcome = match (self.result, self.error) {
@@ -257,7 +258,114 @@ impl Envelope<'_> {
                 if id.is_none() && outcome.is_ok() {
                     return Err(ParseError::Shape("a result response needs a non-null id"));
                 }
-                Ok(JsonRpcMessage::Response(JsonRpcResponse { id, outcome }))
+                Ok(MessageRef::Response(ResponseRef { id, outcome }))
+            }
+        }
+    }
+}
+
+/// A response whose result still lies in the text it arrived in.
+#[derive(Clone, Debug)]
+pub struct ResponseRef<'a> {
+    /// As [`JsonRpcResponse::id`].
+    pub id: Option<RequestId>,
+    /// The result, borrowed from the message's text, or the error.
+    pub outcome: Result<&'a RawValue, ErrorObject>,
+}
+
+/// One JSON-RPC message whose response result (the part that can be large)
+/// is borrowed, not copied: a reader can hand it on without a second copy.
+#[derive(Clone, Debug)]
+pub enum MessageRef<'a> {
+    /// A request expecting a response.
+    Request(JsonRpcRequest),
+    /// A notification.
+    Notification(JsonRpcNotification),
+    /// A response to an earlier request.
+    Response(ResponseRef<'a>),
+}
+
+impl MessageRef<'_> {
+    /// The message with its result copied out.
+    pub fn into_owned(self) -> JsonRpcMessage {
+        match self {
+            MessageRef::Request(request) => JsonRpcMessage::Request(request),
+            MessageRef::Notification(notification) => JsonRpcMessage::Notification(notification),
+            MessageRef::Response(ResponseRef { id, outcome }) => {
+                JsonRpcMessage::Response(JsonRpcResponse {
+                    id,
+                    outcome: outcome.map(RawValue::to_owned),
+                })
+            }
+        }
+    }
+}
+
+/// What one line or body held, borrowing from it: see [`MessageRef`].
+#[derive(Clone, Debug)]
+pub enum IncomingRef<'a> {
+    /// A single message.
+    Single(MessageRef<'a>),
+    /// A JSON-RPC batch.
+    Batch(Vec<MessageRef<'a>>),
+}
+
+impl<'a> IncomingRef<'a> {
+    /// Parses a line or body: one message or a batch array. One pass over
+    /// the text; a result is located, not copied.
+    ///
+    /// # Errors
+    /// As [`Incoming::from_slice`].
+    pub fn from_slice(bytes: &'a [u8]) -> Result<Self, ParseError> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'[') {
+            let envelopes: Vec<Envelope<'a>> =
+                serde_json::from_slice(bytes).map_err(ParseError::Json)?;
+            if envelopes.is_empty() {
+                return Err(ParseError::EmptyBatch);
+            }
+            let messages = envelopes
+                .into_iter()
+                .map(Envelope::into_message)
+                .collect::<Result<_, _>>()?;
+            Ok(IncomingRef::Batch(messages))
+        } else {
+            let envelope: Envelope<'a> = serde_json::from_slice(bytes).map_err(ParseError::Json)?;
+            envelope.into_message().map(IncomingRef::Single)
+        }
+    }
+
+    /// As [`IncomingRef::from_slice`], for text already known to be UTF-8
+    /// (serde_json then skips checking it again).
+    ///
+    /// # Errors
+    /// As [`Incoming::from_slice`].
+    #[allow(clippy::should_implement_trait)]
+    pub fn from_str(text: &'a str) -> Result<Self, ParseError> {
+        let first = text.bytes().find(|b| !b.is_ascii_whitespace());
+        if first == Some(b'[') {
+            let envelopes: Vec<Envelope<'a>> =
+                serde_json::from_str(text).map_err(ParseError::Json)?;
+            if envelopes.is_empty() {
+                return Err(ParseError::EmptyBatch);
+            }
+            let messages = envelopes
+                .into_iter()
+                .map(Envelope::into_message)
+                .collect::<Result<_, _>>()?;
+            Ok(IncomingRef::Batch(messages))
+        } else {
+            let envelope: Envelope<'a> = serde_json::from_str(text).map_err(ParseError::Json)?;
+            envelope.into_message().map(IncomingRef::Single)
+        }
+    }
+
+    /// The messages with their results copied out.
+    pub fn into_owned(self) -> Incoming {
+        match self {
+            IncomingRef::Single(message) => Incoming::Single(message.into_owned()),
+            IncomingRef::Batch(messages) => {
+                Incoming::Batch(messages.into_iter().map(MessageRef::into_owned).collect())
             }
         }
     }
@@ -270,7 +378,7 @@ impl JsonRpcMessage {
     /// [`ParseError`] when the bytes are not a single JSON-RPC 2.0 message.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ParseError> {
         let envelope: Envelope<'_> = serde_json::from_slice(bytes).map_err(ParseError::Json)?;
-        envelope.into_message()
+        envelope.into_message().map(MessageRef::into_owned)
     }
 
     /// Serializes the message to compact JSON.
@@ -295,21 +403,7 @@ impl Incoming {
     /// [`ParseError`] for anything that is not JSON-RPC 2.0; one bad element
     /// fails a whole batch, since its framing can no longer be trusted.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ParseError> {
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if first == Some(&b'[') {
-            let envelopes: Vec<Envelope<'_>> =
-                serde_json::from_slice(bytes).map_err(ParseError::Json)?;
-            if envelopes.is_empty() {
-                return Err(ParseError::EmptyBatch);
-            }
-            let messages = envelopes
-                .into_iter()
-                .map(Envelope::into_message)
-                .collect::<Result<_, _>>()?;
-            Ok(Incoming::Batch(messages))
-        } else {
-            JsonRpcMessage::from_slice(bytes).map(Incoming::Single)
-        }
+        IncomingRef::from_slice(bytes).map(IncomingRef::into_owned)
     }
 }
 
@@ -425,6 +519,45 @@ mod tests {
         let line = r##"{"jsonrpc":"2.0","id":3,"result":{"z":1,"a":[1,2,{"$ref":"#/x"}]}}"##;
         let message = parse(line).unwrap();
         assert_eq!(String::from_utf8(message.to_vec()).unwrap(), line);
+    }
+
+    #[test]
+    fn a_borrowed_result_lies_in_the_text_it_arrived_in() {
+        let text =
+            r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"a\"b"}]}}"#;
+        let Ok(IncomingRef::Single(MessageRef::Response(response))) = IncomingRef::from_str(text)
+        else {
+            panic!("a response");
+        };
+        let result = response.outcome.unwrap().get();
+        assert_eq!(result, r#"{"content":[{"type":"text","text":"a\"b"}]}"#);
+        // The same bytes, not a copy of them.
+        let start = text.find(r#"{"content""#).unwrap();
+        assert!(std::ptr::eq(result, &text[start..text.len() - 1]));
+        // Every shape judged as the owned parse judges it.
+        for bad in [
+            r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            "[]",
+        ] {
+            assert!(IncomingRef::from_str(bad).is_err(), "{bad}");
+            assert!(IncomingRef::from_slice(bad.as_bytes()).is_err(), "{bad}");
+            assert!(Incoming::from_slice(bad.as_bytes()).is_err(), "{bad}");
+        }
+        let batch = r#"[{"jsonrpc":"2.0","id":1,"result":[1]},{"jsonrpc":"2.0","method":"n","params":{"x":2}}]"#;
+        let Ok(IncomingRef::Batch(messages)) = IncomingRef::from_str(batch) else {
+            panic!("a batch");
+        };
+        let owned: Vec<_> = messages.into_iter().map(MessageRef::into_owned).collect();
+        assert_eq!(
+            String::from_utf8(owned[0].to_vec()).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"result":[1]}"#
+        );
+        assert_eq!(
+            String::from_utf8(owned[1].to_vec()).unwrap(),
+            r#"{"jsonrpc":"2.0","method":"n","params":{"x":2}}"#
+        );
     }
 
     #[test]

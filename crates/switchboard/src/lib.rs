@@ -47,6 +47,6 @@ pub use client::tasks::TaskOptions;
 pub use client::{
     Client, ClientBuilder, EraMode, ProbeWait, ServerSession, Subscription, SubscriptionEvent,
 };
-pub use engine::{Progress, RequestOptions};
+pub use engine::{Progress, RawResult, RequestOptions};
 pub use error::{Error, Result};
 pub use switchboard_types as types;

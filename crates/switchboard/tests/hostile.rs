@@ -334,6 +334,20 @@ async fn http_200_claiming_json_that_is_not_fails_at_once() {
 }
 
 #[tokio::test]
+async fn http_200_json_cut_short_fails_at_once() {
+    // Looks like JSON to the transport (it judges the first byte only);
+    // the engine's one parse finds it broken and fails the request the
+    // body answered, whose id it cannot read.
+    for body in [
+        &br#"{"jsonrpc":"2.0","id":2,"result":{"tools":["#[..],
+        b"{\"oops",
+    ] {
+        let (client, _server) = http_client(ok("application/json", body, true)).await;
+        assert_violation(&fails_at_once(&client).await, "invalid JSON-RPC message");
+    }
+}
+
+#[tokio::test]
 async fn http_empty_200_fails_at_once() {
     let (client, _server) = http_client(ok("application/json", b"", true)).await;
     assert_violation(&fails_at_once(&client).await, "empty body");

@@ -34,12 +34,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 use switchboard_types::{CacheScope, Era, codes, methods};
 use tokio::time::Instant;
 
 use super::{Client, ClientBuilder};
 use crate::client::events::ListKind;
+use crate::engine::RawResult;
 use crate::engine::RequestOptions;
 use crate::error::{Error, Result};
 
@@ -168,7 +168,7 @@ pub(super) struct CacheKey {
 }
 
 struct Entry {
-    raw: Arc<RawValue>,
+    raw: RawResult,
     /// `None`: public.
     partition: Option<String>,
     fresh_until: Instant,
@@ -267,16 +267,16 @@ impl ResponseCache {
     }
 
     /// A fresh entry for `key` in this partition.
-    pub(super) fn fresh(&self, key: &CacheKey) -> Option<Box<RawValue>> {
+    pub(super) fn fresh(&self, key: &CacheKey) -> Option<RawResult> {
         self.find(key, true)
     }
 
     /// Any entry for `key` in this partition, fresh or not.
-    pub(super) fn stale(&self, key: &CacheKey) -> Option<Box<RawValue>> {
+    pub(super) fn stale(&self, key: &CacheKey) -> Option<RawResult> {
         self.find(key, false)
     }
 
-    fn find(&self, key: &CacheKey, fresh_only: bool) -> Option<Box<RawValue>> {
+    fn find(&self, key: &CacheKey, fresh_only: bool) -> Option<RawResult> {
         let partition = self.partition();
         let now = Instant::now();
         let store = self.lock();
@@ -287,7 +287,7 @@ impl ResponseCache {
             .filter(|e| e.partition.as_deref().is_none_or(|p| p == partition))
             .filter(|e| !fresh_only || now < e.fresh_until)
             .max_by_key(|e| e.seq)
-            .map(|e| RawValue::to_owned(&e.raw))
+            .map(|e| e.raw.clone())
     }
 
     /// The invalidation count, taken before sending a request.
@@ -297,7 +297,7 @@ impl ResponseCache {
 
     /// Stores a complete result according to its `ttlMs` and `cacheScope`;
     /// `epoch` is [`ResponseCache::epoch`] from before it was requested.
-    pub(super) fn store(&self, key: CacheKey, raw: &RawValue, epoch: u64) {
+    pub(super) fn store(&self, key: CacheKey, raw: &RawResult, epoch: u64) {
         let hints = Hints::peek(raw);
         let ttl = if self.epoch() == epoch {
             hints.ttl()
@@ -319,7 +319,7 @@ impl ResponseCache {
         let mut store = self.lock();
         store.seq += 1;
         let entry = Entry {
-            raw: Arc::from(raw.to_owned()),
+            raw: raw.clone(),
             partition,
             fresh_until: now.checked_add(ttl).unwrap_or(now),
             seq: store.seq,
@@ -468,7 +468,7 @@ struct Hints {
 }
 
 impl Hints {
-    fn peek(raw: &RawValue) -> Self {
+    fn peek(raw: &RawResult) -> Self {
         serde_json::from_str(raw.get()).unwrap_or_default()
     }
 
@@ -513,7 +513,7 @@ impl Client {
         method: &str,
         params: Option<Value>,
         options: RequestOptions,
-    ) -> Result<Box<RawValue>> {
+    ) -> Result<RawResult> {
         let cache = &self.inner.subs.cache;
         if let Some(hit) = cache.fresh(&key) {
             tracing::trace!(server = %self.server_name(), %method, "served from cache");
@@ -553,7 +553,7 @@ impl Client {
     /// mismatch, an unknown tool or prompt, params it no longer takes)
     /// makes the cached list stale, so the refresh that follows reaches
     /// the server.
-    pub(super) fn note_refusal(&self, method: &str, outcome: &Result<Box<RawValue>>) {
+    pub(super) fn note_refusal(&self, method: &str, outcome: &Result<RawResult>) {
         let Err(error) = outcome else {
             return;
         };
@@ -577,10 +577,12 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::value::RawValue;
+
     use super::*;
 
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
+    fn raw(s: &str) -> RawResult {
+        RawResult::from(RawValue::from_string(s.to_owned()).unwrap())
     }
 
     #[test]

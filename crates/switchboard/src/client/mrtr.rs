@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use switchboard_types::mrtr::{InputRequest, InputRequiredResult, RequestOutcome};
 use switchboard_types::{ElicitAction, JsonObject, UrlElicitationRequiredData, codes};
 
@@ -47,9 +46,9 @@ impl Client {
                 Err(Error::InputRequired { result, .. }) => parse_result::<InputRequiredResult>(
                     self.inner.engine.server(),
                     method,
-                    &result,
+                    result.get(),
                 )?,
-                Ok(raw) => return parse_result(self.inner.engine.server(), method, &raw),
+                Ok(raw) => return parse_result(self.inner.engine.server(), method, raw.get()),
                 Err(error) => return Err(error),
             };
             rounds += 1;
@@ -101,12 +100,13 @@ impl Client {
         options: RequestOptions,
     ) -> Result<RequestOutcome<T>> {
         let params = to_params(method, params)?;
-        let raw: Box<RawValue> = match self.request_raw(method, Some(params), options).await {
-            Ok(raw) => raw,
-            Err(Error::InputRequired { result, .. }) => result,
-            Err(error) => return Err(error),
-        };
-        parse_result(self.inner.engine.server(), method, &raw)
+        match self.request_raw(method, Some(params), options).await {
+            Ok(raw) => parse_result(self.inner.engine.server(), method, raw.get()),
+            Err(Error::InputRequired { result, .. }) => {
+                parse_result(self.inner.engine.server(), method, result.get())
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Builds the `inputResponses` of a retry, one handler call per entry,

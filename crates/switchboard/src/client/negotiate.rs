@@ -238,7 +238,7 @@ impl Negotiator<'_> {
                     let discover: DiscoverResult = match parse_result(
                         &self.server,
                         rq::Discover::METHOD,
-                        &raw,
+                        raw.get(),
                     ) {
                         Ok(discover) => discover,
                         // Some older servers answer any method with an
@@ -396,7 +396,8 @@ impl Negotiator<'_> {
                 RequestOptions::default(),
             )
             .await?;
-        let result: InitializeResult = parse_result(&self.server, rq::Initialize::METHOD, &raw)?;
+        let result: InitializeResult =
+            parse_result(&self.server, rq::Initialize::METHOD, raw.get())?;
         if !ProtocolVersion::LEGACY.contains(&result.protocol_version) {
             engine.close().await;
             return Err(Error::UnsupportedVersion {

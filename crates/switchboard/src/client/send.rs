@@ -16,7 +16,7 @@ use switchboard_types::{
 };
 
 use super::{Client, level_from_code};
-use crate::engine::RequestOptions;
+use crate::engine::{RawResult, RequestOptions};
 use crate::error::{Error, Result};
 
 /// The `_meta` fields every modern request carries.
@@ -100,9 +100,9 @@ pub(super) fn add_meta(params: &mut Value, fields: impl IntoIterator<Item = (Str
 pub(super) fn parse_result<T: DeserializeOwned>(
     server: &Arc<str>,
     method: &str,
-    raw: &RawValue,
+    raw: &str,
 ) -> Result<T> {
-    serde_json::from_str(raw.get()).map_err(|error| Error::Protocol {
+    serde_json::from_str(raw).map_err(|error| Error::Protocol {
         server: server.clone(),
         detail: format!("its `{method}` result is malformed: {error}"),
     })
@@ -112,7 +112,7 @@ pub(super) fn parse_result<T: DeserializeOwned>(
 pub(super) fn check_result_type(
     server: &Arc<str>,
     method: &str,
-    raw: &RawValue,
+    raw: &RawResult,
     result_type: Option<&str>,
 ) -> Result<()> {
     match result_type {
@@ -123,7 +123,7 @@ pub(super) fn check_result_type(
         Some("input_required") => Err(Error::InputRequired {
             server: server.clone(),
             method: method.to_owned(),
-            result: raw.to_owned(),
+            result: raw.to_raw_value(),
         }),
         Some(other) => Err(Error::Protocol {
             server: server.clone(),
@@ -150,7 +150,7 @@ pub(super) fn renumber_progress(
 }
 
 /// Reads only `resultType`, skipping the rest without building it.
-pub(super) fn peek_result_type(raw: &RawValue) -> Option<Cow<'_, str>> {
+pub(super) fn peek_result_type(raw: &RawResult) -> Option<Cow<'_, str>> {
     #[derive(serde::Deserialize)]
     struct Peek<'a> {
         #[serde(rename = "resultType", borrow, default)]
@@ -176,7 +176,7 @@ impl Client {
         method: &str,
         params: Option<Value>,
         options: RequestOptions,
-    ) -> Result<Box<RawValue>> {
+    ) -> Result<RawResult> {
         // Cacheable methods of the stateless era (cache.rs).
         match self.cache_key(method, params.as_ref()) {
             Some(key) => self.request_cached(key, method, params, options).await,
@@ -194,7 +194,7 @@ impl Client {
         method: &str,
         params: Option<Value>,
         options: RequestOptions,
-    ) -> Result<Box<RawValue>> {
+    ) -> Result<RawResult> {
         let engine = &self.inner.engine;
         let id = engine.allocate_id();
         // The common stateless-era case, params without `_meta` of their
@@ -275,7 +275,7 @@ impl Client {
         method: &str,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
-    ) -> Result<Box<RawValue>> {
+    ) -> Result<RawResult> {
         let engine = &self.inner.engine;
         let modern = self.inner.session.era == Era::Modern;
         let retry_options = modern.then(|| options.clone());
@@ -335,7 +335,7 @@ impl Client {
         })?;
         let value = (!value.is_null()).then_some(value);
         let raw = self.request_raw(R::METHOD, value, options).await?;
-        parse_result(self.inner.engine.server(), R::METHOD, &raw)
+        parse_result(self.inner.engine.server(), R::METHOD, raw.get())
     }
 
     pub(super) fn require(
@@ -411,7 +411,7 @@ impl Client {
                     "max_list_bytes",
                 ));
             }
-            let page: R::Result = parse_result(self.inner.engine.server(), R::METHOD, &raw)?;
+            let page: R::Result = parse_result(self.inner.engine.server(), R::METHOD, raw.get())?;
             drop(raw);
             let next = page.next_cursor().map(str::to_owned);
             let page = page.into_items();

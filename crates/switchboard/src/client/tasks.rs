@@ -551,7 +551,7 @@ impl Client {
         })?;
         self.declare_tasks_extension(&mut value);
         let raw = self.request_raw(R::METHOD, Some(value), options).await?;
-        parse_result(self.inner.engine.server(), R::METHOD, &raw)
+        parse_result(self.inner.engine.server(), R::METHOD, raw.get())
     }
 
     async fn send_task_cancel(

@@ -96,7 +96,8 @@ fn result_type_peek_skips_content() {
         r#"{"content":[{"type":"text","text":"x"}],"resultType":"input_required"}"#.into(),
     )
     .unwrap();
+    let raw = crate::RawResult::from(raw);
     assert_eq!(peek_result_type(&raw).as_deref(), Some("input_required"));
-    let raw = RawValue::from_string(r#"{"content":[]}"#.into()).unwrap();
+    let raw = crate::RawResult::from(RawValue::from_string(r#"{"content":[]}"#.into()).unwrap());
     assert_eq!(peek_result_type(&raw), None);
 }

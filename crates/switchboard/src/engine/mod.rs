@@ -22,9 +22,11 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::transport::{Connection, MessageSink, StderrBuffer, TransportError};
 
 mod error;
+mod raw;
 mod reader;
 
 pub use error::EngineError;
+pub use raw::RawResult;
 use reader::Reader;
 
 /// A callback for `notifications/progress` of one request.
@@ -169,7 +171,7 @@ pub trait RequestHandler: Send + Sync + 'static {
 /// What the reader hands a waiting caller.
 enum Answer {
     /// The server's result or JSON-RPC error.
-    Reply(Result<Box<RawValue>, ErrorObject>),
+    Reply(Result<RawResult, ErrorObject>),
     /// A reply with this request's id arrived but cannot be used; says what
     /// was wrong.
     Unusable(String),
@@ -511,7 +513,7 @@ impl Engine {
         method: &str,
         params: Option<&RawValue>,
         options: RequestOptions,
-    ) -> Result<Box<RawValue>, EngineError> {
+    ) -> Result<RawResult, EngineError> {
         let _permit = self
             .in_flight
             .acquire()

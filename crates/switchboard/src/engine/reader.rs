@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{
-    Answer, AskGuard, Control, Pending, Progress, RequestHandler, ServerNotification,
+    Answer, AskGuard, Control, Pending, Progress, RawResult, RequestHandler, ServerNotification,
     ServerRequest, Shared, fail_all,
 };
 use crate::transport::{Incoming, MessageSink, MessageStream, TransportError};
@@ -53,6 +53,16 @@ fn unusable_response_ids(bytes: &[u8]) -> Vec<i64> {
         .filter(|probe| probe.method.is_none() && probe.jsonrpc.as_deref() == Some("2.0"))
         .filter_map(|probe| probe.id?.as_i64())
         .collect()
+}
+
+/// Where `part`, a slice of `text`, lies in it.
+fn span_in(text: &str, part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let range = start..start.checked_add(part.len())?;
+    // Same address and length: no comparison of the text itself.
+    text.get(range.clone())
+        .is_some_and(|s| std::ptr::eq(s, part))
+        .then_some(range)
 }
 
 /// Why bytes carrying a response could not be used, for the caller.
@@ -95,7 +105,8 @@ impl Reader {
                 },
                 Some(_) = self.handlers.join_next(), if !self.handlers.is_empty() => {}
                 message = stream.recv() => match message {
-                    Ok(Some(Incoming::Message(bytes))) => self.route(&bytes),
+                    Ok(Some(Incoming::Message(bytes))) => self.route(bytes, None),
+                    Ok(Some(Incoming::Answer { id, message })) => self.route(message, Some(id)),
                     Ok(Some(Incoming::Lost { id, why })) => self.answer(&id, Answer::Lost(why)),
                     Ok(Some(Incoming::Violation { id, why })) => self.answer(&id, Answer::Unusable(why)),
                     Ok(None) => break TransportError::ClosedByClient,
@@ -116,43 +127,89 @@ impl Reader {
         self.handlers.abort_all();
     }
 
-    fn route(&mut self, bytes: &[u8]) {
-        let incoming = match jsonrpc::Incoming::from_slice(bytes) {
-            Ok(incoming) => incoming,
+    /// Routes one line or body. The text is checked as UTF-8 once and parsed
+    /// once: a lone response's result stays where it arrived, as a range of
+    /// the text handed to the caller (no copy, however large).
+    ///
+    /// `answering` is the request these bytes came in answer to, if the
+    /// transport knows: unusable bytes fail it at once.
+    fn route(&mut self, bytes: Vec<u8>, answering: Option<RequestId>) {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => Arc::new(text),
+            // serde_json's own verdict, and the ids the bytes still name.
             Err(error) => {
-                // A reply to a pending request fails it at once, rather
-                // than leaving it to time out as if nothing had come.
-                let ids = unusable_response_ids(bytes);
-                let failed: Vec<Pending> = {
-                    let mut pending = self.shared.lock();
-                    ids.iter().filter_map(|id| pending.map.remove(id)).collect()
-                };
-                if !failed.is_empty() {
-                    let what = unusable_because(bytes, &error);
-                    tracing::warn!(server = %self.shared.server, %what, "unusable response");
-                    for pending in failed {
-                        let _ = pending.tx.send(Answer::Unusable(what.clone()));
-                    }
-                    return;
+                let bytes = error.into_bytes();
+                match jsonrpc::Incoming::from_slice(&bytes) {
+                    Ok(incoming) => incoming.into_iter().for_each(|m| self.dispatch(m)),
+                    Err(error) => self.unparsable(&bytes, &error, answering),
                 }
-                self.shared.skipped_lines.fetch_add(1, Ordering::Relaxed);
-                let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
-                tracing::warn!(
-                    server = %self.shared.server,
-                    error = %error,
-                    line = %preview,
-                    "skipped a line that is not JSON-RPC"
-                );
                 return;
             }
         };
-        for message in incoming {
-            match message {
-                JsonRpcMessage::Response(response) => self.on_response(response),
-                JsonRpcMessage::Notification(notification) => self.on_notification(notification),
-                JsonRpcMessage::Request(request) => self.on_request(request),
+        let incoming = match jsonrpc::IncomingRef::from_str(&text) {
+            Ok(incoming) => incoming,
+            Err(error) => return self.unparsable(text.as_bytes(), &error, answering),
+        };
+        match incoming {
+            jsonrpc::IncomingRef::Single(jsonrpc::MessageRef::Response(response)) => {
+                let outcome = response.outcome.map(|raw| match span_in(&text, raw.get()) {
+                    Some(range) => RawResult::within(text.clone(), range),
+                    None => RawResult::from(raw),
+                });
+                self.on_response(response.id, outcome);
             }
+            jsonrpc::IncomingRef::Single(message) => self.dispatch(message.into_owned()),
+            jsonrpc::IncomingRef::Batch(messages) => messages
+                .into_iter()
+                .for_each(|m| self.dispatch(m.into_owned())),
         }
+    }
+
+    fn dispatch(&mut self, message: JsonRpcMessage) {
+        match message {
+            JsonRpcMessage::Response(response) => {
+                self.on_response(response.id, response.outcome.map(RawResult::from))
+            }
+            JsonRpcMessage::Notification(notification) => self.on_notification(notification),
+            JsonRpcMessage::Request(request) => self.on_request(request),
+        }
+    }
+
+    /// Bytes that are not JSON-RPC: a reply to a pending request fails it at
+    /// once, rather than leaving it to time out as if nothing had come;
+    /// anything else is skipped and counted.
+    fn unparsable(
+        &mut self,
+        bytes: &[u8],
+        error: &jsonrpc::ParseError,
+        answering: Option<RequestId>,
+    ) {
+        let mut ids = unusable_response_ids(bytes);
+        if let Some(RequestId::Number(id)) = answering
+            && !ids.contains(&id)
+        {
+            ids.push(id);
+        }
+        let failed: Vec<Pending> = {
+            let mut pending = self.shared.lock();
+            ids.iter().filter_map(|id| pending.map.remove(id)).collect()
+        };
+        if !failed.is_empty() {
+            let what = unusable_because(bytes, error);
+            tracing::warn!(server = %self.shared.server, %what, "unusable response");
+            for pending in failed {
+                let _ = pending.tx.send(Answer::Unusable(what.clone()));
+            }
+            return;
+        }
+        self.shared.skipped_lines.fetch_add(1, Ordering::Relaxed);
+        let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
+        tracing::warn!(
+            server = %self.shared.server,
+            error = %error,
+            line = %preview,
+            "skipped a line that is not JSON-RPC"
+        );
     }
 
     /// Hands request `id` what its transport reported about its answer.
@@ -171,8 +228,8 @@ impl Reader {
         }
     }
 
-    fn on_response(&mut self, response: JsonRpcResponse) {
-        let id = match response.id {
+    fn on_response(&mut self, id: Option<RequestId>, outcome: Result<RawResult, ErrorObject>) {
+        let id = match id {
             Some(RequestId::Number(id)) => id,
             // Our ids are numbers: `"3"` is another request's id, not 3's.
             Some(RequestId::String(ref s)) => {
@@ -183,7 +240,7 @@ impl Reader {
                 // JSON-RPC's answer to a request the server could not parse.
                 // On one ordered pipe with one request pending, it can only
                 // be about that one; with several, nobody can tell which.
-                if let Err(error) = &response.outcome {
+                if let Err(error) = &outcome {
                     let lone = if self.single_pipe {
                         let mut pending = self.shared.lock();
                         let lone = (pending.map.len() == 1)
@@ -195,7 +252,7 @@ impl Reader {
                     };
                     match lone {
                         Some(pending) => {
-                            let _ = pending.tx.send(Answer::Reply(response.outcome));
+                            let _ = pending.tx.send(Answer::Reply(outcome));
                         }
                         None => {
                             tracing::warn!(server = %self.shared.server, %error, "server reported an error without a request id")
@@ -208,7 +265,7 @@ impl Reader {
         let pending = self.shared.lock().map.remove(&id);
         match pending {
             Some(pending) => {
-                let _ = pending.tx.send(Answer::Reply(response.outcome));
+                let _ = pending.tx.send(Answer::Reply(outcome));
             }
             // A late answer to a request that timed out or was cancelled.
             None => tracing::trace!(server = %self.shared.server, id, "dropped a late response"),

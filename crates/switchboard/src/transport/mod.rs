@@ -32,6 +32,15 @@ pub mod ws;
 pub enum Incoming {
     /// One whole message as the peer sent it, unparsed.
     Message(Vec<u8>),
+    /// A message that came as the answer to request `id` (an HTTP body):
+    /// unparsed like [`Incoming::Message`], but if it is not JSON-RPC,
+    /// request `id` fails at once with what was wrong.
+    Answer {
+        /// The request the message answers.
+        id: RequestId,
+        /// The message as the peer sent it.
+        message: Vec<u8>,
+    },
     /// The answer to request `id` can no longer arrive (the stream it was
     /// owed on broke, or the session ended). It may have run.
     Lost {
@@ -53,7 +62,7 @@ impl Incoming {
     /// The message, when this is one rather than a report.
     pub fn into_message(self) -> Option<Vec<u8>> {
         match self {
-            Incoming::Message(message) => Some(message),
+            Incoming::Message(message) | Incoming::Answer { message, .. } => Some(message),
             _ => None,
         }
     }

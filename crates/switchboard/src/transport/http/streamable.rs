@@ -142,13 +142,19 @@ impl Shared {
 
     /// Queues a message from the server, after learning from (and
     /// filtering) a `tools/list` answer.
-    async fn deliver(&self, message: Vec<u8>) {
+    /// `answering`: the request whose POST this body answered (an
+    /// unusable body then fails it at once).
+    async fn deliver(&self, message: Vec<u8>, answering: Option<RequestId>) {
         let message = if self.state().tool_lists.is_empty() {
             message
         } else {
             self.learn_tool_headers(message)
         };
-        self.push(Ok(Incoming::Message(message))).await;
+        let incoming = match answering {
+            Some(id) => Incoming::Answer { id, message },
+            None => Incoming::Message(message),
+        };
+        self.push(Ok(incoming)).await;
     }
 
     /// Records each tool's `x-mcp-header` parameters and drops tools whose
@@ -449,6 +455,25 @@ impl MessageSink for HttpSink {
 
 async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError> {
     let sniff = Sniff::parse(message);
+    // The stream for server-initiated messages opens beside
+    // `notifications/initialized`, not after it: one round trip, not two.
+    let get_opened = if sniff.method.as_deref() == Some("notifications/initialized") {
+        open_get_stream(&shared)
+    } else {
+        None
+    };
+    let outcome = send_sniffed(&shared, message, &sniff).await;
+    if let (Ok(()), Some(opened)) = (&outcome, get_opened) {
+        let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
+    }
+    outcome
+}
+
+async fn send_sniffed(
+    shared: &Arc<Shared>,
+    message: &[u8],
+    sniff: &Sniff<'_>,
+) -> Result<(), TransportError> {
     let method = sniff.method.as_deref();
     let modern_version = sniff.modern_version();
     let legacy_session = shared.state().negotiated_version.is_some();
@@ -500,7 +525,7 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
                     encode_header_value(name),
                 );
             }
-            for (name, value) in mirrored_params(&shared, &sniff, message) {
+            for (name, value) in mirrored_params(shared, sniff, message) {
                 request = request.header(name, value);
             }
             if method == "tools/list"
@@ -527,12 +552,12 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
             if reinitialized || method == Some("initialize") {
                 return Err(TransportError::SessionExpired { session_id: lost });
             }
-            reinitialize(&shared, &lost).await?;
+            reinitialize(shared, &lost).await?;
             reinitialized = true;
             // The request never reached the server: send it again.
             continue;
         }
-        return on_response(&shared, response, &sniff).await;
+        return on_response(shared, response, sniff).await;
     }
 }
 
@@ -643,7 +668,6 @@ async fn on_response(
     if body.iter().all(u8::is_ascii_whitespace) {
         // 202 Accepted for a notification or response; an empty 200 for a
         // request means the answer will come on the GET stream.
-        after_sent(shared, sniff).await;
         return Ok(());
     }
     if sniff.method.as_deref() == Some("initialize") {
@@ -653,11 +677,11 @@ async fn on_response(
         // Some servers answer a notification with 200 and `{}`: nothing to
         // deliver, and nothing worth a warning.
         tracing::trace!(server = %shared.display, "ignored a non-message body in reply to a notification");
-        after_sent(shared, sniff).await;
         return Ok(());
     }
-    shared.deliver(body).await;
-    after_sent(shared, sniff).await;
+    shared
+        .deliver(body, sniff.id.clone().filter(|_| is_request))
+        .await;
     Ok(())
 }
 
@@ -669,31 +693,30 @@ fn is_json_answer(status: u16, content_type: &str, body: &[u8]) -> bool {
         return status != 200;
     }
     let media = content_type.split(';').next().unwrap_or("").trim();
-    (media == "application/json" || media.ends_with("+json"))
-        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+    // Only the first byte is judged here: the engine parses the body once,
+    // and fails this request at once if it is not JSON-RPC after all.
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    (media == "application/json" || media.ends_with("+json")) && matches!(first, Some(b'{' | b'['))
 }
 
-/// After `notifications/initialized`, open the stream for server-initiated
-/// messages, and wait (briefly) until the server has answered it, so that
-/// whatever the server sends from then on has a stream to go to. (Not
-/// waiting was tried for issue 18: the TypeScript SDK's server drops a log
-/// line sent on a GET stream not yet open, and the interop test caught the
-/// loss. A server that answers the GET at once costs one round trip.)
-async fn after_sent(shared: &Arc<Shared>, sniff: &Sniff<'_>) {
-    if sniff.method.as_deref() != Some("notifications/initialized") {
-        return;
-    }
+/// Opens the stream for server-initiated messages (once per session) and
+/// returns what says it has been answered: the caller waits for it
+/// (briefly), so that whatever the server sends from then on has a stream
+/// to go to. (Not waiting was tried for issue 18: the TypeScript SDK's
+/// server drops a log line sent on a GET stream not yet open, and the
+/// interop test caught the loss. The wait overlaps the
+/// `notifications/initialized` POST, so it costs no round trip of its own.)
+fn open_get_stream(shared: &Arc<Shared>) -> Option<tokio::sync::oneshot::Receiver<()>> {
     {
         let mut state = shared.state();
         if state.get_stream_started {
-            return;
+            return None;
         }
         state.get_stream_started = true;
     }
     let (ready, opened) = tokio::sync::oneshot::channel();
-    let shared2 = shared.clone();
-    shared.spawn(get_stream(shared2, ready));
-    let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
+    shared.spawn(get_stream(shared.clone(), ready));
+    Some(opened)
 }
 
 fn record_initialize_result(shared: &Shared, body: &[u8]) {
@@ -782,14 +805,9 @@ async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportE
     if !response.status().is_success() {
         return Err(expired());
     }
-    after_sent(
-        shared,
-        &Sniff {
-            method: Some(Cow::Borrowed("notifications/initialized")),
-            ..Sniff::default()
-        },
-    )
-    .await;
+    if let Some(opened) = open_get_stream(shared) {
+        let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
+    }
     Ok(())
 }
 

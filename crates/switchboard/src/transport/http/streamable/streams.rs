@@ -161,7 +161,7 @@ pub(super) async fn read_stream(
                 if answered && awaited.is_some_and(|(_, init)| init) {
                     record_initialize_result(shared, data.as_bytes());
                 }
-                shared.deliver(data.into_bytes()).await;
+                shared.deliver(data.into_bytes(), None).await;
                 if answered {
                     return StreamEnd::Answered;
                 }
