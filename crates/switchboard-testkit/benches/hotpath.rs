@@ -346,7 +346,7 @@ struct MetricDef {
     better: Better,
 }
 
-const METRICS: [MetricDef; 9] = [
+const METRICS: [MetricDef; 10] = [
     MetricDef {
         key: "seq_p50_us",
         label: "sequential echo p50",
@@ -388,6 +388,11 @@ const METRICS: [MetricDef; 9] = [
         better: Better::Lower,
     },
     MetricDef {
+        key: "cold_known_ms",
+        label: "cold connect, second to the same URL (median)",
+        better: Better::Lower,
+    },
+    MetricDef {
         key: "rss_mib",
         label: "peak RSS (VmHWM)",
         better: Better::Lower,
@@ -398,7 +403,7 @@ fn format_value(key: &str, v: f64) -> String {
     match key {
         "seq_p50_us" | "seq_p99_us" | "seq_cpu_us" | "thr_cpu_us" => format!("{v:.1} µs"),
         "throughput" => format!("{} /s", group_thousands(v.round() as u64)),
-        "blob_1m_ms" | "blob_16m_ms" | "cold_ms" => format!("{v:.2} ms"),
+        "blob_1m_ms" | "blob_16m_ms" | "cold_ms" | "cold_known_ms" => format!("{v:.2} ms"),
         "rss_mib" => format!("{v:.1} MiB"),
         _ => format!("{v}"),
     }
@@ -1088,13 +1093,22 @@ async fn measure_blob(conn: &Conn, size: usize, reps: usize, limit: Duration) ->
 /// stdio: spawn → handshake → first `tools/list` result. HTTP: a fresh
 /// server per sample (started untimed, so no pooled connection to it
 /// exists), then client connect → handshake → first `tools/list` result.
-async fn measure_cold(kind: ClientKind, plan: &Plan) -> Outcome {
+/// Connect → first `tools/list` result. `second`: over HTTP, after one
+/// untimed connection to the same URL, so a client that remembers what it
+/// learnt about a server (switchboard: the era, as the 2026-07-28 revision
+/// says a client SHOULD cache per origin) can use it.
+async fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
     let mut samples = Vec::with_capacity(plan.cold_reps);
     for _ in 0..plan.cold_reps {
         let server = match kind.transport() {
             Transport::Stdio => None,
             Transport::Http => Some(HttpServer::start(kind).await?),
         };
+        if second {
+            let conn = connect(kind, server.as_ref().map(|s| s.url.as_str())).await?;
+            conn.list_tools().await?;
+            conn.close().await;
+        }
         let t = Instant::now();
         let conn = connect(kind, server.as_ref().map(|s| s.url.as_str())).await?;
         let n = conn.list_tools().await?;
@@ -1187,7 +1201,7 @@ async fn run_client(
         Err(e) => {
             let e = format!("connect: {e}");
             for m in &METRICS {
-                if !matches!(m.key, "cold_ms" | "rss_mib") {
+                if !matches!(m.key, "cold_ms" | "cold_known_ms" | "rss_mib") {
                     out.insert(m.key, Err(e.clone()));
                 }
             }
@@ -1199,7 +1213,13 @@ async fn run_client(
     if wanted("cold_ms") {
         out.insert(
             "cold_ms",
-            limited(limit * 2, measure_cold(kind, &plan)).await,
+            limited(limit * 2, measure_cold(kind, &plan, false)).await,
+        );
+    }
+    if wanted("cold_known_ms") && kind.transport() == Transport::Http {
+        out.insert(
+            "cold_known_ms",
+            limited(limit * 2, measure_cold(kind, &plan, true)).await,
         );
     }
     out.insert("rss_mib", vm_hwm_mib());
