@@ -34,12 +34,12 @@ fi
 cargo build -q --release --locked -p switchboard-cli --bin switchboard
 cli="$target/release/switchboard"
 
-# hello world with the release profile's settings (opt-level 3, no debug
-# info, debug info stripped).
+# hello world with the release profile's settings that matter for size and
+# start-up (opt-level 3, no debug info, symbols stripped).
 hello_dir="$target/bench-hello"
 mkdir -p "$hello_dir"
 printf 'fn main() {\n    println!("hello, world");\n}\n' >"$hello_dir/hello.rs"
-rustc --edition 2024 -C opt-level=3 -C debuginfo=0 -C strip=debuginfo \
+rustc --edition 2024 -C opt-level=3 -C debuginfo=0 -C strip=symbols \
   -o "$hello_dir/hello" "$hello_dir/hello.rs"
 
 echo "### CLI size and start-up"
