@@ -34,9 +34,21 @@ struct Prepared {
 }
 
 fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>, json: bool) -> Prepared {
+    let ask = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    prepare_asking(context, loaded, only, json, ask)
+}
+
+/// [`prepare`]; `ask`: whether `${input:ID}` may be asked on the terminal.
+fn prepare_asking(
+    context: &Context,
+    loaded: &LoadedConfig,
+    only: Option<&str>,
+    json: bool,
+    ask: bool,
+) -> Prepared {
     let mut expander = loaded.expander(&context.locations);
     // VS Code's `${input:ID}`: asked on a terminal, as VS Code asks.
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    if ask {
         expander = expander.with_prompt(ask_input);
     }
     let mut prepared = Prepared {
@@ -401,6 +413,75 @@ async fn open_all(
         }
     }
     Ok(opened)
+}
+
+/// `serve`: every configured server's tools as one MCP server on
+/// stdin/stdout until the host closes stdin. Servers start in the
+/// background; nothing is asked on the terminal (stdin is the host's):
+/// servers waiting for approval or for an `${input:…}` are reported on
+/// stderr and not started.
+pub(crate) async fn serve(
+    context: &Context,
+    credentials: Option<&Path>,
+    wait_ready: Duration,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    use switchboard::server::ServeOptions;
+    use switchboard::transport::TransportError;
+    use switchboard::types::Implementation;
+
+    let loaded = context.load(false);
+    for server in loaded.needs_approval() {
+        if server.enabled {
+            eprintln!(
+                "warning: server `{}` is not started: {} (run `switchboard approve {}`)",
+                crate::approve::clean(&server.name),
+                crate::approve::pending_reason(server),
+                crate::approve::clean(&server.name),
+            );
+        }
+    }
+    let prepared = prepare_asking(context, &loaded, None, false, false);
+    for (name, why) in &prepared.unusable {
+        eprintln!(
+            "warning: server `{}` cannot start: {}",
+            crate::sanitize::line(name),
+            crate::sanitize::term(why)
+        );
+    }
+    let hub = builder(
+        prepared.runnable,
+        DEFAULT_STARTUP,
+        credentials.map(Path::to_path_buf),
+        max_message_size,
+    )
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
+    let (started, first_start) = tokio::sync::watch::channel(false);
+    let starting = hub.clone();
+    tokio::spawn(async move {
+        let _ = starting.start().await;
+        let _ = started.send(true);
+    });
+    let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
+    let connection =
+        switchboard::transport::framing::io_connection(tokio::io::stdin(), tokio::io::stdout());
+    let served = switchboard_hub::HubServer::new(hub, info)
+        .wait_for_start(first_start, wait_ready)
+        .serve(connection, ServeOptions::default());
+    let reason = served.closed().await;
+    match &*reason {
+        TransportError::Closed { .. } | TransportError::ClosedByClient => Ok(0),
+        other => {
+            eprintln!(
+                "error: the host's connection failed: {}",
+                crate::sanitize::line(&other.to_string())
+            );
+            Ok(exit::UNREACHABLE)
+        }
+    }
 }
 
 /// Reports each server whose listing failed (server and error, on

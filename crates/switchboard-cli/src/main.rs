@@ -509,6 +509,27 @@ enum Command {
     },
     /// Revoke approvals of this project's servers.
     Untrust(ServerNames),
+    /// Serve every configured server's tools as one MCP server on
+    /// stdin/stdout, for an MCP host to start: tools named SERVER__TOOL,
+    /// to hosts of either protocol era.
+    ///
+    /// Servers start in the background; each one's tools appear when it is
+    /// ready (hosts of the session era are told the list changed). Project
+    /// servers not yet approved are not started (approve them with
+    /// `switchboard approve`); nothing is asked on the terminal, since
+    /// stdin is the host's. Logs go to stderr (RUST_LOG).
+    ///
+    /// Example, in a host's configuration:
+    /// `{"mcpServers": {"switchboard": {"command": "switchboard", "args": ["serve"]}}}`
+    Serve {
+        /// How long the host's first `tools/list` waits for the servers to
+        /// start (seconds); later lists never wait.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+        wait_ready: u64,
+        /// Refuse messages larger than this from any server (bytes).
+        #[arg(long, value_name = "BYTES")]
+        max_message_size: Option<u64>,
+    },
     /// Run the bundled test server on stdin/stdout (used by `demo`).
     #[command(name = "__testserver", hide = true)]
     TestServer {
@@ -593,7 +614,7 @@ fn main() -> ExitCode {
         Command::Approve(names) | Command::Untrust(names) => names.json,
         Command::Add(args) => args.json,
         Command::Remove(args) | Command::Enable(args) | Command::Disable(args) => args.json,
-        Command::TestServer { .. } => false,
+        Command::TestServer { .. } | Command::Serve { .. } => false,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -812,6 +833,20 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
     let creds = cli.credentials.as_deref();
     match cli.command {
         Command::Demo { json } => demo::run(json, servers).await,
+        Command::Serve {
+            wait_ready,
+            max_message_size,
+        } => {
+            let context = configure::Context::new(cli.config)?;
+            hub::serve(
+                &context,
+                creds,
+                Duration::from_secs(wait_ready),
+                max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
+                servers,
+            )
+            .await
+        }
         Command::Info { name, only, server } => {
             if server.command.is_empty() && server.url.is_none() {
                 let Some(name) = name.or(only) else {

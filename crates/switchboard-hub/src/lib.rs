@@ -27,7 +27,8 @@ pub use config::{
 };
 pub use hub::{
     Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubListing, HubPrompt,
-    HubResource, HubResourceTemplate, HubTool, ServerState, ServerStats, ServerStatus, StartReport,
+    HubResource, HubResourceTemplate, HubServer, HubTool, ServerState, ServerStats, ServerStatus,
+    StartReport,
 };
 
 /// Entry points for `fuzz/` (feature `fuzzing`, never on by default): the

@@ -31,6 +31,7 @@
 pub mod client;
 pub mod engine;
 pub mod error;
+pub mod server;
 pub mod transport;
 pub mod url_display;
 

@@ -51,6 +51,7 @@ mod login;
 #[cfg(feature = "otel")]
 mod otel;
 mod routes;
+mod serve;
 mod state;
 mod stats;
 mod store;
@@ -81,6 +82,7 @@ pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
 #[cfg(feature = "oauth")]
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
+pub use serve::HubServer;
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::ServerStats;
 

@@ -478,6 +478,20 @@ impl Engine {
         move || shared.lock().closed.clone()
     }
 
+    /// What flips to `true` once the connection is gone (holds nothing of
+    /// the engine).
+    pub(crate) fn closed_watch(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.shared.closed_signal.subscribe()
+    }
+
+    /// Waits until the connection is gone and returns why.
+    pub(crate) async fn wait_closed(&self) -> Arc<TransportError> {
+        let mut closed = self.shared.closed_signal.subscribe();
+        let _ = closed.wait_for(|closed| *closed).await;
+        self.closed_reason()
+            .unwrap_or_else(|| Arc::new(TransportError::ClosedByClient))
+    }
+
     /// Sends a notification.
     pub(crate) async fn notify(
         &self,

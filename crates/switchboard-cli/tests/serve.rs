@@ -1,0 +1,130 @@
+//! `switchboard serve`: the configured servers as one MCP server on stdio,
+//! to a host of either era, in front of a session-era and a 2026-07-28
+//! backend (the bundled test server, `switchboard __testserver`). The host
+//! is this crate's own client; hosts no one here wrote are issue 19's
+//! interop tests.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use switchboard::transport::stdio::StdioConfig;
+use switchboard::types::{CallToolRequestParams, JsonObject};
+use switchboard::{Client, EraMode, RequestOptions};
+
+#[allow(dead_code)] // only the binary's path is used here
+mod support;
+
+use support::BIN;
+
+/// A HOME with a user config of two servers: `old` (session era only) and
+/// `new` (2026-07-28 only).
+struct Sandbox {
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new(name: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("switchboard-serve-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("work/.git")).unwrap();
+        let config = root.join("home/.config/switchboard/config.toml");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[servers.old]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"legacy\"]\n\n\
+                 [servers.new]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"
+            ),
+        )
+        .unwrap();
+        Self { root }
+    }
+
+    fn gateway(&self) -> StdioConfig {
+        StdioConfig::new(BIN)
+            .args(["serve"])
+            .env("HOME", self.root.join("home"))
+            .env(
+                "SWITCHBOARD_CREDENTIALS",
+                self.root.join("credentials.json"),
+            )
+            .cwd(self.root.join("work"))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn args(value: serde_json::Value) -> Option<JsonObject> {
+    value.as_object().cloned()
+}
+
+#[tokio::test]
+async fn a_host_of_each_era_lists_and_calls_tools_of_both_backends() {
+    let sandbox = Sandbox::new("eras");
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let host = Client::builder()
+            .era_mode(mode)
+            .connect(sandbox.gateway())
+            .await
+            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert_eq!(host.server_info().unwrap().name, "switchboard");
+        // The first list waits for the servers' start.
+        let names: Vec<String> = host
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        for wanted in ["old__echo", "new__echo", "old__progress"] {
+            assert!(names.iter().any(|n| n == wanted), "{mode:?}: {names:?}");
+        }
+        for server in ["old", "new"] {
+            let result = host
+                .call_tool(format!("{server}__echo"), args(json!({"text": server})))
+                .await
+                .unwrap();
+            assert_ne!(result.is_error, Some(true), "{mode:?} {server}: {result:?}");
+            let text = result.content[0].as_text().unwrap();
+            assert!(text.contains(server), "{mode:?} {server}: {text}");
+        }
+        // An unknown name is the host's error; the session goes on.
+        let error = host.call_tool("nobody__echo", None).await.unwrap_err();
+        assert!(error.to_string().contains("Unknown tool"), "{error}");
+        host.call_tool("old__echo", args(json!({"text": "still"})))
+            .await
+            .unwrap();
+        host.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_backends_progress_reaches_the_host() {
+    let sandbox = Sandbox::new("progress");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(sandbox.gateway())
+        .await
+        .unwrap();
+    host.list_tools().await.unwrap();
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = steps.clone();
+    let options = RequestOptions::default().on_progress(move |p| {
+        seen.lock().unwrap().push(p.progress);
+    });
+    let params = CallToolRequestParams {
+        name: "new__progress".into(),
+        arguments: args(json!({"steps": 3})),
+        ..Default::default()
+    };
+    let result = host.call_tool_with(&params, options).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(*steps.lock().unwrap(), [1.0, 2.0, 3.0]);
+    host.close().await;
+}

@@ -1,0 +1,770 @@
+//! Serving MCP: the server side, on the same engine and types as the client.
+//!
+//! A [`ServerHandler`] says what the server offers (tools, resources,
+//! prompts, completion); [`serve`] runs it over any [`Connection`] (stdio:
+//! [`serve_stdio`]) and answers clients of **both eras** on it, per request:
+//!
+//! - the session era (2024-11-05 … 2025-11-25): `initialize` picks the
+//!   version (the client's if we speak it, else our newest), requests before
+//!   it are refused, `notifications/initialized` is accepted;
+//! - the stateless era (2026-07-28): `server/discover`, and every request
+//!   carrying `_meta.io.modelcontextprotocol/protocolVersion` is checked
+//!   (an unsupported version gets `-32022` naming what we support) and
+//!   answered with `resultType` and the server's identity in `_meta`.
+//!
+//! `ping` and cancellation come from the engine: a `notifications/cancelled`
+//! aborts the handler's future. Handlers run concurrently, at most
+//! [`ServeOptions::max_concurrent_requests`] at once; more are refused with
+//! an error that says so, so a flood of requests costs bounded memory.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use switchboard::server::{Reply, RequestContext, ServerHandler, serve};
+//! use switchboard::transport::framing::io_connection;
+//! use switchboard::types::{
+//!     CallToolRequestParams, CallToolResult, Implementation, ListToolsResult,
+//!     PaginatedRequestParams, ServerCapabilities, Tool,
+//! };
+//!
+//! struct Echo;
+//!
+//! impl ServerHandler for Echo {
+//!     fn info(&self) -> Implementation {
+//!         Implementation::new("echo", "1.0.0")
+//!     }
+//!     fn capabilities(&self) -> ServerCapabilities {
+//!         ServerCapabilities { tools: Some(Default::default()), ..Default::default() }
+//!     }
+//!     fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListToolsResult> {
+//!         Box::pin(async {
+//!             let tool: Tool = serde_json::from_value(serde_json::json!({
+//!                 "name": "echo", "inputSchema": {"type": "object"}
+//!             })).unwrap();
+//!             Ok(ListToolsResult { tools: vec![tool], ..Default::default() })
+//!         })
+//!     }
+//!     fn call_tool(&self, params: CallToolRequestParams, _: RequestContext) -> Reply<CallToolResult> {
+//!         Box::pin(async move { Ok(CallToolResult::text(format!("{:?}", params.arguments))) })
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+//! let (read, write) = tokio::io::split(server_end);
+//! let server = serve(Arc::new(Echo), io_connection(read, write), Default::default());
+//! # drop((client_end, server));
+//! # }
+//! ```
+
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use switchboard_types::jsonrpc::ErrorObject;
+use switchboard_types::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
+    CompleteResult, Era, GetPromptRequestParams, GetPromptResult, Implementation, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
+    ServerCapabilities, codes, meta,
+};
+use tokio::sync::Semaphore;
+
+use crate::engine::{Engine, EngineConfig, HandlerResult, RequestHandler, ServerRequest};
+use crate::transport::{BoxFuture, Connection, TransportError};
+
+#[cfg(test)]
+mod tests;
+
+/// What a handler method returns: its answer, later.
+pub type Reply<T> = BoxFuture<'static, Result<T, ErrorObject>>;
+
+/// What an MCP server offers. Every method has a default: the list methods
+/// list nothing, the others answer "not supported" (`-32601`), so a server
+/// implements only what its [`ServerHandler::capabilities`] declare.
+pub trait ServerHandler: Send + Sync + 'static {
+    /// Who the server is (`serverInfo`).
+    fn info(&self) -> Implementation;
+
+    /// What the server supports; declared to both eras.
+    fn capabilities(&self) -> ServerCapabilities;
+
+    /// How to use the server, for the model's context.
+    fn instructions(&self) -> Option<String> {
+        None
+    }
+
+    /// `tools/list`.
+    fn list_tools(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListToolsResult> {
+        Box::pin(async { Ok(ListToolsResult::default()) })
+    }
+
+    /// `tools/call`.
+    fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<CallToolResult> {
+        let error = ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("Unknown tool: {}", params.name),
+        );
+        Box::pin(async move { Err(error) })
+    }
+
+    /// `resources/list`.
+    fn list_resources(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListResourcesResult> {
+        Box::pin(async { Ok(ListResourcesResult::default()) })
+    }
+
+    /// `resources/templates/list`.
+    fn list_resource_templates(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListResourceTemplatesResult> {
+        Box::pin(async { Ok(ListResourceTemplatesResult::default()) })
+    }
+
+    /// `resources/read`.
+    fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ReadResourceResult> {
+        let error = ErrorObject::new(
+            codes::RESOURCE_NOT_FOUND,
+            format!("Resource not found: {}", params.uri),
+        );
+        Box::pin(async move { Err(error) })
+    }
+
+    /// `prompts/list`.
+    fn list_prompts(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListPromptsResult> {
+        Box::pin(async { Ok(ListPromptsResult::default()) })
+    }
+
+    /// `prompts/get`.
+    fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<GetPromptResult> {
+        let error = ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("Unknown prompt: {}", params.name),
+        );
+        Box::pin(async move { Err(error) })
+    }
+
+    /// `completion/complete`.
+    fn complete(
+        &self,
+        _params: CompleteRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<CompleteResult> {
+        Box::pin(async { Ok(CompleteResult::default()) })
+    }
+}
+
+/// What a handler knows about the request it answers, and the way back to
+/// the client.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    /// The era the request was made in.
+    pub era: Era,
+    /// The revision: the one `initialize` chose, or the request's own.
+    pub protocol_version: ProtocolVersion,
+    /// Who the client is, when it said.
+    pub client_info: Option<Implementation>,
+    /// What the client supports.
+    pub client_capabilities: ClientCapabilities,
+    /// The request's `_meta` (progress token, trace context, …).
+    pub meta: JsonObject,
+    /// The client, for notifications about this request.
+    pub peer: Peer,
+}
+
+impl RequestContext {
+    /// The request's progress token, if it asked for progress.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.meta.get(meta::PROGRESS_TOKEN)
+    }
+
+    /// Reports progress on this request, when the client asked for it.
+    ///
+    /// # Errors
+    /// When the connection is gone.
+    pub async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), TransportError> {
+        let Some(token) = self.progress_token() else {
+            return Ok(());
+        };
+        let mut params = serde_json::json!({ "progressToken": token, "progress": progress });
+        if let Some(total) = total {
+            params["total"] = total.into();
+        }
+        if let Some(message) = message {
+            params["message"] = message.into();
+        }
+        self.peer
+            .notify("notifications/progress", Some(params))
+            .await
+    }
+}
+
+/// The way back to the connected client: notifications.
+#[derive(Clone, Default)]
+pub struct Peer {
+    engine: Arc<OnceLock<Weak<Engine>>>,
+    /// Flips to `true` when a session-era client sends
+    /// `notifications/initialized`.
+    initialized: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer").finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    /// Resolves with `true` once a session-era client has sent
+    /// `notifications/initialized` — from then on the server may send it
+    /// notifications of its own (list changes) — or with `false` when the
+    /// connection is gone first. A 2026-07-28 client never sends it: it
+    /// hears of changes only on the streams it asks for.
+    pub fn session_initialized(&self) -> impl std::future::Future<Output = bool> + Send + 'static {
+        let mut initialized = self.initialized.subscribe();
+        let closed = self.closed();
+        async move {
+            let seen = tokio::select! {
+                outcome = initialized.wait_for(|i| *i) => outcome.map(|_| true).unwrap_or(false),
+                () = closed => false,
+            };
+            seen || *initialized.borrow()
+        }
+    }
+
+    /// Resolves once the connection is gone (at once if it already is).
+    /// Holds nothing of the connection while it waits.
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let watch = self
+            .engine
+            .get()
+            .and_then(Weak::upgrade)
+            .map(|engine| engine.closed_watch());
+        async move {
+            if let Some(mut watch) = watch {
+                let _ = watch.wait_for(|closed| *closed).await;
+            }
+        }
+    }
+
+    /// Sends a notification to the client.
+    ///
+    /// # Errors
+    /// When the connection is gone.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), TransportError> {
+        let Some(engine) = self.engine.get().and_then(Weak::upgrade) else {
+            return Err(TransportError::ClosedByClient);
+        };
+        let params = params
+            .map(|p| serde_json::value::to_raw_value(&p))
+            .transpose()
+            .map_err(|e| TransportError::Config(format!("notification params: {e}")))?;
+        engine
+            .notify(method, params.as_deref())
+            .await
+            .map_err(|error| TransportError::Config(error.to_string()))
+    }
+}
+
+/// Limits of one served connection.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Requests the client may have running at once; more are refused with
+    /// an error saying so. Default 256.
+    pub max_concurrent_requests: usize,
+    /// The session-era revisions spoken, newest first. Default all four.
+    pub legacy_versions: Vec<ProtocolVersion>,
+    /// The stateless-era revisions spoken. Default 2026-07-28. Empty: the
+    /// server answers only the session era.
+    pub modern_versions: Vec<ProtocolVersion>,
+    /// A name for the client in logs. Default `client`.
+    pub peer_name: String,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            max_concurrent_requests: 256,
+            legacy_versions: ProtocolVersion::LEGACY.to_vec(),
+            modern_versions: ProtocolVersion::MODERN.to_vec(),
+            peer_name: "client".to_owned(),
+        }
+    }
+}
+
+impl ServeOptions {
+    /// Sets [`ServeOptions::max_concurrent_requests`].
+    pub fn max_concurrent_requests(mut self, n: usize) -> Self {
+        self.max_concurrent_requests = n.max(1);
+        self
+    }
+
+    /// Sets [`ServeOptions::modern_versions`].
+    pub fn modern_versions(mut self, versions: Vec<ProtocolVersion>) -> Self {
+        self.modern_versions = versions;
+        self
+    }
+
+    /// Sets [`ServeOptions::legacy_versions`].
+    pub fn legacy_versions(mut self, versions: Vec<ProtocolVersion>) -> Self {
+        self.legacy_versions = versions;
+        self
+    }
+}
+
+/// A connection being served. Dropping it closes the connection.
+pub struct Served {
+    engine: Arc<Engine>,
+    peer: Peer,
+}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served").finish_non_exhaustive()
+    }
+}
+
+impl Served {
+    /// The way to the client, for notifications such as
+    /// `notifications/tools/list_changed`.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Waits until the client goes away (or the connection fails) and says
+    /// why.
+    pub async fn closed(&self) -> Arc<TransportError> {
+        self.engine.wait_closed().await
+    }
+
+    /// Closes the connection.
+    pub async fn close(&self) {
+        self.engine.close().await;
+    }
+}
+
+/// Serves `handler` on `connection`, from now until the client goes away or
+/// the returned [`Served`] is dropped.
+pub fn serve(
+    handler: Arc<dyn ServerHandler>,
+    connection: Connection,
+    options: ServeOptions,
+) -> Served {
+    let peer = Peer::default();
+    let dispatch = Arc::new(Dispatch {
+        handler,
+        state: Mutex::new(Session::default()),
+        running: Arc::new(Semaphore::new(options.max_concurrent_requests.max(1))),
+        limit: options.max_concurrent_requests.max(1),
+        peer: peer.clone(),
+        options: options.clone(),
+    });
+    let config = EngineConfig {
+        // The server's own requests (none yet) and notifications.
+        request_timeout: Duration::from_secs(60),
+        ..EngineConfig::default()
+    };
+    let engine = Arc::new(Engine::start(
+        options.peer_name.as_str().into(),
+        connection,
+        config,
+        Some(dispatch),
+    ));
+    let _ = peer.engine.set(Arc::downgrade(&engine));
+    // A session-era client's `notifications/initialized`: the moment the
+    // server may speak first.
+    let mut notes = engine.subscribe();
+    let initialized = peer.initialized.clone();
+    tokio::spawn(async move {
+        while let Some(note) = notes.recv().await {
+            if note.method == "notifications/initialized" {
+                initialized.send_replace(true);
+                return;
+            }
+        }
+    });
+    Served { engine, peer }
+}
+
+/// Serves `handler` on this process's stdin and stdout until stdin ends.
+///
+/// # Errors
+/// What ended the connection, unless it was the client closing stdin.
+pub async fn serve_stdio(
+    handler: Arc<dyn ServerHandler>,
+    options: ServeOptions,
+) -> Result<(), Arc<TransportError>> {
+    let connection =
+        crate::transport::framing::io_connection(tokio::io::stdin(), tokio::io::stdout());
+    let served = serve(handler, connection, options);
+    let reason = served.closed().await;
+    match &*reason {
+        TransportError::Closed { .. } | TransportError::ClosedByClient => Ok(()),
+        _ => Err(reason),
+    }
+}
+
+/// The session-era handshake's outcome.
+#[derive(Default)]
+struct Session {
+    initialized: Option<(ProtocolVersion, ClientCapabilities, Implementation)>,
+}
+
+struct Dispatch {
+    handler: Arc<dyn ServerHandler>,
+    state: Mutex<Session>,
+    running: Arc<Semaphore>,
+    limit: usize,
+    peer: Peer,
+    options: ServeOptions,
+}
+
+/// How one request is answered.
+enum Mode {
+    Legacy,
+    Modern,
+}
+
+/// `params` as `T`; absent params read as `{}`.
+fn parse<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.map_or("{}", RawValue::get))
+        .map_err(|e| ErrorObject::new(codes::INVALID_PARAMS, format!("Invalid params: {e}")))
+}
+
+fn request_meta(params: Option<&RawValue>) -> JsonObject {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "_meta", default)]
+        meta: Option<JsonObject>,
+    }
+    params
+        .and_then(|raw| serde_json::from_str::<Meta>(raw.get()).ok())
+        .and_then(|m| m.meta)
+        .unwrap_or_default()
+}
+
+fn to_result<T: Serialize>(value: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(value).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("cannot serialize the result: {e}"),
+        )
+    })
+}
+
+impl Dispatch {
+    fn legacy_version(&self, asked: &ProtocolVersion) -> Option<ProtocolVersion> {
+        let versions = &self.options.legacy_versions;
+        if versions.contains(asked) {
+            return Some(asked.clone());
+        }
+        versions.first().cloned()
+    }
+
+    fn initialize(&self, params: Option<&RawValue>) -> Result<Value, ErrorObject> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params {
+            protocol_version: ProtocolVersion,
+            #[serde(default)]
+            capabilities: ClientCapabilities,
+            client_info: Implementation,
+        }
+        let raw = params.ok_or_else(|| {
+            ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "Invalid params: initialize needs params",
+            )
+        })?;
+        let params: Params = serde_json::from_str(raw.get())
+            .map_err(|e| ErrorObject::new(codes::INVALID_PARAMS, format!("Invalid params: {e}")))?;
+        let Some(version) = self.legacy_version(&params.protocol_version) else {
+            let supported: Vec<&str> = self
+                .options
+                .modern_versions
+                .iter()
+                .map(ProtocolVersion::as_str)
+                .collect();
+            return Err(ErrorObject {
+                code: codes::UNSUPPORTED_PROTOCOL_VERSION,
+                message: format!(
+                    "this server speaks only the stateless protocol versions {} (use server/discover and per-request _meta)",
+                    supported.join(", ")
+                ),
+                data: Some(serde_json::json!({ "supported": supported })),
+            });
+        };
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .initialized = Some((version.clone(), params.capabilities, params.client_info));
+        let mut result = serde_json::json!({
+            "protocolVersion": version.as_str(),
+            "capabilities": to_result(&self.handler.capabilities())?,
+            "serverInfo": to_result(&self.handler.info())?,
+        });
+        if let Some(instructions) = self.handler.instructions() {
+            result["instructions"] = instructions.into();
+        }
+        Ok(result)
+    }
+
+    fn discover(&self) -> Result<Value, ErrorObject> {
+        let mut result = serde_json::json!({
+            "supportedVersions": self.options.modern_versions.iter().map(ProtocolVersion::as_str).collect::<Vec<_>>(),
+            "capabilities": to_result(&self.handler.capabilities())?,
+        });
+        if let Some(instructions) = self.handler.instructions() {
+            result["instructions"] = instructions.into();
+        }
+        Ok(result)
+    }
+
+    /// Checks a stateless-era request's `_meta` and returns its context.
+    fn modern_context(&self, meta: JsonObject) -> Result<RequestContext, ErrorObject> {
+        let supported = || {
+            self.options
+                .modern_versions
+                .iter()
+                .map(ProtocolVersion::as_str)
+                .collect::<Vec<_>>()
+        };
+        let version = match meta.get(meta::META_PROTOCOL_VERSION) {
+            Some(Value::String(version)) => ProtocolVersion::new(version.clone()),
+            Some(_) => {
+                return Err(ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!(
+                        "Invalid params: _meta field {} must be a string",
+                        meta::META_PROTOCOL_VERSION
+                    ),
+                ));
+            }
+            None => {
+                return Err(ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!(
+                        "Invalid params: missing required _meta field {}",
+                        meta::META_PROTOCOL_VERSION
+                    ),
+                ));
+            }
+        };
+        if !self.options.modern_versions.contains(&version) {
+            return Err(ErrorObject {
+                code: codes::UNSUPPORTED_PROTOCOL_VERSION,
+                message: "Unsupported protocol version".to_owned(),
+                data: Some(
+                    serde_json::json!({ "supported": supported(), "requested": version.as_str() }),
+                ),
+            });
+        }
+        let client_capabilities = match meta.get(meta::META_CLIENT_CAPABILITIES) {
+            Some(caps) => serde_json::from_value(caps.clone()).map_err(|e| {
+                ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!(
+                        "Invalid params: _meta field {}: {e}",
+                        meta::META_CLIENT_CAPABILITIES
+                    ),
+                )
+            })?,
+            None => ClientCapabilities::default(),
+        };
+        let client_info = meta
+            .get(meta::META_CLIENT_INFO)
+            .and_then(|info| serde_json::from_value(info.clone()).ok());
+        Ok(RequestContext {
+            era: Era::Modern,
+            protocol_version: version,
+            client_info,
+            client_capabilities,
+            meta,
+            peer: self.peer.clone(),
+        })
+    }
+
+    fn legacy_context(&self, meta: JsonObject) -> Result<RequestContext, ErrorObject> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((version, capabilities, info)) = &state.initialized else {
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Server not initialized: send initialize first (or server/discover and per-request _meta for 2026-07-28)",
+            ));
+        };
+        Ok(RequestContext {
+            era: Era::Legacy,
+            protocol_version: version.clone(),
+            client_info: Some(info.clone()),
+            client_capabilities: capabilities.clone(),
+            meta,
+            peer: self.peer.clone(),
+        })
+    }
+
+    fn server_info(&self) -> Result<Value, ErrorObject> {
+        to_result(&self.handler.info())
+    }
+}
+
+/// Adds what a stateless-era result carries: `resultType` and the server's
+/// identity in `_meta`.
+fn modern_result(mut result: Value, server_info: Value) -> Value {
+    if let Value::Object(object) = &mut result {
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::from("complete"));
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(JsonObject::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(meta::META_SERVER_INFO.to_owned(), server_info);
+        }
+    }
+    result
+}
+
+fn answer(value: Value) -> HandlerResult {
+    serde_json::value::to_raw_value(&value).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("cannot serialize the result: {e}"),
+        )
+    })
+}
+
+impl RequestHandler for Dispatch {
+    fn handle(&self, request: ServerRequest) -> Option<BoxFuture<'static, HandlerResult>> {
+        let this = self;
+        let params = request.params.as_deref();
+        let meta = request_meta(params);
+        let modern_asked = meta.contains_key(meta::META_PROTOCOL_VERSION);
+        let method = request.method.as_str();
+        // The handshakes first.
+        match method {
+            "initialize" if !modern_asked => {
+                let outcome = this.initialize(params).and_then(answer);
+                return Some(Box::pin(async move { outcome }));
+            }
+            "server/discover" if !this.options.modern_versions.is_empty() => {
+                let outcome = match this.modern_context(meta.clone()) {
+                    // A discover without `_meta` is still answered: it is
+                    // how a client finds out what we speak.
+                    Ok(_)
+                    | Err(ErrorObject {
+                        code: codes::INVALID_PARAMS,
+                        ..
+                    }) => this
+                        .discover()
+                        .and_then(|result| Ok(modern_result(result, this.server_info()?)))
+                        .and_then(answer),
+                    Err(error) => Err(error),
+                };
+                return Some(Box::pin(async move { outcome }));
+            }
+            _ => {}
+        }
+        let mode = if modern_asked && !this.options.modern_versions.is_empty() {
+            Mode::Modern
+        } else {
+            Mode::Legacy
+        };
+        let context = match mode {
+            Mode::Modern => this.modern_context(meta),
+            Mode::Legacy => this.legacy_context(meta),
+        };
+        let cx = match context {
+            Ok(cx) => cx,
+            Err(error) => return Some(Box::pin(async move { Err(error) })),
+        };
+        let handler = this.handler.clone();
+        let call: BoxFuture<'static, Result<Value, ErrorObject>> = match method {
+            "tools/list" => typed(params, |p| handler.list_tools(p, cx)),
+            "tools/call" => typed(params, |p| handler.call_tool(p, cx)),
+            "resources/list" => typed(params, |p| handler.list_resources(p, cx)),
+            "resources/templates/list" => typed(params, |p| handler.list_resource_templates(p, cx)),
+            "resources/read" => typed(params, |p| handler.read_resource(p, cx)),
+            "prompts/list" => typed(params, |p| handler.list_prompts(p, cx)),
+            "prompts/get" => typed(params, |p| handler.get_prompt(p, cx)),
+            "completion/complete" => typed(params, |p| handler.complete(p, cx)),
+            // The session era's level; the stateless era sends it per request.
+            "logging/setLevel" => Box::pin(async { Ok(Value::Object(JsonObject::new())) }),
+            _ => return None,
+        };
+        let Ok(permit) = this.running.clone().try_acquire_owned() else {
+            let error = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "the server is busy: {} requests are running (its max_concurrent_requests); retry later",
+                    this.limit
+                ),
+            );
+            return Some(Box::pin(async move { Err(error) }));
+        };
+        let server_info = match mode {
+            Mode::Modern => Some(this.server_info()),
+            Mode::Legacy => None,
+        };
+        Some(Box::pin(async move {
+            let result = call.await;
+            drop(permit);
+            let result = result?;
+            let result = match server_info {
+                Some(info) => modern_result(result, info?),
+                None => result,
+            };
+            answer(result)
+        }))
+    }
+}
+
+/// Parses `params` as `P`, runs `f`, and serializes what it answers.
+fn typed<P, R, F>(params: Option<&RawValue>, f: F) -> BoxFuture<'static, Result<Value, ErrorObject>>
+where
+    P: DeserializeOwned,
+    R: Serialize + 'static,
+    F: FnOnce(P) -> Reply<R>,
+{
+    match parse::<P>(params) {
+        Ok(params) => {
+            let reply = f(params);
+            Box::pin(async move { to_result(&reply.await?) })
+        }
+        Err(error) => Box::pin(async move { Err(error) }),
+    }
+}

@@ -1,0 +1,309 @@
+//! The server side against this crate's own client, over an in-memory byte
+//! stream, in both eras.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+use switchboard_types::{CallToolRequestParams, Era, JsonObject, Tool};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Notify;
+
+use super::*;
+use crate::transport::Connector;
+use crate::transport::framing::{IoConnector, io_connection};
+use crate::{Client, EraMode, RequestOptions};
+
+/// Tools `echo` (its text back), `slow` (waits to be released; counts how
+/// often it was dropped unfinished) and `steps` (three progress steps).
+#[derive(Default)]
+struct Fixture {
+    release: Notify,
+    started: Notify,
+    dropped: AtomicUsize,
+    dropped_signal: Notify,
+}
+
+struct DropCount(Arc<Fixture>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.dropped.fetch_add(1, Ordering::SeqCst);
+        self.0.dropped_signal.notify_one();
+    }
+}
+
+struct Handler(Arc<Fixture>);
+
+fn tool(name: &str) -> Tool {
+    serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+}
+
+impl ServerHandler for Handler {
+    fn info(&self) -> Implementation {
+        Implementation::new("fixture", "1.2.3")
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        serde_json::from_value(json!({"tools": {}, "resources": {}})).unwrap()
+    }
+
+    fn instructions(&self) -> Option<String> {
+        Some("use echo".to_owned())
+    }
+
+    fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListToolsResult> {
+        Box::pin(async {
+            Ok(ListToolsResult {
+                tools: vec![tool("echo"), tool("slow"), tool("steps")],
+                ..Default::default()
+            })
+        })
+    }
+
+    fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Reply<CallToolResult> {
+        let fixture = self.0.clone();
+        Box::pin(async move {
+            match params.name.as_str() {
+                "echo" => {
+                    let text = params
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("text"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    Ok(CallToolResult::text(format!(
+                        "{text} ({:?}, {})",
+                        cx.era,
+                        cx.client_info.map(|i| i.name).unwrap_or_default()
+                    )))
+                }
+                "slow" => {
+                    let guard = DropCount(fixture.clone());
+                    fixture.started.notify_one();
+                    fixture.release.notified().await;
+                    std::mem::forget(guard);
+                    Ok(CallToolResult::text("released"))
+                }
+                "steps" => {
+                    for step in 1..=3 {
+                        cx.progress(f64::from(step), Some(3.0), Some("working"))
+                            .await
+                            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))?;
+                    }
+                    Ok(CallToolResult::text("done"))
+                }
+                other => Err(ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!("Unknown tool: {other}"),
+                )),
+            }
+        })
+    }
+}
+
+fn served(
+    options: ServeOptions,
+) -> (
+    Arc<Fixture>,
+    Served,
+    IoConnector<
+        impl tokio::io::AsyncRead + Send + Unpin + 'static,
+        impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+    >,
+) {
+    let fixture = Arc::new(Fixture::default());
+    let (client_end, server_end) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_end);
+    let served = serve(
+        Arc::new(Handler(fixture.clone())),
+        io_connection(read, write),
+        options,
+    );
+    let (read, write) = tokio::io::split(client_end);
+    (fixture, served, IoConnector::new(read, write))
+}
+
+fn args(text: &str) -> Option<JsonObject> {
+    Some(json!({"text": text}).as_object().unwrap().clone())
+}
+
+#[tokio::test]
+async fn a_client_of_each_era_lists_and_calls() {
+    for (mode, era) in [
+        (EraMode::Legacy, Era::Legacy),
+        (EraMode::Auto, Era::Modern),
+        (EraMode::Modern, Era::Modern),
+    ] {
+        let (_fixture, _served, connector) = served(ServeOptions::default());
+        let client = Client::builder()
+            .era_mode(mode)
+            .connect(connector)
+            .await
+            .unwrap();
+        assert_eq!(client.era(), era, "{mode:?}");
+        assert_eq!(client.server_info().unwrap().name, "fixture");
+        let names: Vec<String> = client
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["echo", "slow", "steps"]);
+        let result = client.call_tool("echo", args("hi")).await.unwrap();
+        let text = result.content[0].as_text().unwrap().to_owned();
+        assert_eq!(text, format!("hi ({era:?}, switchboard)"), "{mode:?}");
+        // What the handler does not implement is an error naming it.
+        let error = client.read_resource("file:///nope").await.unwrap_err();
+        assert!(error.to_string().contains("file:///nope"), "{error}");
+        let error = client.call_tool("missing", None).await.unwrap_err();
+        assert!(
+            error.to_string().contains("Unknown tool: missing"),
+            "{error}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_session_era_request_before_initialize_is_refused() {
+    let (_fixture, _served, connector) = served(ServeOptions::default());
+    let connection = connector.connect().await.unwrap();
+    connection
+        .sink
+        .send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .await
+        .unwrap();
+    let mut stream = connection.stream;
+    let reply = stream
+        .recv()
+        .await
+        .unwrap()
+        .unwrap()
+        .into_message()
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(reply["error"]["code"], codes::INVALID_REQUEST);
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not initialized"),
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn an_unsupported_stateless_version_names_the_supported_ones() {
+    let fixture = Arc::new(Fixture::default());
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    let _served = serve(
+        Arc::new(Handler(fixture)),
+        io_connection(read, write),
+        ServeOptions::default(),
+    );
+    let (read, mut write) = tokio::io::split(client_end);
+    write
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2099-01-01\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}\n",
+        )
+        .await
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(read).read_line(&mut line).await.unwrap();
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["error"]["code"], codes::UNSUPPORTED_PROTOCOL_VERSION);
+    assert_eq!(reply["error"]["data"]["supported"], json!(["2026-07-28"]));
+    assert_eq!(reply["error"]["data"]["requested"], "2099-01-01");
+}
+
+#[tokio::test]
+async fn a_cancelled_call_stops_its_handler_and_the_limit_bounds_the_rest() {
+    let (fixture, _served, connector) = served(ServeOptions::default().max_concurrent_requests(1));
+    let client = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(connector)
+        .await
+        .unwrap();
+    let mut call = Box::pin(client.call_tool("slow", None));
+    let started = fixture.started.notified();
+    tokio::select! {
+        _ = &mut call => panic!("slow finished without being released"),
+        () = started => {}
+    }
+    // One request running: the next is refused at once, saying why.
+    let error = client.call_tool("echo", args("x")).await.unwrap_err();
+    assert!(
+        error.to_string().contains("max_concurrent_requests"),
+        "{error}"
+    );
+    // Dropping the call cancels it; the server drops the handler's future.
+    drop(call);
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        fixture.dropped_signal.notified(),
+    )
+    .await
+    .expect("the handler was not cancelled");
+    assert_eq!(fixture.dropped.load(Ordering::SeqCst), 1);
+    // And the slot is free again.
+    let result = client.call_tool("echo", args("again")).await.unwrap();
+    assert!(result.content[0].as_text().unwrap().starts_with("again"));
+}
+
+#[tokio::test]
+async fn progress_reaches_the_caller_in_both_eras() {
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let (_fixture, _served, connector) = served(ServeOptions::default());
+        let client = Client::builder()
+            .era_mode(mode)
+            .connect(connector)
+            .await
+            .unwrap();
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let seen = steps.clone();
+        let options = RequestOptions::default().on_progress(move |p| {
+            seen.lock().unwrap().push((p.progress, p.total, p.message));
+        });
+        let params = CallToolRequestParams {
+            name: "steps".into(),
+            ..Default::default()
+        };
+        let result = client.call_tool_with(&params, options).await.unwrap();
+        assert_eq!(result.content[0].as_text().unwrap(), "done");
+        let steps = steps.lock().unwrap().clone();
+        assert_eq!(
+            steps,
+            (1..=3)
+                .map(|s| (f64::from(s), Some(3.0), Some("working".to_owned())))
+                .collect::<Vec<_>>(),
+            "{mode:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn closed_says_when_the_client_goes() {
+    let (_fixture, served, connector) = served(ServeOptions::default());
+    let client = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(connector)
+        .await
+        .unwrap();
+    client.close().await;
+    drop(client);
+    let reason = served.closed().await;
+    assert!(
+        matches!(
+            &*reason,
+            TransportError::Closed { .. } | TransportError::ClosedByClient
+        ),
+        "{reason:?}"
+    );
+}
