@@ -4,7 +4,6 @@
 //! is this crate's own client; hosts no one here wrote are issue 19's
 //! interop tests.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -16,48 +15,16 @@ use switchboard::{Client, EraMode, RequestOptions};
 mod support;
 
 use support::BIN;
+use support::gateway::Sandbox;
 
-/// A HOME with a user config of two servers: `old` (session era only) and
-/// `new` (2026-07-28 only).
-struct Sandbox {
-    root: PathBuf,
-}
-
-impl Sandbox {
-    fn new(name: &str) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("switchboard-serve-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("work/.git")).unwrap();
-        let config = root.join("home/.config/switchboard/config.toml");
-        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-        std::fs::write(
-            &config,
-            format!(
-                "[servers.old]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"legacy\"]\n\n\
-                 [servers.new]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"
-            ),
-        )
-        .unwrap();
-        Self { root }
-    }
-
-    fn gateway(&self) -> StdioConfig {
-        StdioConfig::new(BIN)
-            .args(["serve"])
-            .env("HOME", self.root.join("home"))
-            .env(
-                "SWITCHBOARD_CREDENTIALS",
-                self.root.join("credentials.json"),
-            )
-            .cwd(self.root.join("work"))
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
+/// [`Sandbox::host`]'s settings for the gateway as a stdio server of our
+/// own client.
+fn gateway(sandbox: &Sandbox) -> StdioConfig {
+    StdioConfig::new(BIN)
+        .args(["serve"])
+        .env("HOME", sandbox.home())
+        .env("SWITCHBOARD_CREDENTIALS", sandbox.credentials())
+        .cwd(sandbox.work())
 }
 
 fn args(value: serde_json::Value) -> Option<JsonObject> {
@@ -70,7 +37,7 @@ async fn a_host_of_each_era_lists_and_calls_tools_of_both_backends() {
     for mode in [EraMode::Legacy, EraMode::Modern] {
         let host = Client::builder()
             .era_mode(mode)
-            .connect(sandbox.gateway())
+            .connect(gateway(&sandbox))
             .await
             .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
         assert_eq!(host.server_info().unwrap().name, "switchboard");
@@ -109,7 +76,7 @@ async fn a_backends_progress_reaches_the_host() {
     let sandbox = Sandbox::new("progress");
     let host = Client::builder()
         .era_mode(EraMode::Legacy)
-        .connect(sandbox.gateway())
+        .connect(gateway(&sandbox))
         .await
         .unwrap();
     host.list_tools().await.unwrap();

@@ -192,7 +192,18 @@ impl ServerHandler for HubServer {
                 let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
             }
             match outcome {
-                Ok(result) => Ok(result),
+                // What described the backend's answer in its own era is
+                // not ours to pass on: the host gets this server's.
+                Ok(mut result) => {
+                    result.result_type = None;
+                    if let Some(meta) = &mut result.meta {
+                        meta.remove(switchboard::types::meta::META_SERVER_INFO);
+                        if meta.is_empty() {
+                            result.meta = None;
+                        }
+                    }
+                    Ok(result)
+                }
                 Err(HubError::UnknownTool { name }) => Err(ErrorObject::new(
                     codes::INVALID_PARAMS,
                     format!("Unknown tool: {name}"),

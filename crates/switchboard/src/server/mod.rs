@@ -642,13 +642,32 @@ impl Dispatch {
     }
 }
 
-/// Adds what a stateless-era result carries: `resultType` and the server's
-/// identity in `_meta`.
-fn modern_result(mut result: Value, server_info: Value) -> Value {
+/// The results the 2026-07-28 schema requires `ttlMs` and `cacheScope` on.
+const CACHEABLE: [&str; 6] = [
+    "server/discover",
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+];
+
+/// Adds what a stateless-era result carries: `resultType`, the server's
+/// identity in `_meta`, and for a cacheable method the caching fields the
+/// handler did not set — `ttlMs: 0` (stale at once) and `cacheScope:
+/// "private"` (never shared across users), the answers that are never
+/// wrong.
+fn modern_result(method: &str, mut result: Value, server_info: Value) -> Value {
     if let Value::Object(object) = &mut result {
         object
             .entry("resultType")
             .or_insert_with(|| Value::from("complete"));
+        if CACHEABLE.contains(&method) {
+            object.entry("ttlMs").or_insert_with(|| Value::from(0));
+            object
+                .entry("cacheScope")
+                .or_insert_with(|| Value::from("private"));
+        }
         let meta = object
             .entry("_meta")
             .or_insert_with(|| Value::Object(JsonObject::new()));
@@ -691,7 +710,13 @@ impl RequestHandler for Dispatch {
                         ..
                     }) => this
                         .discover()
-                        .and_then(|result| Ok(modern_result(result, this.server_info()?)))
+                        .and_then(|result| {
+                            Ok(modern_result(
+                                "server/discover",
+                                result,
+                                this.server_info()?,
+                            ))
+                        })
                         .and_then(answer),
                     Err(error) => Err(error),
                 };
@@ -740,12 +765,13 @@ impl RequestHandler for Dispatch {
             Mode::Modern => Some(this.server_info()),
             Mode::Legacy => None,
         };
+        let method = request.method;
         Some(Box::pin(async move {
             let result = call.await;
             drop(permit);
             let result = result?;
             let result = match server_info {
-                Some(info) => modern_result(result, info?),
+                Some(info) => modern_result(&method, result, info?),
                 None => result,
             };
             answer(result)

@@ -224,6 +224,37 @@ async fn an_unsupported_stateless_version_names_the_supported_ones() {
 }
 
 #[tokio::test]
+async fn a_stateless_list_carries_the_fields_the_schema_requires() {
+    let fixture = Arc::new(Fixture::default());
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    let _served = serve(
+        Arc::new(Handler(fixture)),
+        io_connection(read, write),
+        ServeOptions::default(),
+    );
+    let (read, mut write) = tokio::io::split(client_end);
+    write
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}\n",
+        )
+        .await
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(read).read_line(&mut line).await.unwrap();
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "complete", "{reply}");
+    assert_eq!(result["ttlMs"], 0, "{reply}");
+    assert_eq!(result["cacheScope"], "private", "{reply}");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "fixture",
+        "{reply}"
+    );
+    assert_eq!(result["tools"].as_array().unwrap().len(), 3, "{reply}");
+}
+
+#[tokio::test]
 async fn a_cancelled_call_stops_its_handler_and_the_limit_bounds_the_rest() {
     let (fixture, _served, connector) = served(ServeOptions::default().max_concurrent_requests(1));
     let client = Client::builder()

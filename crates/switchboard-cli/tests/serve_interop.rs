@@ -1,0 +1,156 @@
+//! `switchboard serve` driven by hosts no one here wrote: the official
+//! TypeScript SDK's client and the Python SDK's client (1.x, session era;
+//! 2.x, both eras), each listing the gateway's tools and calling one tool
+//! of each backend — `old` speaks only the session era, `new` only
+//! 2026-07-28. The SDKs come from scripts/install-interop.sh's cache; a test
+//! skips with a message when they are missing, and fails instead with
+//! SWITCHBOARD_REQUIRE_INTEROP=1 (as in CI).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[allow(dead_code)] // the pty and HTTP helpers are not used here
+mod support;
+
+use support::BIN;
+use support::gateway::Sandbox;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cache() -> PathBuf {
+    std::env::var_os("SWITCHBOARD_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".cache"))
+}
+
+/// Whether a missing SDK fails the test instead of skipping it.
+fn required() -> bool {
+    std::env::var("SWITCHBOARD_REQUIRE_INTEROP")
+        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes"))
+}
+
+fn skip(test: &str, why: &str) {
+    assert!(
+        !required(),
+        "{test}: {why} (SWITCHBOARD_REQUIRE_INTEROP is set)"
+    );
+    eprintln!("skipping {test}: {why} (run scripts/install-interop.sh)");
+}
+
+/// Runs a host to its end, at most `within`; its stdout's last line as JSON.
+fn run(mut command: Command, within: Duration) -> Value {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().expect("the host starts");
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    let output = wait
+        .recv_timeout(within)
+        .expect("the host did not finish in time")
+        .expect("the host ran");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let value: Value = serde_json::from_str(last).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert!(
+        value.get("error").is_none() && output.status.success(),
+        "the host failed: {}\nstderr:\n{}",
+        value["error"].as_str().unwrap_or(last),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    value
+}
+
+/// What every host must have seen: both backends' tools, and each call's
+/// text back, not an error.
+fn assert_both_backends(what: &str, answer: &Value) {
+    let tools: Vec<&str> = answer["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no tools in {answer}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for wanted in ["old__echo", "new__echo"] {
+        assert!(tools.contains(&wanted), "{what}: {tools:?}");
+    }
+    for (tool, text) in [("old__echo", "from-old"), ("new__echo", "from-new")] {
+        let result = &answer["calls"][tool];
+        assert_ne!(result["isError"], true, "{what} {tool}: {result}");
+        assert_eq!(
+            result["content"][0]["text"], text,
+            "{what} {tool}: {result}"
+        );
+    }
+}
+
+const CALLS: [&str; 2] = [
+    r#"old__echo={"text":"from-old"}"#,
+    r#"new__echo={"text":"from-new"}"#,
+];
+
+#[test]
+fn the_typescript_sdk_client_lists_and_calls_both_backends() {
+    let test = "the_typescript_sdk_client_lists_and_calls_both_backends";
+    let sdk = cache().join("npm/node_modules/@modelcontextprotocol/sdk/package.json");
+    if !sdk.exists() {
+        return skip(test, "the TypeScript SDK is not installed");
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        return skip(test, "node is not installed");
+    }
+    let sandbox = Sandbox::new("ts-host");
+    let mut host = sandbox.host("node");
+    host.env("SWITCHBOARD_CACHE", cache())
+        .arg(root().join("crates/switchboard-testkit/interop/ts_host.mjs"))
+        .args(CALLS)
+        .args(["--", BIN, "serve"]);
+    let answer = run(host, Duration::from_secs(60));
+    assert_eq!(answer["server"]["name"], "switchboard", "{answer}");
+    assert_both_backends("TypeScript SDK", &answer);
+}
+
+#[test]
+fn the_python_sdk_clients_list_and_call_both_backends_in_each_era() {
+    let test = "the_python_sdk_clients_list_and_call_both_backends_in_each_era";
+    for (version, mode, protocol) in [
+        ("1.30.0", "legacy", "2025-11-25"),
+        ("2.3.0", "legacy", "2025-11-25"),
+        ("2.3.0", "2026-07-28", "2026-07-28"),
+        ("2.3.0", "auto", "2026-07-28"),
+    ] {
+        let python = cache().join(format!("python-mcp-{version}/bin/python"));
+        if !python.exists() {
+            skip(test, &format!("the Python SDK {version} is not installed"));
+            continue;
+        }
+        let sandbox = Sandbox::new(&format!("py-{version}-{mode}"));
+        let mut host = sandbox.host(&python);
+        host.arg(root().join("crates/switchboard-testkit/interop/python_host.py"))
+            .arg(mode)
+            .args(CALLS)
+            .args(["--", BIN, "serve"]);
+        let what = format!("Python SDK {version} ({mode})");
+        let answer = run(host, Duration::from_secs(90));
+        // A 2.x client pinned to 2026-07-28 does not ask `server/discover`:
+        // who answered is in each result's `_meta`.
+        let server = match &answer["server"] {
+            Value::Null => {
+                &answer["calls"]["old__echo"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+            }
+            named => named,
+        };
+        assert_eq!(server, "switchboard", "{what}: {answer}");
+        assert_eq!(answer["protocol"], protocol, "{what}: {answer}");
+        assert_both_backends(&what, &answer);
+    }
+}

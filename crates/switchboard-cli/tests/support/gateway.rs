@@ -1,0 +1,67 @@
+//! `switchboard serve` in a throwaway HOME whose user config has two
+//! backends, both the bundled test server: `old` (session era only) and
+//! `new` (2026-07-28 only).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::BIN;
+
+/// The HOME, project directory and credentials file of one test.
+pub(crate) struct Sandbox {
+    root: PathBuf,
+}
+
+#[allow(dead_code)] // each test binary uses some of it
+impl Sandbox {
+    pub(crate) fn new(name: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("switchboard-serve-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("work/.git")).unwrap();
+        let config = root.join("home/.config/switchboard/config.toml");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[servers.old]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"legacy\"]\n\n\
+                 [servers.new]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"
+            ),
+        )
+        .unwrap();
+        Self { root }
+    }
+
+    pub(crate) fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    pub(crate) fn work(&self) -> PathBuf {
+        self.root.join("work")
+    }
+
+    pub(crate) fn credentials(&self) -> PathBuf {
+        self.root.join("credentials.json")
+    }
+
+    /// `program` (a host) in the sandbox, with HOME and the credentials
+    /// file pointing into it and nothing of the runner's configuration
+    /// (the host passes its environment on to `switchboard serve`).
+    pub(crate) fn host(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(self.work())
+            .env("HOME", self.home())
+            .env("SWITCHBOARD_CREDENTIALS", self.credentials());
+        for var in super::SCRUBBED {
+            command.env_remove(var);
+        }
+        command
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
