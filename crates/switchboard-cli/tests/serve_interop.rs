@@ -154,3 +154,33 @@ fn the_python_sdk_clients_list_and_call_both_backends_in_each_era() {
         assert_both_backends(&what, &answer);
     }
 }
+
+#[tokio::test]
+async fn the_rmcp_client_lists_and_calls_both_backends() {
+    let sandbox = Sandbox::new("rmcp-host");
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .arg("serve")
+        .current_dir(sandbox.work())
+        .env("HOME", sandbox.home())
+        .env("SWITCHBOARD_CREDENTIALS", sandbox.credentials());
+    for var in support::SCRUBBED {
+        command.env_remove(var);
+    }
+    let calls: Vec<(&str, serde_json::Map<String, Value>)> = CALLS
+        .iter()
+        .map(|spec| {
+            let (name, args) = spec.split_once('=').unwrap();
+            (name, serde_json::from_str(args).unwrap())
+        })
+        .collect();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(60),
+        switchboard_testkit::rmcp_host::list_and_call(command, &calls),
+    )
+    .await
+    .expect("the rmcp host did not finish in time")
+    .unwrap_or_else(|e| panic!("the rmcp host failed: {e}"));
+    assert_eq!(answer["server"], "switchboard", "{answer}");
+    assert_both_backends("rmcp", &answer);
+}

@@ -14,6 +14,8 @@
 
 mod authserver;
 mod http;
+#[cfg(feature = "rmcp")]
+pub mod rmcp_host;
 
 pub use authserver::{ADMIN_TOOL, SCOPE_ADMIN, SCOPE_READ};
 pub use http::serve_http;
