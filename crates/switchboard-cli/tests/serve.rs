@@ -95,3 +95,44 @@ async fn a_backends_progress_reaches_the_host() {
     assert_eq!(*steps.lock().unwrap(), [1.0, 2.0, 3.0]);
     host.close().await;
 }
+
+#[tokio::test]
+async fn a_hosts_cancellation_reaches_the_backend() {
+    let sandbox = Sandbox::new("cancel");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(gateway(&sandbox))
+        .await
+        .unwrap();
+    host.list_tools().await.unwrap();
+    let cancelled = |host: Client| async move {
+        let result = host
+            .call_tool(
+                "old__hits",
+                args(json!({"method": "notifications/cancelled"})),
+            )
+            .await
+            .unwrap();
+        result.content[0].as_text().unwrap().to_owned()
+    };
+    assert_eq!(cancelled(host.clone()).await, "0");
+    // `hang` never answers; the host gives up on it.
+    let hanging = RequestOptions::default().with_timeout(std::time::Duration::from_millis(300));
+    let params = CallToolRequestParams {
+        name: "old__hang".into(),
+        ..Default::default()
+    };
+    let error = host.call_tool_with(&params, hanging).await.unwrap_err();
+    assert!(error.is_timeout(), "{error}");
+    // The cancellation travels host → gateway → backend while the next
+    // call is on its way; the backend counts it (each try a round trip).
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = cancelled(host.clone()).await;
+        if seen == "1" {
+            break;
+        }
+    }
+    assert_eq!(seen, "1", "the backend never got the cancellation");
+    host.close().await;
+}

@@ -470,8 +470,8 @@ pub(crate) fn feature_tools() -> Vec<Value> {
         }),
         json!({
             "name": "hits",
-            "description": "How many requests of `method` the server has served (all methods \
-                            without `method`)",
+            "description": "How many requests of `method` the server has served, and how many \
+                            notifications/cancelled it got (all methods without `method`)",
             "inputSchema": {
                 "type": "object",
                 "properties": {"method": {"type": "string"}},

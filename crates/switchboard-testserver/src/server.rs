@@ -716,11 +716,15 @@ impl Shared {
 
         let Some(id) = id else {
             // Notification.
-            if method == "notifications/cancelled"
-                && let Some(request_id) =
+            if method == "notifications/cancelled" {
+                // Counted like a request, for `hits` (did a cancellation
+                // get here?).
+                *lock(&self.hits).entry(method.clone()).or_insert(0) += 1;
+                if let Some(request_id) =
                     params.and_then(|mut p| p.get_mut("requestId").map(Value::take))
-            {
-                return Action::Cancel(request_id);
+                {
+                    return Action::Cancel(request_id);
+                }
             }
             if method == "notifications/roots/list_changed" {
                 self.conn.roots_changes.fetch_add(1, Ordering::Relaxed);
