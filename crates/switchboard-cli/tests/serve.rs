@@ -136,3 +136,56 @@ async fn a_hosts_cancellation_reaches_the_backend() {
     assert_eq!(seen, "1", "the backend never got the cancellation");
     host.close().await;
 }
+
+#[tokio::test]
+async fn prompts_and_resources_of_both_backends_come_through() {
+    let sandbox = Sandbox::new("features");
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let host = Client::builder()
+            .era_mode(mode)
+            .connect(gateway(&sandbox))
+            .await
+            .unwrap();
+        host.list_tools().await.unwrap();
+        let prompts: Vec<String> = host
+            .list_prompts()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        for wanted in ["old__greeting", "new__greeting"] {
+            assert!(prompts.iter().any(|p| p == wanted), "{mode:?}: {prompts:?}");
+        }
+        let arguments = std::collections::BTreeMap::from([("name".to_owned(), "Ada".to_owned())]);
+        let prompt = host
+            .get_prompt("new__greeting", Some(arguments))
+            .await
+            .unwrap();
+        assert!(format!("{prompt:?}").contains("Hello, Ada!"), "{prompt:?}");
+
+        let uris: Vec<String> = host
+            .list_resources()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.uri)
+            .collect();
+        let hello = "switchboard://old/test%3A%2F%2Fstatic%2Fhello";
+        assert!(uris.iter().any(|u| u == hello), "{mode:?}: {uris:?}");
+        assert!(
+            uris.iter().any(|u| u.starts_with("switchboard://new/")),
+            "{mode:?}: {uris:?}"
+        );
+        let read = host.read_resource(hello).await.unwrap();
+        assert_eq!(read.contents[0].uri(), hello, "{mode:?}");
+        assert!(format!("{read:?}").contains("Hello, world!"), "{read:?}");
+        // A URI that is not the gateway's is the host's error.
+        let error = host.read_resource("test://static/hello").await.unwrap_err();
+        assert!(
+            error.to_string().contains("not a resource of this gateway"),
+            "{error}"
+        );
+        host.close().await;
+    }
+}

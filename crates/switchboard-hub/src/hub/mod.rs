@@ -82,7 +82,7 @@ pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
 #[cfg(feature = "oauth")]
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
-pub use serve::HubServer;
+pub use serve::{HubServer, resource_origin, resource_uri};
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::ServerStats;
 

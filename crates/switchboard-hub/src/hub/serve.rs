@@ -13,6 +13,13 @@
 //!   host's session; an unknown name is a `-32602` error.
 //! - The host's progress token gets the backend's progress; the host
 //!   cancelling the call cancels it on the backend.
+//! - Prompts are named like tools (`server__prompt`); `prompts/get` and a
+//!   prompt's `completion/complete` go to the server that lists it.
+//! - Resources keep their server in their URI, reversibly:
+//!   `switchboard://SERVER/URI`, both percent-encoded ([`resource_uri`]);
+//!   `resources/read` goes to that server with the original URI, and the
+//!   contents it answers carry gateway URIs again. Resource templates are
+//!   not served yet.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,12 +29,81 @@ use switchboard::server::{self, Peer, Reply, RequestContext, ServeOptions, Serve
 use switchboard::transport::Connection;
 use switchboard::types::jsonrpc::ErrorObject;
 use switchboard::types::{
-    CallToolRequestParams, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, codes,
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResult, Reference, ResourceContents, ServerCapabilities, codes,
 };
 use tokio::sync::{mpsc, watch};
 
 use super::{Hub, HubError, HubEvent};
+
+/// The server and own name of the prompt the hub lists as `name`.
+async fn prompt_route(hub: &Hub, name: &str) -> Result<(String, String), ErrorObject> {
+    hub.prompts()
+        .await
+        .items
+        .into_iter()
+        .find(|p| p.name == name)
+        .map(|p| (p.server, p.prompt.name))
+        .ok_or_else(|| refused(codes::INVALID_PARAMS, format!("Unknown prompt: {name}")))
+}
+
+/// The gateway URI of `server`'s resource `uri`:
+/// `switchboard://SERVER/URI`, both parts percent-encoded (everything but
+/// RFC 3986's unreserved characters), so any server name and URI survive
+/// the round trip ([`resource_origin`]).
+pub fn resource_uri(server: &str, uri: &str) -> String {
+    format!("{URI_PREFIX}{}/{}", encode(server), encode(uri))
+}
+
+/// The server and original URI of a gateway URI, when it is one.
+pub fn resource_origin(uri: &str) -> Option<(String, String)> {
+    let (server, original) = uri.strip_prefix(URI_PREFIX)?.split_once('/')?;
+    Some((decode(server)?, decode(original)?))
+}
+
+const URI_PREFIX: &str = "switchboard://";
+
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+fn decode(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+fn refused(code: i64, message: String) -> ErrorObject {
+    ErrorObject::new(code, message)
+}
+
+/// A hub error from a request routed to one server, for the host.
+fn routed_error(error: HubError) -> ErrorObject {
+    match error {
+        HubError::UnknownServer { .. } => refused(codes::INVALID_PARAMS, error.to_string()),
+        other => refused(codes::INTERNAL_ERROR, other.to_string()),
+    }
+}
 
 /// The hub as a [`ServerHandler`]; see the module documentation.
 #[derive(Clone)]
@@ -117,13 +193,156 @@ impl ServerHandler for HubServer {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        serde_json::from_value(serde_json::json!({ "tools": { "listChanged": true } }))
-            .unwrap_or_default()
+        serde_json::from_value(serde_json::json!({
+            "tools": { "listChanged": true },
+            "prompts": {},
+            "resources": {},
+            "completions": {},
+        }))
+        .unwrap_or_default()
+    }
+
+    fn list_prompts(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListPromptsResult> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let listing = hub.prompts().await;
+            for error in &listing.failed {
+                tracing::warn!(%error, "a server's prompts are not listed");
+            }
+            let prompts = listing
+                .items
+                .into_iter()
+                .map(|p| {
+                    let mut prompt = p.prompt;
+                    prompt.name = p.name;
+                    prompt
+                })
+                .collect();
+            Ok(ListPromptsResult {
+                prompts,
+                ..Default::default()
+            })
+        })
+    }
+
+    fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<GetPromptResult> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let (server, name) = prompt_route(&hub, &params.name).await?;
+            hub.get_prompt(&server, name, params.arguments)
+                .await
+                .map_err(routed_error)
+        })
+    }
+
+    fn complete(
+        &self,
+        mut params: CompleteRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<CompleteResult> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let server = match &mut params.r#ref {
+                Reference::Prompt(reference) => {
+                    let (server, name) = prompt_route(&hub, &reference.name).await?;
+                    reference.name = name;
+                    server
+                }
+                Reference::Resource(reference) => {
+                    let (server, uri) = resource_origin(&reference.uri).ok_or_else(|| {
+                        refused(
+                            codes::INVALID_PARAMS,
+                            format!("not a resource of this gateway: {}", reference.uri),
+                        )
+                    })?;
+                    reference.uri = uri;
+                    server
+                }
+                _ => {
+                    return Err(refused(
+                        codes::INVALID_PARAMS,
+                        "an unknown kind of completion reference".to_owned(),
+                    ));
+                }
+            };
+            hub.complete(&server, &params).await.map_err(routed_error)
+        })
+    }
+
+    fn list_resources(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListResourcesResult> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let listing = hub.resources().await;
+            for error in &listing.failed {
+                tracing::warn!(%error, "a server's resources are not listed");
+            }
+            let resources = listing
+                .items
+                .into_iter()
+                .map(|r| {
+                    let mut resource = r.resource;
+                    resource.uri = resource_uri(&r.server, &resource.uri);
+                    resource
+                })
+                .collect();
+            Ok(ListResourcesResult {
+                resources,
+                ..Default::default()
+            })
+        })
+    }
+
+    fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ReadResourceResult> {
+        let hub = self.hub.clone();
+        Box::pin(async move {
+            let (server, uri) = resource_origin(&params.uri).ok_or_else(|| {
+                refused(
+                    codes::RESOURCE_NOT_FOUND,
+                    format!(
+                        "Resource not found: {} (not a resource of this gateway)",
+                        params.uri
+                    ),
+                )
+            })?;
+            let mut result = hub
+                .read_resource(&server, uri)
+                .await
+                .map_err(routed_error)?;
+            for contents in &mut result.contents {
+                let uri = match contents {
+                    ResourceContents::Text(c) => &mut c.uri,
+                    ResourceContents::Blob(c) => &mut c.uri,
+                };
+                *uri = resource_uri(&server, uri);
+            }
+            // The backend's caching hints and identity were for it.
+            result.result_type = None;
+            result.ttl_ms = None;
+            result.cache_scope = None;
+            result.meta = None;
+            Ok(result)
+        })
     }
 
     fn instructions(&self) -> Option<String> {
         Some(
-            "Tools of several MCP servers, each named `server__tool` after the server it belongs to."
+            "Tools and prompts of several MCP servers, each named `server__name` after the server it belongs to; resources as switchboard://SERVER/URI."
                 .to_owned(),
         )
     }
@@ -217,5 +436,34 @@ impl ServerHandler for HubServer {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resource_uri_survives_the_round_trip() {
+        for (server, uri) in [
+            ("files", "file:///tmp/a b/c.txt"),
+            ("odd/name", "https://x.example/p?q=1&r=%2F#frag"),
+            ("ünï", "test://static/resource/1"),
+            ("s", ""),
+        ] {
+            let mapped = resource_uri(server, uri);
+            assert!(mapped.starts_with("switchboard://"), "{mapped}");
+            assert!(
+                mapped["switchboard://".len()..].matches('/').count() == 1,
+                "one separator: {mapped}"
+            );
+            assert_eq!(
+                resource_origin(&mapped),
+                Some((server.to_owned(), uri.to_owned()))
+            );
+        }
+        assert_eq!(resource_origin("file:///x"), None);
+        assert_eq!(resource_origin("switchboard://a/%zz"), None);
+        assert_eq!(resource_origin("switchboard://a/%F"), None);
     }
 }
