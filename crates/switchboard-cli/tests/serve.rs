@@ -189,3 +189,62 @@ async fn prompts_and_resources_of_both_backends_come_through() {
         host.close().await;
     }
 }
+
+#[tokio::test]
+async fn a_backend_that_dies_fails_only_its_own_call() {
+    let sandbox = Sandbox::new("dies");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(gateway(&sandbox))
+        .await
+        .unwrap();
+    host.list_tools().await.unwrap();
+    // `old` exits in the middle of the call: the host gets a tool error
+    // naming the server, not a broken session.
+    let result = host
+        .call_tool("old__exit", args(json!({"code": 3})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result.content[0].as_text().unwrap();
+    assert!(text.contains("old"), "{text}");
+    // The other backend and the session go on.
+    let result = host
+        .call_tool("new__echo", args(json!({"text": "alive"})))
+        .await
+        .unwrap();
+    assert_eq!(result.content[0].as_text().unwrap(), "alive");
+    host.close().await;
+}
+
+#[tokio::test]
+async fn a_project_server_not_approved_is_not_started_and_nothing_is_asked() {
+    let sandbox = Sandbox::new("untrusted");
+    // A cloned repository's `.mcp.json`: it would run a command.
+    let marker = sandbox.work().join("ran");
+    std::fs::write(
+        sandbox.work().join(".mcp.json"),
+        serde_json::to_string(&json!({"mcpServers": {"evil": {
+            "command": "sh", "args": ["-c", format!("touch {}", marker.display())]
+        }}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut host = sandbox.host(BIN);
+    host.arg("serve")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = host.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("`evil` is not started"), "{stderr}");
+    assert!(stderr.contains("switchboard approve evil"), "{stderr}");
+    // Nothing but protocol on stdout (here: nothing at all), and no command ran.
+    assert!(
+        output.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(!marker.exists());
+}
