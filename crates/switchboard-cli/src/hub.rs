@@ -431,7 +431,29 @@ pub(crate) async fn serve(
     use switchboard::transport::TransportError;
     use switchboard::types::Implementation;
 
-    let loaded = context.load(false);
+    if let Some(ancestor) = serving_ancestor() {
+        eprintln!(
+            "error: `switchboard serve` was started, directly or through a wrapper, by another \
+             `switchboard serve` (pid {ancestor}): a configuration lists the gateway as one of its \
+             own servers. Not serving, so that it does not start itself over and over; remove \
+             that entry (`switchboard list` shows where it is)."
+        );
+        return Ok(exit::USAGE);
+    }
+    let mut loaded = context.load(false);
+    // An MCP host's file that lists the gateway (`claude mcp add
+    // switchboard -- switchboard serve`) is read here too: never start
+    // ourselves.
+    loaded.servers.retain(|server| {
+        let itself = is_this_gateway(server);
+        if itself {
+            eprintln!(
+                "warning: server `{}` is not started: it is this gateway itself",
+                crate::sanitize::line(&server.name)
+            );
+        }
+        !itself
+    });
     for server in loaded.needs_approval() {
         if server.enabled {
             eprintln!(
@@ -482,6 +504,63 @@ pub(crate) async fn serve(
             Ok(exit::UNREACHABLE)
         }
     }
+}
+
+/// Whether `server` runs this very program's `serve`.
+fn is_this_gateway(server: &ServerConfig) -> bool {
+    let TransportConfig::Stdio { command, args, .. } = &server.transport else {
+        return false;
+    };
+    if args.first().map(String::as_str) != Some("serve") {
+        return false;
+    }
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return false;
+    };
+    let found = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(command))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    found
+        .and_then(|path| std::fs::canonicalize(path).ok())
+        .is_some_and(|path| path == me)
+}
+
+/// The pid of a `switchboard serve` (this same program) among this
+/// process's ancestors (Linux: read from /proc; elsewhere none is found).
+fn serving_ancestor() -> Option<u32> {
+    let me = std::fs::read_link("/proc/self/exe").ok()?;
+    let mut pid = std::process::id();
+    for _ in 0..32 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let ppid: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        if ppid <= 1 {
+            return None;
+        }
+        let exe = std::fs::read_link(format!("/proc/{ppid}/exe")).ok();
+        let cmdline = std::fs::read(format!("/proc/{ppid}/cmdline")).unwrap_or_default();
+        let serving = cmdline
+            .split(|b| *b == 0)
+            .skip(1)
+            .any(|arg| arg == b"serve");
+        if exe.as_ref() == Some(&me) && serving {
+            return Some(ppid);
+        }
+        pid = ppid;
+    }
+    None
 }
 
 /// Reports each server whose listing failed (server and error, on

@@ -248,3 +248,52 @@ async fn a_project_server_not_approved_is_not_started_and_nothing_is_asked() {
     );
     assert!(!marker.exists());
 }
+
+#[tokio::test]
+async fn the_gateway_never_starts_itself() {
+    let sandbox = Sandbox::new("itself");
+    // What `claude mcp add switchboard -- switchboard serve` writes, and the
+    // same behind a shell wrapper: the gateway reads every client's files.
+    std::fs::write(
+        sandbox.home().join(".claude.json"),
+        serde_json::to_string(&json!({"mcpServers": {
+            "me": {"command": BIN, "args": ["serve"]},
+            "wrapped": {"command": "sh", "args": ["-c", format!("exec {BIN:?} serve")]},
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let output = sandbox
+        .host(BIN)
+        .arg("serve")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`me` is not started: it is this gateway itself"),
+        "{stderr}"
+    );
+    // The wrapped one starts, sees a gateway among its ancestors and stops;
+    // the configured backends are served.
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(gateway(&sandbox))
+        .await
+        .unwrap();
+    let names: Vec<String> = host
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.iter().any(|n| n == "old__echo"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("me__") || n.starts_with("wrapped__")),
+        "{names:?}"
+    );
+    host.close().await;
+}
