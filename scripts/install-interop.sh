@@ -4,6 +4,7 @@
 #
 #   $SWITCHBOARD_CACHE/npm/node_modules/@modelcontextprotocol/server-everything
 #   $SWITCHBOARD_CACHE/npm/node_modules/@modelcontextprotocol/sdk  (and zod)
+#   $SWITCHBOARD_CACHE/npm/node_modules/@anthropic-ai/claude-code   (a host)
 #
 # The TypeScript SDK is for crates/switchboard-testkit/interop/ts_everything_server.mjs
 # (sampling, elicitation, roots, progress, logging), which loads it from there:
@@ -32,6 +33,11 @@ EVERYTHING_VERSION="2026.8.31"
 # server-everything cannot move them.
 TS_SDK_PKG="@modelcontextprotocol/sdk"
 TS_SDK_VERSION="1.32.2"
+# Claude Code, as a host of `switchboard serve` (`claude mcp add`, then
+# `claude mcp list` checks the connection; no model is asked). Its platform
+# binary comes as an optional dependency (~235 MB, once, into the cache).
+CLAUDE_CODE_PKG="@anthropic-ai/claude-code"
+CLAUDE_CODE_VERSION="2.1.197"
 ZOD_VERSION="4.6.7"
 
 script_dir="${BASH_SOURCE[0]%/*}"
@@ -70,6 +76,7 @@ npm_specs=(
     "$EVERYTHING_PKG@$EVERYTHING_VERSION"
     "$TS_SDK_PKG@$TS_SDK_VERSION"
     "zod@$ZOD_VERSION"
+    "$CLAUDE_CODE_PKG@$CLAUDE_CODE_VERSION"
 )
 
 if all_pinned; then
@@ -85,6 +92,14 @@ else
         exit 1
     fi
 fi
+
+# Claude Code's package puts its platform binary in place with an install
+# script, which npm may be told not to run: run it (idempotent).
+claude="$prefix/node_modules/$CLAUDE_CODE_PKG/bin/claude.exe"
+if ! "$claude" --version >/dev/null 2>&1; then
+    node "$prefix/node_modules/$CLAUDE_CODE_PKG/install.cjs"
+fi
+echo "install-interop: Claude Code $("$claude" --version 2>/dev/null | head -n1) at $claude"
 
 echo "install-interop: server-everything $EVERYTHING_VERSION at $pkg_dir"
 echo "install-interop: run over stdio: $(command -v node) $entry stdio"

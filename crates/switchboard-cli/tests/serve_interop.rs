@@ -184,3 +184,48 @@ async fn the_rmcp_client_lists_and_calls_both_backends() {
     assert_eq!(answer["server"], "switchboard", "{answer}");
     assert_both_backends("rmcp", &answer);
 }
+
+#[test]
+fn claude_code_adds_the_gateway_and_reports_it_connected() {
+    let test = "claude_code_adds_the_gateway_and_reports_it_connected";
+    let claude = cache().join("npm/node_modules/@anthropic-ai/claude-code/bin/claude.exe");
+    if Command::new(&claude).arg("--version").output().is_err() {
+        return skip(test, "Claude Code is not installed");
+    }
+    let sandbox = Sandbox::new("claude-code");
+    let claude_code = |args: &[&str]| {
+        let mut command = sandbox.host(&claude);
+        command
+            .args(args)
+            // Offline and quiet: no update check, no telemetry.
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = command.spawn().expect("claude starts");
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(child.wait_with_output());
+        });
+        let output = wait
+            .recv_timeout(Duration::from_secs(90))
+            .expect("claude did not finish in time")
+            .expect("claude ran");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "claude {args:?}: {text}");
+        text
+    };
+    claude_code(&["mcp", "add", "switchboard", "--", BIN, "serve"]);
+    let listed = claude_code(&["mcp", "list"]);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("switchboard:"))
+        .unwrap_or_else(|| panic!("no switchboard line: {listed}"));
+    assert!(
+        line.contains("Connected") && !line.contains("failed"),
+        "{listed}"
+    );
+}
