@@ -74,7 +74,9 @@ use switchboard_types::{
 };
 use tokio::sync::Semaphore;
 
-use crate::engine::{Engine, EngineConfig, HandlerResult, RequestHandler, ServerRequest};
+use crate::engine::{
+    Engine, EngineConfig, EngineError, HandlerResult, RequestHandler, ServerRequest,
+};
 use crate::transport::{BoxFuture, Connection, TransportError};
 
 #[cfg(test)]
@@ -210,13 +212,13 @@ impl RequestContext {
     /// Reports progress on this request, when the client asked for it.
     ///
     /// # Errors
-    /// When the connection is gone.
+    /// As [`Peer::notify`].
     pub async fn progress(
         &self,
         progress: f64,
         total: Option<f64>,
         message: Option<&str>,
-    ) -> Result<(), TransportError> {
+    ) -> Result<(), EngineError> {
         let Some(token) = self.progress_token() else {
             return Ok(());
         };
@@ -284,19 +286,18 @@ impl Peer {
     /// Sends a notification to the client.
     ///
     /// # Errors
-    /// When the connection is gone.
-    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), TransportError> {
+    /// [`EngineError::Disconnected`] when the connection is gone, or the
+    /// transport's error when the message could not be sent.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), EngineError> {
         let Some(engine) = self.engine.get().and_then(Weak::upgrade) else {
-            return Err(TransportError::ClosedByClient);
+            return Err(EngineError::Disconnected {
+                server: Arc::from("client"),
+                reason: Arc::new(TransportError::ClosedByClient),
+            });
         };
         let params = params
-            .map(|p| serde_json::value::to_raw_value(&p))
-            .transpose()
-            .map_err(|e| TransportError::Config(format!("notification params: {e}")))?;
-        engine
-            .notify(method, params.as_deref())
-            .await
-            .map_err(|error| TransportError::Config(error.to_string()))
+            .map(|p| serde_json::value::to_raw_value(&p).expect("a JSON value always serializes"));
+        engine.notify(method, params.as_deref()).await
     }
 }
 
@@ -689,7 +690,6 @@ fn answer(value: Value) -> HandlerResult {
 
 impl RequestHandler for Dispatch {
     fn handle(&self, request: ServerRequest) -> Option<BoxFuture<'static, HandlerResult>> {
-        let this = self;
         let params = request.params.as_deref();
         let meta = request_meta(params);
         let modern_asked = meta.contains_key(meta::META_PROTOCOL_VERSION);
@@ -697,24 +697,24 @@ impl RequestHandler for Dispatch {
         // The handshakes first.
         match method {
             "initialize" if !modern_asked => {
-                let outcome = this.initialize(params).and_then(answer);
+                let outcome = self.initialize(params).and_then(answer);
                 return Some(Box::pin(async move { outcome }));
             }
-            "server/discover" if !this.options.modern_versions.is_empty() => {
-                let outcome = match this.modern_context(meta.clone()) {
+            "server/discover" if !self.options.modern_versions.is_empty() => {
+                let outcome = match self.modern_context(meta.clone()) {
                     // A discover without `_meta` is still answered: it is
                     // how a client finds out what we speak.
                     Ok(_)
                     | Err(ErrorObject {
                         code: codes::INVALID_PARAMS,
                         ..
-                    }) => this
+                    }) => self
                         .discover()
                         .and_then(|result| {
                             Ok(modern_result(
                                 "server/discover",
                                 result,
-                                this.server_info()?,
+                                self.server_info()?,
                             ))
                         })
                         .and_then(answer),
@@ -724,20 +724,20 @@ impl RequestHandler for Dispatch {
             }
             _ => {}
         }
-        let mode = if modern_asked && !this.options.modern_versions.is_empty() {
+        let mode = if modern_asked && !self.options.modern_versions.is_empty() {
             Mode::Modern
         } else {
             Mode::Legacy
         };
         let context = match mode {
-            Mode::Modern => this.modern_context(meta),
-            Mode::Legacy => this.legacy_context(meta),
+            Mode::Modern => self.modern_context(meta),
+            Mode::Legacy => self.legacy_context(meta),
         };
         let cx = match context {
             Ok(cx) => cx,
             Err(error) => return Some(Box::pin(async move { Err(error) })),
         };
-        let handler = this.handler.clone();
+        let handler = self.handler.clone();
         let call: BoxFuture<'static, Result<Value, ErrorObject>> = match method {
             "tools/list" => typed(params, |p| handler.list_tools(p, cx)),
             "tools/call" => typed(params, |p| handler.call_tool(p, cx)),
@@ -751,18 +751,18 @@ impl RequestHandler for Dispatch {
             "logging/setLevel" => Box::pin(async { Ok(Value::Object(JsonObject::new())) }),
             _ => return None,
         };
-        let Ok(permit) = this.running.clone().try_acquire_owned() else {
+        let Ok(permit) = self.running.clone().try_acquire_owned() else {
             let error = ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!(
                     "the server is busy: {} requests are running (its max_concurrent_requests); retry later",
-                    this.limit
+                    self.limit
                 ),
             );
             return Some(Box::pin(async move { Err(error) }));
         };
         let server_info = match mode {
-            Mode::Modern => Some(this.server_info()),
+            Mode::Modern => Some(self.server_info()),
             Mode::Legacy => None,
         };
         let method = request.method;
