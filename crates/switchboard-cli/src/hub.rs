@@ -424,6 +424,7 @@ pub(crate) async fn serve(
     context: &Context,
     credentials: Option<&Path>,
     wait_ready: Duration,
+    audit: Option<switchboard_hub::hub::audit::AuditLog>,
     max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
@@ -490,9 +491,12 @@ pub(crate) async fn serve(
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
     let connection =
         switchboard::transport::framing::io_connection(tokio::io::stdin(), tokio::io::stdout());
-    let served = switchboard_hub::HubServer::new(hub, info)
-        .wait_for_start(first_start, wait_ready)
-        .serve(connection, ServeOptions::default());
+    let mut gateway =
+        switchboard_hub::HubServer::new(hub, info).wait_for_start(first_start, wait_ready);
+    if let Some(log) = audit {
+        gateway = gateway.audit(Arc::new(log), format!("stdio-{}", std::process::id()));
+    }
+    let served = gateway.serve(connection, ServeOptions::default());
     let reason = served.closed().await;
     match &*reason {
         TransportError::Closed { .. } | TransportError::ClosedByClient => Ok(0),

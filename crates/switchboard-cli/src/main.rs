@@ -301,6 +301,28 @@ enum AuthCommand {
 }
 
 #[derive(Subcommand, Debug)]
+enum AuditCommand {
+    /// Check an audit log's hash chain (`serve --audit FILE`): every line's
+    /// `prev` must be the SHA-256 of the line before it. Exit 0 when it
+    /// holds, 1 naming the first line where it breaks.
+    ///
+    /// Example: `switchboard audit verify audit.jsonl --after audit.jsonl.1`
+    Verify {
+        /// The log.
+        file: PathBuf,
+        /// The file it was rotated from (its last line starts FILE's chain);
+        /// without it, FILE's first line must start a chain, unless
+        /// --any-start.
+        #[arg(long, value_name = "FILE")]
+        after: Option<PathBuf>,
+        /// Accept whatever FILE's first line points at (a log whose older
+        /// part is gone).
+        #[arg(long, conflicts_with = "after")]
+        any_start: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum Command {
     /// Run the bundled test server and show what switchboard does, no setup needed.
     Demo {
@@ -526,9 +548,24 @@ enum Command {
         /// start (seconds); later lists never wait.
         #[arg(long, value_name = "SECONDS", default_value_t = 10)]
         wait_ready: u64,
+        /// Record every tool call in FILE: JSON lines, 0600, each with the
+        /// hash of the one before (`switchboard audit verify FILE`); the
+        /// arguments as a hash unless --audit-arguments. Rotated to FILE.1
+        /// past 16 MiB.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Write the calls' arguments into the audit log too (they may hold
+        /// secrets).
+        #[arg(long, requires = "audit")]
+        audit_arguments: bool,
         /// Refuse messages larger than this from any server (bytes).
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
+    },
+    /// Audit logs of `serve --audit`.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
     },
     /// Run the bundled test server on stdin/stdout (used by `demo`).
     #[command(name = "__testserver", hide = true)]
@@ -614,7 +651,7 @@ fn main() -> ExitCode {
         Command::Approve(names) | Command::Untrust(names) => names.json,
         Command::Add(args) => args.json,
         Command::Remove(args) | Command::Enable(args) | Command::Disable(args) => args.json,
-        Command::TestServer { .. } | Command::Serve { .. } => false,
+        Command::TestServer { .. } | Command::Serve { .. } | Command::Audit { .. } => false,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -835,17 +872,59 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
         Command::Demo { json } => demo::run(json, servers).await,
         Command::Serve {
             wait_ready,
+            audit,
+            audit_arguments,
             max_message_size,
         } => {
             let context = configure::Context::new(cli.config)?;
+            let audit = audit
+                .map(|path| {
+                    let mut options = switchboard_hub::hub::audit::AuditOptions::default();
+                    options.arguments = audit_arguments;
+                    switchboard_hub::hub::audit::AuditLog::open(&path, options).map_err(|e| {
+                        Failure::usage(anyhow::anyhow!(
+                            "cannot open the audit log {}: {e}",
+                            path.display()
+                        ))
+                    })
+                })
+                .transpose()?;
             hub::serve(
                 &context,
                 creds,
                 Duration::from_secs(wait_ready),
+                audit,
                 max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
                 servers,
             )
             .await
+        }
+        Command::Audit {
+            command:
+                AuditCommand::Verify {
+                    file,
+                    after,
+                    any_start,
+                },
+        } => {
+            use switchboard_hub::hub::audit;
+            let start = match (&after, any_start) {
+                (Some(previous), _) => Some(audit::chain_head(previous).map_err(|e| {
+                    Failure::usage(anyhow::anyhow!("cannot read {}: {e}", previous.display()))
+                })?),
+                (None, true) => None,
+                (None, false) => Some(audit::GENESIS.to_owned()),
+            };
+            match audit::verify(&file, start.as_deref()) {
+                Ok(lines) => {
+                    println!("{}: {lines} lines, the chain holds", file.display());
+                    Ok(0)
+                }
+                Err(error) => Err(Failure::usage(anyhow::anyhow!(
+                    "{}: {error}",
+                    file.display()
+                ))),
+            }
         }
         Command::Info { name, only, server } => {
             if server.command.is_empty() && server.url.is_none() {

@@ -297,3 +297,60 @@ async fn the_gateway_never_starts_itself() {
     );
     host.close().await;
 }
+
+#[tokio::test]
+async fn every_call_is_in_the_audit_log_and_verify_catches_an_edit() {
+    let sandbox = Sandbox::new("audit");
+    let log = sandbox.work().join("audit.jsonl");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(gateway(&sandbox).args(["--audit", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    host.call_tool("old__echo", args(json!({"text": "hunter2"})))
+        .await
+        .unwrap();
+    host.call_tool("new__exit", args(json!({"code": 3})))
+        .await
+        .unwrap();
+    host.call_tool("nobody__echo", None).await.unwrap_err();
+    host.close().await;
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[0]["name"], "old__echo");
+    assert_eq!(lines[0]["server"], "old");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[1]["outcome"], "tool_error");
+    assert_eq!(lines[2]["outcome"], "error");
+    assert!(!text.contains("hunter2"), "arguments are hashed: {text}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let verify = || {
+        sandbox
+            .host(BIN)
+            .args(["audit", "verify", log.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let ok = verify();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("3 lines, the chain holds"));
+    std::fs::write(&log, text.replace("\"ok\"", "\"error\"")).unwrap();
+    let broken = verify();
+    assert!(!broken.status.success());
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(stderr.contains("breaks at line 2"), "{stderr}");
+}

@@ -43,6 +43,7 @@
 //! ## What the client library does not offer (yet)
 //! - Byte counts: [`ServerStats::bytes_sent`] stays `None`.
 
+pub mod audit;
 mod changes;
 mod error;
 mod features;

@@ -36,6 +36,7 @@ use switchboard::types::{
 };
 use tokio::sync::{mpsc, watch};
 
+use super::audit::{AuditEntry, AuditLog};
 use super::{Hub, HubError, HubEvent};
 
 /// The server and own name of the prompt the hub lists as `name`.
@@ -113,6 +114,8 @@ pub struct HubServer {
     /// Flips to `true` when the hub's first start is over, and how long a
     /// `tools/list` waits for that.
     started: Option<(watch::Receiver<bool>, Duration)>,
+    /// Where each tool call is recorded, and the host's session there.
+    audit: Option<(Arc<AuditLog>, Arc<str>)>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -130,16 +133,36 @@ impl HubServer {
             hub,
             info,
             started: None,
+            audit: None,
         }
     }
 
-    /// Makes `tools/list` wait (at most `at_most`) until `started` is
+    /// Records every tool call in `log` (see [`super::audit`]), as made
+    /// in the host session `session`.
+    pub fn audit(mut self, log: Arc<AuditLog>, session: impl Into<Arc<str>>) -> Self {
+        self.audit = Some((log, session.into()));
+        self
+    }
+
+    /// Makes every request wait (at most `at_most`) until `started` is
     /// `true` — the hub's first start is over — so a host that lists its
     /// tools once, right after connecting, sees every server that starts
-    /// in time, not only the fast ones. Later lists never wait.
+    /// in time, not only the fast ones, and a call made at once is not an
+    /// unknown tool. Once started, nothing waits.
     pub fn wait_for_start(mut self, started: watch::Receiver<bool>, at_most: Duration) -> Self {
         self.started = Some((started, at_most));
         self
+    }
+
+    /// Resolves when the hub's first start is over, or its wait is up (at
+    /// once without [`HubServer::wait_for_start`]).
+    fn first_start(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let started = self.started.clone();
+        async move {
+            if let Some((mut started, at_most)) = started {
+                let _ = tokio::time::timeout(at_most, started.wait_for(|s| *s)).await;
+            }
+        }
     }
 
     /// Serves the hub on `connection` until the host goes away, telling a
@@ -208,7 +231,9 @@ impl ServerHandler for HubServer {
         _cx: RequestContext,
     ) -> Reply<ListPromptsResult> {
         let hub = self.hub.clone();
+        let first_start = self.first_start();
         Box::pin(async move {
+            first_start.await;
             let listing = hub.prompts().await;
             for error in &listing.failed {
                 tracing::warn!(%error, "a server's prompts are not listed");
@@ -235,7 +260,9 @@ impl ServerHandler for HubServer {
         _cx: RequestContext,
     ) -> Reply<GetPromptResult> {
         let hub = self.hub.clone();
+        let first_start = self.first_start();
         Box::pin(async move {
+            first_start.await;
             let (server, name) = prompt_route(&hub, &params.name).await?;
             hub.get_prompt(&server, name, params.arguments)
                 .await
@@ -249,7 +276,9 @@ impl ServerHandler for HubServer {
         _cx: RequestContext,
     ) -> Reply<CompleteResult> {
         let hub = self.hub.clone();
+        let first_start = self.first_start();
         Box::pin(async move {
+            first_start.await;
             let server = match &mut params.r#ref {
                 Reference::Prompt(reference) => {
                     let (server, name) = prompt_route(&hub, &reference.name).await?;
@@ -283,7 +312,9 @@ impl ServerHandler for HubServer {
         _cx: RequestContext,
     ) -> Reply<ListResourcesResult> {
         let hub = self.hub.clone();
+        let first_start = self.first_start();
         Box::pin(async move {
+            first_start.await;
             let listing = hub.resources().await;
             for error in &listing.failed {
                 tracing::warn!(%error, "a server's resources are not listed");
@@ -310,7 +341,9 @@ impl ServerHandler for HubServer {
         _cx: RequestContext,
     ) -> Reply<ReadResourceResult> {
         let hub = self.hub.clone();
+        let first_start = self.first_start();
         Box::pin(async move {
+            first_start.await;
             let (server, uri) = resource_origin(&params.uri).ok_or_else(|| {
                 refused(
                     codes::RESOURCE_NOT_FOUND,
@@ -353,11 +386,9 @@ impl ServerHandler for HubServer {
         _cx: RequestContext,
     ) -> Reply<ListToolsResult> {
         let hub = self.hub.clone();
-        let started = self.started.clone();
+        let first_start = self.first_start();
         Box::pin(async move {
-            if let Some((mut started, at_most)) = started {
-                let _ = tokio::time::timeout(at_most, started.wait_for(|s| *s)).await;
-            }
+            first_start.await;
             let ready: std::collections::HashSet<String> = hub
                 .list()
                 .into_iter()
@@ -387,6 +418,60 @@ impl ServerHandler for HubServer {
         cx: RequestContext,
     ) -> Reply<CallToolResult> {
         let hub = self.hub.clone();
+        let audit = self.audit.clone();
+        let arguments = audit.as_ref().and(params.arguments.clone());
+        let name = params.name.clone();
+        let started = std::time::Instant::now();
+        let first_start = self.first_start();
+        let call = Self::call(hub.clone(), params, cx);
+        Box::pin(async move {
+            first_start.await;
+            let server = audit.as_ref().and_then(|_| {
+                hub.tools()
+                    .into_iter()
+                    .find(|t| t.name == name)
+                    .map(|t| t.server)
+            });
+            let outcome = call.await;
+            if let Some((log, session)) = audit {
+                let failed = matches!(&outcome, Ok(result) if result.is_error == Some(true));
+                let (kind, message, bytes) = match &outcome {
+                    Ok(result) => (
+                        if failed { "tool_error" } else { "ok" },
+                        failed.then(|| {
+                            result
+                                .content
+                                .first()
+                                .and_then(|c| c.as_text())
+                                .unwrap_or_default()
+                                .to_owned()
+                        }),
+                        serde_json::to_vec(result).map_or(0, |v| v.len()),
+                    ),
+                    Err(error) => ("error", Some(error.message.clone()), 0),
+                };
+                let entry = AuditEntry {
+                    session: &session,
+                    server: server.as_deref(),
+                    name: &name,
+                    arguments: arguments.as_ref(),
+                    outcome: kind,
+                    message: message.as_deref(),
+                    duration: started.elapsed(),
+                    bytes,
+                };
+                if let Err(error) = log.record(&entry) {
+                    tracing::error!(path = %log.path().display(), %error, "could not write the audit log");
+                }
+            }
+            outcome
+        })
+    }
+}
+
+impl HubServer {
+    /// `tools/call` through the hub (the audit is [`ServerHandler::call_tool`]'s).
+    fn call(hub: Hub, params: CallToolRequestParams, cx: RequestContext) -> Reply<CallToolResult> {
         Box::pin(async move {
             let (progress_tx, mut progress) = mpsc::unbounded_channel();
             let options = if cx.progress_token().is_some() {
