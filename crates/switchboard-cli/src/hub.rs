@@ -380,15 +380,7 @@ async fn open_all(
             crate::sanitize::term(why)
         );
     }
-    let hub = builder(
-        prepared.runnable,
-        DEFAULT_STARTUP,
-        credentials.map(Path::to_path_buf),
-        max_message_size,
-    )
-    .build()
-    .map_err(|e| hub_failure(e, None, None))?;
-    servers.hub(&hub);
+    let hub = hub_of(prepared.runnable, credentials, max_message_size, servers)?;
     start(&hub, json).await;
     let mut opened = Opened {
         ready: BTreeSet::new(),
@@ -413,6 +405,25 @@ async fn open_all(
         }
     }
     Ok(opened)
+}
+
+/// The hub of `runnable`, closed when the command ends.
+fn hub_of(
+    runnable: Vec<ServerConfig>,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<Hub, Failure> {
+    let hub = builder(
+        runnable,
+        DEFAULT_STARTUP,
+        credentials.map(Path::to_path_buf),
+        max_message_size,
+    )
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
+    Ok(hub)
 }
 
 /// `serve`: every configured server's tools as one MCP server on
@@ -473,15 +484,7 @@ pub(crate) async fn serve(
             crate::sanitize::term(why)
         );
     }
-    let hub = builder(
-        prepared.runnable,
-        DEFAULT_STARTUP,
-        credentials.map(Path::to_path_buf),
-        max_message_size,
-    )
-    .build()
-    .map_err(|e| hub_failure(e, None, None))?;
-    servers.hub(&hub);
+    let hub = hub_of(prepared.runnable, credentials, max_message_size, servers)?;
     let (started, first_start) = tokio::sync::watch::channel(false);
     let starting = hub.clone();
     tokio::spawn(async move {

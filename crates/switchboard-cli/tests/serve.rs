@@ -27,6 +27,25 @@ fn gateway(sandbox: &Sandbox) -> StdioConfig {
         .cwd(sandbox.work())
 }
 
+/// A host of `mode` connected to the gateway.
+async fn host(sandbox: &Sandbox, mode: EraMode) -> Client {
+    Client::builder()
+        .era_mode(mode)
+        .connect(gateway(sandbox))
+        .await
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"))
+}
+
+/// The tools' names as the host lists them.
+async fn tool_names(host: &Client) -> Vec<String> {
+    host.list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
 fn args(value: serde_json::Value) -> Option<JsonObject> {
     value.as_object().cloned()
 }
@@ -35,20 +54,10 @@ fn args(value: serde_json::Value) -> Option<JsonObject> {
 async fn a_host_of_each_era_lists_and_calls_tools_of_both_backends() {
     let sandbox = Sandbox::new("eras");
     for mode in [EraMode::Legacy, EraMode::Modern] {
-        let host = Client::builder()
-            .era_mode(mode)
-            .connect(gateway(&sandbox))
-            .await
-            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let host = host(&sandbox, mode).await;
         assert_eq!(host.server_info().unwrap().name, "switchboard");
         // The first list waits for the servers' start.
-        let names: Vec<String> = host
-            .list_tools()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let names = tool_names(&host).await;
         for wanted in ["old__echo", "new__echo", "old__progress"] {
             assert!(names.iter().any(|n| n == wanted), "{mode:?}: {names:?}");
         }
@@ -74,11 +83,7 @@ async fn a_host_of_each_era_lists_and_calls_tools_of_both_backends() {
 #[tokio::test]
 async fn a_backends_progress_reaches_the_host() {
     let sandbox = Sandbox::new("progress");
-    let host = Client::builder()
-        .era_mode(EraMode::Legacy)
-        .connect(gateway(&sandbox))
-        .await
-        .unwrap();
+    let host = host(&sandbox, EraMode::Legacy).await;
     host.list_tools().await.unwrap();
     let steps = Arc::new(Mutex::new(Vec::new()));
     let seen = steps.clone();
@@ -99,11 +104,7 @@ async fn a_backends_progress_reaches_the_host() {
 #[tokio::test]
 async fn a_hosts_cancellation_reaches_the_backend() {
     let sandbox = Sandbox::new("cancel");
-    let host = Client::builder()
-        .era_mode(EraMode::Legacy)
-        .connect(gateway(&sandbox))
-        .await
-        .unwrap();
+    let host = host(&sandbox, EraMode::Legacy).await;
     host.list_tools().await.unwrap();
     let cancelled = |host: Client| async move {
         let result = host
@@ -141,11 +142,7 @@ async fn a_hosts_cancellation_reaches_the_backend() {
 async fn prompts_and_resources_of_both_backends_come_through() {
     let sandbox = Sandbox::new("features");
     for mode in [EraMode::Legacy, EraMode::Modern] {
-        let host = Client::builder()
-            .era_mode(mode)
-            .connect(gateway(&sandbox))
-            .await
-            .unwrap();
+        let host = host(&sandbox, mode).await;
         host.list_tools().await.unwrap();
         let prompts: Vec<String> = host
             .list_prompts()
@@ -193,11 +190,7 @@ async fn prompts_and_resources_of_both_backends_come_through() {
 #[tokio::test]
 async fn a_backend_that_dies_fails_only_its_own_call() {
     let sandbox = Sandbox::new("dies");
-    let host = Client::builder()
-        .era_mode(EraMode::Legacy)
-        .connect(gateway(&sandbox))
-        .await
-        .unwrap();
+    let host = host(&sandbox, EraMode::Legacy).await;
     host.list_tools().await.unwrap();
     // `old` exits in the middle of the call: the host gets a tool error
     // naming the server, not a broken session.
@@ -276,18 +269,8 @@ async fn the_gateway_never_starts_itself() {
     );
     // The wrapped one starts, sees a gateway among its ancestors and stops;
     // the configured backends are served.
-    let host = Client::builder()
-        .era_mode(EraMode::Legacy)
-        .connect(gateway(&sandbox))
-        .await
-        .unwrap();
-    let names: Vec<String> = host
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let host = host(&sandbox, EraMode::Legacy).await;
+    let names = tool_names(&host).await;
     assert!(names.iter().any(|n| n == "old__echo"), "{names:?}");
     assert!(
         !names

@@ -42,18 +42,22 @@ fn skip(test: &str, why: &str) {
     eprintln!("skipping {test}: {why} (run scripts/install-interop.sh)");
 }
 
-/// Runs a host to its end, at most `within`; its stdout's last line as JSON.
-fn run(mut command: Command, within: Duration) -> Value {
+/// Runs `command` to its end, at most `within`.
+fn finish(mut command: Command, within: Duration) -> std::process::Output {
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = command.spawn().expect("the host starts");
     let (done, wait) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = done.send(child.wait_with_output());
     });
-    let output = wait
-        .recv_timeout(within)
+    wait.recv_timeout(within)
         .expect("the host did not finish in time")
-        .expect("the host ran");
+        .expect("the host ran")
+}
+
+/// Runs a host to its end, at most `within`; its stdout's last line as JSON.
+fn run(command: Command, within: Duration) -> Value {
+    let output = finish(command, within);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let last = stdout.lines().last().unwrap_or_default();
     let value: Value = serde_json::from_str(last).unwrap_or_else(|e| {
@@ -200,16 +204,7 @@ fn claude_code_adds_the_gateway_and_reports_it_connected() {
             // Offline and quiet: no update check, no telemetry.
             .env("DISABLE_AUTOUPDATER", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-        command.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let child = command.spawn().expect("claude starts");
-        let (done, wait) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = done.send(child.wait_with_output());
-        });
-        let output = wait
-            .recv_timeout(Duration::from_secs(90))
-            .expect("claude did not finish in time")
-            .expect("claude ran");
+        let output = finish(command, Duration::from_secs(90));
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&output.stdout),

@@ -317,22 +317,7 @@ impl<'a> IncomingRef<'a> {
     /// # Errors
     /// As [`Incoming::from_slice`].
     pub fn from_slice(bytes: &'a [u8]) -> Result<Self, ParseError> {
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if first == Some(&b'[') {
-            let envelopes: Vec<Envelope<'a>> =
-                serde_json::from_slice(bytes).map_err(ParseError::Json)?;
-            if envelopes.is_empty() {
-                return Err(ParseError::EmptyBatch);
-            }
-            let messages = envelopes
-                .into_iter()
-                .map(Envelope::into_message)
-                .collect::<Result<_, _>>()?;
-            Ok(IncomingRef::Batch(messages))
-        } else {
-            let envelope: Envelope<'a> = serde_json::from_slice(bytes).map_err(ParseError::Json)?;
-            envelope.into_message().map(IncomingRef::Single)
-        }
+        Self::parse(bytes, serde_json::Deserializer::from_slice(bytes))
     }
 
     /// As [`IncomingRef::from_slice`], for text already known to be UTF-8
@@ -342,10 +327,19 @@ impl<'a> IncomingRef<'a> {
     /// As [`Incoming::from_slice`].
     #[allow(clippy::should_implement_trait)]
     pub fn from_str(text: &'a str) -> Result<Self, ParseError> {
-        let first = text.bytes().find(|b| !b.is_ascii_whitespace());
-        if first == Some(b'[') {
-            let envelopes: Vec<Envelope<'a>> =
-                serde_json::from_str(text).map_err(ParseError::Json)?;
+        Self::parse(text.as_bytes(), serde_json::Deserializer::from_str(text))
+    }
+
+    /// One message or a batch from `json` (whose bytes are `bytes`), and
+    /// nothing after it.
+    fn parse<R: serde_json::de::Read<'a>>(
+        bytes: &[u8],
+        mut json: serde_json::Deserializer<R>,
+    ) -> Result<Self, ParseError> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        let incoming = if first == Some(&b'[') {
+            let envelopes =
+                Vec::<Envelope<'a>>::deserialize(&mut json).map_err(ParseError::Json)?;
             if envelopes.is_empty() {
                 return Err(ParseError::EmptyBatch);
             }
@@ -353,11 +347,16 @@ impl<'a> IncomingRef<'a> {
                 .into_iter()
                 .map(Envelope::into_message)
                 .collect::<Result<_, _>>()?;
-            Ok(IncomingRef::Batch(messages))
+            IncomingRef::Batch(messages)
         } else {
-            let envelope: Envelope<'a> = serde_json::from_str(text).map_err(ParseError::Json)?;
-            envelope.into_message().map(IncomingRef::Single)
-        }
+            IncomingRef::Single(
+                Envelope::deserialize(&mut json)
+                    .map_err(ParseError::Json)?
+                    .into_message()?,
+            )
+        };
+        json.end().map_err(ParseError::Json)?;
+        Ok(incoming)
     }
 
     /// The messages with their results copied out.

@@ -198,8 +198,8 @@ async fn a_session_era_request_before_initialize_is_refused() {
     );
 }
 
-#[tokio::test]
-async fn an_unsupported_stateless_version_names_the_supported_ones() {
+/// Sends one raw line to a fresh server and returns its one-line answer.
+async fn exchange(line: &[u8]) -> Value {
     let fixture = Arc::new(Fixture::default());
     let (client_end, server_end) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_end);
@@ -209,15 +209,16 @@ async fn an_unsupported_stateless_version_names_the_supported_ones() {
         ServeOptions::default(),
     );
     let (read, mut write) = tokio::io::split(client_end);
-    write
-        .write_all(
-            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2099-01-01\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}\n",
-        )
-        .await
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(read).read_line(&mut line).await.unwrap();
-    let reply: Value = serde_json::from_str(&line).unwrap();
+    write.write_all(line).await.unwrap();
+    write.write_all(b"\n").await.unwrap();
+    let mut answer = String::new();
+    BufReader::new(read).read_line(&mut answer).await.unwrap();
+    serde_json::from_str(&answer).unwrap()
+}
+
+#[tokio::test]
+async fn an_unsupported_stateless_version_names_the_supported_ones() {
+    let reply = exchange(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#).await;
     assert_eq!(reply["error"]["code"], codes::UNSUPPORTED_PROTOCOL_VERSION);
     assert_eq!(reply["error"]["data"]["supported"], json!(["2026-07-28"]));
     assert_eq!(reply["error"]["data"]["requested"], "2099-01-01");
@@ -225,24 +226,7 @@ async fn an_unsupported_stateless_version_names_the_supported_ones() {
 
 #[tokio::test]
 async fn a_stateless_list_carries_the_fields_the_schema_requires() {
-    let fixture = Arc::new(Fixture::default());
-    let (client_end, server_end) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(server_end);
-    let _served = serve(
-        Arc::new(Handler(fixture)),
-        io_connection(read, write),
-        ServeOptions::default(),
-    );
-    let (read, mut write) = tokio::io::split(client_end);
-    write
-        .write_all(
-            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}\n",
-        )
-        .await
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(read).read_line(&mut line).await.unwrap();
-    let reply: Value = serde_json::from_str(&line).unwrap();
+    let reply = exchange(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#).await;
     let result = &reply["result"];
     assert_eq!(result["resultType"], "complete", "{reply}");
     assert_eq!(result["ttlMs"], 0, "{reply}");
