@@ -435,6 +435,7 @@ pub(crate) async fn serve(
     context: &Context,
     credentials: Option<&Path>,
     wait_ready: Duration,
+    http: Option<(std::net::SocketAddr, Option<String>)>,
     audit: Option<switchboard_hub::hub::audit::AuditLog>,
     max_message_size: Option<usize>,
     servers: &Servers,
@@ -492,6 +493,26 @@ pub(crate) async fn serve(
         let _ = started.send(true);
     });
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
+    if let Some((addr, token)) = http {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
+        let mut gateway =
+            switchboard_hub::HubServer::new(hub, info).wait_for_start(first_start, wait_ready);
+        if let Some(log) = audit {
+            gateway = gateway.audit(Arc::new(log), "http");
+        }
+        let mut options = switchboard::server::http::HttpServeOptions::default();
+        if let Some(token) = token {
+            options = options.bearer_token(token);
+        }
+        let server = switchboard::server::http::serve_http(Arc::new(gateway), listener, options)
+            .map_err(|e| Failure::usage(anyhow::anyhow!("cannot serve on {addr}: {e}")))?;
+        eprintln!("listening on http://{}/mcp", server.local_addr());
+        // Until a signal ends the command.
+        std::future::pending::<()>().await;
+        return Ok(0);
+    }
     let connection =
         switchboard::transport::framing::io_connection(tokio::io::stdin(), tokio::io::stdout());
     let mut gateway =

@@ -558,6 +558,18 @@ enum Command {
         /// secrets).
         #[arg(long, requires = "audit")]
         audit_arguments: bool,
+        /// Serve Streamable HTTP at ADDR (path /mcp) instead of stdio, e.g.
+        /// 127.0.0.1:8080 (port 0 picks one; the address is printed on
+        /// stderr). An address other than loopback needs --token or
+        /// --no-auth.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// The bearer token every HTTP request must carry.
+        #[arg(long, value_name = "TOKEN", requires = "http")]
+        token: Option<String>,
+        /// Serve HTTP on a non-loopback address without a token.
+        #[arg(long, requires = "http", conflicts_with = "token")]
+        no_auth: bool,
         /// Refuse messages larger than this from any server (bytes).
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
@@ -874,8 +886,20 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             wait_ready,
             audit,
             audit_arguments,
+            http,
+            token,
+            no_auth,
             max_message_size,
         } => {
+            if let Some(addr) = http
+                && !addr.ip().is_loopback()
+                && token.is_none()
+                && !no_auth
+            {
+                return Err(Failure::usage(anyhow::anyhow!(
+                    "--http {addr} is reachable from other machines: give --token TOKEN that hosts must send, or --no-auth to serve without one"
+                )));
+            }
             let context = configure::Context::new(cli.config)?;
             let audit = audit
                 .map(|path| {
@@ -893,6 +917,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 &context,
                 creds,
                 Duration::from_secs(wait_ready),
+                http.map(|addr| (addr, token)),
                 audit,
                 max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
                 servers,

@@ -337,3 +337,110 @@ async fn every_call_is_in_the_audit_log_and_verify_catches_an_edit() {
     let stderr = String::from_utf8_lossy(&broken.stderr);
     assert!(stderr.contains("breaks at line 2"), "{stderr}");
 }
+
+/// `switchboard serve --http 127.0.0.1:0 [extra…]` in the sandbox; its URL
+/// (read from the line it prints on stderr) and the process.
+#[allow(clippy::zombie_processes)] // returned: the caller kills it and waits
+fn http_gateway(sandbox: &Sandbox, extra: &[&str]) -> (String, std::process::Child) {
+    use std::io::BufRead as _;
+    let mut child = sandbox
+        .host(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no address printed"
+        );
+        if let Some(url) = line.trim().strip_prefix("listening on ") {
+            let url = url.to_owned();
+            // Keep draining stderr so the gateway never blocks on it.
+            std::thread::spawn(move || for _ in stderr.lines() {});
+            return (url, child);
+        }
+    }
+}
+
+#[tokio::test]
+async fn hosts_of_each_era_over_http_list_and_call_both_backends() {
+    let sandbox = Sandbox::new("http");
+    let (url, mut gateway) = http_gateway(&sandbox, &[]);
+    for mode in [EraMode::Legacy, EraMode::Modern, EraMode::Auto] {
+        let host = Client::builder()
+            .era_mode(mode)
+            .connect(switchboard::transport::http::HttpConfig::new(url.as_str()))
+            .await
+            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let names = tool_names(&host).await;
+        for wanted in ["old__echo", "new__echo"] {
+            assert!(names.iter().any(|n| n == wanted), "{mode:?}: {names:?}");
+        }
+        for server in ["old", "new"] {
+            let result = host
+                .call_tool(format!("{server}__echo"), args(json!({"text": server})))
+                .await
+                .unwrap();
+            assert_eq!(result.content[0].as_text().unwrap(), server, "{mode:?}");
+        }
+        host.close().await;
+    }
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+}
+
+#[tokio::test]
+async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
+    let sandbox = Sandbox::new("http-guard");
+    let (url, mut gateway) = http_gateway(&sandbox, &["--token", "s3cret"]);
+    let post = |headers: Vec<(&'static str, &'static str)>| {
+        let url = url.clone();
+        async move {
+            let client = reqwest::Client::new();
+            let mut request = client
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            request.send().await.unwrap().status().as_u16()
+        }
+    };
+    assert_eq!(post(vec![]).await, 401, "no token");
+    assert_eq!(post(vec![("authorization", "Bearer nope")]).await, 401);
+    assert_eq!(
+        post(vec![
+            ("authorization", "Bearer s3cret"),
+            ("origin", "https://evil.example"),
+        ])
+        .await,
+        403,
+        "a foreign origin (DNS rebinding)"
+    );
+    assert_eq!(
+        post(vec![
+            ("authorization", "Bearer s3cret"),
+            ("origin", "http://localhost:3000"),
+        ])
+        .await,
+        200
+    );
+    // A non-loopback address without a token is refused before anything starts.
+    let refused = sandbox
+        .host(BIN)
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--token"));
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+}

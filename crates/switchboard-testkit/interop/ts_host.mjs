@@ -4,8 +4,10 @@
 //
 // Usage:
 //   node ts_host.mjs TOOL=JSON_ARGS [TOOL=JSON_ARGS …] -- COMMAND [ARGS…]
+//   node ts_host.mjs TOOL=JSON_ARGS [TOOL=JSON_ARGS …] -- http://HOST:PORT/mcp
 //
-// Spawns COMMAND over stdio (with this process's environment), lists its
+// Spawns COMMAND over stdio (with this process's environment), or connects
+// to the URL over Streamable HTTP, lists its
 // tools (every page), calls each TOOL with its arguments, and prints one
 // JSON line: {"server": serverInfo, "protocol": version, "tools": [names],
 // "calls": {TOOL: result}}. A failure prints {"error": message} and exits 1.
@@ -23,6 +25,7 @@ const require = createRequire(join(cache, 'npm', 'package.json'));
 
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 
 const argv = process.argv.slice(2);
 const split = argv.indexOf('--');
@@ -36,7 +39,9 @@ const calls = argv.slice(0, split).map((spec) => {
 });
 const [command, ...args] = argv.slice(split + 1);
 
-const transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
+const transport = /^https?:\/\//.test(command)
+    ? new StreamableHTTPClientTransport(new URL(command))
+    : new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
 const client = new Client({ name: 'ts-host', version: '1.0.0' }, { capabilities: {} });
 try {
     await client.connect(transport);

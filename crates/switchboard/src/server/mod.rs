@@ -79,6 +79,8 @@ use crate::engine::{
 };
 use crate::transport::{BoxFuture, Connection, TransportError};
 
+#[cfg(feature = "http-server")]
+pub mod http;
 #[cfg(test)]
 mod tests;
 

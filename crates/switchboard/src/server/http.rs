@@ -1,0 +1,474 @@
+//! A [`ServerHandler`] over Streamable HTTP (feature `http-server`): one
+//! endpoint, `POST` answered with `application/json`.
+//!
+//! - **Session era**: an `initialize` POST opens a session (its own
+//!   connection to the handler) and its answer carries `Mcp-Session-Id`,
+//!   128 random bits; later POSTs name it, an unknown one gets 404, a
+//!   `DELETE` ends it, a session idle longer than
+//!   [`HttpServeOptions::session_idle`] ends by itself, and at most
+//!   [`HttpServeOptions::max_sessions`] exist at once (then 503).
+//! - **2026-07-28**: a POST without a session is answered on a connection
+//!   of its own, made for it and closed after it: nothing is kept between
+//!   requests.
+//! - `GET` (the standalone stream) is 405: server-initiated messages
+//!   (progress, list changes) are not sent over HTTP yet.
+//! - Safety: the listener's address is the caller's (bind 127.0.0.1 for a
+//!   local gateway); an `Origin` header must name a loopback host or one of
+//!   [`HttpServeOptions::allowed_origins`] (DNS-rebinding protection, as the
+//!   specification asks of local servers), else 403; with
+//!   [`HttpServeOptions::bearer_token`] every request must carry it (401
+//!   otherwise, compared in constant time); bodies are bounded
+//!   ([`HttpServeOptions::max_body`], 413 past it). `GET /healthz` answers
+//!   `ok`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Incoming as Body;
+use hyper::{Method, Request, Response, StatusCode};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::{ServeOptions, Served, ServerHandler, serve};
+use crate::transport::{
+    BoxFuture, Connection, Incoming, MessageSink, MessageStream, TransportError,
+};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What the HTTP endpoint accepts.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct HttpServeOptions {
+    /// The endpoint's path. Default `/mcp`.
+    pub path: String,
+    /// A token every request must send as `Authorization: Bearer …`.
+    /// Default none.
+    pub bearer_token: Option<String>,
+    /// Origins allowed besides loopback ones (`https://app.example`).
+    pub allowed_origins: Vec<String>,
+    /// The largest request body. Default 4 MiB.
+    pub max_body: usize,
+    /// Session-era sessions at once. Default 64.
+    pub max_sessions: usize,
+    /// A session unused this long ends. Default 30 minutes.
+    pub session_idle: Duration,
+    /// How long a request may take before 504. Default 5 minutes.
+    pub request_timeout: Duration,
+    /// Each connection's limits.
+    pub serve: ServeOptions,
+}
+
+impl Default for HttpServeOptions {
+    fn default() -> Self {
+        Self {
+            path: "/mcp".to_owned(),
+            bearer_token: None,
+            allowed_origins: Vec::new(),
+            max_body: 4 << 20,
+            max_sessions: 64,
+            session_idle: Duration::from_secs(30 * 60),
+            request_timeout: Duration::from_secs(300),
+            serve: ServeOptions::default(),
+        }
+    }
+}
+
+impl HttpServeOptions {
+    /// Sets [`HttpServeOptions::bearer_token`].
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Sets [`HttpServeOptions::max_sessions`].
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.max_sessions = n.max(1);
+        self
+    }
+
+    /// Sets [`HttpServeOptions::session_idle`].
+    pub fn session_idle(mut self, idle: Duration) -> Self {
+        self.session_idle = idle;
+        self
+    }
+
+    /// Sets [`HttpServeOptions::max_body`].
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+}
+
+/// One connection to the handler, fed by POSTs: what it answers goes to
+/// the POST waiting for that id.
+struct Link {
+    served: Served,
+    to_handler: mpsc::Sender<Vec<u8>>,
+    waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>>,
+    last_used: Mutex<Instant>,
+}
+
+struct LinkSink {
+    waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>>,
+}
+
+/// The id of a response, as JSON text (`1`, `"a"`), if it is one.
+fn response_id(message: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let peek: Peek<'_> = serde_json::from_slice(message).ok()?;
+    if peek.method.is_some() {
+        return None;
+    }
+    peek.id.map(|id| id.get().to_owned())
+}
+
+/// The id, method and whether it is a request, of a message from the host.
+fn request_id(message: &[u8]) -> Option<(Option<String>, Option<String>)> {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+        #[serde(default)]
+        method: Option<String>,
+    }
+    let peek: Peek<'_> = serde_json::from_slice(message).ok()?;
+    Some((peek.id.map(|id| id.get().to_owned()), peek.method))
+}
+
+impl MessageSink for LinkSink {
+    fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
+        if let Some(id) = response_id(message) {
+            let waiter = self
+                .waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(message.to_vec());
+            }
+        } else {
+            tracing::debug!("a server-initiated message has no stream over HTTP yet; dropped");
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+struct LinkStream {
+    rx: mpsc::Receiver<Vec<u8>>,
+}
+
+impl MessageStream for LinkStream {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<Incoming>, TransportError>> {
+        Box::pin(async move { Ok(self.rx.recv().await.map(Incoming::Message)) })
+    }
+}
+
+impl Link {
+    fn open(handler: Arc<dyn ServerHandler>, options: ServeOptions) -> Self {
+        let (to_handler, rx) = mpsc::channel(64);
+        let waiting = Arc::new(Mutex::new(HashMap::new()));
+        let connection = Connection::new(
+            Arc::new(LinkSink {
+                waiting: waiting.clone(),
+            }),
+            Box::new(LinkStream { rx }),
+        );
+        Self {
+            served: serve(handler, connection, options),
+            to_handler,
+            waiting,
+            last_used: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Hands `message` to the handler and, for a request, waits for its
+    /// answer.
+    async fn exchange(&self, message: Vec<u8>, id: Option<String>) -> Option<Vec<u8>> {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let answer = id.map(|id| {
+            let (tx, rx) = oneshot::channel();
+            self.waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, tx);
+            rx
+        });
+        if self.to_handler.send(message).await.is_err() {
+            return None;
+        }
+        match answer {
+            Some(rx) => rx.await.ok(),
+            None => None,
+        }
+    }
+}
+
+struct State {
+    handler: Arc<dyn ServerHandler>,
+    options: HttpServeOptions,
+    sessions: Mutex<HashMap<String, Arc<Link>>>,
+}
+
+/// A running HTTP endpoint; dropping it stops accepting (sessions end with
+/// their last request).
+pub struct HttpServer {
+    local_addr: SocketAddr,
+    _accept: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// Where it listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+}
+
+/// Serves `handler` on `listener` (see the module documentation).
+///
+/// # Errors
+/// When the listener's address cannot be read.
+pub fn serve_http(
+    handler: Arc<dyn ServerHandler>,
+    listener: TcpListener,
+    options: HttpServeOptions,
+) -> std::io::Result<HttpServer> {
+    let local_addr = listener.local_addr()?;
+    let state = Arc::new(State {
+        handler,
+        options,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let accept = tokio::spawn(async move {
+        let expiry = state.options.session_idle;
+        let mut sweep = tokio::time::interval(expiry.max(Duration::from_secs(1)) / 2);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        let service = hyper::service::service_fn(move |request| {
+                            let state = state.clone();
+                            async move { Ok::<_, Infallible>(handle(&state, request).await) }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+                _ = sweep.tick() => {
+                    let now = Instant::now();
+                    state.sessions.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, link| {
+                        now.duration_since(*link.last_used.lock().unwrap_or_else(|e| e.into_inner())) < expiry
+                    });
+                }
+            }
+        }
+    });
+    Ok(HttpServer {
+        local_addr,
+        _accept: tokio_util::task::AbortOnDropHandle::new(accept),
+    })
+}
+
+fn reply(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *response.status_mut() = status;
+    response
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Whether `origin` may call: a loopback host, or one the options allow.
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    if allowed.iter().any(|a| a == origin) {
+        return true;
+    }
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => rest.split(':').next().unwrap_or_default(),
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "::1")
+}
+
+/// Compares without stopping at the first difference.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: no session that could be guessed.
+        return String::new();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn handle(state: &State, request: Request<Body>) -> Response<Full<Bytes>> {
+    let options = &state.options;
+    if request.uri().path() == "/healthz" && request.method() == Method::GET {
+        return reply(StatusCode::OK, "ok\n");
+    }
+    if request.uri().path() != options.path {
+        return reply(StatusCode::NOT_FOUND, "not found\n");
+    }
+    if let Some(origin) = request.headers().get(hyper::header::ORIGIN)
+        && !origin
+            .to_str()
+            .is_ok_and(|o| origin_allowed(o, &options.allowed_origins))
+    {
+        return reply(StatusCode::FORBIDDEN, "origin not allowed\n");
+    }
+    if let Some(token) = &options.bearer_token {
+        let sent = request
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if !same_secret(sent.as_bytes(), token.as_bytes()) {
+            let mut response = reply(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
+            response.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer"),
+            );
+            return response;
+        }
+    }
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match *request.method() {
+        Method::POST => {}
+        Method::DELETE => {
+            let removed = session.and_then(|id| {
+                state
+                    .sessions
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id)
+            });
+            return match removed {
+                Some(_) => reply(StatusCode::OK, ""),
+                None => reply(StatusCode::NOT_FOUND, "no such session\n"),
+            };
+        }
+        _ => return reply(StatusCode::METHOD_NOT_ALLOWED, "POST or DELETE\n"),
+    }
+    let body = match Limited::new(request.into_body(), options.max_body)
+        .collect()
+        .await
+    {
+        Ok(body) => body.to_bytes().to_vec(),
+        Err(_) => return reply(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large\n"),
+    };
+    let Some((id, method)) = request_id(&body) else {
+        return json(
+            StatusCode::BAD_REQUEST,
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: one JSON-RPC message per POST"}}"#.to_vec(),
+        );
+    };
+    let is_request = id.is_some() && method.is_some();
+    let (link, new_session) = match (&session, method.as_deref()) {
+        (Some(id), _) => {
+            let link = state
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(id)
+                .cloned();
+            match link {
+                Some(link) => (link, None),
+                None => return reply(StatusCode::NOT_FOUND, "no such session\n"),
+            }
+        }
+        (None, Some("initialize")) => {
+            let mut sessions = state.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            if sessions.len() >= options.max_sessions {
+                return reply(StatusCode::SERVICE_UNAVAILABLE, "too many sessions\n");
+            }
+            let id = session_id();
+            if id.is_empty() {
+                return reply(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "no randomness for a session id\n",
+                );
+            }
+            let link = Arc::new(Link::open(state.handler.clone(), options.serve.clone()));
+            sessions.insert(id.clone(), link.clone());
+            (link, Some(id))
+        }
+        // The stateless era, or a stray message: a connection of its own.
+        (None, _) => (
+            Arc::new(Link::open(state.handler.clone(), options.serve.clone())),
+            None,
+        ),
+    };
+    let answer = tokio::time::timeout(
+        options.request_timeout,
+        link.exchange(body, id.filter(|_| is_request)),
+    )
+    .await;
+    if session.is_none() && new_session.is_none() {
+        link.served.close().await;
+    }
+    match answer {
+        Ok(Some(answer)) => {
+            let mut response = json(StatusCode::OK, answer);
+            if let Some(id) = new_session
+                && let Ok(value) = hyper::header::HeaderValue::from_str(&id)
+            {
+                response.headers_mut().insert(SESSION_HEADER, value);
+            }
+            response
+        }
+        Ok(None) if !is_request => reply(StatusCode::ACCEPTED, ""),
+        Ok(None) => reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the request got no answer\n",
+        ),
+        Err(_) => reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n"),
+    }
+}
