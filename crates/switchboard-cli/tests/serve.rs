@@ -338,40 +338,10 @@ async fn every_call_is_in_the_audit_log_and_verify_catches_an_edit() {
     assert!(stderr.contains("breaks at line 2"), "{stderr}");
 }
 
-/// `switchboard serve --http 127.0.0.1:0 [extra…]` in the sandbox; its URL
-/// (read from the line it prints on stderr) and the process.
-#[allow(clippy::zombie_processes)] // returned: the caller kills it and waits
-fn http_gateway(sandbox: &Sandbox, extra: &[&str]) -> (String, std::process::Child) {
-    use std::io::BufRead as _;
-    let mut child = sandbox
-        .host(BIN)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "no address printed"
-        );
-        if let Some(url) = line.trim().strip_prefix("listening on ") {
-            let url = url.to_owned();
-            // Keep draining stderr so the gateway never blocks on it.
-            std::thread::spawn(move || for _ in stderr.lines() {});
-            return (url, child);
-        }
-    }
-}
-
 #[tokio::test]
 async fn hosts_of_each_era_over_http_list_and_call_both_backends() {
     let sandbox = Sandbox::new("http");
-    let (url, mut gateway) = http_gateway(&sandbox, &[]);
+    let (url, mut gateway) = sandbox.http_gateway(&[]);
     for mode in [EraMode::Legacy, EraMode::Modern, EraMode::Auto] {
         let host = Client::builder()
             .era_mode(mode)
@@ -398,7 +368,7 @@ async fn hosts_of_each_era_over_http_list_and_call_both_backends() {
 #[tokio::test]
 async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
     let sandbox = Sandbox::new("http-guard");
-    let (url, mut gateway) = http_gateway(&sandbox, &["--token", "s3cret"]);
+    let (url, mut gateway) = sandbox.http_gateway(&["--token", "s3cret"]);
     let post = |headers: Vec<(&'static str, &'static str)>| {
         let url = url.clone();
         async move {

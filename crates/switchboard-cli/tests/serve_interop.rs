@@ -125,32 +125,13 @@ fn the_typescript_sdk_client_lists_and_calls_both_backends() {
 
 #[test]
 fn the_typescript_sdk_client_over_http_lists_and_calls_both_backends() {
-    use std::io::BufRead as _;
     let test = "the_typescript_sdk_client_over_http_lists_and_calls_both_backends";
     let sdk = cache().join("npm/node_modules/@modelcontextprotocol/sdk/package.json");
     if !sdk.exists() {
         return skip(test, "the TypeScript SDK is not installed");
     }
     let sandbox = Sandbox::new("ts-http-host");
-    let mut gateway = sandbox
-        .host(BIN)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(gateway.stderr.take().unwrap());
-    let url = loop {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "no address printed"
-        );
-        if let Some(url) = line.trim().strip_prefix("listening on ") {
-            break url.to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in stderr.lines() {});
+    let (url, mut gateway) = sandbox.http_gateway(&[]);
     let mut host = sandbox.host("node");
     host.env("SWITCHBOARD_CACHE", cache())
         .arg(root().join("crates/switchboard-testkit/interop/ts_host.mjs"))

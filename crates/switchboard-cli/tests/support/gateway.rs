@@ -60,6 +60,40 @@ impl Sandbox {
     }
 }
 
+#[allow(dead_code)] // each test binary uses some of it
+impl Sandbox {
+    /// `switchboard serve --http 127.0.0.1:0 [extra…]` here; its URL (read
+    /// from the line it prints on stderr) and the process, which the
+    /// caller kills and waits for.
+    #[allow(clippy::zombie_processes)] // returned: the caller waits
+    pub(crate) fn http_gateway(&self, extra: &[&str]) -> (String, std::process::Child) {
+        use std::io::BufRead as _;
+        let mut child = self
+            .host(BIN)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "no address printed"
+            );
+            if let Some(url) = line.trim().strip_prefix("listening on ") {
+                let url = url.to_owned();
+                // Keep draining stderr so the gateway never blocks on it.
+                std::thread::spawn(move || for _ in stderr.lines() {});
+                return (url, child);
+            }
+        }
+    }
+}
+
 impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
