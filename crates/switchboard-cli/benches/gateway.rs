@@ -11,8 +11,8 @@
 //! each era; the client is switchboard's own, in the backend's era when
 //! direct and in each era through the gateway. Each round connects afresh;
 //! sequential calls after a warm-up give the p50, then calls with 64 in
-//! flight give calls/s. Medians over the rounds. Over stdio only: the
-//! gateway does not serve HTTP yet.
+//! flight give calls/s. Medians over the rounds. Over stdio only (the
+//! gateway's `--http` is not measured here yet).
 
 use std::path::PathBuf;
 use std::sync::Arc;
