@@ -145,8 +145,8 @@ fn the_typescript_sdk_client_over_http_lists_and_calls_both_backends() {
 }
 
 #[test]
-fn the_python_sdk_clients_list_and_call_both_backends_in_each_era() {
-    let test = "the_python_sdk_clients_list_and_call_both_backends_in_each_era";
+fn the_python_sdk_clients_list_and_call_both_backends_in_each_era_over_stdio_and_http() {
+    let test = "the_python_sdk_clients_list_and_call_both_backends_in_each_era_over_stdio_and_http";
     for (version, mode, protocol) in [
         ("1.30.0", "legacy", "2025-11-25"),
         ("2.3.0", "legacy", "2025-11-25"),
@@ -158,25 +158,39 @@ fn the_python_sdk_clients_list_and_call_both_backends_in_each_era() {
             skip(test, &format!("the Python SDK {version} is not installed"));
             continue;
         }
-        let sandbox = Sandbox::new(&format!("py-{version}-{mode}"));
-        let mut host = sandbox.host(&python);
-        host.arg(root().join("crates/switchboard-testkit/interop/python_host.py"))
-            .arg(mode)
-            .args(CALLS)
-            .args(["--", BIN, "serve"]);
-        let what = format!("Python SDK {version} ({mode})");
-        let answer = run(host, Duration::from_secs(90));
-        // A 2.x client pinned to 2026-07-28 does not ask `server/discover`:
-        // who answered is in each result's `_meta`.
-        let server = match &answer["server"] {
-            Value::Null => {
-                &answer["calls"]["old__echo"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+        for http in [false, true] {
+            let sandbox = Sandbox::new(&format!("py-{version}-{mode}-{http}"));
+            let gateway = http.then(|| sandbox.http_gateway(&[]));
+            let mut host = sandbox.host(&python);
+            host.arg(root().join("crates/switchboard-testkit/interop/python_host.py"))
+                .arg(mode)
+                .args(CALLS)
+                .arg("--");
+            match &gateway {
+                Some((url, _)) => host.arg(url),
+                None => host.args([BIN, "serve"]),
+            };
+            let what = format!(
+                "Python SDK {version} ({mode}, {})",
+                if http { "HTTP" } else { "stdio" }
+            );
+            let answer = run(host, Duration::from_secs(90));
+            if let Some((_, mut child)) = gateway {
+                let _ = child.kill();
+                let _ = child.wait();
             }
-            named => named,
-        };
-        assert_eq!(server, "switchboard", "{what}: {answer}");
-        assert_eq!(answer["protocol"], protocol, "{what}: {answer}");
-        assert_both_backends(&what, &answer);
+            // A 2.x client pinned to 2026-07-28 does not ask `server/discover`:
+            // who answered is in each result's `_meta`.
+            let server = match &answer["server"] {
+                Value::Null => {
+                    &answer["calls"]["old__echo"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+                }
+                named => named,
+            };
+            assert_eq!(server, "switchboard", "{what}: {answer}");
+            assert_eq!(answer["protocol"], protocol, "{what}: {answer}");
+            assert_both_backends(&what, &answer);
+        }
     }
 }
 

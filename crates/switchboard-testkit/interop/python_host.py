@@ -4,10 +4,12 @@ switchboard's server side (`switchboard serve`).
 
 Usage:
     python python_host.py MODE TOOL=JSON_ARGS [TOOL=JSON_ARGS ...] -- COMMAND [ARGS ...]
+    python python_host.py MODE TOOL=JSON_ARGS [TOOL=JSON_ARGS ...] -- http://HOST:PORT/mcp
 
 MODE is the 2.x client's `mode` (`legacy`, `auto` or `2026-07-28`); the 1.x
 client speaks the session era only and ignores it. Spawns COMMAND over stdio
-with this process's environment, lists its tools, calls each TOOL, and
+with this process's environment (or connects to the URL over Streamable
+HTTP), lists its tools, calls each TOOL, and
 prints one JSON line: {"sdk": version, "protocol": version, "server": name,
 "tools": [names], "calls": {TOOL: result}}. A failure prints
 {"error": message} and exits 1.
@@ -27,11 +29,21 @@ def dump(model):
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def with_v1(params, calls):
-    from mcp import ClientSession
+def v1_transport(params):
+    if isinstance(params, str):
+        from mcp.client.streamable_http import streamablehttp_client
+
+        return streamablehttp_client(params)
     from mcp.client.stdio import stdio_client
 
-    async with stdio_client(params) as (read, write):
+    return stdio_client(params)
+
+
+async def with_v1(params, calls):
+    from mcp import ClientSession
+
+    async with v1_transport(params) as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             tools = []
@@ -64,7 +76,10 @@ async def main():
     for spec in specs:
         name, _, args = spec.partition("=")
         calls.append((name, json.loads(args)))
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    if command[0].startswith(("http://", "https://")):
+        params = command[0]
+    else:
+        params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     sdk = package_version("mcp")
     if sdk.startswith("1."):
         protocol, server, tools, results = await with_v1(params, calls)
