@@ -70,9 +70,15 @@ fn oracle(addr: IpAddr) -> Option<bool> {
     }
 }
 
+/// The names the guard documents as this machine's (`ssrf.rs`,
+/// `is_local_name`): they never pass unless loopback is allowed, and then
+/// only to addresses the connect-time check allows.
 fn local_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    name == "localhost" || name.ends_with(".localhost")
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "localhost" | "localhost.localdomain" | "ip6-localhost" | "ip6-loopback"
+    ) || name.ends_with(".localhost")
 }
 
 struct Settings {
