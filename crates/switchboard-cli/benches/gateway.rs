@@ -14,7 +14,6 @@
 //! flight give calls/s. Medians over the rounds. Over stdio only (the
 //! gateway's `--http` is not measured here yet).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,6 +23,14 @@ use switchboard::types::JsonObject;
 use switchboard::{Client, EraMode};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+/// What `gateway::Sandbox::host` scrubs (the tests' list; unused here).
+#[allow(dead_code)]
+const SCRUBBED: [&str; 0] = [];
+
+/// The tests' sandbox: a HOME whose user config has the two backends.
+#[allow(dead_code)]
+#[path = "../tests/support/gateway.rs"]
+mod gateway;
 
 struct Plan {
     rounds: usize,
@@ -59,25 +66,6 @@ fn plan() -> Plan {
     plan
 }
 
-/// A HOME whose user config has the two backends.
-fn sandbox() -> PathBuf {
-    let root =
-        std::env::temp_dir().join(format!("switchboard-gateway-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(root.join("work/.git")).unwrap();
-    let config = root.join("home/.config/switchboard/config.toml");
-    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "[servers.old]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"legacy\"]\n\n\
-             [servers.new]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"
-        ),
-    )
-    .unwrap();
-    root
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Route {
     /// Straight to the backend of this era.
@@ -108,7 +96,7 @@ impl Route {
         }
     }
 
-    async fn connect(self, root: &std::path::Path) -> Client {
+    async fn connect(self, sandbox: &gateway::Sandbox) -> Client {
         let (mode, config) = match self {
             Route::Direct(era) => (
                 if era == "legacy" {
@@ -122,9 +110,9 @@ impl Route {
                 mode,
                 StdioConfig::new(BIN)
                     .args(["serve"])
-                    .env("HOME", root.join("home"))
-                    .env("SWITCHBOARD_CREDENTIALS", root.join("credentials.json"))
-                    .cwd(root.join("work")),
+                    .env("HOME", sandbox.home())
+                    .env("SWITCHBOARD_CREDENTIALS", sandbox.credentials())
+                    .cwd(sandbox.work()),
             ),
         };
         let client = Client::builder()
@@ -181,7 +169,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn main() {
     let plan = plan();
-    let root = sandbox();
+    let sandbox = gateway::Sandbox::new("bench");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let routes = [
         Route::Direct("legacy"),
@@ -197,7 +185,7 @@ fn main() {
     for round in 1..=plan.rounds {
         for (i, route) in routes.iter().enumerate() {
             let (p50, rate) = runtime.block_on(async {
-                let client = route.connect(&root).await;
+                let client = route.connect(&sandbox).await;
                 let measured = measure(&client, &route.tool(), &plan).await;
                 client.close().await;
                 measured
@@ -211,7 +199,7 @@ fn main() {
             rates[i].push(rate);
         }
     }
-    let _ = std::fs::remove_dir_all(&root);
+    drop(sandbox);
     println!(
         "gateway bench: {} round(s), {} sequential calls after {} warm-up, {} calls with {} in flight; medians; {:.0} s; load {}",
         plan.rounds,

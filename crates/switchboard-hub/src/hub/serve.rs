@@ -47,7 +47,7 @@ async fn prompt_route(hub: &Hub, name: &str) -> Result<(String, String), ErrorOb
         .into_iter()
         .find(|p| p.name == name)
         .map(|p| (p.server, p.prompt.name))
-        .ok_or_else(|| refused(codes::INVALID_PARAMS, format!("Unknown prompt: {name}")))
+        .ok_or_else(|| ErrorObject::new(codes::INVALID_PARAMS, format!("Unknown prompt: {name}")))
 }
 
 /// The gateway URI of `server`'s resource `uri`:
@@ -94,15 +94,13 @@ fn decode(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-fn refused(code: i64, message: String) -> ErrorObject {
-    ErrorObject::new(code, message)
-}
-
 /// A hub error from a request routed to one server, for the host.
 fn routed_error(error: HubError) -> ErrorObject {
     match error {
-        HubError::UnknownServer { .. } => refused(codes::INVALID_PARAMS, error.to_string()),
-        other => refused(codes::INTERNAL_ERROR, other.to_string()),
+        HubError::UnknownServer { .. } => {
+            ErrorObject::new(codes::INVALID_PARAMS, error.to_string())
+        }
+        other => ErrorObject::new(codes::INTERNAL_ERROR, other.to_string()),
     }
 }
 
@@ -287,7 +285,7 @@ impl ServerHandler for HubServer {
                 }
                 Reference::Resource(reference) => {
                     let (server, uri) = resource_origin(&reference.uri).ok_or_else(|| {
-                        refused(
+                        ErrorObject::new(
                             codes::INVALID_PARAMS,
                             format!("not a resource of this gateway: {}", reference.uri),
                         )
@@ -296,7 +294,7 @@ impl ServerHandler for HubServer {
                     server
                 }
                 _ => {
-                    return Err(refused(
+                    return Err(ErrorObject::new(
                         codes::INVALID_PARAMS,
                         "an unknown kind of completion reference".to_owned(),
                     ));
@@ -345,7 +343,7 @@ impl ServerHandler for HubServer {
         Box::pin(async move {
             first_start.await;
             let (server, uri) = resource_origin(&params.uri).ok_or_else(|| {
-                refused(
+                ErrorObject::new(
                     codes::RESOURCE_NOT_FOUND,
                     format!(
                         "Resource not found: {} (not a resource of this gateway)",
