@@ -485,7 +485,19 @@ pub(crate) async fn serve(
             crate::sanitize::term(why)
         );
     }
-    let hub = hub_of(prepared.runnable, credentials, max_message_size, servers)?;
+    // What backends ask of their client goes to the host.
+    let asks = switchboard_hub::BackendAsks::new();
+    let forwarding = asks.clone();
+    let hub = builder(
+        prepared.runnable,
+        DEFAULT_STARTUP,
+        credentials.map(Path::to_path_buf),
+        max_message_size,
+    )
+    .client(move |server, client| forwarding.client(&server.name, client))
+    .build()
+    .map_err(|e| hub_failure(e, None, None))?;
+    servers.hub(&hub);
     let (started, first_start) = tokio::sync::watch::channel(false);
     let starting = hub.clone();
     tokio::spawn(async move {
@@ -493,12 +505,18 @@ pub(crate) async fn serve(
         let _ = started.send(true);
     });
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
+    let policy = loaded.policy.tools.clone();
+    let gateway = move |hub| {
+        switchboard_hub::HubServer::new(hub, info)
+            .wait_for_start(first_start, wait_ready)
+            .forward_asks(asks)
+            .policy(policy)
+    };
     if let Some((addr, token)) = http {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
-        let mut gateway =
-            switchboard_hub::HubServer::new(hub, info).wait_for_start(first_start, wait_ready);
+        let mut gateway = gateway(hub);
         if let Some(log) = audit {
             gateway = gateway.audit(Arc::new(log), "http");
         }
@@ -515,8 +533,7 @@ pub(crate) async fn serve(
     }
     let connection =
         switchboard::transport::framing::io_connection(tokio::io::stdin(), tokio::io::stdout());
-    let mut gateway =
-        switchboard_hub::HubServer::new(hub, info).wait_for_start(first_start, wait_ready);
+    let mut gateway = gateway(hub);
     if let Some(log) = audit {
         gateway = gateway.audit(Arc::new(log), format!("stdio-{}", std::process::id()));
     }

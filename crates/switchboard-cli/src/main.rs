@@ -541,6 +541,13 @@ enum Command {
     /// `switchboard approve`); nothing is asked on the terminal, since
     /// stdin is the host's. Logs go to stderr (RUST_LOG).
     ///
+    /// What a server asks of its client (a form, a URL to open, a model's
+    /// answer) goes to the host, in the host's era; a host that cannot
+    /// answer gets it declined. `[policy.tools]` in a switchboard config
+    /// file limits what the host may call, by globs over SERVER__TOOL:
+    /// `deny = ["*__delete_*"]` (not listed, refused), `ask =
+    /// ["github__*"]` (the host's user confirms each call), `allow = […]`.
+    ///
     /// Example, in a host's configuration:
     /// `{"mcpServers": {"switchboard": {"command": "switchboard", "args": ["serve"]}}}`
     Serve {

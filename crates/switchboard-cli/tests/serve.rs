@@ -8,8 +8,14 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use switchboard::transport::stdio::StdioConfig;
-use switchboard::types::{CallToolRequestParams, JsonObject};
-use switchboard::{Client, EraMode, RequestOptions};
+use switchboard::types::{
+    CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult, ElicitResult,
+    JsonObject,
+};
+use switchboard::{
+    BoxFuture, Client, ElicitationHandler, EraMode, FormRequest, HandlerContext, HandlerError,
+    RequestOptions, SamplingHandler,
+};
 
 #[allow(dead_code)] // only the binary's path is used here
 mod support;
@@ -77,6 +83,259 @@ async fn a_host_of_each_era_lists_and_calls_tools_of_both_backends() {
             .await
             .unwrap();
         host.close().await;
+    }
+}
+
+/// A host's user: fills every form with the name "Ada" (or declines
+/// everything), answers every sampling request as model `host-model`;
+/// records the messages it was shown.
+#[derive(Clone, Default)]
+struct User {
+    decline: bool,
+    shown: Arc<Mutex<Vec<String>>>,
+}
+
+impl ElicitationHandler for User {
+    fn elicit_form(
+        &self,
+        _: HandlerContext,
+        request: FormRequest,
+    ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+        self.shown.lock().unwrap().push(request.message.clone());
+        let answer = if self.decline {
+            ElicitResult::decline()
+        } else {
+            let mut content = request.defaults.clone();
+            if content.contains_key("name") {
+                content.insert("name".into(), json!("Ada"));
+            }
+            ElicitResult::accept(Some(content))
+        };
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+impl SamplingHandler for User {
+    fn create_message(
+        &self,
+        _: HandlerContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'static, Result<CreateMessageResult, HandlerError>> {
+        self.shown
+            .lock()
+            .unwrap()
+            .push(format!("{} messages", params.messages.len()));
+        Box::pin(async {
+            Ok(serde_json::from_value(json!({
+                "role": "assistant",
+                "content": {"type": "text", "text": "hello from the host"},
+                "model": "host-model",
+            }))
+            .unwrap())
+        })
+    }
+}
+
+/// A host of `mode` whose user is `user`.
+async fn host_with(sandbox: &Sandbox, mode: EraMode, user: &User) -> Client {
+    Client::builder()
+        .era_mode(mode)
+        .elicitation(user.clone())
+        .sampling(user.clone())
+        .connect(gateway(sandbox))
+        .await
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"))
+}
+
+fn text(result: &switchboard::types::CallToolResult) -> String {
+    result.content[0].as_text().unwrap_or_default().to_owned()
+}
+
+/// Every pair of eras: a session-era and a 2026-07-28 host, each in front
+/// of a session-era backend (which sends `elicitation/create` and
+/// `sampling/createMessage` requests) and a 2026-07-28 one (which answers
+/// `input_required`). The host's answers reach the backend, whose result
+/// says what it got.
+/// Over stdio and over Streamable HTTP (where a session-era host gets the
+/// backend's requests, and progress, on its POST's event stream).
+#[tokio::test]
+async fn a_backends_elicitation_and_sampling_reach_the_host_across_eras() {
+    let sandbox = Sandbox::new("asks");
+    let (url, mut http) = sandbox.http_gateway(&[]);
+    for (mode, over_http) in [
+        (EraMode::Legacy, false),
+        (EraMode::Modern, false),
+        (EraMode::Legacy, true),
+        (EraMode::Modern, true),
+    ] {
+        let user = User::default();
+        let host = if over_http {
+            Client::builder()
+                .era_mode(mode)
+                .elicitation(user.clone())
+                .sampling(user.clone())
+                .connect(switchboard::transport::http::HttpConfig::new(url.as_str()))
+                .await
+                .unwrap()
+        } else {
+            host_with(&sandbox, mode, &user).await
+        };
+        host.list_tools().await.unwrap();
+        let mode = (mode, over_http);
+        // Progress comes through too.
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let seen = steps.clone();
+        let options = RequestOptions::default().on_progress(move |p| {
+            seen.lock().unwrap().push(p.progress);
+        });
+        let params = CallToolRequestParams {
+            name: "old__progress".into(),
+            arguments: args(json!({"steps": 2})),
+            ..Default::default()
+        };
+        host.call_tool_with(&params, options).await.unwrap();
+        assert_eq!(*steps.lock().unwrap(), [1.0, 2.0], "{mode:?}");
+        for server in ["old", "new"] {
+            let result = host
+                .call_tool(format!("{server}__ask"), None)
+                .await
+                .unwrap();
+            assert_ne!(result.is_error, Some(true), "{mode:?} {server}: {result:?}");
+            let answer: serde_json::Value = serde_json::from_str(&text(&result)).unwrap();
+            assert_eq!(answer["action"], "accept", "{mode:?} {server}: {answer}");
+            assert_eq!(
+                answer["content"]["name"], "Ada",
+                "{mode:?} {server}: {answer}"
+            );
+
+            let result = host
+                .call_tool(format!("{server}__sample"), args(json!({"prompt": "hi"})))
+                .await
+                .unwrap();
+            assert_eq!(
+                text(&result),
+                "sampled: hello from the host (model host-model)",
+                "{mode:?} {server}: {result:?}"
+            );
+        }
+        let shown = user.shown.lock().unwrap().clone();
+        assert_eq!(
+            shown,
+            [
+                "Please tell us about yourself",
+                "1 messages",
+                "Please tell us about yourself",
+                "1 messages"
+            ],
+            "{mode:?}"
+        );
+        host.close().await;
+    }
+    let _ = http.kill();
+    let _ = http.wait();
+}
+
+/// A host that declared neither elicitation nor sampling: the gateway
+/// declines for it, the backend hears "decline", the call still ends.
+#[tokio::test]
+async fn an_ask_the_host_cannot_take_is_declined_on_its_behalf() {
+    let sandbox = Sandbox::new("declined");
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let host = host(&sandbox, mode).await;
+        host.list_tools().await.unwrap();
+        for server in ["old", "new"] {
+            let result = host
+                .call_tool(format!("{server}__ask"), None)
+                .await
+                .unwrap();
+            let answer: serde_json::Value = serde_json::from_str(&text(&result)).unwrap();
+            assert_eq!(answer["action"], "decline", "{mode:?} {server}: {answer}");
+            let result = host
+                .call_tool(format!("{server}__sample"), args(json!({"prompt": "hi"})))
+                .await
+                .unwrap();
+            assert_eq!(result.is_error, Some(true), "{mode:?} {server}: {result:?}");
+            assert!(
+                text(&result).contains("did not declare the sampling capability"),
+                "{mode:?} {server}: {result:?}"
+            );
+        }
+        host.close().await;
+    }
+}
+
+/// `[policy.tools]`: a denied tool is neither listed nor called; an `ask`
+/// tool runs only when the host's user accepts, in both eras.
+#[tokio::test]
+async fn the_tool_policy_denies_and_asks() {
+    let sandbox = Sandbox::with_config(
+        "policy",
+        "[policy.tools]\ndeny = [\"old__add_*\"]\nask = [\"*__echo\"]\n",
+    );
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let user = User::default();
+        let host = host_with(&sandbox, mode, &user).await;
+        let names = tool_names(&host).await;
+        assert!(
+            !names.iter().any(|n| n == "old__add_tool"),
+            "{mode:?}: {names:?}"
+        );
+        assert!(
+            names.iter().any(|n| n == "new__add_tool"),
+            "{mode:?}: {names:?}"
+        );
+        let result = host.call_tool("old__add_tool", None).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{mode:?}: {result:?}");
+        assert!(
+            text(&result).contains("denied by the policy") && text(&result).contains("old__add_*"),
+            "{mode:?}: {result:?}"
+        );
+        // Accepted: it runs, and the user saw what would run.
+        let result = host
+            .call_tool("old__echo", args(json!({"text": "allowed"})))
+            .await
+            .unwrap();
+        assert_ne!(result.is_error, Some(true), "{mode:?}: {result:?}");
+        assert!(text(&result).contains("allowed"), "{mode:?}: {result:?}");
+        let shown = user.shown.lock().unwrap().clone();
+        assert_eq!(shown.len(), 1, "{mode:?}: {shown:?}");
+        assert!(
+            shown[0].contains("old__echo") && shown[0].contains("allowed"),
+            "{mode:?}: {shown:?}"
+        );
+        host.close().await;
+
+        // Declined: not called.
+        let user = User {
+            decline: true,
+            ..User::default()
+        };
+        let declining = host_with(&sandbox, mode, &user).await;
+        declining.list_tools().await.unwrap();
+        let result = declining
+            .call_tool("new__echo", args(json!({"text": "refused"})))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(true), "{mode:?}: {result:?}");
+        assert!(
+            text(&result).contains("did not allow"),
+            "{mode:?}: {result:?}"
+        );
+        declining.close().await;
+
+        // A host that cannot ask: not called either.
+        let mute = crate::host(&sandbox, mode).await;
+        mute.list_tools().await.unwrap();
+        let result = mute
+            .call_tool("old__echo", args(json!({"text": "x"})))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(true), "{mode:?}: {result:?}");
+        assert!(
+            text(&result).contains("did not declare the elicitation capability"),
+            "{mode:?}: {result:?}"
+        );
+        mute.close().await;
     }
 }
 

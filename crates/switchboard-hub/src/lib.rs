@@ -26,9 +26,9 @@ pub use config::{
     Dialect, HeadersHelper, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig,
 };
 pub use hub::{
-    Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubListing, HubPrompt,
-    HubResource, HubResourceTemplate, HubServer, HubTool, ServerState, ServerStats, ServerStatus,
-    StartReport,
+    BackendAsks, Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubListing,
+    HubPrompt, HubResource, HubResourceTemplate, HubServer, HubTool, ServerState, ServerStats,
+    ServerStatus, StartReport,
 };
 
 /// Entry points for `fuzz/` (feature `fuzzing`, never on by default): the

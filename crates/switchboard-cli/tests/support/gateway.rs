@@ -15,6 +15,12 @@ pub(crate) struct Sandbox {
 #[allow(dead_code)] // each test binary uses some of it
 impl Sandbox {
     pub(crate) fn new(name: &str) -> Self {
+        Self::with_config(name, "")
+    }
+
+    /// A sandbox whose user config has `extra` (TOML) after the two
+    /// backends.
+    pub(crate) fn with_config(name: &str, extra: &str) -> Self {
         let root =
             std::env::temp_dir().join(format!("switchboard-serve-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -25,7 +31,7 @@ impl Sandbox {
             &config,
             format!(
                 "[servers.old]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"legacy\"]\n\n\
-                 [servers.new]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"
+                 [servers.new]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n\n{extra}"
             ),
         )
         .unwrap();

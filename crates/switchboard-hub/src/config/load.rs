@@ -379,6 +379,9 @@ fn read_into(
         .extend(inputs.into_iter().map(|i| (file.to_path_buf(), scope, i)));
     loaded.policy.allow.extend(policy.allow);
     loaded.policy.deny.extend(policy.deny);
+    loaded.policy.tools.allow.extend(policy.tools.allow);
+    loaded.policy.tools.deny.extend(policy.tools.deny);
+    loaded.policy.tools.ask.extend(policy.tools.ask);
     said.off.extend(off);
     // What the user decided in other clients counts only from the user's
     // own files, never from a project's.

@@ -61,6 +61,62 @@ pub struct Policy {
     pub allow: Vec<(String, Vec<Rule>)>,
     /// Every deny rule, with the file that gave it.
     pub deny: Vec<(String, Rule)>,
+    /// What the gateway lets a host call (`[policy.tools]`).
+    pub tools: ToolPolicy,
+}
+
+/// Which tools a host may call through `switchboard serve`, by globs over
+/// the hub-wide names (`server__tool`; `*` matches any run of
+/// characters): `deny` wins, then `ask` (the host's user confirms each
+/// call), then any `allow` list (a tool must match each one given; with
+/// none, every tool not denied is allowed). Any file may narrow, none may
+/// widen what another said. A tool's read-only hint is never permission.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// Each allow list given, with its file.
+    pub allow: Vec<(String, Vec<String>)>,
+    /// Deny globs, with their file.
+    pub deny: Vec<(String, String)>,
+    /// Ask globs, with their file.
+    pub ask: Vec<(String, String)>,
+}
+
+/// What [`ToolPolicy::decide`] says of one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolDecision {
+    /// Call it.
+    Allow,
+    /// Ask the user first; says which rule.
+    Ask(String),
+    /// Refuse; says which rule and where.
+    Deny(String),
+}
+
+impl ToolPolicy {
+    /// Whether no rule is given.
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty() && self.ask.is_empty()
+    }
+
+    /// What to do with a call of `name` (a hub-wide name).
+    pub fn decide(&self, name: &str) -> ToolDecision {
+        if let Some((source, glob)) = self.deny.iter().find(|(_, g)| glob_match(g, name)) {
+            return ToolDecision::Deny(format!(
+                "the tool `{name}` is denied by the policy in {source} (deny `{glob}`)"
+            ));
+        }
+        for (source, globs) in &self.allow {
+            if !globs.iter().any(|g| glob_match(g, name)) {
+                return ToolDecision::Deny(format!(
+                    "the tool `{name}` is not on the tools allow list in {source}"
+                ));
+            }
+        }
+        if let Some((source, glob)) = self.ask.iter().find(|(_, g)| glob_match(g, name)) {
+            return ToolDecision::Ask(format!("ask `{glob}` in {source}"));
+        }
+        ToolDecision::Allow
+    }
 }
 
 /// Why a server may not run.

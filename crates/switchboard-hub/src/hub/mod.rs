@@ -47,6 +47,7 @@ pub mod audit;
 mod changes;
 mod error;
 mod features;
+mod forward;
 mod headers_helper;
 mod login;
 #[cfg(feature = "otel")]
@@ -80,6 +81,7 @@ use crate::config::ServerConfig;
 pub use changes::ReloadReport;
 pub use error::HubError;
 pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
+pub use forward::BackendAsks;
 #[cfg(feature = "oauth")]
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};

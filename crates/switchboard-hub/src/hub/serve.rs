@@ -21,23 +21,30 @@
 //!   contents it answers carry gateway URIs again. Resource templates are
 //!   not served yet.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::Value;
+
+use switchboard::BoxFuture;
 use switchboard::RequestOptions;
 use switchboard::server::{self, Peer, Reply, RequestContext, ServeOptions, Served, ServerHandler};
 use switchboard::transport::Connection;
 use switchboard::types::jsonrpc::ErrorObject;
 use switchboard::types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResult, Reference, ResourceContents, ServerCapabilities, codes,
+    GetPromptRequestParams, GetPromptResult, Implementation, InputRequiredResult,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, Reference, RequestOutcome, ResourceContents,
+    ServerCapabilities, codes,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::audit::{AuditEntry, AuditLog};
+use super::forward::{Ask, AskAnswer, BackendAsks, Refusal, Registration};
 use super::{Hub, HubError, HubEvent};
+use crate::config::policy::{ToolDecision, ToolPolicy};
 
 /// The server and own name of the prompt the hub lists as `name`.
 async fn prompt_route(hub: &Hub, name: &str) -> Result<(String, String), ErrorObject> {
@@ -114,6 +121,12 @@ pub struct HubServer {
     started: Option<(watch::Receiver<bool>, Duration)>,
     /// Where each tool call is recorded, and the host's session there.
     audit: Option<(Arc<AuditLog>, Arc<str>)>,
+    /// Where backends' asks find the host call running on them.
+    asks: Option<BackendAsks>,
+    /// Which tools the host may call.
+    policy: Arc<ToolPolicy>,
+    /// Calls waiting for a 2026-07-28 host's retry, by `requestState`.
+    parked: ParkedCalls,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -132,7 +145,30 @@ impl HubServer {
             info,
             started: None,
             audit: None,
+            asks: None,
+            policy: Arc::new(ToolPolicy::default()),
+            parked: ParkedCalls::default(),
         }
+    }
+
+    /// Forwards what backends ask of their client (elicitation, sampling)
+    /// to the host whose call is running on them, in the host's era: a
+    /// request to a session-era host, an `input_required` round to a
+    /// 2026-07-28 one. `asks` must be the one whose
+    /// [`BackendAsks::client`] the hub's clients were built with. An ask
+    /// the host cannot answer (it did not declare the capability) is
+    /// declined on its behalf, with a log line.
+    pub fn forward_asks(mut self, asks: BackendAsks) -> Self {
+        self.asks = Some(asks);
+        self
+    }
+
+    /// Applies `policy` to every call: denied tools are refused (and not
+    /// listed), `ask` tools run only after the host's user accepts an
+    /// elicitation saying what will be called.
+    pub fn policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = Arc::new(policy);
+        self
     }
 
     /// Records every tool call in `log` (see [`super::audit`]), as made
@@ -384,6 +420,7 @@ impl ServerHandler for HubServer {
         _cx: RequestContext,
     ) -> Reply<ListToolsResult> {
         let hub = self.hub.clone();
+        let policy = self.policy.clone();
         let first_start = self.first_start();
         Box::pin(async move {
             first_start.await;
@@ -397,6 +434,7 @@ impl ServerHandler for HubServer {
                 .tools()
                 .into_iter()
                 .filter(|t| !t.stale && ready.contains(&t.server))
+                .filter(|t| !matches!(policy.decide(&t.name), ToolDecision::Deny(_)))
                 .map(|t| {
                     let mut tool = t.tool;
                     tool.name = t.name;
@@ -414,112 +452,454 @@ impl ServerHandler for HubServer {
         &self,
         params: CallToolRequestParams,
         cx: RequestContext,
-    ) -> Reply<CallToolResult> {
-        let hub = self.hub.clone();
-        let audit = self.audit.clone();
-        let arguments = audit.as_ref().and(params.arguments.clone());
-        let name = params.name.clone();
-        let started = std::time::Instant::now();
+    ) -> Reply<RequestOutcome<CallToolResult>> {
+        let this = self.clone();
         let first_start = self.first_start();
-        let call = Self::call(hub.clone(), params, cx);
         Box::pin(async move {
             first_start.await;
-            let server = audit.as_ref().and_then(|_| {
-                hub.tools()
-                    .into_iter()
-                    .find(|t| t.name == name)
-                    .map(|t| t.server)
-            });
-            let outcome = call.await;
-            if let Some((log, session)) = audit {
-                let failed = matches!(&outcome, Ok(result) if result.is_error == Some(true));
-                let (kind, message, bytes) = match &outcome {
-                    Ok(result) => (
-                        if failed { "tool_error" } else { "ok" },
-                        failed.then(|| {
-                            result
-                                .content
-                                .first()
-                                .and_then(|c| c.as_text())
-                                .unwrap_or_default()
-                                .to_owned()
-                        }),
-                        serde_json::to_vec(result).map_or(0, |v| v.len()),
-                    ),
-                    Err(error) => ("error", Some(error.message.clone()), 0),
-                };
-                let entry = AuditEntry {
-                    session: &session,
-                    server: server.as_deref(),
-                    name: &name,
-                    arguments: arguments.as_ref(),
-                    outcome: kind,
-                    message: message.as_deref(),
-                    duration: started.elapsed(),
-                    bytes,
-                };
-                if let Err(error) = log.record(&entry) {
-                    tracing::error!(path = %log.path().display(), %error, "could not write the audit log");
-                }
+            let started = std::time::Instant::now();
+            let name = params.name.clone();
+            let arguments = this.audit.as_ref().and(params.arguments.clone());
+            let (server, outcome) = this.call(params, cx).await;
+            if let Some((log, session)) = &this.audit {
+                record(
+                    log,
+                    session,
+                    server.as_deref(),
+                    &name,
+                    arguments.as_ref(),
+                    &outcome,
+                    started,
+                );
             }
             outcome
         })
     }
 }
 
+/// How long a host has to answer what a backend asked (a person may be
+/// filling in a form).
+const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long a call waits for a 2026-07-28 host's retry, and how many may
+/// wait at once.
+const PARK_TTL: Duration = Duration::from_secs(600);
+const MAX_PARKED: usize = 256;
+
+/// A host's call in progress: the backend's call and what comes on the way.
+struct Flight {
+    name: String,
+    server: Option<String>,
+    call: BoxFuture<'static, Result<CallToolResult, HubError>>,
+    progress: mpsc::UnboundedReceiver<switchboard::Progress>,
+    asks: mpsc::UnboundedReceiver<Ask>,
+    /// Asks of the gateway's own (a policy's confirmation), first.
+    pending: Vec<Ask>,
+    rounds: usize,
+    _registration: Option<Registration>,
+}
+
+/// A call waiting for a 2026-07-28 host's retry with the answer to `key`.
+struct Parked {
+    flight: Flight,
+    key: String,
+    answer: oneshot::Sender<AskAnswer>,
+}
+
+#[derive(Clone, Default)]
+struct ParkedCalls(Arc<Mutex<HashMap<String, Parked>>>);
+
+impl ParkedCalls {
+    fn take(&self, state: &str) -> Option<Parked> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(state)
+    }
+
+    /// Keeps `parked` under a fresh unguessable `requestState` for at most
+    /// [`PARK_TTL`]; `None` when too many wait already.
+    fn park(&self, parked: Parked) -> Result<String, Box<Parked>> {
+        let mut bytes = [0u8; 16];
+        if aws_lc_rs::rand::fill(&mut bytes).is_err() {
+            return Err(Box::new(parked));
+        }
+        let state: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        {
+            let mut calls = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if calls.len() >= MAX_PARKED {
+                return Err(Box::new(parked));
+            }
+            calls.insert(state.clone(), parked);
+        }
+        let calls = Arc::downgrade(&self.0);
+        let expiring = state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(PARK_TTL).await;
+            if let Some(calls) = calls.upgrade() {
+                // Dropping the call cancels it on the backend.
+                calls
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&expiring);
+            }
+        });
+        Ok(state)
+    }
+}
+
+/// Why the host cannot take `ask`, if it cannot.
+fn host_cannot(cx: &RequestContext, ask: &Ask) -> Option<String> {
+    let caps = &cx.client_capabilities;
+    let missing = match ask.method {
+        "elicitation/create" => {
+            let url = ask.params.get("mode").and_then(Value::as_str) == Some("url");
+            match &caps.elicitation {
+                None => Some("elicitation"),
+                Some(e) if url && e.url.is_none() => Some("elicitation.url"),
+                Some(e) if !url && e.form.is_none() && e.url.is_some() => Some("elicitation.form"),
+                Some(_) => None,
+            }
+        }
+        "sampling/createMessage" => match &caps.sampling {
+            None => Some("sampling"),
+            Some(s) if ask.params.get("tools").is_some() && s.tools.is_none() => {
+                Some("sampling.tools")
+            }
+            Some(_) => None,
+        },
+        _ => Some("that request"),
+    }?;
+    Some(format!(
+        "the host did not declare the {missing} capability, so `{}` was declined on its behalf",
+        ask.method
+    ))
+}
+
+fn host_error(error: switchboard::engine::EngineError) -> Refusal {
+    match error {
+        switchboard::engine::EngineError::Server { error, .. } => Refusal::Error(*error),
+        other => Refusal::Error(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the host did not answer: {other}"),
+        )),
+    }
+}
+
+/// A tool result saying why the call did not run or failed.
+fn error_result(text: String) -> CallToolResult {
+    let mut result = CallToolResult::text(text);
+    result.is_error = Some(true);
+    result
+}
+
+/// Writes the audit line of one answered round.
+fn record(
+    log: &AuditLog,
+    session: &str,
+    server: Option<&str>,
+    name: &str,
+    arguments: Option<&switchboard::types::JsonObject>,
+    outcome: &Result<RequestOutcome<CallToolResult>, ErrorObject>,
+    started: std::time::Instant,
+) {
+    let (kind, message, bytes) = match outcome {
+        Ok(RequestOutcome::Complete(result)) => {
+            let failed = result.is_error == Some(true);
+            (
+                if failed { "tool_error" } else { "ok" },
+                failed.then(|| {
+                    result
+                        .content
+                        .first()
+                        .and_then(|c| c.as_text())
+                        .unwrap_or_default()
+                        .to_owned()
+                }),
+                serde_json::to_vec(result).map_or(0, |v| v.len()),
+            )
+        }
+        Ok(_) => ("input_required", None, 0),
+        Err(error) => ("error", Some(error.message.clone()), 0),
+    };
+    let entry = AuditEntry {
+        session,
+        server,
+        name,
+        arguments,
+        outcome: kind,
+        message: message.as_deref(),
+        duration: started.elapsed(),
+        bytes,
+    };
+    if let Err(error) = log.record(&entry) {
+        tracing::error!(path = %log.path().display(), %error, "could not write the audit log");
+    }
+}
+
 impl HubServer {
-    /// `tools/call` through the hub (the audit is [`ServerHandler::call_tool`]'s).
-    fn call(hub: Hub, params: CallToolRequestParams, cx: RequestContext) -> Reply<CallToolResult> {
-        Box::pin(async move {
-            let (progress_tx, mut progress) = mpsc::unbounded_channel();
-            let options = if cx.progress_token().is_some() {
-                RequestOptions::default().on_progress(move |p| {
-                    let _ = progress_tx.send(p);
-                })
-            } else {
-                RequestOptions::default()
+    /// `tools/call` through the hub: a new call, or the retry of a parked
+    /// one. Says which server it went to.
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> (
+        Option<String>,
+        Result<RequestOutcome<CallToolResult>, ErrorObject>,
+    ) {
+        if let Some(state) = params.request_state.as_deref() {
+            let Some(parked) = self.parked.take(state) else {
+                let error = ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    "Invalid params: this requestState is unknown or expired (a call waits \
+                     10 minutes for its retry); call the tool again without it",
+                );
+                return (None, Err(error));
             };
-            let call = hub.call_tool_with(&params.name, params.arguments, options);
-            tokio::pin!(call);
-            let outcome = loop {
-                tokio::select! {
+            if parked.flight.name != params.name {
+                let error = ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!(
+                        "Invalid params: this requestState belongs to a call of `{}`, not `{}`",
+                        parked.flight.name, params.name
+                    ),
+                );
+                return (None, Err(error));
+            }
+            let answer = params
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(&parked.key))
+                .map(|response| serde_json::to_value(response).unwrap_or_default());
+            let _ = parked.answer.send(answer.ok_or_else(|| {
+                Refusal::Declined("the host's retry did not answer the request".to_owned())
+            }));
+            let server = parked.flight.server.clone();
+            return (server, self.drive(parked.flight, cx).await);
+        }
+        let server = self
+            .hub
+            .tools()
+            .into_iter()
+            .find(|t| t.name == params.name)
+            .map(|t| t.server);
+        let decision = self.policy.decide(&params.name);
+        if let ToolDecision::Deny(why) = decision {
+            return (server, Ok(RequestOutcome::Complete(error_result(why))));
+        }
+        let (registration, asks) = match (&self.asks, &server) {
+            (Some(backend_asks), Some(server)) => {
+                let (registration, asks) = backend_asks.register(server);
+                (Some(registration), asks)
+            }
+            _ => (None, mpsc::unbounded_channel().1),
+        };
+        let (progress_tx, progress) = mpsc::unbounded_channel();
+        let options = if cx.progress_token().is_some() {
+            RequestOptions::default().on_progress(move |p| {
+                let _ = progress_tx.send(p);
+            })
+        } else {
+            RequestOptions::default()
+        };
+        let hub = self.hub.clone();
+        let name = params.name.clone();
+        let mut pending = Vec::new();
+        let call: BoxFuture<'static, Result<CallToolResult, HubError>> = match decision {
+            ToolDecision::Ask(rule) => {
+                let (answer, answered) = oneshot::channel();
+                let arguments = serde_json::to_string(&params.arguments).unwrap_or_default();
+                pending.push(Ask {
+                    method: "elicitation/create",
+                    params: serde_json::json!({
+                        "mode": "form",
+                        "message": format!(
+                            "Allow the tool `{name}` to run with the arguments {arguments}? \
+                             (switchboard's policy asks first: {rule})"
+                        ),
+                        "requestedSchema": {"type": "object", "properties": {}},
+                    }),
+                    answer,
+                });
+                Box::pin(async move {
+                    let accepted = match answered.await {
+                        Ok(Ok(answer)) => {
+                            answer.get("action").and_then(Value::as_str) == Some("accept")
+                        }
+                        Ok(Err(Refusal::Declined(why))) => {
+                            return Ok(error_result(format!(
+                                "not called: switchboard's policy asks the user before `{name}` \
+                                 runs, and {why}"
+                            )));
+                        }
+                        Ok(Err(Refusal::Error(error))) => {
+                            return Ok(error_result(format!(
+                                "not called: asking the user before `{name}` runs failed: {}",
+                                error.message
+                            )));
+                        }
+                        Err(_) => false,
+                    };
+                    if !accepted {
+                        return Ok(error_result(format!(
+                            "not called: the user did not allow `{name}` to run"
+                        )));
+                    }
+                    hub.call_tool_with(&name, params.arguments, options).await
+                })
+            }
+            _ => {
+                Box::pin(async move { hub.call_tool_with(&name, params.arguments, options).await })
+            }
+        };
+        let flight = Flight {
+            name: params.name,
+            server: server.clone(),
+            call,
+            progress,
+            asks,
+            pending,
+            rounds: 0,
+            _registration: registration,
+        };
+        (server, self.drive(flight, cx).await)
+    }
+
+    /// Runs `flight` for the host of `cx` until the backend answers — or,
+    /// for a 2026-07-28 host, until something must be asked of it: then it
+    /// is parked and the host gets an `input_required` round.
+    async fn drive(
+        &self,
+        mut flight: Flight,
+        cx: RequestContext,
+    ) -> Result<RequestOutcome<CallToolResult>, ErrorObject> {
+        enum Step {
+            Progress(switchboard::Progress),
+            Ask(Ask),
+            Done(Result<CallToolResult, HubError>),
+        }
+        loop {
+            let step = match flight.pending.pop() {
+                Some(ask) => Step::Ask(ask),
+                None => tokio::select! {
                     biased;
-                    Some(p) = progress.recv() => {
+                    Some(p) = flight.progress.recv() => Step::Progress(p),
+                    Some(ask) = flight.asks.recv() => Step::Ask(ask),
+                    outcome = &mut flight.call => Step::Done(outcome),
+                },
+            };
+            match step {
+                Step::Progress(p) => {
+                    let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
+                }
+                Step::Ask(ask) => {
+                    if let Some(why) = host_cannot(&cx, &ask) {
+                        tracing::warn!(tool = %flight.name, "{why}");
+                        let _ = ask.answer.send(Err(Refusal::Declined(why)));
+                        continue;
+                    }
+                    if cx.era == switchboard::types::Era::Legacy {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let answer = cx
+                                .request(ask.method, ask.params, ASK_TIMEOUT)
+                                .await
+                                .map_err(host_error);
+                            let _ = ask.answer.send(answer);
+                        });
+                        continue;
+                    }
+                    flight.rounds += 1;
+                    let key = format!("{}-{}", ask.method.replace('/', "-"), flight.rounds);
+                    let requests = serde_json::json!({
+                        key.clone(): {"method": ask.method, "params": ask.params},
+                    });
+                    let requests = match serde_json::from_value(requests) {
+                        Ok(requests) => requests,
+                        Err(error) => {
+                            let why =
+                                format!("the backend's `{}` is malformed: {error}", ask.method);
+                            let _ = ask.answer.send(Err(Refusal::Declined(why)));
+                            continue;
+                        }
+                    };
+                    let parked = Parked {
+                        flight,
+                        key,
+                        answer: ask.answer,
+                    };
+                    return match self.parked.park(parked) {
+                        Ok(state) => Ok(RequestOutcome::InputRequired(InputRequiredResult {
+                            input_requests: Some(requests),
+                            request_state: Some(state),
+                            ..Default::default()
+                        })),
+                        Err(parked) => {
+                            let why = "too many calls wait for their host's answers".to_owned();
+                            tracing::warn!(tool = %parked.flight.name, "{why}; declined");
+                            let Parked {
+                                flight: back,
+                                answer,
+                                ..
+                            } = *parked;
+                            let _ = answer.send(Err(Refusal::Declined(why)));
+                            flight = back;
+                            continue;
+                        }
+                    };
+                }
+                Step::Done(outcome) => {
+                    while let Ok(p) = flight.progress.try_recv() {
                         let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
-                    outcome = &mut call => break outcome,
-                }
-            };
-            while let Ok(p) = progress.try_recv() {
-                let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
-            }
-            match outcome {
-                // What described the backend's answer in its own era is
-                // not ours to pass on: the host gets this server's.
-                Ok(mut result) => {
-                    result.result_type = None;
-                    if let Some(meta) = &mut result.meta {
-                        meta.remove(switchboard::types::meta::META_SERVER_INFO);
-                        if meta.is_empty() {
-                            result.meta = None;
-                        }
-                    }
-                    Ok(result)
-                }
-                Err(HubError::UnknownTool { name }) => Err(ErrorObject::new(
-                    codes::INVALID_PARAMS,
-                    format!("Unknown tool: {name}"),
-                )),
-                // The backend's trouble is the call's result, not the
-                // host's session's: the model reads why.
-                Err(error) => {
-                    let mut result = CallToolResult::text(error.to_string());
-                    result.is_error = Some(true);
-                    Ok(result)
+                    return finish(outcome).map(RequestOutcome::Complete);
                 }
             }
-        })
+        }
     }
+}
+
+/// The host's answer to a call from the backend's.
+fn finish(outcome: Result<CallToolResult, HubError>) -> Result<CallToolResult, ErrorObject> {
+    match outcome {
+        // What described the backend's answer in its own era is
+        // not ours to pass on: the host gets this server's.
+        Ok(mut result) => {
+            result.result_type = None;
+            if let Some(meta) = &mut result.meta {
+                meta.remove(switchboard::types::meta::META_SERVER_INFO);
+                if meta.is_empty() {
+                    result.meta = None;
+                }
+            }
+            Ok(result)
+        }
+        Err(HubError::UnknownTool { name }) => Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("Unknown tool: {name}"),
+        )),
+        // The backend's trouble is the call's result, not the
+        // host's session's: the model reads why.
+        Err(error) => {
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                let cause = cause.to_string();
+                if !text.contains(&cause) {
+                    text = format!("{text}: {cause}");
+                }
+                source = cause_of(source);
+            }
+            Ok(error_result(text))
+        }
+    }
+}
+
+fn cause_of<'a>(
+    error: Option<&'a (dyn std::error::Error + 'static)>,
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    error.and_then(std::error::Error::source)
 }
 
 #[cfg(test)]

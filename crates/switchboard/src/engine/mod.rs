@@ -138,6 +138,8 @@ impl RequestOptions {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ServerRequest {
+    /// The request's id, as the peer sent it.
+    pub id: switchboard_types::jsonrpc::RequestId,
     /// The method.
     pub method: String,
     /// The params, unparsed.

@@ -345,6 +345,7 @@ impl Reader {
         }
         let future = self.handler.as_ref().and_then(|h| {
             h.handle(ServerRequest {
+                id: request.id.clone(),
                 method: request.method.clone(),
                 params: request.params,
             })

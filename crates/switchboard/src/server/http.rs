@@ -1,5 +1,9 @@
 //! A [`ServerHandler`] over Streamable HTTP (feature `http-server`): one
-//! endpoint, `POST` answered with `application/json`.
+//! endpoint. A `POST` is answered with `application/json` — unless the
+//! handler says something about the request before answering it
+//! (progress, a request of its own such as `elicitation/create`): then,
+//! when the client's `Accept` takes `text/event-stream`, the answer is an
+//! event stream carrying those messages and ending with the answer.
 //!
 //! - **Session era**: an `initialize` POST opens a session (its own
 //!   connection to the handler) and its answer carries `Mcp-Session-Id`,
@@ -10,8 +14,10 @@
 //! - **2026-07-28**: a POST without a session is answered on a connection
 //!   of its own, made for it and closed after it: nothing is kept between
 //!   requests.
-//! - `GET` (the standalone stream) is 405: server-initiated messages
-//!   (progress, list changes) are not sent over HTTP yet.
+//! - `GET` with a session opens its standalone stream (one at a time,
+//!   409 for a second): what the server says outside any request (list
+//!   changes) goes there; with no stream open it is dropped. Without a
+//!   session (2026-07-28) `GET` is 405.
 //! - Safety: the listener's address is the caller's (bind 127.0.0.1 for a
 //!   local gateway); an `Origin` header must name a loopback host or one of
 //!   [`HttpServeOptions::allowed_origins`] (DNS-rebinding protection, as the
@@ -32,7 +38,7 @@ use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming as Body;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{ServeOptions, Served, ServerHandler, serve};
@@ -106,17 +112,30 @@ impl HttpServeOptions {
     }
 }
 
+/// One message the handler sent about a request, and whether it is the
+/// request's answer (the last).
+type Sent = (bool, Vec<u8>);
+
 /// One connection to the handler, fed by POSTs: what it answers goes to
-/// the POST waiting for that id.
+/// the POST waiting for that id, with what it says about the request on
+/// the way (progress, its own requests) when the client takes a stream.
 struct Link {
     served: Served,
     to_handler: mpsc::Sender<Vec<u8>>,
-    waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>>,
+    routes: Arc<Mutex<Routes>>,
     last_used: Mutex<Instant>,
 }
 
+#[derive(Default)]
+struct Routes {
+    /// The POSTs waiting, by request id (JSON text).
+    waiting: HashMap<String, mpsc::Sender<Sent>>,
+    /// The session's standalone stream (`GET`), when one is open.
+    standalone: Option<mpsc::Sender<Sent>>,
+}
+
 struct LinkSink {
-    waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>>,
+    routes: Arc<Mutex<Routes>>,
 }
 
 /// The id of a response, as JSON text (`1`, `"a"`), if it is one.
@@ -150,19 +169,31 @@ fn request_id(message: &[u8]) -> Option<(Option<String>, Option<String>)> {
 
 impl MessageSink for LinkSink {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
-        if let Some(id) = response_id(message) {
-            let waiter = self
-                .waiting
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id);
-            if let Some(waiter) = waiter {
-                let _ = waiter.send(message.to_vec());
+        // An answer ends its POST; anything else goes on the stream of the
+        // request being handled, else on the standalone stream, else
+        // nowhere (the client opened none).
+        let (target, last) = {
+            let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+            match response_id(message) {
+                Some(id) => (routes.waiting.remove(&id), true),
+                None => (
+                    super::related_request()
+                        .and_then(|id| routes.waiting.get(&*id).cloned())
+                        .or_else(|| routes.standalone.clone()),
+                    false,
+                ),
             }
-        } else {
-            tracing::debug!("a server-initiated message has no stream over HTTP yet; dropped");
-        }
-        Box::pin(async { Ok(()) })
+        };
+        Box::pin(async move {
+            let delivered = match target {
+                Some(target) => target.send((last, message.to_vec())).await.is_ok(),
+                None => false,
+            };
+            if !delivered && !last {
+                tracing::debug!("no stream to the client takes it; a message was dropped");
+            }
+            Ok(())
+        })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
@@ -183,41 +214,120 @@ impl MessageStream for LinkStream {
 impl Link {
     fn open(handler: Arc<dyn ServerHandler>, options: ServeOptions) -> Self {
         let (to_handler, rx) = mpsc::channel(64);
-        let waiting = Arc::new(Mutex::new(HashMap::new()));
+        let routes = Arc::new(Mutex::new(Routes::default()));
         let connection = Connection::new(
             Arc::new(LinkSink {
-                waiting: waiting.clone(),
+                routes: routes.clone(),
             }),
             Box::new(LinkStream { rx }),
         );
         Self {
             served: serve(handler, connection, options),
             to_handler,
-            waiting,
+            routes,
             last_used: Mutex::new(Instant::now()),
         }
     }
 
-    /// Hands `message` to the handler and, for a request, waits for its
-    /// answer.
-    async fn exchange(&self, message: Vec<u8>, id: Option<String>) -> Option<Vec<u8>> {
+    fn touch(&self) {
         *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// Hands `message` to the handler; for a request, the channel its
+    /// answer (and what is said about it first) arrives on.
+    async fn exchange(&self, message: Vec<u8>, id: Option<&str>) -> Option<mpsc::Receiver<Sent>> {
+        self.touch();
         let answer = id.map(|id| {
-            let (tx, rx) = oneshot::channel();
-            self.waiting
+            let (tx, rx) = mpsc::channel(32);
+            self.routes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(id, tx);
+                .waiting
+                .insert(id.to_owned(), tx);
             rx
         });
         if self.to_handler.send(message).await.is_err() {
             return None;
         }
-        match answer {
-            Some(rx) => rx.await.ok(),
-            None => None,
+        answer
+    }
+
+    fn forget(&self, id: &str) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiting
+            .remove(id);
+    }
+
+    /// Opens the standalone stream, unless one is open already.
+    fn open_standalone(&self) -> Option<mpsc::Receiver<Sent>> {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        if routes.standalone.as_ref().is_some_and(|tx| !tx.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(64);
+        routes.standalone = Some(tx);
+        Some(rx)
+    }
+}
+
+/// A response body: a whole JSON answer, or an event stream.
+type ResponseBody = http_body_util::Either<Full<Bytes>, SseBody>;
+
+/// Server-sent events: each message as one `message` event; ends after a
+/// request's answer (never, for the standalone stream).
+struct SseBody {
+    first: Option<Vec<u8>>,
+    rx: mpsc::Receiver<Sent>,
+    done: bool,
+}
+
+fn sse_event(message: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(message.len() + 24);
+    event.extend_from_slice(b"event: message\ndata: ");
+    event.extend_from_slice(message);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
+}
+
+impl hyper::body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        use std::task::Poll;
+        if let Some(first) = self.first.take() {
+            return Poll::Ready(Some(Ok(hyper::body::Frame::data(sse_event(&first)))));
+        }
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some((last, message))) => {
+                self.done = last;
+                Poll::Ready(Some(Ok(hyper::body::Frame::data(sse_event(&message)))))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
     }
+}
+
+fn sse(body: SseBody) -> Response<ResponseBody> {
+    let mut response = Response::new(http_body_util::Either::Right(body));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    response.headers_mut().insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-cache"),
+    );
+    response
 }
 
 struct State {
@@ -296,14 +406,16 @@ pub fn serve_http(
     })
 }
 
-fn reply(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+fn reply(status: StatusCode, body: &'static str) -> Response<ResponseBody> {
+    let mut response = Response::new(http_body_util::Either::Left(Full::new(Bytes::from_static(
+        body.as_bytes(),
+    ))));
     *response.status_mut() = status;
     response
 }
 
-fn json(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+fn json(status: StatusCode, body: Vec<u8>) -> Response<ResponseBody> {
+    let mut response = Response::new(http_body_util::Either::Left(Full::new(Bytes::from(body))));
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
@@ -344,7 +456,17 @@ fn session_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-async fn handle(state: &State, request: Request<Body>) -> Response<Full<Bytes>> {
+/// Whether the request's `Accept` takes an event stream.
+fn accepts_events(request: &Request<Body>) -> bool {
+    request
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream") || v.contains("*/*"))
+}
+
+async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody> {
     let options = &state.options;
     if request.uri().path() == "/healthz" && request.method() == Method::GET {
         return reply(StatusCode::OK, "ok\n");
@@ -380,6 +502,7 @@ async fn handle(state: &State, request: Request<Body>) -> Response<Full<Bytes>> 
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let events = accepts_events(&request);
     match *request.method() {
         Method::POST => {}
         Method::DELETE => {
@@ -395,7 +518,45 @@ async fn handle(state: &State, request: Request<Body>) -> Response<Full<Bytes>> 
                 None => reply(StatusCode::NOT_FOUND, "no such session\n"),
             };
         }
-        _ => return reply(StatusCode::METHOD_NOT_ALLOWED, "POST or DELETE\n"),
+        // A session's standalone stream: what the server says outside any
+        // request (list changes). The 2026-07-28 era has no sessions and
+        // listens with `subscriptions/listen` instead.
+        Method::GET if session.is_some() && events => {
+            let link = session.and_then(|id| {
+                state
+                    .sessions
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&id)
+                    .cloned()
+            });
+            let Some(link) = link else {
+                return reply(StatusCode::NOT_FOUND, "no such session\n");
+            };
+            link.touch();
+            return match link.open_standalone() {
+                Some(rx) => sse(SseBody {
+                    first: None,
+                    rx,
+                    done: false,
+                }),
+                None => reply(
+                    StatusCode::CONFLICT,
+                    "this session's stream is open already\n",
+                ),
+            };
+        }
+        _ => {
+            let mut response = reply(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "POST, DELETE, or GET with a session and Accept: text/event-stream\n",
+            );
+            response.headers_mut().insert(
+                hyper::header::ALLOW,
+                hyper::header::HeaderValue::from_static("GET, POST, DELETE"),
+            );
+            return response;
+        }
     }
     let body = match Limited::new(request.into_body(), options.max_body)
         .collect()
@@ -446,16 +607,39 @@ async fn handle(state: &State, request: Request<Body>) -> Response<Full<Bytes>> 
             None,
         ),
     };
-    let answer = tokio::time::timeout(
-        options.request_timeout,
-        link.exchange(body, id.filter(|_| is_request)),
-    )
-    .await;
-    if session.is_none() && new_session.is_none() {
-        link.served.close().await;
-    }
-    match answer {
-        Ok(Some(answer)) => {
+    let id = id.filter(|_| is_request);
+    let answers = link.exchange(body, id.as_deref()).await;
+    let stateless = session.is_none() && new_session.is_none();
+    let Some(mut answers) = answers else {
+        if stateless {
+            link.served.close().await;
+        }
+        return if is_request {
+            reply(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the request got no answer\n",
+            )
+        } else {
+            reply(StatusCode::ACCEPTED, "")
+        };
+    };
+    // The answer alone is plain JSON; something said about the request
+    // first (progress, a request of the server's) turns the response into
+    // an event stream that ends with the answer — when the client takes
+    // one, else what comes before the answer is dropped.
+    let deadline = tokio::time::sleep(options.request_timeout);
+    tokio::pin!(deadline);
+    let first = loop {
+        tokio::select! {
+            sent = answers.recv() => match sent {
+                Some((false, _)) if !events => continue,
+                other => break Ok(other),
+            },
+            () = &mut deadline => break Err(()),
+        }
+    };
+    let response = match first {
+        Ok(Some((true, answer))) => {
             let mut response = json(StatusCode::OK, answer);
             if let Some(id) = new_session
                 && let Ok(value) = hyper::header::HeaderValue::from_str(&id)
@@ -464,11 +648,41 @@ async fn handle(state: &State, request: Request<Body>) -> Response<Full<Bytes>> 
             }
             response
         }
-        Ok(None) if !is_request => reply(StatusCode::ACCEPTED, ""),
+        Ok(Some((false, message))) => {
+            let link = link.clone();
+            let (tx, rx) = mpsc::channel(32);
+            // Relayed so that a stateless request's connection closes when
+            // its answer has gone.
+            tokio::spawn(async move {
+                let mut answers = answers;
+                while let Some((last, message)) = answers.recv().await {
+                    if tx.send((last, message)).await.is_err() || last {
+                        break;
+                    }
+                }
+                if stateless {
+                    link.served.close().await;
+                }
+            });
+            return sse(SseBody {
+                first: Some(message),
+                rx,
+                done: false,
+            });
+        }
         Ok(None) => reply(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the request got no answer\n",
         ),
-        Err(_) => reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n"),
+        Err(()) => {
+            if let Some(id) = &id {
+                link.forget(id);
+            }
+            reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n")
+        }
+    };
+    if stateless {
+        link.served.close().await;
     }
+    response
 }

@@ -23,7 +23,7 @@
 //! use switchboard::transport::framing::io_connection;
 //! use switchboard::types::{
 //!     CallToolRequestParams, CallToolResult, Implementation, ListToolsResult,
-//!     PaginatedRequestParams, ServerCapabilities, Tool,
+//!     PaginatedRequestParams, RequestOutcome, ServerCapabilities, Tool,
 //! };
 //!
 //! struct Echo;
@@ -43,8 +43,13 @@
 //!             Ok(ListToolsResult { tools: vec![tool], ..Default::default() })
 //!         })
 //!     }
-//!     fn call_tool(&self, params: CallToolRequestParams, _: RequestContext) -> Reply<CallToolResult> {
-//!         Box::pin(async move { Ok(CallToolResult::text(format!("{:?}", params.arguments))) })
+//!     fn call_tool(
+//!         &self,
+//!         params: CallToolRequestParams,
+//!         _: RequestContext,
+//!     ) -> Reply<RequestOutcome<CallToolResult>> {
+//!         let text = format!("{:?}", params.arguments);
+//!         Box::pin(async move { Ok(RequestOutcome::Complete(CallToolResult::text(text))) })
 //!     }
 //! }
 //!
@@ -70,7 +75,7 @@ use switchboard_types::{
     CompleteResult, Era, GetPromptRequestParams, GetPromptResult, Implementation, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
-    ServerCapabilities, codes, meta,
+    RequestOutcome, ServerCapabilities, codes, meta,
 };
 use tokio::sync::Semaphore;
 
@@ -111,12 +116,15 @@ pub trait ServerHandler: Send + Sync + 'static {
         Box::pin(async { Ok(ListToolsResult::default()) })
     }
 
-    /// `tools/call`.
+    /// `tools/call`. A 2026-07-28 client may be answered
+    /// [`RequestOutcome::InputRequired`] (it retries with the answers and
+    /// the `requestState`); a session-era client never: ask it with
+    /// [`RequestContext::request`] instead.
     fn call_tool(
         &self,
         params: CallToolRequestParams,
         _cx: RequestContext,
-    ) -> Reply<CallToolResult> {
+    ) -> Reply<RequestOutcome<CallToolResult>> {
         let error = ErrorObject::new(
             codes::INVALID_PARAMS,
             format!("Unknown tool: {}", params.name),
@@ -203,6 +211,23 @@ pub struct RequestContext {
     pub meta: JsonObject,
     /// The client, for notifications about this request.
     pub peer: Peer,
+    /// This request's id (JSON text), so that what is sent about it can
+    /// travel with it (on HTTP, on the POST's own stream).
+    related: Option<Arc<str>>,
+}
+
+tokio::task_local! {
+    /// The id (JSON text) of the client request whose handler is running:
+    /// what a transport needs to send a message on that request's stream.
+    static RELATED: Option<Arc<str>>;
+}
+
+/// The id (JSON text) of the client request being handled on this task,
+/// if any: a transport sends what the handler says on that request's own
+/// stream (Streamable HTTP).
+#[cfg(feature = "http-server")]
+pub(crate) fn related_request() -> Option<Arc<str>> {
+    RELATED.try_with(Clone::clone).ok().flatten()
 }
 
 impl RequestContext {
@@ -231,8 +256,33 @@ impl RequestContext {
         if let Some(message) = message {
             params["message"] = message.into();
         }
-        self.peer
-            .notify("notifications/progress", Some(params))
+        RELATED
+            .scope(
+                self.related.clone(),
+                self.peer.notify("notifications/progress", Some(params)),
+            )
+            .await
+    }
+
+    /// Sends a request about this request to a session-era client
+    /// (`elicitation/create`, `sampling/createMessage`, `roots/list`) and
+    /// waits at most `timeout` for its result. Over Streamable HTTP it
+    /// travels on this request's own response stream. A 2026-07-28 client
+    /// takes no requests: answer it [`RequestOutcome::InputRequired`].
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, EngineError> {
+        RELATED
+            .scope(
+                self.related.clone(),
+                self.peer.request(method, params, timeout),
+            )
             .await
     }
 }
@@ -300,6 +350,44 @@ impl Peer {
         let params = params
             .map(|p| serde_json::value::to_raw_value(&p).expect("a JSON value always serializes"));
         engine.notify(method, params.as_deref()).await
+    }
+
+    /// Sends a request to the client and waits at most `timeout` for its
+    /// result (the client's JSON-RPC error is [`EngineError::Server`]).
+    /// Prefer [`RequestContext::request`] for a request made while
+    /// handling one: over HTTP it needs that request's stream.
+    ///
+    /// # Errors
+    /// [`EngineError::Disconnected`] when the connection is gone, the
+    /// client's error, or [`EngineError::Timeout`].
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, EngineError> {
+        let Some(engine) = self.engine.get().and_then(Weak::upgrade) else {
+            return Err(EngineError::Disconnected {
+                server: Arc::from("client"),
+                reason: Arc::new(TransportError::ClosedByClient),
+            });
+        };
+        let params =
+            serde_json::value::to_raw_value(&params).expect("a JSON value always serializes");
+        let id = engine.allocate_id();
+        let raw = engine
+            .request(
+                id,
+                method,
+                Some(&params),
+                crate::engine::RequestOptions::timeout(timeout),
+            )
+            .await?;
+        raw.parse().map_err(|e| EngineError::ProtocolViolation {
+            server: engine.server().clone(),
+            method: method.to_owned(),
+            what: format!("the result is not JSON: {e}"),
+        })
     }
 }
 
@@ -619,6 +707,7 @@ impl Dispatch {
             client_capabilities,
             meta,
             peer: self.peer.clone(),
+            related: None,
         })
     }
 
@@ -637,6 +726,7 @@ impl Dispatch {
             client_capabilities: capabilities.clone(),
             meta,
             peer: self.peer.clone(),
+            related: None,
         })
     }
 
@@ -735,10 +825,12 @@ impl RequestHandler for Dispatch {
             Mode::Modern => self.modern_context(meta),
             Mode::Legacy => self.legacy_context(meta),
         };
-        let cx = match context {
+        let mut cx = match context {
             Ok(cx) => cx,
             Err(error) => return Some(Box::pin(async move { Err(error) })),
         };
+        let related: Option<Arc<str>> = serde_json::to_string(&request.id).ok().map(Arc::from);
+        cx.related = related.clone();
         let handler = self.handler.clone();
         let call: BoxFuture<'static, Result<Value, ErrorObject>> = match method {
             "tools/list" => typed(params, |p| handler.list_tools(p, cx)),
@@ -769,11 +861,20 @@ impl RequestHandler for Dispatch {
         };
         let method = request.method;
         Some(Box::pin(async move {
-            let result = call.await;
+            let result = RELATED.scope(related, call).await;
             drop(permit);
             let result = result?;
             let result = match server_info {
                 Some(info) => modern_result(&method, result, info?),
+                None if result.get("resultType").and_then(Value::as_str)
+                    == Some("input_required") =>
+                {
+                    return Err(ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        "the server asked a session-era client for input with an \
+                         input_required result, which only the 2026-07-28 revision has",
+                    ));
+                }
                 None => result,
             };
             answer(result)

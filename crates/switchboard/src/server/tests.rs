@@ -1,8 +1,8 @@
 //! The server side against this crate's own client, over an in-memory byte
 //! stream, in both eras.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use switchboard_types::{CallToolRequestParams, Era, JsonObject, Tool};
@@ -55,7 +55,7 @@ impl ServerHandler for Handler {
     fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListToolsResult> {
         Box::pin(async {
             Ok(ListToolsResult {
-                tools: vec![tool("echo"), tool("slow"), tool("steps")],
+                tools: vec![tool("echo"), tool("slow"), tool("steps"), tool("ask")],
                 ..Default::default()
             })
         })
@@ -65,10 +65,13 @@ impl ServerHandler for Handler {
         &self,
         params: CallToolRequestParams,
         cx: RequestContext,
-    ) -> Reply<CallToolResult> {
+    ) -> Reply<RequestOutcome<CallToolResult>> {
         let fixture = self.0.clone();
         Box::pin(async move {
-            match params.name.as_str() {
+            if params.name == "ask" {
+                return ask(params, cx).await;
+            }
+            let done = match params.name.as_str() {
                 "echo" => {
                     let text = params
                         .arguments
@@ -102,9 +105,176 @@ impl ServerHandler for Handler {
                     codes::INVALID_PARAMS,
                     format!("Unknown tool: {other}"),
                 )),
-            }
+            };
+            done.map(RequestOutcome::Complete)
         })
     }
+}
+
+/// `ask`: one progress step, then asks the client's name — with an
+/// `elicitation/create` request in the session era, an `input_required`
+/// round in 2026-07-28 — and answers what the client said.
+async fn ask(
+    params: CallToolRequestParams,
+    cx: RequestContext,
+) -> Result<RequestOutcome<CallToolResult>, ErrorObject> {
+    let form = json!({
+        "message": "Your name?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        },
+    });
+    let failed = |e: EngineError| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string());
+    if params.input_responses.is_none() {
+        cx.progress(1.0, None, Some("asking"))
+            .await
+            .map_err(failed)?;
+    }
+    let answer = match cx.era {
+        Era::Legacy => cx
+            .request("elicitation/create", form, Duration::from_secs(10))
+            .await
+            .map_err(failed)?,
+        _ => match params.input_responses {
+            None => {
+                let requests = json!({"who": {"method": "elicitation/create", "params": form}});
+                return Ok(RequestOutcome::InputRequired(
+                    switchboard_types::InputRequiredResult {
+                        input_requests: Some(serde_json::from_value(requests).unwrap()),
+                        request_state: Some("asked".to_owned()),
+                        ..Default::default()
+                    },
+                ));
+            }
+            Some(responses) => {
+                assert_eq!(params.request_state.as_deref(), Some("asked"));
+                serde_json::to_value(&responses["who"]).unwrap()
+            }
+        },
+    };
+    Ok(RequestOutcome::Complete(CallToolResult::text(
+        answer["content"]["name"].as_str().unwrap_or("?").to_owned(),
+    )))
+}
+
+/// Fills every form with the name "Ada".
+struct Ada;
+
+impl crate::ElicitationHandler for Ada {
+    fn elicit_form(
+        &self,
+        _: crate::HandlerContext,
+        _: crate::FormRequest,
+    ) -> BoxFuture<'static, Result<switchboard_types::ElicitResult, crate::HandlerError>> {
+        let mut content = JsonObject::new();
+        content.insert("name".into(), json!("Ada"));
+        Box::pin(async move { Ok(switchboard_types::ElicitResult::accept(Some(content))) })
+    }
+}
+
+/// Calls `ask` on `client`, with its progress; what it answered and the
+/// progress messages seen.
+async fn call_ask(client: &Client) -> (String, Vec<Option<String>>) {
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = steps.clone();
+    let options = RequestOptions::default().on_progress(move |p| {
+        seen.lock().unwrap().push(p.message);
+    });
+    let params = CallToolRequestParams {
+        name: "ask".into(),
+        ..Default::default()
+    };
+    let result = client.call_tool_with(&params, options).await.unwrap();
+    let text = result.content[0].as_text().unwrap().to_owned();
+    let steps = steps.lock().unwrap().clone();
+    (text, steps)
+}
+
+#[tokio::test]
+async fn a_handler_asks_a_client_of_each_era() {
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let (_fixture, _served, connector) = served(ServeOptions::default());
+        let client = Client::builder()
+            .era_mode(mode)
+            .elicitation(Ada)
+            .connect(connector)
+            .await
+            .unwrap();
+        let (text, steps) = call_ask(&client).await;
+        assert_eq!(text, "Ada", "{mode:?}");
+        assert_eq!(steps, [Some("asking".to_owned())], "{mode:?}");
+    }
+}
+
+/// Over Streamable HTTP: progress and the handler's own request travel on
+/// the POST's event stream (session era), the `input_required` round in a
+/// plain answer (2026-07-28); a call that says nothing first is plain JSON.
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn over_http_a_handler_speaks_on_the_requests_stream() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = http::serve_http(
+        Arc::new(Handler(Arc::new(Fixture::default()))),
+        listener,
+        http::HttpServeOptions::default(),
+    )
+    .unwrap();
+    let url = format!("http://{}/mcp", server.local_addr());
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let client = Client::builder()
+            .era_mode(mode)
+            .elicitation(Ada)
+            .connect(crate::transport::http::HttpConfig::new(url.as_str()))
+            .await
+            .unwrap();
+        let (text, steps) = call_ask(&client).await;
+        assert_eq!(text, "Ada", "{mode:?}");
+        assert_eq!(steps, [Some("asking".to_owned())], "{mode:?}");
+        let result = client.call_tool("echo", args("plain")).await.unwrap();
+        assert!(result.content[0].as_text().unwrap().starts_with("plain"));
+        client.close().await;
+    }
+    // A plain call is answered with JSON, not a stream.
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let response = raw_post(&url, body).await;
+    assert!(
+        response.contains("content-type: application/json"),
+        "{response}"
+    );
+    let body = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"steps","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}}}"#;
+    let response = raw_post(&url, body).await;
+    assert!(
+        response.contains("content-type: text/event-stream"),
+        "{response}"
+    );
+    assert_eq!(
+        response.matches("notifications/progress").count(),
+        3,
+        "{response}"
+    );
+    assert!(response.contains(r#""id":8"#), "{response}");
+}
+
+/// One POST with `Accept` taking both, over a plain socket; the whole
+/// response, headers lowercased.
+#[cfg(feature = "http")]
+async fn raw_post(url: &str, body: &str) -> String {
+    use tokio::io::AsyncReadExt;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, rest) = response.split_once("\r\n\r\n").unwrap();
+    format!("{}\r\n\r\n{rest}", head.to_lowercase())
 }
 
 fn served(
@@ -155,7 +325,7 @@ async fn a_client_of_each_era_lists_and_calls() {
             .into_iter()
             .map(|t| t.name)
             .collect();
-        assert_eq!(names, ["echo", "slow", "steps"]);
+        assert_eq!(names, ["echo", "slow", "steps", "ask"]);
         let result = client.call_tool("echo", args("hi")).await.unwrap();
         let text = result.content[0].as_text().unwrap().to_owned();
         assert_eq!(text, format!("hi ({era:?}, switchboard)"), "{mode:?}");
@@ -235,7 +405,7 @@ async fn a_stateless_list_carries_the_fields_the_schema_requires() {
         result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "fixture",
         "{reply}"
     );
-    assert_eq!(result["tools"].as_array().unwrap().len(), 3, "{reply}");
+    assert_eq!(result["tools"].as_array().unwrap().len(), 4, "{reply}");
 }
 
 #[tokio::test]

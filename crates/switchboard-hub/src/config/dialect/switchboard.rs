@@ -36,6 +36,12 @@
 //! [policy]
 //! allow = [{ name = "files" }, { command = ["npx", "-y", "pkg"] }, { url = "https://*.example.com/*" }]
 //! deny = [{ url = "http://*" }]
+//!
+//! # What a host may call through `switchboard serve`, by globs over
+//! # `server__tool` (deny wins, then ask; any file may narrow).
+//! [policy.tools]
+//! deny = ["*__delete_*"]
+//! ask = ["github__*"]
 //! ```
 //!
 //! Values keep `${…}` references as written; see [`expand`](crate::config::expand).
@@ -100,6 +106,49 @@ fn value_to_json(v: &toml_edit::Value) -> Value {
     }
 }
 
+/// `[policy.tools]`: `allow`, `deny` and `ask`, each a list of globs.
+fn tool_policy(ctx: &Ctx<'_>, tools: &Value, out: &mut FileLoad) {
+    let Value::Object(tools) = tools else {
+        out.diagnostics.push(ctx.file_error(
+            "policy.tools",
+            format!("expected a table, found {}", kind(tools)),
+        ));
+        return;
+    };
+    let source = ctx.file.display().to_string();
+    for (key, value) in tools {
+        let globs: Option<Vec<String>> = match value {
+            Value::Array(items) => items
+                .iter()
+                .map(|item| item.as_str().map(str::to_owned))
+                .collect(),
+            _ => None,
+        };
+        let Some(globs) = globs else {
+            out.diagnostics.push(ctx.file_error(
+                &format!("policy.tools.{key}"),
+                "expected a list of globs over `server__tool` names, like [\"github__delete_*\"]"
+                    .to_owned(),
+            ));
+            continue;
+        };
+        let policy = &mut out.policy.tools;
+        match key.as_str() {
+            "allow" => policy.allow.push((source.clone(), globs)),
+            "deny" => policy
+                .deny
+                .extend(globs.into_iter().map(|g| (source.clone(), g))),
+            "ask" => policy
+                .ask
+                .extend(globs.into_iter().map(|g| (source.clone(), g))),
+            other => out.diagnostics.push(ctx.file_error(
+                &format!("policy.tools.{other}"),
+                "unknown key: the tool policy has `allow`, `deny` and `ask`".to_owned(),
+            )),
+        }
+    }
+}
+
 pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
     let Some(root) = toml_root(ctx, out) else {
         return;
@@ -116,6 +165,9 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
                         deny.unwrap_or_default(),
                     ),
                     (Err(e), _) | (_, Err(e)) => out.diagnostics.push(e),
+                }
+                if let Some(tools) = p.get("tools") {
+                    tool_policy(ctx, tools, out);
                 }
             }
             other => out
