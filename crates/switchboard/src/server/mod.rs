@@ -842,7 +842,9 @@ impl RequestHandler for Dispatch {
             "prompts/get" => typed(params, |p| handler.get_prompt(p, cx)),
             "completion/complete" => typed(params, |p| handler.complete(p, cx)),
             // The session era's level; the stateless era sends it per request.
-            "logging/setLevel" => Box::pin(async { Ok(Value::Object(JsonObject::new())) }),
+            "logging/setLevel" if matches!(mode, Mode::Legacy) => {
+                Box::pin(async { Ok(Value::Object(JsonObject::new())) })
+            }
             _ => return None,
         };
         let Ok(permit) = self.running.clone().try_acquire_owned() else {

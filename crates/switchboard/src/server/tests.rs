@@ -237,14 +237,14 @@ async fn over_http_a_handler_speaks_on_the_requests_stream() {
         client.close().await;
     }
     // A plain call is answered with JSON, not a stream.
-    let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-    let response = raw_post(&url, body).await;
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let response = raw_post(&url, body, "echo").await;
     assert!(
         response.contains("content-type: application/json"),
         "{response}"
     );
-    let body = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"steps","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}}}"#;
-    let response = raw_post(&url, body).await;
+    let body = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"steps","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}}}"#;
+    let response = raw_post(&url, body, "steps").await;
     assert!(
         response.contains("content-type: text/event-stream"),
         "{response}"
@@ -257,16 +257,51 @@ async fn over_http_a_handler_speaks_on_the_requests_stream() {
     assert!(response.contains(r#""id":8"#), "{response}");
 }
 
+/// A stateless POST is held to the 2026-07-28 rules: headers that repeat
+/// the body, a full `_meta`, no session-era methods; refusals carry their
+/// HTTP status (400, 404).
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn over_http_a_stateless_request_is_held_to_its_revisions_rules() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = http::serve_http(
+        Arc::new(Handler(Arc::new(Fixture::default()))),
+        listener,
+        http::HttpServeOptions::default(),
+    )
+    .unwrap();
+    let url = format!("http://{}/mcp", server.local_addr());
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    // Mcp-Name says `steps`, the body `echo`.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo",{meta}}}}}"#
+    );
+    let response = raw_post(&url, &body, "steps").await;
+    assert!(response.starts_with("http/1.1 400"), "{response}");
+    assert!(response.contains("-32020"), "{response}");
+    // No `_meta`.
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}"#;
+    let response = raw_post(&url, body, "echo").await;
+    assert!(response.starts_with("http/1.1 400"), "{response}");
+    assert!(response.contains("-32602"), "{response}");
+    // An unknown version: 400 with -32022.
+    let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let response = raw_post(&url, body, "echo").await;
+    assert!(response.starts_with("http/1.1 400"), "{response}");
+    assert!(response.contains("-32022"), "{response}");
+}
+
 /// One POST with `Accept` taking both, over a plain socket; the whole
 /// response, headers lowercased.
 #[cfg(feature = "http")]
-async fn raw_post(url: &str, body: &str) -> String {
+async fn raw_post(url: &str, body: &str, tool: &str) -> String {
     use tokio::io::AsyncReadExt;
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
          accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\
+         mcp-method: tools/call\r\nmcp-name: {tool}\r\n\
          connection: close\r\n\r\n{body}",
         body.len()
     );
