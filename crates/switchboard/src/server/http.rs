@@ -516,12 +516,13 @@ fn contains_text(haystack: &[u8], needle: &str) -> bool {
 /// `MCP-Protocol-Version` must agree with `_meta`, `_meta` must carry the
 /// protocol version and the client's capabilities, and the session era's
 /// methods (`ping` …) do not exist. Header values are compared after
-/// trimming surrounding whitespace, case-sensitively.
+/// trimming surrounding whitespace, case-sensitively. Returns the refusal
+/// to send, if any.
 fn check_stateless(
     headers: &hyper::HeaderMap,
     body: &[u8],
     id: Option<&str>,
-) -> Result<(), Response<ResponseBody>> {
+) -> Option<Response<ResponseBody>> {
     #[derive(serde::Deserialize)]
     struct Peek {
         method: String,
@@ -539,7 +540,7 @@ fn check_stateless(
     }
     use switchboard_types::{codes, meta};
     let Ok(peek) = serde_json::from_slice::<Peek>(body) else {
-        return Ok(());
+        return None;
     };
     let header = |name: &str| {
         headers
@@ -548,7 +549,7 @@ fn check_stateless(
             .map(str::trim)
     };
     let mismatch = |what: String| {
-        Err(rpc_error(
+        Some(rpc_error(
             StatusCode::BAD_REQUEST,
             id,
             codes::HEADER_MISMATCH,
@@ -590,7 +591,7 @@ fn check_stateless(
             | "resources/subscribe"
             | "resources/unsubscribe"
     ) {
-        return Err(rpc_error(
+        return Some(rpc_error(
             StatusCode::NOT_FOUND,
             id,
             codes::METHOD_NOT_FOUND,
@@ -602,7 +603,7 @@ fn check_stateless(
     }
     let meta = params.and_then(|p| p.meta.as_ref());
     let invalid = |what: &str| {
-        Err(rpc_error(
+        Some(rpc_error(
             StatusCode::BAD_REQUEST,
             id,
             codes::INVALID_PARAMS,
@@ -633,7 +634,7 @@ fn check_stateless(
             "MCP-Protocol-Version is `{header}` but _meta says `{version}`"
         ));
     }
-    Ok(())
+    None
 }
 
 /// Whether the request's `Accept` takes an event stream.
@@ -761,7 +762,7 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
         session.is_none() && (method.as_deref() != Some("initialize") || modern_initialize);
     if stateless
         && is_request
-        && let Err(response) = check_stateless(&headers, &body, id.as_deref())
+        && let Some(response) = check_stateless(&headers, &body, id.as_deref())
     {
         return response;
     }
