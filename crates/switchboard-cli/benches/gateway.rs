@@ -11,15 +11,24 @@
 //! each era; the client is switchboard's own, in the backend's era when
 //! direct and in each era through the gateway. Each round connects afresh;
 //! sequential calls after a warm-up give the p50, then calls with 64 in
-//! flight give calls/s. Medians over the rounds. Over stdio only (the
-//! gateway's `--http` is not measured here yet).
+//! flight give calls/s. Medians over the rounds.
+//!
+//! Over HTTP too: the backend is an echo server on this crate's own
+//! server side (`serve_http`, in the bench's process, answering in
+//! microseconds), called straight and through `switchboard serve --http`
+//! (which reaches it over HTTP as configured server `web`), by a host of
+//! each era.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
+use switchboard::server::{Reply, RequestContext, ServerHandler};
 use switchboard::transport::stdio::StdioConfig;
-use switchboard::types::JsonObject;
+use switchboard::types::{
+    CallToolRequestParams, CallToolResult, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, RequestOutcome, ServerCapabilities,
+};
 use switchboard::{Client, EraMode};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -72,6 +81,24 @@ enum Route {
     Direct(&'static str),
     /// Through the gateway, the host in this era, to backend `old` or `new`.
     Gateway(EraMode, &'static str),
+    /// Straight to the HTTP echo backend, the client in this era.
+    HttpDirect(EraMode),
+    /// Through the HTTP gateway to the HTTP echo backend.
+    HttpGateway(EraMode),
+}
+
+/// Where the HTTP routes connect.
+struct Urls {
+    backend: String,
+    gateway: String,
+}
+
+fn host_era(mode: EraMode) -> &'static str {
+    if mode == EraMode::Legacy {
+        "session-era"
+    } else {
+        "2026-07-28"
+    }
 }
 
 impl Route {
@@ -79,24 +106,44 @@ impl Route {
         match self {
             Route::Direct(era) => format!("direct to the {era} backend"),
             Route::Gateway(mode, backend) => {
-                let host = if mode == EraMode::Legacy {
-                    "session-era"
-                } else {
-                    "2026-07-28"
-                };
-                format!("gateway, {host} host, to `{backend}`")
+                format!("gateway, {} host, to `{backend}`", host_era(mode))
             }
+            Route::HttpDirect(mode) => {
+                format!(
+                    "HTTP: direct, {} client, to the HTTP echo backend",
+                    host_era(mode)
+                )
+            }
+            Route::HttpGateway(mode) => format!(
+                "HTTP: gateway `--http`, {} host, to the HTTP echo backend",
+                host_era(mode)
+            ),
         }
     }
 
     fn tool(self) -> String {
         match self {
-            Route::Direct(_) => "echo".to_owned(),
+            Route::Direct(_) | Route::HttpDirect(_) => "echo".to_owned(),
             Route::Gateway(_, backend) => format!("{backend}__echo"),
+            Route::HttpGateway(_) => "web__echo".to_owned(),
         }
     }
 
-    async fn connect(self, sandbox: &gateway::Sandbox) -> Client {
+    async fn connect(self, sandbox: &gateway::Sandbox, urls: &Urls) -> Client {
+        let http = match self {
+            Route::HttpDirect(mode) => Some((mode, &urls.backend)),
+            Route::HttpGateway(mode) => Some((mode, &urls.gateway)),
+            _ => None,
+        };
+        if let Some((mode, url)) = http {
+            let client = Client::builder()
+                .era_mode(mode)
+                .connect(switchboard::transport::http::HttpConfig::new(url.as_str()))
+                .await
+                .expect("connects");
+            client.list_tools().await.expect("lists");
+            return client;
+        }
         let (mode, config) = match self {
             Route::Direct(era) => (
                 if era == "legacy" {
@@ -114,6 +161,7 @@ impl Route {
                     .env("SWITCHBOARD_CREDENTIALS", sandbox.credentials())
                     .cwd(sandbox.work()),
             ),
+            Route::HttpDirect(_) | Route::HttpGateway(_) => unreachable!("connected above"),
         };
         let client = Client::builder()
             .era_mode(mode)
@@ -123,6 +171,48 @@ impl Route {
         // The gateway's first list waits for its backends.
         client.list_tools().await.expect("lists");
         client
+    }
+}
+
+/// The HTTP backend: one tool, `echo`, answering its text at once.
+struct Echo;
+
+impl ServerHandler for Echo {
+    fn info(&self) -> Implementation {
+        Implementation::new("echo", "1.0.0")
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        serde_json::from_value(json!({"tools": {}})).expect("capabilities")
+    }
+
+    fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListToolsResult> {
+        Box::pin(async {
+            let tool = serde_json::from_value(json!({
+                "name": "echo",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+            }))
+            .expect("tool");
+            Ok(ListToolsResult {
+                tools: vec![tool],
+                ..Default::default()
+            })
+        })
+    }
+
+    fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        _: RequestContext,
+    ) -> Reply<RequestOutcome<CallToolResult>> {
+        let text = params
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("text"))
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        Box::pin(async move { Ok(RequestOutcome::Complete(CallToolResult::text(text))) })
     }
 }
 
@@ -169,23 +259,43 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn main() {
     let plan = plan();
-    let sandbox = gateway::Sandbox::new("bench");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // The HTTP backend, then a gateway configured with it.
+    let backend = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        switchboard::server::http::serve_http(Arc::new(Echo), listener, Default::default())
+            .expect("serves")
+    });
+    let backend_url = format!("http://{}/mcp", backend.local_addr());
+    let sandbox =
+        gateway::Sandbox::with_config("bench", &format!("[servers.web]\nurl = {backend_url:?}\n"));
+    let (gateway_url, mut http_gateway) = sandbox.http_gateway(&[]);
+    let urls = Urls {
+        backend: backend_url,
+        gateway: gateway_url,
+    };
+    // Each route with the index of the direct route it is compared with.
     let routes = [
-        Route::Direct("legacy"),
-        Route::Gateway(EraMode::Legacy, "old"),
-        Route::Gateway(EraMode::Modern, "old"),
-        Route::Direct("modern"),
-        Route::Gateway(EraMode::Legacy, "new"),
-        Route::Gateway(EraMode::Modern, "new"),
+        (Route::Direct("legacy"), 0),
+        (Route::Gateway(EraMode::Legacy, "old"), 0),
+        (Route::Gateway(EraMode::Modern, "old"), 0),
+        (Route::Direct("modern"), 3),
+        (Route::Gateway(EraMode::Legacy, "new"), 3),
+        (Route::Gateway(EraMode::Modern, "new"), 3),
+        (Route::HttpDirect(EraMode::Legacy), 6),
+        (Route::HttpGateway(EraMode::Legacy), 6),
+        (Route::HttpDirect(EraMode::Modern), 8),
+        (Route::HttpGateway(EraMode::Modern), 8),
     ];
     let mut p50s: Vec<Vec<f64>> = vec![Vec::new(); routes.len()];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); routes.len()];
     let started = Instant::now();
     for round in 1..=plan.rounds {
-        for (i, route) in routes.iter().enumerate() {
+        for (i, (route, _)) in routes.iter().enumerate() {
             let (p50, rate) = runtime.block_on(async {
-                let client = route.connect(&sandbox).await;
+                let client = route.connect(&sandbox, &urls).await;
                 let measured = measure(&client, &route.tool(), &plan).await;
                 client.close().await;
                 measured
@@ -199,6 +309,8 @@ fn main() {
             rates[i].push(rate);
         }
     }
+    let _ = http_gateway.kill();
+    let _ = http_gateway.wait();
     drop(sandbox);
     println!(
         "gateway bench: {} round(s), {} sequential calls after {} warm-up, {} calls with {} in flight; medians; {:.0} s; load {}",
@@ -221,12 +333,14 @@ fn main() {
         plan.in_flight
     );
     println!("|---|---|---|---|---|");
-    for (i, route) in routes.iter().enumerate() {
-        let direct = if i < 3 { 0 } else { 3 };
+    for (i, (route, direct)) in routes.iter().enumerate() {
         let (p50, rate) = (median(p50s[i].clone()), median(rates[i].clone()));
-        let (d_p50, d_rate) = (median(p50s[direct].clone()), median(rates[direct].clone()));
+        let (d_p50, d_rate) = (
+            median(p50s[*direct].clone()),
+            median(rates[*direct].clone()),
+        );
         let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
-        if i == direct {
+        if i == *direct {
             println!(
                 "| {} | {p50:.1} µs | 1.00× | {rate:.0} | 1.00× |",
                 route.label()

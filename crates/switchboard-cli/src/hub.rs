@@ -435,7 +435,11 @@ pub(crate) async fn serve(
     context: &Context,
     credentials: Option<&Path>,
     wait_ready: Duration,
-    http: Option<(std::net::SocketAddr, Option<String>)>,
+    http: Option<(
+        std::net::SocketAddr,
+        Option<String>,
+        Option<switchboard::server::http::SessionKey>,
+    )>,
     audit: Option<switchboard_hub::hub::audit::AuditLog>,
     max_message_size: Option<usize>,
     servers: &Servers,
@@ -512,7 +516,7 @@ pub(crate) async fn serve(
             .forward_asks(asks)
             .policy(policy)
     };
-    if let Some((addr, token)) = http {
+    if let Some((addr, token, session_key)) = http {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
@@ -520,9 +524,15 @@ pub(crate) async fn serve(
         if let Some(log) = audit {
             gateway = gateway.audit(Arc::new(log), "http");
         }
-        let mut options = switchboard::server::http::HttpServeOptions::default();
+        let measured = gateway.clone();
+        let mut options = switchboard::server::http::HttpServeOptions::default().metrics(
+            switchboard::server::http::Metrics::new(move || measured.metrics_text()),
+        );
         if let Some(token) = token {
             options = options.bearer_token(token);
+        }
+        if let Some(key) = session_key {
+            options = options.session_key(key);
         }
         let server = switchboard::server::http::serve_http(Arc::new(gateway), listener, options)
             .map_err(|e| Failure::usage(anyhow::anyhow!("cannot serve on {addr}: {e}")))?;

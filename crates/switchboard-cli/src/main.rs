@@ -577,6 +577,11 @@ enum Command {
         /// Serve HTTP on a non-loopback address without a token.
         #[arg(long, requires = "http", conflicts_with = "token")]
         no_auth: bool,
+        /// A file holding a 32-byte key as 64 hex digits (`openssl rand
+        /// -hex 32`): session ids are sealed with it, so replicas given the
+        /// same file serve each other's sessions with no shared store.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        session_key_file: Option<PathBuf>,
         /// Refuse messages larger than this from any server (bytes).
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
@@ -896,6 +901,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             http,
             token,
             no_auth,
+            session_key_file,
             max_message_size,
         } => {
             if let Some(addr) = http
@@ -907,6 +913,19 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     "--http {addr} is reachable from other machines: give --token TOKEN that hosts must send, or --no-auth to serve without one"
                 )));
             }
+            let session_key = session_key_file
+                .map(|path| {
+                    std::fs::read_to_string(&path)
+                        .map_err(|e| e.to_string())
+                        .and_then(|text| switchboard::server::http::SessionKey::from_hex(&text))
+                        .map_err(|e| {
+                            Failure::usage(anyhow::anyhow!(
+                                "cannot use the session key in {}: {e}",
+                                path.display()
+                            ))
+                        })
+                })
+                .transpose()?;
             let context = configure::Context::new(cli.config)?;
             let audit = audit
                 .map(|path| {
@@ -924,7 +943,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 &context,
                 creds,
                 Duration::from_secs(wait_ready),
-                http.map(|addr| (addr, token)),
+                http.map(|addr| (addr, token, session_key)),
                 audit,
                 max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
                 servers,

@@ -666,6 +666,48 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
         .await,
         200
     );
+    // The metrics sit behind the same guard.
+    let metrics = |token: Option<&'static str>| {
+        let url = url.replace("/mcp", "/metrics");
+        async move {
+            let mut request = reqwest::Client::new().get(url);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    assert_eq!(metrics(None).await.0, 401);
+    // One call through the gateway (it waits for the backends' start).
+    let called = reqwest::Client::new()
+        .post(url.as_str())
+        .bearer_auth("s3cret")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "old__echo")
+        .body(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"old__echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(called.status().as_u16(), 200);
+    assert!(called.text().await.unwrap().contains(r#""text":"hi""#));
+    let (status, text) = metrics(Some("s3cret")).await;
+    assert_eq!(status, 200, "{text}");
+    for line in [
+        "# TYPE switchboard_calls_total counter",
+        "switchboard_backend_up{server=\"old\",state=\"ready\"} 1",
+        "switchboard_backend_up{server=\"new\",state=\"ready\"} 1",
+        "switchboard_calls_total{server=\"old\"} 1",
+        "switchboard_calls_total{server=\"new\"} 0",
+        "switchboard_call_duration_seconds_bucket{server=\"old\",le=\"+Inf\"} 1",
+        "switchboard_call_duration_seconds_count{server=\"old\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+    }
     // A non-loopback address without a token is refused before anything starts.
     let refused = sandbox
         .host(BIN)
@@ -676,4 +718,88 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--token"));
     let _ = gateway.kill();
     let _ = gateway.wait();
+}
+
+/// One POST of a session-era host: the status, the session id the answer
+/// set and the body.
+async fn session_post(
+    url: &str,
+    session: Option<&str>,
+    body: &str,
+) -> (u16, Option<String>, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_owned());
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, id, response.text().await.unwrap())
+}
+
+/// `--session-key-file`: a session opened on one replica is served by
+/// another holding the same key (no shared store); a replica without it,
+/// a tampered id and a deleted session get 404.
+#[tokio::test]
+async fn replicas_with_one_session_key_serve_each_others_sessions() {
+    let sandbox = Sandbox::new("replicas");
+    let key = sandbox.work().join("session.key");
+    std::fs::write(
+        &key,
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+    )
+    .unwrap();
+    let key = key.to_str().unwrap();
+    let (a, replica_a) = sandbox.http_gateway(&["--session-key-file", key]);
+    let (b, replica_b) = sandbox.http_gateway(&["--session-key-file", key]);
+    let (c, keyless) = sandbox.http_gateway(&[]);
+
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}"#;
+    let (status, session, body) = session_post(&a, None, initialize).await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    assert!(session.starts_with("s1."), "{session}");
+    let (status, _, _) = session_post(
+        &b,
+        Some(&session),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"old__echo","arguments":{"text":"on b"}}}"#;
+    let (status, _, body) = session_post(&b, Some(&session), call).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""text":"on b""#), "{body}");
+
+    // Not without the key, not with a changed id.
+    assert_eq!(session_post(&c, Some(&session), call).await.0, 404);
+    let mut tampered = session.clone().into_bytes();
+    let last = tampered.len() - 2;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(session_post(&b, Some(&tampered), call).await.0, 404);
+
+    // Ended where it is deleted.
+    let deleted = reqwest::Client::new()
+        .delete(b.as_str())
+        .header("mcp-session-id", session.as_str())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    assert_eq!(session_post(&b, Some(&session), call).await.0, 404);
+
+    for mut gateway in [replica_a, replica_b, keyless] {
+        let _ = gateway.kill();
+        let _ = gateway.wait();
+    }
 }

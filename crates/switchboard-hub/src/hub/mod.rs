@@ -87,7 +87,7 @@ pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use serve::{HubServer, resource_origin, resource_uri};
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
-pub use stats::ServerStats;
+pub use stats::{LATENCY_BOUNDS, ServerStats};
 
 use stats::InFlight;
 use store::Store;
@@ -831,6 +831,10 @@ impl Hub {
             let result = self.call_with_replay(slot, tool, arguments, options).await;
             let latency = started.elapsed();
             slot.stats.latency.record(latency);
+            slot.stats.latency_sum_us.fetch_add(
+                u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
             slot.stats.calls.fetch_add(1, Ordering::Relaxed);
             let outcome = match &result {
                 Ok(r) if r.is_error == Some(true) => "tool_error",

@@ -46,6 +46,27 @@ impl Histogram {
         self.buckets[Self::index(us)].fetch_add(1, Relaxed);
     }
 
+    /// How many values are at most each of `bounds` (ascending), counting
+    /// a bucket when its upper bound is within the bound (so a count may
+    /// leave out values up to a quarter below a bound), and the total.
+    pub(crate) fn cumulative(&self, bounds: &[Duration]) -> (Vec<u64>, u64) {
+        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let total = counts.iter().sum();
+        let at_most = bounds
+            .iter()
+            .map(|bound| {
+                let us = u64::try_from(bound.as_micros()).unwrap_or(u64::MAX);
+                counts
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| Self::upper(*i) <= us)
+                    .map(|(_, c)| c)
+                    .sum()
+            })
+            .collect();
+        (at_most, total)
+    }
+
     /// The `q` quantile (0..=1), as the upper bound of its bucket; `None`
     /// before anything was recorded.
     pub(crate) fn quantile(&self, q: f64) -> Option<Duration> {
@@ -66,6 +87,23 @@ impl Histogram {
     }
 }
 
+/// The bounds [`ServerStats::latency_buckets`] counts calls under (the
+/// usual Prometheus ones).
+pub const LATENCY_BOUNDS: [Duration; 12] = [
+    Duration::from_millis(1),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(5),
+    Duration::from_secs(10),
+    Duration::from_secs(60),
+];
+
 /// The live counters of one server.
 pub(crate) struct Stats {
     pub(crate) calls: AtomicU64,
@@ -74,6 +112,8 @@ pub(crate) struct Stats {
     pub(crate) reconnects: AtomicU64,
     pub(crate) in_flight: AtomicU64,
     pub(crate) latency: Histogram,
+    /// The sum of every recorded latency, in microseconds.
+    pub(crate) latency_sum_us: AtomicU64,
 }
 
 impl Stats {
@@ -85,6 +125,7 @@ impl Stats {
             reconnects: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             latency: Histogram::new(),
+            latency_sum_us: AtomicU64::new(0),
         }
     }
 
@@ -100,6 +141,11 @@ impl Stats {
             p99: self.latency.quantile(0.99),
             bytes_sent: None,
             bytes_received: None,
+            latency_buckets: {
+                let (at_most, _) = self.latency.cumulative(&LATENCY_BOUNDS);
+                LATENCY_BOUNDS.iter().copied().zip(at_most).collect()
+            },
+            latency_sum: Duration::from_micros(self.latency_sum_us.load(Relaxed)),
         }
     }
 }
@@ -152,6 +198,11 @@ pub struct ServerStats {
     pub bytes_sent: Option<u64>,
     /// Bytes received, when the transport counts them (never, yet).
     pub bytes_received: Option<u64>,
+    /// Calls that took at most each of [`LATENCY_BOUNDS`] (cumulative, for
+    /// a Prometheus histogram; within a quarter of the bound).
+    pub latency_buckets: Vec<(Duration, u64)>,
+    /// All calls' latencies added up.
+    pub latency_sum: Duration,
 }
 
 #[cfg(test)]

@@ -11,6 +11,12 @@
 //!   `DELETE` ends it, a session idle longer than
 //!   [`HttpServeOptions::session_idle`] ends by itself, and at most
 //!   [`HttpServeOptions::max_sessions`] exist at once (then 503).
+//! - **Replicas**: with [`HttpServeOptions::session_key`], a session id
+//!   is sealed (ChaCha20-Poly1305) over what `initialize` settled, so a
+//!   replica given the same key takes up a session it never saw — no shared
+//!   store. A `DELETE` ends the session on the replica that gets it (which
+//!   then answers 404 for it); another replica honours the id until its
+//!   [`HttpServeOptions::session_lifetime`] (24 hours) is over.
 //! - **2026-07-28**: a POST without a session is answered on a connection
 //!   of its own, made for it and closed after it: nothing is kept between
 //!   requests.
@@ -25,7 +31,8 @@
 //!   [`HttpServeOptions::bearer_token`] every request must carry it (401
 //!   otherwise, compared in constant time); bodies are bounded
 //!   ([`HttpServeOptions::max_body`], 413 past it). `GET /healthz` answers
-//!   `ok`.
+//!   `ok`; `GET /metrics` answers [`HttpServeOptions::metrics`] when set,
+//!   behind the same Origin and token checks.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -41,7 +48,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{ServeOptions, Served, ServerHandler, serve};
+use super::{ServeOptions, Served, ServerHandler, SessionState, serve};
 use crate::transport::{
     BoxFuture, Connection, Incoming, MessageSink, MessageStream, TransportError,
 };
@@ -69,6 +76,139 @@ pub struct HttpServeOptions {
     pub request_timeout: Duration,
     /// Each connection's limits.
     pub serve: ServeOptions,
+    /// Seals session-era sessions into their ids, for replicas; see
+    /// [`SessionKey`]. Default none: ids are random, sessions live in this
+    /// process only.
+    pub session_key: Option<SessionKey>,
+    /// How long a sealed session id is honoured after its `initialize`.
+    /// Default 24 hours.
+    pub session_lifetime: Duration,
+    /// What `GET /metrics` answers (Prometheus text), when set; it is
+    /// guarded like the endpoint (Origin, bearer token).
+    pub metrics: Option<Metrics>,
+}
+
+/// The key that seals a session-era session into its `Mcp-Session-Id`
+/// (ChaCha20-Poly1305 over the version, client capabilities and client
+/// info `initialize` settled, and when it was issued), so that any replica
+/// given the same key serves any session: no shared store. 32 bytes.
+#[derive(Clone)]
+pub struct SessionKey(Arc<aws_lc_rs::aead::LessSafeKey>);
+
+impl std::fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionKey(…)")
+    }
+}
+
+/// What a sealed session id carries besides the state.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Sealed {
+    #[serde(flatten)]
+    state: SessionState,
+    /// Issued at, in seconds since the Unix epoch.
+    t: u64,
+}
+
+const SEALED_PREFIX: &str = "s1.";
+const SEALED_AAD: &[u8] = b"switchboard mcp session v1";
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl SessionKey {
+    /// A key of these 32 bytes.
+    pub fn new(bytes: &[u8; 32]) -> Self {
+        let key = aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::CHACHA20_POLY1305, bytes)
+            .expect("a 32-byte ChaCha20-Poly1305 key");
+        Self(Arc::new(aws_lc_rs::aead::LessSafeKey::new(key)))
+    }
+
+    /// A key written as 64 hexadecimal digits (surrounding whitespace
+    /// ignored), as `openssl rand -hex 32` prints one.
+    ///
+    /// # Errors
+    /// What is wrong with the text.
+    pub fn from_hex(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "a session key is 64 hexadecimal digits (32 bytes; `openssl rand -hex 32`), not {} characters",
+                text.len()
+            ));
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+        }
+        Ok(Self::new(&bytes))
+    }
+
+    /// The session id that carries `state`.
+    fn seal(&self, state: &SessionState) -> Option<String> {
+        use base64::Engine as _;
+        let mut nonce = [0u8; 12];
+        getrandom::fill(&mut nonce).ok()?;
+        let mut data = serde_json::to_vec(&Sealed {
+            state: state.clone(),
+            t: now_secs(),
+        })
+        .ok()?;
+        self.0
+            .seal_in_place_append_tag(
+                aws_lc_rs::aead::Nonce::assume_unique_for_key(nonce),
+                aws_lc_rs::aead::Aad::from(SEALED_AAD),
+                &mut data,
+            )
+            .ok()?;
+        let mut sealed = nonce.to_vec();
+        sealed.extend_from_slice(&data);
+        Some(format!(
+            "{SEALED_PREFIX}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed)
+        ))
+    }
+
+    /// The state a session id sealed with this key carries, unless it was
+    /// issued longer than `lifetime` ago.
+    fn open(&self, id: &str, lifetime: Duration) -> Option<SessionState> {
+        use base64::Engine as _;
+        let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(id.strip_prefix(SEALED_PREFIX)?)
+            .ok()?;
+        if sealed.len() < 12 {
+            return None;
+        }
+        let (nonce, data) = sealed.split_at(12);
+        let mut data = data.to_vec();
+        let nonce = aws_lc_rs::aead::Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let plain = self
+            .0
+            .open_in_place(nonce, aws_lc_rs::aead::Aad::from(SEALED_AAD), &mut data)
+            .ok()?;
+        let sealed: Sealed = serde_json::from_slice(plain).ok()?;
+        (now_secs().saturating_sub(sealed.t) <= lifetime.as_secs()).then_some(sealed.state)
+    }
+}
+
+/// Renders the metrics text on each `GET /metrics`.
+#[derive(Clone)]
+pub struct Metrics(Arc<dyn Fn() -> String + Send + Sync>);
+
+impl Metrics {
+    /// Metrics rendered by `render`.
+    pub fn new(render: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        Self(Arc::new(render))
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
 }
 
 impl Default for HttpServeOptions {
@@ -82,11 +222,26 @@ impl Default for HttpServeOptions {
             session_idle: Duration::from_secs(30 * 60),
             request_timeout: Duration::from_secs(300),
             serve: ServeOptions::default(),
+            session_key: None,
+            session_lifetime: Duration::from_secs(24 * 60 * 60),
+            metrics: None,
         }
     }
 }
 
 impl HttpServeOptions {
+    /// Sets [`HttpServeOptions::session_key`].
+    pub fn session_key(mut self, key: SessionKey) -> Self {
+        self.session_key = Some(key);
+        self
+    }
+
+    /// Sets [`HttpServeOptions::metrics`].
+    pub fn metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Sets [`HttpServeOptions::bearer_token`].
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
@@ -334,7 +489,13 @@ struct State {
     handler: Arc<dyn ServerHandler>,
     options: HttpServeOptions,
     sessions: Mutex<HashMap<String, Arc<Link>>>,
+    /// Sealed sessions ended here by `DELETE`, and when: not taken up
+    /// again (until their lifetime is over anyway).
+    ended: Mutex<HashMap<String, Instant>>,
 }
+
+/// Most ended sealed sessions remembered.
+const MAX_ENDED: usize = 16 * 1024;
 
 /// A running HTTP endpoint; dropping it stops accepting (sessions end with
 /// their last request).
@@ -372,6 +533,7 @@ pub fn serve_http(
         handler,
         options,
         sessions: Mutex::new(HashMap::new()),
+        ended: Mutex::new(HashMap::new()),
     });
     let accept = tokio::spawn(async move {
         let expiry = state.options.session_idle;
@@ -396,6 +558,12 @@ pub fn serve_http(
                     state.sessions.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, link| {
                         now.duration_since(*link.last_used.lock().unwrap_or_else(|e| e.into_inner())) < expiry
                     });
+                    let lifetime = state.options.session_lifetime;
+                    state
+                        .ended
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .retain(|_, at| now.duration_since(*at) < lifetime);
                 }
             }
         }
@@ -637,6 +805,32 @@ fn check_stateless(
     None
 }
 
+/// What a sealed session keeps of an `initialize` request.
+#[derive(serde::Deserialize)]
+struct InitializeBody {
+    params: InitializeParams,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeParams {
+    #[serde(default)]
+    capabilities: switchboard_types::ClientCapabilities,
+    client_info: switchboard_types::Implementation,
+}
+
+/// The version an `initialize` answer chose.
+#[derive(serde::Deserialize)]
+struct InitializeAnswer {
+    result: InitializeResult,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeResult {
+    protocol_version: switchboard_types::ProtocolVersion,
+}
+
 /// Whether the request's `Accept` takes an event stream.
 fn accepts_events(request: &Request<Body>) -> bool {
     request
@@ -652,7 +846,11 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
     if request.uri().path() == "/healthz" && request.method() == Method::GET {
         return reply(StatusCode::OK, "ok\n");
     }
-    if request.uri().path() != options.path {
+    let metrics = options
+        .metrics
+        .as_ref()
+        .filter(|_| request.uri().path() == "/metrics" && request.method() == Method::GET);
+    if request.uri().path() != options.path && metrics.is_none() {
         return reply(StatusCode::NOT_FOUND, "not found\n");
     }
     if let Some(origin) = request.headers().get(hyper::header::ORIGIN)
@@ -678,6 +876,15 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
             return response;
         }
     }
+    if let Some(Metrics(render)) = metrics {
+        let mut response = reply(StatusCode::OK, "");
+        *response.body_mut() = http_body_util::Either::Left(Full::new(Bytes::from(render())));
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+        );
+        return response;
+    }
     let session = request
         .headers()
         .get(SESSION_HEADER)
@@ -689,11 +896,24 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
         Method::POST => {}
         Method::DELETE => {
             let removed = session.and_then(|id| {
-                state
+                let removed = state
                     .sessions
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id)
+                    .remove(&id);
+                if removed.is_some() && id.starts_with(SEALED_PREFIX) {
+                    let mut ended = state.ended.lock().unwrap_or_else(|e| e.into_inner());
+                    if ended.len() >= MAX_ENDED
+                        && let Some(oldest) = ended
+                            .iter()
+                            .min_by_key(|(_, at)| **at)
+                            .map(|(id, _)| id.clone())
+                    {
+                        ended.remove(&oldest);
+                    }
+                    ended.insert(id, Instant::now());
+                }
+                removed
             });
             return match removed {
                 Some(_) => reply(StatusCode::OK, ""),
@@ -774,9 +994,36 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
                 .unwrap_or_else(|e| e.into_inner())
                 .get(id)
                 .cloned();
-            match link {
-                Some(link) => (link, None),
-                None => return reply(StatusCode::NOT_FOUND, "no such session\n"),
+            // A session sealed by a replica (or by this process before a
+            // restart) is taken up here.
+            let resumed = match (&link, &options.session_key) {
+                (None, Some(key))
+                    if !state
+                        .ended
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .contains_key(id) =>
+                {
+                    key.open(id, options.session_lifetime)
+                }
+                _ => None,
+            };
+            match (link, resumed) {
+                (Some(link), _) => (link, None),
+                (None, Some(resumed)) => {
+                    let mut serve = options.serve.clone();
+                    serve.session = Some(resumed);
+                    let mut sessions = state.sessions.lock().unwrap_or_else(|e| e.into_inner());
+                    if sessions.len() >= options.max_sessions {
+                        return reply(StatusCode::SERVICE_UNAVAILABLE, "too many sessions\n");
+                    }
+                    let link = sessions
+                        .entry(id.clone())
+                        .or_insert_with(|| Arc::new(Link::open(state.handler.clone(), serve)))
+                        .clone();
+                    (link, None)
+                }
+                (None, None) => return reply(StatusCode::NOT_FOUND, "no such session\n"),
             }
         }
         (None, Some("initialize")) => {
@@ -784,16 +1031,21 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
             if sessions.len() >= options.max_sessions {
                 return reply(StatusCode::SERVICE_UNAVAILABLE, "too many sessions\n");
             }
-            let id = session_id();
-            if id.is_empty() {
-                return reply(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "no randomness for a session id\n",
-                );
-            }
             let link = Arc::new(Link::open(state.handler.clone(), options.serve.clone()));
-            sessions.insert(id.clone(), link.clone());
-            (link, Some(id))
+            if options.session_key.is_some() {
+                // Sealed once the answer says which version was chosen.
+                (link, Some(String::new()))
+            } else {
+                let id = session_id();
+                if id.is_empty() {
+                    return reply(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "no randomness for a session id\n",
+                    );
+                }
+                sessions.insert(id.clone(), link.clone());
+                (link, Some(id))
+            }
         }
         // The stateless era, or a stray message: a connection of its own.
         (None, _) => (
@@ -802,6 +1054,11 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
         ),
     };
     let id = id.filter(|_| is_request);
+    let initialize = new_session
+        .as_deref()
+        .is_some_and(str::is_empty)
+        .then(|| serde_json::from_slice::<InitializeBody>(&body).ok())
+        .flatten();
     let answers = link.exchange(body, id.as_deref()).await;
     let stateless = session.is_none() && new_session.is_none();
     let Some(mut answers) = answers else {
@@ -834,6 +1091,28 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
     };
     let response = match first {
         Ok(Some((true, answer))) => {
+            let new_session = match (new_session, &options.session_key) {
+                (Some(id), Some(key)) if id.is_empty() => {
+                    let sealed = initialize
+                        .zip(serde_json::from_slice::<InitializeAnswer>(&answer).ok())
+                        .and_then(|(request, answer)| {
+                            key.seal(&SessionState::new(
+                                answer.result.protocol_version,
+                                request.params.capabilities,
+                                request.params.client_info,
+                            ))
+                        });
+                    if let Some(id) = &sealed {
+                        state
+                            .sessions
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(id.clone(), link.clone());
+                    }
+                    sealed
+                }
+                (other, _) => other,
+            };
             let status = if stateless {
                 error_status(&answer)
             } else {

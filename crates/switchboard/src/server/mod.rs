@@ -405,6 +405,40 @@ pub struct ServeOptions {
     pub modern_versions: Vec<ProtocolVersion>,
     /// A name for the client in logs. Default `client`.
     pub peer_name: String,
+    /// A session-era session already initialized elsewhere (another
+    /// replica of an HTTP server): served as if its `initialize` and
+    /// `notifications/initialized` had come on this connection.
+    pub session: Option<SessionState>,
+}
+
+/// What a session-era client's `initialize` settled.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct SessionState {
+    /// The revision chosen.
+    #[serde(rename = "v")]
+    pub protocol_version: ProtocolVersion,
+    /// What the client declared.
+    #[serde(rename = "c")]
+    pub client_capabilities: ClientCapabilities,
+    /// Who the client said it is.
+    #[serde(rename = "i")]
+    pub client_info: Implementation,
+}
+
+impl SessionState {
+    /// A settled session.
+    pub fn new(
+        protocol_version: ProtocolVersion,
+        client_capabilities: ClientCapabilities,
+        client_info: Implementation,
+    ) -> Self {
+        Self {
+            protocol_version,
+            client_capabilities,
+            client_info,
+        }
+    }
 }
 
 impl Default for ServeOptions {
@@ -414,6 +448,7 @@ impl Default for ServeOptions {
             legacy_versions: ProtocolVersion::LEGACY.to_vec(),
             modern_versions: ProtocolVersion::MODERN.to_vec(),
             peer_name: "client".to_owned(),
+            session: None,
         }
     }
 }
@@ -479,7 +514,12 @@ pub fn serve(
     let peer = Peer::default();
     let dispatch = Arc::new(Dispatch {
         handler,
-        state: Mutex::new(Session::default()),
+        state: Mutex::new(Session {
+            initialized: options
+                .session
+                .clone()
+                .map(|s| (s.protocol_version, s.client_capabilities, s.client_info)),
+        }),
         running: Arc::new(Semaphore::new(options.max_concurrent_requests.max(1))),
         limit: options.max_concurrent_requests.max(1),
         peer: peer.clone(),
@@ -497,6 +537,11 @@ pub fn serve(
         Some(dispatch),
     ));
     let _ = peer.engine.set(Arc::downgrade(&engine));
+    if options.session.is_some() {
+        // Initialized on another connection already.
+        peer.initialized.send_replace(true);
+        return Served { engine, peer };
+    }
     // A session-era client's `notifications/initialized`: the moment the
     // server may speak first.
     let mut notes = engine.subscribe();
