@@ -426,6 +426,25 @@ fn hub_of(
     Ok(hub)
 }
 
+/// What `serve` was told besides the config.
+pub(crate) struct ServeSettings {
+    /// How long the first requests wait for the servers' start.
+    pub(crate) wait_ready: Duration,
+    /// Over HTTP instead of stdio: the address, the bearer token and the
+    /// session key.
+    pub(crate) http: Option<(
+        std::net::SocketAddr,
+        Option<String>,
+        Option<switchboard::server::http::SessionKey>,
+    )>,
+    /// Where tool calls are recorded.
+    pub(crate) audit: Option<switchboard_hub::hub::audit::AuditLog>,
+    /// The host's tool budget (tool-search mode past it).
+    pub(crate) max_tools: Option<usize>,
+    /// The largest message from a server.
+    pub(crate) max_message_size: Option<usize>,
+}
+
 /// `serve`: every configured server's tools as one MCP server on
 /// stdin/stdout until the host closes stdin. Servers start in the
 /// background; nothing is asked on the terminal (stdin is the host's):
@@ -434,17 +453,17 @@ fn hub_of(
 pub(crate) async fn serve(
     context: &Context,
     credentials: Option<&Path>,
-    wait_ready: Duration,
-    http: Option<(
-        std::net::SocketAddr,
-        Option<String>,
-        Option<switchboard::server::http::SessionKey>,
-    )>,
-    audit: Option<switchboard_hub::hub::audit::AuditLog>,
-    max_message_size: Option<usize>,
+    settings: ServeSettings,
     servers: &Servers,
 ) -> Result<u8, Failure> {
     use switchboard::server::ServeOptions;
+    let ServeSettings {
+        wait_ready,
+        http,
+        audit,
+        max_tools,
+        max_message_size,
+    } = settings;
     use switchboard::transport::TransportError;
     use switchboard::types::Implementation;
 
@@ -511,10 +530,22 @@ pub(crate) async fn serve(
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
     let policy = loaded.policy.tools.clone();
     let gateway = move |hub| {
-        switchboard_hub::HubServer::new(hub, info)
+        let gateway = switchboard_hub::HubServer::new(hub, info)
             .wait_for_start(first_start, wait_ready)
             .forward_asks(asks)
-            .policy(policy)
+            .policy(policy);
+        match max_tools {
+            Some(max) => gateway.tool_search(
+                max,
+                Arc::new(|tools: &[[&str; 5]], query: &str, limit: usize| {
+                    switchboard_models::search::Index::build(
+                        tools.iter().map(|[n, s, t, ti, d]| (*n, *s, *t, *ti, *d)),
+                    )
+                    .search(query, limit)
+                }),
+            ),
+            None => gateway,
+        }
     };
     if let Some((addr, token, session_key)) = http {
         let listener = tokio::net::TcpListener::bind(addr)

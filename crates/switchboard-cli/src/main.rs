@@ -582,6 +582,11 @@ enum Command {
         /// same file serve each other's sessions with no shared store.
         #[arg(long, value_name = "FILE", requires = "http")]
         session_key_file: Option<PathBuf>,
+        /// The host's tool budget: with more tools than N, list only
+        /// `search_tools` and the tools found with it so far (hosts cap
+        /// their tools at 40–128).
+        #[arg(long, value_name = "N")]
+        max_tools: Option<usize>,
         /// Refuse messages larger than this from any server (bytes).
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
@@ -902,6 +907,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             token,
             no_auth,
             session_key_file,
+            max_tools,
             max_message_size,
         } => {
             if let Some(addr) = http
@@ -939,16 +945,15 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     })
                 })
                 .transpose()?;
-            hub::serve(
-                &context,
-                creds,
-                Duration::from_secs(wait_ready),
-                http.map(|addr| (addr, token, session_key)),
+            let settings = hub::ServeSettings {
+                wait_ready: Duration::from_secs(wait_ready),
+                http: http.map(|addr| (addr, token, session_key)),
                 audit,
-                max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
-                servers,
-            )
-            .await
+                max_tools,
+                max_message_size: max_message_size
+                    .map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
+            };
+            hub::serve(&context, creds, settings, servers).await
         }
         Command::Audit {
             command:

@@ -436,6 +436,24 @@ async fn prompts_and_resources_of_both_backends_come_through() {
         let read = host.read_resource(hello).await.unwrap();
         assert_eq!(read.contents[0].uri(), hello, "{mode:?}");
         assert!(format!("{read:?}").contains("Hello, world!"), "{read:?}");
+        // Templates: the host expands the gateway's template, the read
+        // reaches the server as its own template would have expanded.
+        let templates: Vec<String> = host
+            .list_resource_templates()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.uri_template)
+            .collect();
+        let template = "switchboard://new/~/test://items/{id}";
+        assert!(
+            templates.iter().any(|t| t == template),
+            "{mode:?}: {templates:?}"
+        );
+        let item = template.replace("{id}", "42");
+        let read = host.read_resource(&item).await.unwrap();
+        assert_eq!(read.contents[0].uri(), item, "{mode:?}");
+        assert!(format!("{read:?}").contains("item 42"), "{read:?}");
         // A URI that is not the gateway's is the host's error.
         let error = host.read_resource("test://static/hello").await.unwrap_err();
         assert!(
@@ -802,4 +820,54 @@ async fn replicas_with_one_session_key_serve_each_others_sessions() {
         let _ = gateway.kill();
         let _ = gateway.wait();
     }
+}
+
+/// `--max-tools`: past the budget only `search_tools` is listed; what a
+/// search finds is listed from then on (a session-era host hears
+/// `list_changed`), and any tool can still be called by its name.
+#[tokio::test]
+async fn past_the_tool_budget_the_host_searches() {
+    let sandbox = Sandbox::new("search");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(
+            StdioConfig::new(BIN)
+                .args(["serve", "--max-tools", "8"])
+                .env("HOME", sandbox.home())
+                .env("SWITCHBOARD_CREDENTIALS", sandbox.credentials())
+                .cwd(sandbox.work()),
+        )
+        .await
+        .unwrap();
+    let mut events = host.events();
+    assert_eq!(tool_names(&host).await, ["search_tools"]);
+    let result = host
+        .call_tool("search_tools", args(json!({"query": "echoes", "limit": 3})))
+        .await
+        .unwrap();
+    let found = text(&result);
+    assert!(
+        found.contains("old__echo") && found.contains("new__echo"),
+        "{found}"
+    );
+    loop {
+        match events.next().await {
+            Some(switchboard::Event::ListChanged(switchboard::ListKind::Tools)) => break,
+            Some(_) => continue,
+            None => panic!("no list_changed before the connection ended"),
+        }
+    }
+    let names = tool_names(&host).await;
+    assert_eq!(names[0], "search_tools", "{names:?}");
+    for wanted in ["old__echo", "new__echo"] {
+        assert!(names.iter().any(|n| n == wanted), "{names:?}");
+    }
+    assert!(names.len() <= 8, "{names:?}");
+    // Not listed, still callable.
+    let result = host
+        .call_tool("old__add", args(json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    host.close().await;
 }

@@ -91,7 +91,7 @@ pub mod messages;
 pub mod names;
 pub mod results;
 pub mod schema;
-mod search;
+pub mod search;
 #[cfg(test)]
 mod testdata;
 pub mod toolset;

@@ -1,8 +1,9 @@
 //! The keyword index behind `search_tools`.
 
-/// Tools' words, for ranking against a query.
+/// Tools' words, for ranking against a query: a term found in a tool's
+/// name (or its server's) weighs 3, in its title 2, in its description 1.
 #[derive(Debug, Default)]
-pub(crate) struct Index {
+pub struct Index {
     docs: Vec<Doc>,
 }
 
@@ -19,7 +20,7 @@ struct Doc {
 impl Index {
     /// One document per tool: (model-facing name, server, tool name, title,
     /// description).
-    pub(crate) fn build<'a>(
+    pub fn build<'a>(
         tools: impl Iterator<Item = (&'a str, &'a str, &'a str, &'a str, &'a str)>,
     ) -> Self {
         let docs = tools
@@ -33,7 +34,7 @@ impl Index {
     }
 
     /// Up to `limit` document indexes, best first; ties keep input order.
-    pub(crate) fn search(&self, query: &str, limit: usize) -> Vec<usize> {
+    pub fn search(&self, query: &str, limit: usize) -> Vec<usize> {
         let terms: Vec<String> = query
             .split(|c: char| !c.is_alphanumeric())
             .filter(|t| !t.is_empty())

@@ -19,7 +19,9 @@
 //!   `switchboard://SERVER/URI`, both percent-encoded ([`resource_uri`]);
 //!   `resources/read` goes to that server with the original URI, and the
 //!   contents it answers carry gateway URIs again. Resource templates are
-//!   not served yet.
+//!   served as `switchboard://SERVER/~/TEMPLATE` (the template as written
+//!   after the mark, [`resource_template_uri`]), so a URI a host expands
+//!   reaches the server exactly as its own template would have expanded.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,9 +37,9 @@ use switchboard::types::jsonrpc::ErrorObject;
 use switchboard::types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResult, Implementation, InputRequiredResult,
-    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResult, Reference, RequestOutcome, ResourceContents,
-    ServerCapabilities, codes,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, Reference,
+    RequestOutcome, ResourceContents, ServerCapabilities, codes,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -65,10 +67,27 @@ pub fn resource_uri(server: &str, uri: &str) -> String {
     format!("{URI_PREFIX}{}/{}", encode(server), encode(uri))
 }
 
+/// The gateway template of `server`'s resource template:
+/// `switchboard://SERVER/~/TEMPLATE`, the template as written after the
+/// `~/` mark, so that a URI the host expands from it carries, after the
+/// mark, exactly the URI the server's template expands to (its
+/// percent-encodings included); [`resource_origin`] reads both forms.
+pub fn resource_template_uri(server: &str, template: &str) -> String {
+    format!("{URI_PREFIX}{}/{RAW_MARK}{template}", encode(server))
+}
+
+/// Marks a gateway URI whose original URI follows as written (an encoded
+/// original never starts so: its `/` is `%2F`).
+const RAW_MARK: &str = "~/";
+
 /// The server and original URI of a gateway URI, when it is one.
 pub fn resource_origin(uri: &str) -> Option<(String, String)> {
     let (server, original) = uri.strip_prefix(URI_PREFIX)?.split_once('/')?;
-    Some((decode(server)?, decode(original)?))
+    let original = match original.strip_prefix(RAW_MARK) {
+        Some(raw) => raw.to_owned(),
+        None => decode(original)?,
+    };
+    Some((decode(server)?, original))
 }
 
 const URI_PREFIX: &str = "switchboard://";
@@ -127,6 +146,8 @@ pub struct HubServer {
     policy: Arc<ToolPolicy>,
     /// Calls waiting for a 2026-07-28 host's retry, by `requestState`.
     parked: ParkedCalls,
+    /// The tool-search mode, when on.
+    search: Option<Search>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -148,7 +169,22 @@ impl HubServer {
             asks: None,
             policy: Arc::new(ToolPolicy::default()),
             parked: ParkedCalls::default(),
+            search: None,
         }
+    }
+
+    /// Tool-search mode, for hosts with small tool budgets: with more than
+    /// `max_tools` tools, `tools/list` shows only `search_tools` and the
+    /// tools found with it so far (at most `max_tools - 1`); a session-era
+    /// host hears `list_changed` when a search adds some. Any tool can
+    /// still be called by its name. `rank` orders tools for a query.
+    pub fn tool_search(mut self, max_tools: usize, rank: Ranker) -> Self {
+        self.search = Some(Search {
+            max: max_tools.max(2),
+            rank,
+            found: Arc::default(),
+        });
+        self
     }
 
     /// Forwards what backends ask of their client (elicitation, sampling)
@@ -487,6 +523,36 @@ impl ServerHandler for HubServer {
         })
     }
 
+    fn list_resource_templates(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListResourceTemplatesResult> {
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        Box::pin(async move {
+            first_start.await;
+            let listing = hub.resource_templates().await;
+            for error in &listing.failed {
+                tracing::warn!(%error, "a server's resource templates are not listed");
+            }
+            let resource_templates = listing
+                .items
+                .into_iter()
+                .map(|t| {
+                    let mut template = t.template;
+                    template.uri_template =
+                        resource_template_uri(&t.server, &template.uri_template);
+                    template
+                })
+                .collect();
+            Ok(ListResourceTemplatesResult {
+                resource_templates,
+                ..Default::default()
+            })
+        })
+    }
+
     fn read_resource(
         &self,
         params: ReadResourceRequestParams,
@@ -496,6 +562,11 @@ impl ServerHandler for HubServer {
         let first_start = self.first_start();
         Box::pin(async move {
             first_start.await;
+            let raw = params
+                .uri
+                .strip_prefix(URI_PREFIX)
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(_, original)| original.starts_with(RAW_MARK));
             let (server, uri) = resource_origin(&params.uri).ok_or_else(|| {
                 ErrorObject::new(
                     codes::RESOURCE_NOT_FOUND,
@@ -514,7 +585,11 @@ impl ServerHandler for HubServer {
                     ResourceContents::Text(c) => &mut c.uri,
                     ResourceContents::Blob(c) => &mut c.uri,
                 };
-                *uri = resource_uri(&server, uri);
+                *uri = if raw {
+                    resource_template_uri(&server, uri)
+                } else {
+                    resource_uri(&server, uri)
+                };
             }
             // The backend's caching hints and identity were for it.
             result.result_type = None;
@@ -537,28 +612,18 @@ impl ServerHandler for HubServer {
         _params: PaginatedRequestParams,
         _cx: RequestContext,
     ) -> Reply<ListToolsResult> {
-        let hub = self.hub.clone();
-        let policy = self.policy.clone();
+        let this = self.clone();
         let first_start = self.first_start();
         Box::pin(async move {
             first_start.await;
-            let ready: std::collections::HashSet<String> = hub
-                .list()
-                .into_iter()
-                .filter(|s| s.state.is_ready())
-                .map(|s| s.name)
-                .collect();
-            let tools = hub
-                .tools()
-                .into_iter()
-                .filter(|t| !t.stale && ready.contains(&t.server))
-                .filter(|t| !matches!(policy.decide(&t.name), ToolDecision::Deny(_)))
-                .map(|t| {
-                    let mut tool = t.tool;
-                    tool.name = t.name;
-                    tool
-                })
-                .collect();
+            let mut tools = this.visible_tools();
+            if let Some(search) = &this.search
+                && tools.len() > search.max
+            {
+                let found = search.found.lock().unwrap_or_else(|e| e.into_inner());
+                tools.retain(|t| found.contains(&t.name));
+                tools.insert(0, search_tool());
+            }
             Ok(ListToolsResult {
                 tools,
                 ..Default::default()
@@ -592,6 +657,145 @@ impl ServerHandler for HubServer {
             }
             outcome
         })
+    }
+}
+
+/// The tool-search mode's state: the budget, the ranking and the tools
+/// found so far (listed beside `search_tools`), oldest first.
+#[derive(Clone)]
+struct Search {
+    max: usize,
+    rank: Ranker,
+    found: Arc<Mutex<Vec<String>>>,
+}
+
+/// Ranks tools for a query: given each tool's (name, server, tool name,
+/// title, description) and the most to return, their indexes, best first.
+pub type Ranker = Arc<dyn Fn(&[[&str; 5]], &str, usize) -> Vec<usize> + Send + Sync>;
+
+/// The tool-search mode's one tool.
+pub const SEARCH_TOOL: &str = "search_tools";
+
+fn search_tool() -> switchboard::types::Tool {
+    serde_json::from_value(serde_json::json!({
+        "name": SEARCH_TOOL,
+        "description": "Finds tools by keywords among the many this gateway offers; the ones \
+            found are listed from then on and can be called by their names.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Keywords: what the tool should do"},
+                "limit": {"type": "integer", "minimum": 1, "description": "Most tools to return (default 10)"},
+            },
+            "required": ["query"],
+        },
+    }))
+    .expect("a valid tool")
+}
+
+impl HubServer {
+    /// The tools the host may see: those of ready servers, not denied.
+    fn visible_tools(&self) -> Vec<switchboard::types::Tool> {
+        let ready: std::collections::HashSet<String> = self
+            .hub
+            .list()
+            .into_iter()
+            .filter(|s| s.state.is_ready())
+            .map(|s| s.name)
+            .collect();
+        self.hub
+            .tools()
+            .into_iter()
+            .filter(|t| !t.stale && ready.contains(&t.server))
+            .filter(|t| !matches!(self.policy.decide(&t.name), ToolDecision::Deny(_)))
+            .map(|t| {
+                let mut tool = t.tool;
+                tool.name = t.name;
+                tool
+            })
+            .collect()
+    }
+
+    /// `search_tools`: ranks the visible tools, remembers what it found
+    /// (at most the budget less one, the oldest forgotten first) and, when
+    /// that changed what `tools/list` shows, tells a session-era host.
+    async fn search_tools(
+        &self,
+        search: &Search,
+        params: &CallToolRequestParams,
+        cx: &RequestContext,
+    ) -> CallToolResult {
+        let arguments = params.arguments.clone().unwrap_or_default();
+        let Some(query) = arguments.get("query").and_then(Value::as_str) else {
+            return error_result(format!("{SEARCH_TOOL} needs a `query` string"));
+        };
+        let room = search.max.saturating_sub(1).max(1);
+        let limit = arguments
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(10, |l| usize::try_from(l).unwrap_or(usize::MAX))
+            .clamp(1, room);
+        let hub_tools = self.hub.tools();
+        let visible = self.visible_tools();
+        let described: Vec<[&str; 5]> = visible
+            .iter()
+            .map(|tool| {
+                let (server, own) = hub_tools
+                    .iter()
+                    .find(|t| t.name == tool.name)
+                    .map_or(("", tool.name.as_str()), |t| {
+                        (t.server.as_str(), t.tool.name.as_str())
+                    });
+                [
+                    tool.name.as_str(),
+                    server,
+                    own,
+                    tool.title.as_deref().unwrap_or_default(),
+                    tool.description.as_deref().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        let hits = (search.rank)(&described, query, limit);
+        let mut grew = false;
+        let mut lines = Vec::new();
+        {
+            let mut found = search.found.lock().unwrap_or_else(|e| e.into_inner());
+            for &i in &hits {
+                let Some(tool) = visible.get(i) else { continue };
+                if let Some(at) = found.iter().position(|n| *n == tool.name) {
+                    let name = found.remove(at);
+                    found.push(name);
+                } else {
+                    found.push(tool.name.clone());
+                    grew = true;
+                }
+                lines.push(format!(
+                    "{}: {}",
+                    tool.name,
+                    tool.description.as_deref().unwrap_or("(no description)")
+                ));
+            }
+            while found.len() > room {
+                found.remove(0);
+            }
+        }
+        if grew
+            && cx.era == switchboard::types::Era::Legacy
+            && cx
+                .peer
+                .notify("notifications/tools/list_changed", None)
+                .await
+                .is_err()
+        {
+            tracing::debug!("the host went away before hearing of the tools found");
+        }
+        if lines.is_empty() {
+            return CallToolResult::text(format!("No tool matches `{query}`; try other keywords."));
+        }
+        CallToolResult::text(format!(
+            "Tools found (now listed; call them by these names):\n{}",
+            lines.join("\n")
+        ))
     }
 }
 
@@ -795,6 +999,12 @@ impl HubServer {
             }));
             let server = parked.flight.server.clone();
             return (server, self.drive(parked.flight, cx).await);
+        }
+        if let Some(search) = &self.search
+            && params.name == SEARCH_TOOL
+        {
+            let result = self.search_tools(search, &params, &cx).await;
+            return (None, Ok(RequestOutcome::Complete(result)));
         }
         let server = self
             .hub
@@ -1043,6 +1253,29 @@ mod tests {
                 Some((server.to_owned(), uri.to_owned()))
             );
         }
+        // A template's expressions survive; what a host expands from it
+        // leads back to exactly what the server's template expands to.
+        let template = resource_template_uri("my files", "file:///{path}?v={+rev}");
+        assert_eq!(
+            template,
+            "switchboard://my%20files/~/file:///{path}?v={+rev}"
+        );
+        let expanded = template
+            .replace("{path}", "a%20b%2Fc.txt")
+            .replace("{+rev}", "7");
+        assert_eq!(
+            resource_origin(&expanded),
+            Some((
+                "my files".to_owned(),
+                "file:///a%20b%2Fc.txt?v=7".to_owned()
+            ))
+        );
+        // An encoded original starting with `~/` stays encoded, not raw.
+        let odd = resource_uri("s", "~/x");
+        assert_eq!(
+            resource_origin(&odd),
+            Some(("s".to_owned(), "~/x".to_owned()))
+        );
         assert_eq!(resource_origin("file:///x"), None);
         assert_eq!(resource_origin("switchboard://a/%zz"), None);
         assert_eq!(resource_origin("switchboard://a/%F"), None);
