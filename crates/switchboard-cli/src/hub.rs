@@ -12,7 +12,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use switchboard::transport::http::AuthProvider;
-use switchboard_hub::config::{InputSpec, LoadedConfig, SkipReason};
+use switchboard_hub::config::{InputSpec, LoadedConfig, OAuthSettings, SkipReason};
 use switchboard_hub::{
     Hub, HubBuilder, HubError, HubEvent, ServerConfig, ServerState, ServerStatus, TransportConfig,
 };
@@ -508,6 +508,18 @@ pub(crate) async fn serve(
             crate::sanitize::term(why)
         );
     }
+    // The HTTP servers a host may log in to through the gateway (as
+    // expanded).
+    let remote: std::collections::HashMap<String, (String, Option<OAuthSettings>)> = prepared
+        .runnable
+        .iter()
+        .filter_map(|server| match &server.transport {
+            TransportConfig::Http { url, .. } => {
+                Some((server.name.clone(), (url.clone(), server.oauth.clone())))
+            }
+            _ => None,
+        })
+        .collect();
     // What backends ask of their client goes to the host.
     let asks = switchboard_hub::BackendAsks::new();
     let forwarding = asks.clone();
@@ -517,7 +529,13 @@ pub(crate) async fn serve(
         credentials.map(Path::to_path_buf),
         max_message_size,
     )
-    .client(move |server, client| forwarding.client(&server.name, client))
+    .client(move |server, client| forwarding.client(&server.name, client));
+    // A login made in a terminal (`switchboard login NAME`) while serving
+    // brings its server up.
+    let hub = match login::login_index(credentials) {
+        Some(index) => hub.watch_credentials(index, switchboard_hub::hub::DEFAULT_CREDENTIALS_POLL),
+        None => hub,
+    }
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
     servers.hub(&hub);
@@ -529,11 +547,35 @@ pub(crate) async fn serve(
     });
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
     let policy = loaded.policy.tools.clone();
+    let credentials_flag = credentials.map(Path::to_path_buf);
+    let authenticator: switchboard_hub::hub::Authenticator = Arc::new(move |name: &str| {
+        let found = remote.get(name).cloned();
+        let flag = credentials_flag.clone();
+        let name = name.to_owned();
+        Box::pin(async move {
+            let Some((url, oauth)) = found else {
+                return Err(format!("`{name}` is not a configured HTTP server"));
+            };
+            let (page, done) = login::gateway_login(
+                &name,
+                &url,
+                oauth.as_ref(),
+                flag.as_deref(),
+                Duration::from_secs(300),
+            )
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+            let done: switchboard::BoxFuture<'static, Result<(), String>> =
+                Box::pin(async move { done.await.map_err(|e| format!("{e:#}")) });
+            Ok((page, done))
+        })
+    });
     let gateway = move |hub| {
         let gateway = switchboard_hub::HubServer::new(hub, info)
             .wait_for_start(first_start, wait_ready)
             .forward_asks(asks)
-            .policy(policy);
+            .policy(policy)
+            .authenticator(authenticator);
         match max_tools {
             Some(max) => gateway.tool_search(
                 max,

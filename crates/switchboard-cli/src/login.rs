@@ -371,40 +371,19 @@ pub(crate) async fn login(
     let port = args
         .port
         .or_else(|| oauth.as_ref().and_then(|o| o.callback_port));
-    let receiver = LoopbackReceiver::bind(port.unwrap_or(0)).await?;
-    let mut config = OAuthConfig::new(
-        CLIENT_NAME,
-        receiver.redirect_uri(),
-        credentials.store.clone(),
+    let Begun {
+        flow,
+        request,
+        receiver,
+    } = begin(
+        &server,
+        oauth.as_ref(),
+        port,
+        &args.scopes,
+        args.client_id.as_deref(),
+        &credentials,
     )
-    .allow_http_loopback(is_loopback(&server));
-    if let Some(oauth) = &oauth {
-        config = with_settings(config, oauth);
-    }
-    if !args.scopes.is_empty() {
-        config = config.scopes(args.scopes.iter().cloned());
-    }
-    if let Some(id) = &args.client_id {
-        config = config.pre_registered(id.clone(), None);
-    }
-    let flow = OAuthFlow::new(config)?;
-    let challenge = challenge(&server).await;
-    let request = match flow.begin(&server, challenge.as_deref()).await {
-        Ok(request) => request,
-        // The flow's advice names the library's setting; the user has a
-        // config file.
-        Err(error @ switchboard_auth::flow::OAuthError::IssuerNotNamed { .. }) => {
-            return Err(anyhow::Error::new(error).context(format!(
-                "cannot start authorization for {server}: its client secret may only go to the \
-                 authorization server it belongs to; name it in the server's oauth block \
-                 (`issuer = \"https://…\"` in switchboard.toml, `\"issuer\"` in JSON)"
-            )));
-        }
-        Err(error) => {
-            return Err(anyhow::Error::new(error)
-                .context(format!("cannot start authorization for {server}")));
-        }
-    };
+    .await?;
     // The authorization server chose this URL: shown as the browser will
     // parse it, and that very text is what the browser gets.
     let shown = url_display(request.authorization_url.as_str()).with_context(|| {
@@ -457,19 +436,7 @@ pub(crate) async fn login(
     let timeout = Duration::from_secs(args.timeout);
     let read_stdin = args.no_browser || std::io::IsTerminal::is_terminal(&std::io::stdin());
     let params = wait(&receiver, &request.state, timeout, read_stdin).await?;
-    let stored = flow
-        .finish(&params.code, &params.state, params.iss.as_deref())
-        .await
-        .with_context(|| format!("authorization at {} failed", request.issuer))?;
-
-    let mut logins = credentials.logins()?;
-    logins.retain(|l| normalize(&l.server) != normalize(&server) && l.key() != stored.key());
-    logins.push(Login {
-        server: server.clone(),
-        resource: stored.resource.clone(),
-        issuer: stored.issuer.clone(),
-    });
-    credentials.save_logins(logins)?;
+    let stored = finish(&flow, &request, &params, &server, &credentials).await?;
 
     let entry = status_json(&server, &stored);
     if args.json {
@@ -487,6 +454,138 @@ pub(crate) async fn login(
         }
     }
     Ok(0)
+}
+
+/// A login under way: the flow, what the browser must open, and the
+/// loopback it comes back to.
+struct Begun {
+    flow: OAuthFlow,
+    request: switchboard_auth::flow::AuthorizationRequest,
+    receiver: LoopbackReceiver,
+}
+
+/// Begins a login to `server` (a URL) with its `oauth` block: binds the
+/// loopback (on `port`, else any) and asks the authorization server.
+async fn begin(
+    server: &str,
+    oauth: Option<&OAuthSettings>,
+    port: Option<u16>,
+    scopes: &[String],
+    client_id: Option<&str>,
+    credentials: &Credentials,
+) -> anyhow::Result<Begun> {
+    let receiver = LoopbackReceiver::bind(port.unwrap_or(0)).await?;
+    let mut config = OAuthConfig::new(
+        CLIENT_NAME,
+        receiver.redirect_uri(),
+        credentials.store.clone(),
+    )
+    .allow_http_loopback(is_loopback(server));
+    if let Some(oauth) = oauth {
+        config = with_settings(config, oauth);
+    }
+    if !scopes.is_empty() {
+        config = config.scopes(scopes.iter().cloned());
+    }
+    if let Some(id) = client_id {
+        config = config.pre_registered(id.to_owned(), None);
+    }
+    let flow = OAuthFlow::new(config)?;
+    let challenge = challenge(server).await;
+    let request = match flow.begin(server, challenge.as_deref()).await {
+        Ok(request) => request,
+        // The flow's advice names the library's setting; the user has a
+        // config file.
+        Err(error @ switchboard_auth::flow::OAuthError::IssuerNotNamed { .. }) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "cannot start authorization for {server}: its client secret may only go to the \
+                 authorization server it belongs to; name it in the server's oauth block \
+                 (`issuer = \"https://…\"` in switchboard.toml, `\"issuer\"` in JSON)"
+            )));
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error)
+                .context(format!("cannot start authorization for {server}")));
+        }
+    };
+    Ok(Begun {
+        flow,
+        request,
+        receiver,
+    })
+}
+
+/// Ends a login with the authorization response: the tokens are stored
+/// and the login is indexed under `server`.
+async fn finish(
+    flow: &OAuthFlow,
+    request: &switchboard_auth::flow::AuthorizationRequest,
+    params: &switchboard_auth::loopback::CallbackParams,
+    server: &str,
+    credentials: &Credentials,
+) -> anyhow::Result<StoredCredentials> {
+    let stored = flow
+        .finish(&params.code, &params.state, params.iss.as_deref())
+        .await
+        .with_context(|| format!("authorization at {} failed", request.issuer))?;
+    let mut logins = credentials.logins()?;
+    logins.retain(|l| normalize(&l.server) != normalize(server) && l.key() != stored.key());
+    logins.push(Login {
+        server: server.to_owned(),
+        resource: stored.resource.clone(),
+        issuer: stored.issuer.clone(),
+    });
+    credentials.save_logins(logins)?;
+    Ok(stored)
+}
+
+/// A login to configured server `name` for `switchboard serve`'s
+/// `authenticate` tool: the page the host's user must open (an http(s)
+/// URL, as the browser will parse it), and the login's end — the browser
+/// back on the loopback within `timeout`, the tokens stored.
+pub(crate) async fn gateway_login(
+    name: &str,
+    url: &str,
+    oauth: Option<&OAuthSettings>,
+    flag: Option<&Path>,
+    timeout: Duration,
+) -> anyhow::Result<(String, switchboard::BoxFuture<'static, anyhow::Result<()>>)> {
+    let credentials = Credentials::open(flag)?;
+    let port = oauth.and_then(|o| o.callback_port);
+    let Begun {
+        flow,
+        request,
+        receiver,
+    } = begin(url, oauth, port, &[], None, &credentials).await?;
+    let shown = url_display(request.authorization_url.as_str()).with_context(|| {
+        format!(
+            "the authorization server {} gave a login page that is not an http(s) URL",
+            request.issuer
+        )
+    })?;
+    let page = shown.url.as_str().to_owned();
+    let server = url.to_owned();
+    let name = name.to_owned();
+    let done = Box::pin(async move {
+        let params = match receiver.receive(&request.state, timeout).await {
+            Err(CallbackError::Timeout { .. }) => {
+                bail!(
+                    "no authorization for `{name}` arrived within {} s; call the tool again",
+                    timeout.as_secs()
+                )
+            }
+            other => other?,
+        };
+        finish(&flow, &request, &params, &server, &credentials).await?;
+        Ok(())
+    });
+    Ok((page, done))
+}
+
+/// Where logins made by `switchboard login` are indexed: a file that
+/// changes with every login, for a running gateway to watch.
+pub(crate) fn login_index(flag: Option<&Path>) -> Option<PathBuf> {
+    Credentials::open(flag).ok().map(|c| c.index)
 }
 
 /// The authorization response: from the browser on the loopback, or a

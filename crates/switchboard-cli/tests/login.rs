@@ -599,3 +599,146 @@ fn login_by_name_with_a_client_secret_needs_the_issuer_named() {
     assert!(stderr.contains("issuer = "), "{stderr}");
     assert!(!stderr.contains("S3CRET-VALUE"), "{stderr}");
 }
+
+/// Plays the host user's browser on the redirect: GETs the loopback URL
+/// the authorization server sent the browser to; its status.
+fn follow(location: &str) -> String {
+    let url = url::Url::parse(location).unwrap();
+    let host = url.host_str().unwrap().to_owned();
+    let port = url.port().unwrap();
+    let mut stream = TcpStream::connect((host.as_str(), port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let target = format!("{}?{}", url.path(), url.query().unwrap_or(""));
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer.lines().next().unwrap_or_default().to_owned()
+}
+
+/// The host's user: opens every login page it is asked to (the test
+/// authorization server approves at once, the browser comes back to the
+/// gateway's loopback).
+struct Browser {
+    opened: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl switchboard::ElicitationHandler for Browser {
+    fn elicit_form(
+        &self,
+        _: switchboard::HandlerContext,
+        _: switchboard::FormRequest,
+    ) -> switchboard::BoxFuture<
+        'static,
+        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
+    > {
+        Box::pin(async { Ok(switchboard::types::ElicitResult::decline()) })
+    }
+
+    fn supports_url(&self) -> bool {
+        true
+    }
+
+    fn elicit_url(
+        &self,
+        _: switchboard::HandlerContext,
+        request: switchboard::UrlRequest,
+    ) -> switchboard::BoxFuture<
+        'static,
+        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
+    > {
+        let url = request.url.clone();
+        self.opened.lock().unwrap().push(url.clone());
+        // Opened "in the browser": on a thread, while the answer goes back.
+        std::thread::spawn(move || {
+            let location = approve(&url);
+            follow(&location);
+        });
+        Box::pin(async { Ok(switchboard::types::ElicitResult::accept(None)) })
+    }
+}
+
+/// `switchboard serve` in front of a server that needs a login: the host
+/// sees `remote__authenticate`; calling it asks the host to open the login
+/// page (a URL elicitation), the browser comes back to the gateway, and
+/// the server's tools appear — in both eras.
+#[test]
+fn a_host_logs_in_to_a_backend_through_the_gateway() {
+    use switchboard::transport::stdio::StdioConfig;
+    use switchboard::{Client, EraMode};
+
+    let server = AuthServer::start();
+    let mcp = format!("{}/mcp", server.base);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let scratch = Scratch::new(&format!("gateway-login-{mode:?}"));
+        let config = config_file(&scratch, &format!("[servers.remote]\nurl = \"{mcp}\"\n"));
+        let work = scratch.0.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let opened = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let browser = Browser {
+            opened: opened.clone(),
+        };
+        runtime.block_on(async {
+            let host = Client::builder()
+                .era_mode(mode)
+                .elicitation(browser)
+                .connect(
+                    StdioConfig::new(BIN)
+                        .args(["--config", config.to_str().unwrap(), "serve"])
+                        .env("SWITCHBOARD_CREDENTIALS", scratch.credentials())
+                        .env("XDG_CONFIG_HOME", scratch.0.join("config"))
+                        .env("HOME", scratch.0.join("home"))
+                        .cwd(&work),
+                )
+                .await
+                .unwrap();
+            let names = |host: Client| async move {
+                host.list_tools()
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|t| t.name)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                names(host.clone()).await,
+                ["remote__authenticate"],
+                "{mode:?}"
+            );
+            let result = host.call_tool("remote__authenticate", None).await.unwrap();
+            let said = result.content[0].as_text().unwrap_or_default().to_owned();
+            assert_ne!(result.is_error, Some(true), "{mode:?}: {said}");
+            assert!(said.contains("Logged in to `remote`"), "{mode:?}: {said}");
+            assert_eq!(opened.lock().unwrap().len(), 1, "{mode:?}");
+            let listed = names(host.clone()).await;
+            assert!(
+                listed.iter().any(|n| n == "remote__echo"),
+                "{mode:?}: {listed:?}"
+            );
+            assert!(
+                !listed.iter().any(|n| n == "remote__authenticate"),
+                "{mode:?}: {listed:?}"
+            );
+            let args = serde_json::json!({"text": "after login"})
+                .as_object()
+                .cloned();
+            let echoed = host.call_tool("remote__echo", args).await.unwrap();
+            assert_eq!(
+                echoed.content[0].as_text(),
+                Some("after login"),
+                "{mode:?}: {echoed:?}"
+            );
+            host.close().await;
+        });
+        // The login is kept: the tokens are in the credentials file.
+        assert!(!secrets(&scratch.credentials()).is_empty(), "{mode:?}");
+    }
+}

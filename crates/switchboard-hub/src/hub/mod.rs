@@ -86,7 +86,8 @@ pub use forward::BackendAsks;
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use serve::{
-    HubServer, Ranker, SEARCH_TOOL, resource_origin, resource_template_uri, resource_uri,
+    AUTHENTICATE_TOOL, Authenticator, HubServer, Ranker, SEARCH_TOOL, resource_origin,
+    resource_template_uri, resource_uri,
 };
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::{LATENCY_BOUNDS, ServerStats};

@@ -148,6 +148,8 @@ pub struct HubServer {
     parked: ParkedCalls,
     /// The tool-search mode, when on.
     search: Option<Search>,
+    /// Starts logins for the `authenticate` tools, when given.
+    authenticator: Option<Authenticator>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -170,7 +172,20 @@ impl HubServer {
             policy: Arc::new(ToolPolicy::default()),
             parked: ParkedCalls::default(),
             search: None,
+            authenticator: None,
         }
+    }
+
+    /// Lets a host log in to a server that needs it: `authenticator`
+    /// starts a login to a server (by name) and answers the page to open
+    /// and the login's end. A host that declared URL elicitation is asked
+    /// to open the page when it calls that server's
+    /// `SERVER__authenticate` tool; the server's tools appear when the
+    /// login completes. Without it (or without URL elicitation) the tool
+    /// says which command logs in.
+    pub fn authenticator(mut self, authenticator: Authenticator) -> Self {
+        self.authenticator = Some(authenticator);
+        self
     }
 
     /// Tool-search mode, for hosts with small tool budgets: with more than
@@ -624,6 +639,11 @@ impl ServerHandler for HubServer {
                 tools.retain(|t| found.contains(&t.name));
                 tools.insert(0, search_tool());
             }
+            tools.extend(
+                this.waiting_for_login()
+                    .iter()
+                    .map(|s| authenticate_tool(s)),
+            );
             Ok(ListToolsResult {
                 tools,
                 ..Default::default()
@@ -673,6 +693,36 @@ struct Search {
 /// title, description) and the most to return, their indexes, best first.
 pub type Ranker = Arc<dyn Fn(&[[&str; 5]], &str, usize) -> Vec<usize> + Send + Sync>;
 
+/// Starts a login to a server (by name): the page its user must open, and
+/// the login's end (an error says why it failed).
+pub type Authenticator = Arc<
+    dyn Fn(
+            &str,
+        )
+            -> BoxFuture<'static, Result<(String, BoxFuture<'static, Result<(), String>>), String>>
+        + Send
+        + Sync,
+>;
+
+/// What follows the server's name in the tool that logs in to it.
+pub const AUTHENTICATE_TOOL: &str = "authenticate";
+
+/// How long an `authenticate` call waits for the login to complete.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The tool a server waiting for a login is listed as.
+fn authenticate_tool(server: &str) -> switchboard::types::Tool {
+    serde_json::from_value(serde_json::json!({
+        "name": super::namespaced(server, AUTHENTICATE_TOOL),
+        "description": format!(
+            "Server `{server}` needs a login before its tools can be used: call this to log in \
+             (you will be asked to open its login page); its tools appear when the login completes."
+        ),
+        "inputSchema": {"type": "object", "properties": {}},
+    }))
+    .expect("a valid tool")
+}
+
 /// The tool-search mode's one tool.
 pub const SEARCH_TOOL: &str = "search_tools";
 
@@ -694,6 +744,103 @@ fn search_tool() -> switchboard::types::Tool {
 }
 
 impl HubServer {
+    /// The servers waiting for a login.
+    fn waiting_for_login(&self) -> Vec<String> {
+        self.hub
+            .list()
+            .into_iter()
+            .filter(|s| matches!(s.state, super::ServerState::NeedsAuth { .. }))
+            .map(|s| s.name)
+            .collect()
+    }
+
+    /// The `authenticate` call for `server` as a flight: the host is asked
+    /// to open the login page (a URL elicitation), then the login's end is
+    /// awaited and the server started again.
+    async fn authenticate(
+        &self,
+        server: String,
+        cx: &RequestContext,
+    ) -> Result<Flight, CallToolResult> {
+        let command = format!("switchboard login {server}");
+        let can_open = cx
+            .client_capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.url.is_some());
+        let Some(authenticator) = self.authenticator.clone().filter(|_| can_open) else {
+            tracing::warn!(%server, "server `{server}` needs a login: run `{command}`");
+            return Err(error_result(format!(
+                "Server `{server}` needs a login, and this host cannot open a login page for it \
+                 (it did not declare URL elicitation): run `{command}` in a terminal; its tools \
+                 appear when the login completes."
+            )));
+        };
+        let (page, done) = match authenticator(&server).await {
+            Ok(started) => started,
+            Err(why) => {
+                return Err(error_result(format!(
+                    "cannot start a login to `{server}`: {why} (or run `{command}` in a terminal)"
+                )));
+            }
+        };
+        let mut id = [0u8; 16];
+        let _ = aws_lc_rs::rand::fill(&mut id);
+        let elicitation_id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let (answer, answered) = oneshot::channel();
+        let ask = Ask {
+            method: "elicitation/create",
+            params: serde_json::json!({
+                "mode": "url",
+                "message": format!("Log in to `{server}` to use its tools: open this page and approve."),
+                "url": page,
+                "elicitationId": elicitation_id,
+            }),
+            answer,
+        };
+        let hub = self.hub.clone();
+        let name = super::namespaced(&server, AUTHENTICATE_TOOL);
+        let call: BoxFuture<'static, Result<CallToolResult, HubError>> = Box::pin(async move {
+            let accepted = matches!(
+                answered.await,
+                Ok(Ok(answer)) if answer.get("action").and_then(Value::as_str) == Some("accept")
+            );
+            if !accepted {
+                return Ok(error_result(format!(
+                    "not logged in: the login page was not opened (run `{command}` in a terminal instead)"
+                )));
+            }
+            match tokio::time::timeout(LOGIN_TIMEOUT, done).await {
+                Err(_) => Ok(error_result(format!(
+                    "the login to `{server}` did not complete within {} s; call this tool again",
+                    LOGIN_TIMEOUT.as_secs()
+                ))),
+                Ok(Err(why)) => Ok(error_result(format!(
+                    "the login to `{server}` failed: {why}"
+                ))),
+                Ok(Ok(())) => match hub.login_completed(&server).await {
+                    Ok(state) if state.is_ready() => Ok(CallToolResult::text(format!(
+                        "Logged in to `{server}`: its tools are listed now."
+                    ))),
+                    Ok(state) => Ok(error_result(format!(
+                        "logged in, but `{server}` is {state} now"
+                    ))),
+                    Err(error) => Ok(error_result(error.to_string())),
+                },
+            }
+        });
+        Ok(Flight {
+            name,
+            server: None,
+            call,
+            progress: mpsc::unbounded_channel().1,
+            asks: mpsc::unbounded_channel().1,
+            pending: vec![ask],
+            rounds: 0,
+            _registration: None,
+        })
+    }
+
     /// The tools the host may see: those of ready servers, not denied.
     fn visible_tools(&self) -> Vec<switchboard::types::Tool> {
         let ready: std::collections::HashSet<String> = self
@@ -999,6 +1146,18 @@ impl HubServer {
             }));
             let server = parked.flight.server.clone();
             return (server, self.drive(parked.flight, cx).await);
+        }
+        if let Some(server) = params
+            .name
+            .strip_suffix(AUTHENTICATE_TOOL)
+            .and_then(|rest| rest.strip_suffix("__"))
+            .filter(|server| self.waiting_for_login().iter().any(|s| s == server))
+        {
+            let server = server.to_owned();
+            return match self.authenticate(server.clone(), &cx).await {
+                Ok(flight) => (Some(server), self.drive(flight, cx).await),
+                Err(result) => (Some(server), Ok(RequestOutcome::Complete(result))),
+            };
         }
         if let Some(search) = &self.search
             && params.name == SEARCH_TOOL
