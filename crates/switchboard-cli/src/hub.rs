@@ -539,6 +539,23 @@ pub(crate) async fn serve(
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
     servers.hub(&hub);
+    // Say on stderr which servers wait for a login, and how to give it.
+    let mut events = hub.events();
+    tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            if let switchboard_hub::HubEvent::StateChanged {
+                server,
+                state: ServerState::NeedsAuth { .. },
+            } = event
+            {
+                let server = crate::sanitize::line(&server);
+                eprintln!(
+                    "warning: server `{server}` needs a login: the host can call \
+                     `{server}__authenticate`, or run `switchboard login {server}`"
+                );
+            }
+        }
+    });
     let (started, first_start) = tokio::sync::watch::channel(false);
     let starting = hub.clone();
     tokio::spawn(async move {
