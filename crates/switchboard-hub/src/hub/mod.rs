@@ -703,6 +703,18 @@ impl Hub {
             .collect()
     }
 
+    /// The server whose tool the hub-wide `name` is (see [`Hub::tools`]),
+    /// without copying any tool list.
+    pub fn tool_server(&self, name: &str) -> Option<String> {
+        let routes = self
+            .inner
+            .shared
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        routes.get(name).map(|route| route.slot.config.name.clone())
+    }
+
     /// The hub's events from now on: state and tool-list changes.
     pub fn events(&self) -> HubEvents {
         HubEvents {

@@ -1165,12 +1165,7 @@ impl HubServer {
             let result = self.search_tools(search, &params, &cx).await;
             return (None, Ok(RequestOutcome::Complete(result)));
         }
-        let server = self
-            .hub
-            .tools()
-            .into_iter()
-            .find(|t| t.name == params.name)
-            .map(|t| t.server);
+        let server = self.hub.tool_server(&params.name);
         let decision = self.policy.decide(&params.name);
         if let ToolDecision::Deny(why) = decision {
             return (server, Ok(RequestOutcome::Complete(error_result(why))));

@@ -17,9 +17,11 @@
 //!   store. A `DELETE` ends the session on the replica that gets it (which
 //!   then answers 404 for it); another replica honours the id until its
 //!   [`HttpServeOptions::session_lifetime`] (24 hours) is over.
-//! - **2026-07-28**: a POST without a session is answered on a connection
-//!   of its own, made for it and closed after it: nothing is kept between
-//!   requests.
+//! - **2026-07-28**: a POST without a session goes to the one connection
+//!   all such requests share, under an id of the server's own (the answer
+//!   gets the client's back), so nothing is set up per request; nothing of
+//!   a request is kept after it. A client that goes away before the answer
+//!   cancels its request.
 //! - `GET` with a session opens its standalone stream (one at a time,
 //!   409 for a second): what the server says outside any request (list
 //!   changes) goes there; with no stream open it is dropped. Without a
@@ -275,7 +277,8 @@ type Sent = (bool, Vec<u8>);
 /// the POST waiting for that id, with what it says about the request on
 /// the way (progress, its own requests) when the client takes a stream.
 struct Link {
-    served: Served,
+    /// Dropping it closes the connection.
+    _served: Served,
     to_handler: mpsc::Sender<Vec<u8>>,
     routes: Arc<Mutex<Routes>>,
     last_used: Mutex<Instant>,
@@ -377,7 +380,7 @@ impl Link {
             Box::new(LinkStream { rx }),
         );
         Self {
-            served: serve(handler, connection, options),
+            _served: serve(handler, connection, options),
             to_handler,
             routes,
             last_used: Mutex::new(Instant::now()),
@@ -489,9 +492,29 @@ struct State {
     handler: Arc<dyn ServerHandler>,
     options: HttpServeOptions,
     sessions: Mutex<HashMap<String, Arc<Link>>>,
+    /// The connection every stateless request shares (made on first use,
+    /// again if it closed).
+    stateless: Mutex<Option<Arc<Link>>>,
+    /// Our ids for stateless requests on it.
+    next_id: std::sync::atomic::AtomicU64,
     /// Sealed sessions ended here by `DELETE`, and when: not taken up
     /// again (until their lifetime is over anyway).
     ended: Mutex<HashMap<String, Instant>>,
+}
+
+impl State {
+    /// The connection stateless requests share.
+    fn stateless_link(&self) -> Arc<Link> {
+        let mut shared = self.stateless.lock().unwrap_or_else(|e| e.into_inner());
+        match &*shared {
+            Some(link) if !link.to_handler.is_closed() => link.clone(),
+            _ => {
+                let link = Arc::new(Link::open(self.handler.clone(), self.options.serve.clone()));
+                *shared = Some(link.clone());
+                link
+            }
+        }
+    }
 }
 
 /// Most ended sealed sessions remembered.
@@ -534,6 +557,8 @@ pub fn serve_http(
         options,
         sessions: Mutex::new(HashMap::new()),
         ended: Mutex::new(HashMap::new()),
+        stateless: Mutex::new(None),
+        next_id: std::sync::atomic::AtomicU64::new(1),
     });
     let accept = tokio::spawn(async move {
         let expiry = state.options.session_idle;
@@ -1047,24 +1072,40 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
                 (link, Some(id))
             }
         }
-        // The stateless era, or a stray message: a connection of its own.
-        (None, _) => (
-            Arc::new(Link::open(state.handler.clone(), options.serve.clone())),
-            None,
-        ),
+        // The stateless era, or a stray message: the one connection all
+        // of them share, each request under an id of the gateway's own.
+        (None, _) => (state.stateless_link(), None),
     };
+    let stateless = session.is_none() && new_session.is_none();
     let id = id.filter(|_| is_request);
+    // A stateless request's id is its client's: on the shared connection
+    // it goes under one of ours, and its answer gets the client's back.
+    let (body, id, original) = match id {
+        Some(original) if stateless => {
+            let ours = format!(
+                "\"sb-{}\"",
+                state
+                    .next_id
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            );
+            match with_id(&body, &ours) {
+                Some(body) => (body, Some(ours), Some(original)),
+                None => (body, Some(original), None),
+            }
+        }
+        other => (body, other, None),
+    };
+    let mut cancel = Cancel {
+        link: link.clone(),
+        id: id.clone().filter(|_| original.is_some()),
+    };
     let initialize = new_session
         .as_deref()
         .is_some_and(str::is_empty)
         .then(|| serde_json::from_slice::<InitializeBody>(&body).ok())
         .flatten();
     let answers = link.exchange(body, id.as_deref()).await;
-    let stateless = session.is_none() && new_session.is_none();
     let Some(mut answers) = answers else {
-        if stateless {
-            link.served.close().await;
-        }
         return if is_request {
             reply(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -1089,8 +1130,14 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
             () = &mut deadline => break Err(()),
         }
     };
+    let restore = |answer: Vec<u8>| match (&id, &original) {
+        (Some(ours), Some(original)) => restore_id(answer, ours, original),
+        _ => answer,
+    };
     let response = match first {
         Ok(Some((true, answer))) => {
+            cancel.id = None;
+            let answer = restore(answer);
             let new_session = match (new_session, &options.session_key) {
                 (Some(id), Some(key)) if id.is_empty() => {
                     let sealed = initialize
@@ -1127,19 +1174,25 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
             response
         }
         Ok(Some((false, message))) => {
-            let link = link.clone();
             let (tx, rx) = mpsc::channel(32);
-            // Relayed so that a stateless request's connection closes when
-            // its answer has gone.
+            // Relayed: the answer gets its client's id back, and a client
+            // that goes away before it cancels the request.
+            let restore = move |answer| match (&id, &original) {
+                (Some(ours), Some(original)) => restore_id(answer, ours, original),
+                _ => answer,
+            };
             tokio::spawn(async move {
+                let mut cancel = cancel;
                 let mut answers = answers;
                 while let Some((last, message)) = answers.recv().await {
-                    if tx.send((last, message)).await.is_err() || last {
+                    let message = if last { restore(message) } else { message };
+                    if tx.send((last, message)).await.is_err() {
                         break;
                     }
-                }
-                if stateless {
-                    link.served.close().await;
+                    if last {
+                        cancel.id = None;
+                        break;
+                    }
                 }
             });
             return sse(SseBody {
@@ -1159,8 +1212,56 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
             reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n")
         }
     };
-    if stateless {
-        link.served.close().await;
-    }
     response
+}
+
+/// Cancels a stateless request on the shared connection if its exchange
+/// ends before its answer: its client went away (how a 2026-07-28 client
+/// cancels), or it took too long.
+struct Cancel {
+    link: Arc<Link>,
+    /// Our id (JSON text) while the answer is still to come.
+    id: Option<String>,
+}
+
+impl Drop for Cancel {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.link.forget(&id);
+            let note = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
+            );
+            let _ = self.link.to_handler.try_send(note.into_bytes());
+        }
+    }
+}
+
+/// `message` with its `id` replaced by `id` (JSON text).
+fn with_id(message: &[u8], id: &str) -> Option<Vec<u8>> {
+    let mut raw: HashMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_slice(message).ok()?;
+    raw.insert(
+        "id".to_owned(),
+        serde_json::value::RawValue::from_string(id.to_owned()).ok()?,
+    );
+    serde_json::to_vec(&raw).ok()
+}
+
+/// `answer` (ours, `{"jsonrpc":"2.0","id":OURS,…`) with the client's id
+/// `original` (JSON text) in place of ours.
+fn restore_id(answer: Vec<u8>, ours: &str, original: &str) -> Vec<u8> {
+    let needle = format!(r#""id":{ours}"#);
+    let head = &answer[..answer.len().min(64)];
+    if let Some(at) = head
+        .windows(needle.len())
+        .position(|window| window == needle.as_bytes())
+    {
+        let mut restored = Vec::with_capacity(answer.len() + original.len());
+        restored.extend_from_slice(&answer[..at]);
+        restored.extend_from_slice(b"\"id\":");
+        restored.extend_from_slice(original.as_bytes());
+        restored.extend_from_slice(&answer[at + needle.len()..]);
+        return restored;
+    }
+    with_id(&answer, original).unwrap_or(answer)
 }

@@ -291,6 +291,55 @@ async fn over_http_a_stateless_request_is_held_to_its_revisions_rules() {
     assert!(response.contains("-32022"), "{response}");
 }
 
+/// Stateless requests share one connection under ids of the server's own:
+/// two clients using the same id at once each get their own answer, with
+/// their id; a client that goes away cancels its request.
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn over_http_stateless_requests_share_a_connection_and_cancel_by_leaving() {
+    let fixture = Arc::new(Fixture::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = http::serve_http(
+        Arc::new(Handler(fixture.clone())),
+        listener,
+        http::HttpServeOptions::default(),
+    )
+    .unwrap();
+    let url = format!("http://{}/mcp", server.local_addr());
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let echo = |text: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}},{meta}}}}}"#
+        )
+    };
+    let (first, second) = (echo("first"), echo("second"));
+    let (a, b) = tokio::join!(
+        raw_post(&url, &first, "echo"),
+        raw_post(&url, &second, "echo")
+    );
+    for (response, text) in [(a, "first"), (b, "second")] {
+        assert!(response.contains(r#""id":1"#), "{response}");
+        assert!(response.contains(&format!("{text} (Modern")), "{response}");
+    }
+    // A slow call whose client leaves: its handler is dropped.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"slow",{meta}}}}}"#
+    );
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-method: tools/call\r\n\
+         mcp-name: slow\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    fixture.started.notified().await;
+    drop(stream);
+    fixture.dropped_signal.notified().await;
+    assert_eq!(fixture.dropped.load(Ordering::SeqCst), 1);
+}
+
 /// One POST with `Accept` taking both, over a plain socket; the whole
 /// response, headers lowercased.
 #[cfg(feature = "http")]
