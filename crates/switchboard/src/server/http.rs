@@ -1134,7 +1134,7 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
         (Some(ours), Some(original)) => restore_id(answer, ours, original),
         _ => answer,
     };
-    let response = match first {
+    match first {
         Ok(Some((true, answer))) => {
             cancel.id = None;
             let answer = restore(answer);
@@ -1195,11 +1195,11 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
                     }
                 }
             });
-            return sse(SseBody {
+            sse(SseBody {
                 first: Some(message),
                 rx,
                 done: false,
-            });
+            })
         }
         Ok(None) => reply(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -1211,8 +1211,7 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
             }
             reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n")
         }
-    };
-    response
+    }
 }
 
 /// Cancels a stateless request on the shared connection if its exchange
