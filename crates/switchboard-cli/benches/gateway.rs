@@ -14,8 +14,8 @@
 //! flight give calls/s. Medians over the rounds.
 //!
 //! Over HTTP too: the backend is an echo server on this crate's own
-//! server side (`serve_http`, in the bench's process, answering in
-//! microseconds), called straight and through `switchboard serve --http`
+//! server side (`serve_http`, answering in microseconds, in a process of
+//! its own: this binary run again), called straight and through `switchboard serve --http`
 //! (which reaches it over HTTP as configured server `web`), by a host of
 //! each era.
 
@@ -257,18 +257,57 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-fn main() {
-    let plan = plan();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    // The HTTP backend, then a gateway configured with it.
-    let backend = runtime.block_on(async {
+/// Set in the environment of this bench's own binary run as the HTTP echo
+/// backend: a process of its own, as a real backend is.
+const BACKEND_ENV: &str = "SWITCHBOARD_GATEWAY_BENCH_BACKEND";
+
+/// The HTTP echo backend: prints its URL, serves until killed.
+fn backend() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binds");
-        switchboard::server::http::serve_http(Arc::new(Echo), listener, Default::default())
-            .expect("serves")
+        let server =
+            switchboard::server::http::serve_http(Arc::new(Echo), listener, Default::default())
+                .expect("serves");
+        println!("listening on http://{}/mcp", server.local_addr());
+        std::future::pending::<()>().await;
     });
-    let backend_url = format!("http://{}/mcp", backend.local_addr());
+}
+
+/// Starts the HTTP echo backend process; its URL and the process.
+fn start_backend() -> (String, std::process::Child) {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(std::env::current_exe().expect("own path"))
+        .env(BACKEND_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the backend starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the backend prints its URL");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("a URL")
+        .to_owned();
+    (url, child)
+}
+
+fn main() {
+    if std::env::var_os(BACKEND_ENV).is_some() {
+        return backend();
+    }
+    let plan = plan();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // The HTTP backend, then a gateway configured with it.
+    let (backend_url, mut backend) = start_backend();
     let sandbox =
         gateway::Sandbox::with_config("bench", &format!("[servers.web]\nurl = {backend_url:?}\n"));
     let (gateway_url, mut http_gateway) = sandbox.http_gateway(&[]);
@@ -309,8 +348,10 @@ fn main() {
             rates[i].push(rate);
         }
     }
-    let _ = http_gateway.kill();
-    let _ = http_gateway.wait();
+    for child in [&mut http_gateway, &mut backend] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     drop(sandbox);
     println!(
         "gateway bench: {} round(s), {} sequential calls after {} warm-up, {} calls with {} in flight; medians; {:.0} s; load {}",

@@ -631,8 +631,7 @@ pub(crate) async fn serve(
         std::future::pending::<()>().await;
         return Ok(0);
     }
-    let connection =
-        switchboard::transport::framing::io_connection(tokio::io::stdin(), tokio::io::stdout());
+    let connection = switchboard::transport::framing::stdio_connection();
     let mut gateway = gateway(hub);
     if let Some(log) = audit {
         gateway = gateway.audit(Arc::new(log), format!("stdio-{}", std::process::id()));

@@ -565,8 +565,7 @@ pub async fn serve_stdio(
     handler: Arc<dyn ServerHandler>,
     options: ServeOptions,
 ) -> Result<(), Arc<TransportError>> {
-    let connection =
-        crate::transport::framing::io_connection(tokio::io::stdin(), tokio::io::stdout());
+    let connection = crate::transport::framing::stdio_connection();
     let served = serve(handler, connection, options);
     let reason = served.closed().await;
     match &*reason {

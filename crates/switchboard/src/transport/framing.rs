@@ -423,6 +423,41 @@ where
     framed_connection(reader, writer, DEFAULT_MAX_MESSAGE_SIZE)
 }
 
+/// This process's stdin and stdout as a [`Connection`]: a server's side of
+/// stdio. When they are pipes (a host spawned the server), they are read
+/// and written without blocking threads; tokio's `stdin()`/`stdout()` hand
+/// every read and write to a thread of the blocking pool, a thread hop per
+/// message each way. Otherwise (a terminal, a file) through those. Nothing
+/// else in the process may use stdin or stdout then (they are made
+/// non-blocking).
+pub fn stdio_connection() -> Connection {
+    #[cfg(all(unix, feature = "stdio"))]
+    {
+        use std::os::fd::AsFd as _;
+        use std::os::unix::fs::FileTypeExt as _;
+        // Both pipes, or neither is touched (making one non-blocking and
+        // reading it on a blocking thread would fail).
+        let pipe = |fd: std::os::fd::BorrowedFd<'_>| {
+            let fd = fd.try_clone_to_owned().ok()?;
+            let file = std::fs::File::from(fd);
+            file.metadata()
+                .ok()
+                .filter(|m| m.file_type().is_fifo())
+                .map(|_| std::os::fd::OwnedFd::from(file))
+        };
+        if let (Some(input), Some(output)) = (
+            pipe(std::io::stdin().as_fd()),
+            pipe(std::io::stdout().as_fd()),
+        ) && let (Ok(reader), Ok(writer)) = (
+            tokio::net::unix::pipe::Receiver::from_owned_fd(input),
+            tokio::net::unix::pipe::Sender::from_owned_fd(output),
+        ) {
+            return io_connection(reader, writer);
+        }
+    }
+    io_connection(tokio::io::stdin(), tokio::io::stdout())
+}
+
 fn framed_connection<R, W>(reader: R, writer: W, max_message_size: usize) -> Connection
 where
     R: AsyncRead + Send + Unpin + 'static,
