@@ -46,11 +46,13 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming as Body;
 use hyper::{Method, Request, Response, StatusCode};
+use switchboard_types::jsonrpc::{ErrorObject, JsonRpcMessage, JsonRpcResponse, RequestId};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::{ServeOptions, Served, ServerHandler, SessionState, serve};
+use crate::engine::HandlerResult;
 use crate::transport::{
     BoxFuture, Connection, Incoming, MessageSink, MessageStream, TransportError,
 };
@@ -290,6 +292,8 @@ struct Routes {
     waiting: HashMap<String, mpsc::Sender<Sent>>,
     /// The session's standalone stream (`GET`), when one is open.
     standalone: Option<mpsc::Sender<Sent>>,
+    /// How to stop each running request of a session, by id.
+    cancels: HashMap<String, oneshot::Sender<()>>,
 }
 
 struct LinkSink {
@@ -411,11 +415,57 @@ impl Link {
     }
 
     fn forget(&self, id: &str) {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        routes.waiting.remove(id);
+        routes.cancels.remove(id);
+    }
+
+    /// Where what the handler says about request `id` (JSON text) arrives.
+    fn expect(&self, id: &str) -> mpsc::Receiver<Sent> {
+        let (tx, rx) = mpsc::channel(32);
         self.routes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .waiting
-            .remove(id);
+            .insert(id.to_owned(), tx);
+        rx
+    }
+
+    /// Resolves when the client cancels request `id` (JSON text).
+    fn cancellable(&self, id: &str) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .cancels
+            .insert(id.to_owned(), tx);
+        rx
+    }
+
+    /// Stops the request a `notifications/cancelled` names.
+    fn cancel_named(&self, notification: &[u8]) {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params {
+            request_id: RequestId,
+        }
+        #[derive(serde::Deserialize)]
+        struct Note {
+            params: Params,
+        }
+        let Ok(note) = serde_json::from_slice::<Note>(notification) else {
+            return;
+        };
+        let id = serde_json::to_string(&note.params.request_id).unwrap_or_default();
+        let cancel = self
+            .routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .cancels
+            .remove(&id);
+        if let Some(cancel) = cancel {
+            let _ = cancel.send(());
+        }
     }
 
     /// Opens the standalone stream, unless one is open already.
@@ -664,40 +714,19 @@ fn rpc_error(
     json(status, body.to_string().into_bytes())
 }
 
-/// The HTTP status of a stateless answer: 404 for an unknown method, 400
-/// for a request the server refuses as malformed (the 2026-07-28
-/// revision's mapping), else 200.
-fn error_status(answer: &[u8]) -> StatusCode {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        error: Option<Code>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Code {
-        code: i64,
-    }
+/// The HTTP status of a stateless error answer: 404 for an unknown
+/// method, 400 for a request the server refuses as malformed (the
+/// 2026-07-28 revision's mapping), else 200.
+fn error_code_status(code: i64) -> StatusCode {
     use switchboard_types::codes;
-    // Ours: `{"jsonrpc":"2.0","id":…,"error":{` — a result needs no parse.
-    let head = &answer[..answer.len().min(160)];
-    if !head.windows(9).any(|w| w == br#""error":{"#) {
-        return StatusCode::OK;
-    }
-    match serde_json::from_slice::<Peek>(answer)
-        .ok()
-        .and_then(|p| p.error)
-    {
-        Some(Code {
-            code: codes::METHOD_NOT_FOUND,
-        }) => StatusCode::NOT_FOUND,
-        Some(Code {
-            code:
-                codes::INVALID_PARAMS
-                | codes::INVALID_REQUEST
-                | codes::PARSE_ERROR
-                | codes::HEADER_MISMATCH
-                | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-                | codes::UNSUPPORTED_PROTOCOL_VERSION,
-        }) => StatusCode::BAD_REQUEST,
+    match code {
+        codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        codes::INVALID_PARAMS
+        | codes::INVALID_REQUEST
+        | codes::PARSE_ERROR
+        | codes::HEADER_MISMATCH
+        | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | codes::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }
@@ -1082,73 +1111,125 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
         (None, _) => (state.stateless_link(), None),
     };
     let stateless = session.is_none() && new_session.is_none();
-    let id = id.filter(|_| is_request);
-    // A stateless request's id is its client's: on the shared connection
-    // it goes under one of ours, and its answer gets the client's back.
-    let (body, id, original) = match id {
-        Some(original) if stateless => {
-            let ours = format!(
-                "\"sb-{}\"",
-                state
-                    .next_id
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            );
-            match with_id(&body, &ours) {
-                Some(body) => (body, Some(ours), Some(original)),
-                None => (body, Some(original), None),
-            }
+    if !is_request {
+        // A notification or a response (to a request of ours) goes to the
+        // connection; a session-era `notifications/cancelled` also stops
+        // the request it names here.
+        if method.as_deref() == Some("notifications/cancelled") {
+            link.cancel_named(&body);
         }
-        other => (body, other, None),
-    };
-    let mut cancel = Cancel {
-        link: link.clone(),
-        id: id.clone().filter(|_| original.is_some()),
+        let _ = link.exchange(body, None).await;
+        return reply(StatusCode::ACCEPTED, "");
+    }
+    let request = match JsonRpcMessage::from_slice(&body) {
+        Ok(JsonRpcMessage::Request(request)) => request,
+        _ => {
+            return json(
+                StatusCode::BAD_REQUEST,
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not one JSON-RPC request"}}"#.to_vec(),
+            );
+        }
     };
     let initialize = new_session
         .as_deref()
         .is_some_and(str::is_empty)
         .then(|| serde_json::from_slice::<InitializeBody>(&body).ok())
         .flatten();
-    let answers = link.exchange(body, id.as_deref()).await;
-    let Some(mut answers) = answers else {
-        return if is_request {
-            reply(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the request got no answer\n",
-            )
-        } else {
-            reply(StatusCode::ACCEPTED, "")
-        };
+    drop(body);
+    // What the handler says about the request travels under the id the
+    // request is handled with: a stateless one gets one of ours (two
+    // clients may use the same id at once), a session's keeps its own.
+    let client_id = request.id.clone();
+    let ours = if stateless {
+        RequestId::String(format!(
+            "sb-{}",
+            state
+                .next_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ))
+    } else {
+        request.id.clone()
+    };
+    let ours_text = serde_json::to_string(&ours).unwrap_or_default();
+    let said = link.expect(&ours_text);
+    let cancelled = (!stateless).then(|| link.cancellable(&ours_text));
+    link.touch();
+    let answer = link._served.answer(ours, request.method, request.params);
+    let running = Running {
+        link: link.clone(),
+        id: ours_text,
+    };
+    let respond = move |outcome: HandlerResult| {
+        JsonRpcMessage::Response(JsonRpcResponse {
+            id: Some(client_id),
+            outcome,
+        })
+        .to_vec()
     };
     // The answer alone is plain JSON; something said about the request
     // first (progress, a request of the server's) turns the response into
     // an event stream that ends with the answer — when the client takes
-    // one, else what comes before the answer is dropped.
+    // one, else what comes before the answer is dropped. Dropping the
+    // answer's future (the client went away) cancels the request.
     let deadline = tokio::time::sleep(options.request_timeout);
     tokio::pin!(deadline);
+    let mut answer = answer;
+    let mut said = said;
+    let mut cancelled: BoxFuture<'static, ()> = Box::pin(async move {
+        match cancelled {
+            Some(rx) => {
+                let _ = rx.await;
+            }
+            None => std::future::pending().await,
+        }
+    });
+    // What was said before the answer is in the channel before the answer
+    // is ready: taken first, in order.
     let first = loop {
         tokio::select! {
-            sent = answers.recv() => match sent {
-                Some((false, _)) if !events => continue,
-                other => break Ok(other),
+            biased;
+            message = said.recv() => match message {
+                Some(_) if !events => continue,
+                Some(message) => break Ok(Err(message)),
+                None => continue,
             },
+            outcome = &mut answer => break Ok(Ok(outcome)),
+            () = &mut cancelled => {
+                let outcome = Err(ErrorObject::new(-32800, "Request cancelled"));
+                return json(StatusCode::OK, respond(outcome));
+            }
             () = &mut deadline => break Err(()),
         }
     };
-    let restore = |answer: Vec<u8>| match (&id, &original) {
-        (Some(ours), Some(original)) => restore_id(answer, ours, original),
-        _ => answer,
-    };
     match first {
-        Ok(Some((true, answer))) => {
-            cancel.id = None;
-            // Judged on our answer, whose id is short.
-            let status = if stateless {
-                error_status(&answer)
-            } else {
-                StatusCode::OK
+        // The handler runs inside that wait: what it said on the way to
+        // its answer is in the channel still, to go first.
+        Ok(Ok(outcome)) if events && !said.is_empty() => {
+            let mut early = Vec::new();
+            while let Ok((_, message)) = said.try_recv() {
+                early.push(message);
+            }
+            drop(running);
+            let (tx, rx) = mpsc::channel(early.len() + 1);
+            let mut early = early.into_iter();
+            let first = early.next();
+            for message in early {
+                let _ = tx.try_send((false, message));
+            }
+            let _ = tx.try_send((true, respond(outcome)));
+            sse(SseBody {
+                first,
+                rx,
+                done: false,
+            })
+        }
+        Ok(Ok(outcome)) => {
+            drop(running);
+            let status = match &outcome {
+                Err(error) if stateless => error_code_status(error.code),
+                _ => StatusCode::OK,
             };
-            let answer = restore(answer);
+            let answer = respond(outcome);
             let new_session = match (new_session, &options.session_key) {
                 (Some(id), Some(key)) if id.is_empty() => {
                     let sealed = initialize
@@ -1179,25 +1260,38 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
             }
             response
         }
-        Ok(Some((false, message))) => {
+        Ok(Err((_, message))) => {
             let (tx, rx) = mpsc::channel(32);
-            // Relayed: the answer gets its client's id back, and a client
-            // that goes away before it cancels the request.
-            let restore = move |answer| match (&id, &original) {
-                (Some(ours), Some(original)) => restore_id(answer, ours, original),
-                _ => answer,
-            };
+            // The rest on a task of its own: what is said, then the answer.
             tokio::spawn(async move {
-                let mut cancel = cancel;
-                let mut answers = answers;
-                while let Some((last, message)) = answers.recv().await {
-                    let message = if last { restore(message) } else { message };
-                    if tx.send((last, message)).await.is_err() {
-                        break;
-                    }
-                    if last {
-                        cancel.id = None;
-                        break;
+                let _running = running;
+                loop {
+                    tokio::select! {
+                        biased;
+                        message = said.recv() => match message {
+                            Some((_, message)) => {
+                                if tx.send((false, message)).await.is_err() {
+                                    // The client went away: dropping the
+                                    // answer cancels the request.
+                                    return;
+                                }
+                            }
+                            None => {
+                                let outcome = answer.await;
+                                let _ = tx.send((true, respond(outcome))).await;
+                                return;
+                            }
+                        },
+                        outcome = &mut answer => {
+                            while let Ok((_, message)) = said.try_recv() {
+                                if tx.send((false, message)).await.is_err() {
+                                    return;
+                                }
+                            }
+                            let _ = tx.send((true, respond(outcome))).await;
+                            return;
+                        }
+                        () = &mut cancelled => return,
                     }
                 }
             });
@@ -1207,66 +1301,18 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
                 done: false,
             })
         }
-        Ok(None) => reply(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the request got no answer\n",
-        ),
-        Err(()) => {
-            if let Some(id) = &id {
-                link.forget(id);
-            }
-            reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n")
-        }
+        Err(()) => reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n"),
     }
 }
 
-/// Cancels a stateless request on the shared connection if its exchange
-/// ends before its answer: its client went away (how a 2026-07-28 client
-/// cancels), or it took too long.
-struct Cancel {
+/// Leaves the request's routes when its exchange ends, however it ends.
+struct Running {
     link: Arc<Link>,
-    /// Our id (JSON text) while the answer is still to come.
-    id: Option<String>,
+    id: String,
 }
 
-impl Drop for Cancel {
+impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(id) = self.id.take() {
-            self.link.forget(&id);
-            let note = format!(
-                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
-            );
-            let _ = self.link.to_handler.try_send(note.into_bytes());
-        }
+        self.link.forget(&self.id);
     }
-}
-
-/// `message` with its `id` replaced by `id` (JSON text).
-fn with_id(message: &[u8], id: &str) -> Option<Vec<u8>> {
-    let mut raw: HashMap<String, Box<serde_json::value::RawValue>> =
-        serde_json::from_slice(message).ok()?;
-    raw.insert(
-        "id".to_owned(),
-        serde_json::value::RawValue::from_string(id.to_owned()).ok()?,
-    );
-    serde_json::to_vec(&raw).ok()
-}
-
-/// `answer` (ours, `{"jsonrpc":"2.0","id":OURS,…`) with the client's id
-/// `original` (JSON text) in place of ours.
-fn restore_id(answer: Vec<u8>, ours: &str, original: &str) -> Vec<u8> {
-    let needle = format!(r#""id":{ours}"#);
-    let head = &answer[..answer.len().min(64)];
-    if let Some(at) = head
-        .windows(needle.len())
-        .position(|window| window == needle.as_bytes())
-    {
-        let mut restored = Vec::with_capacity(answer.len() + original.len());
-        restored.extend_from_slice(&answer[..at]);
-        restored.extend_from_slice(b"\"id\":");
-        restored.extend_from_slice(original.as_bytes());
-        restored.extend_from_slice(&answer[at + needle.len()..]);
-        return restored;
-    }
-    with_id(&answer, original).unwrap_or(answer)
 }

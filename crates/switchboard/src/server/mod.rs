@@ -477,6 +477,7 @@ impl ServeOptions {
 pub struct Served {
     engine: Arc<Engine>,
     peer: Peer,
+    dispatch: Arc<Dispatch>,
 }
 
 impl std::fmt::Debug for Served {
@@ -501,6 +502,31 @@ impl Served {
     /// Closes the connection.
     pub async fn close(&self) {
         self.engine.close().await;
+    }
+
+    /// Answers a request of the client on the caller's task, not through
+    /// the connection: its result or error, for the caller to send (the
+    /// HTTP server answers a POST so, a task hand-off less each way).
+    /// What the handler says about the request on the way still goes
+    /// through the connection. Dropping the future cancels the request.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn answer(
+        &self,
+        id: switchboard_types::jsonrpc::RequestId,
+        method: String,
+        params: Option<Box<RawValue>>,
+    ) -> BoxFuture<'static, HandlerResult> {
+        if method == "ping" {
+            return Box::pin(async { answer(Value::Object(JsonObject::new())) });
+        }
+        let not_found = ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        );
+        match self.dispatch.handle(ServerRequest { id, method, params }) {
+            Some(answer) => answer,
+            None => Box::pin(async move { Err(not_found) }),
+        }
     }
 }
 
@@ -534,13 +560,17 @@ pub fn serve(
         options.peer_name.as_str().into(),
         connection,
         config,
-        Some(dispatch),
+        Some(dispatch.clone()),
     ));
     let _ = peer.engine.set(Arc::downgrade(&engine));
     if options.session.is_some() {
         // Initialized on another connection already.
         peer.initialized.send_replace(true);
-        return Served { engine, peer };
+        return Served {
+            engine,
+            peer,
+            dispatch,
+        };
     }
     // A session-era client's `notifications/initialized`: the moment the
     // server may speak first.
@@ -554,7 +584,11 @@ pub fn serve(
             }
         }
     });
-    Served { engine, peer }
+    Served {
+        engine,
+        peer,
+        dispatch,
+    }
 }
 
 /// Serves `handler` on this process's stdin and stdout until stdin ends.
