@@ -617,6 +617,8 @@ pub fn serve_http(
             tokio::select! {
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
+                    // Small answers go out at once, not held for an ACK.
+                    let _ = stream.set_nodelay(true);
                     let state = state.clone();
                     tokio::spawn(async move {
                         let service = hyper::service::service_fn(move |request| {
