@@ -88,19 +88,7 @@ fn text(bytes: &[u8]) -> String {
 /// authorization server (which approves at once) and returns where it
 /// redirects to.
 fn approve(authorization_url: &str) -> String {
-    let url = url::Url::parse(authorization_url).unwrap();
-    let host = url.host_str().unwrap();
-    let port = url.port().unwrap();
-    let mut stream = TcpStream::connect((host, port)).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    let target = format!("{}?{}", url.path(), url.query().unwrap_or(""));
-    write!(
-        stream,
-        "GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
+    let answer = get(authorization_url);
     assert!(answer.starts_with("HTTP/1.1 302"), "{answer}");
     answer
         .lines()
@@ -600,10 +588,9 @@ fn login_by_name_with_a_client_secret_needs_the_issuer_named() {
     assert!(!stderr.contains("S3CRET-VALUE"), "{stderr}");
 }
 
-/// Plays the host user's browser on the redirect: GETs the loopback URL
-/// the authorization server sent the browser to; its status.
-fn follow(location: &str) -> String {
-    let url = url::Url::parse(location).unwrap();
+/// A browser's GET of `url` (http, on loopback): the whole response.
+fn get(url: &str) -> String {
+    let url = url::Url::parse(url).unwrap();
     let host = url.host_str().unwrap().to_owned();
     let port = url.port().unwrap();
     let mut stream = TcpStream::connect((host.as_str(), port)).unwrap();
@@ -616,7 +603,13 @@ fn follow(location: &str) -> String {
     .unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
-    answer.lines().next().unwrap_or_default().to_owned()
+    answer
+}
+
+/// Plays the host user's browser on the redirect: GETs the loopback URL
+/// the authorization server sent the browser to; its status line.
+fn follow(location: &str) -> String {
+    get(location).lines().next().unwrap_or_default().to_owned()
 }
 
 /// The host's user: opens every login page it is asked to (the test

@@ -395,23 +395,11 @@ impl Link {
         *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 
-    /// Hands `message` to the handler; for a request, the channel its
-    /// answer (and what is said about it first) arrives on.
-    async fn exchange(&self, message: Vec<u8>, id: Option<&str>) -> Option<mpsc::Receiver<Sent>> {
+    /// Hands a notification or a response of the client to the handler's
+    /// connection.
+    async fn deliver(&self, message: Vec<u8>) {
         self.touch();
-        let answer = id.map(|id| {
-            let (tx, rx) = mpsc::channel(32);
-            self.routes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .waiting
-                .insert(id.to_owned(), tx);
-            rx
-        });
-        if self.to_handler.send(message).await.is_err() {
-            return None;
-        }
-        answer
+        let _ = self.to_handler.send(message).await;
     }
 
     fn forget(&self, id: &str) {
@@ -1120,7 +1108,7 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
         if method.as_deref() == Some("notifications/cancelled") {
             link.cancel_named(&body);
         }
-        let _ = link.exchange(body, None).await;
+        link.deliver(body).await;
         return reply(StatusCode::ACCEPTED, "");
     }
     let request = match JsonRpcMessage::from_slice(&body) {

@@ -214,14 +214,7 @@ async fn a_handler_asks_a_client_of_each_era() {
 #[cfg(feature = "http")]
 #[tokio::test]
 async fn over_http_a_handler_speaks_on_the_requests_stream() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = http::serve_http(
-        Arc::new(Handler(Arc::new(Fixture::default()))),
-        listener,
-        http::HttpServeOptions::default(),
-    )
-    .unwrap();
-    let url = format!("http://{}/mcp", server.local_addr());
+    let (_server, url) = http_fixture(Arc::new(Fixture::default())).await;
     for mode in [EraMode::Legacy, EraMode::Modern] {
         let client = Client::builder()
             .era_mode(mode)
@@ -263,14 +256,7 @@ async fn over_http_a_handler_speaks_on_the_requests_stream() {
 #[cfg(feature = "http")]
 #[tokio::test]
 async fn over_http_a_stateless_request_is_held_to_its_revisions_rules() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = http::serve_http(
-        Arc::new(Handler(Arc::new(Fixture::default()))),
-        listener,
-        http::HttpServeOptions::default(),
-    )
-    .unwrap();
-    let url = format!("http://{}/mcp", server.local_addr());
+    let (_server, url) = http_fixture(Arc::new(Fixture::default())).await;
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
     // Mcp-Name says `steps`, the body `echo`.
     let body = format!(
@@ -298,14 +284,7 @@ async fn over_http_a_stateless_request_is_held_to_its_revisions_rules() {
 #[tokio::test]
 async fn over_http_stateless_requests_share_a_connection_and_cancel_by_leaving() {
     let fixture = Arc::new(Fixture::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = http::serve_http(
-        Arc::new(Handler(fixture.clone())),
-        listener,
-        http::HttpServeOptions::default(),
-    )
-    .unwrap();
-    let url = format!("http://{}/mcp", server.local_addr());
+    let (_server, url) = http_fixture(fixture.clone()).await;
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
     let echo = |text: &str| {
         format!(
@@ -338,6 +317,20 @@ async fn over_http_stateless_requests_share_a_connection_and_cancel_by_leaving()
     drop(stream);
     fixture.dropped_signal.notified().await;
     assert_eq!(fixture.dropped.load(Ordering::SeqCst), 1);
+}
+
+/// The fixture served over Streamable HTTP on loopback, and its URL.
+#[cfg(feature = "http")]
+async fn http_fixture(fixture: Arc<Fixture>) -> (http::HttpServer, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = http::serve_http(
+        Arc::new(Handler(fixture)),
+        listener,
+        http::HttpServeOptions::default(),
+    )
+    .unwrap();
+    let url = format!("http://{}/mcp", server.local_addr());
+    (server, url)
 }
 
 /// One POST with `Accept` taking both, over a plain socket; the whole
