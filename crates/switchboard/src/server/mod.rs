@@ -477,6 +477,8 @@ impl ServeOptions {
 pub struct Served {
     engine: Arc<Engine>,
     peer: Peer,
+    /// For answering a request on the caller's task (the HTTP server).
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
     dispatch: Arc<Dispatch>,
 }
 

@@ -211,7 +211,7 @@ async fn a_handler_asks_a_client_of_each_era() {
 /// Over Streamable HTTP: progress and the handler's own request travel on
 /// the POST's event stream (session era), the `input_required` round in a
 /// plain answer (2026-07-28); a call that says nothing first is plain JSON.
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", feature = "http-server"))]
 #[tokio::test]
 async fn over_http_a_handler_speaks_on_the_requests_stream() {
     let (_server, url) = http_fixture(Arc::new(Fixture::default())).await;
@@ -253,7 +253,7 @@ async fn over_http_a_handler_speaks_on_the_requests_stream() {
 /// A stateless POST is held to the 2026-07-28 rules: headers that repeat
 /// the body, a full `_meta`, no session-era methods; refusals carry their
 /// HTTP status (400, 404).
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", feature = "http-server"))]
 #[tokio::test]
 async fn over_http_a_stateless_request_is_held_to_its_revisions_rules() {
     let (_server, url) = http_fixture(Arc::new(Fixture::default())).await;
@@ -280,7 +280,7 @@ async fn over_http_a_stateless_request_is_held_to_its_revisions_rules() {
 /// Stateless requests share one connection under ids of the server's own:
 /// two clients using the same id at once each get their own answer, with
 /// their id; a client that goes away cancels its request.
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", feature = "http-server"))]
 #[tokio::test]
 async fn over_http_stateless_requests_share_a_connection_and_cancel_by_leaving() {
     let fixture = Arc::new(Fixture::default());
@@ -320,7 +320,7 @@ async fn over_http_stateless_requests_share_a_connection_and_cancel_by_leaving()
 }
 
 /// The fixture served over Streamable HTTP on loopback, and its URL.
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", feature = "http-server"))]
 async fn http_fixture(fixture: Arc<Fixture>) -> (http::HttpServer, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let server = http::serve_http(
@@ -335,7 +335,7 @@ async fn http_fixture(fixture: Arc<Fixture>) -> (http::HttpServer, String) {
 
 /// One POST with `Accept` taking both, over a plain socket; the whole
 /// response, headers lowercased.
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", feature = "http-server"))]
 async fn raw_post(url: &str, body: &str, tool: &str) -> String {
     use tokio::io::AsyncReadExt;
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
