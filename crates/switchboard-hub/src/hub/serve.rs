@@ -571,8 +571,9 @@ impl ServerHandler for HubServer {
     fn read_resource(
         &self,
         params: ReadResourceRequestParams,
-        _cx: RequestContext,
+        cx: RequestContext,
     ) -> Reply<ReadResourceResult> {
+        let modern = cx.era == switchboard::types::Era::Modern;
         let hub = self.hub.clone();
         let first_start = self.first_start();
         Box::pin(async move {
@@ -582,14 +583,19 @@ impl ServerHandler for HubServer {
                 .strip_prefix(URI_PREFIX)
                 .and_then(|rest| rest.split_once('/'))
                 .is_some_and(|(_, original)| original.starts_with(RAW_MARK));
-            let (server, uri) = resource_origin(&params.uri).ok_or_else(|| {
-                ErrorObject::new(
-                    codes::RESOURCE_NOT_FOUND,
-                    format!(
-                        "Resource not found: {} (not a resource of this gateway)",
-                        params.uri
-                    ),
-                )
+            // Not found: -32002 in the session era, -32602 in 2026-07-28
+            // (SEP-2164), the URI in the data either way.
+            let (server, uri) = resource_origin(&params.uri).ok_or_else(|| ErrorObject {
+                code: if modern {
+                    codes::INVALID_PARAMS
+                } else {
+                    codes::RESOURCE_NOT_FOUND
+                },
+                message: format!(
+                    "Resource not found: {} (not a resource of this gateway)",
+                    params.uri
+                ),
+                data: Some(serde_json::json!({ "uri": params.uri })),
             })?;
             let mut result = hub
                 .read_resource(&server, uri)
