@@ -593,7 +593,10 @@ pub fn serve(
     }
 }
 
-/// Serves `handler` on this process's stdin and stdout until stdin ends.
+/// Serves `handler` on this process's stdin and stdout until stdin ends
+/// ([`stdio_connection`](crate::transport::framing::stdio_connection):
+/// when they are pipes they become non-blocking, so nothing else in the
+/// process may read stdin or print to stdout — log to stderr).
 ///
 /// # Errors
 /// What ended the connection, unless it was the client closing stdin.
