@@ -461,7 +461,11 @@ async fn prompts_and_resources_of_both_backends_come_through() {
             "{error}"
         );
         // -32002 in the session era, -32602 in 2026-07-28 (SEP-2164).
-        let code = if mode == EraMode::Modern { "-32602" } else { "-32002" };
+        let code = if mode == EraMode::Modern {
+            "-32602"
+        } else {
+            "-32002"
+        };
         assert!(error.to_string().contains(code), "{mode:?}: {error}");
         host.close().await;
     }
