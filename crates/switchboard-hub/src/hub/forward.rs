@@ -159,9 +159,15 @@ struct Forward {
 }
 
 impl Forward {
-    fn elicit(&self, params: Value) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+    /// Forwards an `elicitation/create` with these params (form or URL).
+    fn elicit<P: serde::Serialize>(
+        &self,
+        params: &P,
+    ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
         let forward = self.clone();
+        let params = to_value(params);
         Box::pin(async move {
+            let params = params?;
             match forward
                 .asks
                 .ask(&forward.server, "elicitation/create", params)
@@ -187,10 +193,7 @@ impl ElicitationHandler for Forward {
         _context: HandlerContext,
         request: FormRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        match to_value(&request.params) {
-            Ok(params) => self.elicit(params),
-            Err(error) => Box::pin(async move { Err(error) }),
-        }
+        self.elicit(&request.params)
     }
 
     fn supports_url(&self) -> bool {
@@ -202,10 +205,7 @@ impl ElicitationHandler for Forward {
         _context: HandlerContext,
         request: UrlRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        match to_value(&request.params) {
-            Ok(params) => self.elicit(params),
-            Err(error) => Box::pin(async move { Err(error) }),
-        }
+        self.elicit(&request.params)
     }
 }
 

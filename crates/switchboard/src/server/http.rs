@@ -279,8 +279,8 @@ type Sent = (bool, Vec<u8>);
 /// the POST waiting for that id, with what it says about the request on
 /// the way (progress, its own requests) when the client takes a stream.
 struct Link {
-    /// Dropping it closes the connection.
-    _served: Served,
+    /// Answers the requests; dropping it closes the connection.
+    served: Served,
     to_handler: mpsc::Sender<Vec<u8>>,
     routes: Arc<Mutex<Routes>>,
     last_used: Mutex<Instant>,
@@ -300,22 +300,6 @@ struct LinkSink {
     routes: Arc<Mutex<Routes>>,
 }
 
-/// The id of a response, as JSON text (`1`, `"a"`), if it is one.
-fn response_id(message: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Peek<'a> {
-        #[serde(borrow)]
-        id: Option<&'a serde_json::value::RawValue>,
-        #[serde(default)]
-        method: Option<serde::de::IgnoredAny>,
-    }
-    let peek: Peek<'_> = serde_json::from_slice(message).ok()?;
-    if peek.method.is_some() {
-        return None;
-    }
-    peek.id.map(|id| id.get().to_owned())
-}
-
 /// The id, method and whether it is a request, of a message from the host.
 fn request_id(message: &[u8]) -> Option<(Option<String>, Option<String>)> {
     #[derive(serde::Deserialize)]
@@ -331,27 +315,22 @@ fn request_id(message: &[u8]) -> Option<(Option<String>, Option<String>)> {
 
 impl MessageSink for LinkSink {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
-        // An answer ends its POST; anything else goes on the stream of the
-        // request being handled, else on the standalone stream, else
-        // nowhere (the client opened none).
-        let (target, last) = {
-            let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-            match response_id(message) {
-                Some(id) => (routes.waiting.remove(&id), true),
-                None => (
-                    super::related_request()
-                        .and_then(|id| routes.waiting.get(&*id).cloned())
-                        .or_else(|| routes.standalone.clone()),
-                    false,
-                ),
-            }
+        // Answers never come this way (a POST's request is answered on its
+        // own task): what comes is said about a request, and goes on its
+        // stream, else on the standalone stream, else nowhere (the client
+        // opened none).
+        let target = {
+            let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+            super::related_request()
+                .and_then(|id| routes.waiting.get(&*id).cloned())
+                .or_else(|| routes.standalone.clone())
         };
         Box::pin(async move {
             let delivered = match target {
-                Some(target) => target.send((last, message.to_vec())).await.is_ok(),
+                Some(target) => target.send((false, message.to_vec())).await.is_ok(),
                 None => false,
             };
-            if !delivered && !last {
+            if !delivered {
                 tracing::debug!("no stream to the client takes it; a message was dropped");
             }
             Ok(())
@@ -384,7 +363,7 @@ impl Link {
             Box::new(LinkStream { rx }),
         );
         Self {
-            _served: serve(handler, connection, options),
+            served: serve(handler, connection, options),
             to_handler,
             routes,
             last_used: Mutex::new(Instant::now()),
@@ -1144,7 +1123,7 @@ async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody>
     let said = link.expect(&ours_text);
     let cancelled = (!stateless).then(|| link.cancellable(&ours_text));
     link.touch();
-    let answer = link._served.answer(ours, request.method, request.params);
+    let answer = link.served.answer(ours, request.method, request.params);
     let running = Running {
         link: link.clone(),
         id: ours_text,
