@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo bench -p switchboard-cli --bench gateway            # 3 rounds
 //! cargo bench -p switchboard-cli --bench gateway -- --rounds 5 --calls 5000
+//! cargo bench -p switchboard-cli --bench gateway -- --only http   # or stdio
 //! ```
 //!
 //! The backend is the bundled test server (`switchboard __testserver`) in
@@ -46,6 +47,8 @@ struct Plan {
     calls: usize,
     warmup: usize,
     in_flight: usize,
+    /// `--only stdio|http`: the routes of one transport.
+    only: Option<String>,
 }
 
 fn plan() -> Plan {
@@ -54,6 +57,7 @@ fn plan() -> Plan {
         calls: 3000,
         warmup: 300,
         in_flight: 64,
+        only: None,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -62,6 +66,7 @@ fn plan() -> Plan {
         match args[i].as_str() {
             "--rounds" => plan.rounds = value().unwrap_or(plan.rounds),
             "--calls" => plan.calls = value().unwrap_or(plan.calls),
+            "--only" => plan.only = args.get(i + 1).cloned(),
             _ => {}
         }
         i += 1;
@@ -220,8 +225,38 @@ fn args() -> Option<JsonObject> {
     json!({"text": "hello"}).as_object().cloned()
 }
 
-/// p50 of sequential calls (µs) and calls/s with `in_flight` at once.
-async fn measure(client: &Client, tool: &str, plan: &Plan) -> (f64, f64) {
+/// CPU time (user + system) a process has used so far, in µs; 0 where
+/// `/proc` is not there.
+fn cpu_us(pid: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // After the command name's closing parenthesis: fields 3…; utime and
+    // stime are fields 14 and 15, in clock ticks (100 per second here).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) * 1e6 / 100.0
+}
+
+/// The processes whose CPU time per call is reported: name and pid.
+type Watched = Vec<(&'static str, String)>;
+
+/// p50 of sequential calls (µs), calls/s with `in_flight` at once, and the
+/// CPU µs per call each watched process spent in that concurrent phase.
+async fn measure(
+    client: &Client,
+    tool: &str,
+    plan: &Plan,
+    watched: &Watched,
+) -> (f64, f64, Vec<f64>) {
     for _ in 0..plan.warmup {
         client.call_tool(tool, args()).await.expect("call");
     }
@@ -235,6 +270,7 @@ async fn measure(client: &Client, tool: &str, plan: &Plan) -> (f64, f64) {
     let p50 = samples[samples.len() / 2].as_secs_f64() * 1e6;
     let total = plan.calls * 4;
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cpu_before: Vec<f64> = watched.iter().map(|(_, pid)| cpu_us(pid)).collect();
     let t = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..plan.in_flight {
@@ -249,7 +285,12 @@ async fn measure(client: &Client, tool: &str, plan: &Plan) -> (f64, f64) {
     }
     while workers.join_next().await.is_some() {}
     let rate = total as f64 / t.elapsed().as_secs_f64();
-    (p50, rate)
+    let cpu = watched
+        .iter()
+        .zip(cpu_before)
+        .map(|((_, pid), before)| (cpu_us(pid) - before) / total as f64)
+        .collect();
+    (p50, rate, cpu)
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -330,12 +371,30 @@ fn main() {
     ];
     let mut p50s: Vec<Vec<f64>> = vec![Vec::new(); routes.len()];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); routes.len()];
+    // CPU µs per call in the concurrent phase, by process, for HTTP routes
+    // (where the gateway's and the backend's pids are known).
+    let watched: Watched = vec![
+        ("client (this bench)", "self".to_owned()),
+        ("gateway", http_gateway.id().to_string()),
+        ("backend", backend.id().to_string()),
+    ];
+    let mut cpus: Vec<Vec<Vec<f64>>> = vec![Vec::new(); routes.len()];
     let started = Instant::now();
+    let wanted = |route: &Route| match plan.only.as_deref() {
+        Some("http") => matches!(route, Route::HttpDirect(_) | Route::HttpGateway(_)),
+        Some("stdio") => matches!(route, Route::Direct(_) | Route::Gateway(..)),
+        _ => true,
+    };
     for round in 1..=plan.rounds {
         for (i, (route, _)) in routes.iter().enumerate() {
-            let (p50, rate) = runtime.block_on(async {
+            if !wanted(route) {
+                continue;
+            }
+            let http = matches!(route, Route::HttpDirect(_) | Route::HttpGateway(_));
+            let watch = if http { watched.clone() } else { Vec::new() };
+            let (p50, rate, cpu) = runtime.block_on(async {
                 let client = route.connect(&sandbox, &urls).await;
-                let measured = measure(&client, &route.tool(), &plan).await;
+                let measured = measure(&client, &route.tool(), &plan, &watch).await;
                 client.close().await;
                 measured
             });
@@ -346,6 +405,7 @@ fn main() {
             );
             p50s[i].push(p50);
             rates[i].push(rate);
+            cpus[i].push(cpu);
         }
     }
     for child in [&mut http_gateway, &mut backend] {
@@ -375,6 +435,9 @@ fn main() {
     );
     println!("|---|---|---|---|---|");
     for (i, (route, direct)) in routes.iter().enumerate() {
+        if !wanted(route) {
+            continue;
+        }
         let (p50, rate) = (median(p50s[i].clone()), median(rates[i].clone()));
         let (d_p50, d_rate) = (
             median(p50s[*direct].clone()),
@@ -393,6 +456,29 @@ fn main() {
                 route.label(),
                 verdict(r1 <= 2.0),
                 verdict(r2 >= 0.5)
+            );
+        }
+    }
+    if cpus.iter().any(|c| c.iter().any(|c| !c.is_empty())) {
+        println!();
+        println!("CPU per call in the concurrent phase (µs, user + system, medians), HTTP routes:");
+        println!();
+        let names: Vec<&str> = watched.iter().map(|(name, _)| *name).collect();
+        println!("| route | {} | total |", names.join(" | "));
+        println!("|---|{}---|", "---|".repeat(names.len()));
+        for (i, (route, _)) in routes.iter().enumerate() {
+            if cpus[i].iter().all(Vec::is_empty) {
+                continue;
+            }
+            let per: Vec<f64> = (0..names.len())
+                .map(|k| median(cpus[i].iter().map(|c| c[k]).collect()))
+                .collect();
+            let cells: Vec<String> = per.iter().map(|v| format!("{v:.1}")).collect();
+            println!(
+                "| {} | {} | {:.1} |",
+                route.label(),
+                cells.join(" | "),
+                per.iter().sum::<f64>()
             );
         }
     }

@@ -1,5 +1,9 @@
 //! `switchboard`: talk to any MCP server from the terminal.
 
+/// See Cargo.toml: the gateway's hot path allocates per message.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod approve;
 mod args;
 mod ask;

@@ -341,6 +341,12 @@ enum Control {
     Notify {
         method: &'static str,
     },
+    /// An answer the transport gave back with a request's send that is not
+    /// simply that request's response: routed as the stream's would be.
+    Deliver {
+        id: i64,
+        message: Vec<u8>,
+    },
 }
 
 /// A running JSON-RPC connection.
@@ -598,13 +604,21 @@ impl Engine {
         tokio::pin!(sleep);
         // The deadline covers sending too: an HTTP transport reads a JSON
         // answer inside `send`, and a server may never send it.
-        let send = self.sink.send(&buf);
+        let send = self.sink.send_request(&buf);
         tokio::pin!(send);
         loop {
             tokio::select! {
                 biased;
                 sent = &mut send => match sent {
-                    Ok(()) => break,
+                    Ok(crate::transport::Sent::Answer(message)) => {
+                        // Routed here, on the caller's task: no hop through
+                        // the reader when it is simply our response.
+                        if let Err(message) = reader::answer_inline(&self.shared, id, message) {
+                            let _ = self.control.send(Control::Deliver { id, message });
+                        }
+                        break;
+                    }
+                    Ok(_) => break,
                     Err(error) if error.is_protocol_violation() => {
                         // The answer came with the send (an HTTP body) and
                         // was unusable.

@@ -77,6 +77,41 @@ fn unusable_because(bytes: &[u8], error: &switchboard_types::jsonrpc::ParseError
     }
 }
 
+/// Routes `message`, which came back with request `id`'s send, when it is
+/// simply that request's response (the usual case): the pending request
+/// gets its answer at once, on the caller's task. Anything else — not
+/// UTF-8, not JSON-RPC, a batch, another id — is given back, for the
+/// reader to route with all its rules.
+pub(super) fn answer_inline(shared: &Shared, id: i64, message: Vec<u8>) -> Result<(), Vec<u8>> {
+    let text = match String::from_utf8(message) {
+        Ok(text) => Arc::new(text),
+        Err(error) => return Err(error.into_bytes()),
+    };
+    let outcome = match jsonrpc::IncomingRef::from_str(&text) {
+        Ok(jsonrpc::IncomingRef::Single(jsonrpc::MessageRef::Response(response)))
+            if response.id == Some(RequestId::Number(id)) =>
+        {
+            response.outcome.map(|raw| match span_in(&text, raw.get()) {
+                Some(range) => RawResult::within(text.clone(), range),
+                None => RawResult::from(raw),
+            })
+        }
+        _ => {
+            return Err(Arc::try_unwrap(text)
+                .unwrap_or_else(|text| text.as_str().to_owned())
+                .into_bytes());
+        }
+    };
+    let pending = shared.lock().map.remove(&id);
+    match pending {
+        Some(pending) => {
+            let _ = pending.tx.send(Answer::Reply(outcome));
+        }
+        None => tracing::trace!(server = %shared.server, id, "dropped a late response"),
+    }
+    Ok(())
+}
+
 /// The per-connection reader: routes everything the server sends.
 pub(super) struct Reader {
     pub(super) shared: Arc<Shared>,
@@ -102,6 +137,7 @@ impl Reader {
                 Some(control) = control.recv() => match control {
                     Control::Cancel { id, reason } => self.send_cancel(id, reason),
                     Control::Notify { method } => self.send_notification(method),
+                    Control::Deliver { id, message } => self.route(message, Some(RequestId::Number(id))),
                 },
                 Some(_) = self.handlers.join_next(), if !self.handlers.is_empty() => {}
                 message = stream.recv() => match message {

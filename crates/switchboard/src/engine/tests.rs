@@ -517,3 +517,72 @@ async fn a_transport_report_fails_its_request_at_once_as_what_it_says() {
         "{notice:?}"
     );
 }
+
+/// A sink that answers every request with the send, as an HTTP POST
+/// answered with JSON does: `body(id)` is what comes back.
+struct InlineSink {
+    body: fn(i64) -> Vec<u8>,
+}
+
+impl MessageSink for InlineSink {
+    fn send<'a>(
+        &'a self,
+        _: &'a [u8],
+    ) -> crate::transport::BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn send_request<'a>(
+        &'a self,
+        message: &'a [u8],
+    ) -> crate::transport::BoxFuture<'a, Result<crate::transport::Sent, TransportError>> {
+        let id = serde_json::from_slice::<Value>(message).unwrap()["id"]
+            .as_i64()
+            .unwrap();
+        let body = (self.body)(id);
+        Box::pin(async move { Ok(crate::transport::Sent::Answer(body)) })
+    }
+
+    fn close(&self) -> crate::transport::BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[tokio::test]
+async fn an_answer_given_back_with_the_send_is_routed_there_or_by_the_reader() {
+    let ask = |body: fn(i64) -> Vec<u8>| async move {
+        let (client, _server) = memory::pair();
+        let stream = client.into_connection().stream;
+        let connection = Connection::new(Arc::new(InlineSink { body }), stream);
+        let engine = Engine::start("test".into(), connection, EngineConfig::default(), None);
+        let id = engine.allocate_id();
+        let params = raw(json!({"n": 1}));
+        let request = engine.request(id, "tools/call", Some(&params), RequestOptions::default());
+        tokio::time::timeout(Duration::from_secs(5), request)
+            .await
+            .expect("answered at once, not left to time out")
+    };
+    // Simply the response: taken on the caller's task.
+    let plain = ask(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"n":1}}}}"#).into())
+        .await
+        .unwrap();
+    assert_eq!(plain.get(), r#"{"n":1}"#);
+    // A batch holding it: the reader routes it.
+    let batch = ask(|id| format!(r#"[{{"jsonrpc":"2.0","id":{id},"result":{{"n":2}}}}]"#).into())
+        .await
+        .unwrap();
+    assert_eq!(batch.get(), r#"{"n":2}"#);
+    // An error response: the server's error, as ever.
+    let error = ask(|id| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"no"}}}}"#).into()
+    })
+    .await
+    .unwrap_err();
+    assert!(matches!(error, EngineError::Server { .. }), "{error}");
+    // Not JSON-RPC: the reader fails the request it answered, at once.
+    let garbage = ask(|_| b"<html>oops</html>".to_vec()).await.unwrap_err();
+    assert!(
+        matches!(garbage, EngineError::ProtocolViolation { .. }),
+        "{garbage}"
+    );
+}

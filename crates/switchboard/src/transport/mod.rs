@@ -68,6 +68,18 @@ impl Incoming {
     }
 }
 
+/// What sending a request brought back with it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Sent {
+    /// The request went; its answer comes through the [`MessageStream`].
+    Sent,
+    /// The request went and its answer came back with the send (an HTTP
+    /// JSON body), unparsed: the engine routes it itself, as the reader
+    /// would an [`Incoming::Answer`], without a hop through the stream.
+    Answer(Vec<u8>),
+}
+
 /// A boxed, `Send` future, as transport trait methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -82,6 +94,21 @@ pub trait MessageSink: Send + Sync + 'static {
     /// dropped message may or may not reach the peer, but never corrupts
     /// the next one.
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Sends one serialized JSON-RPC request, as [`MessageSink::send`]
+    /// does. A transport that reads the answer while it sends (an HTTP
+    /// POST answered with JSON) may give it back here, as
+    /// [`Sent::Answer`], instead of through its stream: the caller routes
+    /// it on its own task. The default sends and says [`Sent::Sent`].
+    ///
+    /// # Cancel safety
+    /// As [`MessageSink::send`].
+    fn send_request<'a>(
+        &'a self,
+        message: &'a [u8],
+    ) -> BoxFuture<'a, Result<Sent, TransportError>> {
+        Box::pin(async move { self.send(message).await.map(|()| Sent::Sent) })
+    }
 
     /// Closes the connection gracefully (stdio: close stdin, wait, SIGTERM,
     /// wait, SIGKILL). Idempotent.

@@ -23,7 +23,8 @@ use super::{
     http_error, note_dpop_nonce, redact_url,
 };
 use crate::transport::{
-    BoxFuture, Connection, Incoming, MessageSink, MessageStream, TransportError, escaped_preview,
+    BoxFuture, Connection, Incoming, MessageSink, MessageStream, Sent, TransportError,
+    escaped_preview,
 };
 
 mod streams;
@@ -145,16 +146,22 @@ impl Shared {
     /// `answering`: the request whose POST this body answered (an
     /// unusable body then fails it at once).
     async fn deliver(&self, message: Vec<u8>, answering: Option<RequestId>) {
-        let message = if self.state().tool_lists.is_empty() {
-            message
-        } else {
-            self.learn_tool_headers(message)
-        };
+        let message = self.learn(message);
         let incoming = match answering {
             Some(id) => Incoming::Answer { id, message },
             None => Incoming::Message(message),
         };
         self.push(Ok(incoming)).await;
+    }
+
+    /// `message`, after learning from (and filtering) it if it answers a
+    /// `tools/list`.
+    fn learn(&self, message: Vec<u8>) -> Vec<u8> {
+        if self.state().tool_lists.is_empty() {
+            message
+        } else {
+            self.learn_tool_headers(message)
+        }
     }
 
     /// Records each tool's `x-mcp-header` parameters and drops tools whose
@@ -421,7 +428,20 @@ struct HttpSink {
 
 impl MessageSink for HttpSink {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(send(self.shared.clone(), message))
+        Box::pin(async move {
+            match send(self.shared.clone(), message, false).await? {
+                Sent::Sent => Ok(()),
+                // Not asked for inline: queued already.
+                Sent::Answer(_) => Ok(()),
+            }
+        })
+    }
+
+    fn send_request<'a>(
+        &'a self,
+        message: &'a [u8],
+    ) -> BoxFuture<'a, Result<Sent, TransportError>> {
+        Box::pin(send(self.shared.clone(), message, true))
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
@@ -453,7 +473,9 @@ impl MessageSink for HttpSink {
     }
 }
 
-async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError> {
+/// Sends `message`; with `inline`, a request's JSON answer is given back
+/// rather than queued for the reader.
+async fn send(shared: Arc<Shared>, message: &[u8], inline: bool) -> Result<Sent, TransportError> {
     let sniff = Sniff::parse(message);
     // The stream for server-initiated messages opens beside
     // `notifications/initialized`, not after it: one round trip, not two.
@@ -462,8 +484,8 @@ async fn send(shared: Arc<Shared>, message: &[u8]) -> Result<(), TransportError>
     } else {
         None
     };
-    let outcome = send_sniffed(&shared, message, &sniff).await;
-    if let (Ok(()), Some(opened)) = (&outcome, get_opened) {
+    let outcome = send_sniffed(&shared, message, &sniff, inline).await;
+    if let (Ok(_), Some(opened)) = (&outcome, get_opened) {
         let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
     }
     outcome
@@ -473,7 +495,8 @@ async fn send_sniffed(
     shared: &Arc<Shared>,
     message: &[u8],
     sniff: &Sniff<'_>,
-) -> Result<(), TransportError> {
+    inline: bool,
+) -> Result<Sent, TransportError> {
     let method = sniff.method.as_deref();
     let modern_version = sniff.modern_version();
     let legacy_session = shared.state().negotiated_version.is_some();
@@ -488,7 +511,7 @@ async fn send_sniffed(
         // Stateless era: closing the response stream is the cancellation;
         // the session era also wants the notification.
         if !legacy_session {
-            return Ok(());
+            return Ok(Sent::Sent);
         }
     }
     if method == Some("initialize") {
@@ -557,7 +580,7 @@ async fn send_sniffed(
             // The request never reached the server: send it again.
             continue;
         }
-        return on_response(shared, response, sniff).await;
+        return on_response(shared, response, sniff, inline).await;
     }
 }
 
@@ -590,7 +613,8 @@ async fn on_response(
     shared: &Arc<Shared>,
     response: reqwest::Response,
     sniff: &Sniff<'_>,
-) -> Result<(), TransportError> {
+    inline: bool,
+) -> Result<Sent, TransportError> {
     let status = response.status();
     let is_request = sniff.method.is_some() && sniff.id.is_some();
     let content_type = response
@@ -621,7 +645,7 @@ async fn on_response(
             && let Some(answer) = error_answer(&body, id)
         {
             shared.push(Ok(Incoming::Message(answer))).await;
-            return Ok(());
+            return Ok(Sent::Sent);
         }
         let preview = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_PREVIEW)])
             .trim()
@@ -639,7 +663,7 @@ async fn on_response(
             shared.spawn(async move {
                 let _ = read_stream(&shared2, response, None).await;
             });
-            return Ok(());
+            return Ok(Sent::Sent);
         };
         let is_initialize = sniff.method.as_deref() == Some("initialize");
         let shared2 = shared.clone();
@@ -648,7 +672,7 @@ async fn on_response(
             response_stream(shared2, response, id, is_initialize).await;
         });
         shared.state().streams.insert(key, handle);
-        return Ok(());
+        return Ok(Sent::Sent);
     }
 
     let body = shared.read_body(response, shared.max_body_size).await?;
@@ -668,7 +692,7 @@ async fn on_response(
     if body.iter().all(u8::is_ascii_whitespace) {
         // 202 Accepted for a notification or response; an empty 200 for a
         // request means the answer will come on the GET stream.
-        return Ok(());
+        return Ok(Sent::Sent);
     }
     if sniff.method.as_deref() == Some("initialize") {
         record_initialize_result(shared, &body);
@@ -677,12 +701,15 @@ async fn on_response(
         // Some servers answer a notification with 200 and `{}`: nothing to
         // deliver, and nothing worth a warning.
         tracing::trace!(server = %shared.display, "ignored a non-message body in reply to a notification");
-        return Ok(());
+        return Ok(Sent::Sent);
+    }
+    if inline && is_request {
+        return Ok(Sent::Answer(shared.learn(body)));
     }
     shared
         .deliver(body, sniff.id.clone().filter(|_| is_request))
         .await;
-    Ok(())
+    Ok(Sent::Sent)
 }
 
 /// Whether a non-SSE answer to a request can be the JSON-RPC answer: JSON,
