@@ -22,6 +22,7 @@ use crate::output::print_json;
 
 /// Where configuration is read from: the process's home and working
 /// directory, and the `--config` file if one was given.
+#[derive(Clone)]
 pub(crate) struct Context {
     pub(crate) locations: Locations,
     pub(crate) explicit: Option<PathBuf>,

@@ -437,6 +437,8 @@ pub(crate) struct ServeSettings {
         Option<String>,
         Option<switchboard::server::http::SessionKey>,
     )>,
+    /// On the background session's Unix socket instead of stdio.
+    pub(crate) session: Option<crate::session::Daemon>,
     /// Where tool calls are recorded.
     pub(crate) audit: Option<switchboard_hub::hub::audit::AuditLog>,
     /// The host's tool budget (tool-search mode past it).
@@ -460,6 +462,7 @@ pub(crate) async fn serve(
     let ServeSettings {
         wait_ready,
         http,
+        session,
         audit,
         max_tools,
         max_message_size,
@@ -523,12 +526,19 @@ pub(crate) async fn serve(
     // What backends ask of their client goes to the host.
     let asks = switchboard_hub::BackendAsks::new();
     let forwarding = asks.clone();
+    // Config changes are picked up: the files are read again the same way.
+    let source = context.clone();
     let hub = builder(
         prepared.runnable,
         DEFAULT_STARTUP,
         credentials.map(Path::to_path_buf),
         max_message_size,
     )
+    .config_source(move || {
+        let mut loaded = source.load(false);
+        loaded.servers.retain(|server| !is_this_gateway(server));
+        Ok(prepare_asking(&source, &loaded, None, false, false).runnable)
+    })
     .client(move |server, client| forwarding.client(&server.name, client));
     // A login made in a terminal (`switchboard login NAME`) while serving
     // brings its server up.
@@ -556,6 +566,7 @@ pub(crate) async fn serve(
             }
         }
     });
+    tokio::spawn(watch_config(hub.clone(), watched_files(context, &loaded)));
     let (started, first_start) = tokio::sync::watch::channel(false);
     let starting = hub.clone();
     tokio::spawn(async move {
@@ -631,6 +642,9 @@ pub(crate) async fn serve(
         std::future::pending::<()>().await;
         return Ok(0);
     }
+    if let Some(daemon) = session {
+        return daemon.run(gateway(hub), audit.map(Arc::new)).await;
+    }
     let connection = switchboard::transport::framing::stdio_connection();
     let mut gateway = gateway(hub);
     if let Some(log) = audit {
@@ -646,6 +660,66 @@ pub(crate) async fn serve(
                 crate::sanitize::line(&other.to_string())
             );
             Ok(exit::UNREACHABLE)
+        }
+    }
+}
+
+/// How often `serve` looks at its config files for changes.
+const CONFIG_POLL: Duration = Duration::from_secs(2);
+
+/// The config files `serve` watches: those it read, and `--config`.
+fn watched_files(context: &Context, loaded: &LoadedConfig) -> Vec<PathBuf> {
+    let mut files = loaded.files.clone();
+    files.extend(context.explicit.clone());
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// Reloads `hub` whenever one of `files` changes (size or modification
+/// time), saying on stderr what changed.
+async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
+    let stamp = |files: &[PathBuf]| -> Vec<Option<(std::time::SystemTime, u64)>> {
+        files
+            .iter()
+            .map(|file| {
+                let meta = std::fs::metadata(file).ok()?;
+                Some((meta.modified().ok()?, meta.len()))
+            })
+            .collect()
+    };
+    let mut last = stamp(&files);
+    loop {
+        tokio::time::sleep(CONFIG_POLL).await;
+        let now = stamp(&files);
+        if now == last {
+            continue;
+        }
+        last = now;
+        match hub.reload().await {
+            Ok(report) => {
+                let mut said = Vec::new();
+                for (what, names) in [
+                    ("added", &report.added),
+                    ("removed", &report.removed),
+                    ("restarted", &report.changed),
+                ] {
+                    if !names.is_empty() {
+                        let names: Vec<String> = names
+                            .iter()
+                            .map(|n| crate::sanitize::line(n).into_owned())
+                            .collect();
+                        said.push(format!("{what} {}", names.join(", ")));
+                    }
+                }
+                if !said.is_empty() {
+                    eprintln!("config changed: {}", said.join("; "));
+                }
+            }
+            Err(error) => eprintln!(
+                "warning: config changed but could not be reloaded: {}",
+                crate::sanitize::line(&error.to_string())
+            ),
         }
     }
 }

@@ -17,6 +17,7 @@ mod otlp;
 mod output;
 mod sampling;
 mod sanitize;
+mod session;
 mod ui;
 
 use std::future::Future;
@@ -38,6 +39,29 @@ use switchboard::types::{CallToolRequestParams, LoggingLevel};
 use switchboard::{Client, EraMode, RequestOptions, Roots, TaskOptions};
 
 use crate::ui::Ui;
+
+/// `90s`, `30m`, `8h`, `1d`, or plain seconds.
+fn parse_idle(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 90s, 30m or 8h"))?;
+    let seconds = match unit {
+        "s" => n,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3600),
+        "d" => n.saturating_mul(86_400),
+        _ => return Err(format!("`{text}`: the unit is s, m, h or d")),
+    };
+    if seconds == 0 {
+        return Err("the idle period must be at least one second".to_owned());
+    }
+    Ok(Duration::from_secs(seconds))
+}
 
 /// Exit codes, as documented in README.md.
 mod exit {
@@ -595,6 +619,41 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
     },
+    /// Start the background session: the configured servers stay
+    /// connected behind a Unix socket of your own (0600), so `call` and
+    /// `tools` answer in milliseconds instead of starting servers each time.
+    /// It stops after --idle with no client, or with `switchboard down`;
+    /// config changes are picked up. Set SWITCHBOARD_NO_SESSION=1 to keep a
+    /// command from using it.
+    ///
+    /// Examples:
+    ///   switchboard up                 # idle for 30 minutes before stopping
+    ///   switchboard up --idle 8h
+    ///   switchboard call everything/echo message=hi   # through the session
+    ///   switchboard down
+    #[command(verbatim_doc_comment)]
+    Up {
+        /// Stop after this long with no client (e.g. 90s, 30m, 8h).
+        #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_idle)]
+        idle: Duration,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the background session `switchboard up` started (its servers
+    /// are closed first).
+    Down {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The background session's daemon (started by `up`).
+    #[command(name = "__session", hide = true)]
+    Session {
+        /// Idle seconds before stopping.
+        #[arg(long, default_value_t = 1800)]
+        idle: u64,
+    },
     /// Audit logs of `serve --audit`.
     Audit {
         #[command(subcommand)]
@@ -684,7 +743,11 @@ fn main() -> ExitCode {
         Command::Approve(names) | Command::Untrust(names) => names.json,
         Command::Add(args) => args.json,
         Command::Remove(args) | Command::Enable(args) | Command::Disable(args) => args.json,
-        Command::TestServer { .. } | Command::Serve { .. } | Command::Audit { .. } => false,
+        Command::Up { json, .. } | Command::Down { json } => *json,
+        Command::TestServer { .. }
+        | Command::Serve { .. }
+        | Command::Session { .. }
+        | Command::Audit { .. } => false,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -952,10 +1015,26 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             let settings = hub::ServeSettings {
                 wait_ready: Duration::from_secs(wait_ready),
                 http: http.map(|addr| (addr, token, session_key)),
+                session: None,
                 audit,
                 max_tools,
                 max_message_size: max_message_size
                     .map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
+            };
+            hub::serve(&context, creds, settings, servers).await
+        }
+        Command::Up { idle, json } => session::up(idle, json, cli.config.as_deref()).await,
+        Command::Down { json } => session::down(json).await,
+        Command::Session { idle } => {
+            let context = configure::Context::new(cli.config)?;
+            let daemon = session::Daemon::bind(Duration::from_secs(idle.max(1))).await?;
+            let settings = hub::ServeSettings {
+                wait_ready: Duration::from_secs(10),
+                http: None,
+                session: Some(daemon),
+                audit: None,
+                max_tools: None,
+                max_message_size: None,
             };
             hub::serve(&context, creds, settings, servers).await
         }

@@ -198,6 +198,34 @@ pub(crate) async fn call(
             (server.to_owned(), tool.to_owned())
         }
     };
+    // The background session (`switchboard up`) has the server connected
+    // already: the call goes through it. Names with `__` are left to a
+    // hub of our own, where they cannot be mistaken for another pair's.
+    #[cfg(unix)]
+    if !server.contains("__")
+        && !tool.contains("__")
+        && let Some(config) = loaded.get(&server).cloned()
+        && let Some(session) =
+            crate::session::connect(|builder| (answer.customize)(&config, builder)).await
+    {
+        let started = Instant::now();
+        let params = switchboard::types::CallToolRequestParams {
+            name: switchboard_hub::hub::namespaced(&server, &tool),
+            arguments: Some(arguments),
+            ..Default::default()
+        };
+        let options = RequestOptions::default().on_progress(|_| {});
+        let result = crate::with_events(
+            &session,
+            &answer.ui,
+            session.call_tool_with(&params, options),
+        )
+        .await;
+        let elapsed = started.elapsed();
+        session.close().await;
+        let result = result.map_err(Failure::from_client)?;
+        return Ok(print_call(&result, json, elapsed));
+    }
     let (hub, config) = open_one(
         context,
         &server,
@@ -223,16 +251,25 @@ pub(crate) async fn call(
     let elapsed = started.elapsed();
     close(&hub, &server, answer.server_logs).await;
     let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    Ok(print_call(&result, json, elapsed))
+}
+
+/// Prints a call's result; the exit code it makes.
+fn print_call(
+    result: &switchboard::types::CallToolResult,
+    json: bool,
+    elapsed: std::time::Duration,
+) -> u8 {
     if json {
-        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+        output::print_json(&serde_json::to_value(result).unwrap_or(Value::Null));
     } else {
-        output::print_call_result(&result, elapsed);
+        output::print_call_result(result, elapsed);
     }
-    Ok(if result.is_error == Some(true) {
+    if result.is_error == Some(true) {
         exit::TOOL_ERROR
     } else {
         0
-    })
+    }
 }
 
 /// `read URI --server NAME` on a configured server, printed as for a

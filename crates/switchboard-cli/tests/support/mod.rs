@@ -34,7 +34,9 @@ pub(crate) fn isolated(cwd: &Path, home: &Path, credentials: &Path) -> Command {
     command
         .current_dir(cwd)
         .env("HOME", home)
-        .env("SWITCHBOARD_CREDENTIALS", credentials);
+        .env("SWITCHBOARD_CREDENTIALS", credentials)
+        // A background session the runner has up is not the test's.
+        .env("SWITCHBOARD_NO_SESSION", "1");
     for var in SCRUBBED {
         command.env_remove(var);
     }

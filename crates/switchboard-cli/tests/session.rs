@@ -1,0 +1,270 @@
+//! The background session: `switchboard up`, `call` through it, `down`,
+//! the idle stop, and who may connect.
+#![cfg(unix)]
+
+#[allow(dead_code)] // the HTTP test server is not used here
+mod support;
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use support::{BIN, isolated};
+
+/// A HOME whose user config has one server, `t` (the bundled test server
+/// behind a shell that notes each start in `spawns`), and a session
+/// directory of its own. The session is stopped when dropped.
+struct Sandbox {
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new(name: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("switchboard-session-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("work/.git")).unwrap();
+        let config = root.join("home/.config/switchboard/config.toml");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        let spawns = root.join("spawns");
+        std::fs::write(
+            &config,
+            format!(
+                "[servers.t]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $$ >> '{}'; exec '{BIN}' __testserver\"]\n",
+                spawns.display()
+            ),
+        )
+        .unwrap();
+        Self { root }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.root.join("session")
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir().join("session.sock")
+    }
+
+    fn switchboard(&self, args: &[&str]) -> Output {
+        let mut command = isolated(
+            &self.root.join("work"),
+            &self.root.join("home"),
+            &self.root.join("credentials.json"),
+        );
+        command
+            .env("SWITCHBOARD_SESSION_DIR", self.dir())
+            .env_remove("SWITCHBOARD_NO_SESSION")
+            .args(args);
+        command.output().expect("switchboard runs")
+    }
+
+    fn spawns(&self) -> Vec<String> {
+        std::fs::read_to_string(self.root.join("spawns"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir().join("session.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Waits (up to a generous bound) until process `pid` has exited.
+fn exited(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn calls_go_through_the_session_to_one_server_process_and_down_stops_it() {
+    let sandbox = Sandbox::new("calls");
+    let up = sandbox.switchboard(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    assert!(
+        String::from_utf8_lossy(&up.stdout).contains("the session is up"),
+        "{}",
+        text(&up)
+    );
+    // Only this user: the directory 0700, the socket 0600.
+    let mode = |path: PathBuf| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(sandbox.dir()), 0o700);
+    assert_eq!(mode(sandbox.socket()), 0o600);
+    // A second `up` finds it running.
+    let again = sandbox.switchboard(&["up"]);
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("already running"),
+        "{}",
+        text(&again)
+    );
+
+    for word in ["first", "second"] {
+        let call = sandbox.switchboard(&["call", "t/echo", &format!(r#"{{"text":"{word}"}}"#)]);
+        assert!(call.status.success(), "{}", text(&call));
+        assert!(
+            String::from_utf8_lossy(&call.stdout).contains(word),
+            "{}",
+            text(&call)
+        );
+    }
+    // One server process served both calls: the session's.
+    assert_eq!(sandbox.spawns().len(), 1, "spawns: {:?}", sandbox.spawns());
+    // Without the session (SWITCHBOARD_NO_SESSION), the call starts its own.
+    let mut own = isolated(
+        &sandbox.root.join("work"),
+        &sandbox.root.join("home"),
+        &sandbox.root.join("credentials.json"),
+    );
+    let own = own
+        .env("SWITCHBOARD_SESSION_DIR", sandbox.dir())
+        .env("SWITCHBOARD_NO_SESSION", "1")
+        .args(["call", "t/echo", r#"{"text":"third"}"#])
+        .output()
+        .unwrap();
+    assert!(own.status.success(), "{}", text(&own));
+    assert_eq!(sandbox.spawns().len(), 2, "spawns: {:?}", sandbox.spawns());
+
+    let pid = sandbox.pid().expect("the pid file");
+    let down = sandbox.switchboard(&["down"]);
+    assert!(down.status.success(), "{}", text(&down));
+    assert!(exited(pid), "the session (pid {pid}) is still running");
+    assert!(!sandbox.socket().exists(), "the socket is left behind");
+    // Its server went with it.
+    let server: u32 = sandbox.spawns()[0].parse().unwrap();
+    assert!(
+        exited(server),
+        "the session's server (pid {server}) outlived it"
+    );
+    let down = sandbox.switchboard(&["down"]);
+    assert!(
+        String::from_utf8_lossy(&down.stdout).contains("no session is running"),
+        "{}",
+        text(&down)
+    );
+}
+
+#[test]
+fn the_session_stops_by_itself_after_its_idle_period() {
+    let sandbox = Sandbox::new("idle");
+    let up = sandbox.switchboard(&["up", "--idle", "1s"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let pid = sandbox.pid().expect("the pid file");
+    assert!(exited(pid), "the idle session (pid {pid}) did not stop");
+    assert!(!sandbox.socket().exists());
+    let log = std::fs::read_to_string(sandbox.dir().join("session.log")).unwrap();
+    assert!(log.contains("no client for 1 s"), "{log}");
+}
+
+#[test]
+fn a_connection_from_another_user_is_refused() {
+    if !rustix_is_root() {
+        eprintln!("skipped: needs root, to connect as another user");
+        return;
+    }
+    let sandbox = Sandbox::new("peer");
+    let up = sandbox.switchboard(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    // Opened up on purpose, so that only the session's own check stands
+    // between the other user and the servers.
+    std::fs::set_permissions(sandbox.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(sandbox.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let probe = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"p","version":"1"}}}\n')
+s.settimeout(20)
+try:
+    print("answer:" + repr(s.recv(4096)))
+except ConnectionResetError:
+    print("answer:reset")
+"#;
+    use std::os::unix::process::CommandExt as _;
+    let output = Command::new("python3")
+        .args(["-c", probe])
+        .arg(sandbox.socket())
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("python3 runs");
+    let said = String::from_utf8_lossy(&output.stdout);
+    // Closed without a word.
+    assert!(
+        said.contains("answer:b''") || said.contains("answer:reset"),
+        "{said}\n{}",
+        text(&output)
+    );
+    let log = std::fs::read_to_string(sandbox.dir().join("session.log")).unwrap();
+    assert!(log.contains("refused a connection from uid 65534"), "{log}");
+    // This user still gets in.
+    std::fs::set_permissions(sandbox.dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let call = sandbox.switchboard(&["call", "t/echo", r#"{"text":"mine"}"#]);
+    assert!(call.status.success(), "{}", text(&call));
+    assert_eq!(sandbox.spawns().len(), 1);
+}
+
+fn rustix_is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_server_added_to_the_config_is_picked_up_by_the_running_session() {
+    let sandbox = Sandbox::new("reload");
+    let up = sandbox.switchboard(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let config = sandbox.root.join("home/.config/switchboard/config.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str(&format!(
+        "\n[servers.u]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"
+    ));
+    std::fs::write(&config, toml).unwrap();
+    // The session says so in its log once it has reloaded.
+    let log = sandbox.dir().join("session.log");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("config changed: added u")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no reload: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let call = sandbox.switchboard(&["call", "u/echo", r#"{"text":"new one"}"#]);
+    assert!(call.status.success(), "{}", text(&call));
+    assert!(String::from_utf8_lossy(&call.stdout).contains("new one"));
+}
