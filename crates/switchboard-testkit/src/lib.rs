@@ -28,6 +28,13 @@ pub use switchboard_testserver::{
 
 use switchboard_testserver::{HTTP_USAGE, exit_with, run_in_runtime};
 
+/// README.md's Rust code blocks, compiled by `cargo test --doc` so that the
+/// library examples there cannot rot (this crate's dev-dependencies have
+/// every crate they use).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
+
 /// Entry point of the `switchboard-testkit-server` binary (and of test
 /// binaries that run themselves as a server): parses `args` (without the
 /// program name), serves stdin/stdout (or HTTP with `--http ADDR`) and
