@@ -233,22 +233,29 @@ pub(crate) struct AddArgs {
     env: Vec<String>,
     /// The server's name (letters, digits, '-', '_', '.').
     name: String,
+    /// A remote server's URL (as --url): `add NAME URL`, as `claude mcp add`
+    /// takes it.
+    #[arg(
+        value_name = "URL",
+        conflicts_with_all = ["command", "url"],
+        value_parser = crate::add_url
+    )]
+    target: Option<String>,
     /// A remote server's URL, instead of a command.
-    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    #[arg(long, value_name = "URL", conflicts_with = "command", value_parser = crate::server_url)]
     url: Option<String>,
     /// A header for the remote server, 'Name: value' (repeatable).
-    #[arg(
-        short = 'H',
-        long = "header",
-        value_name = "NAME: VALUE",
-        requires = "url"
-    )]
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
     /// The remote transport (default: detect).
-    #[arg(long, value_enum, requires = "url")]
+    #[arg(short = 't', long, value_enum)]
     transport: Option<AddTransport>,
     /// The server command and its arguments, after `--`.
-    #[arg(last = true, value_name = "COMMAND", required_unless_present = "url")]
+    #[arg(
+        last = true,
+        value_name = "COMMAND",
+        required_unless_present_any = ["url", "target"]
+    )]
     command: Vec<String>,
     /// Print the result as JSON.
     #[arg(long)]
@@ -297,7 +304,13 @@ fn pairs(
 pub(crate) fn add(context: &Context, args: AddArgs) -> Result<u8, Failure> {
     check_name(&args.name).map_err(Failure::usage)?;
     let target = context.target(args.scope.unwrap_or(ScopeArg::Local));
-    let transport = match &args.url {
+    let url = args.url.as_ref().or(args.target.as_ref());
+    if url.is_none() && (!args.headers.is_empty() || args.transport.is_some()) {
+        return Err(Failure::usage(anyhow!(
+            "--header and --transport are for a remote server: give its URL (`add NAME URL`)"
+        )));
+    }
+    let transport = match url {
         Some(url) => {
             let headers = pairs(&args.headers, ':', "--header").map_err(Failure::usage)?;
             let websocket = matches!(args.transport, Some(AddTransport::Ws))
@@ -334,7 +347,7 @@ pub(crate) fn add(context: &Context, args: AddArgs) -> Result<u8, Failure> {
             }
         }
     };
-    if args.url.is_some() && !args.env.is_empty() {
+    if url.is_some() && !args.env.is_empty() {
         return Err(Failure::usage(anyhow!(
             "--env is for a local server's process; a remote server takes --header"
         )));
@@ -776,14 +789,18 @@ pub(crate) fn not_configured(name: &str, loaded: &LoadedConfig) -> Failure {
         ));
     }
     let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
-    Failure::usage(anyhow!(
+    let failure = Failure::usage(anyhow!(
         "no server named `{name}` is configured ({}); `switchboard list` shows them",
         if names.is_empty() {
             "none is".to_owned()
         } else {
             format!("configured: {}", names.join(", "))
         }
-    ))
+    ));
+    match crate::suggest::closest(name, names.iter().copied()) {
+        Some(near) => failure.with_hint(format!("did you mean `{near}`?")),
+        None => failure,
+    }
 }
 
 pub(crate) fn remove(

@@ -906,7 +906,12 @@ pub(crate) async fn tools(
     max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
-    let Opened { hub, ready, .. } = open_all(
+    let Opened {
+        hub,
+        ready,
+        asked,
+        failed,
+    } = open_all(
         context,
         only,
         "tools",
@@ -925,7 +930,11 @@ pub(crate) async fn tools(
             .collect();
         hub.shutdown().await;
         model.print(provider, tools);
-        return Ok(0);
+        return Ok(if asked > 0 && failed >= asked {
+            exit::UNREACHABLE
+        } else {
+            0
+        });
     }
     let tools: Vec<Value> = hub
         .tools()
@@ -945,7 +954,13 @@ pub(crate) async fn tools(
     } else {
         output::print_tools(&tools);
     }
-    Ok(0)
+    // Every server asked failed (`--server broken`): its reason is on
+    // stderr already; the listing is not a success.
+    Ok(if asked > 0 && failed >= asked {
+        exit::UNREACHABLE
+    } else {
+        0
+    })
 }
 
 /// How long `tools` and `call` give each server to start.

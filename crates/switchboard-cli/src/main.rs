@@ -9,6 +9,7 @@ mod args;
 mod ask;
 mod configure;
 mod demo;
+mod doctor;
 mod hub;
 mod lifecycle;
 mod login;
@@ -18,6 +19,7 @@ mod output;
 mod sampling;
 mod sanitize;
 mod session;
+mod suggest;
 mod ui;
 
 use std::future::Future;
@@ -39,6 +41,104 @@ use switchboard::types::{CallToolRequestParams, LoggingLevel};
 use switchboard::{Client, EraMode, RequestOptions, Roots, TaskOptions};
 
 use crate::ui::Ui;
+
+/// A remote server's URL: http(s) or ws(s), with its scheme written out.
+pub(crate) fn server_url(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    match text.split_once("://") {
+        Some((scheme, rest)) if !rest.is_empty() => {
+            if ["http", "https", "ws", "wss"].contains(&scheme.to_ascii_lowercase().as_str()) {
+                Ok(text.to_owned())
+            } else {
+                Err(format!(
+                    "`{scheme}://` is not a scheme an MCP server is reached by: use https:// \
+                     (or http:// on loopback, ws:// or wss://)"
+                ))
+            }
+        }
+        _ => Err(format!(
+            "`{text}` has no scheme: did you mean https://{}?",
+            text.trim_start_matches(':').trim_start_matches('/')
+        )),
+    }
+}
+
+/// The subcommands that take a server command after `--`.
+const TAKE_A_COMMAND: [&str; 9] = [
+    "info",
+    "tools",
+    "resources",
+    "prompts",
+    "call",
+    "read",
+    "prompt",
+    "complete",
+    "add",
+];
+
+/// When a parse error comes from a server command typed without the `--`
+/// before it (`switchboard tools npx -y server`), the command line with
+/// it, as a hint.
+fn forgotten_dashes(error: &clap::Error, argv: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(error.kind(), ErrorKind::UnknownArgument) || argv.iter().any(|a| a == "--") {
+        return None;
+    }
+    let subcommand = argv
+        .iter()
+        .skip(1)
+        .position(|a| TAKE_A_COMMAND.contains(&a.as_str()))?
+        + 1;
+    let Some(ContextValue::String(invalid)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    // Where the server command starts: the first word past the
+    // subcommand's own positionals (`call TOOL`, `add NAME`, `complete
+    // PROMPT ARG=`), flags aside; else the word clap could not place.
+    let own = match argv[subcommand].as_str() {
+        "call" | "read" | "prompt" | "add" => 1,
+        "complete" => 2,
+        _ => 0,
+    };
+    let words: Vec<usize> = (subcommand + 1..argv.len())
+        .filter(|&i| !argv[i].starts_with('-'))
+        .collect();
+    let start = match words.get(own) {
+        Some(&i) => i,
+        None => {
+            argv.iter()
+                .skip(subcommand + 1)
+                .position(|a| a == invalid)?
+                + subcommand
+                + 1
+        }
+    };
+    // `add NAME CMD …` keeps the name before the `--`; `call TOOL CMD …`
+    // its tool.
+    let mut fixed: Vec<String> = vec!["switchboard".to_owned()];
+    fixed.extend(argv[1..start].iter().cloned());
+    fixed.push("--".to_owned());
+    fixed.extend(argv[start..].iter().cloned());
+    let command = argv[start..].join(" ");
+    Some(format!(
+        "hint: if `{}` is the server's command, put `--` before it:\n  {}",
+        sanitize::line(&command),
+        sanitize::line(&fixed.join(" "))
+    ))
+}
+
+/// `add NAME URL`'s URL: as [`server_url`], but a word that is no host
+/// (`npx`) is a command whose `--` was forgotten.
+pub(crate) fn add_url(text: &str) -> Result<String, String> {
+    let host_like = text.contains('.') || text.contains(':') || text.contains('/');
+    if !text.contains("://") && !host_like {
+        return Err(format!(
+            "`{text}` is not a URL: to add a local server, put its command after `--`: \
+             switchboard add NAME -- {text} …"
+        ));
+    }
+    server_url(text)
+}
 
 /// `90s`, `30m`, `8h`, `1d`, or plain seconds.
 fn parse_idle(text: &str) -> Result<Duration, String> {
@@ -142,7 +242,7 @@ struct ServerArgs {
     #[arg(long)]
     server_logs: bool,
     /// A remote server's URL, instead of a command.
-    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    #[arg(long, value_name = "URL", conflicts_with = "command", value_parser = server_url)]
     url: Option<String>,
     /// A header for every HTTP request, 'Name: value' (repeatable).
     #[arg(
@@ -619,6 +719,28 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
     },
+    /// Check every config file without starting anything: what is wrong
+    /// in them (file:line:col), each server's trust state, `${VAR}`
+    /// references to unset variables, commands not on PATH; with --check,
+    /// then start each server as `list` does. Exits 1 when something is
+    /// wrong, for CI.
+    ///
+    /// Examples:
+    ///   switchboard doctor
+    ///   switchboard doctor --check        # and start every server
+    ///   switchboard doctor --json | jq '.findings[] | select(.severity == "error")'
+    #[command(verbatim_doc_comment)]
+    Doctor {
+        /// Then start each server and report its state.
+        #[arg(long)]
+        check: bool,
+        /// How long --check gives the servers to start, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        timeout: f64,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start the background session: the configured servers stay
     /// connected behind a Unix socket of your own (0600), so `call` and
     /// `tools` answer in milliseconds instead of starting servers each time.
@@ -706,6 +828,9 @@ fn main() -> ExitCode {
         Err(error) => {
             let code = if error.use_stderr() { exit::USAGE } else { 0 };
             let _ = error.print();
+            if let Some(fix) = forgotten_dashes(&error, &argv) {
+                eprintln!("\n{fix}");
+            }
             return ExitCode::from(code);
         }
     };
@@ -743,7 +868,7 @@ fn main() -> ExitCode {
         Command::Approve(names) | Command::Untrust(names) => names.json,
         Command::Add(args) => args.json,
         Command::Remove(args) | Command::Enable(args) | Command::Disable(args) => args.json,
-        Command::Up { json, .. } | Command::Down { json } => *json,
+        Command::Up { json, .. } | Command::Down { json } | Command::Doctor { json, .. } => *json,
         Command::TestServer { .. }
         | Command::Serve { .. }
         | Command::Session { .. }
@@ -828,6 +953,12 @@ struct Failure {
 }
 
 impl Failure {
+    /// The same failure, with a line that says what to do.
+    fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
     fn usage(error: anyhow::Error) -> Self {
         Self {
             code: exit::USAGE,
@@ -1024,6 +1155,16 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             hub::serve(&context, creds, settings, servers).await
         }
         Command::Up { idle, json } => session::up(idle, json, cli.config.as_deref()).await,
+        Command::Doctor {
+            check,
+            timeout,
+            json,
+        } => {
+            let timeout = seconds("--timeout", timeout)?;
+            let context = configure::Context::new(cli.config)?;
+            let list = hub::list(&context, json, timeout, creds, servers);
+            doctor::doctor(&context, check, json, list).await
+        }
         Command::Down { json } => session::down(json).await,
         Command::Session { idle } => {
             let context = configure::Context::new(cli.config)?;

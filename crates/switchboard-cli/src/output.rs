@@ -60,12 +60,31 @@ pub(crate) fn info_json(client: &Client, connect_time: Duration) -> Value {
     })
 }
 
+/// The width tables get on a terminal that reports none (0 columns, as
+/// some CI terminals and serial consoles do).
+const DEFAULT_WIDTH: u16 = 100;
+
+/// A table for stdout: box drawing fitted to the width on a terminal;
+/// plain text in aligned columns when stdout is a pipe or a file, so that
+/// `grep`, `awk` and `cut` read it.
 pub(crate) fn table(header: &[&str]) -> Table {
+    use std::io::IsTerminal as _;
     let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header.iter().copied());
+    if std::io::stdout().is_terminal() {
+        let width = match crossterm::terminal::size() {
+            Ok((columns, _)) if columns > 0 => columns,
+            _ => DEFAULT_WIDTH,
+        };
+        table
+            .load_preset(UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(width);
+    } else {
+        table
+            .load_preset(comfy_table::presets::NOTHING)
+            .set_content_arrangement(ContentArrangement::Disabled);
+    }
+    table.set_header(header.iter().copied());
     table
 }
 

@@ -58,6 +58,77 @@ fn split_target<'a>(
     )))
 }
 
+/// What `call` was given as the server and tool it names: `SERVER/TOOL`,
+/// `SERVER__TOOL` or a hub-wide name `tools` showed, the same with the
+/// `mcp__` prefix Claude Code and `tools --for anthropic` write, or a bare
+/// tool name that exactly one configured server has (as the state file
+/// recorded the tools). Otherwise an error that suggests the closest name.
+fn resolve_tool(target: &str, loaded: &LoadedConfig) -> Result<(String, String), Failure> {
+    let resolve = |target: &str| -> Result<(String, String), Failure> {
+        match hub_wide(target, loaded) {
+            Some(found) => Ok(found),
+            None => split_target(target, loaded, "tool")
+                .map(|(server, tool)| (server.to_owned(), tool.to_owned())),
+        }
+    };
+    let first = match resolve(target) {
+        Ok(found) => return Ok(found),
+        Err(failure) => failure,
+    };
+    if let Some(rest) = target.strip_prefix("mcp__")
+        && let Ok(found) = resolve(rest)
+    {
+        return Ok(found);
+    }
+    if target.contains('/') || target.contains("__") {
+        return Err(with_suggestion(first, target, loaded));
+    }
+    // A bare tool name: the one configured server that has it.
+    let known = known_tools(loaded);
+    let owners: Vec<&(String, String)> = known.iter().filter(|(_, tool)| tool == target).collect();
+    match owners.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(with_suggestion(first, target, loaded)),
+        several => Err(Failure::usage(anyhow!(
+            "`{target}` is a tool of several servers; name one: {}",
+            several
+                .iter()
+                .map(|(server, tool)| format!("`{server}/{tool}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// The configured servers' tools as (server, tool), as the hub's state
+/// file recorded them (nothing is started).
+fn known_tools(loaded: &LoadedConfig) -> Vec<(String, String)> {
+    let Ok(hub) = Hub::builder()
+        .servers(loaded.servers.iter().cloned())
+        .build()
+    else {
+        return Vec::new();
+    };
+    hub.tools()
+        .into_iter()
+        .map(|t| (t.server, t.tool.name))
+        .collect()
+}
+
+/// `failure`, with "did you mean" the closest known tool or server name.
+fn with_suggestion(failure: Failure, target: &str, loaded: &LoadedConfig) -> Failure {
+    let known = known_tools(loaded);
+    let mut names: Vec<String> = known
+        .iter()
+        .flat_map(|(server, tool)| [format!("{server}/{tool}"), format!("{server}__{tool}")])
+        .collect();
+    names.extend(known.iter().map(|(_, tool)| tool.clone()));
+    match crate::suggest::closest(target, names.iter().map(String::as_str)) {
+        Some(near) => failure.with_hint(format!("did you mean `{near}`?")),
+        None => failure,
+    }
+}
+
 /// A hub-wide tool name (`server__tool`, or `server__tool_HASH` for a tool
 /// whose `server__tool` another took: `HubTool::renamed_from`) as its
 /// server and tool, as `tools` named it: looked up in the tools the hub's
@@ -191,13 +262,7 @@ pub(crate) async fn call(
     servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
-    let (server, tool) = match hub_wide(target, &loaded) {
-        Some(found) => found,
-        None => {
-            let (server, tool) = split_target(target, &loaded, "tool")?;
-            (server.to_owned(), tool.to_owned())
-        }
-    };
+    let (server, tool) = resolve_tool(target, &loaded)?;
     // The background session (`switchboard up`) has the server connected
     // already: the call goes through it. Names with `__` are left to a
     // hub of our own, where they cannot be mistaken for another pair's.
@@ -249,8 +314,29 @@ pub(crate) async fn call(
     )
     .await;
     let elapsed = started.elapsed();
+    // The server's tools, for "did you mean" when it has no such tool.
+    let listed: Vec<String> = hub
+        .tools()
+        .into_iter()
+        .filter(|t| t.server == server)
+        .map(|t| t.tool.name)
+        .collect();
     close(&hub, &server, answer.server_logs).await;
-    let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
+    let result = result.map_err(|e| {
+        let failure = hub_failure(e, Some(&config), credentials);
+        if listed.is_empty() || listed.contains(&tool) {
+            return failure;
+        }
+        match crate::suggest::closest(&tool, listed.iter().map(String::as_str)) {
+            Some(near) => failure.with_hint(format!(
+                "`{server}` has no tool `{tool}`; did you mean `{server}/{near}`?"
+            )),
+            None => failure.with_hint(format!(
+                "`{server}` has no tool `{tool}`; its tools: {}",
+                listed.join(", ")
+            )),
+        }
+    })?;
     Ok(print_call(&result, json, elapsed))
 }
 

@@ -1,0 +1,221 @@
+//! Errors that say what to do, names found the way people type them, and
+//! plain output when piped.
+
+#[allow(dead_code)] // the HTTP test server is not used here
+mod support;
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use support::{BIN, isolated};
+
+/// A HOME whose user config has `t` (the bundled test server) and
+/// `broken` (a server that exits at once, saying `boom`).
+struct Sandbox {
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new(name: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("switchboard-errors-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("work/.git")).unwrap();
+        let config = root.join("home/.config/switchboard/config.toml");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[servers.t]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n\n\
+                 [servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo boom >&2; exit 3\"]\n"
+            ),
+        )
+        .unwrap();
+        Self { root }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        isolated(
+            &self.root.join("work"),
+            &self.root.join("home"),
+            &self.root.join("credentials.json"),
+        )
+        .args(args)
+        .output()
+        .expect("switchboard runs")
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_server_command_without_its_dashes_gets_the_fixed_command_line() {
+    let sandbox = Sandbox::new("dashes");
+    for (args, fixed) in [
+        (
+            &["tools", "npx", "-y", "some-server"][..],
+            "switchboard tools -- npx -y some-server",
+        ),
+        (
+            &["add", "x", "npx", "-y", "@scope/server"][..],
+            "switchboard add x -- npx -y @scope/server",
+        ),
+        (
+            &["call", "echo", "uvx", "--from", "pkg", "srv"][..],
+            "switchboard call echo -- uvx --from pkg srv",
+        ),
+    ] {
+        let output = sandbox.run(args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("put `--` before it") && stderr(&output).contains(fixed),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    // `add NAME WORD`: a word that is no URL is a command missing its `--`.
+    let output = sandbox.run(&["add", "x", "npx"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("switchboard add NAME -- npx"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_url_without_a_scheme_is_a_usage_error_that_suggests_https() {
+    let sandbox = Sandbox::new("scheme");
+    for args in [
+        &["tools", "--url", "mcp.example.com/mcp"][..],
+        &["add", "docs", "mcp.example.com/mcp"][..],
+    ] {
+        let output = sandbox.run(args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("did you mean https://mcp.example.com/mcp"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn add_takes_a_url_after_the_name_as_claude_code_does() {
+    let sandbox = Sandbox::new("add");
+    let output = sandbox.run(&["add", "docs", "https://mcp.example.com/mcp"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = sandbox.run(&["add", "-t", "http", "api", "https://api.example.com/mcp"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for (name, url) in [
+        ("docs", "https://mcp.example.com/mcp"),
+        ("api", "https://api.example.com/mcp"),
+    ] {
+        let got = sandbox.run(&["get", name, "--json"]);
+        assert!(got.status.success(), "{}", stderr(&got));
+        assert!(stdout(&got).contains(url), "{}", stdout(&got));
+    }
+    let got = sandbox.run(&["get", "api", "--json"]);
+    assert!(stdout(&got).contains("streamable"), "{}", stdout(&got));
+}
+
+#[test]
+fn unknown_names_get_did_you_mean_and_known_ones_are_found_as_typed() {
+    let sandbox = Sandbox::new("names");
+    // A tool the server does not have: the closest one it does.
+    let output = sandbox.run(&["call", "t/ech", "{}"]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        stderr(&output).contains("did you mean `t/echo`?"),
+        "{}",
+        stderr(&output)
+    );
+    // A server that is not configured: the closest one that is.
+    let output = sandbox.run(&["call", "tt/echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("did you mean `t`?"),
+        "{}",
+        stderr(&output)
+    );
+    // Once `tools` has listed them: a tool name that one server has works
+    // alone, and the `mcp__server__tool` names of `tools --for anthropic`
+    // (and Claude Code) work too.
+    let listed = sandbox.run(&["tools", "--server", "t"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    for name in ["echo", "mcp__t__echo", "t__echo", "t/echo"] {
+        let output = sandbox.run(&["call", name, r#"{"text":"found"}"#]);
+        assert!(output.status.success(), "{name}: {}", stderr(&output));
+        assert!(
+            stdout(&output).contains("found"),
+            "{name}: {}",
+            stdout(&output)
+        );
+    }
+    let output = sandbox.run(&["call", "ecoh", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("did you mean `echo`?"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn tools_of_a_broken_server_exit_non_zero_with_its_reason() {
+    let sandbox = Sandbox::new("broken");
+    let output = sandbox.run(&["tools", "--server", "broken"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("exit code 3") && stderr(&output).contains("broken"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn tables_are_plain_aligned_text_when_piped() {
+    let sandbox = Sandbox::new("plain");
+    for args in [&["tools", "--server", "t"][..], &["list"][..]] {
+        let output = sandbox.run(args);
+        let text = stdout(&output);
+        assert!(
+            !text.contains(['│', '┌', '└', '═', '┆']),
+            "{args:?} drew boxes into a pipe:\n{text}"
+        );
+        // Aligned: every row's second column starts where the header's does.
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(lines.len() >= 2, "{args:?}:\n{text}");
+    }
+    let tools = stdout(&sandbox.run(&["tools", "--server", "t"]));
+    let header = tools.lines().next().unwrap();
+    let column = header.find("description").expect("a description column");
+    let echo = tools.lines().find(|l| l.contains("t__echo")).unwrap();
+    assert_eq!(
+        echo.find("Echoes"),
+        Some(column),
+        "not aligned:\n{header}\n{echo}"
+    );
+}
