@@ -553,6 +553,66 @@ fn open_url(
     }
 }
 
+/// Asks for the arguments a tool's `input_schema` wants and `given` lacks,
+/// field by field with the forms elicitation uses (defaults, enums,
+/// required fields marked): every field when nothing was given, else the
+/// required ones still missing. A schema richer than the flat form a
+/// prompt can ask (nested objects, arrays of objects) has its missing
+/// required fields asked as JSON. `Ok(false)`: the user dismissed it.
+pub(crate) fn ask_arguments(
+    input_schema: &Value,
+    given: &mut Map<String, Value>,
+) -> Result<bool, String> {
+    let ask_all = given.is_empty();
+    let required: Vec<String> = input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(schema) = serde_json::from_value::<switchboard::types::elicitation::ElicitationSchema>(
+        input_schema.clone(),
+    ) {
+        for (name, field) in &schema.properties {
+            let needed = required.contains(name);
+            if given.contains_key(name) || !(ask_all || needed) {
+                continue;
+            }
+            let default = input_schema.pointer(&format!("/properties/{name}/default"));
+            match ask_field(name, field, needed, default) {
+                Ok(Some(value)) => {
+                    given.insert(name.clone(), value);
+                }
+                Ok(None) => {}
+                Err(error) if dismissed(&error) => return Ok(false),
+                Err(error) => return Err(error.to_string()),
+            }
+        }
+        return Ok(true);
+    }
+    let missing: Vec<&String> = required
+        .iter()
+        .filter(|n| !given.contains_key(*n))
+        .collect();
+    for name in missing {
+        let message = format!("{name} * (JSON)");
+        match Text::new(&message).prompt() {
+            Ok(text) => {
+                let value =
+                    serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+                given.insert(name.clone(), value);
+            }
+            Err(error) if dismissed(&error) => return Ok(false),
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use switchboard::url_display::url_display;

@@ -407,6 +407,19 @@ async fn open_all(
     Ok(opened)
 }
 
+/// `shell [NAME]`: one configured server, or all, started once; then the
+/// prompt.
+pub(crate) async fn shell(
+    context: &Context,
+    only: Option<&str>,
+    credentials: Option<&Path>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let Opened { hub, .. } =
+        open_all(context, only, "tools", false, credentials, None, servers).await?;
+    crate::shell::run(hub).await
+}
+
 /// The hub of `runnable`, closed when the command ends.
 fn hub_of(
     runnable: Vec<ServerConfig>,

@@ -19,6 +19,7 @@ mod output;
 mod sampling;
 mod sanitize;
 mod session;
+mod shell;
 mod suggest;
 mod ui;
 
@@ -719,6 +720,23 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
     },
+    /// An interactive shell on the configured servers (or one): connect
+    /// once, then `tools`, `call TOOL` (missing arguments are asked for,
+    /// field by field), `read`, `prompt`, `servers`; history, Tab
+    /// completion of commands and names, the servers' log lines and a
+    /// call's progress printed as they arrive.
+    ///
+    /// Examples:
+    ///   switchboard shell
+    ///   switchboard shell everything
+    ///   switchboard> call everything__echo message=hi
+    ///   switchboard> call everything/get-sum        # asks for a and b
+    #[command(verbatim_doc_comment)]
+    Shell {
+        /// Only this configured server.
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+    },
     /// Check every config file without starting anything: what is wrong
     /// in them (file:line:col), each server's trust state, `${VAR}`
     /// references to unset variables, commands not on PATH; with --check,
@@ -872,6 +890,7 @@ fn main() -> ExitCode {
         Command::TestServer { .. }
         | Command::Serve { .. }
         | Command::Session { .. }
+        | Command::Shell { .. }
         | Command::Audit { .. } => false,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -1155,6 +1174,10 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             hub::serve(&context, creds, settings, servers).await
         }
         Command::Up { idle, json } => session::up(idle, json, cli.config.as_deref()).await,
+        Command::Shell { name } => {
+            let context = configure::Context::new(cli.config)?;
+            hub::shell(&context, name.as_deref(), creds, servers).await
+        }
         Command::Doctor {
             check,
             timeout,

@@ -1,0 +1,368 @@
+//! `switchboard shell [NAME…]`: connect once, then work with the servers
+//! from a prompt — `tools`, `call` (arguments as `k=v`, JSON, or asked
+//! field by field from the tool's input schema), `read`, `prompt`,
+//! `servers`; history, tab completion of commands, tool and server names;
+//! what servers say (log lines, list changes) printed as it arrives, a
+//! call's progress as it runs.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{Editor, Helper};
+use serde_json::{Map, Value};
+use switchboard::{Event, RequestOptions};
+use switchboard_hub::{Hub, HubEvent};
+
+use crate::{Failure, output, sanitize};
+
+const COMMANDS: [&str; 8] = [
+    "call", "exit", "help", "prompt", "read", "servers", "tools", "quit",
+];
+
+const HELP: &str = "\
+commands:
+  tools [SERVER]              the tools (of one server)
+  call TOOL [JSON | k=v …]    call a tool (SERVER__TOOL or SERVER/TOOL); missing
+                              arguments are asked for, field by field
+  read SERVER URI             read a resource
+  prompt SERVER/NAME [k=v …]  get a prompt
+  servers                     each server and its state
+  help, exit                  (Tab completes commands and names; Ctrl-D leaves)";
+
+/// What Tab completes from: the names as of the last prompt.
+#[derive(Default)]
+struct Names {
+    tools: Vec<String>,
+    servers: Vec<String>,
+}
+
+struct ShellHelper {
+    names: Arc<Mutex<Names>>,
+}
+
+impl Completer for ShellHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let before = &line[..pos];
+        let start = before.rfind(' ').map_or(0, |i| i + 1);
+        let word = &before[start..];
+        let words: Vec<&str> = before[..start].split_whitespace().collect();
+        let names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        let candidates: Vec<String> = match words.as_slice() {
+            [] => COMMANDS.iter().map(|c| (*c).to_owned()).collect(),
+            ["call"] => names.tools.clone(),
+            ["tools" | "read"] => names.servers.clone(),
+            ["prompt"] => names.servers.iter().map(|s| format!("{s}/")).collect(),
+            _ => Vec::new(),
+        };
+        let pairs = candidates
+            .into_iter()
+            .filter(|c| c.starts_with(word))
+            .map(|c| Pair {
+                display: c.clone(),
+                replacement: c,
+            })
+            .collect();
+        Ok((start, pairs))
+    }
+}
+
+impl Hinter for ShellHelper {
+    type Hint = String;
+}
+impl Highlighter for ShellHelper {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(&'s self, prompt: &'p str, _: bool) -> Cow<'b, str> {
+        Cow::Borrowed(prompt)
+    }
+}
+impl Validator for ShellHelper {}
+impl Helper for ShellHelper {}
+
+/// Where the shell keeps its history.
+fn history_file() -> Option<std::path::PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".local/state"))
+        })?;
+    let dir = state.join("switchboard");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("shell-history"))
+}
+
+/// The REPL over `hub`, already started.
+pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
+    let names = Arc::new(Mutex::new(Names::default()));
+    let mut editor: Editor<ShellHelper, DefaultHistory> = Editor::new()
+        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot start the line editor: {e}")))?;
+    editor.set_helper(Some(ShellHelper {
+        names: names.clone(),
+    }));
+    let history = history_file();
+    if let Some(file) = &history {
+        let _ = editor.load_history(file);
+    }
+    // What the servers say: printed at once while a command runs; while a
+    // line is being typed, held and printed before the next prompt (a line
+    // printed under the editor would garble what is typed).
+    let reading = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut events = hub.events();
+    let (flag, queue) = (reading.clone(), held.clone());
+    let printing = tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            let line = match event {
+                HubEvent::Server {
+                    server,
+                    event: Event::Log(log),
+                } => {
+                    let data = match &log.data {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    format!("[{server}] {}: {data}", log.level)
+                }
+                HubEvent::ToolsChanged { server, count, .. } => {
+                    format!("[{server}] the tool list changed: {count} tools")
+                }
+                HubEvent::StateChanged { server, state } => {
+                    format!("[{server}] {}", state.name())
+                }
+                _ => continue,
+            };
+            let line = sanitize::term(&line).into_owned();
+            let mut queue = queue.lock().unwrap_or_else(|e| e.into_inner());
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                queue.push(line);
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    });
+    println!(
+        "switchboard shell: {} tools. `help` lists the commands; Tab completes.",
+        hub.tools().len()
+    );
+    loop {
+        {
+            let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
+            names.tools = hub.tools().into_iter().map(|t| t.name).collect();
+            names.servers = hub.list().into_iter().map(|s| s.name).collect();
+        }
+        {
+            let mut queue = held.lock().unwrap_or_else(|e| e.into_inner());
+            for line in queue.drain(..) {
+                eprintln!("{line}");
+            }
+            reading.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let (back, line) = tokio::task::spawn_blocking(move || {
+            let line = editor.readline("switchboard> ");
+            (editor, line)
+        })
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("the line editor failed: {e}")))?;
+        reading.store(false, std::sync::atomic::Ordering::SeqCst);
+        editor = back;
+        let line = match line {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(error) => {
+                eprintln!("error: {error}");
+                break;
+            }
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(line);
+        let (command, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let rest = rest.trim();
+        match command {
+            "exit" | "quit" => break,
+            "help" | "?" => println!("{HELP}"),
+            "servers" => {
+                for status in hub.list() {
+                    println!("{}  {}", status.name, status.state.name());
+                }
+            }
+            "tools" => {
+                let tools: Vec<Value> = hub
+                    .tools()
+                    .into_iter()
+                    .filter(|t| rest.is_empty() || t.server == rest)
+                    .map(|t| {
+                        let mut value = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
+                        value["name"] = Value::String(t.name);
+                        value
+                    })
+                    .collect();
+                output::print_tools(&tools);
+            }
+            "call" => call(&hub, rest).await,
+            "read" => match rest.split_once(' ') {
+                Some((server, uri)) => match hub.read_resource(server, uri.trim()).await {
+                    Ok(result) => output::print_read_result(&result),
+                    Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
+                },
+                None => eprintln!("usage: read SERVER URI"),
+            },
+            "prompt" => prompt(&hub, rest).await,
+            other => {
+                let near = crate::suggest::closest(other, COMMANDS.into_iter());
+                match near {
+                    Some(near) => eprintln!("unknown command `{other}`; did you mean `{near}`?"),
+                    None => eprintln!("unknown command `{other}`; `help` lists them"),
+                }
+            }
+        }
+    }
+    if let Some(file) = &history {
+        let _ = editor.save_history(file);
+    }
+    printing.abort();
+    Ok(0)
+}
+
+/// `k=v …` (values as JSON when they parse) or one JSON object.
+fn arguments(text: &str) -> Result<Map<String, Value>, String> {
+    if text.starts_with('{') {
+        return match serde_json::from_str(text) {
+            Ok(Value::Object(map)) => Ok(map),
+            _ => Err("the arguments are not one JSON object".to_owned()),
+        };
+    }
+    let mut map = Map::new();
+    for pair in text.split_whitespace() {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{pair}` is not KEY=VALUE"))?;
+        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+        map.insert(key.to_owned(), value);
+    }
+    Ok(map)
+}
+
+async fn call(hub: &Hub, rest: &str) {
+    let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+    if name.is_empty() {
+        eprintln!("usage: call TOOL [JSON | k=v …]");
+        return;
+    }
+    let tools = hub.tools();
+    let found = tools.iter().find(|t| {
+        t.name == name
+            || name
+                .split_once('/')
+                .is_some_and(|(server, tool)| t.server == server && t.tool.name == tool)
+    });
+    let Some(tool) = found else {
+        let names = tools.iter().map(|t| t.name.as_str());
+        match crate::suggest::closest(name, names) {
+            Some(near) => eprintln!("no tool `{name}`; did you mean `{near}`?"),
+            None => eprintln!("no tool `{name}`; `tools` lists them"),
+        }
+        return;
+    };
+    let mut arguments = match arguments(args.trim()) {
+        Ok(arguments) => arguments,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return;
+        }
+    };
+    let schema: Value = tool.tool.input_schema.parse().unwrap_or(Value::Null);
+    let has_fields = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    if has_fields {
+        let schema2 = schema.clone();
+        let given = std::mem::take(&mut arguments);
+        let asked = tokio::task::spawn_blocking(move || {
+            let mut given = given;
+            crate::ask::ask_arguments(&schema2, &mut given).map(|done| (done, given))
+        })
+        .await;
+        match asked {
+            Ok(Ok((true, given))) => arguments = given,
+            Ok(Ok((false, _))) => {
+                eprintln!("(not called)");
+                return;
+            }
+            Ok(Err(why)) => {
+                eprintln!("error: {why}");
+                return;
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                return;
+            }
+        }
+    }
+    let started = Instant::now();
+    let server = tool.server.clone();
+    let options = RequestOptions::default().on_progress(move |p| {
+        let mut line = format!(
+            "[{server}] progress {}{}",
+            p.progress,
+            p.total.map(|t| format!("/{t}")).unwrap_or_default()
+        );
+        if let Some(message) = &p.message {
+            line.push(' ');
+            line.push_str(message);
+        }
+        eprintln!("{}", sanitize::term(&line));
+    });
+    match hub
+        .call_tool_with(&tool.name, Some(arguments), options)
+        .await
+    {
+        Ok(result) => output::print_call_result(&result, started.elapsed()),
+        Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
+    }
+}
+
+async fn prompt(hub: &Hub, rest: &str) {
+    let (target, args) = rest.split_once(' ').unwrap_or((rest, ""));
+    let Some((server, name)) = target.split_once('/') else {
+        eprintln!("usage: prompt SERVER/NAME [k=v …]");
+        return;
+    };
+    let arguments = match arguments(args.trim()) {
+        Ok(map) => map
+            .into_iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                (k, text)
+            })
+            .collect(),
+        Err(why) => {
+            eprintln!("error: {why}");
+            return;
+        }
+    };
+    match hub.get_prompt(server, name, Some(arguments)).await {
+        Ok(result) => output::print_prompt_result(&result),
+        Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
+    }
+}
