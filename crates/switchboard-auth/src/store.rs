@@ -321,6 +321,12 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The store cannot be read, or what it holds is corrupt.
     fn load(&self, key: &CredentialKey) -> Result<Option<StoredCredentials>, StoreError>;
 
+    /// Where the credentials are kept, for a person to read ("the file
+    /// …", "the OS keyring"); never a secret.
+    fn describe(&self) -> String {
+        "a credential store of the application's own".to_owned()
+    }
+
     /// Stores `credentials` under `key`, replacing what was there (an
     /// [`update`](Self::update) by default).
     ///
@@ -517,6 +523,10 @@ struct VersionOnly {
 }
 
 impl CredentialStore for FileStore {
+    fn describe(&self) -> String {
+        format!("the file {}", self.path().display())
+    }
+
     fn load(&self, key: &CredentialKey) -> Result<Option<StoredCredentials>, StoreError> {
         // Renames are atomic, so a reader without the lock still sees a
         // whole file.
@@ -789,6 +799,10 @@ impl KeyringStore {
 }
 
 impl CredentialStore for KeyringStore {
+    fn describe(&self) -> String {
+        "the OS keyring".to_owned()
+    }
+
     fn load(&self, key: &CredentialKey) -> Result<Option<StoredCredentials>, StoreError> {
         Self::read(&Self::entry(key)?, key)
     }

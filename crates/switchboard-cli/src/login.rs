@@ -97,7 +97,7 @@ impl Credentials {
             .context("no configuration directory for the index of logins")?;
         Ok(Self {
             index: index_path(&default),
-            described: format!("the default store, {store:?}"),
+            described: format!("the default store, {}", store.describe()),
             store,
         })
     }

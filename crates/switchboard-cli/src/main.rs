@@ -64,6 +64,151 @@ pub(crate) fn server_url(text: &str) -> Result<String, String> {
     }
 }
 
+/// Each subcommand's examples, shown at the end of its `--help` (and in
+/// the manual). A test checks that every subcommand has some.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "demo",
+        "switchboard demo\nswitchboard demo --json | jq '.servers[].era'",
+    ),
+    (
+        "info",
+        "switchboard info -- npx -y @modelcontextprotocol/server-everything\nswitchboard info --url https://mcp.example.com/mcp\nswitchboard info github            # a configured server, with its state",
+    ),
+    (
+        "complete",
+        "switchboard complete everything/complex-prompt temperature=0\nswitchboard complete --resource 'file:///{path}' path=src/ -- my-server",
+    ),
+    (
+        "tools",
+        "switchboard tools                          # every configured server's\nswitchboard tools --server github --json\nswitchboard tools --for anthropic > tools.json\nswitchboard tools -- uvx mcp-server-time",
+    ),
+    (
+        "resources",
+        "switchboard resources\nswitchboard resources --server docs --json",
+    ),
+    (
+        "prompts",
+        "switchboard prompts\nswitchboard prompts --server everything",
+    ),
+    (
+        "call",
+        "switchboard call everything/echo '{\"message\": \"hi\"}'\nswitchboard call everything__get-sum --arg a=1 --arg b=2\nswitchboard call echo '{\"message\": \"hi\"}'     # the one server that has it\nswitchboard call get_current_time '{\"timezone\": \"UTC\"}' -- uvx mcp-server-time",
+    ),
+    (
+        "read",
+        "switchboard read 'file:///README.md' --server docs\nswitchboard read demo://resource/static/document/architecture.md -- npx -y @modelcontextprotocol/server-everything",
+    ),
+    (
+        "prompt",
+        "switchboard prompt everything/simple-prompt\nswitchboard prompt review --server github --arg pr=42",
+    ),
+    (
+        "login",
+        "switchboard login notion                   # a configured server\nswitchboard login https://mcp.example.com/mcp",
+    ),
+    ("logout", "switchboard logout notion"),
+    (
+        "auth",
+        "switchboard auth status\nswitchboard auth status --json",
+    ),
+    (
+        "auth status",
+        "switchboard auth status --json | jq '.[].server'",
+    ),
+    (
+        "list",
+        "switchboard list\nswitchboard list --json --timeout 10",
+    ),
+    (
+        "add",
+        "switchboard add everything -- npx -y @modelcontextprotocol/server-everything\nswitchboard add docs https://mcp.example.com/mcp\nswitchboard add -t http -s user api https://api.example.com/mcp -H 'Authorization: Bearer ${API_TOKEN}'\nswitchboard add -e API_KEY='${API_KEY}' search -- uvx search-mcp",
+    ),
+    (
+        "add-json",
+        "switchboard add-json time '{\"command\": \"uvx\", \"args\": [\"mcp-server-time\"]}'\nswitchboard add-json -s user docs '{\"type\": \"http\", \"url\": \"https://mcp.example.com/mcp\"}'",
+    ),
+    (
+        "import",
+        "switchboard import --from claude-desktop\nswitchboard import --from cursor -s project",
+    ),
+    (
+        "remove",
+        "switchboard remove docs\nswitchboard remove docs -s user",
+    ),
+    ("enable", "switchboard enable github"),
+    ("disable", "switchboard disable github"),
+    (
+        "get",
+        "switchboard get github\nswitchboard get github --json",
+    ),
+    (
+        "approve",
+        "switchboard approve db                      # after reading what it runs\nswitchboard approve --all",
+    ),
+    ("trust", "switchboard trust\nswitchboard trust --all --json"),
+    (
+        "untrust",
+        "switchboard untrust db\nswitchboard untrust --all",
+    ),
+    (
+        "serve",
+        "switchboard serve                                   # for a host that starts it\nswitchboard serve --http 127.0.0.1:8080 --audit ~/switchboard-audit.jsonl\nclaude mcp add switchboard -- switchboard serve",
+    ),
+    (
+        "shell",
+        "switchboard shell\nswitchboard shell everything\n  switchboard> call everything__echo message=hi\n  switchboard> call everything/get-sum        # asks for a and b",
+    ),
+    (
+        "completions",
+        "switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\nswitchboard completions zsh > \"${fpath[1]}/_switchboard\"\nswitchboard completions fish > ~/.config/fish/completions/switchboard.fish",
+    ),
+    (
+        "man",
+        "switchboard man > ~/.local/share/man/man1/switchboard.1 && man switchboard",
+    ),
+    (
+        "doctor",
+        "switchboard doctor\nswitchboard doctor --check                  # and start every server\nswitchboard doctor --json | jq '.findings[] | select(.severity == \"error\")'",
+    ),
+    (
+        "up",
+        "switchboard up                              # stops after 30 idle minutes\nswitchboard up --idle 8h\nswitchboard call everything/echo '{\"message\": \"hi\"}'   # through the session",
+    ),
+    ("down", "switchboard down"),
+    (
+        "audit",
+        "switchboard audit verify ~/switchboard-audit.jsonl",
+    ),
+    (
+        "audit verify",
+        "switchboard audit verify audit.jsonl\nswitchboard audit verify audit.jsonl --after audit.jsonl.1",
+    ),
+];
+
+/// The command line with each subcommand's examples.
+fn cli_command() -> clap::Command {
+    use clap::CommandFactory as _;
+    let mut command = Cli::command();
+    for (path, examples) in EXAMPLES {
+        let text = format!(
+            "Examples:\n{}",
+            examples
+                .lines()
+                .map(|l| format!("  {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        command = match path.split_once(' ') {
+            Some((parent, child)) => {
+                command.mut_subcommand(parent, |c| c.mut_subcommand(child, |c| c.after_help(text)))
+            }
+            None => command.mut_subcommand(path, |c| c.after_help(text)),
+        };
+    }
+    command
+}
+
 /// The subcommands that take a server command after `--`.
 const TAKE_A_COMMAND: [&str; 9] = [
     "info",
@@ -725,29 +870,24 @@ enum Command {
     /// field by field), `read`, `prompt`, `servers`; history, Tab
     /// completion of commands and names, the servers' log lines and a
     /// call's progress printed as they arrive.
-    ///
-    /// Examples:
-    ///   switchboard shell
-    ///   switchboard shell everything
-    ///   switchboard> call everything__echo message=hi
-    ///   switchboard> call everything/get-sum        # asks for a and b
-    #[command(verbatim_doc_comment)]
     Shell {
         /// Only this configured server.
         #[arg(value_name = "NAME")]
         name: Option<String>,
     },
+    /// Print a completion script for your shell.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff).
+    Man,
     /// Check every config file without starting anything: what is wrong
     /// in them (file:line:col), each server's trust state, `${VAR}`
     /// references to unset variables, commands not on PATH; with --check,
     /// then start each server as `list` does. Exits 1 when something is
     /// wrong, for CI.
-    ///
-    /// Examples:
-    ///   switchboard doctor
-    ///   switchboard doctor --check        # and start every server
-    ///   switchboard doctor --json | jq '.findings[] | select(.severity == "error")'
-    #[command(verbatim_doc_comment)]
     Doctor {
         /// Then start each server and report its state.
         #[arg(long)]
@@ -765,13 +905,6 @@ enum Command {
     /// It stops after --idle with no client, or with `switchboard down`;
     /// config changes are picked up. Set SWITCHBOARD_NO_SESSION=1 to keep a
     /// command from using it.
-    ///
-    /// Examples:
-    ///   switchboard up                 # idle for 30 minutes before stopping
-    ///   switchboard up --idle 8h
-    ///   switchboard call everything/echo message=hi   # through the session
-    ///   switchboard down
-    #[command(verbatim_doc_comment)]
     Up {
         /// Stop after this long with no client (e.g. 90s, 30m, 8h).
         #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_idle)]
@@ -841,7 +974,10 @@ fn main() -> ExitCode {
         switchboard_testserver::run_stdio_main(argv[2..].to_vec());
     }
     lifecycle::quiet_print_failures();
-    let cli = match Cli::try_parse() {
+    let parsed = cli_command()
+        .try_get_matches()
+        .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             let code = if error.use_stderr() { exit::USAGE } else { 0 };
@@ -891,6 +1027,8 @@ fn main() -> ExitCode {
         | Command::Serve { .. }
         | Command::Session { .. }
         | Command::Shell { .. }
+        | Command::Completions { .. }
+        | Command::Man
         | Command::Audit { .. } => false,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -1174,6 +1312,22 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             hub::serve(&context, creds, settings, servers).await
         }
         Command::Up { idle, json } => session::up(idle, json, cli.config.as_deref()).await,
+        Command::Completions { shell } => {
+            // Written whole through print!, whose failure on a closed pipe
+            // ends the command quietly (exit 141), as every output does.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cli_command(), "switchboard", &mut script);
+            print!("{}", String::from_utf8_lossy(&script));
+            Ok(0)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cli_command())
+                .render(&mut page)
+                .map_err(|e| Failure::usage(anyhow::anyhow!("cannot render the manual: {e}")))?;
+            print!("{}", String::from_utf8_lossy(&page));
+            Ok(0)
+        }
         Command::Shell { name } => {
             let context = configure::Context::new(cli.config)?;
             hub::shell(&context, name.as_deref(), creds, servers).await

@@ -94,9 +94,10 @@ impl Ui {
         self.can_prompt
     }
 
-    /// ANSI styling only when a person reads stderr.
+    /// ANSI styling only when a person reads stderr, and never with
+    /// `NO_COLOR` set to anything (<https://no-color.org>).
     pub(crate) fn styled(&self) -> bool {
-        self.fancy
+        self.fancy && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

@@ -219,3 +219,27 @@ fn tables_are_plain_aligned_text_when_piped() {
         "not aligned:\n{header}\n{echo}"
     );
 }
+
+#[test]
+fn auth_status_says_where_the_logins_are_in_words() {
+    let sandbox = Sandbox::new("auth");
+    let output = isolated(
+        &sandbox.root.join("work"),
+        &sandbox.root.join("home"),
+        &sandbox.root.join("credentials.json"),
+    )
+    .env_remove("SWITCHBOARD_CREDENTIALS")
+    .args(["auth", "status"])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("the file ") && text.contains("credentials.json"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("FileStore") && !text.contains("{ path"),
+        "{text}"
+    );
+}
