@@ -1223,7 +1223,7 @@ pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failu
         print_json(&doc);
         return Ok(0);
     }
-    let mut table = crate::output::table(&["", ""]);
+    let mut table = crate::output::pairs_table();
     let object = doc.as_object().cloned().unwrap_or_default();
     for (key, value) in object {
         let shown = match value {

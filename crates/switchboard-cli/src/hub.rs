@@ -227,12 +227,29 @@ fn merge(into: &mut Value, from: Value) {
 }
 
 /// `list`: every configured server with its source, state and reason.
+/// How `list` lays its table out.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ListView {
+    /// Every detail at any width.
+    pub(crate) wide: bool,
+    /// A row per skipped entry too.
+    pub(crate) all: bool,
+    /// Exit 4 when an enabled server did not get ready (`doctor --check`).
+    pub(crate) strict: bool,
+}
+
+/// The widest `list` gets without `--wide`.
+const LIST_WIDTH: u16 = 100;
+/// The longest reason `list` shows without `--wide`.
+const LIST_REASON: usize = 60;
+
 pub(crate) async fn list(
     context: &Context,
     json: bool,
     startup_timeout: Duration,
     credentials: Option<&Path>,
     servers: &Servers,
+    view: ListView,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     crate::approve::ask_pending(context, &mut loaded, None);
@@ -303,11 +320,21 @@ pub(crate) async fn list(
         return Ok(0);
     }
     let mut table = output::table(&["server", "state", "tools", "source", "reason"]);
+    if !view.wide {
+        table.set_width(LIST_WIDTH.min(table.width().unwrap_or(LIST_WIDTH)));
+    }
+    let mut hidden = std::collections::BTreeMap::<String, usize>::new();
     for row in &rows {
         let text =
             |key: &str| crate::sanitize::term(row[key].as_str().unwrap_or_default()).into_owned();
         let state = match row["skipped"].as_str() {
-            Some(why) => why.to_owned(),
+            Some(why) => {
+                if !view.all {
+                    *hidden.entry(why.to_owned()).or_default() += 1;
+                    continue;
+                }
+                why.to_owned()
+            }
             None => text("state"),
         };
         let tools = if row["state"] == "ready" {
@@ -316,21 +343,48 @@ pub(crate) async fn list(
             String::new()
         };
         let mut why = text("reason");
-        if let Some(last) = row["stderr"].as_str().and_then(|s| s.lines().last()) {
-            why = format!("{why}\nstderr: {}", crate::sanitize::line(last));
-        }
-        table.add_row(vec![
-            text("name"),
-            state,
-            tools,
-            format!("{} ({})", text("source"), text("scope")),
-            why,
-        ]);
+        let source = if view.wide {
+            if let Some(last) = row["stderr"].as_str().and_then(|s| s.lines().last()) {
+                why = format!("{why}\nstderr: {}", crate::sanitize::line(last));
+            }
+            format!("{} ({})", text("source"), text("scope"))
+        } else {
+            // The reason's gist: `get NAME` or --wide has the rest.
+            let first = why.lines().next().unwrap_or("").to_owned();
+            why = if first.chars().count() > LIST_REASON {
+                let cut: String = first.chars().take(LIST_REASON - 1).collect();
+                format!("{cut}…")
+            } else {
+                first
+            };
+            output::short_path(&text("source"))
+        };
+        table.add_row(vec![text("name"), state, tools, source, why]);
     }
     println!("{table}");
     let ready = rows.iter().filter(|r| r["state"] == "ready").count();
     println!("{ready} of {} servers ready", loaded.servers.len());
-    Ok(0)
+    if !hidden.is_empty() {
+        let counts: Vec<String> = hidden.iter().map(|(why, n)| format!("{n} {why}")).collect();
+        println!(
+            "{} entr{} not used ({}): `list --all` shows them",
+            hidden.values().sum::<usize>(),
+            if hidden.values().sum::<usize>() == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+            counts.join(", ")
+        );
+    }
+    let failed = rows
+        .iter()
+        .any(|r| r["state"] == "failed" || r["state"] == "needs-auth");
+    Ok(if view.strict && failed {
+        exit::UNREACHABLE
+    } else {
+        0
+    })
 }
 
 /// The configured servers asked for (every one, or only `only`), started

@@ -741,6 +741,15 @@ enum Command {
         /// Seconds each server may take to start.
         #[arg(long, default_value_t = 30.0)]
         timeout: f64,
+        /// Every detail, at any width: full paths, the whole reason and the
+        /// server's last stderr line (by default the table fits 100
+        /// columns; `get NAME` shows one server in full).
+        #[arg(long)]
+        wide: bool,
+        /// One row per shadowed or skipped entry too (by default they are
+        /// counted below the table).
+        #[arg(long)]
+        all: bool,
     },
     /// Add a server: `add NAME -- COMMAND [ARGS…]` or `add NAME --url URL`.
     Add(configure::AddArgs),
@@ -1339,7 +1348,17 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
         } => {
             let timeout = seconds("--timeout", timeout)?;
             let context = configure::Context::new(cli.config)?;
-            let list = hub::list(&context, json, timeout, creds, servers);
+            let list = hub::list(
+                &context,
+                json,
+                timeout,
+                creds,
+                servers,
+                hub::ListView {
+                    strict: true,
+                    ..hub::ListView::default()
+                },
+            );
             doctor::doctor(&context, check, json, list).await
         }
         Command::Down { json } => session::down(json).await,
@@ -1674,10 +1693,20 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
         Command::Auth {
             command: AuthCommand::Status { json },
         } => login::status(creds, json).await.map_err(Failure::usage),
-        Command::List { json, timeout } => {
+        Command::List {
+            json,
+            timeout,
+            wide,
+            all,
+        } => {
             let timeout = seconds("--timeout", timeout)?;
             let context = configure::Context::new(cli.config)?;
-            hub::list(&context, json, timeout, creds, servers).await
+            let view = hub::ListView {
+                wide,
+                all,
+                strict: false,
+            };
+            hub::list(&context, json, timeout, creds, servers, view).await
         }
         Command::Add(args) => configure::add(&configure::Context::new(cli.config)?, args),
         Command::AddJson {

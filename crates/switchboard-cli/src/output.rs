@@ -68,6 +68,35 @@ const DEFAULT_WIDTH: u16 = 100;
 /// plain text in aligned columns when stdout is a pipe or a file, so that
 /// `grep`, `awk` and `cut` read it.
 pub(crate) fn table(header: &[&str]) -> Table {
+    let mut table = bare_table();
+    table.set_header(header.iter().copied());
+    table
+}
+
+/// A table of KEY, VALUE rows: [`table`] without a header row.
+pub(crate) fn pairs_table() -> Table {
+    bare_table()
+}
+
+/// A path for a table cell: relative to the working directory when inside
+/// it (`./x`), under the home directory as `~/x`, else as it is.
+pub(crate) fn short_path(path: &str) -> String {
+    let path_buf = std::path::Path::new(path);
+    if let Ok(cwd) = std::env::current_dir()
+        && let Ok(rest) = path_buf.strip_prefix(&cwd)
+    {
+        return format!("./{}", rest.display());
+    }
+    if let Some(home) = std::env::var_os("HOME")
+        && let Ok(rest) = path_buf.strip_prefix(std::path::Path::new(&home))
+    {
+        return format!("~/{}", rest.display());
+    }
+    path.to_owned()
+}
+
+/// The table every other is: box drawing on a terminal, plain otherwise.
+fn bare_table() -> Table {
     use std::io::IsTerminal as _;
     let mut table = Table::new();
     if std::io::stdout().is_terminal() {
@@ -84,7 +113,6 @@ pub(crate) fn table(header: &[&str]) -> Table {
             .load_preset(comfy_table::presets::NOTHING)
             .set_content_arrangement(ContentArrangement::Disabled);
     }
-    table.set_header(header.iter().copied());
     table
 }
 
@@ -112,7 +140,7 @@ pub(crate) fn print_info(client: &Client, connect_time: Duration) {
 /// The session's table, after the rows `first`.
 fn print_session(client: &Client, connect_time: Option<Duration>, first: &[(&str, String)]) {
     let session = client.session();
-    let mut table = table(&["", ""]);
+    let mut table = pairs_table();
     for (key, value) in first {
         table.add_row(vec![(*key).to_owned(), value.clone()]);
     }

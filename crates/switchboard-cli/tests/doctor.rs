@@ -77,6 +77,21 @@ fn a_healthy_config_passes() {
 }
 
 #[test]
+fn check_fails_when_a_server_does_not_start() {
+    let sandbox = Sandbox::new(
+        "check",
+        "[servers.dies]\ncommand = \"sh\"\nargs = [\"-c\", \"exit 3\"]\n",
+    );
+    // Nothing wrong in the file…
+    let output = sandbox.doctor(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // …but it does not start.
+    let output = sandbox.doctor(&["--check"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stdout(&output));
+    assert!(stdout(&output).contains("failed"), "{}", stdout(&output));
+}
+
+#[test]
 fn a_broken_file_is_reported_at_its_line_and_column() {
     let sandbox = Sandbox::new("broken", "[servers.t]\ncommand = \"x\"\nargs = [\"a\"\n");
     let output = sandbox.doctor(&[]);

@@ -243,3 +243,89 @@ fn auth_status_says_where_the_logins_are_in_words() {
         "{text}"
     );
 }
+
+/// What a terminal shows, escape sequences and spinner lines left out.
+fn screen_lines(seen: &str) -> Vec<String> {
+    let mut plain = String::new();
+    let mut chars = seen.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ … final byte in @..~
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        plain.push(c);
+    }
+    plain
+        .split(['\n', '\r'])
+        .filter(|l| !l.trim().is_empty() && !l.contains("checking"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn on_a_terminal_list_fits_100_columns_skipped_entries_are_counted_and_get_has_no_empty_header() {
+    let sandbox = Sandbox::new("terminal");
+    // Claude Desktop's file (a user file: nothing to approve) has a `t`
+    // too: a second entry, skipped, and counted.
+    let desktop = sandbox
+        .root
+        .join("home/.config/Claude/claude_desktop_config.json");
+    std::fs::create_dir_all(desktop.parent().unwrap()).unwrap();
+    std::fs::write(
+        &desktop,
+        format!(r#"{{"mcpServers": {{"t": {{"command": {BIN:?}, "args": ["__testserver", "--era", "legacy"]}}}}}}"#),
+    )
+    .unwrap();
+    let home = sandbox.root.join("home");
+    let work = sandbox.root.join("work");
+    let env = [("SWITCHBOARD_NO_SESSION", "1")];
+    let (code, seen) = support::pty::Terminal::start(&["list"], &work, &home, &env).finish();
+    assert_eq!(code, 0, "{seen}");
+    let lines = screen_lines(&seen);
+    let table: Vec<&String> = lines.iter().filter(|l| l.contains('│')).collect();
+    assert!(!table.is_empty(), "{seen}");
+    for line in &table {
+        assert!(
+            line.chars().count() <= 100,
+            "wider than 100 columns: {line}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("not used") && l.contains("list --all")),
+        "{lines:#?}"
+    );
+    assert!(
+        !table
+            .iter()
+            .any(|l| l.contains("shadowed") || l.contains("duplicate"))
+    );
+    // --all lists them.
+    let (_, seen) = support::pty::Terminal::start(&["list", "--all"], &work, &home, &env).finish();
+    assert!(
+        screen_lines(&seen)
+            .iter()
+            .any(|l| l.contains('│') && (l.contains("shadowed") || l.contains("duplicate"))),
+        "{seen}"
+    );
+    // `get`: the first row under the top border is a field, not an empty
+    // header.
+    let (code, seen) = support::pty::Terminal::start(&["get", "t"], &work, &home, &env).finish();
+    assert_eq!(code, 0, "{seen}");
+    let lines = screen_lines(&seen);
+    let top = lines
+        .iter()
+        .position(|l| l.starts_with('┌'))
+        .expect("a table");
+    assert!(lines[top + 1].contains("name"), "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with('╞')), "{lines:#?}");
+}
