@@ -206,6 +206,22 @@ fn cli_command() -> clap::Command {
             None => command.mut_subcommand(path, |c| c.after_help(text)),
         };
     }
+    // Options where they do nothing are not shown there (they still
+    // parse, so a shared alias keeps working): sampling answers a server's
+    // `sampling/createMessage` during a call or a prompt, not a listing.
+    for listing in ["tools", "resources", "prompts", "info", "complete", "read"] {
+        command = command.mut_subcommand(listing, |mut c| {
+            for id in [
+                "sampling_url",
+                "sampling_model",
+                "sampling_key_env",
+                "sampling_max_calls",
+            ] {
+                c = c.mut_arg(id, |a| a.hide(true));
+            }
+            c
+        });
+    }
     command
 }
 

@@ -78,3 +78,22 @@ fn completions_for_each_shell_and_the_manual() {
     assert!(page.contains(".TH switchboard 1"), "{page}");
     assert!(page.contains("doctor"), "{page}");
 }
+
+#[test]
+fn sampling_options_are_shown_only_where_a_server_can_sample() {
+    for listing in ["tools", "resources", "prompts", "info", "read", "complete"] {
+        let (ok, help) = run(&[listing, "--help"]);
+        assert!(ok);
+        assert!(
+            !help.contains("--sampling-url"),
+            "`{listing} --help`:\n{help}"
+        );
+    }
+    for working in ["call", "prompt"] {
+        let (_, help) = run(&[working, "--help"]);
+        assert!(
+            help.contains("--sampling-url"),
+            "`{working} --help`:\n{help}"
+        );
+    }
+}
