@@ -973,6 +973,17 @@ pub(crate) async fn tools(
     max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
+    #[cfg(unix)]
+    if model.provider.is_none()
+        && let Some(tools) = session_tools(only).await
+    {
+        if json {
+            output::print_json(&json!({ "tools": tools }));
+        } else {
+            output::print_tools(&tools);
+        }
+        return Ok(0);
+    }
     let Opened {
         hub,
         ready,
@@ -1028,6 +1039,46 @@ pub(crate) async fn tools(
     } else {
         0
     })
+}
+
+/// The tools as the background session lists them (each with its server
+/// and own name, from the gateway's `_meta`), or `None` when no session
+/// runs — or it has none of `only`'s (which may be down: the caller starts
+/// it and says why).
+#[cfg(unix)]
+async fn session_tools(only: Option<&str>) -> Option<Vec<Value>> {
+    let session = crate::session::connect(|builder| builder).await?;
+    let listed = session.list_tools().await;
+    session.close().await;
+    let tools: Vec<Value> = listed
+        .ok()?
+        .into_iter()
+        .filter_map(|tool| {
+            let origin = tool
+                .meta
+                .as_ref()?
+                .get(switchboard_hub::hub::ORIGIN_META)?
+                .clone();
+            let server = origin.get("server")?.as_str()?.to_owned();
+            if only.is_some_and(|name| name != server) {
+                return None;
+            }
+            let mut value = serde_json::to_value(&tool).ok()?;
+            value["tool"] = origin.get("tool")?.clone();
+            value["server"] = json!(server);
+            if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
+                meta.remove(switchboard_hub::hub::ORIGIN_META);
+                if meta.is_empty() {
+                    value.as_object_mut()?.remove("_meta");
+                }
+            }
+            Some(value)
+        })
+        .collect();
+    if only.is_some() && tools.is_empty() {
+        return None;
+    }
+    Some(tools)
 }
 
 /// How long `tools` and `call` give each server to start.

@@ -86,7 +86,7 @@ pub use forward::BackendAsks;
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use serve::{
-    AUTHENTICATE_TOOL, Authenticator, HubServer, Ranker, SEARCH_TOOL, resource_origin,
+    AUTHENTICATE_TOOL, Authenticator, HubServer, ORIGIN_META, Ranker, SEARCH_TOOL, resource_origin,
     resource_template_uri, resource_uri,
 };
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};

@@ -710,6 +710,10 @@ pub type Authenticator = Arc<
         + Sync,
 >;
 
+/// The `_meta` key of each listed tool that names its server and its own
+/// name there: `{"server": …, "tool": …}`.
+pub const ORIGIN_META: &str = "switchboard/origin";
+
 /// What follows the server's name in the tool that logs in to it.
 pub const AUTHENTICATE_TOOL: &str = "authenticate";
 
@@ -863,6 +867,12 @@ impl HubServer {
             .filter(|t| !matches!(self.policy.decide(&t.name), ToolDecision::Deny(_)))
             .map(|t| {
                 let mut tool = t.tool;
+                // Where it comes from, for a client that shows it (the
+                // CLI's `tools` through `switchboard up`).
+                tool.meta.get_or_insert_with(Default::default).insert(
+                    ORIGIN_META.to_owned(),
+                    serde_json::json!({"server": t.server, "tool": tool.name}),
+                );
                 tool.name = t.name;
                 tool
             })
