@@ -4,52 +4,31 @@
 #[allow(dead_code)] // the HTTP test server is not used here
 mod support;
 
-use std::path::PathBuf;
 use std::process::Output;
 
-use support::{BIN, isolated};
+use support::BIN;
+use support::home::Home;
 
-struct Sandbox {
-    root: PathBuf,
-}
+/// A HOME whose user config is `toml`.
+struct Sandbox(Home);
 
 impl Sandbox {
-    /// A HOME whose user config is `toml`.
     fn new(name: &str, toml: &str) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("switchboard-doctor-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("work")).unwrap();
-        let config = root.join("home/.config/switchboard/config.toml");
-        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-        std::fs::write(&config, toml).unwrap();
-        Self { root }
+        Self(Home::new(&format!("doctor-{name}"), toml))
     }
 
     fn config(&self) -> String {
-        self.root
-            .join("home/.config/switchboard/config.toml")
-            .display()
-            .to_string()
+        self.0.config().display().to_string()
     }
 
     fn doctor(&self, args: &[&str]) -> Output {
-        isolated(
-            &self.root.join("work"),
-            &self.root.join("home"),
-            &self.root.join("credentials.json"),
-        )
-        .env_remove("SWITCHBOARD_DOCTOR_UNSET")
-        .arg("doctor")
-        .args(args)
-        .output()
-        .expect("switchboard runs")
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        self.0
+            .command()
+            .env_remove("SWITCHBOARD_DOCTOR_UNSET")
+            .arg("doctor")
+            .args(args)
+            .output()
+            .expect("switchboard runs")
     }
 }
 

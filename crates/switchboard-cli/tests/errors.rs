@@ -4,52 +4,21 @@
 #[allow(dead_code)] // the HTTP test server is not used here
 mod support;
 
-use std::path::PathBuf;
 use std::process::Output;
 
-use support::{BIN, isolated};
+use support::BIN;
+use support::home::Home;
 
 /// A HOME whose user config has `t` (the bundled test server) and
 /// `broken` (a server that exits at once, saying `boom`).
-struct Sandbox {
-    root: PathBuf,
-}
-
-impl Sandbox {
-    fn new(name: &str) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("switchboard-errors-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("work/.git")).unwrap();
-        let config = root.join("home/.config/switchboard/config.toml");
-        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-        std::fs::write(
-            &config,
-            format!(
-                "[servers.t]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n\n\
-                 [servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo boom >&2; exit 3\"]\n"
-            ),
-        )
-        .unwrap();
-        Self { root }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        isolated(
-            &self.root.join("work"),
-            &self.root.join("home"),
-            &self.root.join("credentials.json"),
-        )
-        .args(args)
-        .output()
-        .expect("switchboard runs")
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
+fn sandbox(name: &str) -> Home {
+    Home::new(
+        &format!("errors-{name}"),
+        &format!(
+            "[servers.t]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n\n\
+             [servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo boom >&2; exit 3\"]\n"
+        ),
+    )
 }
 
 fn stderr(output: &Output) -> String {
@@ -62,7 +31,7 @@ fn stdout(output: &Output) -> String {
 
 #[test]
 fn a_server_command_without_its_dashes_gets_the_fixed_command_line() {
-    let sandbox = Sandbox::new("dashes");
+    let sandbox = sandbox("dashes");
     for (args, fixed) in [
         (
             &["tools", "npx", "-y", "some-server"][..],
@@ -102,7 +71,7 @@ fn a_server_command_without_its_dashes_gets_the_fixed_command_line() {
 
 #[test]
 fn a_url_without_a_scheme_is_a_usage_error_that_suggests_https() {
-    let sandbox = Sandbox::new("scheme");
+    let sandbox = sandbox("scheme");
     for args in [
         &["tools", "--url", "mcp.example.com/mcp"][..],
         &["add", "docs", "mcp.example.com/mcp"][..],
@@ -124,7 +93,7 @@ fn a_url_without_a_scheme_is_a_usage_error_that_suggests_https() {
 
 #[test]
 fn add_takes_a_url_after_the_name_as_claude_code_does() {
-    let sandbox = Sandbox::new("add");
+    let sandbox = sandbox("add");
     let output = sandbox.run(&["add", "docs", "https://mcp.example.com/mcp"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let output = sandbox.run(&["add", "-t", "http", "api", "https://api.example.com/mcp"]);
@@ -143,7 +112,7 @@ fn add_takes_a_url_after_the_name_as_claude_code_does() {
 
 #[test]
 fn unknown_names_get_did_you_mean_and_known_ones_are_found_as_typed() {
-    let sandbox = Sandbox::new("names");
+    let sandbox = sandbox("names");
     // A tool the server does not have: the closest one it does.
     let output = sandbox.run(&["call", "t/ech", "{}"]);
     assert_ne!(output.status.code(), Some(0));
@@ -185,7 +154,7 @@ fn unknown_names_get_did_you_mean_and_known_ones_are_found_as_typed() {
 
 #[test]
 fn tools_of_a_broken_server_exit_non_zero_with_its_reason() {
-    let sandbox = Sandbox::new("broken");
+    let sandbox = sandbox("broken");
     let output = sandbox.run(&["tools", "--server", "broken"]);
     assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
     assert!(
@@ -197,7 +166,7 @@ fn tools_of_a_broken_server_exit_non_zero_with_its_reason() {
 
 #[test]
 fn tables_are_plain_aligned_text_when_piped() {
-    let sandbox = Sandbox::new("plain");
+    let sandbox = sandbox("plain");
     for args in [&["tools", "--server", "t"][..], &["list"][..]] {
         let output = sandbox.run(args);
         let text = stdout(&output);
@@ -222,16 +191,13 @@ fn tables_are_plain_aligned_text_when_piped() {
 
 #[test]
 fn auth_status_says_where_the_logins_are_in_words() {
-    let sandbox = Sandbox::new("auth");
-    let output = isolated(
-        &sandbox.root.join("work"),
-        &sandbox.root.join("home"),
-        &sandbox.root.join("credentials.json"),
-    )
-    .env_remove("SWITCHBOARD_CREDENTIALS")
-    .args(["auth", "status"])
-    .output()
-    .unwrap();
+    let sandbox = sandbox("auth");
+    let output = sandbox
+        .command()
+        .env_remove("SWITCHBOARD_CREDENTIALS")
+        .args(["auth", "status"])
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(
@@ -272,7 +238,7 @@ fn screen_lines(seen: &str) -> Vec<String> {
 
 #[test]
 fn on_a_terminal_list_fits_100_columns_skipped_entries_are_counted_and_get_has_no_empty_header() {
-    let sandbox = Sandbox::new("terminal");
+    let sandbox = sandbox("terminal");
     // Claude Desktop's file (a user file: nothing to approve) has a `t`
     // too: a second entry, skipped, and counted.
     let desktop = sandbox
@@ -284,8 +250,8 @@ fn on_a_terminal_list_fits_100_columns_skipped_entries_are_counted_and_get_has_n
         format!(r#"{{"mcpServers": {{"t": {{"command": {BIN:?}, "args": ["__testserver", "--era", "legacy"]}}}}}}"#),
     )
     .unwrap();
-    let home = sandbox.root.join("home");
-    let work = sandbox.root.join("work");
+    let home = sandbox.home();
+    let work = sandbox.work();
     let env = [("SWITCHBOARD_NO_SESSION", "1")];
     let (code, seen) = support::pty::Terminal::start(&["list"], &work, &home, &env).finish();
     assert_eq!(code, 0, "{seen}");

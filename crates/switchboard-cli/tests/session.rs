@@ -10,58 +10,58 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use support::{BIN, isolated};
+use support::BIN;
+use support::home::Home;
 
 /// A HOME whose user config has one server, `t` (the bundled test server
 /// behind a shell that notes each start in `spawns`), and a session
 /// directory of its own. The session is stopped when dropped.
 struct Sandbox {
-    root: PathBuf,
+    home: Home,
 }
 
 impl Sandbox {
     fn new(name: &str) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("switchboard-session-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("work/.git")).unwrap();
-        let config = root.join("home/.config/switchboard/config.toml");
-        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-        let spawns = root.join("spawns");
-        std::fs::write(
-            &config,
-            format!(
+        let name = format!("session-{name}");
+        let spawns =
+            std::env::temp_dir().join(format!("switchboard-{name}-{}/spawns", std::process::id()));
+        let home = Home::new(
+            &name,
+            &format!(
                 "[servers.t]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $$ >> '{}'; exec '{BIN}' __testserver\"]\n",
                 spawns.display()
             ),
-        )
-        .unwrap();
-        Self { root }
+        );
+        assert_eq!(spawns.parent(), Some(home.root.as_path()));
+        Self { home }
     }
 
     fn dir(&self) -> PathBuf {
-        self.root.join("session")
+        self.home.root.join("session")
     }
 
     fn socket(&self) -> PathBuf {
         self.dir().join("session.sock")
     }
 
-    fn switchboard(&self, args: &[&str]) -> Output {
-        let mut command = isolated(
-            &self.root.join("work"),
-            &self.root.join("home"),
-            &self.root.join("credentials.json"),
-        );
+    /// `switchboard` here, the session allowed.
+    fn command(&self) -> Command {
+        let mut command = self.home.command();
         command
             .env("SWITCHBOARD_SESSION_DIR", self.dir())
-            .env_remove("SWITCHBOARD_NO_SESSION")
-            .args(args);
-        command.output().expect("switchboard runs")
+            .env_remove("SWITCHBOARD_NO_SESSION");
+        command
+    }
+
+    fn switchboard(&self, args: &[&str]) -> Output {
+        self.command()
+            .args(args)
+            .output()
+            .expect("switchboard runs")
     }
 
     fn spawns(&self) -> Vec<String> {
-        std::fs::read_to_string(self.root.join("spawns"))
+        std::fs::read_to_string(self.home.root.join("spawns"))
             .unwrap_or_default()
             .lines()
             .map(str::to_owned)
@@ -153,13 +153,8 @@ fn calls_go_through_the_session_to_one_server_process_and_down_stops_it() {
     // One server process served both calls and the listing: the session's.
     assert_eq!(sandbox.spawns().len(), 1, "spawns: {:?}", sandbox.spawns());
     // Without the session (SWITCHBOARD_NO_SESSION), the call starts its own.
-    let mut own = isolated(
-        &sandbox.root.join("work"),
-        &sandbox.root.join("home"),
-        &sandbox.root.join("credentials.json"),
-    );
-    let own = own
-        .env("SWITCHBOARD_SESSION_DIR", sandbox.dir())
+    let own = sandbox
+        .command()
         .env("SWITCHBOARD_NO_SESSION", "1")
         .args(["call", "t/echo", r#"{"text":"third"}"#])
         .output()
@@ -258,7 +253,7 @@ fn a_server_added_to_the_config_is_picked_up_by_the_running_session() {
     let sandbox = Sandbox::new("reload");
     let up = sandbox.switchboard(&["up"]);
     assert!(up.status.success(), "{}", text(&up));
-    let config = sandbox.root.join("home/.config/switchboard/config.toml");
+    let config = sandbox.home.config();
     let mut toml = std::fs::read_to_string(&config).unwrap();
     toml.push_str(&format!(
         "\n[servers.u]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"

@@ -2,6 +2,7 @@
 //! server on loopback HTTP.
 
 pub(crate) mod gateway;
+pub(crate) mod home;
 pub(crate) mod pty;
 
 use std::path::Path;
