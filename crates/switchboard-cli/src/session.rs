@@ -34,6 +34,9 @@ pub(crate) struct Paths {
     pub(crate) socket: PathBuf,
     pub(crate) pid: PathBuf,
     pub(crate) log: PathBuf,
+    /// The directory the session reads project files in: another
+    /// project's commands do not use it.
+    pub(crate) project: PathBuf,
 }
 
 impl Paths {
@@ -55,6 +58,7 @@ impl Paths {
             socket: dir.join("session.sock"),
             pid: dir.join("session.pid"),
             log: dir.join("session.log"),
+            project: dir.join("session.cwd"),
             dir,
         }
     }
@@ -256,6 +260,12 @@ impl Daemon {
         })?;
         std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| Failure::usage(anyhow!("cannot restrict the socket: {e}")))?;
+        let cwd = std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .map_err(|e| Failure::usage(anyhow!("cannot read the working directory: {e}")))?;
+        std::fs::write(&paths.project, cwd.as_os_str().as_encoded_bytes()).map_err(|e| {
+            Failure::usage(anyhow!("cannot write {}: {e}", paths.project.display()))
+        })?;
         std::fs::write(&paths.pid, format!("{}\n", std::process::id()))
             .map_err(|e| Failure::usage(anyhow!("cannot write {}: {e}", paths.pid.display())))?;
         Ok(Self {
@@ -272,7 +282,11 @@ impl Daemon {
         gateway: switchboard_hub::HubServer,
         audit: Option<Arc<switchboard_hub::hub::audit::AuditLog>>,
     ) -> Result<u8, Failure> {
-        let _cleanup = Cleanup(self.paths.socket.clone(), self.paths.pid.clone());
+        let _cleanup = Cleanup(vec![
+            self.paths.socket.clone(),
+            self.paths.pid.clone(),
+            self.paths.project.clone(),
+        ]);
         let uid = rustix::process::getuid().as_raw();
         let connected = Arc::new(AtomicUsize::new(0));
         let changed = Arc::new(tokio::sync::Notify::new());
@@ -340,13 +354,15 @@ impl Daemon {
     }
 }
 
-/// Removes the socket and the pid file when the daemon ends.
-struct Cleanup(PathBuf, PathBuf);
+/// Removes the socket, the pid file and the project file when the daemon
+/// ends.
+struct Cleanup(Vec<PathBuf>);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-        let _ = std::fs::remove_file(&self.1);
+        for file in &self.0 {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
@@ -359,6 +375,15 @@ pub(crate) async fn connect(
     }
     let paths = Paths::locate();
     paths.check().ok()?;
+    // The session read the config files of the directory it was started
+    // in; a command run in another project has other project files.
+    let here = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .ok()?;
+    let there = std::fs::read(&paths.project).ok()?;
+    if here.as_os_str().as_encoded_bytes() != there.as_slice() {
+        return None;
+    }
     let stream = tokio::net::UnixStream::connect(&paths.socket).await.ok()?;
     let (read, write) = stream.into_split();
     let connector = switchboard::transport::framing::IoConnector::new(read, write);

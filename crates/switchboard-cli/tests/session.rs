@@ -161,6 +161,17 @@ fn calls_go_through_the_session_to_one_server_process_and_down_stops_it() {
         .unwrap();
     assert!(own.status.success(), "{}", text(&own));
     assert_eq!(sandbox.spawns().len(), 2, "spawns: {:?}", sandbox.spawns());
+    // From another project's directory (other project files), neither.
+    let elsewhere = sandbox.home.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let other = sandbox
+        .command()
+        .current_dir(&elsewhere)
+        .args(["call", "t/echo", r#"{"text":"fourth"}"#])
+        .output()
+        .unwrap();
+    assert!(other.status.success(), "{}", text(&other));
+    assert_eq!(sandbox.spawns().len(), 3, "spawns: {:?}", sandbox.spawns());
 
     let pid = sandbox.pid().expect("the pid file");
     let down = sandbox.switchboard(&["down"]);
