@@ -350,13 +350,7 @@ pub(crate) async fn list(
             format!("{} ({})", text("source"), text("scope"))
         } else {
             // The reason's gist: `get NAME` or --wide has the rest.
-            let first = why.lines().next().unwrap_or("").to_owned();
-            why = if first.chars().count() > LIST_REASON {
-                let cut: String = first.chars().take(LIST_REASON - 1).collect();
-                format!("{cut}…")
-            } else {
-                first
-            };
+            why = output::short(&why, LIST_REASON);
             output::short_path(&text("source"))
         };
         table.add_row(vec![text("name"), state, tools, source, why]);

@@ -122,7 +122,7 @@ fn text(value: &Value, key: &str) -> String {
 }
 
 /// The first line of a description, shortened for a table cell.
-fn short(description: &str, limit: usize) -> String {
+pub(crate) fn short(description: &str, limit: usize) -> String {
     let line = description.lines().next().unwrap_or("");
     let line = &*sanitize::line(line);
     if line.chars().count() > limit {

@@ -13,7 +13,9 @@
 //! uid's.
 
 use std::io::BufRead as _;
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -126,7 +128,7 @@ pub(crate) async fn up(idle: Duration, json: bool, config: Option<&Path>) -> Res
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .mode_0600()
+        .mode(0o600)
         .open(&paths.log)
         .map_err(|e| Failure::usage(anyhow!("cannot open {}: {e}", paths.log.display())))?;
     let exe = std::env::current_exe()
@@ -222,17 +224,6 @@ fn say(json: bool, state: &str, pid: u32, paths: &Paths, text: &str) {
         }));
     } else {
         println!("{text} (pid {pid}, socket {})", paths.socket.display());
-    }
-}
-
-trait Mode0600 {
-    fn mode_0600(&mut self) -> &mut Self;
-}
-
-impl Mode0600 for std::fs::OpenOptions {
-    fn mode_0600(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        self.mode(0o600)
     }
 }
 

@@ -293,11 +293,9 @@ async fn call(hub: &Hub, rest: &str) {
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty());
     if has_fields {
-        let schema2 = schema.clone();
-        let given = std::mem::take(&mut arguments);
+        let mut given = std::mem::take(&mut arguments);
         let asked = tokio::task::spawn_blocking(move || {
-            let mut given = given;
-            crate::ask::ask_arguments(&schema2, &mut given).map(|done| (done, given))
+            crate::ask::ask_arguments(&schema, &mut given).map(|done| (done, given))
         })
         .await;
         match asked {

@@ -16,7 +16,7 @@ use switchboard::types::completion::{
 };
 use switchboard::{ClientBuilder, RequestOptions};
 use switchboard_hub::config::LoadedConfig;
-use switchboard_hub::{Hub, ServerConfig};
+use switchboard_hub::{Hub, HubTool, ServerConfig};
 
 use super::{DEFAULT_STARTUP, builder, hub_failure, merge, prepare, source, start};
 use crate::configure::{Context, not_configured, scope_name};
@@ -64,8 +64,11 @@ fn split_target<'a>(
 /// tool name that exactly one configured server has (as the state file
 /// recorded the tools). Otherwise an error that suggests the closest name.
 fn resolve_tool(target: &str, loaded: &LoadedConfig) -> Result<(String, String), Failure> {
+    // The state file is read once, and only when a name needs it.
+    let recorded = std::cell::OnceCell::new();
+    let known = || -> &[HubTool] { recorded.get_or_init(|| recorded_tools(loaded)) };
     let resolve = |target: &str| -> Result<(String, String), Failure> {
-        match hub_wide(target, loaded) {
+        match hub_wide(target, known) {
             Some(found) => Ok(found),
             None => split_target(target, loaded, "tool")
                 .map(|(server, tool)| (server.to_owned(), tool.to_owned())),
@@ -81,48 +84,44 @@ fn resolve_tool(target: &str, loaded: &LoadedConfig) -> Result<(String, String),
         return Ok(found);
     }
     if target.contains('/') || target.contains("__") {
-        return Err(with_suggestion(first, target, loaded));
+        return Err(with_suggestion(first, target, known()));
     }
     // A bare tool name: the one configured server that has it.
-    let known = known_tools(loaded);
-    let owners: Vec<&(String, String)> = known.iter().filter(|(_, tool)| tool == target).collect();
+    let owners: Vec<&HubTool> = known().iter().filter(|t| t.tool.name == target).collect();
     match owners.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => Err(with_suggestion(first, target, loaded)),
+        [one] => Ok((one.server.clone(), one.tool.name.clone())),
+        [] => Err(with_suggestion(first, target, known())),
         several => Err(Failure::usage(anyhow!(
             "`{target}` is a tool of several servers; name one: {}",
             several
                 .iter()
-                .map(|(server, tool)| format!("`{server}/{tool}`"))
+                .map(|t| format!("`{}/{}`", t.server, t.tool.name))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
     }
 }
 
-/// The configured servers' tools as (server, tool), as the hub's state
-/// file recorded them (nothing is started).
-fn known_tools(loaded: &LoadedConfig) -> Vec<(String, String)> {
-    let Ok(hub) = Hub::builder()
+/// The configured servers' tools as the hub's state file recorded them on
+/// an earlier run (nothing is started), with the names the routes give.
+fn recorded_tools(loaded: &LoadedConfig) -> Vec<HubTool> {
+    Hub::builder()
         .servers(loaded.servers.iter().cloned())
         .build()
-    else {
-        return Vec::new();
-    };
-    hub.tools()
-        .into_iter()
-        .map(|t| (t.server, t.tool.name))
-        .collect()
+        .map(|hub| hub.tools())
+        .unwrap_or_default()
 }
 
-/// `failure`, with "did you mean" the closest known tool or server name.
-fn with_suggestion(failure: Failure, target: &str, loaded: &LoadedConfig) -> Failure {
-    let known = known_tools(loaded);
+/// `failure`, with "did you mean" the closest known tool name.
+fn with_suggestion(failure: Failure, target: &str, known: &[HubTool]) -> Failure {
     let mut names: Vec<String> = known
         .iter()
-        .flat_map(|(server, tool)| [format!("{server}/{tool}"), format!("{server}__{tool}")])
+        .flat_map(|t| {
+            let (server, tool) = (&t.server, &t.tool.name);
+            [format!("{server}/{tool}"), format!("{server}__{tool}")]
+        })
         .collect();
-    names.extend(known.iter().map(|(_, tool)| tool.clone()));
+    names.extend(known.iter().map(|t| t.tool.name.clone()));
     match crate::suggest::closest(target, names.iter().map(String::as_str)) {
         Some(near) => failure.with_hint(format!("did you mean `{near}`?")),
         None => failure,
@@ -135,19 +134,14 @@ fn with_suggestion(failure: Failure, target: &str, loaded: &LoadedConfig) -> Fai
 /// state file recorded on an earlier run, so nothing is started to find
 /// it, and an ambiguous `a__b__c` means what `tools` listed. A name the
 /// state file does not know is read by [`split_target`].
-fn hub_wide(target: &str, loaded: &LoadedConfig) -> Option<(String, String)> {
+fn hub_wide<'a>(target: &str, known: impl Fn() -> &'a [HubTool]) -> Option<(String, String)> {
     if target.contains('/') || !target.contains("__") {
         return None;
     }
-    // Not started: the tools are the state file's, the names the routes'.
-    let hub = Hub::builder()
-        .servers(loaded.servers.iter().cloned())
-        .build()
-        .ok()?;
-    hub.tools()
-        .into_iter()
+    known()
+        .iter()
         .find(|t| t.name == target)
-        .map(|t| (t.server, t.tool.name))
+        .map(|t| (t.server.clone(), t.tool.name.clone()))
 }
 
 /// One configured server started through a hub, after the checks and

@@ -91,10 +91,7 @@ pub(super) fn answer_inline(shared: &Shared, id: i64, message: Vec<u8>) -> Resul
         Ok(jsonrpc::IncomingRef::Single(jsonrpc::MessageRef::Response(response)))
             if response.id == Some(RequestId::Number(id)) =>
         {
-            response.outcome.map(|raw| match span_in(&text, raw.get()) {
-                Some(range) => RawResult::within(text.clone(), range),
-                None => RawResult::from(raw),
-            })
+            response.outcome.map(|raw| raw_result(&text, raw))
         }
         _ => {
             return Err(Arc::try_unwrap(text)
@@ -102,14 +99,29 @@ pub(super) fn answer_inline(shared: &Shared, id: i64, message: Vec<u8>) -> Resul
                 .into_bytes());
         }
     };
+    complete(shared, id, outcome);
+    Ok(())
+}
+
+/// A response's result where it lies in `text` (no copy), or a copy when
+/// it does not (an owned parse).
+fn raw_result(text: &Arc<String>, raw: &RawValue) -> RawResult {
+    match span_in(text, raw.get()) {
+        Some(range) => RawResult::within(text.clone(), range),
+        None => RawResult::from(raw),
+    }
+}
+
+/// Hands request `id` its answer, if it still waits for one.
+fn complete(shared: &Shared, id: i64, outcome: Result<RawResult, ErrorObject>) {
     let pending = shared.lock().map.remove(&id);
     match pending {
         Some(pending) => {
             let _ = pending.tx.send(Answer::Reply(outcome));
         }
+        // A late answer to a request that timed out or was cancelled.
         None => tracing::trace!(server = %shared.server, id, "dropped a late response"),
     }
-    Ok(())
 }
 
 /// The per-connection reader: routes everything the server sends.
@@ -188,10 +200,7 @@ impl Reader {
         };
         match incoming {
             jsonrpc::IncomingRef::Single(jsonrpc::MessageRef::Response(response)) => {
-                let outcome = response.outcome.map(|raw| match span_in(&text, raw.get()) {
-                    Some(range) => RawResult::within(text.clone(), range),
-                    None => RawResult::from(raw),
-                });
+                let outcome = response.outcome.map(|raw| raw_result(&text, raw));
                 self.on_response(response.id, outcome);
             }
             jsonrpc::IncomingRef::Single(message) => self.dispatch(message.into_owned()),
@@ -298,14 +307,7 @@ impl Reader {
                 return;
             }
         };
-        let pending = self.shared.lock().map.remove(&id);
-        match pending {
-            Some(pending) => {
-                let _ = pending.tx.send(Answer::Reply(outcome));
-            }
-            // A late answer to a request that timed out or was cancelled.
-            None => tracing::trace!(server = %self.shared.server, id, "dropped a late response"),
-        }
+        complete(&self.shared, id, outcome);
     }
 
     fn on_notification(&mut self, notification: JsonRpcNotification) {

@@ -428,13 +428,8 @@ struct HttpSink {
 
 impl MessageSink for HttpSink {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(async move {
-            match send(self.shared.clone(), message, false).await? {
-                Sent::Sent => Ok(()),
-                // Not asked for inline: queued already.
-                Sent::Answer(_) => Ok(()),
-            }
-        })
+        // Not asked for inline: an answer is queued for the reader.
+        Box::pin(async move { send(self.shared.clone(), message, false).await.map(drop) })
     }
 
     fn send_request<'a>(
