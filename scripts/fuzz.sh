@@ -57,13 +57,20 @@ for target in "${targets[@]}"; do
     # cargo fuzz writes crashes to fuzz/artifacts/<target>/, named by hash:
     # compare listings to find this run's.
     before="$(ls "$artifacts")"
-    if cargo +nightly fuzz run "$target" "${inputs[@]}" -- \
+    status=0
+    cargo +nightly fuzz run "$target" "${inputs[@]}" -- \
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -seed="${FUZZ_SEED:-0}" \
-        -print_final_stats=1; then
+        -print_final_stats=1 || status=$?
+    if [ "$status" -eq 0 ]; then
         continue
     fi
     failed+=("$target")
     new="$(comm -13 <(echo "$before") <(ls "$artifacts"))"
+    if [ -z "$new" ]; then
+        # No input to blame: the fuzzer itself ended badly (killed, out of
+        # memory before libFuzzer noticed, a build failure).
+        echo "fuzz: $target exited with status $status and left no input in fuzz/$artifacts"
+    fi
     for name in $new; do
         echo "fuzz: $target crashed on fuzz/$artifacts/$name"
         echo "      replay:   (cd fuzz && cargo +nightly fuzz run $target $artifacts/$name)"
