@@ -133,6 +133,12 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), Error> {
                     .await
                     .map(drop)
             }
+            // The skills extension: a host lists the skills when it
+            // connects (and shows the model their names and descriptions)
+            // and reads nothing until one is used.
+            "sep-2640-client-no-prefetch" => client.list_skills().await.map(drop),
+            // The model picked a skill: load it, then read its files.
+            s if s.starts_with("sep-2640-client-verify-") => use_skills(&client).await,
             // Every other scenario: use what the server offers, as an
             // application would — every tool, resource and prompt once.
             _ => {
@@ -228,6 +234,30 @@ async fn exercise(
                 .map(|a| (a.name.clone(), "test".to_owned()))
                 .collect();
             report(client.get_prompt(&prompt.name, Some(arguments)).await)?;
+        }
+    }
+    Ok(())
+}
+
+/// Loads every skill and reads each file of those that load; a skill
+/// refused (its files do not match the listing) is reported and skipped,
+/// as a host would.
+async fn use_skills(client: &Client) -> Result<(), Error> {
+    for entry in client.list_skills().await? {
+        let skill = match client.load_skill(&entry).await {
+            Ok(skill) => skill,
+            Err(error @ Error::Skill { .. }) => {
+                eprintln!("switchboard-conformance: {error}");
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        for file in skill.files() {
+            match client.read_skill_file(&skill, &file.uri).await {
+                Ok(_) => {}
+                Err(error @ Error::Skill { .. }) => eprintln!("switchboard-conformance: {error}"),
+                Err(error) => report(Err::<(), _>(error))?,
+            }
         }
     }
     Ok(())

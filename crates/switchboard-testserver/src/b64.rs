@@ -19,6 +19,22 @@ pub fn encode_url(data: &[u8]) -> String {
     out
 }
 
+/// Standard base64 with padding (what MCP's `blob` fields hold).
+pub fn encode(data: &[u8]) -> String {
+    let mut out: String = encode_url(data)
+        .chars()
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
+    }
+    out
+}
+
 /// Standard or URL-safe base64, padding optional; `None` on any other byte.
 pub fn decode(s: &str) -> Option<Vec<u8>> {
     let s = s.trim_end_matches('=');
@@ -53,6 +69,8 @@ mod tests {
             assert_eq!(super::decode(&super::encode_url(&data)).unwrap(), data);
         }
         assert_eq!(super::encode_url(b"\xfb\xff"), "-_8");
+        assert_eq!(super::encode(b"\xfb\xff"), "+/8=");
+        assert_eq!(super::encode(b"abcd"), "YWJjZA==");
         assert_eq!(super::decode("+/8=").unwrap(), b"\xfb\xff");
         assert_eq!(super::decode("-_8").unwrap(), b"\xfb\xff");
         assert!(super::decode("a b").is_none());

@@ -47,6 +47,15 @@ flags:
                                 HTTP settings: parsed, but only the HTTP front
                                 end of switchboard-testkit (unpublished) serves
                                 them; this server refuses --http
+  --skills                      offer the skills extension (SEP-2640):
+                                skills pdf-processing and code-review,
+                                skills/list, skills/get, their files through
+                                resources/read and resources/list
+  --skills-tamper digest|size|frontmatter|file
+                                serve pdf-processing wrong (implies --skills):
+                                SKILL.md's digest, size or frontmatter does not
+                                match the listing, or references/FORMS.md's
+                                digest does not
   -h, --help                    print this help
 
 client-feature tools (both eras unless noted; capabilities come from
@@ -333,6 +342,10 @@ pub struct ServerConfig {
     /// The built-in OAuth authorization server and bearer-token checks on
     /// the HTTP endpoints (`--auth`); `None`: no authorization.
     pub auth: Option<AuthConfig>,
+    /// Offer the skills extension (`--skills`); `skills_tamper` implies it.
+    pub skills: bool,
+    /// Serve `pdf-processing` not as listed (`--skills-tamper`).
+    pub skills_tamper: Option<crate::skills::Tamper>,
 }
 
 impl Default for ServerConfig {
@@ -356,6 +369,8 @@ impl Default for ServerConfig {
             cache_ttl_ms: None,
             cache_scope: None,
             auth: None,
+            skills: false,
+            skills_tamper: None,
         }
     }
 }
@@ -451,6 +466,11 @@ impl ServerConfig {
                         ));
                     }
                     config.cache_scope = Some(v);
+                }
+                "--skills" => config.skills = true,
+                "--skills-tamper" => {
+                    config.skills_tamper = Some(value()?.parse()?);
+                    config.skills = true;
                 }
                 "--auth" => {
                     config.auth.get_or_insert_with(AuthConfig::default);

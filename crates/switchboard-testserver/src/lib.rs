@@ -73,6 +73,7 @@ mod config;
 mod features;
 #[doc(hidden)]
 pub mod server;
+pub mod skills;
 mod tasks;
 
 pub use auth::{AuthConfig, AuthQuirk, DEFAULT_TOKEN_TTL_SECS};

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Era, Fault, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig};
 use crate::features::{self, META_LOG_LEVEL, META_SUBSCRIPTION_ID};
+use crate::skills::{SKILLS_EXTENSION, Skills};
 use crate::tasks::{self, META_RELATED_TASK, TASKS_EXTENSION, TaskStore, TaskWork};
 use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64, id_key};
 
@@ -210,6 +211,10 @@ pub struct Catalog {
     listeners: Mutex<Vec<Listener>>,
     /// Tasks of both eras.
     pub(crate) tasks: TaskStore,
+    /// The skills extension (`--skills`).
+    skills: Option<Skills>,
+    /// Its `skills/list` entries.
+    skill_entries: Vec<Value>,
 }
 
 /// Per-connection (per-session) server state, shared with request tasks.
@@ -356,8 +361,17 @@ impl Catalog {
         caps.insert("prompts".into(), json!({"listChanged": false}));
         caps.insert("completions".into(), json!({}));
         caps.insert("logging".into(), json!({}));
+        let skills = config.skills.then(|| Skills::new(config.skills_tamper));
         let mut modern_caps = caps.clone();
         modern_caps.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+        if skills.is_some() {
+            // Both eras: a session-era server declares it in initialize.
+            caps.insert("extensions".into(), json!({SKILLS_EXTENSION: {}}));
+            modern_caps["extensions"]
+                .as_object_mut()
+                .expect("an object")
+                .insert(SKILLS_EXTENSION.into(), json!({}));
+        }
         caps.insert(
             "tasks".into(),
             json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
@@ -385,27 +399,30 @@ impl Catalog {
                 "inputSchema": {"type": "object", "properties": {}},
             })
         }));
+        let mut resources = vec![
+            json!({
+                "uri": "test://static/hello",
+                "name": "hello",
+                "title": "Hello",
+                "description": "A static greeting",
+                "mimeType": "text/plain",
+            }),
+            json!({
+                "uri": "test://static/blob",
+                "name": "blob",
+                "title": "Blob",
+                "description": "A static binary resource (bytes 0..16)",
+                "mimeType": "application/octet-stream",
+            }),
+        ];
+        let skill_entries = skills.as_ref().map(Skills::entries).unwrap_or_default();
+        resources.extend(skills.iter().flat_map(Skills::resources));
         Ok(Catalog {
             server_info,
             capabilities: Value::Object(caps),
             modern_capabilities: Value::Object(modern_caps),
             tools,
-            resources: vec![
-                json!({
-                    "uri": "test://static/hello",
-                    "name": "hello",
-                    "title": "Hello",
-                    "description": "A static greeting",
-                    "mimeType": "text/plain",
-                }),
-                json!({
-                    "uri": "test://static/blob",
-                    "name": "blob",
-                    "title": "Blob",
-                    "description": "A static binary resource (bytes 0..16)",
-                    "mimeType": "application/octet-stream",
-                }),
-            ],
+            resources,
             templates: vec![json!({
                 "uriTemplate": "test://items/{id}",
                 "name": "item",
@@ -439,6 +456,8 @@ impl Catalog {
             peers: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
             tasks: TaskStore::default(),
+            skills,
+            skill_entries,
         })
     }
 
@@ -952,7 +971,43 @@ impl Shared {
             "resources/templates/list" => {
                 self.paginate(&self.templates, "resourceTemplates", params.as_ref())
             }
-            "resources/read" => read_resource(params.as_ref(), mode),
+            "resources/read" => {
+                let uri = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str);
+                match (&self.skills, uri) {
+                    (Some(skills), Some(uri)) if uri.starts_with("skill://") => {
+                        match skills.read(uri) {
+                            Some(content) => Ok(json!({"contents": [content]})),
+                            None => Err(RpcError::new(
+                                match mode {
+                                    Mode::Legacy => code::RESOURCE_NOT_FOUND,
+                                    Mode::Modern => code::INVALID_PARAMS,
+                                },
+                                "Resource not found",
+                            )
+                            .with_data(json!({"uri": uri}))),
+                        }
+                    }
+                    _ => read_resource(params.as_ref(), mode),
+                }
+            }
+            "skills/list" if self.skills.is_some() => {
+                self.paginate(&self.skill_entries, "skills", params.as_ref())
+            }
+            "skills/get" if self.skills.is_some() => {
+                let uri = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str);
+                match self.skills.as_ref().zip(uri).and_then(|(s, u)| s.get(u)) {
+                    Some(skill) => Ok(json!({"skill": skill})),
+                    None => Err(RpcError::invalid_params(
+                        "Invalid params: no skill with that uri",
+                    )),
+                }
+            }
             "prompts/list" => self.paginate(&self.prompts, "prompts", params.as_ref()),
             "prompts/get" => get_prompt(params.as_ref()),
             "completion/complete" => Ok(complete(params.as_ref())),
@@ -983,7 +1038,9 @@ impl Shared {
             | "tools/list"
             | "prompts/list"
             | "resources/list"
-            | "resources/templates/list" => "public",
+            | "resources/templates/list"
+            | "skills/list"
+            | "skills/get" => "public",
             "resources/read" => "private",
             _ => return,
         };

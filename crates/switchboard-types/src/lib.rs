@@ -73,6 +73,7 @@ pub mod resources;
 pub mod roots;
 pub mod sampling;
 pub mod schema;
+pub mod skills;
 pub mod subscriptions;
 pub mod tasks;
 pub mod tools;
@@ -93,6 +94,9 @@ pub use resources::*;
 pub use roots::*;
 pub use sampling::*;
 pub use schema::Schema;
+pub use skills::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, SkillEntry, SkillFile, SkillFiles,
+};
 pub use subscriptions::*;
 pub use tasks::*;
 pub use tools::*;

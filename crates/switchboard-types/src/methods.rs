@@ -55,6 +55,11 @@ pub const TASKS_CANCEL: &str = "tasks/cancel";
 /// `tasks/update` (the tasks extension of 2026-07-28).
 pub const TASKS_UPDATE: &str = "tasks/update";
 
+/// `skills/list` (the skills extension, SEP-2640).
+pub const SKILLS_LIST: &str = "skills/list";
+/// `skills/get` (the skills extension, SEP-2640).
+pub const SKILLS_GET: &str = "skills/get";
+
 /// `subscriptions/listen` (2026-07-28).
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 

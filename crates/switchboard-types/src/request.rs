@@ -34,6 +34,7 @@ use crate::resources::{
 };
 use crate::roots::ListRootsResult;
 use crate::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use crate::skills::{GetSkillRequestParams, GetSkillResult, ListSkillsResult, SkillEntry};
 use crate::subscriptions::{
     SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
@@ -160,6 +161,10 @@ requests! {
     CancelTask = methods::TASKS_CANCEL, CancelTaskRequestParams => CancelTaskResult;
     /// `tasks/update` (tasks extension, 2026-07-28).
     UpdateTask = methods::TASKS_UPDATE, UpdateTaskRequestParams => EmptyResult;
+    /// `skills/list` (the skills extension).
+    ListSkills = methods::SKILLS_LIST, PaginatedRequestParams => ListSkillsResult;
+    /// `skills/get` (the skills extension).
+    GetSkill = methods::SKILLS_GET, GetSkillRequestParams => GetSkillResult;
     /// `subscriptions/listen` (2026-07-28).
     SubscriptionsListen = methods::SUBSCRIPTIONS_LISTEN, SubscriptionsListenRequestParams => SubscriptionsListenResult;
     /// `sampling/createMessage` (server to client).
@@ -203,4 +208,5 @@ paginated! {
     ListResourceTemplatesResult => resource_templates: ResourceTemplate;
     ListPromptsResult => prompts: Prompt;
     ListTasksResult => tasks: Task;
+    ListSkillsResult => skills: SkillEntry;
 }

@@ -217,6 +217,19 @@ pub enum Error {
         /// The JSON-RPC error the task failed with, when the server gave one.
         error: Option<Box<ErrorObject>>,
     },
+    /// A skill (the skills extension) was not loaded, or one of its files
+    /// not used: its entry breaks the extension's rules, or what the server
+    /// sent does not match the entry (size, digest, frontmatter). Nothing of
+    /// the unverified content is returned.
+    #[error("server `{server}`: skill {skill:?} refused: {problem}")]
+    Skill {
+        /// The server's name.
+        server: Arc<str>,
+        /// The skill's URI (its `SKILL.md`).
+        skill: String,
+        /// What did not match.
+        problem: crate::client::skills::SkillProblem,
+    },
     /// A setting passed to a builder is invalid.
     #[error("invalid setting `{setting}`: {reason}")]
     Config {
@@ -368,7 +381,8 @@ impl Error {
             | Error::InputFailed { server, .. }
             | Error::TooManyRounds { server, .. }
             | Error::OutputMismatch { server, .. }
-            | Error::Task { server, .. } => Some(server),
+            | Error::Task { server, .. }
+            | Error::Skill { server, .. } => Some(server),
             Error::Config { .. } | Error::Serialize { .. } => None,
         }
     }

@@ -44,6 +44,7 @@ pub use client::handlers::{
     BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots,
     SamplingHandler, UrlRequest,
 };
+pub use client::skills::{Skill, SkillFileContents, SkillProblem};
 pub use client::tasks::TaskOptions;
 pub use client::{
     Client, ClientBuilder, EraMode, ProbeWait, ServerSession, Subscription, SubscriptionEvent,

@@ -40,6 +40,7 @@ mod resources;
 #[cfg(test)]
 mod scripted_tests;
 mod send;
+pub mod skills;
 mod subscriptions;
 pub mod tasks;
 #[cfg(test)]
