@@ -27,8 +27,8 @@ pub use config::{
 };
 pub use hub::{
     BackendAsks, Backoff, Failure, Hub, HubBuilder, HubError, HubEvent, HubEvents, HubListing,
-    HubPrompt, HubResource, HubResourceTemplate, HubServer, HubTool, ServerState, ServerStats,
-    ServerStatus, StartReport,
+    HubPrompt, HubResource, HubResourceTemplate, HubServer, HubSkill, HubTool, ServerState,
+    ServerStats, ServerStatus, StartReport,
 };
 
 /// Entry points for `fuzz/` (feature `fuzzing`, never on by default): the

@@ -361,3 +361,93 @@ async fn unknown_unready_and_incapable_servers_are_refused_with_advice() {
     hub.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The test server in `era` offering skills; `tamper` serves one wrong.
+fn skills_server(name: &str, era: &str, record: &Path, tamper: Option<&str>) -> ServerConfig {
+    let mut config = testserver(name, era, record);
+    if let TransportConfig::Stdio { args, .. } = &mut config.transport {
+        match tamper {
+            Some(tamper) => args.extend(["--skills-tamper".into(), tamper.into()]),
+            None => args.push("--skills".into()),
+        }
+    }
+    config
+}
+
+#[apply(process_test!)]
+async fn skills_are_listed_across_servers_and_loaded_verified_from_theirs() {
+    let dir = scratch("features-skills");
+    let hub = Hub::builder()
+        .servers([
+            skills_server("modern", "modern", &dir.join("modern.jsonl"), None),
+            testserver("plain", "legacy", &dir.join("plain.jsonl")),
+            skills_server("legacy", "legacy", &dir.join("legacy.jsonl"), None),
+            skills_server("evil", "legacy", &dir.join("evil.jsonl"), Some("digest")),
+        ])
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+
+    // `plain` does not declare the extension: skipped, not asked.
+    let skills = hub.skills().await;
+    assert!(skills.failed.is_empty(), "{:?}", skills.failed);
+    let got: Vec<_> = skills
+        .items
+        .iter()
+        .map(|s| (s.name.as_str(), s.server.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("modern__pdf-processing", "modern"),
+            ("modern__code-review", "modern"),
+            ("legacy__pdf-processing", "legacy"),
+            ("legacy__code-review", "legacy"),
+            ("evil__pdf-processing", "evil"),
+            ("evil__code-review", "evil"),
+        ]
+    );
+    assert_eq!(recorded(&dir.join("plain.jsonl"), "skills/list"), 0);
+    // Listing read no file anywhere.
+    for server in ["modern", "legacy", "evil"] {
+        assert_eq!(
+            recorded(&dir.join(format!("{server}.jsonl")), "resources/read"),
+            0
+        );
+    }
+
+    let pdf = &skills.items[2];
+    let skill = hub.load_skill("legacy", &pdf.entry).await.unwrap();
+    assert!(skill.instructions().contains("references/FORMS.md"));
+    let forms = hub
+        .read_skill_file(
+            "legacy",
+            &skill,
+            "skill://pdf-processing/references/FORMS.md",
+        )
+        .await
+        .unwrap();
+    assert!(forms.text().unwrap().starts_with("# Forms"));
+    assert_eq!(recorded(&dir.join("legacy.jsonl"), "resources/read"), 2);
+    assert_eq!(recorded(&dir.join("modern.jsonl"), "resources/read"), 0);
+
+    // A skill served other than as listed: refused, the client's error the source.
+    let evil = &skills.items[4];
+    let error = hub.load_skill("evil", &evil.entry).await.unwrap_err();
+    assert_eq!(error.server(), Some("evil"));
+    match &error {
+        HubError::Request { source, .. } => assert!(
+            matches!(**source, switchboard::Error::Skill { .. }),
+            "{source}"
+        ),
+        other => panic!("{other}"),
+    }
+    let error = hub.load_skill("plain", &evil.entry).await.unwrap_err();
+    assert!(
+        matches!(error, HubError::CapabilityMissing { .. }),
+        "{error}"
+    );
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

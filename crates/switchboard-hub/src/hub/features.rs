@@ -1,5 +1,6 @@
 //! Everything but tools across servers: resources, resource templates,
-//! prompts and completion, through each ready server's [`Client`].
+//! prompts, skills (the skills extension) and completion, through each
+//! ready server's [`Client`].
 //!
 //! Unlike tools, these lists are not kept by the hub: each listing asks
 //! every ready server at once, so it is as fresh as the servers' answers.
@@ -15,9 +16,9 @@ use std::collections::BTreeMap;
 use switchboard::types::request::{self as rq, Request};
 use switchboard::types::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, SkillEntry,
 };
-use switchboard::{Client, Error as ClientError, RequestOptions};
+use switchboard::{Client, Error as ClientError, RequestOptions, Skill, SkillFileContents};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -58,6 +59,20 @@ pub struct HubPrompt {
     pub prompt: Prompt,
 }
 
+/// A skill in the hub's aggregated list (the skills extension). Listing
+/// reads none of its files.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct HubSkill {
+    /// The hub-wide name, `server__skill`, made like a tool's by
+    /// [`namespaced`] (for offering skills of many servers to one model).
+    pub name: String,
+    /// The server offering it (what [`Hub::load_skill`] takes).
+    pub server: String,
+    /// The skill as the server lists it.
+    pub entry: SkillEntry,
+}
+
 /// What a listing across servers found: the items of every server that
 /// answered, in configuration order, and the servers whose listing failed.
 #[derive(Debug)]
@@ -86,6 +101,7 @@ impl<T> Default for HubListing<T> {
 enum Feature {
     Resources,
     Prompts,
+    Skills,
 }
 
 impl Feature {
@@ -94,6 +110,7 @@ impl Feature {
         match self {
             Feature::Resources => capabilities.resources.is_some(),
             Feature::Prompts => capabilities.prompts.is_some(),
+            Feature::Skills => client.offers_skills(),
         }
     }
 }
@@ -167,6 +184,63 @@ impl Hub {
             server,
             prompt,
         })
+    }
+
+    /// Every skill of every ready server that declares the skills
+    /// extension, as [`Hub::resources`], each also named by
+    /// [`namespaced`]. No skill file is read.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels every listing under way.
+    pub async fn skills(&self) -> HubListing<HubSkill> {
+        self.list_across(
+            Feature::Skills,
+            rq::ListSkills::METHOD,
+            |client| async move { client.list_skills().await },
+        )
+        .await
+        .map(|server, entry| HubSkill {
+            name: namespaced(&server, entry.name().unwrap_or_default()),
+            server,
+            entry,
+        })
+    }
+
+    /// Loads one of `server`'s skills: reads its `SKILL.md` and verifies
+    /// it against `entry` ([`Client::load_skill`]).
+    ///
+    /// # Errors
+    /// As [`Hub::read_resource`], for the skills extension; a skill whose
+    /// file does not match its entry is [`HubError::Request`] whose source
+    /// is the client's [`switchboard::Error::Skill`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the read.
+    pub async fn load_skill(&self, server: &str, entry: &SkillEntry) -> Result<Skill, HubError> {
+        self.request(server, rq::ReadResource::METHOD, |client| async move {
+            client.load_skill(entry).await
+        })
+        .await
+    }
+
+    /// Reads and verifies one file of a skill loaded from `server`
+    /// ([`Client::read_skill_file`]).
+    ///
+    /// # Errors
+    /// As [`Hub::load_skill`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the read.
+    pub async fn read_skill_file(
+        &self,
+        server: &str,
+        skill: &Skill,
+        uri: &str,
+    ) -> Result<SkillFileContents, HubError> {
+        self.request(server, rq::ReadResource::METHOD, |client| async move {
+            client.read_skill_file(skill, uri).await
+        })
+        .await
     }
 
     /// Reads `uri` from `server`.

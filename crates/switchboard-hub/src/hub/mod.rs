@@ -80,7 +80,7 @@ use crate::config::ServerConfig;
 
 pub use changes::ReloadReport;
 pub use error::HubError;
-pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate};
+pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate, HubSkill};
 pub use forward::BackendAsks;
 #[cfg(feature = "oauth")]
 pub use login::{Connect, OAuthLogins};
