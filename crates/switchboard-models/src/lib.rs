@@ -19,6 +19,9 @@
 //!   context parts;
 //! - a [`Toolset`] that ties them together, with an opt-in `search_tools`
 //!   meta-tool for large tool lists;
+//! - a [`Skillset`]: servers' skills (the MCP skills extension) as two
+//!   tools, `load_skill` (whose description lists each skill's name and
+//!   description) and `read_skill_file`, loaded and verified on demand;
 //! - with feature `agent`, an OpenAI-compatible chat client and an agent
 //!   loop over a [`switchboard_hub::Hub`] (see `examples/agent.rs`); with
 //!   feature `sampling`, the same endpoint as a sampling handler.
@@ -92,6 +95,7 @@ pub mod names;
 pub mod results;
 pub mod schema;
 pub mod search;
+pub mod skills;
 #[cfg(test)]
 mod testdata;
 pub mod toolset;
@@ -107,6 +111,7 @@ pub use definitions::{Definition, DefinitionOptions, GeminiSchema, ToolHints};
 pub use media::MediaStore;
 pub use names::{Collision, NameOptions, Names};
 pub use results::{ChatImages, ProviderResult, ResultOptions};
+pub use skills::{SkillCall, SkillInfo, SkillOptions, Skillset};
 pub use toolset::{Lookup, SearchOptions, ToolEntry, Toolset, ToolsetOptions};
 
 /// The API a value is shaped for.
