@@ -12,6 +12,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use switchboard::transport::http::AuthProvider;
+use switchboard::types::SkillEntry;
 use switchboard_hub::config::{InputSpec, LoadedConfig, OAuthSettings, SkipReason};
 use switchboard_hub::{
     Hub, HubBuilder, HubError, HubEvent, ServerConfig, ServerState, ServerStatus, TransportConfig,
@@ -957,6 +958,168 @@ pub(crate) async fn prompts(
     Ok(listing_code(&opened, &prompts.failed))
 }
 
+/// `skills` across the configured servers (or one, `--server NAME`):
+/// each skill with its server. Reads no skill file.
+pub(crate) async fn skills(
+    context: &Context,
+    only: Option<&str>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let opened = open_all(
+        context,
+        only,
+        "skills",
+        json,
+        credentials,
+        max_message_size,
+        servers,
+    )
+    .await?;
+    let skills = opened.hub.skills().await;
+    opened.hub.shutdown().await;
+    let items: Vec<Value> = skills
+        .items
+        .iter()
+        .map(|s| tagged(&s.server, &s.entry))
+        .collect();
+    if json {
+        output::print_json(&json!({ "skills": items }));
+    } else {
+        output::print_skills(&items);
+    }
+    Ok(listing_code(&opened, &skills.failed))
+}
+
+/// `skill NAME [--file PATH]` on the configured servers: NAME is
+/// `SERVER/NAME`, `SERVER__NAME`, a skill's URI, or a name one server's
+/// skill has (with `--server`, that server's). Loads and verifies it, and
+/// shows it (or the file).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+pub(crate) async fn skill(
+    context: &Context,
+    only: Option<&str>,
+    target: &str,
+    file: Option<&str>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    // `SERVER/NAME` (a skill's name has no `/`): start only that server.
+    let (only, target) = match (only, target.split_once('/')) {
+        (None, Some((server, name))) if !target.contains("://") => (Some(server), name),
+        _ => (only, target),
+    };
+    let opened = open_all(
+        context,
+        only,
+        "skills",
+        json,
+        credentials,
+        max_message_size,
+        servers,
+    )
+    .await?;
+    let listing = opened.hub.skills().await;
+    listing_code(&opened, &listing.failed);
+    let picked = pick_skill(
+        listing
+            .items
+            .iter()
+            .map(|s| (s.server.as_str(), &s.entry, s.name.as_str())),
+        target,
+    );
+    let (server, entry) = match picked {
+        Ok(found) => found,
+        Err(failure) => {
+            opened.hub.shutdown().await;
+            return Err(failure);
+        }
+    };
+    let (server, entry) = (server.to_owned(), entry.clone());
+    let shown = async {
+        let skill = opened.hub.load_skill(&server, &entry).await?;
+        let contents = match file {
+            Some(path) => {
+                let uri = skill_file_uri(&entry, path);
+                Some(opened.hub.read_skill_file(&server, &skill, &uri).await?)
+            }
+            None => None,
+        };
+        Ok::<_, HubError>((skill, contents))
+    }
+    .await;
+    opened.hub.shutdown().await;
+    let (skill, contents) = shown.map_err(|e| hub_failure(e, None, credentials))?;
+    output::print_skill(Some(&server), &skill, contents.as_ref(), json);
+    Ok(0)
+}
+
+/// The URI of a skill's file given as a path inside the skill (or as its
+/// URI already).
+pub(crate) fn skill_file_uri(entry: &SkillEntry, path: &str) -> String {
+    if path.contains("://") {
+        return path.to_owned();
+    }
+    match entry.directory() {
+        Some(directory) => format!("{directory}/{}", path.trim_start_matches('/')),
+        None => path.to_owned(),
+    }
+}
+
+/// The one skill `target` names among `skills` (server, entry, hub-wide
+/// name): its URI, its hub-wide `SERVER__NAME`, or its own name when one
+/// server's skill has it. Otherwise a usage error that lists the choices
+/// or suggests the closest name.
+pub(crate) fn pick_skill<'a>(
+    skills: impl Iterator<Item = (&'a str, &'a SkillEntry, &'a str)>,
+    target: &str,
+) -> Result<(&'a str, &'a SkillEntry), Failure> {
+    let skills: Vec<_> = skills.collect();
+    let matching: Vec<_> = skills
+        .iter()
+        .filter(|(_, entry, wide)| {
+            entry.uri == target || *wide == target || entry.name() == Some(target)
+        })
+        .collect();
+    match matching.as_slice() {
+        [(server, entry, _)] => Ok((server, entry)),
+        [] => {
+            let names = skills.iter().filter_map(|(_, e, _)| e.name());
+            let hint = match crate::suggest::closest(target, names) {
+                Some(near) => format!(" (did you mean `{}`?)", crate::sanitize::line(near)),
+                None if skills.is_empty() => {
+                    " (no server offers skills; `switchboard skills` lists them)".into()
+                }
+                None => " (`switchboard skills` lists them)".into(),
+            };
+            Err(Failure::usage(anyhow::anyhow!(
+                "no skill named `{}`{hint}",
+                crate::sanitize::line(target)
+            )))
+        }
+        several => Err(Failure::usage(anyhow::anyhow!(
+            "more than one server has a skill named `{}`: give one of {}",
+            crate::sanitize::line(target),
+            several
+                .iter()
+                .map(|(server, _, _)| format!(
+                    "`{}/{}`",
+                    crate::sanitize::line(server),
+                    crate::sanitize::line(target)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
 /// `tools` across the configured servers (or one, `--server NAME`).
 pub(crate) async fn tools(
     context: &Context,
@@ -1117,6 +1280,12 @@ fn hub_failure(
                 stderr_tail = source.stderr_tail().map(str::to_owned);
                 if source.is_unreachable() || source.is_timeout() {
                     exit::UNREACHABLE
+                } else if matches!(**source, switchboard::Error::Skill { .. })
+                    && source.is_protocol_violation()
+                {
+                    // A skill served other than as listed, as for a server
+                    // given after `--`.
+                    exit::PROTOCOL_VIOLATION
                 } else {
                     exit::USAGE
                 }

@@ -92,6 +92,14 @@ const EXAMPLES: &[(&str, &str)] = &[
         "switchboard prompts\nswitchboard prompts --server everything",
     ),
     (
+        "skills",
+        "switchboard skills                         # every configured server's\nswitchboard skills --server docs --json\nswitchboard skills -- switchboard __testserver --skills",
+    ),
+    (
+        "skill",
+        "switchboard skill pdf-processing           # the one server that has it\nswitchboard skill docs/pdf-processing --file references/FORMS.md\nswitchboard skill code-review --json -- switchboard __testserver --skills",
+    ),
+    (
         "call",
         "switchboard call everything/echo '{\"message\": \"hi\"}'\nswitchboard call everything__get-sum --arg a=1 --arg b=2\nswitchboard call echo '{\"message\": \"hi\"}'     # the one server that has it\nswitchboard call get_current_time '{\"timezone\": \"UTC\"}' -- uvx mcp-server-time",
     ),
@@ -209,7 +217,16 @@ fn cli_command() -> clap::Command {
     // Options where they do nothing are not shown there (they still
     // parse, so a shared alias keeps working): sampling answers a server's
     // `sampling/createMessage` during a call or a prompt, not a listing.
-    for listing in ["tools", "resources", "prompts", "info", "complete", "read"] {
+    for listing in [
+        "tools",
+        "resources",
+        "prompts",
+        "skills",
+        "skill",
+        "info",
+        "complete",
+        "read",
+    ] {
         command = command.mut_subcommand(listing, |mut c| {
             for id in [
                 "sampling_url",
@@ -687,6 +704,33 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// List the server's skills (the skills extension): name, description
+    /// and files; without a server command, every configured server's.
+    /// Reads no skill file.
+    Skills {
+        /// Only this configured server's skills.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Load a skill and show it: its SKILL.md is read and checked against
+    /// the server's listing (size, SHA-256, frontmatter) before anything
+    /// of it is shown. NAME is the skill's name, SERVER/NAME, SERVER__NAME
+    /// or its skill:// URI.
+    Skill {
+        /// The skill.
+        name: String,
+        /// Show this file of the skill instead (a path inside it, such as
+        /// references/FORMS.md), checked against the listing too.
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
+        /// The configured server to ask.
+        #[arg(long = "server", value_name = "NAME")]
+        only: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Call a tool: `call TOOL -- COMMAND…`, or a configured server's
     /// tool as `call SERVER/TOOL` or `call SERVER__TOOL`.
     Call {
@@ -1031,6 +1075,8 @@ fn main() -> ExitCode {
         | Command::Tools { server, .. }
         | Command::Resources { server, .. }
         | Command::Prompts { server, .. }
+        | Command::Skills { server, .. }
+        | Command::Skill { server, .. }
         | Command::Call { server, .. }
         | Command::Read { server, .. }
         | Command::Prompt { server, .. } => server.json,
@@ -1217,6 +1263,8 @@ fn remote_url(command: &Command) -> Option<&str> {
         | Command::Tools { server, .. }
         | Command::Resources { server, .. }
         | Command::Prompts { server, .. }
+        | Command::Skills { server, .. }
+        | Command::Skill { server, .. }
         | Command::Call { server, .. }
         | Command::Read { server, .. }
         | Command::Prompt { server, .. } => server.url.as_deref(),
@@ -1537,6 +1585,74 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             } else {
                 output::print_prompts(&prompts);
             }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Skills { only, server } => {
+            if server.command.is_empty() && server.url.is_none() {
+                let context = configure::Context::new(cli.config)?;
+                return hub::skills(
+                    &context,
+                    only.as_deref(),
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(only.as_deref())?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
+            let skills = client.list_skills().await?;
+            if server.json {
+                output::print_json(&json!({ "skills": skills }));
+            } else {
+                let skills: Vec<Value> = skills
+                    .iter()
+                    .map(|s| serde_json::to_value(s).unwrap_or(Value::Null))
+                    .collect();
+                output::print_skills(&skills);
+            }
+            finish(&client, &server).await;
+            Ok(0)
+        }
+        Command::Skill {
+            name,
+            file,
+            only,
+            server,
+        } => {
+            if server.command.is_empty() && server.url.is_none() {
+                let context = configure::Context::new(cli.config)?;
+                return hub::skill(
+                    &context,
+                    only.as_deref(),
+                    &name,
+                    file.as_deref(),
+                    server.json,
+                    creds,
+                    max_message_size(&server),
+                    servers,
+                )
+                .await;
+            }
+            no_configured_server(only.as_deref())?;
+            let (client, _, _) = connect(&server, creds, servers).await?;
+            let skills = client.list_skills().await?;
+            let (_, entry) = hub::pick_skill(
+                skills.iter().map(|e| ("", e, e.name().unwrap_or_default())),
+                &name,
+            )?;
+            let skill = client.load_skill(entry).await?;
+            let contents = match &file {
+                Some(path) => Some(
+                    client
+                        .read_skill_file(&skill, &hub::skill_file_uri(entry, path))
+                        .await?,
+                ),
+                None => None,
+            };
+            output::print_skill(None, &skill, contents.as_ref(), server.json);
             finish(&client, &server).await;
             Ok(0)
         }

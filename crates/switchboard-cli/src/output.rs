@@ -315,6 +315,134 @@ pub(crate) fn print_prompts<P: Serialize>(prompts: &[P]) {
     println!("{} prompts", prompts.len());
 }
 
+/// `skills`: one row per skill (its server first when several servers
+/// answered), with its description and how many files it has.
+pub(crate) fn print_skills(skills: &[Value]) {
+    let servers = with_servers(skills);
+    let mut table = table(&headers(servers, &["skill", "description", "files"]));
+    for skill in skills {
+        let frontmatter = skill.get("frontmatter").cloned().unwrap_or(Value::Null);
+        let files = match skill.get("resources") {
+            Some(Value::Array(files)) => files.len().to_string(),
+            Some(Value::String(word)) => sanitize::line(word).into_owned(),
+            _ => "?".into(),
+        };
+        table.add_row(row(
+            servers,
+            skill,
+            vec![
+                text(&frontmatter, "name"),
+                short(&text(&frontmatter, "description"), 60),
+                files,
+            ],
+        ));
+    }
+    println!("{table}");
+    println!(
+        "{} skills (`switchboard skill NAME` loads one and shows it)",
+        skills.len()
+    );
+}
+
+/// `skill NAME`: the skill, loaded and verified — its frontmatter, its
+/// files, then its instructions; or, with `--file`, that file.
+pub(crate) fn print_skill(
+    server: Option<&str>,
+    skill: &switchboard::Skill,
+    file: Option<&switchboard::SkillFileContents>,
+    json: bool,
+) {
+    let entry = skill.entry();
+    if json {
+        let mut value = json!({
+            "skill": entry,
+            "instructions": skill.instructions(),
+        });
+        if let Some(server) = server {
+            value["server"] = json!(server);
+        }
+        if let Some(file) = file {
+            value["file"] = match file.text() {
+                Some(text) => {
+                    json!({"uri": file.uri, "mimeType": file.mime_type, "text": text, "verified": file.verified()})
+                }
+                None => {
+                    use base64::Engine as _;
+                    json!({"uri": file.uri, "mimeType": file.mime_type, "blob": base64::engine::general_purpose::STANDARD.encode(file.bytes()), "verified": file.verified()})
+                }
+            };
+        }
+        print_json(&value);
+        return;
+    }
+    if let Some(file) = file {
+        let kind = file.mime_type.as_deref().unwrap_or("");
+        eprintln!("── {} {}", sanitize::line(&file.uri), sanitize::line(kind));
+        match file.text() {
+            Some(text) => println!("{}", body(text)),
+            None => println!(
+                "[binary: {} bytes; --json gives it as base64]",
+                file.bytes().len()
+            ),
+        }
+        return;
+    }
+    let mut pairs = pairs_table();
+    pairs.add_row(vec![
+        "skill".to_owned(),
+        sanitize::line(skill.name()).into_owned(),
+    ]);
+    if let Some(server) = server {
+        pairs.add_row(vec![
+            "server".to_owned(),
+            sanitize::line(server).into_owned(),
+        ]);
+    }
+    pairs.add_row(vec![
+        "uri".to_owned(),
+        sanitize::line(&entry.uri).into_owned(),
+    ]);
+    pairs.add_row(vec![
+        "verified".to_owned(),
+        match entry.resources {
+            switchboard::types::SkillFiles::Listed(_) => {
+                "size, sha256 and frontmatter match the listing"
+            }
+            switchboard::types::SkillFiles::Dynamic => {
+                "frontmatter matches the listing (files are dynamic: no digests)"
+            }
+        }
+        .to_owned(),
+    ]);
+    for (key, value) in skill.frontmatter() {
+        if key == "name" {
+            continue;
+        }
+        let value = match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        pairs.add_row(vec![sanitize::line(key).into_owned(), short(&value, 200)]);
+    }
+    let files: Vec<String> = skill
+        .files()
+        .iter()
+        .map(|f| {
+            let path = entry
+                .directory()
+                .and_then(|d| f.uri.strip_prefix(d))
+                .map_or(f.uri.as_str(), |p| p.trim_start_matches('/'));
+            format!("{} ({} bytes)", sanitize::line(path), f.size)
+        })
+        .collect();
+    if !files.is_empty() {
+        pairs.add_row(vec!["files".to_owned(), files.join(", ")]);
+    }
+    println!("{pairs}");
+    println!();
+    println!("{}", body(skill.instructions().trim()));
+}
+
 /// One content block as a line or paragraph of text.
 pub(crate) fn describe_block(block: &Value) -> String {
     let kind = block.get("type").and_then(Value::as_str).unwrap_or("?");

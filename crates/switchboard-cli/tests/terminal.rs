@@ -1,8 +1,9 @@
 //! The terminal belongs to the user: every string a server sends — tool
 //! names, titles and descriptions, its name, version and instructions,
 //! results, resource text, prompt messages, log and progress messages, an
-//! elicitation's message and field titles, the stderr it leaves behind — is
-//! shown with its control characters escaped, under a real pty. The server
+//! elicitation's message and field titles, the stderr it leaves behind, a
+//! skill's description, frontmatter, instructions and files — is shown
+//! with its control characters escaped, under a real pty. The server
 //! (`tests/fixtures/hostile_server.py`) puts a window title, a clipboard
 //! write (OSC 52), a hyperlink (OSC 8), hidden text and an 8-bit CSI in
 //! each of them.
@@ -130,6 +131,21 @@ fn resources_and_prompts() {
     );
     check(&["prompts"], None, &["prompt \\x1b"]);
     check(&["prompt", "p"], None, &["prompt message \\x1b]0;PWNED"]);
+}
+
+#[test]
+fn skills_and_their_files() {
+    check(&["skills"], None, &["skill description \\x1b]0;PWNED"]);
+    check(
+        &["skill", "hostile"],
+        None,
+        &["skill body \\x1b]0;PWNED", "license \\x1b]0;PWNED"],
+    );
+    check(
+        &["skill", "hostile", "--file", "ref.md"],
+        None,
+        &["skill file \\x1b]0;PWNED"],
+    );
 }
 
 #[test]

@@ -283,11 +283,18 @@ impl Error {
 
     /// The server broke the protocol: it sent something that is not a
     /// usable MCP or JSON-RPC message (an unusable reply, a malformed
-    /// result, a broken event stream). The same kind of failure on every
+    /// result, a broken event stream), or a skill file other than its
+    /// listing says ([`Error::Skill`]). The same kind of failure on every
     /// transport; retrying the same server is unlikely to help.
     pub fn is_protocol_violation(&self) -> bool {
         match self {
             Error::Protocol { .. } | Error::ProtocolViolation { .. } => true,
+            // A skill's file other than its listing promised (the caller
+            // asking for a file the skill does not have is not one).
+            Error::Skill { problem, .. } => !matches!(
+                problem,
+                crate::client::skills::SkillProblem::NotListed { .. }
+            ),
             Error::Transport { source, .. } => source.is_protocol_violation(),
             Error::Disconnected { reason, .. } => reason.is_protocol_violation(),
             _ => false,
