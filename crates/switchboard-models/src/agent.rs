@@ -42,6 +42,7 @@ use crate::Provider;
 use crate::chat::{ChatClient, ChatError};
 use crate::definitions::{self, ToolHints};
 use crate::results::{self, ProviderResult, ResultOptions};
+use crate::skills::{SkillOptions, Skillset};
 use crate::toolset::{Lookup, Toolset, ToolsetOptions};
 
 /// Default for [`AgentBuilder::max_rounds`].
@@ -287,6 +288,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether the model gets the hub's skills (the skills extension) as
+    /// the `load_skill` and `read_skill_file` tools of a [`Skillset`]
+    /// (default: yes). Each run lists them once, reading no skill file;
+    /// a skill is loaded, and verified, when the model calls for it.
+    pub fn skills(mut self, offer: bool) -> Self {
+        self.agent.skills = offer;
+        self
+    }
+
     /// The system message that opens each [`Agent::run`].
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.agent.system = Some(prompt.into());
@@ -377,6 +387,7 @@ pub struct Agent {
     parallel_calls: usize,
     system: Option<String>,
     server_instructions: bool,
+    skills: bool,
     approval: Option<Approval>,
     /// Held while the approval hook is asked.
     asking: Arc<tokio::sync::Mutex<()>>,
@@ -417,6 +428,7 @@ impl Agent {
                 parallel_calls: DEFAULT_PARALLEL_CALLS,
                 system: None,
                 server_instructions: true,
+                skills: true,
                 approval: None,
                 asking: Arc::default(),
                 fields: Map::new(),
@@ -483,6 +495,7 @@ impl Agent {
             messages,
             calls: Vec::new(),
         };
+        let skills = self.hub_skills().await;
         for round in 1..=self.max_rounds {
             let toolset = match &self.toolset {
                 Some(toolset) => toolset.clone(),
@@ -490,7 +503,7 @@ impl Agent {
             };
             let span = tracing::info_span!("agent.round", round);
             if let Some(text) = self
-                .round(round, &toolset, &mut run)
+                .round(round, &toolset, skills.as_ref(), &mut run)
                 .instrument(span)
                 .await?
             {
@@ -540,16 +553,38 @@ impl Agent {
         toolset
     }
 
+    /// The hub's skills for this run, when [`skills`](AgentBuilder::skills)
+    /// is on and a ready server offers some; listing failures are logged.
+    async fn hub_skills(&self) -> Option<Skillset> {
+        if !self.skills {
+            return None;
+        }
+        let (skills, failed) =
+            Skillset::from_hub(Provider::OpenAiChat, SkillOptions::default(), &self.hub).await;
+        for error in &failed {
+            tracing::warn!("skills not listed: {}", error_chain(error));
+        }
+        (!skills.is_empty()).then_some(skills)
+    }
+
     /// One request and its tool calls; the final text when the model
     /// answered without tool calls.
     async fn round(
         &self,
         round: usize,
         toolset: &Toolset,
+        skills: Option<&Skillset>,
         run: &mut Run,
     ) -> Result<Option<String>, AgentError> {
-        let tools = toolset.tools_param();
-        let tool_count = toolset.definitions().len();
+        let skill_tools = skills.map(Skillset::definitions).unwrap_or_default();
+        let tools = if skill_tools.is_empty() {
+            toolset.tools_param()
+        } else {
+            let mut all = toolset.definitions();
+            all.extend(skill_tools.iter().map(|d| &**d));
+            serde_json::value::to_raw_value(&all).expect("definitions joined are JSON")
+        };
+        let tool_count = toolset.definitions().len() + skill_tools.len();
         let body = ChatRequest {
             model: self.chat.model(),
             messages: &run.messages,
@@ -621,7 +656,7 @@ impl Agent {
                     chunk
                         .iter()
                         .enumerate()
-                        .map(|(i, call)| self.call(round, i, toolset, call)),
+                        .map(|(i, call)| self.call(round, i, toolset, skills, call)),
                 )
                 .await,
             );
@@ -642,6 +677,7 @@ impl Agent {
         round: usize,
         index: usize,
         toolset: &Toolset,
+        skills: Option<&Skillset>,
         call: &Value,
     ) -> (ProviderResult, CallRecord) {
         let provider = Provider::OpenAiChat;
@@ -686,7 +722,20 @@ impl Agent {
                 message,
             )
         };
+        let skill_call = skills.filter(|s| s.lookup(&name, None).is_some());
         let (result, summary) = match (lookup, arguments(&raw_arguments)) {
+            // `load_skill`, `read_skill_file`: reads of the servers'
+            // skills, verified, through the hub.
+            (Lookup::Unknown, Ok(arguments)) if skill_call.is_some() => {
+                let answer = match skill_call {
+                    Some(skills) => skills.call(&self.hub, &name, arguments.as_ref()).await,
+                    None => None,
+                };
+                match answer {
+                    Some(result) => self.answered(&id, &name, &result, &mut record),
+                    None => failure(format!("there is no tool named `{name}`")),
+                }
+            }
             (Lookup::Unknown, _) => failure(format!(
                 "there is no tool named `{name}`; call one of the tools the request lists"
             )),

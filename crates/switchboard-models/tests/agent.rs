@@ -214,12 +214,13 @@ struct McpServer {
 
 impl McpServer {
     async fn start() -> Self {
+        Self::start_with(switchboard_testkit::ServerConfig::default()).await
+    }
+
+    async fn start_with(config: switchboard_testkit::ServerConfig) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let task = tokio::spawn(switchboard_testkit::serve_http(
-            switchboard_testkit::ServerConfig::default(),
-            listener,
-        ));
+        let task = tokio::spawn(switchboard_testkit::serve_http(config, listener));
         McpServer { url, task }
     }
 }
@@ -1139,4 +1140,109 @@ async fn a_server_that_needs_a_login_offers_an_authenticate_tool() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(requests.len(), 4);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The function named `name` in a request's `tools`.
+fn tool_named<'a>(body: &'a Value, name: &str) -> Option<&'a Value> {
+    body["tools"]
+        .as_array()?
+        .iter()
+        .find(|t| t["function"]["name"] == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_sees_the_skills_and_loads_one_when_it_needs_it() {
+    let server = McpServer::start_with(
+        switchboard_testkit::ServerConfig::from_args(["--skills".to_owned()]).unwrap(),
+    )
+    .await;
+    let chat = FakeChat::start(Box::new(|index, request, checks| match index {
+        0 => {
+            let load = tool_named(&request.body, "load_skill");
+            checks.check(
+                load.and_then(|t| t["function"]["description"].as_str())
+                    .is_some_and(|d| {
+                        d.contains("- pdf-processing: Extract, fill, and assemble PDF documents")
+                    }),
+                || format!("load_skill lists the skills: {load:?}"),
+            );
+            checks.check(
+                tool_named(&request.body, "read_skill_file").is_some()
+                    && tool_named(&request.body, "mcp__test__echo").is_some(),
+                || "the skill tools beside the server's".into(),
+            );
+            (
+                200,
+                tool_calls(&[("call_load", "load_skill", r#"{"name": "pdf-processing"}"#)]),
+            )
+        }
+        1 => {
+            let loaded = tool_message(&request.body, "call_load").map(content_text);
+            checks.check(
+                loaded.as_deref().is_some_and(|t| {
+                    t.contains("# PDF processing") && t.contains("references/FORMS.md")
+                }),
+                || format!("the skill's instructions: {loaded:?}"),
+            );
+            (
+                200,
+                tool_calls(&[(
+                    "call_file",
+                    "read_skill_file",
+                    r#"{"skill": "pdf-processing", "path": "references/FORMS.md"}"#,
+                )]),
+            )
+        }
+        _ => {
+            let file = tool_message(&request.body, "call_file").map(content_text);
+            checks.check(
+                file.as_deref().is_some_and(|t| t.contains("# Forms")),
+                || format!("the file: {file:?}"),
+            );
+            (200, answer("done"))
+        }
+    }))
+    .await;
+    let hub = Hub::builder()
+        .persist(false)
+        .server(agent_example::server_from_flag(&format!("test={}", server.url)).unwrap())
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let agent = Agent::builder(
+        hub.clone(),
+        ChatClient::new(chat.base.clone(), "m").unwrap(),
+    )
+    .build()
+    .unwrap();
+    let outcome = agent.run("fill in the form").await.unwrap();
+    let (_, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(outcome.text, "done");
+    let calls: Vec<(&str, bool)> = outcome
+        .calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.is_error))
+        .collect();
+    assert_eq!(calls, [("load_skill", false), ("read_skill_file", false)]);
+
+    // Turned off: no skill tools.
+    let chat = FakeChat::start(Box::new(|_, request, checks| {
+        checks.check(tool_named(&request.body, "load_skill").is_none(), || {
+            "no load_skill".into()
+        });
+        (200, answer("done"))
+    }))
+    .await;
+    let agent = Agent::builder(
+        hub.clone(),
+        ChatClient::new(chat.base.clone(), "m").unwrap(),
+    )
+    .skills(false)
+    .build()
+    .unwrap();
+    agent.run("hi").await.unwrap();
+    hub.shutdown().await;
+    let (_, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
 }

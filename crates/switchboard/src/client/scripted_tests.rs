@@ -9,7 +9,7 @@ use crate::transport::memory::{self, MemoryEnd};
 use switchboard_types::CallToolRequestParams;
 use switchboard_types::RequestOutcome;
 
-async fn answer(peer: &mut MemoryEnd, result: Value) -> Value {
+pub(super) async fn answer(peer: &mut MemoryEnd, result: Value) -> Value {
     let request: Value = serde_json::from_slice(&peer.recv().await.unwrap()).unwrap();
     peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string())
         .await
@@ -18,12 +18,18 @@ async fn answer(peer: &mut MemoryEnd, result: Value) -> Value {
 }
 
 async fn modern_client() -> (Client, MemoryEnd) {
+    modern_client_with(json!({"tools": {}})).await
+}
+
+/// A client connected to a scripted stateless-era server that declares
+/// `capabilities`.
+pub(super) async fn modern_client_with(capabilities: Value) -> (Client, MemoryEnd) {
     let (client_end, mut server) = memory::pair();
     let connect = Client::builder()
         .name("scripted")
         .connect(client_end.into_connector());
     let discover = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}});
+        "capabilities": capabilities, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}});
     let (client, probe) = tokio::join!(connect, answer(&mut server, discover));
     let meta = &probe["params"]["_meta"];
     assert_eq!(probe["method"], "server/discover");

@@ -48,6 +48,10 @@ use crate::error::{Error, Result};
 /// whole is bounded by its entry's `size` and the transport's message limit).
 pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
+/// At most this many YAML events, nodes and replayed alias events in a
+/// frontmatter.
+const FRONTMATTER_LIMIT: usize = 10_000;
+
 /// Why a skill or one of its files was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -420,9 +424,23 @@ pub fn parse_frontmatter(markdown: &str) -> Result<(JsonObject, usize), String> 
             yaml.len()
         ));
     }
+    // A frontmatter is a few fields: bounds far below the parser's
+    // defaults (which suit whole configuration files), so hostile YAML —
+    // alias bombs, deep nesting, node storms — is refused in microseconds.
     let options = serde_saphyr::options! {
         strict_booleans: true,
         with_snippet: false,
+        budget: serde_saphyr::budget! {
+            max_events: FRONTMATTER_LIMIT,
+            max_nodes: FRONTMATTER_LIMIT,
+            max_aliases: 64,
+            max_anchors: 64,
+            max_depth: 32,
+            max_documents: 1,
+        },
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: FRONTMATTER_LIMIT,
+        },
     };
     let value: Value = serde_saphyr::from_str_with_options(yaml, options).map_err(|e| {
         let text = e.to_string();
@@ -565,6 +583,19 @@ mod tests {
         yaml.push_str("---\n");
         let error = parse_frontmatter(&yaml).unwrap_err();
         assert!(error.contains("is not valid YAML"), "{error}");
+        // Deep nesting, and a storm of nodes, each within the size limit.
+        let deep = format!("---\na: {}{}\n---\n", "[".repeat(5000), "]".repeat(5000));
+        assert!(
+            parse_frontmatter(&deep)
+                .unwrap_err()
+                .contains("is not valid YAML")
+        );
+        let storm = format!("---\na: [{}]\n---\n", "1,".repeat(20_000));
+        assert!(
+            parse_frontmatter(&storm)
+                .unwrap_err()
+                .contains("is not valid YAML")
+        );
     }
 
     #[test]
@@ -597,6 +628,137 @@ mod tests {
                 .unwrap_err()
                 .contains("\"allowed-tools\"")
         );
+    }
+
+    use crate::client::scripted_tests::{answer, modern_client_with};
+
+    const SKILL: &str = "---\nname: live\ndescription: Changes\n---\nDo it.\n";
+
+    fn dynamic(frontmatter: Value) -> SkillEntry {
+        serde_json::from_value(json!({
+            "uri": "skill://team/live/SKILL.md",
+            "frontmatter": frontmatter,
+            "resources": "dynamic",
+        }))
+        .unwrap()
+    }
+
+    fn read_answer(uri: &str, text: &str) -> Value {
+        json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]})
+    }
+
+    #[tokio::test]
+    async fn a_dynamic_skill_is_checked_by_its_frontmatter_and_its_files_come_unverified() {
+        let caps = json!({"resources": {}, "extensions": {SKILLS_EXTENSION: {}}});
+        let (client, mut server) = modern_client_with(caps).await;
+        assert!(client.offers_skills());
+        let entry = dynamic(json!({"name": "live", "description": "Changes"}));
+        let (skill, request) = tokio::join!(
+            client.load_skill(&entry),
+            answer(&mut server, read_answer(&entry.uri, SKILL))
+        );
+        assert_eq!(request["params"]["uri"], entry.uri);
+        let skill = skill.unwrap();
+        assert_eq!(skill.instructions(), "Do it.\n");
+        assert!(skill.files().is_empty());
+
+        // Inside its directory: read, and marked unverified.
+        let file = "skill://team/live/notes/a.md";
+        let (contents, _) = tokio::join!(
+            client.read_skill_file(&skill, file),
+            answer(&mut server, read_answer(file, "notes"))
+        );
+        let contents = contents.unwrap();
+        assert!(!contents.verified());
+        assert_eq!(contents.text(), Some("notes"));
+
+        // Outside it: refused before anything is sent (the next request the
+        // server sees is the load below).
+        for outside in [
+            "skill://team/other/SKILL.md",
+            "skill://team/live/../other/x",
+            "skill://team/livex/a",
+            "skill://team/live/",
+        ] {
+            let error = client.read_skill_file(&skill, outside).await.unwrap_err();
+            assert!(
+                matches!(
+                    &error,
+                    Error::Skill {
+                        problem: SkillProblem::NotListed { .. },
+                        ..
+                    }
+                ),
+                "{outside}: {error}"
+            );
+            assert!(!error.is_protocol_violation());
+        }
+
+        // The frontmatter still has to match.
+        let other = dynamic(json!({"name": "live", "description": "Something else"}));
+        let (error, request) = tokio::join!(
+            client.load_skill(&other),
+            answer(&mut server, read_answer(&other.uri, SKILL))
+        );
+        assert_eq!(request["method"], "resources/read");
+        let error = error.unwrap_err();
+        assert!(error.is_protocol_violation(), "{error}");
+        assert!(error.to_string().contains("\"Something else\""), "{error}");
+
+        // Contents for another URI, two contents, a blob that is not
+        // base64: unreadable, whatever the text.
+        for answer_with in [
+            read_answer("skill://team/live/OTHER.md", SKILL),
+            json!({"contents": [
+                {"uri": entry.uri, "text": SKILL},
+                {"uri": entry.uri, "text": SKILL}
+            ]}),
+            json!({"contents": [{"uri": entry.uri, "blob": "not base64!"}]}),
+        ] {
+            let (error, _) = tokio::join!(
+                client.load_skill(&entry),
+                answer(&mut server, answer_with.clone())
+            );
+            let error = error.unwrap_err();
+            assert!(
+                matches!(
+                    &error,
+                    Error::Skill {
+                        problem: SkillProblem::Unreadable { .. },
+                        ..
+                    }
+                ),
+                "{answer_with}: {error}"
+            );
+        }
+        client.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_server_without_the_extension_is_never_asked() {
+        let (client, _server) = modern_client_with(json!({"resources": {}})).await;
+        assert!(!client.offers_skills());
+        let entry = dynamic(json!({"name": "live", "description": "Changes"}));
+        // Refused on the spot: the silent server would leave a sent
+        // request hanging past the bound.
+        let bound = std::time::Duration::from_secs(5);
+        for error in [
+            tokio::time::timeout(bound, client.list_skills())
+                .await
+                .unwrap()
+                .unwrap_err(),
+            tokio::time::timeout(bound, client.get_skill(&entry.uri))
+                .await
+                .unwrap()
+                .unwrap_err(),
+            tokio::time::timeout(bound, client.load_skill(&entry))
+                .await
+                .unwrap()
+                .unwrap_err(),
+        ] {
+            assert!(matches!(error, Error::CapabilityMissing { .. }), "{error}");
+        }
+        client.close().await;
     }
 
     #[test]
