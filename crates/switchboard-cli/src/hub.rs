@@ -933,7 +933,7 @@ pub(crate) async fn prompts(
     max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
-    let opened = open_all(
+    let open = open_all(
         context,
         only,
         "prompts",
@@ -941,21 +941,43 @@ pub(crate) async fn prompts(
         credentials,
         max_message_size,
         servers,
+    );
+    let list = |hub: Hub| async move { hub.prompts().await };
+    let tag = |p: &switchboard_hub::HubPrompt| tagged(&p.server, &p.prompt);
+    print_listing(
+        open.await?,
+        "prompts",
+        json,
+        list,
+        tag,
+        output::print_prompts::<Value>,
     )
-    .await?;
-    let prompts = opened.hub.prompts().await;
+    .await
+}
+
+/// One listing across the opened servers, each item tagged with its
+/// server: `{KEY: […]}` with `--json`, else `print`'s table. Exit 4 only
+/// when every asked server failed.
+async fn print_listing<T, Fut>(
+    opened: Opened,
+    key: &str,
+    json: bool,
+    list: impl FnOnce(Hub) -> Fut,
+    tag: impl Fn(&T) -> Value,
+    print: fn(&[Value]),
+) -> Result<u8, Failure>
+where
+    Fut: std::future::Future<Output = switchboard_hub::HubListing<T>>,
+{
+    let listing = list(opened.hub.clone()).await;
     opened.hub.shutdown().await;
-    let items: Vec<Value> = prompts
-        .items
-        .iter()
-        .map(|p| tagged(&p.server, &p.prompt))
-        .collect();
+    let items: Vec<Value> = listing.items.iter().map(tag).collect();
     if json {
-        output::print_json(&json!({ "prompts": items }));
+        output::print_json(&json!({ key: items }));
     } else {
-        output::print_prompts(&items);
+        print(&items);
     }
-    Ok(listing_code(&opened, &prompts.failed))
+    Ok(listing_code(&opened, &listing.failed))
 }
 
 /// `skills` across the configured servers (or one, `--server NAME`):
@@ -968,7 +990,7 @@ pub(crate) async fn skills(
     max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
-    let opened = open_all(
+    let open = open_all(
         context,
         only,
         "skills",
@@ -976,21 +998,10 @@ pub(crate) async fn skills(
         credentials,
         max_message_size,
         servers,
-    )
-    .await?;
-    let skills = opened.hub.skills().await;
-    opened.hub.shutdown().await;
-    let items: Vec<Value> = skills
-        .items
-        .iter()
-        .map(|s| tagged(&s.server, &s.entry))
-        .collect();
-    if json {
-        output::print_json(&json!({ "skills": items }));
-    } else {
-        output::print_skills(&items);
-    }
-    Ok(listing_code(&opened, &skills.failed))
+    );
+    let list = |hub: Hub| async move { hub.skills().await };
+    let tag = |s: &switchboard_hub::HubSkill| tagged(&s.server, &s.entry);
+    print_listing(open.await?, "skills", json, list, tag, output::print_skills).await
 }
 
 /// `skill NAME [--file PATH]` on the configured servers: NAME is

@@ -38,12 +38,12 @@ use switchboard_hub::Hub;
 use switchboard_types::{CallToolResult, ContentBlock};
 use tracing::Instrument as _;
 
-use crate::Provider;
 use crate::chat::{ChatClient, ChatError};
 use crate::definitions::{self, ToolHints};
 use crate::results::{self, ProviderResult, ResultOptions};
 use crate::skills::{SkillOptions, Skillset};
 use crate::toolset::{Lookup, Toolset, ToolsetOptions};
+use crate::{Provider, error_chain};
 
 /// Default for [`AgentBuilder::max_rounds`].
 pub const DEFAULT_MAX_ROUNDS: usize = 16;
@@ -927,21 +927,6 @@ fn message_text(message: &Map<String, Value>) -> String {
             .unwrap_or("")
             .to_owned(),
     }
-}
-
-/// An error and its causes, for the model (which sees no `source`).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 fn shorten(text: &str, max: usize) -> String {

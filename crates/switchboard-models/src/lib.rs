@@ -172,3 +172,20 @@ impl std::str::FromStr for Provider {
             })
     }
 }
+
+/// An error and its causes, for a model (which sees no `source`): each
+/// cause once, `: `-separated.
+#[cfg(feature = "hub")]
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -45,6 +45,8 @@ use switchboard_types::{CallToolResult, SkillEntry, Tool};
 
 use crate::Provider;
 use crate::definitions::{self, DefinitionOptions};
+#[cfg(feature = "hub")]
+use crate::error_chain;
 
 /// Default for [`SkillOptions::load_tool`].
 pub const LOAD_SKILL_TOOL: &str = "load_skill";
@@ -398,7 +400,7 @@ impl Skillset {
                 };
                 match hub.read_skill_file(&info.server, &skill, &uri).await {
                     Ok(contents) => self.file_result(&uri, &contents),
-                    Err(error) => error_result(&chain(&error)),
+                    Err(error) => error_result(&error_chain(&error)),
                 }
             }
         })
@@ -417,7 +419,7 @@ impl Skillset {
         let skill = hub
             .load_skill(&info.server, &info.entry)
             .await
-            .map_err(|e| chain(&e))?;
+            .map_err(|e| error_chain(&e))?;
         self.lock().insert(index, skill.clone());
         Ok(skill)
     }
@@ -506,18 +508,6 @@ fn error_result(text: &str) -> CallToolResult {
         is_error: Some(true),
         ..CallToolResult::default()
     }
-}
-
-#[cfg(feature = "hub")]
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

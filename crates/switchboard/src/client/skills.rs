@@ -16,10 +16,10 @@
 //!
 //! ```no_run
 //! # async fn demo(client: &switchboard::Client) -> switchboard::Result<()> {
-//! for entry in client.list_skills().await? {
+//! let entries = client.list_skills().await?;
+//! for entry in &entries {
 //!     println!("{}: {}", entry.name().unwrap_or("?"), entry.description().unwrap_or(""));
 //! }
-//! let entries = client.list_skills().await?;
 //! let skill = client.load_skill(&entries[0]).await?;
 //! println!("{}", skill.instructions());
 //! for file in skill.files() {
