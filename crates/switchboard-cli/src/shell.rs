@@ -22,8 +22,8 @@ use switchboard_hub::{Hub, HubEvent};
 
 use crate::{Failure, output, sanitize};
 
-const COMMANDS: [&str; 8] = [
-    "call", "exit", "help", "prompt", "read", "servers", "tools", "quit",
+const COMMANDS: [&str; 10] = [
+    "call", "exit", "help", "prompt", "read", "servers", "skill", "skills", "tools", "quit",
 ];
 
 const HELP: &str = "\
@@ -33,6 +33,9 @@ commands:
                               arguments are asked for, field by field
   read SERVER URI             read a resource
   prompt SERVER/NAME [k=v …]  get a prompt
+  skills [SERVER]             the skills (of one server); reads no skill file
+  skill NAME [PATH]           load a skill (NAME, SERVER/NAME), verified, and show
+                              it, or its file PATH
   servers                     each server and its state
   help, exit                  (Tab completes commands and names; Ctrl-D leaves)";
 
@@ -41,6 +44,9 @@ commands:
 struct Names {
     tools: Vec<String>,
     servers: Vec<String>,
+    /// As the last `skills` listed them (`SERVER/NAME`): listing asks
+    /// every server, so it is not done before each prompt.
+    skills: Vec<String>,
 }
 
 struct ShellHelper {
@@ -64,7 +70,8 @@ impl Completer for ShellHelper {
         let candidates: Vec<String> = match words.as_slice() {
             [] => COMMANDS.iter().map(|c| (*c).to_owned()).collect(),
             ["call"] => names.tools.clone(),
-            ["tools" | "read"] => names.servers.clone(),
+            ["tools" | "read" | "skills"] => names.servers.clone(),
+            ["skill"] => names.skills.clone(),
             ["prompt"] => names.servers.iter().map(|s| format!("{s}/")).collect(),
             _ => Vec::new(),
         };
@@ -224,6 +231,31 @@ pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
                 None => eprintln!("usage: read SERVER URI"),
             },
             "prompt" => prompt(&hub, rest).await,
+            "skills" => {
+                let listing = hub.skills().await;
+                for error in &listing.failed {
+                    eprintln!("warning: {}", sanitize::line(&error.to_string()));
+                }
+                let skills: Vec<_> = listing
+                    .items
+                    .iter()
+                    .filter(|s| rest.is_empty() || s.server == rest)
+                    .collect();
+                names.lock().unwrap_or_else(|e| e.into_inner()).skills = skills
+                    .iter()
+                    .map(|s| format!("{}/{}", s.server, s.entry.name().unwrap_or_default()))
+                    .collect();
+                let items: Vec<Value> = skills
+                    .iter()
+                    .map(|s| {
+                        let mut value = serde_json::to_value(&s.entry).unwrap_or(Value::Null);
+                        value["server"] = Value::String(s.server.clone());
+                        value
+                    })
+                    .collect();
+                output::print_skills(&items);
+            }
+            "skill" => skill(&hub, rest).await,
             other => {
                 let near = crate::suggest::closest(other, COMMANDS.into_iter());
                 match near {
@@ -334,6 +366,58 @@ async fn call(hub: &Hub, rest: &str) {
     {
         Ok(result) => output::print_call_result(&result, started.elapsed()),
         Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
+    }
+}
+
+/// `skill NAME [PATH]`: NAME as `switchboard skill` takes it.
+async fn skill(hub: &Hub, rest: &str) {
+    let (target, path) = rest.split_once(' ').unwrap_or((rest, ""));
+    if target.is_empty() {
+        eprintln!("usage: skill NAME [PATH]");
+        return;
+    }
+    let listing = hub.skills().await;
+    let (only, name) = match target.split_once('/') {
+        Some((server, name)) if !target.contains("://") => (Some(server), name),
+        _ => (None, target),
+    };
+    let found = crate::hub::pick_skill(
+        listing
+            .items
+            .iter()
+            .filter(|s| only.is_none_or(|o| s.server == o))
+            .map(|s| (s.server.as_str(), &s.entry, s.name.as_str())),
+        name,
+    );
+    let (server, entry) = match found {
+        Ok(found) => found,
+        Err(failure) => {
+            eprintln!("error: {}", sanitize::term(&format!("{:#}", failure.error)));
+            return;
+        }
+    };
+    let shown = async {
+        let skill = hub.load_skill(server, entry).await?;
+        let contents = match path.trim() {
+            "" => None,
+            path => {
+                let uri = crate::hub::skill_file_uri(entry, path);
+                Some(hub.read_skill_file(server, &skill, &uri).await?)
+            }
+        };
+        Ok::<_, switchboard_hub::HubError>((skill, contents))
+    };
+    match shown.await {
+        Ok((skill, contents)) => {
+            output::print_skill(Some(server), &skill, contents.as_ref(), false)
+        }
+        Err(error) => {
+            let mut text = error.to_string();
+            if let Some(source) = std::error::Error::source(&error) {
+                text = format!("{text}: {source}");
+            }
+            eprintln!("error: {}", sanitize::line(&text));
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! `switchboard shell` under a real pty: Tab completion, a form for a
-//! required argument, progress printed as it comes.
+//! required argument, progress printed as it comes, skills listed and
+//! loaded.
 
 #[allow(dead_code)] // the HTTP test server is not used here
 mod support;
@@ -20,7 +21,7 @@ fn the_shell_completes_asks_for_arguments_and_shows_progress() {
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(
         &config,
-        format!("[servers.t]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n"),
+        format!("[servers.t]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--skills\"]\n"),
     )
     .unwrap();
     let mut terminal = Terminal::start(
@@ -48,6 +49,19 @@ fn the_shell_completes_asks_for_arguments_and_shows_progress() {
     // Progress, printed as it comes.
     terminal.send("call t__progress steps=3 delay_ms=20\r");
     terminal.expect("progress 3/3");
+    terminal.expect("switchboard> ");
+
+    // Skills: listed, then one completed from that list and loaded.
+    terminal.send("skills\r");
+    terminal.expect("2 skills");
+    terminal.expect("switchboard> ");
+    terminal.send("skill t/code\t");
+    terminal.expect("t/code-review");
+    terminal.send("\r");
+    terminal.expect("Read the diff twice.");
+    terminal.expect("switchboard> ");
+    terminal.send("skill pdf-processing references/FORMS.md\r");
+    terminal.expect("Fill every field");
     terminal.expect("switchboard> ");
 
     terminal.send("exit\r");
