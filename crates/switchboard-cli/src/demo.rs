@@ -19,8 +19,8 @@ struct Scenario {
 
 const SCENARIOS: [Scenario; 3] = [
     Scenario {
-        title: "a server that speaks both eras",
-        args: &["--era", "dual"],
+        title: "a server that speaks both eras, with skills",
+        args: &["--era", "dual", "--skills"],
     },
     Scenario {
         title: "a session-era server (2025-11-25 and older)",
@@ -146,6 +146,32 @@ pub(crate) async fn run(json_output: bool, servers: &Servers) -> Result<u8, Fail
             millis(t)
         ));
 
+        // The skills extension: listed, then one loaded and verified
+        // against the listing (size, SHA-256, frontmatter).
+        let mut skills = Vec::new();
+        if client.offers_skills() {
+            let (entries, t) = step(&mut steps, "skills/list", client.list_skills()).await?;
+            skills = entries
+                .iter()
+                .filter_map(|e| e.name().map(str::to_owned))
+                .collect();
+            say(format!(
+                "  {} skills in {}: {}",
+                entries.len(),
+                millis(t),
+                skills.join(", ")
+            ));
+            if let Some(entry) = entries.first() {
+                let (skill, t) = step(&mut steps, "load skill", client.load_skill(entry)).await?;
+                say(format!(
+                    "  loaded skill {} in {}: SKILL.md matches its listing, {} more files to read on demand",
+                    skill.name(),
+                    millis(t),
+                    skill.files().len()
+                ));
+            }
+        }
+
         client.close().await;
         report.push(json!({
             "scenario": scenario.title,
@@ -157,6 +183,7 @@ pub(crate) async fn run(json_output: bool, servers: &Servers) -> Result<u8, Fail
             "tools": names,
             "resources": resources.len(),
             "prompts": prompts.len(),
+            "skills": skills,
             "toolResult": result,
             "steps": steps,
         }));

@@ -187,6 +187,10 @@ fn the_demo_runs_every_scenario() {
         .collect();
     assert_eq!(eras, ["modern", "legacy", "legacy"]);
     assert_eq!(demo["demo"][2]["respawned"], true);
+    assert_eq!(
+        demo["demo"][0]["skills"],
+        serde_json::json!(["pdf-processing", "code-review"])
+    );
 }
 
 #[test]
