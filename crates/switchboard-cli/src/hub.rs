@@ -1102,8 +1102,15 @@ pub(crate) fn pick_skill<'a>(
     match matching.as_slice() {
         [(server, entry, _)] => Ok((server, entry)),
         [] => {
-            let names = skills.iter().filter_map(|(_, e, _)| e.name());
-            let hint = match crate::suggest::closest(target, names) {
+            let names = || skills.iter().filter_map(|(_, e, _)| e.name());
+            // The closest name, else the one name that starts with it
+            // (`pdf` for `pdf-processing`).
+            let mut starting = names().filter(|n| n.starts_with(target));
+            let prefix = match (starting.next(), starting.next()) {
+                (Some(only), None) => Some(only),
+                _ => None,
+            };
+            let hint = match crate::suggest::closest(target, names()).or(prefix) {
                 Some(near) => format!(" (did you mean `{}`?)", crate::sanitize::line(near)),
                 None if skills.is_empty() => {
                     " (no server offers skills; `switchboard skills` lists them)".into()
@@ -1120,10 +1127,10 @@ pub(crate) fn pick_skill<'a>(
             crate::sanitize::line(target),
             several
                 .iter()
-                .map(|(server, _, _)| format!(
+                .map(|(server, entry, _)| format!(
                     "`{}/{}`",
                     crate::sanitize::line(server),
-                    crate::sanitize::line(target)
+                    crate::sanitize::line(entry.name().unwrap_or(target))
                 ))
                 .collect::<Vec<_>>()
                 .join(", ")

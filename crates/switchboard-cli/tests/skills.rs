@@ -126,6 +126,13 @@ fn skill_loads_one_by_any_of_its_names_and_shows_it_verified() {
             .contains("# PDF processing")
     );
 
+    let output = sandbox.run(&["skill", "docs/pdf"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("did you mean `pdf-processing`"),
+        "a prefix: {}",
+        stderr(&output)
+    );
     let output = sandbox.run(&["skill", "docs/pdf-procesing"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
