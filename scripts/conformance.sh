@@ -9,7 +9,8 @@
 #
 # `server` runs the suite's *server* scenarios instead, against the gateway
 # (`switchboard serve --http`) in front of two bundled test servers, one per
-# protocol era, judged the same way against
+# protocol era (the 2026-07-28 one offering skills, so the skills scenarios
+# judge the gateway's skills), judged the same way against
 # conformance/expected-server-failures.txt.
 #
 # Groups: 0.1.16 (all client scenarios); 0.2.0-alpha.12 at --spec-version
@@ -72,7 +73,7 @@ if [ "$side" = server ]; then
     bin="$target/debug/switchboard"
     sandbox="$(mktemp -d)"
     mkdir -p "$sandbox/home/.config/switchboard" "$sandbox/work"
-    printf '[servers.old]\ncommand = "%s"\nargs = ["__testserver", "--era", "legacy"]\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern"]\n' \
+    printf '[servers.old]\ncommand = "%s"\nargs = ["__testserver", "--era", "legacy"]\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern", "--skills"]\n' \
         "$bin" "$bin" >"$sandbox/home/.config/switchboard/config.toml"
     (cd "$sandbox/work" && HOME="$sandbox/home" exec "$bin" serve --http 127.0.0.1:0) \
         2>"$sandbox/gateway.log" &

@@ -878,3 +878,81 @@ async fn past_the_tool_budget_the_host_searches() {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     host.close().await;
 }
+
+#[tokio::test]
+async fn the_backends_skills_come_through_verified_by_the_host() {
+    // A third backend with skills, and one that serves a skill wrong.
+    let sandbox = Sandbox::with_config(
+        "skills",
+        &format!(
+            "[servers.docs]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--skills\"]\n\n\
+             [servers.evil]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--skills-tamper\", \"digest\"]\n"
+        ),
+    );
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let host = host(&sandbox, mode).await;
+        assert!(host.offers_skills(), "{mode:?}");
+        let skills = host.list_skills().await.unwrap();
+        let uris: Vec<&str> = skills.iter().map(|s| s.uri.as_str()).collect();
+        assert_eq!(
+            uris,
+            [
+                "skill://docs/pdf-processing/SKILL.md",
+                "skill://docs/code-review/SKILL.md",
+                "skill://evil/pdf-processing/SKILL.md",
+                "skill://evil/code-review/SKILL.md",
+            ],
+            "{mode:?}"
+        );
+        // Still skills by the extension's rules: the name last, the files
+        // inside the skill's (rewritten) directory.
+        assert!(skills.iter().all(|s| s.problems().is_empty()), "{mode:?}");
+        let got = host.get_skill(&skills[0].uri).await.unwrap();
+        assert_eq!(got, skills[0], "{mode:?}");
+        let error = host
+            .get_skill("skill://docs/nothing/SKILL.md")
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), Some(-32602), "{mode:?}: {error}");
+        let error = host
+            .get_skill("skill://nobody/x/SKILL.md")
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), Some(-32602), "{mode:?}: {error}");
+
+        // The host loads and verifies through the gateway, bytes unchanged.
+        let skill = host.load_skill(&skills[0]).await.unwrap();
+        assert!(skill.instructions().contains("# PDF processing"));
+        let forms = host
+            .read_skill_file(&skill, "skill://docs/pdf-processing/references/FORMS.md")
+            .await
+            .unwrap();
+        assert!(forms.verified() && forms.text().unwrap().starts_with("# Forms"));
+        let logo = host
+            .read_skill_file(&skill, "skill://docs/pdf-processing/assets/logo.png")
+            .await
+            .unwrap();
+        assert_eq!(&logo.bytes()[..4], b"\x89PNG");
+        // A backend's tampered skill stays refused by the host.
+        let error = host.load_skill(&skills[2]).await.unwrap_err();
+        assert!(
+            matches!(error, switchboard::Error::Skill { .. }),
+            "{mode:?}: {error}"
+        );
+        // Skill files keep their skill URI in the gateway's resources.
+        let resources: Vec<String> = host
+            .list_resources()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.uri)
+            .collect();
+        assert!(
+            resources
+                .iter()
+                .any(|u| u == "skill://docs/code-review/SKILL.md"),
+            "{mode:?}: {resources:?}"
+        );
+        host.close().await;
+    }
+}

@@ -206,6 +206,21 @@ impl Hub {
         })
     }
 
+    /// `server`'s entry of the skill `uri` (`skills/get`; reads no file).
+    ///
+    /// # Errors
+    /// As [`Hub::read_resource`], for the skills extension; an unknown
+    /// URI is the server's -32602.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn get_skill(&self, server: &str, uri: &str) -> Result<SkillEntry, HubError> {
+        self.request(server, rq::GetSkill::METHOD, |client| async move {
+            client.get_skill(uri).await
+        })
+        .await
+    }
+
     /// Loads one of `server`'s skills: reads its `SKILL.md` and verifies
     /// it against `entry` ([`Client::load_skill`]).
     ///

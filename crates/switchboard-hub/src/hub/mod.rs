@@ -87,7 +87,7 @@ pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use serve::{
     AUTHENTICATE_TOOL, Authenticator, HubServer, ORIGIN_META, Ranker, SEARCH_TOOL, resource_origin,
-    resource_template_uri, resource_uri,
+    resource_template_uri, resource_uri, skill_origin, skill_uri,
 };
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::{LATENCY_BOUNDS, ServerStats};

@@ -34,6 +34,10 @@ use switchboard::RequestOptions;
 use switchboard::server::{self, Peer, Reply, RequestContext, ServeOptions, Served, ServerHandler};
 use switchboard::transport::Connection;
 use switchboard::types::jsonrpc::ErrorObject;
+use switchboard::types::skills::SKILLS_EXTENSION;
+use switchboard::types::{
+    CacheScope, GetSkillRequestParams, GetSkillResult, ListSkillsResult, SkillEntry, SkillFiles,
+};
 use switchboard::types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResult, Implementation, InputRequiredResult,
@@ -79,6 +83,38 @@ pub fn resource_template_uri(server: &str, template: &str) -> String {
 /// Marks a gateway URI whose original URI follows as written (an encoded
 /// original never starts so: its `/` is `%2F`).
 const RAW_MARK: &str = "~/";
+
+/// The gateway URI of `server`'s skill file `uri`: `skill://PATH` becomes
+/// `skill://SERVER/PATH` — still a skill URI whose last segments are the
+/// skill's own (its name, then `SKILL.md`), so hosts of the skills
+/// extension take it as it is. `None` for a URI that is not `skill://`.
+pub fn skill_uri(server: &str, uri: &str) -> Option<String> {
+    let path = uri.strip_prefix(SKILL_SCHEME)?;
+    Some(format!("{SKILL_SCHEME}{}/{path}", encode(server)))
+}
+
+/// The server and original URI of a gateway skill URI.
+pub fn skill_origin(uri: &str) -> Option<(String, String)> {
+    let (server, path) = uri.strip_prefix(SKILL_SCHEME)?.split_once('/')?;
+    if path.is_empty() {
+        return None;
+    }
+    Some((decode(server)?, format!("{SKILL_SCHEME}{path}")))
+}
+
+const SKILL_SCHEME: &str = "skill://";
+
+/// A backend's skill entry as the gateway lists it: every URI through
+/// [`skill_uri`].
+fn gateway_skill(server: &str, mut entry: SkillEntry) -> Option<SkillEntry> {
+    entry.uri = skill_uri(server, &entry.uri)?;
+    if let SkillFiles::Listed(files) = &mut entry.resources {
+        for file in files {
+            file.uri = skill_uri(server, &file.uri)?;
+        }
+    }
+    Some(entry)
+}
 
 /// The server and original URI of a gateway URI, when it is one.
 pub fn resource_origin(uri: &str) -> Option<(String, String)> {
@@ -424,6 +460,10 @@ impl ServerHandler for HubServer {
             "prompts": {},
             "resources": {},
             "completions": {},
+            // Skills of the backends that offer them (an empty list when
+            // none does): declared always, as the backends are not all
+            // started when a host initializes.
+            "extensions": { SKILLS_EXTENSION: {} },
         }))
         .unwrap_or_default()
     }
@@ -527,7 +567,9 @@ impl ServerHandler for HubServer {
                 .into_iter()
                 .map(|r| {
                     let mut resource = r.resource;
-                    resource.uri = resource_uri(&r.server, &resource.uri);
+                    // A skill file keeps a skill URI (see `skill_uri`).
+                    resource.uri = skill_uri(&r.server, &resource.uri)
+                        .unwrap_or_else(|| resource_uri(&r.server, &resource.uri));
                     resource
                 })
                 .collect();
@@ -578,6 +620,27 @@ impl ServerHandler for HubServer {
         let first_start = self.first_start();
         Box::pin(async move {
             first_start.await;
+            if let Some((server, uri)) = skill_origin(&params.uri) {
+                let mut result = hub
+                    .read_resource(&server, uri)
+                    .await
+                    .map_err(routed_error)?;
+                for contents in &mut result.contents {
+                    let uri = match contents {
+                        ResourceContents::Text(c) => &mut c.uri,
+                        ResourceContents::Blob(c) => &mut c.uri,
+                    };
+                    if let Some(gateway) = skill_uri(&server, uri) {
+                        *uri = gateway;
+                    }
+                }
+                // As below: the backend's hints and identity were for it.
+                result.result_type = None;
+                result.ttl_ms = None;
+                result.cache_scope = None;
+                result.meta = None;
+                return Ok(result);
+            }
             let raw = params
                 .uri
                 .strip_prefix(URI_PREFIX)
@@ -621,9 +684,83 @@ impl ServerHandler for HubServer {
         })
     }
 
+    fn list_skills(
+        &self,
+        _params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ListSkillsResult> {
+        let modern = cx.era == switchboard::types::Era::Modern;
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        Box::pin(async move {
+            first_start.await;
+            let listing = hub.skills().await;
+            for error in &listing.failed {
+                tracing::warn!(%error, "a server's skills are not listed");
+            }
+            // An entry that breaks the extension's rules could not be
+            // loaded by any host: left out.
+            let skills = listing
+                .items
+                .into_iter()
+                .filter(|s| s.entry.problems().is_empty())
+                .filter_map(|s| gateway_skill(&s.server, s.entry))
+                .collect();
+            // Freshness as the backends' answers are: not cached.
+            Ok(ListSkillsResult {
+                skills,
+                ttl_ms: modern.then_some(0),
+                cache_scope: modern.then_some(CacheScope::Private),
+                ..Default::default()
+            })
+        })
+    }
+
+    fn get_skill(
+        &self,
+        params: GetSkillRequestParams,
+        cx: RequestContext,
+    ) -> Reply<GetSkillResult> {
+        let modern = cx.era == switchboard::types::Era::Modern;
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        Box::pin(async move {
+            first_start.await;
+            let unknown = || ErrorObject {
+                code: codes::INVALID_PARAMS,
+                message: format!(
+                    "Unknown skill: {} (not a skill of this gateway)",
+                    params.uri
+                ),
+                data: Some(serde_json::json!({ "uri": params.uri })),
+            };
+            let (server, uri) = skill_origin(&params.uri).ok_or_else(unknown)?;
+            // An unknown server is -32602 too (`routed_error`); so is the
+            // backend's own answer that it has no such skill.
+            let entry = hub
+                .get_skill(&server, &uri)
+                .await
+                .map_err(|error| match &error {
+                    HubError::Request { source, .. }
+                        if source.code() == Some(codes::INVALID_PARAMS) =>
+                    {
+                        unknown()
+                    }
+                    _ => routed_error(error),
+                })?;
+            let skill = gateway_skill(&server, entry).ok_or_else(unknown)?;
+            Ok(GetSkillResult {
+                skill,
+                ttl_ms: modern.then_some(0),
+                cache_scope: modern.then_some(CacheScope::Private),
+                ..Default::default()
+            })
+        })
+    }
+
     fn instructions(&self) -> Option<String> {
         Some(
-            "Tools and prompts of several MCP servers, each named `server__name` after the server it belongs to; resources as switchboard://SERVER/URI."
+            "Tools and prompts of several MCP servers, each named `server__name` after the server it belongs to; resources as switchboard://SERVER/URI; skills as skill://SERVER/PATH."
                 .to_owned(),
         )
     }

@@ -77,6 +77,9 @@ use switchboard_types::{
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
     RequestOutcome, ServerCapabilities, codes, meta,
 };
+use switchboard_types::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, skills::SKILLS_EXTENSION,
+};
 use tokio::sync::Semaphore;
 
 use crate::engine::{
@@ -192,6 +195,33 @@ pub trait ServerHandler: Send + Sync + 'static {
         _cx: RequestContext,
     ) -> Reply<CompleteResult> {
         Box::pin(async { Ok(CompleteResult::default()) })
+    }
+
+    /// `skills/list` (the skills extension): answered only when
+    /// [`capabilities`](Self::capabilities) declare
+    /// `io.modelcontextprotocol/skills`, else -32601. Lists nothing by
+    /// default.
+    fn list_skills(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<ListSkillsResult> {
+        Box::pin(async { Ok(ListSkillsResult::default()) })
+    }
+
+    /// `skills/get` (the skills extension), as [`list_skills`](Self::list_skills);
+    /// by default every URI is unknown (-32602).
+    fn get_skill(
+        &self,
+        params: GetSkillRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<GetSkillResult> {
+        let mut error = ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("Unknown skill: {}", params.uri),
+        );
+        error.data = Some(serde_json::json!({ "uri": params.uri }));
+        Box::pin(async move { Err(error) })
     }
 }
 
@@ -924,6 +954,10 @@ impl RequestHandler for Dispatch {
             "prompts/list" => typed(params, |p| handler.list_prompts(p, cx)),
             "prompts/get" => typed(params, |p| handler.get_prompt(p, cx)),
             "completion/complete" => typed(params, |p| handler.complete(p, cx)),
+            "skills/list" if offers_skills(&*handler) => {
+                typed(params, |p| handler.list_skills(p, cx))
+            }
+            "skills/get" if offers_skills(&*handler) => typed(params, |p| handler.get_skill(p, cx)),
             // The session era's level; the stateless era sends it per request.
             "logging/setLevel" if matches!(mode, Mode::Legacy) => {
                 Box::pin(async { Ok(Value::Object(JsonObject::new())) })
@@ -965,6 +999,12 @@ impl RequestHandler for Dispatch {
             answer(result)
         }))
     }
+}
+
+/// Whether the handler declares the skills extension (whose methods are
+/// answered only then).
+fn offers_skills(handler: &dyn ServerHandler) -> bool {
+    handler.capabilities().extension(SKILLS_EXTENSION).is_some()
 }
 
 /// Parses `params` as `P`, runs `f`, and serializes what it answers.

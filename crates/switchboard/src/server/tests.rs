@@ -569,3 +569,79 @@ async fn closed_says_when_the_client_goes() {
         "{reason:?}"
     );
 }
+
+/// A handler of the skills extension when `declare`; its own listing.
+struct Skilled {
+    declare: bool,
+}
+
+impl ServerHandler for Skilled {
+    fn info(&self) -> Implementation {
+        Implementation::new("skilled", "1")
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        let mut caps = json!({"resources": {}});
+        if self.declare {
+            caps["extensions"] = json!({ SKILLS_EXTENSION: {} });
+        }
+        serde_json::from_value(caps).unwrap()
+    }
+
+    fn list_skills(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListSkillsResult> {
+        let entry = serde_json::from_value(json!({
+            "uri": "skill://a/SKILL.md",
+            "frontmatter": {"name": "a", "description": "A"},
+            "resources": "dynamic",
+        }))
+        .unwrap();
+        Box::pin(async move {
+            Ok(ListSkillsResult {
+                skills: vec![entry],
+                ..Default::default()
+            })
+        })
+    }
+}
+
+#[tokio::test]
+async fn skills_methods_are_answered_only_for_a_handler_that_declares_the_extension() {
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        for declare in [true, false] {
+            let (client_end, server_end) = tokio::io::duplex(1 << 16);
+            let (read, write) = tokio::io::split(server_end);
+            let _served = serve(
+                Arc::new(Skilled { declare }),
+                io_connection(read, write),
+                ServeOptions::default(),
+            );
+            let (read, write) = tokio::io::split(client_end);
+            let client = Client::builder()
+                .era_mode(mode)
+                .connect(IoConnector::new(read, write))
+                .await
+                .unwrap();
+            assert_eq!(client.offers_skills(), declare, "{mode:?}");
+            // Past the client's own check: what the server answers.
+            let raw = client
+                .request_raw("skills/list", Some(json!({})), RequestOptions::default())
+                .await;
+            if declare {
+                assert!(
+                    raw.unwrap().get().contains("skill://a/SKILL.md"),
+                    "{mode:?}"
+                );
+                let unknown = client.get_skill("skill://b/SKILL.md").await.unwrap_err();
+                assert_eq!(unknown.code(), Some(codes::INVALID_PARAMS), "{mode:?}");
+            } else {
+                let error = raw.unwrap_err();
+                assert_eq!(
+                    error.code(),
+                    Some(codes::METHOD_NOT_FOUND),
+                    "{mode:?}: {error}"
+                );
+            }
+            client.close().await;
+        }
+    }
+}
