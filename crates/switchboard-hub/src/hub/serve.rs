@@ -116,6 +116,27 @@ fn gateway_skill(server: &str, mut entry: SkillEntry) -> Option<SkillEntry> {
     Some(entry)
 }
 
+/// A backend's read as the gateway answers it: each content's URI through
+/// `rewrite`; the backend's caching hints and identity dropped (they were
+/// for it).
+fn as_gateway_read(
+    mut result: ReadResourceResult,
+    rewrite: impl Fn(&str) -> String,
+) -> ReadResourceResult {
+    for contents in &mut result.contents {
+        let uri = match contents {
+            ResourceContents::Text(c) => &mut c.uri,
+            ResourceContents::Blob(c) => &mut c.uri,
+        };
+        *uri = rewrite(uri);
+    }
+    result.result_type = None;
+    result.ttl_ms = None;
+    result.cache_scope = None;
+    result.meta = None;
+    result
+}
+
 /// The server and original URI of a gateway URI, when it is one.
 pub fn resource_origin(uri: &str) -> Option<(String, String)> {
     let (server, original) = uri.strip_prefix(URI_PREFIX)?.split_once('/')?;
@@ -621,25 +642,13 @@ impl ServerHandler for HubServer {
         Box::pin(async move {
             first_start.await;
             if let Some((server, uri)) = skill_origin(&params.uri) {
-                let mut result = hub
+                let result = hub
                     .read_resource(&server, uri)
                     .await
                     .map_err(routed_error)?;
-                for contents in &mut result.contents {
-                    let uri = match contents {
-                        ResourceContents::Text(c) => &mut c.uri,
-                        ResourceContents::Blob(c) => &mut c.uri,
-                    };
-                    if let Some(gateway) = skill_uri(&server, uri) {
-                        *uri = gateway;
-                    }
-                }
-                // As below: the backend's hints and identity were for it.
-                result.result_type = None;
-                result.ttl_ms = None;
-                result.cache_scope = None;
-                result.meta = None;
-                return Ok(result);
+                return Ok(as_gateway_read(result, |uri| {
+                    skill_uri(&server, uri).unwrap_or_else(|| uri.to_owned())
+                }));
             }
             let raw = params
                 .uri
@@ -660,27 +669,17 @@ impl ServerHandler for HubServer {
                 ),
                 data: Some(serde_json::json!({ "uri": params.uri })),
             })?;
-            let mut result = hub
+            let result = hub
                 .read_resource(&server, uri)
                 .await
                 .map_err(routed_error)?;
-            for contents in &mut result.contents {
-                let uri = match contents {
-                    ResourceContents::Text(c) => &mut c.uri,
-                    ResourceContents::Blob(c) => &mut c.uri,
-                };
-                *uri = if raw {
+            Ok(as_gateway_read(result, |uri| {
+                if raw {
                     resource_template_uri(&server, uri)
                 } else {
                     resource_uri(&server, uri)
-                };
-            }
-            // The backend's caching hints and identity were for it.
-            result.result_type = None;
-            result.ttl_ms = None;
-            result.cache_scope = None;
-            result.meta = None;
-            Ok(result)
+                }
+            }))
         })
     }
 
