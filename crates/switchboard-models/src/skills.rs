@@ -381,7 +381,25 @@ impl Skillset {
                         info.server,
                         skill.instructions().trim_start()
                     );
-                    let files = info.file_paths();
+                    // A `dynamic` skill's files come from its directory.
+                    let files = match &info.entry.resources {
+                        switchboard_types::SkillFiles::Dynamic => {
+                            let directory = info.entry.directory().unwrap_or_default();
+                            hub.skill_files(&info.server, &skill)
+                                .await
+                                .unwrap_or_default()
+                                .iter()
+                                .filter_map(|uri| {
+                                    Some(uri.strip_prefix(directory)?.strip_prefix('/')?.to_owned())
+                                })
+                                .collect()
+                        }
+                        switchboard_types::SkillFiles::Listed(_) => info
+                            .file_paths()
+                            .into_iter()
+                            .map(str::to_owned)
+                            .collect::<Vec<_>>(),
+                    };
                     if !files.is_empty() {
                         text.push_str(&format!(
                             "\n\nIts files, read with `{}`: {}",

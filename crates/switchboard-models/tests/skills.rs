@@ -218,3 +218,44 @@ async fn a_model_sees_names_and_descriptions_and_loads_skills_on_demand() {
     assert_eq!(docs.reads().len(), 3, "nothing sent for it");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_dynamic_skills_files_are_named_from_its_directory() {
+    let docs = McpServer::start("dynamic", &["--skills-directories"]).await;
+    let hub = Hub::builder()
+        .persist(false)
+        .server(docs.config("docs"))
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let (skills, _) = Skillset::from_hub(Provider::Anthropic, SkillOptions::default(), &hub).await;
+    let loaded = skills
+        .call(
+            &hub,
+            "load_skill",
+            Some(&args(json!({"name": "live-notes"}))),
+        )
+        .await
+        .unwrap();
+    let said = text(&loaded);
+    assert!(
+        said.contains("notes/today.md, notes/archive/monday.md"),
+        "{said}"
+    );
+    let today = skills
+        .call(
+            &hub,
+            "read_skill_file",
+            Some(&args(
+                json!({"skill": "live-notes", "path": "notes/today.md"}),
+            )),
+        )
+        .await
+        .unwrap();
+    let said = text(&today);
+    assert!(
+        said.contains("# Today") && said.contains("not verified"),
+        "{said}"
+    );
+    hub.shutdown().await;
+}

@@ -262,3 +262,49 @@ async fn a_server_without_the_extension_is_not_asked() {
         c.client.close().await;
     }
 }
+
+#[tokio::test]
+async fn a_dynamic_skills_files_are_found_through_its_directory() {
+    for target in TARGETS {
+        let c = connect(target, &["--skills-directories"]).await;
+        assert!(c.client.offers_skill_directories(), "{target:?}");
+        let skills = c.client.list_skills().await.unwrap();
+        let live = skills
+            .iter()
+            .find(|s| s.name() == Some("live-notes"))
+            .unwrap_or_else(|| panic!("{target:?}: {skills:?}"));
+        assert_eq!(live.resources, switchboard::types::SkillFiles::Dynamic);
+        // No digest to check: the frontmatter still is.
+        let skill = c.client.load_skill(live).await.unwrap();
+        assert!(skill.instructions().contains("notes/"), "{target:?}");
+        let files = c.client.skill_files(&skill).await.unwrap();
+        assert_eq!(
+            files,
+            [
+                "skill://live-notes/notes/today.md",
+                "skill://live-notes/notes/archive/monday.md"
+            ],
+            "{target:?}"
+        );
+        let today = c.client.read_skill_file(&skill, &files[0]).await.unwrap();
+        assert!(!today.verified(), "nothing to verify it against");
+        assert!(today.text().unwrap().starts_with("# Today"));
+        // A listed skill's files come from its listing, no directory read.
+        let pdf = c.client.load_skill(&skills[0]).await.unwrap();
+        assert_eq!(c.client.skill_files(&pdf).await.unwrap(), [FORMS, LOGO]);
+        // A file is no directory: the server's -32602.
+        let error = c.client.read_directory(PDF).await.unwrap_err();
+        assert_eq!(error.code(), Some(-32602), "{target:?}: {error}");
+        c.client.close().await;
+    }
+    // Without `directoryRead`, nothing is asked.
+    let c = connect(Target::Stdio(Era::Legacy), &["--skills"]).await;
+    assert!(!c.client.offers_skill_directories());
+    let error = c
+        .client
+        .read_directory("skill://pdf-processing")
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::CapabilityMissing { .. }), "{error}");
+    c.client.close().await;
+}

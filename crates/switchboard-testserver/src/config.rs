@@ -56,6 +56,9 @@ flags:
                                 SKILL.md's digest, size or frontmatter does not
                                 match the listing, or references/FORMS.md's
                                 digest does not
+  --skills-directories          declare directoryRead and serve
+                                resources/directory/read (implies --skills), with
+                                a third skill, live-notes, listed as dynamic
   -h, --help                    print this help
 
 client-feature tools (both eras unless noted; capabilities come from
@@ -346,6 +349,9 @@ pub struct ServerConfig {
     pub skills: bool,
     /// Serve `pdf-processing` not as listed (`--skills-tamper`).
     pub skills_tamper: Option<crate::skills::Tamper>,
+    /// `directoryRead` and `resources/directory/read`, and the dynamic
+    /// skill `live-notes` (`--skills-directories`).
+    pub skills_directories: bool,
 }
 
 impl Default for ServerConfig {
@@ -371,6 +377,7 @@ impl Default for ServerConfig {
             auth: None,
             skills: false,
             skills_tamper: None,
+            skills_directories: false,
         }
     }
 }
@@ -468,6 +475,10 @@ impl ServerConfig {
                     config.cache_scope = Some(v);
                 }
                 "--skills" => config.skills = true,
+                "--skills-directories" => {
+                    config.skills_directories = true;
+                    config.skills = true;
+                }
                 "--skills-tamper" => {
                     config.skills_tamper = Some(value()?.parse()?);
                     config.skills = true;

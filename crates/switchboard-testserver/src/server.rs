@@ -361,16 +361,26 @@ impl Catalog {
         caps.insert("prompts".into(), json!({"listChanged": false}));
         caps.insert("completions".into(), json!({}));
         caps.insert("logging".into(), json!({}));
-        let skills = config.skills.then(|| Skills::new(config.skills_tamper));
+        let skills = config
+            .skills
+            .then(|| Skills::new(config.skills_tamper, config.skills_directories));
+        let skills_settings = if config.skills_directories {
+            json!({"directoryRead": true})
+        } else {
+            json!({})
+        };
         let mut modern_caps = caps.clone();
         modern_caps.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
         if skills.is_some() {
             // Both eras: a session-era server declares it in initialize.
-            caps.insert("extensions".into(), json!({SKILLS_EXTENSION: {}}));
+            caps.insert(
+                "extensions".into(),
+                json!({SKILLS_EXTENSION: skills_settings.clone()}),
+            );
             modern_caps["extensions"]
                 .as_object_mut()
                 .expect("an object")
-                .insert(SKILLS_EXTENSION.into(), json!({}));
+                .insert(SKILLS_EXTENSION.into(), skills_settings);
         }
         caps.insert(
             "tasks".into(),
@@ -991,6 +1001,23 @@ impl Shared {
                         }
                     }
                     _ => read_resource(params.as_ref(), mode),
+                }
+            }
+            "resources/directory/read" if self.config.skills_directories => {
+                let uri = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str);
+                match self
+                    .skills
+                    .as_ref()
+                    .zip(uri)
+                    .and_then(|(s, u)| s.directory(u))
+                {
+                    Some(resources) => Ok(json!({"resources": resources})),
+                    None => Err(RpcError::invalid_params(
+                        "Invalid params: not a directory of this server",
+                    )),
                 }
             }
             "skills/list" if self.skills.is_some() => {

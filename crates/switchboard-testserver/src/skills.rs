@@ -82,6 +82,15 @@ const LOGO: &[u8] = &[
     0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d,
 ];
 
+const LIVE_SKILL: &str = "\
+---
+name: live-notes
+description: Today's notes, whatever files they are in
+---
+
+Read every file under `notes/`.
+";
+
 const REVIEW_SKILL: &str = "\
 ---
 name: code-review
@@ -102,6 +111,9 @@ struct File {
 #[derive(Debug)]
 struct Skill {
     name: &'static str,
+    /// Listed as `"dynamic"`: its files are found through
+    /// `resources/directory/read`.
+    dynamic: bool,
     frontmatter: Value,
     /// What the listing describes.
     listed: Vec<File>,
@@ -124,8 +136,10 @@ fn text(path: &'static str, text: &str) -> File {
 }
 
 impl Skills {
-    /// The two skills, `pdf-processing` served as `tamper` says.
-    pub fn new(tamper: Option<Tamper>) -> Skills {
+    /// The two skills, `pdf-processing` served as `tamper` says; with
+    /// `directories`, a third, `live-notes`, listed as `dynamic`, whose
+    /// files `resources/directory/read` finds.
+    pub fn new(tamper: Option<Tamper>, directories: bool) -> Skills {
         let pdf_files = || {
             vec![
                 text("SKILL.md", PDF_SKILL),
@@ -162,10 +176,11 @@ impl Skills {
                 served[1] = text("references/FORMS.md", &FORMS.replace("flatten", "mail it"));
             }
         }
-        Skills {
+        let mut skills = Skills {
             skills: vec![
                 Skill {
                     name: "pdf-processing",
+                    dynamic: false,
                     frontmatter: json!({
                         "name": "pdf-processing",
                         "description": "Extract, fill, and assemble PDF documents",
@@ -177,6 +192,7 @@ impl Skills {
                 },
                 Skill {
                     name: "code-review",
+                    dynamic: false,
                     frontmatter: json!({
                         "name": "code-review",
                         "description": "Review a change for bugs, tests and style",
@@ -185,7 +201,67 @@ impl Skills {
                     served: vec![text("SKILL.md", REVIEW_SKILL)],
                 },
             ],
+        };
+        if directories {
+            let files = || {
+                vec![
+                    text("SKILL.md", LIVE_SKILL),
+                    text("notes/today.md", "# Today\n\nShip it.\n"),
+                    text("notes/archive/monday.md", "# Monday\n"),
+                ]
+            };
+            skills.skills.push(Skill {
+                name: "live-notes",
+                dynamic: true,
+                frontmatter: json!({
+                    "name": "live-notes",
+                    "description": "Today's notes, whatever files they are in",
+                }),
+                listed: files(),
+                served: files(),
+            });
         }
+        skills
+    }
+
+    /// `resources/directory/read` of a skill's directory or one below it:
+    /// its direct children (subdirectories as `inode/directory`); `None`
+    /// for anything that is not a directory of a skill.
+    pub fn directory(&self, uri: &str) -> Option<Vec<Value>> {
+        let rest = uri.strip_prefix("skill://")?.trim_end_matches('/');
+        let (name, below) = match rest.split_once('/') {
+            Some((name, below)) => (name, format!("{below}/")),
+            None => (rest, String::new()),
+        };
+        let skill = self.skills.iter().find(|s| s.name == name)?;
+        let mut children: Vec<Value> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for file in &skill.served {
+            let Some(inside) = file.path.strip_prefix(below.as_str()) else {
+                continue;
+            };
+            let child = match inside.split_once('/') {
+                Some((directory, _)) => {
+                    if !seen.insert(directory.to_owned()) {
+                        continue;
+                    }
+                    json!({
+                        "uri": format!("skill://{name}/{below}{directory}"),
+                        "name": directory,
+                        "mimeType": "inode/directory",
+                    })
+                }
+                None => json!({
+                    "uri": format!("skill://{name}/{}", file.path),
+                    "name": inside,
+                    "mimeType": file.mime,
+                    "size": file.bytes.len(),
+                }),
+            };
+            children.push(child);
+        }
+        // A file's URI, or a path with nothing below it, is no directory.
+        (!children.is_empty()).then_some(children)
     }
 
     /// Every skill's entry, for `skills/list`.
@@ -232,6 +308,13 @@ impl Skills {
 }
 
 fn entry(skill: &Skill) -> Value {
+    if skill.dynamic {
+        return json!({
+            "uri": format!("skill://{}/SKILL.md", skill.name),
+            "frontmatter": skill.frontmatter,
+            "resources": "dynamic",
+        });
+    }
     let resources: Vec<Value> = skill
         .listed
         .iter()

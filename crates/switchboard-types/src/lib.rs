@@ -95,7 +95,8 @@ pub use roots::*;
 pub use sampling::*;
 pub use schema::Schema;
 pub use skills::{
-    GetSkillRequestParams, GetSkillResult, ListSkillsResult, SkillEntry, SkillFile, SkillFiles,
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadDirectoryRequestParams,
+    ReadDirectoryResult, SkillEntry, SkillFile, SkillFiles,
 };
 pub use subscriptions::*;
 pub use tasks::*;

@@ -59,6 +59,8 @@ pub const TASKS_UPDATE: &str = "tasks/update";
 pub const SKILLS_LIST: &str = "skills/list";
 /// `skills/get` (the skills extension, SEP-2640).
 pub const SKILLS_GET: &str = "skills/get";
+/// `resources/directory/read` (the skills extension, with `directoryRead`).
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 
 /// `subscriptions/listen` (2026-07-28).
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";

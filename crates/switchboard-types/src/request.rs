@@ -34,7 +34,10 @@ use crate::resources::{
 };
 use crate::roots::ListRootsResult;
 use crate::sampling::{CreateMessageRequestParams, CreateMessageResult};
-use crate::skills::{GetSkillRequestParams, GetSkillResult, ListSkillsResult, SkillEntry};
+use crate::skills::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadDirectoryRequestParams,
+    ReadDirectoryResult, SkillEntry,
+};
 use crate::subscriptions::{
     SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
@@ -165,6 +168,8 @@ requests! {
     ListSkills = methods::SKILLS_LIST, PaginatedRequestParams => ListSkillsResult;
     /// `skills/get` (the skills extension).
     GetSkill = methods::SKILLS_GET, GetSkillRequestParams => GetSkillResult;
+    /// `resources/directory/read` (the skills extension, `directoryRead`).
+    ReadDirectory = methods::RESOURCES_DIRECTORY_READ, ReadDirectoryRequestParams => ReadDirectoryResult;
     /// `subscriptions/listen` (2026-07-28).
     SubscriptionsListen = methods::SUBSCRIPTIONS_LISTEN, SubscriptionsListenRequestParams => SubscriptionsListenResult;
     /// `sampling/createMessage` (server to client).

@@ -13,6 +13,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
 use crate::meta::{CacheScope, JsonObject, ResultType};
+use crate::resources::Resource;
 
 /// The extension's identifier, the key under `capabilities.extensions`.
 pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
@@ -24,6 +25,11 @@ pub const SKILL_SCHEME: &str = "skill://";
 pub const MAX_SKILL_FILES: usize = 512;
 /// At most this many bytes in all of a skill's files together (16 MiB).
 pub const MAX_SKILL_BYTES: u64 = 16 * 1024 * 1024;
+/// The MIME type of a subdirectory in `resources/directory/read`.
+pub const DIRECTORY_MIME_TYPE: &str = "inode/directory";
+/// The extension's setting that says the server serves
+/// `resources/directory/read`.
+pub const DIRECTORY_READ: &str = "directoryRead";
 
 /// One skill, as `skills/list` and `skills/get` describe it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -252,6 +258,29 @@ list_result! {
     pub struct ListSkillsResult {
         /// This page of skills.
         pub skills: Vec<SkillEntry>,
+    }
+}
+
+/// Params of `resources/directory/read` (the skills extension, when the
+/// server declares `directoryRead: true`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadDirectoryRequestParams {
+    /// The directory's URI.
+    pub uri: String,
+    /// The `nextCursor` of the previous page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Request metadata.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+list_result! {
+    /// The result of `resources/directory/read`.
+    pub struct ReadDirectoryResult {
+        /// This page of the directory's direct children (a subdirectory's MIME type is `inode/directory`).
+        pub resources: Vec<Resource>,
     }
 }
 

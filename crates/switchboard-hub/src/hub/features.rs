@@ -258,6 +258,22 @@ impl Hub {
         .await
     }
 
+    /// A skill loaded from `server`: its other files' URIs, from its
+    /// listing or, for a `dynamic` skill, its directory
+    /// ([`Client::skill_files`]).
+    ///
+    /// # Errors
+    /// As [`Hub::load_skill`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the reads.
+    pub async fn skill_files(&self, server: &str, skill: &Skill) -> Result<Vec<String>, HubError> {
+        self.request(server, rq::ReadDirectory::METHOD, |client| async move {
+            client.skill_files(skill).await
+        })
+        .await
+    }
+
     /// Reads `uri` from `server`.
     ///
     /// # Errors

@@ -35,9 +35,12 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use switchboard_types::request::{self as rq, Request};
-use switchboard_types::skills::{SKILL_MD, SKILLS_EXTENSION, parse_digest};
+use switchboard_types::skills::{
+    DIRECTORY_MIME_TYPE, DIRECTORY_READ, MAX_SKILL_FILES, SKILL_MD, SKILLS_EXTENSION, parse_digest,
+};
 use switchboard_types::{
-    GetSkillRequestParams, JsonObject, ResourceContents, SkillEntry, SkillFile, SkillFiles,
+    GetSkillRequestParams, JsonObject, ReadDirectoryRequestParams, ReadDirectoryResult, Resource,
+    ResourceContents, SkillEntry, SkillFile, SkillFiles,
 };
 
 use super::Client;
@@ -51,6 +54,9 @@ pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 /// At most this many YAML events, nodes and replayed alias events in a
 /// frontmatter.
 const FRONTMATTER_LIMIT: usize = 10_000;
+
+/// A `dynamic` skill's directory is walked at most this deep.
+pub const MAX_SKILL_DEPTH: usize = 16;
 
 /// Why a skill or one of its files was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,6 +215,148 @@ impl Client {
     /// Whether the server declares the skills extension.
     pub fn offers_skills(&self) -> bool {
         self.capabilities().extension(SKILLS_EXTENSION).is_some()
+    }
+
+    /// Whether the server also serves `resources/directory/read` for its
+    /// skills (`directoryRead: true` in the extension's settings).
+    pub fn offers_skill_directories(&self) -> bool {
+        self.capabilities()
+            .extension(SKILLS_EXTENSION)
+            .and_then(|settings| settings.get(DIRECTORY_READ))
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+
+    /// The direct children of the directory `uri`
+    /// (`resources/directory/read`, every page, bounded as every list is);
+    /// a subdirectory's MIME type is `inode/directory`.
+    ///
+    /// # Errors
+    /// [`Error::CapabilityMissing`] when the server does not declare
+    /// `directoryRead`; a URI that is not a directory is the server's
+    /// -32602; otherwise as [`Client::list_tools`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn read_directory(&self, uri: impl Into<String>) -> Result<Vec<Resource>> {
+        let method = rq::ReadDirectory::METHOD;
+        self.require(
+            "io.modelcontextprotocol/skills directoryRead",
+            method,
+            self.offers_skill_directories(),
+        )?;
+        let uri = uri.into();
+        let budget = self.inner.list_budget;
+        let stopped = |reason: String| Error::Pagination {
+            server: self.inner.engine.server().clone(),
+            method,
+            reason,
+        };
+        let mut children = Vec::new();
+        let mut cursor = None;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..self.inner.page_cap {
+            let params = ReadDirectoryRequestParams {
+                uri: uri.clone(),
+                cursor: cursor.take(),
+                meta: None,
+            };
+            let page: ReadDirectoryResult = self
+                .request::<rq::ReadDirectory>(&params, RequestOptions::default())
+                .await?;
+            if children.len().saturating_add(page.resources.len()) > budget.items {
+                return Err(stopped(format!(
+                    "it passed {} items, over the limit (the client's `max_list_items`)",
+                    budget.items
+                )));
+            }
+            children.extend(page.resources);
+            match page.next_cursor {
+                None => return Ok(children),
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(stopped(format!("the server repeated cursor {next:?}")));
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(stopped(format!(
+            "more than {} pages (raise the client's page cap if this is expected)",
+            self.inner.page_cap
+        )))
+    }
+
+    /// A loaded skill's other files, as URIs to give
+    /// [`Client::read_skill_file`]: a listed skill's from its listing; a
+    /// `dynamic` one's found by walking its directory with
+    /// [`Client::read_directory`] when the server serves directories
+    /// (at most [`MAX_SKILL_FILES`] files, [`MAX_SKILL_DEPTH`] levels,
+    /// only URIs inside the directory asked for), else none.
+    ///
+    /// # Errors
+    /// As [`Client::read_directory`]; [`Error::Skill`] when the walk passes
+    /// its bounds or a child lies outside its directory.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn skill_files(&self, skill: &Skill) -> Result<Vec<String>> {
+        let entry = &skill.entry;
+        if entry.resources != SkillFiles::Dynamic {
+            return Ok(skill.files().iter().map(|f| f.uri.clone()).collect());
+        }
+        let Some(root) = entry.directory() else {
+            return Ok(Vec::new());
+        };
+        if !self.offers_skill_directories() {
+            return Ok(Vec::new());
+        }
+        let refuse = |detail: String| {
+            self.skill_error(
+                entry,
+                SkillProblem::Unreadable {
+                    file: root.to_owned(),
+                    detail,
+                },
+            )
+        };
+        let mut files = Vec::new();
+        let mut level = vec![root.to_owned()];
+        for _ in 0..MAX_SKILL_DEPTH {
+            let mut next = Vec::new();
+            for directory in level {
+                for child in self.read_directory(directory.clone()).await? {
+                    let inside = child
+                        .uri
+                        .strip_prefix(directory.as_str())
+                        .and_then(|rest| rest.strip_prefix('/'))
+                        .is_some_and(|name| {
+                            !name.is_empty() && !name.contains('/') && name != "." && name != ".."
+                        });
+                    if !inside {
+                        return Err(refuse(format!(
+                            "the server listed {:?} as a child of {directory:?}",
+                            child.uri
+                        )));
+                    }
+                    if child.mime_type.as_deref() == Some(DIRECTORY_MIME_TYPE) {
+                        next.push(child.uri);
+                    } else if child.uri != entry.uri {
+                        files.push(child.uri);
+                    }
+                    if files.len() + next.len() > MAX_SKILL_FILES {
+                        return Err(refuse(format!(
+                            "its directory holds more than {MAX_SKILL_FILES} entries"
+                        )));
+                    }
+                }
+            }
+            if next.is_empty() {
+                return Ok(files);
+            }
+            level = next;
+        }
+        Err(refuse(format!(
+            "its directory is more than {MAX_SKILL_DEPTH} levels deep"
+        )))
     }
 
     fn require_skills(&self, method: &'static str) -> Result<()> {
@@ -731,6 +879,70 @@ mod tests {
                 "{answer_with}: {error}"
             );
         }
+        client.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_directory_walk_refuses_children_outside_their_directory() {
+        let caps =
+            json!({"resources": {}, "extensions": {SKILLS_EXTENSION: {"directoryRead": true}}});
+        let (client, mut server) = modern_client_with(caps).await;
+        assert!(client.offers_skill_directories());
+        let entry = dynamic(json!({"name": "live", "description": "Changes"}));
+        let (skill, _) = tokio::join!(
+            client.load_skill(&entry),
+            answer(&mut server, read_answer(&entry.uri, SKILL))
+        );
+        let skill = skill.unwrap();
+        for child in [
+            "skill://team/other/x.md",
+            "skill://team/live/../x.md",
+            "skill://team/live/a/b.md",
+            "skill://team/livex/a.md",
+        ] {
+            let listing = json!({"resources": [{"uri": child, "name": "x"}]});
+            let (files, request) =
+                tokio::join!(client.skill_files(&skill), answer(&mut server, listing));
+            assert_eq!(request["method"], "resources/directory/read");
+            assert_eq!(request["params"]["uri"], "skill://team/live");
+            let error = files.unwrap_err();
+            assert!(
+                matches!(
+                    &error,
+                    Error::Skill {
+                        problem: SkillProblem::Unreadable { .. },
+                        ..
+                    }
+                ),
+                "{child}: {error}"
+            );
+        }
+        // A directory that never ends: bounded by depth.
+        let mut depth = 0;
+        let walk = client.skill_files(&skill);
+        let serve = async {
+            loop {
+                let request: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+                depth += 1;
+                let dir = request["params"]["uri"].as_str().unwrap().to_owned();
+                let deeper = json!({"resources": [
+                    {"uri": format!("{dir}/d"), "name": "d", "mimeType": "inode/directory"}
+                ]});
+                server
+                    .send(
+                        json!({"jsonrpc": "2.0", "id": request["id"], "result": deeper})
+                            .to_string(),
+                    )
+                    .await
+                    .unwrap();
+            }
+        };
+        let error = tokio::select! {
+            error = walk => error.unwrap_err(),
+            () = serve => unreachable!(),
+        };
+        assert!(error.to_string().contains("levels deep"), "{error}");
+        assert_eq!(depth, MAX_SKILL_DEPTH);
         client.close().await;
     }
 
