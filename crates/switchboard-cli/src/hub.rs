@@ -1056,6 +1056,7 @@ pub(crate) async fn skill(
     let (server, entry) = (server.to_owned(), entry.clone());
     let shown = async {
         let skill = opened.hub.load_skill(&server, &entry).await?;
+        let files = opened.hub.skill_files(&server, &skill).await?;
         let contents = match file {
             Some(path) => {
                 let uri = skill_file_uri(&entry, path);
@@ -1063,12 +1064,12 @@ pub(crate) async fn skill(
             }
             None => None,
         };
-        Ok::<_, HubError>((skill, contents))
+        Ok::<_, HubError>((skill, files, contents))
     }
     .await;
     opened.hub.shutdown().await;
-    let (skill, contents) = shown.map_err(|e| hub_failure(e, None, credentials))?;
-    output::print_skill(Some(&server), &skill, contents.as_ref(), json);
+    let (skill, files, contents) = shown.map_err(|e| hub_failure(e, None, credentials))?;
+    output::print_skill(Some(&server), &skill, &files, contents.as_ref(), json);
     Ok(0)
 }
 

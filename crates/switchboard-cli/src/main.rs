@@ -1644,6 +1644,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 &name,
             )?;
             let skill = client.load_skill(entry).await?;
+            let files = client.skill_files(&skill).await?;
             let contents = match &file {
                 Some(path) => Some(
                     client
@@ -1652,7 +1653,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 ),
                 None => None,
             };
-            output::print_skill(None, &skill, contents.as_ref(), server.json);
+            output::print_skill(None, &skill, &files, contents.as_ref(), server.json);
             finish(&client, &server).await;
             Ok(0)
         }

@@ -345,10 +345,12 @@ pub(crate) fn print_skills(skills: &[Value]) {
 }
 
 /// `skill NAME`: the skill, loaded and verified — its frontmatter, its
-/// files, then its instructions; or, with `--file`, that file.
+/// files (`files`: their URIs, a `dynamic` skill's as its directory
+/// listed them), then its instructions; or, with `--file`, that file.
 pub(crate) fn print_skill(
     server: Option<&str>,
     skill: &switchboard::Skill,
+    files: &[String],
     file: Option<&switchboard::SkillFileContents>,
     json: bool,
 ) {
@@ -357,6 +359,7 @@ pub(crate) fn print_skill(
         let mut value = json!({
             "skill": entry,
             "instructions": skill.instructions(),
+            "files": files,
         });
         if let Some(server) = server {
             value["server"] = json!(server);
@@ -424,17 +427,22 @@ pub(crate) fn print_skill(
         };
         pairs.add_row(vec![sanitize::line(key).into_owned(), short(&value, 200)]);
     }
-    let files: Vec<String> = skill
-        .files()
-        .iter()
-        .map(|f| {
-            let path = entry
-                .directory()
-                .and_then(|d| f.uri.strip_prefix(d))
-                .map_or(f.uri.as_str(), |p| p.trim_start_matches('/'));
-            format!("{} ({} bytes)", sanitize::line(path), f.size)
-        })
-        .collect();
+    let path_of = |uri: &'_ str| -> String {
+        let path = entry
+            .directory()
+            .and_then(|d| uri.strip_prefix(d))
+            .map_or(uri, |p| p.trim_start_matches('/'));
+        sanitize::line(path).into_owned()
+    };
+    let files: Vec<String> = match entry.resources {
+        switchboard::types::SkillFiles::Listed(_) => skill
+            .files()
+            .iter()
+            .map(|f| format!("{} ({} bytes)", path_of(&f.uri), f.size))
+            .collect(),
+        // Found through its directory: no size or digest to show.
+        switchboard::types::SkillFiles::Dynamic => files.iter().map(|u| path_of(u)).collect(),
+    };
     if !files.is_empty() {
         pairs.add_row(vec!["files".to_owned(), files.join(", ")]);
     }

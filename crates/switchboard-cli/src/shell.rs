@@ -398,6 +398,7 @@ async fn skill(hub: &Hub, rest: &str) {
     };
     let shown = async {
         let skill = hub.load_skill(server, entry).await?;
+        let files = hub.skill_files(server, &skill).await?;
         let contents = match path.trim() {
             "" => None,
             path => {
@@ -405,11 +406,11 @@ async fn skill(hub: &Hub, rest: &str) {
                 Some(hub.read_skill_file(server, &skill, &uri).await?)
             }
         };
-        Ok::<_, switchboard_hub::HubError>((skill, contents))
+        Ok::<_, switchboard_hub::HubError>((skill, files, contents))
     };
     match shown.await {
-        Ok((skill, contents)) => {
-            output::print_skill(Some(server), &skill, contents.as_ref(), false)
+        Ok((skill, files, contents)) => {
+            output::print_skill(Some(server), &skill, &files, contents.as_ref(), false)
         }
         Err(error) => {
             let mut text = error.to_string();

@@ -207,3 +207,41 @@ fn a_server_given_after_dashes_in_either_era() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_dynamic_skill_shows_the_files_its_directory_lists() {
+    let sandbox = sandbox("dynamic");
+    let output = sandbox.run(&[
+        "skill",
+        "live-notes",
+        "--",
+        BIN,
+        "__testserver",
+        "--skills-directories",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let out = stdout(&output);
+    assert!(out.contains("files are dynamic: no digests"), "{out}");
+    assert!(
+        out.contains("notes/today.md, notes/archive/monday.md"),
+        "{out}"
+    );
+    let output = sandbox.run(&[
+        "skill",
+        "live-notes",
+        "--json",
+        "--file",
+        "notes/today.md",
+        "--",
+        BIN,
+        "__testserver",
+        "--skills-directories",
+    ]);
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        doc["files"][1],
+        "skill://live-notes/notes/archive/monday.md"
+    );
+    assert_eq!(doc["file"]["verified"], false);
+    assert!(doc["file"]["text"].as_str().unwrap().starts_with("# Today"));
+}
