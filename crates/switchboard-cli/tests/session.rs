@@ -150,7 +150,21 @@ fn calls_go_through_the_session_to_one_server_process_and_down_stops_it() {
     assert_eq!(echo["server"], "t");
     assert_eq!(echo["tool"], "echo");
     assert!(echo.get("_meta").is_none(), "{echo}");
-    // One server process served both calls and the listing: the session's.
+    // `read` and `prompt` too; the server's own URI comes back.
+    let read = sandbox.switchboard(&["read", "test://static/hello", "--server", "t", "--json"]);
+    assert!(read.status.success(), "{}", text(&read));
+    let read: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(read["contents"][0]["uri"], "test://static/hello", "{read}");
+    assert_eq!(read["contents"][0]["text"], "Hello, world!", "{read}");
+    let prompt = sandbox.switchboard(&["prompt", "t/greeting", "--arg", "name=Ada"]);
+    assert!(prompt.status.success(), "{}", text(&prompt));
+    assert!(
+        String::from_utf8_lossy(&prompt.stdout).contains("Hello, Ada!"),
+        "{}",
+        text(&prompt)
+    );
+    // One server process served the calls, the listing, the read and the
+    // prompt: the session's.
     assert_eq!(sandbox.spawns().len(), 1, "spawns: {:?}", sandbox.spawns());
     // Without the session (SWITCHBOARD_NO_SESSION), the call starts its own.
     let own = sandbox

@@ -369,6 +369,31 @@ pub(crate) async fn read(
     servers: &Servers,
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
+    // Through the background session when it runs, as `call`: the
+    // gateway's URI for it, and the server's URIs back in the answer.
+    #[cfg(unix)]
+    if !server.contains("__")
+        && let Some(config) = loaded.get(server).cloned()
+        && let Some(session) =
+            crate::session::connect(|builder| (answer.customize)(&config, builder)).await
+    {
+        use switchboard_hub::hub::{resource_origin, resource_uri, skill_origin, skill_uri};
+        let gateway = skill_uri(server, uri).unwrap_or_else(|| resource_uri(server, uri));
+        let result = crate::with_events(&session, &answer.ui, session.read_resource(gateway)).await;
+        session.close().await;
+        let mut result = result.map_err(Failure::from_client)?;
+        for contents in &mut result.contents {
+            let uri = match contents {
+                switchboard::types::ResourceContents::Text(c) => &mut c.uri,
+                switchboard::types::ResourceContents::Blob(c) => &mut c.uri,
+            };
+            if let Some((_, original)) = skill_origin(uri).or_else(|| resource_origin(uri)) {
+                *uri = original;
+            }
+        }
+        print_read(&result, json);
+        return Ok(0);
+    }
     let (hub, config) = open_one(
         context,
         server,
@@ -383,12 +408,24 @@ pub(crate) async fn read(
     let result = with_server_events(&hub, server, &answer.ui, hub.read_resource(server, uri)).await;
     close(&hub, server, answer.server_logs).await;
     let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
-    if json {
-        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
-    } else {
-        output::print_read_result(&result);
-    }
+    print_read(&result, json);
     Ok(0)
+}
+
+fn print_read(result: &switchboard::types::ReadResourceResult, json: bool) {
+    if json {
+        output::print_json(&serde_json::to_value(result).unwrap_or(Value::Null));
+    } else {
+        output::print_read_result(result);
+    }
+}
+
+fn print_prompt(result: &switchboard::types::GetPromptResult, json: bool) {
+    if json {
+        output::print_json(&serde_json::to_value(result).unwrap_or(Value::Null));
+    } else {
+        output::print_prompt_result(result);
+    }
 }
 
 /// `prompt NAME --server SERVER`, `prompt SERVER/NAME` or `prompt
@@ -417,6 +454,25 @@ pub(crate) async fn prompt(
             (server.to_owned(), name.to_owned())
         }
     };
+    // Through the background session when it runs, as `call`.
+    #[cfg(unix)]
+    if !server.contains("__")
+        && !name.contains("__")
+        && let Some(config) = loaded.get(&server).cloned()
+        && let Some(session) =
+            crate::session::connect(|builder| (answer.customize)(&config, builder)).await
+    {
+        let gateway = switchboard_hub::hub::namespaced(&server, &name);
+        let result = crate::with_events(
+            &session,
+            &answer.ui,
+            session.get_prompt(gateway, Some(arguments)),
+        )
+        .await;
+        session.close().await;
+        print_prompt(&result.map_err(Failure::from_client)?, json);
+        return Ok(0);
+    }
     let (hub, config) = open_one(
         context,
         &server,
@@ -437,11 +493,7 @@ pub(crate) async fn prompt(
     .await;
     close(&hub, &server, answer.server_logs).await;
     let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
-    if json {
-        output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
-    } else {
-        output::print_prompt_result(&result);
-    }
+    print_prompt(&result, json);
     Ok(0)
 }
 
