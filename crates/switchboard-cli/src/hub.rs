@@ -867,7 +867,7 @@ fn listing_code(opened: &Opened, failed: &[HubError]) -> u8 {
 }
 
 /// `item` as JSON with a `server` field naming where it came from.
-fn tagged(server: &str, item: &impl serde::Serialize) -> Value {
+pub(crate) fn tagged(server: &str, item: &impl serde::Serialize) -> Value {
     let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
     if let Some(object) = value.as_object_mut() {
         object.insert("server".into(), json!(server));
@@ -1001,7 +1001,15 @@ pub(crate) async fn skills(
     );
     let list = |hub: Hub| async move { hub.skills().await };
     let tag = |s: &switchboard_hub::HubSkill| tagged(&s.server, &s.entry);
-    print_listing(open.await?, "skills", json, list, tag, output::print_skills).await
+    print_listing(
+        open.await?,
+        "skills",
+        json,
+        list,
+        tag,
+        output::print_skills::<Value>,
+    )
+    .await
 }
 
 /// `skill NAME [--file PATH]` on the configured servers: NAME is
@@ -1054,23 +1062,38 @@ pub(crate) async fn skill(
         }
     };
     let (server, entry) = (server.to_owned(), entry.clone());
-    let shown = async {
-        let skill = opened.hub.load_skill(&server, &entry).await?;
-        let files = opened.hub.skill_files(&server, &skill).await?;
-        let contents = match file {
-            Some(path) => {
-                let uri = skill_file_uri(&entry, path);
-                Some(opened.hub.read_skill_file(&server, &skill, &uri).await?)
-            }
-            None => None,
-        };
-        Ok::<_, HubError>((skill, files, contents))
-    }
-    .await;
+    let shown = load_for_showing(&opened.hub, &server, &entry, file).await;
     opened.hub.shutdown().await;
     let (skill, files, contents) = shown.map_err(|e| hub_failure(e, None, credentials))?;
     output::print_skill(Some(&server), &skill, &files, contents.as_ref(), json);
     Ok(0)
+}
+
+/// What `skill` shows of `server`'s skill `entry`: the skill, loaded and
+/// verified; its files' URIs; with `path`, that file, read and verified.
+pub(crate) async fn load_for_showing(
+    hub: &Hub,
+    server: &str,
+    entry: &SkillEntry,
+    path: Option<&str>,
+) -> Result<
+    (
+        switchboard::Skill,
+        Vec<String>,
+        Option<switchboard::SkillFileContents>,
+    ),
+    HubError,
+> {
+    let skill = hub.load_skill(server, entry).await?;
+    let files = hub.skill_files(server, &skill).await?;
+    let contents = match path {
+        Some(path) => {
+            let uri = skill_file_uri(entry, path);
+            Some(hub.read_skill_file(server, &skill, &uri).await?)
+        }
+        None => None,
+    };
+    Ok((skill, files, contents))
 }
 
 /// The URI of a skill's file given as a path inside the skill (or as its

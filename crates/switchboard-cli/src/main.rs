@@ -1607,10 +1607,6 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             if server.json {
                 output::print_json(&json!({ "skills": skills }));
             } else {
-                let skills: Vec<Value> = skills
-                    .iter()
-                    .map(|s| serde_json::to_value(s).unwrap_or(Value::Null))
-                    .collect();
                 output::print_skills(&skills);
             }
             finish(&client, &server).await;

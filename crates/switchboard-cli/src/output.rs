@@ -317,7 +317,9 @@ pub(crate) fn print_prompts<P: Serialize>(prompts: &[P]) {
 
 /// `skills`: one row per skill (its server first when several servers
 /// answered), with its description and how many files it has.
-pub(crate) fn print_skills(skills: &[Value]) {
+pub(crate) fn print_skills<S: Serialize>(skills: &[S]) {
+    let skills: Vec<Value> = skills.iter().map(to_json).collect();
+    let skills = &skills[..];
     let servers = with_servers(skills);
     let mut table = table(&headers(servers, &["skill", "description", "files"]));
     for skill in skills {

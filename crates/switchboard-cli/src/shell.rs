@@ -247,11 +247,7 @@ pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
                     .collect();
                 let items: Vec<Value> = skills
                     .iter()
-                    .map(|s| {
-                        let mut value = serde_json::to_value(&s.entry).unwrap_or(Value::Null);
-                        value["server"] = Value::String(s.server.clone());
-                        value
-                    })
+                    .map(|s| crate::hub::tagged(&s.server, &s.entry))
                     .collect();
                 output::print_skills(&items);
             }
@@ -396,19 +392,8 @@ async fn skill(hub: &Hub, rest: &str) {
             return;
         }
     };
-    let shown = async {
-        let skill = hub.load_skill(server, entry).await?;
-        let files = hub.skill_files(server, &skill).await?;
-        let contents = match path.trim() {
-            "" => None,
-            path => {
-                let uri = crate::hub::skill_file_uri(entry, path);
-                Some(hub.read_skill_file(server, &skill, &uri).await?)
-            }
-        };
-        Ok::<_, switchboard_hub::HubError>((skill, files, contents))
-    };
-    match shown.await {
+    let path = Some(path.trim()).filter(|p| !p.is_empty());
+    match crate::hub::load_for_showing(hub, server, entry, path).await {
         Ok((skill, files, contents)) => {
             output::print_skill(Some(server), &skill, &files, contents.as_ref(), false)
         }

@@ -47,6 +47,7 @@ use crate::Provider;
 use crate::definitions::{self, DefinitionOptions};
 #[cfg(feature = "hub")]
 use crate::error_chain;
+use crate::toolset::error_result;
 
 /// Default for [`SkillOptions::load_tool`].
 pub const LOAD_SKILL_TOOL: &str = "load_skill";
@@ -164,9 +165,9 @@ pub struct Skillset {
     provider: Provider,
     options: SkillOptions,
     skills: Vec<SkillInfo>,
-    /// Skills loaded so far, by index.
+    /// Skills loaded so far, by their model-facing name (unique here).
     #[cfg(feature = "hub")]
-    loaded: std::sync::Mutex<HashMap<usize, switchboard::Skill>>,
+    loaded: std::sync::Mutex<HashMap<String, switchboard::Skill>>,
 }
 
 impl Skillset {
@@ -364,15 +365,9 @@ impl Skillset {
         name: &str,
         arguments: Option<&Map<String, Value>>,
     ) -> Option<CallToolResult> {
-        let index = |skill: &SkillInfo| {
-            self.skills
-                .iter()
-                .position(|s| std::ptr::eq(s, skill))
-                .expect("a skill of this set")
-        };
         Some(match self.lookup(name, arguments)? {
             SkillCall::Invalid(result) => *result,
-            SkillCall::Load(info) => match self.load(hub, index(info)).await {
+            SkillCall::Load(info) => match self.load(hub, info).await {
                 Ok(skill) => {
                     let mut text = format!(
                         "Skill {:?} loaded (from MCP server `{}`, verified against its listing). \
@@ -412,7 +407,7 @@ impl Skillset {
                 Err(error) => error_result(&error),
             },
             SkillCall::ReadFile(info, uri) => {
-                let skill = match self.load(hub, index(info)).await {
+                let skill = match self.load(hub, info).await {
                     Ok(skill) => skill,
                     Err(error) => return Some(error_result(&error)),
                 };
@@ -428,22 +423,21 @@ impl Skillset {
     async fn load(
         &self,
         hub: &switchboard_hub::Hub,
-        index: usize,
+        info: &SkillInfo,
     ) -> Result<switchboard::Skill, String> {
-        if let Some(skill) = self.lock().get(&index) {
+        if let Some(skill) = self.lock().get(&info.name) {
             return Ok(skill.clone());
         }
-        let info = &self.skills[index];
         let skill = hub
             .load_skill(&info.server, &info.entry)
             .await
             .map_err(|e| error_chain(&e))?;
-        self.lock().insert(index, skill.clone());
+        self.lock().insert(info.name.clone(), skill.clone());
         Ok(skill)
     }
 
     #[cfg(feature = "hub")]
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, switchboard::Skill>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, switchboard::Skill>> {
         self.loaded
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -518,14 +512,6 @@ fn clean(text: &str) -> String {
         .collect::<String>()
         .trim()
         .to_owned()
-}
-
-fn error_result(text: &str) -> CallToolResult {
-    CallToolResult {
-        content: vec![switchboard_types::ContentBlock::text(text)],
-        is_error: Some(true),
-        ..CallToolResult::default()
-    }
 }
 
 #[cfg(test)]

@@ -552,7 +552,9 @@ fn define(
     })
 }
 
-fn error_result(text: &str) -> CallToolResult {
+/// A result with `isError` and `text`: what a model is told when its call
+/// could not be made.
+pub(crate) fn error_result(text: &str) -> CallToolResult {
     CallToolResult {
         content: vec![switchboard_types::ContentBlock::text(text)],
         is_error: Some(true),

@@ -240,6 +240,23 @@ async fn close(hub: &Hub, server: &str, server_logs: bool) {
     }
 }
 
+/// A client of the background session (`switchboard up`) for a command on
+/// configured `server`, when the session runs (and was started here),
+/// answering the server as this command would. Not for a server whose
+/// name holds `__`: its gateway names could be another pair's.
+#[cfg(unix)]
+async fn through_session(
+    loaded: &LoadedConfig,
+    server: &str,
+    customize: &(impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static),
+) -> Option<switchboard::Client> {
+    if server.contains("__") {
+        return None;
+    }
+    let config = loaded.get(server)?.clone();
+    crate::session::connect(|builder| customize(&config, builder)).await
+}
+
 /// `call SERVER/TOOL [JSON]` on a configured server.
 #[expect(
     clippy::too_many_arguments,
@@ -261,11 +278,8 @@ pub(crate) async fn call(
     // already: the call goes through it. Names with `__` are left to a
     // hub of our own, where they cannot be mistaken for another pair's.
     #[cfg(unix)]
-    if !server.contains("__")
-        && !tool.contains("__")
-        && let Some(config) = loaded.get(&server).cloned()
-        && let Some(session) =
-            crate::session::connect(|builder| (answer.customize)(&config, builder)).await
+    if !tool.contains("__")
+        && let Some(session) = through_session(&loaded, &server, &answer.customize).await
     {
         let started = Instant::now();
         let params = switchboard::types::CallToolRequestParams {
@@ -372,11 +386,7 @@ pub(crate) async fn read(
     // Through the background session when it runs, as `call`: the
     // gateway's URI for it, and the server's URIs back in the answer.
     #[cfg(unix)]
-    if !server.contains("__")
-        && let Some(config) = loaded.get(server).cloned()
-        && let Some(session) =
-            crate::session::connect(|builder| (answer.customize)(&config, builder)).await
-    {
+    if let Some(session) = through_session(&loaded, server, &answer.customize).await {
         use switchboard_hub::hub::{resource_origin, resource_uri, skill_origin, skill_uri};
         let gateway = skill_uri(server, uri).unwrap_or_else(|| resource_uri(server, uri));
         let result = crate::with_events(&session, &answer.ui, session.read_resource(gateway)).await;
@@ -456,11 +466,8 @@ pub(crate) async fn prompt(
     };
     // Through the background session when it runs, as `call`.
     #[cfg(unix)]
-    if !server.contains("__")
-        && !name.contains("__")
-        && let Some(config) = loaded.get(&server).cloned()
-        && let Some(session) =
-            crate::session::connect(|builder| (answer.customize)(&config, builder)).await
+    if !name.contains("__")
+        && let Some(session) = through_session(&loaded, &server, &answer.customize).await
     {
         let gateway = switchboard_hub::hub::namespaced(&server, &name);
         let result = crate::with_events(
