@@ -255,10 +255,15 @@ pub(crate) async fn list(
     let mut loaded = context.load(json);
     crate::approve::ask_pending(context, &mut loaded, None);
     let prepared = prepare(context, &loaded, None, json);
-    let hub = builder(
-        prepared.runnable,
-        startup_timeout,
-        credentials.map(Path::to_path_buf),
+    let hub = crate::policy::apply(
+        builder(
+            prepared.runnable,
+            startup_timeout,
+            credentials.map(Path::to_path_buf),
+            None,
+        ),
+        context,
+        &loaded,
         None,
     )
     .build()
@@ -429,7 +434,20 @@ async fn open_all(
             crate::sanitize::term(why)
         );
     }
-    let hub = hub_of(prepared.runnable, credentials, max_message_size, servers)?;
+    let hub = hub_of(
+        crate::policy::apply(
+            builder(
+                prepared.runnable,
+                DEFAULT_STARTUP,
+                credentials.map(Path::to_path_buf),
+                max_message_size,
+            ),
+            context,
+            &loaded,
+            Some(crate::ui::Ui::new(json, false)),
+        ),
+        servers,
+    )?;
     start(&hub, json).await;
     let mut opened = Opened {
         ready: BTreeSet::new(),
@@ -469,21 +487,9 @@ pub(crate) async fn shell(
     crate::shell::run(hub).await
 }
 
-/// The hub of `runnable`, closed when the command ends.
-fn hub_of(
-    runnable: Vec<ServerConfig>,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    servers: &Servers,
-) -> Result<Hub, Failure> {
-    let hub = builder(
-        runnable,
-        DEFAULT_STARTUP,
-        credentials.map(Path::to_path_buf),
-        max_message_size,
-    )
-    .build()
-    .map_err(|e| hub_failure(e, None, None))?;
+/// The hub `builder` makes, closed when the command ends.
+fn hub_of(builder: HubBuilder, servers: &Servers) -> Result<Hub, Failure> {
+    let hub = builder.build().map_err(|e| hub_failure(e, None, None))?;
     servers.hub(&hub);
     Ok(hub)
 }
@@ -590,12 +596,21 @@ pub(crate) async fn serve(
     let forwarding = asks.clone();
     // Config changes are picked up: the files are read again the same way.
     let source = context.clone();
-    let hub = builder(
-        prepared.runnable,
-        DEFAULT_STARTUP,
-        credentials.map(Path::to_path_buf),
-        max_message_size,
+    let policy_source = context.clone();
+    // Every call through the gateway follows `[policy.tools]`, read again
+    // on each reload; an `ask` is put to the calling host (`HubServer`).
+    let hub = crate::policy::apply(
+        builder(
+            prepared.runnable,
+            DEFAULT_STARTUP,
+            credentials.map(Path::to_path_buf),
+            max_message_size,
+        ),
+        context,
+        &loaded,
+        None,
     )
+    .tool_policy_source(move || Ok(policy_source.load(false).policy.tools))
     .config_source(move || {
         let mut loaded = source.load(false);
         loaded.servers.retain(|server| !is_this_gateway(server));
@@ -636,7 +651,6 @@ pub(crate) async fn serve(
         let _ = started.send(true);
     });
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
-    let policy = loaded.policy.tools.clone();
     let credentials_flag = credentials.map(Path::to_path_buf);
     let authenticator: switchboard_hub::hub::Authenticator = Arc::new(move |name: &str| {
         let found = remote.get(name).cloned();
@@ -664,7 +678,6 @@ pub(crate) async fn serve(
         let gateway = switchboard_hub::HubServer::new(hub, info)
             .wait_for_start(first_start, wait_ready)
             .forward_asks(asks)
-            .policy(policy)
             .authenticator(authenticator);
         match max_tools {
             Some(max) => gateway.tool_search(
@@ -773,6 +786,9 @@ async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
                             .collect();
                         said.push(format!("{what} {}", names.join(", ")));
                     }
+                }
+                if report.policy_changed {
+                    said.push("tool policy applied".to_owned());
                 }
                 if !said.is_empty() {
                     eprintln!("config changed: {}", said.join("; "));

@@ -16,6 +16,7 @@ mod login;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod output;
+mod policy;
 mod sampling;
 mod sanitize;
 mod session;
@@ -119,6 +120,10 @@ const EXAMPLES: &[(&str, &str)] = &[
     (
         "auth",
         "switchboard auth status\nswitchboard auth status --json",
+    ),
+    (
+        "policy",
+        "switchboard policy list\nswitchboard policy revoke github/delete_repo\nswitchboard policy revoke github/*   # every tool of a server",
     ),
     (
         "auth status",
@@ -608,6 +613,22 @@ enum AuthCommand {
 }
 
 #[derive(Subcommand, Debug)]
+enum PolicyCommand {
+    /// List the tools remembered as always allowed (SERVER/TOOL).
+    List {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a remembered allow: the next call is asked about again.
+    Revoke {
+        /// SERVER/TOOL, or SERVER/* for every tool of a server.
+        #[arg(value_name = "SERVER/TOOL")]
+        target: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum AuditCommand {
     /// Check an audit log's hash chain (`serve --audit FILE`): every line's
     /// `prev` must be the SHA-256 of the line before it. Exit 0 when it
@@ -787,6 +808,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The tool policy's remembered answers: tools the user allowed
+    /// "always" when `[policy.tools]` asked (per server, as configured
+    /// then: a changed server is asked about again).
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Stored OAuth credentials.
     Auth {
         #[command(subcommand)]
@@ -887,9 +915,12 @@ enum Command {
     /// What a server asks of its client (a form, a URL to open, a model's
     /// answer) goes to the host, in the host's era; a host that cannot
     /// answer gets it declined. `[policy.tools]` in a switchboard config
-    /// file limits what the host may call, by globs over SERVER__TOOL:
-    /// `deny = ["*__delete_*"]` (not listed, refused), `ask =
-    /// ["github__*"]` (the host's user confirms each call), `allow = […]`.
+    /// file limits what may be called (here, by `call`, `shell` and the
+    /// library alike), by (server, tool) patterns `SERVER/TOOL` or globs
+    /// over SERVER__TOOL: `deny = ["*/delete_*"]` (not listed, refused),
+    /// `ask = ["github/*"]` (the host's user confirms each call, or allows
+    /// it always: `switchboard policy list`), `allow = […]`; changes to
+    /// the file apply to the next call.
     ///
     /// Example, in a host's configuration:
     /// `{"mcpServers": {"switchboard": {"command": "switchboard", "args": ["serve"]}}}`
@@ -1084,7 +1115,13 @@ fn main() -> ExitCode {
         Command::Logout { json, .. }
         | Command::Auth {
             command: AuthCommand::Status { json },
+        }
+        | Command::Policy {
+            command: PolicyCommand::List { json },
         } => *json,
+        Command::Policy {
+            command: PolicyCommand::Revoke { .. },
+        } => false,
         Command::List { json, .. }
         | Command::AddJson { json, .. }
         | Command::Import { json, .. }
@@ -1822,6 +1859,13 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
         Command::Auth {
             command: AuthCommand::Status { json },
         } => login::status(creds, json).await.map_err(Failure::usage),
+        Command::Policy { command } => {
+            let context = configure::Context::new(cli.config)?;
+            match command {
+                PolicyCommand::List { json } => policy::list(&context, json),
+                PolicyCommand::Revoke { target } => policy::revoke(&context, &target),
+            }
+        }
         Command::List {
             json,
             timeout,

@@ -1060,3 +1060,286 @@ async fn request_timeouts_and_the_client_template_apply_per_server() {
     );
     hub.shutdown().await;
 }
+
+// ------------------------------------------------------------ tool policy
+
+fn policy(deny: &[&str], ask: &[&str]) -> switchboard_hub::config::policy::ToolPolicy {
+    let mut policy = switchboard_hub::config::policy::ToolPolicy::default();
+    policy.deny = deny
+        .iter()
+        .map(|r| ("/tests/policy.toml".to_owned(), (*r).to_owned()))
+        .collect();
+    policy.ask = ask
+        .iter()
+        .map(|r| ("/tests/policy.toml".to_owned(), (*r).to_owned()))
+        .collect();
+    policy
+}
+
+/// An approver answering `answer` and counting the questions.
+fn answering(
+    answer: switchboard_hub::hub::ToolAnswer,
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> std::sync::Arc<dyn switchboard_hub::hub::ToolApprover> {
+    std::sync::Arc::new(
+        move |_: switchboard_hub::hub::ToolAsk| -> switchboard::BoxFuture<
+            'static,
+            switchboard_hub::hub::ToolAnswer,
+        > {
+            asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let answer = answer.clone();
+            Box::pin(async move { answer })
+        },
+    )
+}
+
+/// The attacker's route: `a`'s tool `b__c` is denied, and it is also
+/// reachable under the hashed name it got because `a__b`'s `c` took
+/// `a__b__c`. The deny names the (server, tool) pair, so no name escapes
+/// it; the other tool that wanted the name is not caught by it.
+#[apply(process_test!)]
+async fn a_denied_tool_is_refused_under_every_name_and_not_listed() {
+    let servers = || {
+        [
+            testserver("a__b", &["--extra-tool", "c"]),
+            testserver("a", &["--extra-tool", "b__c"]),
+        ]
+    };
+    for rule in ["a/b__c", "a/b__*"] {
+        let hub = Hub::builder()
+            .servers(servers())
+            .persist(false)
+            .tool_policy(policy(&[rule], &[]))
+            .build()
+            .unwrap();
+        hub.start().await.unwrap();
+        assert!(
+            !hub.tools()
+                .iter()
+                .any(|t| t.server == "a" && t.tool.name == "b__c"),
+            "{rule}: the denied tool is listed"
+        );
+        for error in [
+            hub.call_tool("a__b__c_6e45u373", None).await.unwrap_err(),
+            hub.call("a", "b__c", None).await.unwrap_err(),
+        ] {
+            assert!(
+                matches!(error, HubError::ToolDenied { .. }),
+                "{rule}: {error:?}"
+            );
+            let said = error.to_string();
+            assert!(
+                said.contains("server `a`")
+                    && said.contains("b__c")
+                    && said.contains(rule)
+                    && said.contains("/tests/policy.toml"),
+                "{rule}: {said}"
+            );
+        }
+        // `a__b`'s `c` keeps its name and runs.
+        let called = hub.call_tool("a__b__c", None).await.unwrap();
+        assert_eq!(text(&called), "c called");
+        assert_eq!(
+            hub.stats("a").unwrap().calls,
+            0,
+            "{rule}: nothing reached `a`"
+        );
+        hub.shutdown().await;
+    }
+    // The hub-wide form of the rule is matched against the pair's own
+    // `SERVER__TOOL`: the hashed name does not escape it either.
+    let hub = Hub::builder()
+        .servers(servers())
+        .persist(false)
+        .tool_policy(policy(&["a__b__c"], &[]))
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let error = hub.call_tool("a__b__c_6e45u373", None).await.unwrap_err();
+    assert!(error.is_policy_refusal(), "{error:?}");
+    hub.shutdown().await;
+}
+
+/// `ask`: answered by the caller's approver (per call, else the hub's);
+/// with none the call is refused; "always" is remembered per server
+/// identity, in a private file, and revocable.
+#[apply(process_test!)]
+async fn an_ask_is_answered_by_the_callers_approver_and_always_is_remembered() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use switchboard_hub::hub::{RememberedAllows, ToolAnswer};
+    let dir = state_dir("ask-approver");
+    let file = dir.join("data").join("tool-allows.json");
+    let hub = Hub::builder()
+        .server(testserver("s", &[]))
+        .persist(false)
+        .tool_policy(policy(&[], &["s/echo"]))
+        .remembered_allows(RememberedAllows::at(&file))
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let echo = || args(json!({"text": "hi"}));
+    // Nobody to ask: refused, and the server never sees it.
+    let error = hub.call("s", "echo", echo()).await.unwrap_err();
+    assert!(
+        matches!(error, HubError::ToolNotApproved { .. })
+            && error.to_string().contains("asks first")
+            && error.to_string().contains("s/echo"),
+        "{error}"
+    );
+    assert_eq!(hub.stats("s").unwrap().calls, 0);
+    // Refused by the caller's user.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let refuse = answering(ToolAnswer::Refuse("the user said no".into()), asked.clone());
+    let error = hub
+        .call_asking("s", "echo", echo(), RequestOptions::default(), Some(refuse))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("the user said no"), "{error}");
+    // Once: runs, and the next call is asked again.
+    let once = answering(ToolAnswer::Once, asked.clone());
+    for _ in 0..2 {
+        hub.call_tool_asking(
+            "s__echo",
+            echo(),
+            RequestOptions::default(),
+            Some(once.clone()),
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 3);
+    // Always: remembered, not asked again; the file is private.
+    let always = answering(ToolAnswer::Always, asked.clone());
+    hub.call_asking("s", "echo", echo(), RequestOptions::default(), Some(always))
+        .await
+        .unwrap();
+    let asked_before = asked.load(Ordering::SeqCst);
+    hub.call("s", "echo", echo()).await.unwrap();
+    assert_eq!(asked.load(Ordering::SeqCst), asked_before);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    }
+    hub.shutdown().await;
+    // A server of that name configured otherwise is another identity:
+    // asked again (and refused with nobody to ask).
+    let changed = Hub::builder()
+        .server(testserver("s", &["--name", "other"]))
+        .persist(false)
+        .tool_policy(policy(&[], &["s/echo"]))
+        .remembered_allows(RememberedAllows::at(&file))
+        .build()
+        .unwrap();
+    changed.start().await.unwrap();
+    let error = changed.call("s", "echo", echo()).await.unwrap_err();
+    assert!(error.is_policy_refusal(), "{error}");
+    changed.shutdown().await;
+    // Revoked: asked again.
+    let again = Hub::builder()
+        .server(testserver("s", &[]))
+        .persist(false)
+        .tool_policy(policy(&[], &["s/echo"]))
+        .remembered_allows(RememberedAllows::at(&file))
+        .build()
+        .unwrap();
+    again.start().await.unwrap();
+    again.call("s", "echo", echo()).await.unwrap();
+    assert_eq!(again.remembered_allows().revoke("s", "echo").unwrap(), 1);
+    let error = again.call("s", "echo", echo()).await.unwrap_err();
+    assert!(error.is_policy_refusal(), "{error}");
+    again.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The question may stay open a while: if the server is replaced
+/// meanwhile (a reload with another configuration), the answer does not
+/// let whatever now has the name run.
+#[apply(process_test!)]
+async fn an_ask_answered_after_its_server_changed_calls_nothing() {
+    use std::sync::Arc;
+    use switchboard_hub::hub::{ToolAnswer, ToolApprover, ToolAsk};
+    let hub = Hub::builder()
+        .server(testserver("s", &[]))
+        .persist(false)
+        .tool_policy(policy(&[], &["s/echo"]))
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let (asked_tx, asked) = tokio::sync::oneshot::channel::<()>();
+    let (answer_tx, answer) = tokio::sync::oneshot::channel::<()>();
+    let asked_tx = std::sync::Mutex::new(Some(asked_tx));
+    let answer = Arc::new(tokio::sync::Mutex::new(Some(answer)));
+    let approver: Arc<dyn ToolApprover> = Arc::new(
+        move |_: ToolAsk| -> switchboard::BoxFuture<'static, ToolAnswer> {
+            if let Some(tx) = asked_tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            let answer = answer.clone();
+            Box::pin(async move {
+                if let Some(rx) = answer.lock().await.take() {
+                    let _ = rx.await;
+                }
+                ToolAnswer::Once
+            })
+        },
+    );
+    let calling = hub.clone();
+    let call = tokio::spawn(async move {
+        calling
+            .call_asking(
+                "s",
+                "echo",
+                args(json!({"text": "x"})),
+                RequestOptions::default(),
+                Some(approver),
+            )
+            .await
+    });
+    asked.await.unwrap();
+    // While the question is open, `s` is replaced by another server.
+    hub.apply(vec![testserver("s", &["--name", "replaced"])])
+        .await
+        .unwrap();
+    answer_tx.send(()).unwrap();
+    let error = call.await.unwrap().unwrap_err();
+    assert!(
+        error.is_policy_refusal() && error.to_string().contains("while the question was open"),
+        "{error}"
+    );
+    assert_eq!(hub.stats("s").unwrap().calls, 0, "the new `s` got no call");
+    hub.shutdown().await;
+}
+
+/// The policy is live: a deny given by the policy source is applied by
+/// the next reload, to the next call and listing.
+#[apply(process_test!)]
+async fn a_deny_read_on_reload_applies_to_the_next_call() {
+    use std::sync::{Arc, Mutex};
+    let rules = Arc::new(Mutex::new(policy(&[], &[])));
+    let source = rules.clone();
+    let hub = Hub::builder()
+        .server(testserver("s", &[]))
+        .persist(false)
+        .config_source(|| Ok(vec![testserver("s", &[])]))
+        .tool_policy_source(move || Ok(source.lock().unwrap().clone()))
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    hub.call("s", "echo", args(json!({"text": "x"})))
+        .await
+        .unwrap();
+    *rules.lock().unwrap() = policy(&["s/echo"], &[]);
+    let report = hub.reload().await.unwrap();
+    assert!(report.policy_changed);
+    assert_eq!(report.unchanged, vec!["s".to_owned()]);
+    let error = hub
+        .call("s", "echo", args(json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HubError::ToolDenied { .. }), "{error:?}");
+    assert!(!hub.tools().iter().any(|t| t.tool.name == "echo"));
+    hub.shutdown().await;
+}

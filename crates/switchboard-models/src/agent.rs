@@ -280,6 +280,17 @@ impl AgentBuilder {
         self
     }
 
+    /// Answers the hub's tool policy when it asks before a call
+    /// (`[policy.tools]` `ask`, see `switchboard_hub::hub::policy`): the
+    /// application's own question to its user (allow once, always, or
+    /// refuse). Without it the hub's approver answers, if it has one;
+    /// with neither an `ask` tool is refused and the model is told why. A
+    /// denied tool is never offered to the model nor called.
+    pub fn tool_approver(mut self, approver: Arc<dyn switchboard_hub::hub::ToolApprover>) -> Self {
+        self.agent.tool_approver = Some(approver);
+        self
+    }
+
     /// Whether [`Agent::run`]'s system message carries each ready
     /// server's `instructions` after the system prompt, each capped at
     /// the definitions' description cap (default: yes).
@@ -389,6 +400,8 @@ pub struct Agent {
     server_instructions: bool,
     skills: bool,
     approval: Option<Approval>,
+    /// Answers the hub's tool policy's `ask`.
+    tool_approver: Option<Arc<dyn switchboard_hub::hub::ToolApprover>>,
     /// Held while the approval hook is asked.
     asking: Arc<tokio::sync::Mutex<()>>,
     fields: Map<String, Value>,
@@ -430,6 +443,7 @@ impl Agent {
                 server_instructions: true,
                 skills: true,
                 approval: None,
+                tool_approver: None,
                 asking: Arc::default(),
                 fields: Map::new(),
                 observer: None,
@@ -756,7 +770,13 @@ impl Agent {
                 if self.approved(entry, &name, &arguments).await {
                     match self
                         .hub
-                        .call(&entry.server, &entry.tool.name, arguments)
+                        .call_asking(
+                            &entry.server,
+                            &entry.tool.name,
+                            arguments,
+                            switchboard::RequestOptions::default(),
+                            self.tool_approver.clone(),
+                        )
                         .await
                     {
                         Ok(result) => self.answered(&id, &name, &result, &mut record),

@@ -1246,3 +1246,102 @@ async fn the_model_sees_the_skills_and_loads_one_when_it_needs_it() {
     let (_, failures) = chat.finish();
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// The hub's tool policy holds for the agent: a denied tool is neither
+/// offered to the model nor called; an `ask` tool is refused without the
+/// application's approver, and answered by it when it gives one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_follows_the_hubs_tool_policy() {
+    let server = McpServer::start().await;
+    let chat = FakeChat::start(Box::new(|index, request, checks| match index {
+        0 => {
+            checks.check(
+                tool_named(&request.body, "mcp__test__slow").is_none(),
+                || "the denied tool was offered to the model".to_owned(),
+            );
+            (
+                200,
+                tool_calls(&[
+                    ("call_slow", "mcp__test__slow", r#"{"ms": 1}"#),
+                    ("call_echo", "mcp__test__echo", r#"{"text": "asked"}"#),
+                ]),
+            )
+        }
+        1 => {
+            let slow = tool_message(&request.body, "call_slow").map(content_text);
+            checks.check(
+                slow.as_deref().is_some_and(|t| t.contains("no tool named")),
+                || format!("the denied call: {slow:?}"),
+            );
+            let echo = tool_message(&request.body, "call_echo").map(content_text);
+            checks.check(
+                echo.as_deref()
+                    .is_some_and(|t| t.contains("was not called") && t.contains("asks first")),
+                || format!("the asked call without an approver: {echo:?}"),
+            );
+            (200, answer("done"))
+        }
+        2 => (
+            200,
+            tool_calls(&[("call_echo", "mcp__test__echo", r#"{"text": "allowed"}"#)]),
+        ),
+        _ => {
+            let echo = tool_message(&request.body, "call_echo").map(content_text);
+            checks.check(
+                echo.as_deref()
+                    .is_some_and(|t| t.contains("allowed") && !t.contains("not called")),
+                || format!("the approved call: {echo:?}"),
+            );
+            (200, answer("done"))
+        }
+    }))
+    .await;
+    let mut policy = switchboard_hub::config::policy::ToolPolicy::default();
+    policy.deny.push(("policy.toml".into(), "test/slow".into()));
+    policy.ask.push(("policy.toml".into(), "test/echo".into()));
+    let hub = Hub::builder()
+        .persist(false)
+        .server(agent_example::server_from_flag(&format!("test={}", server.url)).unwrap())
+        .tool_policy(policy)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let chat_client = ChatClient::new(chat.base.clone(), "m").unwrap();
+    let outcome = Agent::builder(hub.clone(), chat_client.clone())
+        .build()
+        .unwrap()
+        .run("go")
+        .await
+        .unwrap();
+    assert!(
+        outcome.calls.iter().all(|c| c.is_error),
+        "{:?}",
+        outcome.calls
+    );
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let approver: Arc<dyn switchboard_hub::hub::ToolApprover> = Arc::new(
+        move |ask: switchboard_hub::hub::ToolAsk| -> switchboard::BoxFuture<
+            'static,
+            switchboard_hub::hub::ToolAnswer,
+        > {
+            seen.lock().unwrap().push((ask.server.clone(), ask.tool.clone()));
+            Box::pin(async { switchboard_hub::hub::ToolAnswer::Once })
+        },
+    );
+    let outcome = Agent::builder(hub.clone(), chat_client)
+        .tool_approver(approver)
+        .build()
+        .unwrap()
+        .run("go")
+        .await
+        .unwrap();
+    hub.shutdown().await;
+    let (_, failures) = chat.finish();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(!outcome.calls[0].is_error, "{:?}", outcome.calls);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [("test".to_owned(), "echo".to_owned())]
+    );
+}

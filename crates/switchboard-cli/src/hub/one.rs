@@ -184,11 +184,16 @@ async fn open_one(
     if let Some(why) = prepared.unusable.get(server) {
         return Err(Failure::usage(anyhow!("{why}")));
     }
-    let hub = builder(
-        prepared.runnable,
-        DEFAULT_STARTUP,
-        credentials.map(Path::to_path_buf),
-        max_message_size,
+    let hub = crate::policy::apply(
+        builder(
+            prepared.runnable,
+            DEFAULT_STARTUP,
+            credentials.map(Path::to_path_buf),
+            max_message_size,
+        ),
+        context,
+        loaded,
+        None,
     )
     .client(customize)
     .build()
@@ -318,7 +323,14 @@ pub(crate) async fn call(
         &hub,
         &server,
         &answer.ui,
-        hub.call_with(&server, &tool, Some(arguments), options),
+        // An `ask` of the tool policy is put to the user on the terminal.
+        hub.call_asking(
+            &server,
+            &tool,
+            Some(arguments),
+            options,
+            Some(crate::policy::terminal_approver(answer.ui.clone())),
+        ),
     )
     .await;
     let elapsed = started.elapsed();

@@ -65,19 +65,32 @@ pub struct Policy {
     pub tools: ToolPolicy,
 }
 
-/// Which tools a host may call through `switchboard serve`, by globs over
-/// the hub-wide names (`server__tool`; `*` matches any run of
-/// characters): `deny` wins, then `ask` (the host's user confirms each
-/// call), then any `allow` list (a tool must match each one given; with
-/// none, every tool not denied is allowed). Any file may narrow, none may
-/// widen what another said. A tool's read-only hint is never permission.
+/// Which tools may be called — through the gateway, the CLI, the
+/// library's `Hub` and the agent alike (the hub decides, see
+/// `switchboard_hub::hub::policy`). Each rule is a pattern naming a
+/// (server, tool) pair, `*` matching any run of characters:
+///
+/// - `SERVER/TOOL` (`github/delete_*`, `*/delete_repo`): a glob over the
+///   server's name and a glob over the tool's own name, apart, so it
+///   names exactly the pair it says whatever hub-wide name the tool has;
+/// - anything else (`github__delete_*`, `*__echo`, `*`): a glob over the
+///   text `SERVER__TOOL` made of the server's name and the tool's own
+///   name — never the hub-wide name, so a tool renamed `…_HASH` (two
+///   tools wanting one name) is matched as the pair it is. When a server
+///   name holds `__` the text can mean two pairs; the rule then matches
+///   both (prefer `SERVER/TOOL`).
+///
+/// `deny` wins, then every `allow` list (a tool must match each one
+/// given; with none, every tool not denied is allowed), then `ask` (the
+/// caller's user confirms each call). Any file may narrow, none may widen
+/// what another said. A tool's read-only hint is never permission.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolPolicy {
     /// Each allow list given, with its file.
     pub allow: Vec<(String, Vec<String>)>,
-    /// Deny globs, with their file.
+    /// Deny patterns, with their file.
     pub deny: Vec<(String, String)>,
-    /// Ask globs, with their file.
+    /// Ask patterns, with their file.
     pub ask: Vec<(String, String)>,
 }
 
@@ -86,10 +99,19 @@ pub struct ToolPolicy {
 pub enum ToolDecision {
     /// Call it.
     Allow,
-    /// Ask the user first; says which rule.
+    /// Ask the user first; says which rule, and where it is written.
     Ask(String),
-    /// Refuse; says which rule and where.
+    /// Refuse; says which rule, where it is written, and what to do.
     Deny(String),
+}
+
+/// Whether the pattern `rule` (see [`ToolPolicy`]) names `server`'s tool
+/// `tool` (its own name, as the server lists it).
+pub fn tool_rule_matches(rule: &str, server: &str, tool: &str) -> bool {
+    match rule.split_once('/') {
+        Some((servers, tools)) => glob_match(servers, server) && glob_match(tools, tool),
+        None => glob_match(rule, &format!("{server}__{tool}")),
+    }
 }
 
 impl ToolPolicy {
@@ -98,22 +120,26 @@ impl ToolPolicy {
         self.allow.is_empty() && self.deny.is_empty() && self.ask.is_empty()
     }
 
-    /// What to do with a call of `name` (a hub-wide name).
-    pub fn decide(&self, name: &str) -> ToolDecision {
-        if let Some((source, glob)) = self.deny.iter().find(|(_, g)| glob_match(g, name)) {
+    /// What to do with a call of `server`'s tool `tool` (the tool's own
+    /// name, not its hub-wide one).
+    pub fn decide(&self, server: &str, tool: &str) -> ToolDecision {
+        let matches = |rule: &str| tool_rule_matches(rule, server, tool);
+        if let Some((source, rule)) = self.deny.iter().find(|(_, r)| matches(r)) {
             return ToolDecision::Deny(format!(
-                "the tool `{name}` is denied by the policy in {source} (deny `{glob}`)"
+                "the tool `{tool}` of server `{server}` is denied by the policy in {source} \
+                 (deny `{rule}` in [policy.tools]); remove that rule to allow it"
             ));
         }
-        for (source, globs) in &self.allow {
-            if !globs.iter().any(|g| glob_match(g, name)) {
+        for (source, rules) in &self.allow {
+            if !rules.iter().any(|r| matches(r)) {
                 return ToolDecision::Deny(format!(
-                    "the tool `{name}` is not on the tools allow list in {source}"
+                    "the tool `{tool}` of server `{server}` is not on the tools allow list in \
+                     {source} ([policy.tools] allow); add `{server}/{tool}` to it to allow it"
                 ));
             }
         }
-        if let Some((source, glob)) = self.ask.iter().find(|(_, g)| glob_match(g, name)) {
-            return ToolDecision::Ask(format!("ask `{glob}` in {source}"));
+        if let Some((source, rule)) = self.ask.iter().find(|(_, r)| matches(r)) {
+            return ToolDecision::Ask(format!("ask `{rule}` in {source}"));
         }
         ToolDecision::Allow
     }
@@ -274,5 +300,50 @@ mod tests {
         assert!(policy.check(&stdio("a", &["x"])).is_ok());
         policy.merge("m", Some(vec![]), vec![]);
         assert!(policy.check(&stdio("a", &["x"])).is_err());
+    }
+
+    #[test]
+    fn tool_rules_name_a_server_and_a_tool_apart() {
+        let policy = ToolPolicy {
+            deny: vec![("p.toml".into(), "gh/admin__delete".into())],
+            ask: vec![("p.toml".into(), "*__echo".into())],
+            ..ToolPolicy::default()
+        };
+        // `gh`'s `admin__delete` — whatever hub-wide name it has.
+        assert!(matches!(
+            policy.decide("gh", "admin__delete"),
+            ToolDecision::Deny(why) if why.contains("p.toml") && why.contains("gh/admin__delete")
+        ));
+        // `gh__admin`'s `delete` is another tool.
+        assert_eq!(policy.decide("gh__admin", "delete"), ToolDecision::Allow);
+        assert!(matches!(policy.decide("a", "echo"), ToolDecision::Ask(_)));
+        // The old form matches the pair's `SERVER__TOOL` text: both
+        // readings of an ambiguous one.
+        assert!(tool_rule_matches(
+            "gh__admin__delete",
+            "gh",
+            "admin__delete"
+        ));
+        assert!(tool_rule_matches(
+            "gh__admin__delete",
+            "gh__admin",
+            "delete"
+        ));
+        assert!(!tool_rule_matches(
+            "gh__admin__delete",
+            "gh",
+            "admin__delete_abcdefgh"
+        ));
+        assert!(tool_rule_matches("*/delete_*", "any", "delete_repo"));
+        assert!(!tool_rule_matches("gh/*", "gh2", "x"));
+        let listed = ToolPolicy {
+            allow: vec![("a.toml".into(), vec!["docs/*".into()])],
+            ..ToolPolicy::default()
+        };
+        assert_eq!(listed.decide("docs", "search"), ToolDecision::Allow);
+        assert!(matches!(
+            listed.decide("shell", "run"),
+            ToolDecision::Deny(why) if why.contains("allow list in a.toml")
+        ));
     }
 }

@@ -39,6 +39,8 @@ pub struct ReloadReport {
     /// Servers whose configuration is the same: untouched, their
     /// connection kept.
     pub unchanged: Vec<String>,
+    /// The tool policy changed ([`HubBuilder::tool_policy_source`](super::HubBuilder::tool_policy_source)).
+    pub policy_changed: bool,
 }
 
 impl Hub {
@@ -218,7 +220,12 @@ impl Hub {
             });
         };
         let servers = source().map_err(|reason| HubError::Reload { reason })?;
-        self.apply(servers).await
+        // The policy first: a rule added with a server holds from its
+        // start.
+        let policy_changed = self.reload_tool_policy()?;
+        let mut report = self.apply(servers).await?;
+        report.policy_changed = policy_changed;
+        Ok(report)
     }
 
     /// Makes the hub's servers `servers`, in that order: a server whose

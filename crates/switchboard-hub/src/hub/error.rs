@@ -45,6 +45,29 @@ pub enum HubError {
         /// The tool.
         tool: String,
     },
+    /// The tool policy (`[policy.tools]`) denies this tool; nothing was
+    /// sent.
+    #[error("server `{server}`: `{tool}` was not called: {reason}")]
+    ToolDenied {
+        /// The server.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// The rule, the file it is written in, and what to do.
+        reason: String,
+    },
+    /// The tool policy asks before this tool runs, and the call was not
+    /// allowed (refused, nobody to ask, or the server changed while the
+    /// question was open); nothing was sent.
+    #[error("server `{server}`: `{tool}` was not called: {reason}")]
+    ToolNotApproved {
+        /// The server.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The server is not ready (starting, reconnecting, failed, needs
     /// authorization, disabled or stopped).
     #[error("server `{server}` is not ready ({state}); {}", advice(state))]
@@ -150,6 +173,8 @@ impl HubError {
             HubError::UnknownServer { server }
             | HubError::ServerExists { server }
             | HubError::ToolNotAllowed { server, .. }
+            | HubError::ToolDenied { server, .. }
+            | HubError::ToolNotApproved { server, .. }
             | HubError::Unavailable { server, .. }
             | HubError::ClosedDuringCall { server, .. }
             | HubError::Call { server, .. }
@@ -158,6 +183,15 @@ impl HubError {
             | HubError::RequiredFailed { server, .. } => Some(server),
             _ => None,
         }
+    }
+
+    /// The tool policy kept the call from running
+    /// ([`HubError::ToolDenied`], [`HubError::ToolNotApproved`]).
+    pub fn is_policy_refusal(&self) -> bool {
+        matches!(
+            self,
+            HubError::ToolDenied { .. } | HubError::ToolNotApproved { .. }
+        )
     }
 
     /// The connection closed under the call ([`HubError::ClosedDuringCall`]).

@@ -52,6 +52,7 @@ mod headers_helper;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;
+pub mod policy;
 mod routes;
 mod serve;
 mod state;
@@ -77,6 +78,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::config::ServerConfig;
+use crate::config::policy::ToolPolicy;
 
 pub use changes::ReloadReport;
 pub use error::HubError;
@@ -85,6 +87,7 @@ pub use forward::BackendAsks;
 #[cfg(feature = "oauth")]
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
+pub use policy::{RememberedAllow, RememberedAllows, ToolAnswer, ToolApprover, ToolAsk};
 pub use serve::{
     AUTHENTICATE_TOOL, Authenticator, HubServer, ORIGIN_META, Ranker, SEARCH_TOOL, resource_origin,
     resource_template_uri, resource_uri, skill_origin, skill_uri,
@@ -198,6 +201,10 @@ pub struct HubBuilder {
     roots: Option<Roots>,
     source: Option<ConfigSource>,
     login: login::LoginSettings,
+    tool_policy: ToolPolicy,
+    tool_approver: Option<Arc<dyn ToolApprover>>,
+    remembered: Option<RememberedAllows>,
+    policy_source: Option<policy::PolicySource>,
 }
 
 impl std::fmt::Debug for HubBuilder {
@@ -218,6 +225,9 @@ impl std::fmt::Debug for HubBuilder {
             .field("roots", &self.roots)
             .field("source", &self.source.is_some())
             .field("login", &self.login)
+            .field("tool_policy", &self.tool_policy)
+            .field("tool_approver", &self.tool_approver.is_some())
+            .field("remembered", &self.remembered)
             .finish()
     }
 }
@@ -240,6 +250,10 @@ impl Default for HubBuilder {
             roots: None,
             source: None,
             login: login::LoginSettings::default(),
+            tool_policy: ToolPolicy::default(),
+            tool_approver: None,
+            remembered: None,
+            policy_source: None,
         }
     }
 }
@@ -363,6 +377,39 @@ impl HubBuilder {
         self
     }
 
+    /// The tool policy (`[policy.tools]`) every call through the hub
+    /// follows (see [`policy`]): denied tools are refused and not listed,
+    /// `ask` tools are asked about through the caller's approver.
+    pub fn tool_policy(mut self, policy: ToolPolicy) -> Self {
+        self.tool_policy = policy;
+        self
+    }
+
+    /// Where [`Hub::reload`] reads the tool policy again (it replaces
+    /// [`HubBuilder::tool_policy`] on each reload).
+    pub fn tool_policy_source(
+        mut self,
+        source: impl Fn() -> Result<ToolPolicy, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.policy_source = Some(Arc::new(source));
+        self
+    }
+
+    /// Who answers the policy's `ask` for calls that bring no approver
+    /// of their own ([`Hub::call_asking`]). Without one, such calls are
+    /// refused.
+    pub fn tool_approver(mut self, approver: impl ToolApprover + 'static) -> Self {
+        self.tool_approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Where "always allow" answers are kept (default: in memory, for
+    /// this hub's life).
+    pub fn remembered_allows(mut self, remembered: RememberedAllows) -> Self {
+        self.remembered = Some(remembered);
+        self
+    }
+
     /// Makes the hub (nothing connects until [`Hub::start`]). The state
     /// file, if any, is read now, so [`Hub::list`] answers at once.
     ///
@@ -443,6 +490,12 @@ impl HubBuilder {
             writer_started: AtomicBool::new(false),
             started: AtomicBool::new(false),
             login: self.login,
+            policy: policy::PolicyState::new(
+                self.tool_policy,
+                self.tool_approver,
+                self.remembered,
+                self.policy_source,
+            ),
         });
         shared.update_routes();
         Ok(Hub {
@@ -489,6 +542,8 @@ pub(crate) struct Shared {
     /// [`Hub::start`] ran: servers added later start at once.
     started: AtomicBool,
     login: login::LoginSettings,
+    /// The tool policy, its approver and remembered allows.
+    policy: policy::PolicyState,
 }
 
 impl Shared {
@@ -683,14 +738,20 @@ impl Hub {
     /// globs, under unique names: [`namespaced`], or for a tool whose
     /// `server__tool` another one (earlier in configuration order) has,
     /// `server__tool_HASH` with [`HubTool::renamed_from`] set. A tool of a
-    /// server that failed keeps its name, so others keep theirs.
+    /// server that failed keeps its name, so others keep theirs. A tool
+    /// the tool policy denies is not listed (it keeps its name all the
+    /// same: names never depend on the policy).
     pub fn tools(&self) -> Vec<HubTool> {
         let shared = &self.inner.shared;
+        let policy = shared.policy.current();
         let routes = shared.routes.read().unwrap_or_else(|e| e.into_inner());
         routes
             .iter()
             .filter_map(|route| {
                 let slot = &route.slot;
+                if self.tool_denied(&policy, &slot.config.name, &route.tool().name) {
+                    return None;
+                }
                 let view = slot.view.borrow();
                 view.lists_tools().then(|| HubTool {
                     name: route.name.clone(),
@@ -752,6 +813,24 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
+        self.call_tool_asking(name, arguments, options, None).await
+    }
+
+    /// [`Hub::call_tool_with`] whose policy `ask` is answered by
+    /// `approver` (else the hub's [`HubBuilder::tool_approver`]).
+    ///
+    /// # Errors
+    /// As [`Hub::call_tool`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (or the question).
+    pub async fn call_tool_asking(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+        approver: Option<Arc<dyn ToolApprover>>,
+    ) -> Result<CallToolResult, HubError> {
         let route = self
             .inner
             .shared
@@ -763,7 +842,8 @@ impl Hub {
         let Some((slot, tool)) = route else {
             return Err(HubError::UnknownTool { name: name.into() });
         };
-        self.call_slot(&slot, &tool, arguments, options).await
+        self.call_slot(&slot, &tool, arguments, options, approver.as_ref())
+            .await
     }
 
     /// Calls `server`'s tool `tool`. A call whose connection closes under
@@ -775,7 +855,9 @@ impl Hub {
     ///
     /// # Errors
     /// [`HubError::UnknownServer`]; [`HubError::ToolNotAllowed`] for a tool
-    /// the filter excludes; [`HubError::Unavailable`] when the server is
+    /// the filter excludes; [`HubError::ToolDenied`] for one the tool
+    /// policy denies, [`HubError::ToolNotApproved`] for an `ask` refused
+    /// (see [`policy`]); [`HubError::Unavailable`] when the server is
     /// not ready; [`HubError::ClosedDuringCall`]; [`HubError::Call`] for
     /// any other failure. A result with `isError: true` is `Ok`.
     ///
@@ -814,16 +896,39 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
+        self.call_asking(server, tool, arguments, options, None)
+            .await
+    }
+
+    /// [`Hub::call_with`] whose policy `ask` is answered by `approver`
+    /// (else the hub's [`HubBuilder::tool_approver`]; with neither, the
+    /// call is refused).
+    ///
+    /// # Errors
+    /// As [`Hub::call`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (or the question).
+    pub async fn call_asking(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+        approver: Option<Arc<dyn ToolApprover>>,
+    ) -> Result<CallToolResult, HubError> {
         let slot = self.slot(server)?;
-        self.call_slot(&slot, tool, arguments, options).await
+        self.call_slot(&slot, tool, arguments, options, approver.as_ref())
+            .await
     }
 
     async fn call_slot(
         &self,
-        slot: &supervisor::Slot,
+        slot: &Arc<supervisor::Slot>,
         tool: &str,
         arguments: Option<JsonObject>,
         options: RequestOptions,
+        approver: Option<&Arc<dyn ToolApprover>>,
     ) -> Result<CallToolResult, HubError> {
         let server = slot.config.name.as_str();
         if !slot.config.tools.allows(tool) {
@@ -832,6 +937,8 @@ impl Hub {
                 tool: tool.into(),
             });
         }
+        self.check_tool(slot, tool, arguments.as_ref(), approver)
+            .await?;
         let span = tracing::info_span!(
             "mcp.request",
             server,

@@ -49,8 +49,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::audit::{AuditEntry, AuditLog};
 use super::forward::{Ask, AskAnswer, BackendAsks, Refusal, Registration};
+use super::policy::{ToolAnswer, ToolApprover, ToolAsk};
 use super::{Hub, HubError, HubEvent};
-use crate::config::policy::{ToolDecision, ToolPolicy};
 
 /// The server and own name of the prompt the hub lists as `name`.
 async fn prompt_route(hub: &Hub, name: &str) -> Result<(String, String), ErrorObject> {
@@ -199,8 +199,6 @@ pub struct HubServer {
     audit: Option<(Arc<AuditLog>, Arc<str>)>,
     /// Where backends' asks find the host call running on them.
     asks: Option<BackendAsks>,
-    /// Which tools the host may call.
-    policy: Arc<ToolPolicy>,
     /// Calls waiting for a 2026-07-28 host's retry, by `requestState`.
     parked: ParkedCalls,
     /// The tool-search mode, when on.
@@ -226,7 +224,6 @@ impl HubServer {
             started: None,
             audit: None,
             asks: None,
-            policy: Arc::new(ToolPolicy::default()),
             parked: ParkedCalls::default(),
             search: None,
             authenticator: None,
@@ -268,14 +265,6 @@ impl HubServer {
     /// declined on its behalf, with a log line.
     pub fn forward_asks(mut self, asks: BackendAsks) -> Self {
         self.asks = Some(asks);
-        self
-    }
-
-    /// Applies `policy` to every call: denied tools are refused (and not
-    /// listed), `ask` tools run only after the host's user accepts an
-    /// elicitation saying what will be called.
-    pub fn policy(mut self, policy: ToolPolicy) -> Self {
-        self.policy = Arc::new(policy);
         self
     }
 
@@ -781,9 +770,12 @@ impl ServerHandler for HubServer {
                 tools.retain(|t| found.contains(&t.name));
                 tools.insert(0, search_tool());
             }
+            // The policy speaks of `SERVER/authenticate` as of any tool.
+            let policy = this.hub.tool_policy();
             tools.extend(
                 this.waiting_for_login()
                     .iter()
+                    .filter(|s| !this.hub.tool_denied(&policy, s, AUTHENTICATE_TOOL))
                     .map(|s| authenticate_tool(s)),
             );
             Ok(ListToolsResult {
@@ -922,31 +914,36 @@ impl HubServer {
                  appear when the login completes."
             )));
         };
-        let (page, done) = match authenticator(&server).await {
-            Ok(started) => started,
-            Err(why) => {
-                return Err(error_result(format!(
-                    "cannot start a login to `{server}`: {why} (or run `{command}` in a terminal)"
-                )));
-            }
-        };
-        let mut id = [0u8; 16];
-        let _ = aws_lc_rs::rand::fill(&mut id);
-        let elicitation_id: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        let (answer, answered) = oneshot::channel();
-        let ask = Ask {
-            method: "elicitation/create",
-            params: serde_json::json!({
-                "mode": "url",
-                "message": format!("Log in to `{server}` to use its tools: open this page and approve."),
-                "url": page,
-                "elicitationId": elicitation_id,
-            }),
-            answer,
-        };
         let hub = self.hub.clone();
         let name = super::namespaced(&server, AUTHENTICATE_TOOL);
+        let (own_tx, own) = mpsc::unbounded_channel();
+        let approver = host_approver(name.clone(), own_tx.clone());
         let call: BoxFuture<'static, Result<CallToolResult, HubError>> = Box::pin(async move {
+            // The policy first, as for any tool: nothing starts before.
+            hub.check_tool_named(&server, AUTHENTICATE_TOOL, None, Some(&approver))
+                .await?;
+            let (page, done) = match authenticator(&server).await {
+                Ok(started) => started,
+                Err(why) => {
+                    return Ok(error_result(format!(
+                        "cannot start a login to `{server}`: {why} (or run `{command}` in a terminal)"
+                    )));
+                }
+            };
+            let mut id = [0u8; 16];
+            let _ = aws_lc_rs::rand::fill(&mut id);
+            let elicitation_id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            let (answer, answered) = oneshot::channel();
+            let _ = own_tx.send(Ask {
+                method: "elicitation/create",
+                params: serde_json::json!({
+                    "mode": "url",
+                    "message": format!("Log in to `{server}` to use its tools: open this page and approve."),
+                    "url": page,
+                    "elicitationId": elicitation_id,
+                }),
+                answer,
+            });
             let accepted = matches!(
                 answered.await,
                 Ok(Ok(answer)) if answer.get("action").and_then(Value::as_str) == Some("accept")
@@ -981,7 +978,7 @@ impl HubServer {
             call,
             progress: mpsc::unbounded_channel().1,
             asks: mpsc::unbounded_channel().1,
-            pending: vec![ask],
+            own,
             rounds: 0,
             _registration: None,
         })
@@ -1000,7 +997,6 @@ impl HubServer {
             .tools()
             .into_iter()
             .filter(|t| !t.stale && ready.contains(&t.server))
-            .filter(|t| !matches!(self.policy.decide(&t.name), ToolDecision::Deny(_)))
             .map(|t| {
                 let mut tool = t.tool;
                 // Where it comes from, for a client that shows it (the
@@ -1114,8 +1110,8 @@ struct Flight {
     call: BoxFuture<'static, Result<CallToolResult, HubError>>,
     progress: mpsc::UnboundedReceiver<switchboard::Progress>,
     asks: mpsc::UnboundedReceiver<Ask>,
-    /// Asks of the gateway's own (a policy's confirmation), first.
-    pending: Vec<Ask>,
+    /// Asks of the gateway's own: the policy's question, the login page.
+    own: mpsc::UnboundedReceiver<Ask>,
     rounds: usize,
     _registration: Option<Registration>,
 }
@@ -1205,6 +1201,73 @@ fn host_error(error: switchboard::engine::EngineError) -> Refusal {
             format!("the host did not answer: {other}"),
         )),
     }
+}
+
+/// The gateway's answer to the policy's `ask` for the host calling `name`
+/// (its hub-wide name): an elicitation form put to the host's user
+/// through `own` (the flight's own asks), with an `always` box; a host
+/// that cannot take it, declines or fails to answer refuses the call.
+fn host_approver(name: String, own: mpsc::UnboundedSender<Ask>) -> Arc<dyn ToolApprover> {
+    Arc::new(move |ask: ToolAsk| -> BoxFuture<'static, ToolAnswer> {
+        let name = name.clone();
+        let own = own.clone();
+        Box::pin(async move {
+            let arguments = serde_json::to_string(&ask.arguments).unwrap_or_default();
+            let (answer, answered) = oneshot::channel();
+            let sent = own.send(Ask {
+                method: "elicitation/create",
+                params: serde_json::json!({
+                    "mode": "form",
+                    "message": format!(
+                        "Allow the tool `{name}` (server `{}`'s `{}`) to run with the arguments \
+                         {arguments}? (switchboard's policy asks first: {})",
+                        ask.server, ask.tool, ask.rule
+                    ),
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "always": {
+                                "type": "boolean",
+                                "title": "Always allow this tool of this server",
+                                "description": "Remembered until the server's configuration \
+                                    changes or `switchboard policy revoke` forgets it",
+                                "default": false,
+                            },
+                        },
+                    },
+                }),
+                answer,
+            });
+            if sent.is_err() {
+                return ToolAnswer::Refuse("the host's call ended before it was asked".into());
+            }
+            match answered.await {
+                Ok(Ok(answer))
+                    if answer.get("action").and_then(Value::as_str) == Some("accept") =>
+                {
+                    let always = answer
+                        .pointer("/content/always")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    if always {
+                        ToolAnswer::Always
+                    } else {
+                        ToolAnswer::Once
+                    }
+                }
+                Ok(Ok(_)) | Err(_) => {
+                    ToolAnswer::Refuse(format!("the user did not allow `{name}` to run"))
+                }
+                Ok(Err(Refusal::Declined(why))) => ToolAnswer::Refuse(format!(
+                    "switchboard's policy asks the user before `{name}` runs, and {why}"
+                )),
+                Ok(Err(Refusal::Error(error))) => ToolAnswer::Refuse(format!(
+                    "asking the user before `{name}` runs failed: {}",
+                    error.message
+                )),
+            }
+        })
+    })
 }
 
 /// A tool result saying why the call did not run or failed.
@@ -1318,10 +1381,6 @@ impl HubServer {
             return (None, Ok(RequestOutcome::Complete(result)));
         }
         let server = self.hub.tool_server(&params.name);
-        let decision = self.policy.decide(&params.name);
-        if let ToolDecision::Deny(why) = decision {
-            return (server, Ok(RequestOutcome::Complete(error_result(why))));
-        }
         let (registration, asks) = match (&self.asks, &server) {
             (Some(backend_asks), Some(server)) => {
                 let (registration, asks) = backend_asks.register(server);
@@ -1339,61 +1398,20 @@ impl HubServer {
         };
         let hub = self.hub.clone();
         let name = params.name.clone();
-        let mut pending = Vec::new();
-        let call: BoxFuture<'static, Result<CallToolResult, HubError>> = match decision {
-            ToolDecision::Ask(rule) => {
-                let (answer, answered) = oneshot::channel();
-                let arguments = serde_json::to_string(&params.arguments).unwrap_or_default();
-                pending.push(Ask {
-                    method: "elicitation/create",
-                    params: serde_json::json!({
-                        "mode": "form",
-                        "message": format!(
-                            "Allow the tool `{name}` to run with the arguments {arguments}? \
-                             (switchboard's policy asks first: {rule})"
-                        ),
-                        "requestedSchema": {"type": "object", "properties": {}},
-                    }),
-                    answer,
-                });
-                Box::pin(async move {
-                    let accepted = match answered.await {
-                        Ok(Ok(answer)) => {
-                            answer.get("action").and_then(Value::as_str) == Some("accept")
-                        }
-                        Ok(Err(Refusal::Declined(why))) => {
-                            return Ok(error_result(format!(
-                                "not called: switchboard's policy asks the user before `{name}` \
-                                 runs, and {why}"
-                            )));
-                        }
-                        Ok(Err(Refusal::Error(error))) => {
-                            return Ok(error_result(format!(
-                                "not called: asking the user before `{name}` runs failed: {}",
-                                error.message
-                            )));
-                        }
-                        Err(_) => false,
-                    };
-                    if !accepted {
-                        return Ok(error_result(format!(
-                            "not called: the user did not allow `{name}` to run"
-                        )));
-                    }
-                    hub.call_tool_with(&name, params.arguments, options).await
-                })
-            }
-            _ => {
-                Box::pin(async move { hub.call_tool_with(&name, params.arguments, options).await })
-            }
-        };
+        // The hub decides; an `ask` is put to this host's user.
+        let (own_tx, own) = mpsc::unbounded_channel();
+        let approver = host_approver(name.clone(), own_tx);
+        let call: BoxFuture<'static, Result<CallToolResult, HubError>> = Box::pin(async move {
+            hub.call_tool_asking(&name, params.arguments, options, Some(approver))
+                .await
+        });
         let flight = Flight {
             name: params.name,
             server: server.clone(),
             call,
             progress,
             asks,
-            pending,
+            own,
             rounds: 0,
             _registration: registration,
         };
@@ -1414,14 +1432,12 @@ impl HubServer {
             Done(Result<CallToolResult, HubError>),
         }
         loop {
-            let step = match flight.pending.pop() {
-                Some(ask) => Step::Ask(ask),
-                None => tokio::select! {
-                    biased;
-                    Some(p) = flight.progress.recv() => Step::Progress(p),
-                    Some(ask) = flight.asks.recv() => Step::Ask(ask),
-                    outcome = &mut flight.call => Step::Done(outcome),
-                },
+            let step = tokio::select! {
+                biased;
+                Some(p) = flight.progress.recv() => Step::Progress(p),
+                Some(ask) = flight.own.recv() => Step::Ask(ask),
+                Some(ask) = flight.asks.recv() => Step::Ask(ask),
+                outcome = &mut flight.call => Step::Done(outcome),
             };
             match step {
                 Step::Progress(p) => {

@@ -1,0 +1,145 @@
+//! The CLI's side of the tool policy (`[policy.tools]`, decided by the
+//! hub for every path): the question on the terminal that answers an
+//! `ask` for `call` and `shell`, the file of remembered "always" answers,
+//! and `switchboard policy list|revoke`.
+
+use std::io::{BufRead as _, Write as _};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use switchboard_hub::config::LoadedConfig;
+use switchboard_hub::hub::policy::REMEMBERED_ALLOWS_FILE;
+use switchboard_hub::hub::{HubBuilder, RememberedAllows, ToolAnswer, ToolApprover, ToolAsk};
+
+use crate::configure::Context;
+use crate::ui::Ui;
+use crate::{Failure, output, sanitize};
+
+/// Where the "always allow" answers are kept: beside `approvals.json`.
+pub(crate) fn allows_file(context: &Context) -> PathBuf {
+    context.locations.data_dir().join(REMEMBERED_ALLOWS_FILE)
+}
+
+/// `builder` with the configuration's tool policy and the remembered
+/// allows; with `ui`, an `ask` is put to the user on the terminal.
+pub(crate) fn apply(
+    builder: HubBuilder,
+    context: &Context,
+    loaded: &LoadedConfig,
+    ui: Option<Arc<Ui>>,
+) -> HubBuilder {
+    let builder = builder
+        .tool_policy(loaded.policy.tools.clone())
+        .remembered_allows(RememberedAllows::at(allows_file(context)));
+    match ui {
+        Some(ui) => {
+            let approver = terminal_approver(ui);
+            builder.tool_approver(move |ask| approver.approve(ask))
+        }
+        None => builder,
+    }
+}
+
+/// Asks on the terminal: allow once, always, or not. Without a terminal
+/// (or with `--no-input`) the call is refused, saying how to allow it.
+pub(crate) fn terminal_approver(ui: Arc<Ui>) -> Arc<dyn ToolApprover> {
+    Arc::new(
+        move |ask: ToolAsk| -> switchboard::BoxFuture<'static, ToolAnswer> {
+            let ui = ui.clone();
+            Box::pin(async move {
+                let pair = format!("{}/{}", ask.server, ask.tool);
+                if let Err(why) = ui.can_prompt() {
+                    return ToolAnswer::Refuse(format!(
+                        "the tool policy asks before `{pair}` runs ({}), and {}; or answer `always` \
+                     once in a terminal, or change that rule in [policy.tools]",
+                        ask.rule,
+                        why.reason()
+                    ));
+                }
+                let arguments = serde_json::to_string(&ask.arguments).unwrap_or_default();
+                let question = format!(
+                    "The tool policy asks first ({}).\nRun `{}` of server `{}` with {}?\n\
+                 [y] once  [a] always (this server as configured now)  [N] no: ",
+                    sanitize::line(&ask.rule),
+                    sanitize::line(&ask.tool),
+                    sanitize::line(&ask.server),
+                    sanitize::line(&arguments),
+                );
+                let answer = ui
+                    .prompt(move || {
+                        let mut stderr = std::io::stderr();
+                        let _ = write!(stderr, "{question}");
+                        let _ = stderr.flush();
+                        let mut line = String::new();
+                        std::io::stdin().lock().read_line(&mut line).map(|_| line)
+                    })
+                    .await;
+                match answer {
+                    Ok(Ok(line)) => match line.trim().to_ascii_lowercase().as_str() {
+                        "y" | "yes" => ToolAnswer::Once,
+                        "a" | "always" => ToolAnswer::Always,
+                        _ => ToolAnswer::Refuse(format!("the user did not allow `{pair}` to run")),
+                    },
+                    Ok(Err(error)) => {
+                        ToolAnswer::Refuse(format!("the question could not be read: {error}"))
+                    }
+                    Err(why) => ToolAnswer::Refuse(why),
+                }
+            })
+        },
+    )
+}
+
+/// `policy list`: the remembered "always allow" answers.
+pub(crate) fn list(context: &Context, json: bool) -> Result<u8, Failure> {
+    let file = allows_file(context);
+    let allows = RememberedAllows::at(&file)
+        .list()
+        .map_err(|e| Failure::usage(anyhow!("cannot read {}: {e}", file.display())))?;
+    if json {
+        output::print_json(&serde_json::to_value(&allows).unwrap_or_default());
+        return Ok(0);
+    }
+    if allows.is_empty() {
+        eprintln!(
+            "no tool is remembered as always allowed ({})",
+            file.display()
+        );
+        return Ok(0);
+    }
+    for allow in &allows {
+        println!(
+            "{}/{}\t(server identity {})",
+            sanitize::line(&allow.server),
+            sanitize::line(&allow.tool),
+            allow.identity.get(..12).unwrap_or(&allow.identity)
+        );
+    }
+    Ok(0)
+}
+
+/// `policy revoke SERVER/TOOL` (`SERVER/*` for all of a server's).
+pub(crate) fn revoke(context: &Context, target: &str) -> Result<u8, Failure> {
+    let Some((server, tool)) = target.split_once('/') else {
+        return Err(Failure::usage(anyhow!(
+            "`{}` is not SERVER/TOOL (or SERVER/* for every tool of a server)",
+            sanitize::line(target)
+        )));
+    };
+    let file = allows_file(context);
+    let revoked = RememberedAllows::at(&file)
+        .revoke(server, tool)
+        .map_err(|e| Failure::usage(anyhow!("cannot update {}: {e}", file.display())))?;
+    if revoked == 0 {
+        return Err(Failure::usage(anyhow!(
+            "no remembered allow matches `{}` (see `switchboard policy list`)",
+            sanitize::line(target)
+        )));
+    }
+    eprintln!(
+        "revoked {revoked} remembered allow(s): `{}` is asked about again",
+        sanitize::line(target)
+    );
+    Ok(0)
+}
