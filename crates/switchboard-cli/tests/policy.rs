@@ -1,0 +1,232 @@
+//! `[policy.tools]` on every path the CLI has: `call` with a hub of its
+//! own (deny refused with its exit code and message; `ask` refused without
+//! a terminal, answered on one — once or always, the latter listed and
+//! revoked by `switchboard policy`), the gateway (a deny added to the file
+//! while `serve` runs applies to the next call) and the background
+//! session (`up`).
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use switchboard::Client;
+use switchboard::transport::stdio::StdioConfig;
+
+#[allow(dead_code)] // the HTTP test server is not used here
+mod support;
+
+use support::BIN;
+use support::home::Home;
+use support::pty::Terminal;
+
+fn config(policy: &str) -> String {
+    format!("[servers.s]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n\n{policy}")
+}
+
+fn said(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn call_refuses_a_denied_tool_with_the_rule_and_where_it_is() {
+    let home = Home::new(
+        "policy-deny",
+        &config("[policy.tools]\ndeny = [\"s/echo\"]\n"),
+    );
+    let output = home.run(&["call", "s/echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("server `s`")
+            && stderr.contains("denied by the policy")
+            && stderr.contains("s/echo")
+            && stderr.contains("config.toml"),
+        "{}",
+        said(&output)
+    );
+    // The hub-wide name reaches the same pair.
+    let output = home.run(&["call", "s__echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    // Nor is it listed.
+    let output = home.run(&["tools", "--json"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let listed = String::from_utf8_lossy(&output.stdout);
+    assert!(!listed.contains("s__echo"), "{listed}");
+    assert!(listed.contains("s__add_tool"), "{listed}");
+}
+
+#[test]
+fn call_without_a_terminal_refuses_an_ask_and_says_how_to_allow_it() {
+    let home = Home::new(
+        "policy-ask",
+        &config("[policy.tools]\nask = [\"s/echo\"]\n"),
+    );
+    let output = home.run(&["call", "s/echo", r#"{"text":"x"}"#]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("asks before `s/echo`")
+            && stderr.contains("not a terminal")
+            && stderr.contains("[policy.tools]"),
+        "{}",
+        said(&output)
+    );
+    assert!(output.stdout.is_empty(), "{}", said(&output));
+}
+
+#[test]
+fn call_on_a_terminal_asks_and_always_is_remembered_until_revoked() {
+    let home = Home::new(
+        "policy-pty",
+        &config("[policy.tools]\nask = [\"s/echo\"]\n"),
+    );
+    let run = |answer: &str| {
+        let mut terminal = Terminal::start(
+            &["call", "s/echo", r#"{"text":"hello"}"#],
+            &home.work(),
+            &home.home(),
+            &[("SWITCHBOARD_NO_SESSION", "1")],
+        );
+        terminal.expect("[N] no: ");
+        terminal.send(answer);
+        terminal.finish()
+    };
+    // No: not called.
+    let (code, shown) = run("n\r");
+    assert_eq!(code, 1, "{shown}");
+    assert!(shown.contains("did not allow `s/echo`"), "{shown}");
+    // Once: called, and nothing remembered.
+    let (code, shown) = run("y\r");
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("hello"), "{shown}");
+    let listed = home.run(&["policy", "list", "--json"]);
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout).trim(),
+        "[]",
+        "{}",
+        said(&listed)
+    );
+    // Always: remembered, so a call without a terminal runs.
+    let (code, shown) = run("a\r");
+    assert_eq!(code, 0, "{shown}");
+    let listed = home.run(&["policy", "list"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("s/echo"),
+        "{}",
+        said(&listed)
+    );
+    let file = home
+        .home()
+        .join(".local/share/switchboard/tool-allows.json");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let output = home.run(&["call", "s/echo", r#"{"text":"again"}"#]);
+    assert!(output.status.success(), "{}", said(&output));
+    // Revoked: asked again (refused without a terminal).
+    let revoked = home.run(&["policy", "revoke", "s/echo"]);
+    assert!(revoked.status.success(), "{}", said(&revoked));
+    let output = home.run(&["call", "s/echo", r#"{"text":"again"}"#]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    let unknown = home.run(&["policy", "revoke", "s/echo"]);
+    assert_eq!(unknown.status.code(), Some(1), "{}", said(&unknown));
+}
+
+/// Waits (polling, with a deadline) until `check` holds.
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_added_while_serving_applies_to_the_next_call() {
+    let home = Home::new("policy-live", &config(""));
+    let host = Client::builder()
+        .connect(
+            StdioConfig::new(BIN)
+                .args(["serve"])
+                .env("HOME", home.home())
+                .env(
+                    "SWITCHBOARD_CREDENTIALS",
+                    home.root.join("credentials.json"),
+                )
+                .cwd(home.work()),
+        )
+        .await
+        .unwrap();
+    let echo = || json!({"text": "x"}).as_object().cloned();
+    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let mut file = std::fs::read_to_string(home.config()).unwrap();
+    file.push_str("[policy.tools]\ndeny = [\"s/echo\"]\n");
+    std::fs::write(home.config(), file).unwrap();
+    let stderr = || host.stderr().unwrap_or_default();
+    wait_until("the gateway applied the new policy", || {
+        stderr().contains("tool policy applied")
+    });
+    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result.content[0].as_text().unwrap_or_default().to_owned();
+    assert!(
+        text.contains("denied by the policy") && text.contains("s/echo"),
+        "{text}"
+    );
+    let names: Vec<String> = host
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(!names.iter().any(|n| n == "s__echo"), "{names:?}");
+    host.close().await;
+}
+
+#[test]
+fn the_session_honours_deny_and_ask_and_a_deny_added_while_it_runs() {
+    let home = Home::new(
+        "policy-session",
+        &config("[policy.tools]\nask = [\"s/add_*\"]\n"),
+    );
+    let dir: PathBuf = home.root.join("session");
+    let run = |args: &[&str]| {
+        home.command()
+            .env("SWITCHBOARD_SESSION_DIR", &dir)
+            .env_remove("SWITCHBOARD_NO_SESSION")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let up = run(&["up"]);
+    assert!(up.status.success(), "{}", said(&up));
+    let call = run(&["call", "s/echo", r#"{"text":"through"}"#]);
+    assert!(call.status.success(), "{}", said(&call));
+    // Asked, and nobody can answer: not called.
+    let call = run(&["call", "s/add_tool", "{}"]);
+    assert!(!call.status.success(), "{}", said(&call));
+    // A deny written while the session runs holds for the next call.
+    let mut file = std::fs::read_to_string(home.config()).unwrap();
+    file.push_str("deny = [\"s/echo\"]\n");
+    std::fs::write(home.config(), file).unwrap();
+    let log = dir.join("session.log");
+    wait_until("the session applied the new policy", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("tool policy applied"))
+    });
+    let call = run(&["call", "s/echo", r#"{"text":"through"}"#]);
+    let shown = said(&call);
+    assert!(!call.status.success(), "{shown}");
+    assert!(shown.contains("denied by the policy"), "{shown}");
+    let down = run(&["down"]);
+    assert!(down.status.success(), "{}", said(&down));
+}
