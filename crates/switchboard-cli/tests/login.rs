@@ -735,3 +735,58 @@ fn a_host_logs_in_to_a_backend_through_the_gateway() {
         assert!(!secrets(&scratch.credentials()).is_empty(), "{mode:?}");
     }
 }
+
+/// `SERVER__authenticate` follows `[policy.tools]` like any tool: denied,
+/// it is not listed, and calling it opens no login page.
+#[test]
+fn the_gateways_authenticate_tool_follows_the_tool_policy() {
+    use switchboard::transport::stdio::StdioConfig;
+    use switchboard::{Client, EraMode};
+
+    let server = AuthServer::start();
+    let mcp = format!("{}/mcp", server.base);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let scratch = Scratch::new("gateway-login-denied");
+    let config = config_file(
+        &scratch,
+        &format!(
+            "[servers.remote]\nurl = \"{mcp}\"\n\n[policy.tools]\ndeny = [\"remote/authenticate\"]\n"
+        ),
+    );
+    let work = scratch.0.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let opened = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let browser = Browser {
+        opened: opened.clone(),
+    };
+    runtime.block_on(async {
+        let host = Client::builder()
+            .era_mode(EraMode::Legacy)
+            .elicitation(browser)
+            .connect(
+                StdioConfig::new(BIN)
+                    .args(["--config", config.to_str().unwrap(), "serve"])
+                    .env("SWITCHBOARD_CREDENTIALS", scratch.credentials())
+                    .env("XDG_CONFIG_HOME", scratch.0.join("config"))
+                    .env("HOME", scratch.0.join("home"))
+                    .cwd(&work),
+            )
+            .await
+            .unwrap();
+        let listed = host.list_tools().await.unwrap();
+        assert!(listed.is_empty(), "{listed:?}");
+        let result = host.call_tool("remote__authenticate", None).await.unwrap();
+        let said = result.content[0].as_text().unwrap_or_default().to_owned();
+        assert_eq!(result.is_error, Some(true), "{said}");
+        assert!(
+            said.contains("denied by the policy") && said.contains("remote/authenticate"),
+            "{said}"
+        );
+        assert!(opened.lock().unwrap().is_empty(), "a login page was opened");
+        host.close().await;
+    });
+}

@@ -7,7 +7,9 @@
 //! - [`hub`]: the [`Hub`] that connects named servers in
 //!   parallel, keeps each one's state, reconnects, and routes tool calls by
 //!   namespaced name; resources, resource templates, prompts and completion
-//!   are listed across servers and routed by server name.
+//!   are listed across servers and routed by server name; the tool policy
+//!   (`[policy.tools]`) is decided there for every call, whoever makes it
+//!   ([`hub::policy`]).
 //! - [`private_file`]: how the files that may hold server details are
 //!   written (owner-only, atomically, never through a planted symlink).
 //!

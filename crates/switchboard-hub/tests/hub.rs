@@ -1064,16 +1064,17 @@ async fn request_timeouts_and_the_client_template_apply_per_server() {
 // ------------------------------------------------------------ tool policy
 
 fn policy(deny: &[&str], ask: &[&str]) -> switchboard_hub::config::policy::ToolPolicy {
-    let mut policy = switchboard_hub::config::policy::ToolPolicy::default();
-    policy.deny = deny
-        .iter()
-        .map(|r| ("/tests/policy.toml".to_owned(), (*r).to_owned()))
-        .collect();
-    policy.ask = ask
-        .iter()
-        .map(|r| ("/tests/policy.toml".to_owned(), (*r).to_owned()))
-        .collect();
-    policy
+    let rules = |rules: &[&str]| {
+        rules
+            .iter()
+            .map(|r| ("/tests/policy.toml".to_owned(), (*r).to_owned()))
+            .collect()
+    };
+    switchboard_hub::config::policy::ToolPolicy {
+        deny: rules(deny),
+        ask: rules(ask),
+        ..Default::default()
+    }
 }
 
 /// An approver answering `answer` and counting the questions.

@@ -40,6 +40,11 @@
 //! `needs-auth`. [`Hub::shutdown`] closes every server gracefully and
 //! waits for every task.
 //!
+//! This file is one room of about a thousand lines: the hub's handle, its
+//! builder and the one call path every tool call takes (`call_slot`), which
+//! read the same private state; the concerns around them are files of
+//! their own (the policy, routes, changes, serving, logins …).
+//!
 //! ## What the client library does not offer (yet)
 //! - Byte counts: [`ServerStats::bytes_sent`] stays `None`.
 
@@ -374,39 +379,6 @@ impl HubBuilder {
         source: impl Fn() -> Result<Vec<ServerConfig>, String> + Send + Sync + 'static,
     ) -> Self {
         self.source = Some(Arc::new(source));
-        self
-    }
-
-    /// The tool policy (`[policy.tools]`) every call through the hub
-    /// follows (see [`policy`]): denied tools are refused and not listed,
-    /// `ask` tools are asked about through the caller's approver.
-    pub fn tool_policy(mut self, policy: ToolPolicy) -> Self {
-        self.tool_policy = policy;
-        self
-    }
-
-    /// Where [`Hub::reload`] reads the tool policy again (it replaces
-    /// [`HubBuilder::tool_policy`] on each reload).
-    pub fn tool_policy_source(
-        mut self,
-        source: impl Fn() -> Result<ToolPolicy, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.policy_source = Some(Arc::new(source));
-        self
-    }
-
-    /// Who answers the policy's `ask` for calls that bring no approver
-    /// of their own ([`Hub::call_asking`]). Without one, such calls are
-    /// refused.
-    pub fn tool_approver(mut self, approver: impl ToolApprover + 'static) -> Self {
-        self.tool_approver = Some(Arc::new(approver));
-        self
-    }
-
-    /// Where "always allow" answers are kept (default: in memory, for
-    /// this hub's life).
-    pub fn remembered_allows(mut self, remembered: RememberedAllows) -> Self {
-        self.remembered = Some(remembered);
         self
     }
 
@@ -816,36 +788,6 @@ impl Hub {
         self.call_tool_asking(name, arguments, options, None).await
     }
 
-    /// [`Hub::call_tool_with`] whose policy `ask` is answered by
-    /// `approver` (else the hub's [`HubBuilder::tool_approver`]).
-    ///
-    /// # Errors
-    /// As [`Hub::call_tool`].
-    ///
-    /// # Cancel safety
-    /// Dropping the future cancels the call (or the question).
-    pub async fn call_tool_asking(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-        options: RequestOptions,
-        approver: Option<Arc<dyn ToolApprover>>,
-    ) -> Result<CallToolResult, HubError> {
-        let route = self
-            .inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .map(|r| (r.slot.clone(), r.tool().name.clone()));
-        let Some((slot, tool)) = route else {
-            return Err(HubError::UnknownTool { name: name.into() });
-        };
-        self.call_slot(&slot, &tool, arguments, options, approver.as_ref())
-            .await
-    }
-
     /// Calls `server`'s tool `tool`. A call whose connection closes under
     /// it fails with [`HubError::ClosedDuringCall`], unless the tool is
     /// annotated read-only: then it is sent once more after the server
@@ -897,28 +839,6 @@ impl Hub {
         options: RequestOptions,
     ) -> Result<CallToolResult, HubError> {
         self.call_asking(server, tool, arguments, options, None)
-            .await
-    }
-
-    /// [`Hub::call_with`] whose policy `ask` is answered by `approver`
-    /// (else the hub's [`HubBuilder::tool_approver`]; with neither, the
-    /// call is refused).
-    ///
-    /// # Errors
-    /// As [`Hub::call`].
-    ///
-    /// # Cancel safety
-    /// Dropping the future cancels the call (or the question).
-    pub async fn call_asking(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Option<JsonObject>,
-        options: RequestOptions,
-        approver: Option<Arc<dyn ToolApprover>>,
-    ) -> Result<CallToolResult, HubError> {
-        let slot = self.slot(server)?;
-        self.call_slot(&slot, tool, arguments, options, approver.as_ref())
             .await
     }
 

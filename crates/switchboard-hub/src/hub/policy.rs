@@ -1,5 +1,5 @@
 //! The tool policy as a layer of the hub: `[policy.tools]`
-//! ([`ToolPolicy`]) decided in one place, [`Hub::check_tool`], for every
+//! ([`ToolPolicy`]) decided in one place, `Hub::check_tool`, for every
 //! call whoever makes it — the CLI, the library's [`Hub`] user, the agent,
 //! the background session and the gateway — on the (server, tool) pair,
 //! never on a hub-wide name that can move.
@@ -30,11 +30,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
-use switchboard::BoxFuture;
-use switchboard::types::JsonObject;
+use switchboard::types::{CallToolResult, JsonObject};
+use switchboard::{BoxFuture, RequestOptions};
 
 use super::supervisor::Slot;
-use super::{Hub, HubError};
+use super::{Hub, HubBuilder, HubError};
 use crate::config::ServerConfig;
 use crate::config::policy::{ToolDecision, ToolPolicy};
 
@@ -244,6 +244,42 @@ impl RememberedAllows {
     }
 }
 
+/// The tool policy's settings of the hub.
+impl HubBuilder {
+    /// The tool policy (`[policy.tools]`) every call through the hub
+    /// follows (see [the module](self)): denied tools are refused and not listed,
+    /// `ask` tools are asked about through the caller's approver.
+    pub fn tool_policy(mut self, policy: ToolPolicy) -> Self {
+        self.tool_policy = policy;
+        self
+    }
+
+    /// Where [`Hub::reload`] reads the tool policy again (it replaces
+    /// [`HubBuilder::tool_policy`] on each reload).
+    pub fn tool_policy_source(
+        mut self,
+        source: impl Fn() -> Result<ToolPolicy, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.policy_source = Some(Arc::new(source));
+        self
+    }
+
+    /// Who answers the policy's `ask` for calls that bring no approver
+    /// of their own ([`Hub::call_asking`]). Without one, such calls are
+    /// refused.
+    pub fn tool_approver(mut self, approver: impl ToolApprover + 'static) -> Self {
+        self.tool_approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Where "always allow" answers are kept (default: in memory, for
+    /// this hub's life).
+    pub fn remembered_allows(mut self, remembered: RememberedAllows) -> Self {
+        self.remembered = Some(remembered);
+        self
+    }
+}
+
 impl PolicyState {
     pub(crate) fn new(
         policy: ToolPolicy,
@@ -268,6 +304,58 @@ impl PolicyState {
 }
 
 impl Hub {
+    /// [`Hub::call_tool_with`] whose policy `ask` is answered by
+    /// `approver` (else the hub's [`HubBuilder::tool_approver`]).
+    ///
+    /// # Errors
+    /// As [`Hub::call_tool`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (or the question).
+    pub async fn call_tool_asking(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+        approver: Option<Arc<dyn ToolApprover>>,
+    ) -> Result<CallToolResult, HubError> {
+        let route = self
+            .inner
+            .shared
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .map(|r| (r.slot.clone(), r.tool().name.clone()));
+        let Some((slot, tool)) = route else {
+            return Err(HubError::UnknownTool { name: name.into() });
+        };
+        self.call_slot(&slot, &tool, arguments, options, approver.as_ref())
+            .await
+    }
+
+    /// [`Hub::call_with`] whose policy `ask` is answered by `approver`
+    /// (else the hub's [`HubBuilder::tool_approver`]; with neither, the
+    /// call is refused).
+    ///
+    /// # Errors
+    /// As [`Hub::call`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (or the question).
+    pub async fn call_asking(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        options: RequestOptions,
+        approver: Option<Arc<dyn ToolApprover>>,
+    ) -> Result<CallToolResult, HubError> {
+        let slot = self.slot(server)?;
+        self.call_slot(&slot, tool, arguments, options, approver.as_ref())
+            .await
+    }
+
     /// The tool policy in force now.
     pub fn tool_policy(&self) -> Arc<ToolPolicy> {
         self.inner.shared.policy.current()

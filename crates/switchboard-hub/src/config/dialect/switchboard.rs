@@ -37,11 +37,13 @@
 //! allow = [{ name = "files" }, { command = ["npx", "-y", "pkg"] }, { url = "https://*.example.com/*" }]
 //! deny = [{ url = "http://*" }]
 //!
-//! # What a host may call through `switchboard serve`, by globs over
-//! # `server__tool` (deny wins, then ask; any file may narrow).
+//! # What may be called — by the CLI, the library's `Hub`, the agent and
+//! # the gateway alike — by (server, tool): `SERVER/TOOL` globs, or globs
+//! # over `SERVER__TOOL` (deny wins, then allow lists, then ask; any file
+//! # may narrow).
 //! [policy.tools]
-//! deny = ["*__delete_*"]
-//! ask = ["github__*"]
+//! deny = ["*/delete_*"]
+//! ask = ["github/*"]
 //! ```
 //!
 //! Values keep `${…}` references as written; see [`expand`](crate::config::expand).
@@ -106,7 +108,8 @@ fn value_to_json(v: &toml_edit::Value) -> Value {
     }
 }
 
-/// `[policy.tools]`: `allow`, `deny` and `ask`, each a list of globs.
+/// `[policy.tools]`: `allow`, `deny` and `ask`, each a list of (server,
+/// tool) patterns ([`ToolPolicy`](crate::config::policy::ToolPolicy)).
 fn tool_policy(ctx: &Ctx<'_>, tools: &Value, out: &mut FileLoad) {
     let Value::Object(tools) = tools else {
         out.diagnostics.push(ctx.file_error(
