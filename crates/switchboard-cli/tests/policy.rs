@@ -230,3 +230,62 @@ fn the_session_honours_deny_and_ask_and_a_deny_added_while_it_runs() {
     let down = run(&["down"]);
     assert!(down.status.success(), "{}", said(&down));
 }
+
+/// A host's user who ticks "always": counts the questions.
+#[derive(Clone, Default)]
+struct Always(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl switchboard::ElicitationHandler for Always {
+    fn elicit_form(
+        &self,
+        _: switchboard::HandlerContext,
+        request: switchboard::FormRequest,
+    ) -> switchboard::BoxFuture<
+        'static,
+        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
+    > {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut content = request.defaults.clone();
+        content.insert("always".into(), json!(true));
+        Box::pin(async move { Ok(switchboard::types::ElicitResult::accept(Some(content))) })
+    }
+}
+
+/// Through the gateway, the host's user may allow a tool always: the
+/// next call (from any host) is not asked about, and `policy list` shows
+/// it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_allowing_always_is_not_asked_again() {
+    let home = Home::new(
+        "policy-always",
+        &config("[policy.tools]\nask = [\"s/echo\"]\n"),
+    );
+    let user = Always::default();
+    let host = Client::builder()
+        .elicitation(user.clone())
+        .connect(
+            StdioConfig::new(BIN)
+                .args(["serve"])
+                .env("HOME", home.home())
+                .env(
+                    "SWITCHBOARD_CREDENTIALS",
+                    home.root.join("credentials.json"),
+                )
+                .cwd(home.work()),
+        )
+        .await
+        .unwrap();
+    let echo = || json!({"text": "x"}).as_object().cloned();
+    for _ in 0..2 {
+        let result = host.call_tool("s__echo", echo()).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+    }
+    assert_eq!(user.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    host.close().await;
+    let listed = home.run(&["policy", "list"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("s/echo"),
+        "{}",
+        said(&listed)
+    );
+}
