@@ -212,9 +212,10 @@ fn the_session_honours_deny_and_ask_and_a_deny_added_while_it_runs() {
     assert!(up.status.success(), "{}", said(&up));
     let call = run(&["call", "s/echo", r#"{"text":"through"}"#]);
     assert!(call.status.success(), "{}", said(&call));
-    // Asked, and nobody can answer: not called.
+    // Asked, and nobody can answer: not called; said as without a session.
     let call = run(&["call", "s/add_tool", "{}"]);
-    assert!(!call.status.success(), "{}", said(&call));
+    assert_eq!(call.status.code(), Some(1), "{}", said(&call));
+    assert!(said(&call).contains("not a terminal"), "{}", said(&call));
     // A deny written while the session runs holds for the next call.
     let mut file = std::fs::read_to_string(home.config()).unwrap();
     file.push_str("deny = [\"s/echo\"]\n");
@@ -225,8 +226,20 @@ fn the_session_honours_deny_and_ask_and_a_deny_added_while_it_runs() {
     });
     let call = run(&["call", "s/echo", r#"{"text":"through"}"#]);
     let shown = said(&call);
-    assert!(!call.status.success(), "{shown}");
+    assert_eq!(call.status.code(), Some(1), "{shown}");
     assert!(shown.contains("denied by the policy"), "{shown}");
+    // The session's gateway, which `tools` asks, lists it no more.
+    let tools = run(&["tools", "--json"]);
+    assert!(tools.status.success(), "{}", said(&tools));
+    let listed: serde_json::Value = serde_json::from_slice(&tools.stdout).unwrap();
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"s__add_tool"), "{names:?}");
+    assert!(!names.contains(&"s__echo"), "{names:?}");
     let down = run(&["down"]);
     assert!(down.status.success(), "{}", said(&down));
 }

@@ -282,8 +282,13 @@ pub(crate) async fn call(
     // The background session (`switchboard up`) has the server connected
     // already: the call goes through it. Names with `__` are left to a
     // hub of our own, where they cannot be mistaken for another pair's.
+    // So is a call the tool policy denies or asks about: refused or asked
+    // here, with the same words and exit code whether a session runs or
+    // not (the gateway could only answer an error result).
     #[cfg(unix)]
     if !tool.contains("__")
+        && loaded.policy.tools.decide(&server, &tool)
+            == switchboard_hub::config::policy::ToolDecision::Allow
         && let Some(session) = through_session(&loaded, &server, &answer.customize).await
     {
         let started = Instant::now();
