@@ -610,7 +610,8 @@ pub(crate) async fn serve(
         &loaded,
         None,
     )
-    .tool_policy_source(move || Ok(policy_source.load(false).policy.tools))
+    // Read just after the servers (whose load printed its diagnostics).
+    .tool_policy_source(move || Ok(policy_source.load_quiet().policy.tools))
     .config_source(move || {
         let mut loaded = source.load(false);
         loaded.servers.retain(|server| !is_this_gateway(server));
