@@ -754,6 +754,11 @@ enum Command {
     },
     /// Call a tool: `call TOOL -- COMMAND…`, or a configured server's
     /// tool as `call SERVER/TOOL` or `call SERVER__TOOL`.
+    ///
+    /// A configured server's tool follows `[policy.tools]`: a denied one
+    /// is refused (exit 1), one the policy asks about is asked on the
+    /// terminal (once, always — see `switchboard policy` — or no) and
+    /// refused without one.
     Call {
         /// The tool's name (SERVER/TOOL or SERVER__TOOL for a configured server).
         tool: String,

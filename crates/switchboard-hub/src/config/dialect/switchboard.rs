@@ -130,7 +130,7 @@ fn tool_policy(ctx: &Ctx<'_>, tools: &Value, out: &mut FileLoad) {
         let Some(globs) = globs else {
             out.diagnostics.push(ctx.file_error(
                 &format!("policy.tools.{key}"),
-                "expected a list of globs over `server__tool` names, like [\"github__delete_*\"]"
+                "expected a list of (server, tool) patterns, like [\"github/delete_*\"] or [\"github__delete_*\"]"
                     .to_owned(),
             ));
             continue;
