@@ -302,3 +302,32 @@ async fn a_host_allowing_always_is_not_asked_again() {
         said(&listed)
     );
 }
+
+/// `shell`'s calls follow the policy too: a denied tool is not there to
+/// call, an `ask` one is asked about on the terminal.
+#[test]
+fn the_shell_asks_and_refuses_as_call_does() {
+    let home = Home::new(
+        "policy-shell",
+        &config("[policy.tools]\nask = [\"s/echo\"]\ndeny = [\"s/add\"]\n"),
+    );
+    let mut terminal = Terminal::start(
+        &["shell", "s"],
+        &home.work(),
+        &home.home(),
+        &[("SWITCHBOARD_NO_SESSION", "1")],
+    );
+    terminal.expect("switchboard> ");
+    terminal.send("call s__echo text=shellhello\r");
+    terminal.expect("[N] no: ");
+    terminal.send("y\r");
+    terminal.expect("(ok, ");
+    terminal.expect("switchboard> ");
+    // Denied: not even a name the shell knows.
+    terminal.send("call s__add a=1 b=2\r");
+    terminal.expect("no tool `s__add`");
+    terminal.send("exit\r");
+    let (code, seen) = terminal.finish();
+    assert_eq!(code, 0, "{seen}");
+    assert!(seen.contains("shellhello"), "{seen}");
+}
