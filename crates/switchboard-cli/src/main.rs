@@ -193,10 +193,7 @@ const EXAMPLES: &[(&str, &str)] = &[
         "audit",
         "switchboard audit verify ~/switchboard-audit.jsonl",
     ),
-    (
-        "audit verify",
-        "switchboard audit verify audit.jsonl\nswitchboard audit verify audit.jsonl --after audit.jsonl.1",
-    ),
+    ("audit verify", "switchboard audit verify audit.jsonl"),
 ];
 
 /// The command line with each subcommand's examples.
@@ -630,23 +627,18 @@ enum PolicyCommand {
 
 #[derive(Subcommand, Debug)]
 enum AuditCommand {
-    /// Check an audit log's hash chain (`serve --audit FILE`): every line's
-    /// `prev` must be the SHA-256 of the line before it. Exit 0 when it
-    /// holds, 1 naming the first line where it breaks.
+    /// Check an audit log (`serve --audit FILE`) and its rotated files
+    /// FILE.1, FILE.2, …: every line's `prev` must be the keyed MAC of the
+    /// line before, each file must start with its header linking it to the
+    /// one before, and the current file must end where its anchor says.
+    /// Exit 0 with the counts when intact; otherwise 1 and what does not
+    /// hold and where (an edited line, a cut tail, a removed head, a
+    /// missing rotated file, a file of another user).
     ///
-    /// Example: `switchboard audit verify audit.jsonl --after audit.jsonl.1`
+    /// Example: `switchboard audit verify ~/switchboard-audit.jsonl`
     Verify {
-        /// The log.
+        /// The log (the file `serve --audit` writes, not a rotated one).
         file: PathBuf,
-        /// The file it was rotated from (its last line starts FILE's chain);
-        /// without it, FILE's first line must start a chain, unless
-        /// --any-start.
-        #[arg(long, value_name = "FILE")]
-        after: Option<PathBuf>,
-        /// Accept whatever FILE's first line points at (a log whose older
-        /// part is gone).
-        #[arg(long, conflicts_with = "after")]
-        any_start: bool,
     },
 }
 
@@ -934,12 +926,18 @@ enum Command {
         /// start (seconds); later lists never wait.
         #[arg(long, value_name = "SECONDS", default_value_t = 10)]
         wait_ready: u64,
-        /// Record every tool call in FILE: JSON lines, 0600, each with the
-        /// hash of the one before (`switchboard audit verify FILE`); the
-        /// arguments as a hash unless --audit-arguments. Rotated to FILE.1
-        /// past 16 MiB.
+        /// Record every tool call, resource read, prompt get, forwarded
+        /// elicitation and sampling, policy decision and login in FILE:
+        /// JSON lines, 0600, chained by a keyed MAC (`switchboard audit
+        /// verify FILE`); the arguments as a salted MAC unless
+        /// --audit-arguments. FILE and its directory must be your own; one
+        /// gateway writes it at a time. Rotated to FILE.1 past 16 MiB.
         #[arg(long, value_name = "FILE")]
         audit: Option<PathBuf>,
+        /// How many rotated audit files to keep (FILE.1 … FILE.N); older
+        /// ones are removed, and `audit verify` counts them as dropped.
+        #[arg(long, value_name = "N", default_value_t = 4, requires = "audit")]
+        audit_keep: u64,
         /// Write the calls' arguments into the audit log too (they may hold
         /// secrets).
         #[arg(long, requires = "audit")]
@@ -1373,6 +1371,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             wait_ready,
             audit,
             audit_arguments,
+            audit_keep,
             http,
             token,
             no_auth,
@@ -1407,6 +1406,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 .map(|path| {
                     let mut options = switchboard_hub::hub::audit::AuditOptions::default();
                     options.arguments = audit_arguments;
+                    options.keep = audit_keep;
                     switchboard_hub::hub::audit::AuditLog::open(&path, options).map_err(|e| {
                         Failure::usage(anyhow::anyhow!(
                             "cannot open the audit log {}: {e}",
@@ -1482,28 +1482,34 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             hub::serve(&context, creds, settings, servers).await
         }
         Command::Audit {
-            command:
-                AuditCommand::Verify {
-                    file,
-                    after,
-                    any_start,
-                },
+            command: AuditCommand::Verify { file },
         } => {
             use switchboard_hub::hub::audit;
-            let start = match (&after, any_start) {
-                (Some(previous), _) => Some(audit::chain_head(previous).map_err(|e| {
-                    Failure::usage(anyhow::anyhow!("cannot read {}: {e}", previous.display()))
-                })?),
-                (None, true) => None,
-                (None, false) => Some(audit::GENESIS.to_owned()),
-            };
-            match audit::verify(&file, start.as_deref()) {
-                Ok(lines) => {
-                    println!("{}: {lines} lines, the chain holds", file.display());
+            match audit::verify(&file, &audit::AuditOptions::default()) {
+                Ok(verified) => {
+                    let mut text = format!(
+                        "{}: intact: {} records in {} file(s)",
+                        file.display(),
+                        verified.records,
+                        verified.files
+                    );
+                    if verified.dropped > 0 {
+                        text += &format!(
+                            ", {} older file(s) removed by the retention setting",
+                            verified.dropped
+                        );
+                    }
+                    if verified.unanchored > 0 {
+                        text += &format!(
+                            ", {} line(s) written after the anchor (a write under way, or a crash)",
+                            verified.unanchored
+                        );
+                    }
+                    println!("{text}");
                     Ok(0)
                 }
                 Err(error) => Err(Failure::usage(anyhow::anyhow!(
-                    "{}: {error}",
+                    "the audit log {} does not verify: {error}",
                     file.display()
                 ))),
             }

@@ -584,11 +584,14 @@ async fn every_call_is_in_the_audit_log_and_verify_catches_an_edit() {
     host.close().await;
 
     let text = std::fs::read_to_string(&log).unwrap();
-    let lines: Vec<serde_json::Value> = text
+    let all: Vec<serde_json::Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    assert_eq!(all[0]["kind"], "header", "{text}");
+    let lines = &all[1..];
     assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines.iter().all(|l| l["kind"] == "tool_call"), "{text}");
     assert_eq!(lines[0]["name"], "old__echo");
     assert_eq!(lines[0]["server"], "old");
     assert_eq!(lines[0]["outcome"], "ok");
@@ -614,12 +617,81 @@ async fn every_call_is_in_the_audit_log_and_verify_catches_an_edit() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    assert!(String::from_utf8_lossy(&ok.stdout).contains("3 lines, the chain holds"));
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains("intact: 3 records in 1 file(s)"),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
     std::fs::write(&log, text.replace("\"ok\"", "\"error\"")).unwrap();
     let broken = verify();
     assert!(!broken.status.success());
     let stderr = String::from_utf8_lossy(&broken.stderr);
-    assert!(stderr.contains("breaks at line 2"), "{stderr}");
+    assert!(stderr.contains("breaks at line 3"), "{stderr}");
+}
+
+/// Finding 6, as the attacker: a log rewritten with its chain recomputed,
+/// or cut at its tail, does not verify; a second gateway on the same log
+/// is refused while the first writes it.
+#[tokio::test]
+async fn audit_verify_catches_a_rechained_edit_and_a_cut_tail_and_one_writer_at_a_time() {
+    let sandbox = Sandbox::new("audit-tamper");
+    let log = sandbox.work().join("audit.jsonl");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(gateway(&sandbox).args(["--audit", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    for text in ["one", "two"] {
+        host.call_tool("old__echo", args(json!({ "text": text })))
+            .await
+            .unwrap();
+    }
+    let second = sandbox
+        .host(BIN)
+        .args(["serve", "--audit", log.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("another gateway is writing"), "{stderr}");
+    host.close().await;
+
+    let verify = || {
+        let out = sandbox
+            .host(BIN)
+            .args(["audit", "verify", log.to_str().unwrap()])
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert!(verify().0, "{}", verify().1);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The first call's outcome changed and every later `prev` rewritten:
+    // without the key no value is right (the library's tests forge a plain
+    // SHA-256 chain, which verified before).
+    let mut forged = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if i == 1 {
+            value["outcome"] = "error".into();
+        }
+        if i > 1 {
+            value["prev"] = format!("{:064x}", line.len() * i).into();
+        }
+        forged.push(value.to_string());
+    }
+    std::fs::write(&log, forged.join("\n") + "\n").unwrap();
+    let (ok, stderr) = verify();
+    assert!(!ok && stderr.contains("breaks at line 3"), "{stderr}");
+    // The last record dropped.
+    std::fs::write(&log, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let (ok, stderr) = verify();
+    assert!(!ok && stderr.contains("its tail was cut"), "{stderr}");
 }
 
 #[tokio::test]

@@ -47,7 +47,7 @@ use switchboard::types::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::audit::{AuditEntry, AuditLog};
+use super::audit::{self, AuditEntry, AuditKind, AuditLog};
 use super::forward::{Ask, AskAnswer, BackendAsks, Refusal, Registration};
 use super::policy::{ToolAnswer, ToolApprover, ToolAsk};
 use super::{Hub, HubError, HubEvent};
@@ -514,12 +514,22 @@ impl ServerHandler for HubServer {
     ) -> Reply<GetPromptResult> {
         let hub = self.hub.clone();
         let first_start = self.first_start();
+        let audit = self.audit.clone();
         Box::pin(async move {
             first_start.await;
             let (server, name) = prompt_route(&hub, &params.name).await?;
-            hub.get_prompt(&server, name, params.arguments)
+            let result = hub
+                .get_prompt(&server, name, params.arguments)
                 .await
-                .map_err(routed_error)
+                .map_err(routed_error);
+            audit::note_result(
+                audit.as_ref(),
+                AuditKind::PromptGet,
+                Some(&server),
+                &params.name,
+                &result,
+            );
+            result
         })
     }
 
@@ -628,13 +638,19 @@ impl ServerHandler for HubServer {
         let modern = cx.era == switchboard::types::Era::Modern;
         let hub = self.hub.clone();
         let first_start = self.first_start();
+        let audit = self.audit.clone();
         Box::pin(async move {
             first_start.await;
             if let Some((server, uri)) = skill_origin(&params.uri) {
-                let result = hub
-                    .read_resource(&server, uri)
-                    .await
-                    .map_err(routed_error)?;
+                let result = hub.read_resource(&server, uri).await.map_err(routed_error);
+                audit::note_result(
+                    audit.as_ref(),
+                    AuditKind::ResourceRead,
+                    Some(&server),
+                    &params.uri,
+                    &result,
+                );
+                let result = result?;
                 return Ok(as_gateway_read(result, |uri| {
                     skill_uri(&server, uri).unwrap_or_else(|| uri.to_owned())
                 }));
@@ -658,11 +674,15 @@ impl ServerHandler for HubServer {
                 ),
                 data: Some(serde_json::json!({ "uri": params.uri })),
             })?;
-            let result = hub
-                .read_resource(&server, uri)
-                .await
-                .map_err(routed_error)?;
-            Ok(as_gateway_read(result, |uri| {
+            let result = hub.read_resource(&server, uri).await.map_err(routed_error);
+            audit::note_result(
+                audit.as_ref(),
+                AuditKind::ResourceRead,
+                Some(&server),
+                &params.uri,
+                &result,
+            );
+            Ok(as_gateway_read(result?, |uri| {
                 if raw {
                     resource_template_uri(&server, uri)
                 } else {
@@ -917,14 +937,40 @@ impl HubServer {
         let hub = self.hub.clone();
         let name = super::namespaced(&server, AUTHENTICATE_TOOL);
         let (own_tx, own) = mpsc::unbounded_channel();
-        let approver = host_approver(name.clone(), own_tx.clone());
+        let approver = audit::approver(
+            self.audit.as_ref(),
+            host_approver(name.clone(), own_tx.clone()),
+        );
+        let audit = self.audit.clone();
         let call: BoxFuture<'static, Result<CallToolResult, HubError>> = Box::pin(async move {
             // The policy first, as for any tool: nothing starts before.
-            hub.check_tool_named(&server, AUTHENTICATE_TOOL, None, Some(&approver))
-                .await?;
+            let allowed = hub
+                .check_tool_named(&server, AUTHENTICATE_TOOL, None, Some(&approver))
+                .await;
+            audit::note_denied(audit.as_ref(), &allowed);
+            allowed?;
             let (page, done) = match authenticator(&server).await {
-                Ok(started) => started,
+                Ok(started) => {
+                    audit::note(
+                        audit.as_ref(),
+                        AuditKind::Login,
+                        Some(&server),
+                        "start",
+                        "ok",
+                        None,
+                    );
+                    started
+                }
                 Err(why) => {
+                    let why = why.to_string();
+                    audit::note(
+                        audit.as_ref(),
+                        AuditKind::Login,
+                        Some(&server),
+                        "start",
+                        "error",
+                        Some(&why),
+                    );
                     return Ok(error_result(format!(
                         "cannot start a login to `{server}`: {why} (or run `{command}` in a terminal)"
                     )));
@@ -953,7 +999,7 @@ impl HubServer {
                     "not logged in: the login page was not opened (run `{command}` in a terminal instead)"
                 )));
             }
-            match tokio::time::timeout(LOGIN_TIMEOUT, done).await {
+            let ended = match tokio::time::timeout(LOGIN_TIMEOUT, done).await {
                 Err(_) => Ok(error_result(format!(
                     "the login to `{server}` did not complete within {} s; call this tool again",
                     LOGIN_TIMEOUT.as_secs()
@@ -970,7 +1016,9 @@ impl HubServer {
                     ))),
                     Err(error) => Ok(error_result(error.to_string())),
                 },
-            }
+            };
+            audit::note_login_end(audit.as_ref(), &server, &ended);
+            ended
         });
         Ok(Flight {
             name,
@@ -1307,6 +1355,7 @@ fn record(
         Err(error) => ("error", Some(error.message.clone()), 0),
     };
     let entry = AuditEntry {
+        kind: AuditKind::ToolCall,
         session,
         server,
         name,
@@ -1400,10 +1449,14 @@ impl HubServer {
         let name = params.name.clone();
         // The hub decides; an `ask` is put to this host's user.
         let (own_tx, own) = mpsc::unbounded_channel();
-        let approver = host_approver(name.clone(), own_tx);
+        let approver = audit::approver(self.audit.as_ref(), host_approver(name.clone(), own_tx));
+        let audit = self.audit.clone();
         let call: BoxFuture<'static, Result<CallToolResult, HubError>> = Box::pin(async move {
-            hub.call_tool_asking(&name, params.arguments, options, Some(approver))
-                .await
+            let result = hub
+                .call_tool_asking(&name, params.arguments, options, Some(approver))
+                .await;
+            audit::note_denied(audit.as_ref(), &result);
+            result
         });
         let flight = Flight {
             name: params.name,
@@ -1444,7 +1497,21 @@ impl HubServer {
                     let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                 }
                 Step::Ask(ask) => {
-                    if let Some(why) = host_cannot(&cx, &ask) {
+                    let why = host_cannot(&cx, &ask);
+                    let outcome = if why.is_some() {
+                        "declined"
+                    } else {
+                        "forwarded"
+                    };
+                    audit::note(
+                        self.audit.as_ref(),
+                        AuditKind::of_ask(ask.method),
+                        flight.server.as_deref(),
+                        &flight.name,
+                        outcome,
+                        why.as_deref(),
+                    );
+                    if let Some(why) = why {
                         tracing::warn!(tool = %flight.name, "{why}");
                         let _ = ask.answer.send(Err(Refusal::Declined(why)));
                         continue;
