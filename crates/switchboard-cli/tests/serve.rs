@@ -629,6 +629,48 @@ async fn every_call_is_in_the_audit_log_and_verify_catches_an_edit() {
     assert!(stderr.contains("breaks at line 3"), "{stderr}");
 }
 
+/// Finding 6: more than tool calls are audited.
+#[tokio::test]
+async fn the_audit_log_records_prompt_gets_and_resource_reads() {
+    let sandbox = Sandbox::new("audit-kinds");
+    let log = sandbox.work().join("audit.jsonl");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(gateway(&sandbox).args(["--audit", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    host.list_tools().await.unwrap();
+    let arguments = std::collections::BTreeMap::from([("name".to_owned(), "Ada".to_owned())]);
+    host.get_prompt("new__greeting", Some(arguments))
+        .await
+        .unwrap();
+    let hello = "switchboard://old/test%3A%2F%2Fstatic%2Fhello";
+    host.read_resource(hello).await.unwrap();
+    host.close().await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(&str, &str, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap(),
+                r["server"].as_str().unwrap_or_default(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [("prompt_get", "new", "ok"), ("resource_read", "old", "ok")],
+        "{text}"
+    );
+    assert_eq!(records[1]["name"], hello);
+}
+
 /// Finding 6, as the attacker: a log rewritten with its chain recomputed,
 /// or cut at its tail, does not verify; a second gateway on the same log
 /// is refused while the first writes it.
