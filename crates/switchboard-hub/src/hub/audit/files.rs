@@ -240,13 +240,23 @@ impl Anchor {
     }
 
     /// The anchor in `dir`, `None` when there is none; one whose tag does
-    /// not hold is refused.
+    /// not hold is refused. The file is a line per append, the last whole
+    /// one in force (a line cut by a crash is skipped).
     pub(super) fn load(dir: &Path, key: &[u8]) -> Result<Option<Self>, AuditError> {
         let path = dir.join("anchor");
         let Some(bytes) = read_own(&path)? else {
             return Ok(None);
         };
-        let anchor: Self = serde_json::from_slice(&bytes)
+        let last = bytes
+            .strip_suffix(b"\n")
+            .map(|whole| whole.rsplit(|b| *b == b'\n').next().unwrap_or(whole))
+            .or_else(|| {
+                // No whole line at the end: the one before the cut.
+                let upto = bytes.iter().rposition(|b| *b == b'\n')?;
+                bytes[..upto].rsplit(|b| *b == b'\n').next()
+            })
+            .unwrap_or_default();
+        let anchor: Self = serde_json::from_slice(last)
             .map_err(|e| AuditError::io("parse", &path, io::Error::other(e)))?;
         if !super::mac_eq(&anchor.tag_of(key), &anchor.tag) {
             return Err(AuditError::Tampered {
@@ -257,13 +267,33 @@ impl Anchor {
         Ok(Some(anchor))
     }
 
-    /// Replaces the anchor in `dir` atomically.
-    pub(super) fn store(&mut self, dir: &Path, key: &[u8]) -> Result<(), AuditError> {
+    fn line(&mut self, key: &[u8]) -> Vec<u8> {
         self.tag = self.tag_of(key);
+        let mut bytes = serde_json::to_vec(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Replaces the anchor file in `dir` with this one line, atomically
+    /// (a private temporary file renamed over it), and opens it for the
+    /// appends that follow.
+    pub(super) fn reset(&mut self, dir: &Path, key: &[u8]) -> Result<File, AuditError> {
         let path = dir.join("anchor");
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        crate::private_file::write_atomically(&path, &bytes, false)
-            .map_err(|e| AuditError::io("write", &path, e))
+        crate::private_file::write_atomically(&path, &self.line(key), false)
+            .map_err(|e| AuditError::io("write", &path, e))?;
+        open_no_follow(&path, OpenOptions::new().append(true))
+            .map_err(|e| AuditError::io("open", &path, e))
+    }
+
+    /// Appends this anchor as the one in force: one small `write` to a
+    /// file opened for appending (a rename per record, or an fsync, cost
+    /// milliseconds a call). Written after the log's line, so a crash of
+    /// the process leaves the anchor behind the log, never ahead; after a
+    /// power loss it may be ahead, and `verify` then says the tail was cut
+    /// by the lines that never reached the disk.
+    pub(super) fn append(&mut self, file: &mut &File, key: &[u8]) -> Result<(), AuditError> {
+        file.write_all(&self.line(key))
+            .map_err(|e| AuditError::io("append to", Path::new("the audit anchor"), e))
     }
 }
 

@@ -20,8 +20,9 @@
 //! (sequence, line count, last MAC), its `prev` that last MAC, so the
 //! chain runs on across files. The anchor, outside the log, holds the
 //! current file's sequence, the oldest sequence kept, its line count and
-//! last MAC, itself under a MAC; it is replaced atomically after each
-//! append. [`verify`] then detects an edited line (even with the chain
+//! last MAC, itself under a MAC; a line is appended to it after each
+//! record (the last whole line in force), and it is rewritten whole,
+//! atomically, at each start and rotation. [`verify`] then detects an edited line (even with the chain
 //! recomputed: that needs the key), a removed, inserted or reordered line,
 //! a removed head (line 1 not the expected header), a truncated tail (the
 //! anchor's count and MAC), a missing or truncated rotated file (the next
@@ -306,6 +307,7 @@ fn bounded(text: &str, max: usize) -> String {
 
 struct State {
     file: File,
+    anchor_file: File,
     written: u64,
     anchor: Anchor,
 }
@@ -371,7 +373,7 @@ impl AuditLog {
         let salt = files::secret(&dir, "salt", true)?;
         let anchor = Anchor::load(&dir, &key)?;
         let existing = files::read_own(&path)?;
-        let (file, written, anchor) = match (anchor, existing) {
+        let (file, written, mut anchor) = match (anchor, existing) {
             (None, Some(bytes)) if !bytes.is_empty() => {
                 return Err(AuditError::Tampered {
                     path,
@@ -391,7 +393,6 @@ impl AuditLog {
                     tag: String::new(),
                 };
                 let written = header(&file, &path, &key, &mut anchor, None)?;
-                anchor.store(&dir, &key)?;
                 (file, written, anchor)
             }
             (Some(anchor), None) => {
@@ -411,6 +412,7 @@ impl AuditLog {
                 (file, bytes.len() as u64, anchor)
             }
         };
+        let anchor_file = anchor.reset(&dir, &key)?;
         Ok(Self {
             path,
             options,
@@ -419,6 +421,7 @@ impl AuditLog {
             salt,
             state: Mutex::new(State {
                 file,
+                anchor_file,
                 written,
                 anchor,
             }),
@@ -493,11 +496,12 @@ impl AuditLog {
         let text = serde_json::to_vec(&line).unwrap_or_default();
         let State {
             file,
+            anchor_file,
             written,
             anchor,
         } = &mut *state;
         *written += append(&mut &*file, &self.path, &self.key, &text, anchor)?;
-        anchor.store(&self.dir, &self.key)
+        anchor.append(&mut &*anchor_file, &self.key)
     }
 
     /// `FILE` → `FILE.1` → … → `FILE.keep`, older ones removed, and a new
@@ -542,6 +546,7 @@ impl AuditLog {
             Some(before),
         )?;
         state.file = file;
+        state.anchor_file = state.anchor.reset(&self.dir, &self.key)?;
         Ok(())
     }
 }
@@ -588,9 +593,8 @@ fn append(
     bytes.extend_from_slice(text);
     bytes.push(b'\n');
     file.write_all(&bytes)
-        // Synced before the anchor moves on, so a crash leaves the anchor
-        // behind the file, never ahead of it.
-        .and_then(|()| file.sync_data())
+        // Written before the anchor moves on (not synced: see
+        // `Anchor::append`).
         .map_err(|e| AuditError::io("append to", path, e))?;
     anchor.lines += 1;
     anchor.mac = mac_hex(key, text);

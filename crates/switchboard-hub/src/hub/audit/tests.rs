@@ -416,3 +416,28 @@ fn every_kind_is_recorded() {
     assert_eq!(verify(&path, &options).unwrap().records, 6);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A crash can leave the anchor's last line half written: the line before
+/// it is in force, and the log's later (keyed) lines are not tampering.
+#[test]
+fn a_cut_anchor_line_is_a_crash_not_tampering() {
+    let (path, dir, options) = scratch("crash");
+    let state = {
+        let log = AuditLog::open(&path, options.clone()).unwrap();
+        for _ in 0..3 {
+            log.record(&call("a", "s__t", None)).unwrap();
+        }
+        log.state_dir().to_owned()
+    };
+    let anchor = std::fs::read(state.join("anchor")).unwrap();
+    let upto = anchor[..anchor.len() - 1]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap();
+    std::fs::write(state.join("anchor"), &anchor[..upto + 10]).unwrap();
+    let verified = verify(&path, &options).unwrap();
+    assert_eq!((verified.records, verified.unanchored), (3, 1));
+    write_calls(&path, &options, 1);
+    assert_eq!(verify(&path, &options).unwrap().unanchored, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
