@@ -441,3 +441,18 @@ fn a_cut_anchor_line_is_a_crash_not_tampering() {
     assert_eq!(verify(&path, &options).unwrap().unanchored, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_anchor_file_stays_bounded() {
+    let (path, dir, options) = scratch("anchor-size");
+    let log = AuditLog::open(&path, options.clone()).unwrap();
+    let limit = ANCHOR_LINES as usize;
+    for _ in 0..limit + 10 {
+        log.record(&call("a", "s__t", None)).unwrap();
+    }
+    let anchor = std::fs::read_to_string(log.state_dir().join("anchor")).unwrap();
+    assert!(anchor.lines().count() < limit, "{}", anchor.lines().count());
+    drop(log);
+    assert_eq!(verify(&path, &options).unwrap().unanchored, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
