@@ -671,6 +671,53 @@ async fn the_audit_log_records_prompt_gets_and_resource_reads() {
     assert_eq!(records[1]["name"], hello);
 }
 
+/// Finding 6: policy decisions and the elicitation that asks are audited.
+#[tokio::test]
+async fn the_audit_log_records_policy_decisions_and_forwarded_asks() {
+    let sandbox = Sandbox::with_config(
+        "audit-policy",
+        "[policy.tools]\ndeny = [\"old__add_*\"]\nask = [\"*__echo\"]\n",
+    );
+    let log = sandbox.work().join("audit.jsonl");
+    let user = User::default();
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .elicitation(user.clone())
+        .connect(gateway(&sandbox).args(["--audit", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    host.list_tools().await.unwrap();
+    host.call_tool("old__add_tool", None).await.unwrap();
+    host.call_tool("old__echo", args(json!({"text": "allowed"})))
+        .await
+        .unwrap();
+    host.close().await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let seen: Vec<(String, String)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                r["kind"].as_str().unwrap().to_owned(),
+                r["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let seen: Vec<(&str, &str)> = seen.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
+    assert_eq!(
+        seen,
+        [
+            ("policy", "deny"),
+            ("tool_call", "tool_error"),
+            ("elicitation", "forwarded"),
+            ("policy", "allowed"),
+            ("tool_call", "ok"),
+        ],
+        "{text}"
+    );
+}
+
 /// Finding 6, as the attacker: a log rewritten with its chain recomputed,
 /// or cut at its tail, does not verify; a second gateway on the same log
 /// is refused while the first writes it.
