@@ -671,7 +671,8 @@ async fn the_audit_log_records_prompt_gets_and_resource_reads() {
     assert_eq!(records[1]["name"], hello);
 }
 
-/// Finding 6: policy decisions and the elicitation that asks are audited.
+/// Finding 6: policy decisions, the elicitation that asks and a backend's
+/// elicitation and sampling forwarded to the host are audited.
 #[tokio::test]
 async fn the_audit_log_records_policy_decisions_and_forwarded_asks() {
     let sandbox = Sandbox::with_config(
@@ -683,12 +684,17 @@ async fn the_audit_log_records_policy_decisions_and_forwarded_asks() {
     let host = Client::builder()
         .era_mode(EraMode::Legacy)
         .elicitation(user.clone())
+        .sampling(user.clone())
         .connect(gateway(&sandbox).args(["--audit", log.to_str().unwrap()]))
         .await
         .unwrap();
     host.list_tools().await.unwrap();
     host.call_tool("old__add_tool", None).await.unwrap();
     host.call_tool("old__echo", args(json!({"text": "allowed"})))
+        .await
+        .unwrap();
+    host.call_tool("old__ask", None).await.unwrap();
+    host.call_tool("old__sample", args(json!({"prompt": "hi"})))
         .await
         .unwrap();
     host.close().await;
@@ -712,6 +718,10 @@ async fn the_audit_log_records_policy_decisions_and_forwarded_asks() {
             ("tool_call", "tool_error"),
             ("elicitation", "forwarded"),
             ("policy", "allowed"),
+            ("tool_call", "ok"),
+            ("elicitation", "forwarded"),
+            ("tool_call", "ok"),
+            ("sampling", "forwarded"),
             ("tool_call", "ok"),
         ],
         "{text}"
