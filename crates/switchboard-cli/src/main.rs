@@ -1408,10 +1408,11 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     options.arguments = audit_arguments;
                     options.keep = audit_keep;
                     switchboard_hub::hub::audit::AuditLog::open(&path, options).map_err(|e| {
-                        Failure::usage(anyhow::anyhow!(
-                            "cannot open the audit log {}: {e}",
-                            path.display()
-                        ))
+                        // The chain: an I/O error's cause is its source.
+                        Failure::usage(
+                            anyhow::Error::new(e)
+                                .context(format!("cannot open the audit log {}", path.display())),
+                        )
                     })
                 })
                 .transpose()?;
@@ -1508,10 +1509,10 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     println!("{text}");
                     Ok(0)
                 }
-                Err(error) => Err(Failure::usage(anyhow::anyhow!(
-                    "the audit log {} does not verify: {error}",
-                    file.display()
-                ))),
+                Err(error) => Err(Failure::usage(
+                    anyhow::Error::new(error)
+                        .context(format!("the audit log {} does not verify", file.display())),
+                )),
             }
         }
         Command::Info { name, only, server } => {
