@@ -178,6 +178,30 @@ impl RememberedAllows {
         Ok(file.allows)
     }
 
+    /// Holds the file's lock (`FILE.lock`, 0600, never through a symlink)
+    /// across a read-modify-write, so a revocation in one process and a
+    /// remembered allow in another cannot undo each other.
+    fn locked(&self) -> io::Result<Option<std::fs::File>> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::private_file::create_private_dir(dir)?;
+        }
+        let mut lock_path = path.clone().into_os_string();
+        lock_path.push(".lock");
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        let file = options.open(std::path::PathBuf::from(lock_path))?;
+        file.lock()?;
+        Ok(Some(file))
+    }
+
     fn store(&self, allows: Vec<RememberedAllow>) -> io::Result<()> {
         let Some(path) = &self.path else {
             *self.memory.lock().unwrap_or_else(|e| e.into_inner()) = allows;
@@ -196,6 +220,7 @@ impl RememberedAllows {
     /// # Errors
     /// When the file cannot be read or written.
     pub fn remember(&self, server: &str, identity: &str, tool: &str) -> io::Result<()> {
+        let _lock = self.locked()?;
         let mut allows = self.list()?;
         allows.retain(|a| !(a.server == server && a.tool == tool));
         let since = std::time::SystemTime::now()
@@ -218,6 +243,7 @@ impl RememberedAllows {
     /// # Errors
     /// When the file cannot be read or written.
     pub fn revoke(&self, server: &str, tool: &str) -> io::Result<usize> {
+        let _lock = self.locked()?;
         let mut allows = self.list()?;
         let before = allows.len();
         allows
@@ -515,6 +541,33 @@ mod tests {
         assert_eq!(allows.list().unwrap().len(), 1);
         assert_eq!(allows.revoke("gh", "*").unwrap(), 1);
         assert!(allows.list().unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn two_processes_remembering_at_once_lose_nothing() {
+        // Two handles on one file stand for two processes: each
+        // read-modify-write must see the other's, or an allow (or a
+        // revocation) is silently undone.
+        let dir = std::env::temp_dir().join(format!("sb-allows-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join(REMEMBERED_ALLOWS_FILE);
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let allows = RememberedAllows::at(&path);
+                std::thread::spawn(move || {
+                    for tool in 0..40 {
+                        allows
+                            .remember("s", "id", &format!("w{writer}-t{tool}"))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        assert_eq!(RememberedAllows::at(&path).list().unwrap().len(), 80);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
