@@ -7,7 +7,7 @@ use std::io::IsTerminal as _;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use switchboard_hub::config::{Approvals, LoadedConfig, Trust, trust};
+use switchboard_hub::config::{ApprovalChange, Approvals, LoadedConfig, Trust, trust};
 use switchboard_hub::{ServerConfig, TransportConfig};
 
 use crate::Failure;
@@ -89,6 +89,13 @@ pub(crate) fn describe(server: &ServerConfig) -> Vec<String> {
         }
         _ => {}
     }
+    let changes = server.changes_since_approval();
+    if !changes.is_empty() {
+        lines.push("  changed since you approved it:".to_owned());
+        for change in changes {
+            lines.push(format!("    {}", change_shown(change, true)));
+        }
+    }
     let references = trust::references(server);
     if !references.is_empty() {
         lines.push("  it will receive:".to_owned());
@@ -99,17 +106,57 @@ pub(crate) fn describe(server: &ServerConfig) -> Vec<String> {
     lines
 }
 
+/// One change since the approval: the field, and its value now as
+/// written. `exact` (the approval question, on a terminal) shows the value
+/// whole; otherwise (listings and errors, which may reach a log) a literal
+/// secret in it is hidden and `${VAR}` references are shown.
+fn change_shown(change: &ApprovalChange, exact: bool) -> String {
+    let (Some(field), Some(now)) = (change.field(), change.now()) else {
+        return clean(&change.to_string());
+    };
+    let shown = if exact {
+        now.to_owned()
+    } else {
+        match field {
+            "url" => crate::configure::redact_url(now),
+            "args" => serde_json::from_str::<Vec<String>>(now)
+                .map(|args| {
+                    crate::configure::redact_args(&args)
+                        .iter()
+                        .map(|a| quote(a))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
+            "transport" | "command" | "cwd" | "headersHelper" => now.to_owned(),
+            _ if now.contains('$') => now.to_owned(),
+            _ => "a literal value (shown by `switchboard approve`)".to_owned(),
+        }
+    };
+    format!("{}: now `{}`", clean(&change.to_string()), clean(&shown))
+}
+
 /// Why a pending server does not run, and the command that approves it.
 pub(crate) fn pending_reason(server: &ServerConfig) -> String {
     let changed = matches!(server.trust, Trust::NeedsApproval { changed: true });
+    let changes: Vec<String> = server
+        .changes_since_approval()
+        .iter()
+        .map(|c| change_shown(c, false))
+        .collect();
     format!(
-        "{} {}: it runs `{}`; to allow it, run `switchboard approve {}` (or `switchboard approve --all`)",
+        "{} {}{}: it runs `{}`; to allow it, run `switchboard approve {}` (or `switchboard approve --all`)",
         if changed {
             "changed since you approved it in"
         } else {
             "from a project file not approved yet:"
         },
         place(server),
+        if changes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", changes.join("; "))
+        },
         shown_safely(server),
         server.name
     )

@@ -615,6 +615,16 @@ pub(crate) async fn serve(
     .config_source(move || {
         let mut loaded = source.load(false);
         loaded.servers.retain(|server| !is_this_gateway(server));
+        // A project server changed since its approval (or whose approval
+        // was revoked) is left out: stopped, never restarted with the new
+        // values.
+        for server in loaded.needs_approval().filter(|s| s.enabled) {
+            eprintln!(
+                "warning: server `{}` is not started: {}",
+                crate::approve::clean(&server.name),
+                crate::approve::pending_reason(server)
+            );
+        }
         Ok(prepare_asking(&source, &loaded, None, false, false).runnable)
     })
     .client(move |server, client| forwarding.client(&server.name, client));
@@ -743,10 +753,12 @@ pub(crate) async fn serve(
 /// How often `serve` looks at its config files for changes.
 const CONFIG_POLL: Duration = Duration::from_secs(2);
 
-/// The config files `serve` watches: those it read, and `--config`.
+/// The config files `serve` watches: those it read, `--config`, and the
+/// approvals file (an `untrust` stops the server at once).
 fn watched_files(context: &Context, loaded: &LoadedConfig) -> Vec<PathBuf> {
     let mut files = loaded.files.clone();
     files.extend(context.explicit.clone());
+    files.push(loaded.approvals.clone());
     files.sort();
     files.dedup();
     files
@@ -775,10 +787,24 @@ async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
         match hub.reload().await {
             Ok(report) => {
                 let mut said = Vec::new();
+                // A changed server that now needs approval was stopped,
+                // not restarted.
+                let waiting: Vec<String> = hub
+                    .list()
+                    .into_iter()
+                    .filter(|s| matches!(s.state, ServerState::NeedsApproval { .. }))
+                    .map(|s| s.name)
+                    .collect();
+                let (stopped, restarted): (Vec<String>, Vec<String>) = report
+                    .changed
+                    .iter()
+                    .cloned()
+                    .partition(|name| waiting.contains(name));
                 for (what, names) in [
                     ("added", &report.added),
                     ("removed", &report.removed),
-                    ("restarted", &report.changed),
+                    ("restarted", &restarted),
+                    ("stopped until approved", &stopped),
                 ] {
                     if !names.is_empty() {
                         let names: Vec<String> = names
@@ -1191,7 +1217,7 @@ pub(crate) async fn tools(
 ) -> Result<u8, Failure> {
     #[cfg(unix)]
     if model.provider.is_none()
-        && let Some(tools) = session_tools(only).await
+        && let Some(tools) = session_tools(context, only).await
     {
         if json {
             output::print_json(&json!({ "tools": tools }));
@@ -1262,8 +1288,8 @@ pub(crate) async fn tools(
 /// runs — or it has none of `only`'s (which may be down: the caller starts
 /// it and says why).
 #[cfg(unix)]
-async fn session_tools(only: Option<&str>) -> Option<Vec<Value>> {
-    let session = crate::session::connect(|builder| builder).await?;
+async fn session_tools(context: &Context, only: Option<&str>) -> Option<Vec<Value>> {
+    let session = crate::session::connect(context.explicit.as_deref(), |builder| builder).await?;
     let listed = session.list_tools().await;
     session.close().await;
     let tools: Vec<Value> = listed

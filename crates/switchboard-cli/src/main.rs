@@ -321,7 +321,11 @@ pub(crate) fn add_url(text: &str) -> Result<String, String> {
     server_url(text)
 }
 
-/// `90s`, `30m`, `8h`, `1d`, or plain seconds.
+/// The longest idle period `up` takes: a year (a longer one overflowed the
+/// clock and crashed the session).
+const MAX_IDLE_SECONDS: u64 = 365 * 86_400;
+
+/// `90s`, `30m`, `8h`, `1d`, or plain seconds, at most 365 days.
 fn parse_idle(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
@@ -340,6 +344,12 @@ fn parse_idle(text: &str) -> Result<Duration, String> {
     };
     if seconds == 0 {
         return Err("the idle period must be at least one second".to_owned());
+    }
+    if seconds > MAX_IDLE_SECONDS {
+        return Err(format!(
+            "`{text}` is too long: the idle period is at most 365d; to keep the session \
+             until `switchboard down`, give 365d"
+        ));
     }
     Ok(Duration::from_secs(seconds))
 }
@@ -1471,7 +1481,11 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
         Command::Down { json } => session::down(json).await,
         Command::Session { idle } => {
             let context = configure::Context::new(cli.config)?;
-            let daemon = session::Daemon::bind(Duration::from_secs(idle.max(1))).await?;
+            let daemon = session::Daemon::bind(
+                Duration::from_secs(idle.clamp(1, MAX_IDLE_SECONDS)),
+                context.explicit.as_deref(),
+            )
+            .await?;
             let settings = hub::ServeSettings {
                 wait_ready: Duration::from_secs(10),
                 http: None,

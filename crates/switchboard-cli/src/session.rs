@@ -39,6 +39,9 @@ pub(crate) struct Paths {
     /// The directory the session reads project files in: another
     /// project's commands do not use it.
     pub(crate) project: PathBuf,
+    /// The `--config FILE` the session was started with (empty: none): a
+    /// command with another one does not use it.
+    pub(crate) config: PathBuf,
 }
 
 impl Paths {
@@ -61,6 +64,7 @@ impl Paths {
             pid: dir.join("session.pid"),
             log: dir.join("session.log"),
             project: dir.join("session.cwd"),
+            config: dir.join("session.config"),
             dir,
         }
     }
@@ -237,7 +241,7 @@ pub(crate) struct Daemon {
 impl Daemon {
     /// Binds the socket (0600) and writes the pid file. A socket left by a
     /// session that died is replaced; a live one is an error.
-    pub(crate) async fn bind(idle: Duration) -> Result<Self, Failure> {
+    pub(crate) async fn bind(idle: Duration, config: Option<&Path>) -> Result<Self, Failure> {
         let paths = Paths::locate();
         paths.prepare()?;
         if let Some(pid) = running(&paths).await {
@@ -257,6 +261,8 @@ impl Daemon {
         std::fs::write(&paths.project, cwd.as_os_str().as_encoded_bytes()).map_err(|e| {
             Failure::usage(anyhow!("cannot write {}: {e}", paths.project.display()))
         })?;
+        std::fs::write(&paths.config, config_key(config))
+            .map_err(|e| Failure::usage(anyhow!("cannot write {}: {e}", paths.config.display())))?;
         std::fs::write(&paths.pid, format!("{}\n", std::process::id()))
             .map_err(|e| Failure::usage(anyhow!("cannot write {}: {e}", paths.pid.display())))?;
         Ok(Self {
@@ -277,6 +283,7 @@ impl Daemon {
             self.paths.socket.clone(),
             self.paths.pid.clone(),
             self.paths.project.clone(),
+            self.paths.config.clone(),
         ]);
         let uid = rustix::process::getuid().as_raw();
         let connected = Arc::new(AtomicUsize::new(0));
@@ -357,8 +364,23 @@ impl Drop for Cleanup {
     }
 }
 
-/// A client connected to the running session, if one runs.
+/// What names a `--config FILE` in `session.config`: its canonical path,
+/// or nothing.
+fn config_key(config: Option<&Path>) -> Vec<u8> {
+    config
+        .map(|file| {
+            std::fs::canonicalize(file)
+                .unwrap_or_else(|_| file.to_path_buf())
+                .into_os_string()
+                .into_encoded_bytes()
+        })
+        .unwrap_or_default()
+}
+
+/// A client connected to the running session, if one runs in this
+/// directory with the same `--config` (`config`) as this command.
 pub(crate) async fn connect(
+    config: Option<&Path>,
     customize: impl FnOnce(switchboard::ClientBuilder) -> switchboard::ClientBuilder,
 ) -> Option<switchboard::Client> {
     if std::env::var_os("SWITCHBOARD_NO_SESSION").is_some() {
@@ -373,6 +395,11 @@ pub(crate) async fn connect(
         .ok()?;
     let there = std::fs::read(&paths.project).ok()?;
     if here.as_os_str().as_encoded_bytes() != there.as_slice() {
+        return None;
+    }
+    // The session serves the servers of the files it read: a command given
+    // another `--config` (or none, when the session had one) reads others.
+    if std::fs::read(&paths.config).ok()? != config_key(config) {
         return None;
     }
     let stream = tokio::net::UnixStream::connect(&paths.socket).await.ok()?;

@@ -302,3 +302,190 @@ fn a_server_added_to_the_config_is_picked_up_by_the_running_session() {
     assert!(call.status.success(), "{}", text(&call));
     assert!(String::from_utf8_lossy(&call.stdout).contains("new one"));
 }
+
+impl Sandbox {
+    /// `work/.mcp.json` (a project file) with server `p`, whose env sends
+    /// `API_KEY` = `value`; each start of it notes `PID key=$API_KEY` in
+    /// `seen`.
+    fn project_server(&self, value: &str) {
+        let script = format!(
+            "echo \"$$ key=$API_KEY\" >> '{}'; exec '{BIN}' __testserver",
+            self.seen().display()
+        );
+        let entry = serde_json::json!({"mcpServers": {"p": {
+            "command": "sh", "args": ["-c", script], "env": {"API_KEY": value}
+        }}});
+        std::fs::write(self.home.work().join(".mcp.json"), entry.to_string()).unwrap();
+    }
+
+    fn seen(&self) -> PathBuf {
+        self.home.root.join("seen")
+    }
+
+    fn seen_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(self.seen())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `switchboard` with `PUBLIC_KEY` and `AWS_SECRET_ACCESS_KEY` set.
+    fn with_keys(&self, args: &[&str]) -> Output {
+        self.command()
+            .env("PUBLIC_KEY", "public-value")
+            .env("AWS_SECRET_ACCESS_KEY", "aws-secret-value")
+            .args(args)
+            .output()
+            .expect("switchboard runs")
+    }
+
+    /// Waits until the session's log holds `text`; the log.
+    fn log_says(&self, text: &str) -> String {
+        let log = self.dir().join("session.log");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = std::fs::read_to_string(&log).unwrap_or_default();
+            if now.contains(text) {
+                return now;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the log never said {text:?}: {now}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Finding 2 of issue 28, live: an approved project server's env value is
+/// changed by a later commit while the session serves; the session stops
+/// it and does not start it with the new value.
+#[test]
+fn a_project_server_changed_while_serving_is_stopped_not_restarted_with_the_new_values() {
+    let sandbox = Sandbox::new("changed-live");
+    sandbox.project_server("${PUBLIC_KEY}");
+    assert!(sandbox.with_keys(&["approve", "p"]).status.success());
+    let up = sandbox.with_keys(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let call = sandbox.with_keys(&["call", "p/echo", r#"{"text":"approved"}"#]);
+    assert!(call.status.success(), "{}", text(&call));
+    let seen = sandbox.seen_lines();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].ends_with("key=public-value"), "{seen:?}");
+    let server: u32 = seen[0].split(' ').next().unwrap().parse().unwrap();
+
+    sandbox.project_server("${AWS_SECRET_ACCESS_KEY}");
+    let log = sandbox.log_says("config changed:");
+    assert!(
+        log.contains("server `p` is not started")
+            && log.contains("env API_KEY changed")
+            && log.contains("stopped until approved p"),
+        "{log}"
+    );
+    assert!(
+        !sandbox
+            .seen_lines()
+            .iter()
+            .any(|l| l.contains("aws-secret-value")),
+        "restarted with the new value: {:?}",
+        sandbox.seen_lines()
+    );
+    assert!(
+        exited(server),
+        "the changed server (pid {server}) still runs"
+    );
+    let call = sandbox.with_keys(&["call", "p/echo", r#"{"text":"changed"}"#]);
+    assert_eq!(call.status.code(), Some(1), "{}", text(&call));
+    assert!(
+        text(&call).contains("env API_KEY changed"),
+        "{}",
+        text(&call)
+    );
+    assert_eq!(sandbox.seen_lines().len(), 1, "{:?}", sandbox.seen_lines());
+}
+
+/// Finding 9 of issue 28: `untrust` reaches the running session: the
+/// server is stopped and calls are refused, the session not restarted.
+#[test]
+fn untrust_stops_the_server_in_the_running_session() {
+    let sandbox = Sandbox::new("untrust");
+    sandbox.project_server("plain");
+    assert!(sandbox.with_keys(&["approve", "p"]).status.success());
+    let up = sandbox.with_keys(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let session = sandbox.pid().expect("the pid file");
+    let call = sandbox.with_keys(&["call", "p/echo", r#"{"text":"approved"}"#]);
+    assert!(call.status.success(), "{}", text(&call));
+    let seen = sandbox.seen_lines();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let server: u32 = seen[0].split(' ').next().unwrap().parse().unwrap();
+
+    let untrust = sandbox.with_keys(&["untrust", "p"]);
+    assert!(untrust.status.success(), "{}", text(&untrust));
+    let log = sandbox.log_says("config changed:");
+    assert!(log.contains("stopped until approved p"), "{log}");
+    assert!(
+        exited(server),
+        "the revoked server (pid {server}) still runs"
+    );
+    let call = sandbox.with_keys(&["call", "p/echo", r#"{"text":"revoked"}"#]);
+    assert_eq!(call.status.code(), Some(1), "{}", text(&call));
+    assert!(
+        text(&call).contains("switchboard approve p"),
+        "{}",
+        text(&call)
+    );
+    // The session's own list no longer has its tools.
+    let tools = sandbox.with_keys(&["tools", "--json"]);
+    assert!(!String::from_utf8_lossy(&tools.stdout).contains("p__echo"));
+    assert_eq!(sandbox.seen_lines().len(), 1, "{:?}", sandbox.seen_lines());
+    assert_eq!(sandbox.pid(), Some(session), "the session was restarted");
+}
+
+/// `--config FILE call` reaches FILE's server, not the session's server of
+/// that name.
+#[test]
+fn a_call_with_another_config_file_does_not_go_through_the_session() {
+    let sandbox = Sandbox::new("other-config");
+    let up = sandbox.switchboard(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let session_spawns = sandbox.spawns();
+    let other = sandbox.home.root.join("other.toml");
+    let marker = sandbox.home.root.join("other-spawns");
+    std::fs::write(
+        &other,
+        format!(
+            "[servers.t]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $$ >> '{}'; exec '{BIN}' __testserver\"]\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let call = sandbox.switchboard(&[
+        "--config",
+        other.to_str().unwrap(),
+        "call",
+        "t/echo",
+        r#"{"text":"file's"}"#,
+    ]);
+    assert!(call.status.success(), "{}", text(&call));
+    assert_eq!(
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count(),
+        1,
+        "the call went to the session's `t`"
+    );
+    assert_eq!(sandbox.spawns(), session_spawns);
+}
+
+#[test]
+fn an_idle_period_past_the_clock_is_refused_with_a_clear_error() {
+    let sandbox = Sandbox::new("idle-max");
+    let up = sandbox.switchboard(&["up", "--idle", "18446744073709551615s"]);
+    assert!(!up.status.success(), "{}", text(&up));
+    assert!(text(&up).contains("at most 365d"), "{}", text(&up));
+    assert!(!text(&up).contains("panicked"), "{}", text(&up));
+    assert_eq!(sandbox.pid(), None);
+}

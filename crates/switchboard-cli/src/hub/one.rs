@@ -246,11 +246,14 @@ async fn close(hub: &Hub, server: &str, server_logs: bool) {
 }
 
 /// A client of the background session (`switchboard up`) for a command on
-/// configured `server`, when the session runs (and was started here),
-/// answering the server as this command would. Not for a server whose
-/// name holds `__`: its gateway names could be another pair's.
+/// configured `server`, when the session runs (and was started here, with
+/// the same `--config`), answering the server as this command would. Not
+/// for a server whose name holds `__` (its gateway names could be another
+/// pair's), nor for one this command sees as needing approval: that one
+/// is refused (or asked about) here, never sent to the session.
 #[cfg(unix)]
 async fn through_session(
+    context: &Context,
     loaded: &LoadedConfig,
     server: &str,
     customize: &(impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static),
@@ -259,7 +262,13 @@ async fn through_session(
         return None;
     }
     let config = loaded.get(server)?.clone();
-    crate::session::connect(|builder| customize(&config, builder)).await
+    if !config.trust.allows_start() {
+        return None;
+    }
+    crate::session::connect(context.explicit.as_deref(), |builder| {
+        customize(&config, builder)
+    })
+    .await
 }
 
 /// `call SERVER/TOOL [JSON]` on a configured server.
@@ -289,7 +298,7 @@ pub(crate) async fn call(
     if !tool.contains("__")
         && loaded.policy.tools.decide(&server, &tool)
             == switchboard_hub::config::policy::ToolDecision::Allow
-        && let Some(session) = through_session(&loaded, &server, &answer.customize).await
+        && let Some(session) = through_session(context, &loaded, &server, &answer.customize).await
     {
         let started = Instant::now();
         let params = switchboard::types::CallToolRequestParams {
@@ -403,7 +412,7 @@ pub(crate) async fn read(
     // Through the background session when it runs, as `call`: the
     // gateway's URI for it, and the server's URIs back in the answer.
     #[cfg(unix)]
-    if let Some(session) = through_session(&loaded, server, &answer.customize).await {
+    if let Some(session) = through_session(context, &loaded, server, &answer.customize).await {
         use switchboard_hub::hub::{resource_origin, resource_uri, skill_origin, skill_uri};
         let gateway = skill_uri(server, uri).unwrap_or_else(|| resource_uri(server, uri));
         let result = crate::with_events(&session, &answer.ui, session.read_resource(gateway)).await;
@@ -484,7 +493,7 @@ pub(crate) async fn prompt(
     // Through the background session when it runs, as `call`.
     #[cfg(unix)]
     if !name.contains("__")
-        && let Some(session) = through_session(&loaded, &server, &answer.customize).await
+        && let Some(session) = through_session(context, &loaded, &server, &answer.customize).await
     {
         let gateway = switchboard_hub::hub::namespaced(&server, &name);
         let result = crate::with_events(

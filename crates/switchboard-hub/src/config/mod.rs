@@ -55,4 +55,4 @@ pub use model::{
     TransportConfig, Trust,
 };
 pub use policy::{Policy, Rule};
-pub use trust::{Approval, Approvals, ApprovalsError, Reference};
+pub use trust::{Approval, ApprovalChange, Approvals, ApprovalsError, Reference};

@@ -37,6 +37,9 @@ pub struct ServerConfig {
     /// The [`signature`](Self::signature) before expansion, recorded by
     /// the [`Expander`](super::Expander) in the copy it makes.
     pub(crate) source_signature: Option<String>,
+    /// What changed since the user approved it, when it needs approval
+    /// again (set by [`trust`](super::trust) when loading).
+    pub(crate) approval_changes: Vec<super::trust::ApprovalChange>,
 }
 
 impl ServerConfig {
@@ -56,7 +59,15 @@ impl ServerConfig {
             origin,
             trust: Trust::Trusted,
             source_signature: None,
+            approval_changes: Vec::new(),
         }
+    }
+
+    /// What changed, field by field, since the user approved this project
+    /// server, when it [needs approval](Trust::NeedsApproval) again
+    /// because it changed; empty otherwise.
+    pub fn changes_since_approval(&self) -> &[super::trust::ApprovalChange] {
+        &self.approval_changes
     }
 
     /// What identifies the server regardless of its name: the command
@@ -173,7 +184,8 @@ pub enum Trust {
     #[default]
     Trusted,
     /// From a project file, approved by the user for this project with
-    /// exactly this command or URL (and these env and header names).
+    /// exactly these values (command or URL, env and headers, helper,
+    /// OAuth block).
     Approved,
     /// From a project file the user already allowed in another client;
     /// the text says where (Claude Code's `enabledMcpjsonServers`,
@@ -182,8 +194,8 @@ pub enum Trust {
     /// From a project file and not approved: not started, no request
     /// sent, no variable expanded.
     NeedsApproval {
-        /// An approval exists for this server, but for another command,
-        /// URL or set of env or header names.
+        /// An approval exists for this server, but for other values
+        /// ([`ServerConfig::changes_since_approval`] says which).
         changed: bool,
     },
 }

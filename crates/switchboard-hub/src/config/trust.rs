@@ -9,10 +9,14 @@
 //! and managed files are trusted.
 //!
 //! An approval is remembered per project root and server name, keyed by
-//! what would run ([`approval_key`]): the command and its arguments (and
-//! working directory), or the URL, with the *names* of the env vars and
-//! headers — never their values — and the command of a headers helper.
-//! Any change to those asks again.
+//! every value that changes what runs or where a secret goes, as written
+//! ([`approval_key`] over [`approval_fields`]): the transport, the command,
+//! its arguments and working directory, or the URL, every env var and
+//! header with its value, the headers helper and the OAuth block. Any
+//! change to one asks again, and the question names what changed
+//! ([`ApprovalChange`]): the approval keeps a salted digest of each field,
+//! never the value. An approval made when only names were covered asks
+//! once again.
 //! Approvals live in [`Locations::approvals_file`] (0600, in a 0700
 //! directory), as digests: the file holds no command line or secret.
 //!
@@ -31,7 +35,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::locations::Locations;
-use super::model::{Dialect, Scope, ServerConfig, TransportConfig};
+use super::model::{Dialect, HttpKind, Scope, ServerConfig, TransportConfig};
 
 /// Whether `server` comes from a project file (one a cloned repository
 /// could carry) rather than from one of the user's own.
@@ -40,42 +44,166 @@ pub fn is_project_server(locations: &Locations, server: &ServerConfig) -> bool {
         && !locations.is_user_file(&server.origin.file)
 }
 
-/// What an approval is for: a digest of what would run — the command,
-/// arguments and working directory, or the transport and URL — with the
-/// names (never the values) of its env vars and headers, as written in
-/// the file (references unexpanded), its headers helper and the issuer its
-/// OAuth client secret is for, if any. The server's name is part of it.
+/// What an approval is for: a digest of every value that changes what
+/// runs or where a secret goes, as written in the file (references
+/// unexpanded) — see [`approval_fields`]. The server's name is part of it.
 pub fn approval_key(server: &ServerConfig) -> String {
-    let mut what = match &server.transport {
+    let what = serde_json::json!({
+        "v": KEY_VERSION,
+        "name": server.name,
+        "fields": approval_fields(server),
+    });
+    hex(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, what.to_string().as_bytes()).as_ref())
+}
+
+/// The version of [`approval_key`]: approvals made under another one
+/// (version 1 covered env and header names only) ask once again.
+const KEY_VERSION: u32 = 2;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every value an approval covers, by field, as written (references
+/// unexpanded): `transport`, `command`, `args` (a JSON array), `cwd`,
+/// `env NAME`, `url`, `header NAME`, `headersHelper`, `oauth clientId`,
+/// `oauth clientSecret`, `oauth scopes`, `oauth callbackPort`, `oauth
+/// issuer`. The approvals file keeps a salted digest of each (never the
+/// value), so a change can be named field by field.
+pub fn approval_fields(server: &ServerConfig) -> BTreeMap<String, String> {
+    let mut fields = BTreeMap::new();
+    match &server.transport {
         TransportConfig::Stdio {
             command,
             args,
             env,
             cwd,
-        } => serde_json::json!({
-            "name": server.name,
-            "stdio": { "command": command, "args": args, "cwd": cwd, "env": env.keys().collect::<Vec<_>>() },
-        }),
-        TransportConfig::Http { url, headers, kind } => serde_json::json!({
-            "name": server.name,
-            "http": { "url": url, "kind": format!("{kind:?}"), "headers": headers.keys().collect::<Vec<_>>() },
-        }),
-        TransportConfig::WebSocket { url, headers } => serde_json::json!({
-            "name": server.name,
-            "ws": { "url": url, "headers": headers.keys().collect::<Vec<_>>() },
-        }),
-    };
-    // A headers helper is a command that would run: it is signed too (only
-    // when there is one, so approvals of servers without one stand).
+        } => {
+            fields.insert("transport".to_owned(), "stdio".to_owned());
+            fields.insert("command".to_owned(), command.clone());
+            fields.insert(
+                "args".to_owned(),
+                serde_json::to_string(args).unwrap_or_default(),
+            );
+            if let Some(cwd) = cwd {
+                fields.insert("cwd".to_owned(), cwd.to_string_lossy().into_owned());
+            }
+            for (name, value) in env {
+                fields.insert(format!("env {name}"), value.clone());
+            }
+        }
+        TransportConfig::Http { url, headers, kind } => {
+            let kind = match kind {
+                HttpKind::Streamable => "streamable-http",
+                HttpKind::Sse => "sse",
+                _ => "http",
+            };
+            fields.insert("transport".to_owned(), kind.to_owned());
+            fields.insert("url".to_owned(), url.clone());
+            for (name, value) in headers {
+                fields.insert(format!("header {name}"), value.clone());
+            }
+        }
+        TransportConfig::WebSocket { url, headers } => {
+            fields.insert("transport".to_owned(), "websocket".to_owned());
+            fields.insert("url".to_owned(), url.clone());
+            for (name, value) in headers {
+                fields.insert(format!("header {name}"), value.clone());
+            }
+        }
+    }
     if let Some(helper) = &server.headers_helper {
-        what["headersHelper"] = serde_json::json!(helper.command);
+        fields.insert("headersHelper".to_owned(), helper.command.clone());
     }
-    // Where a client secret may be sent, likewise.
-    if let Some(issuer) = server.oauth.as_ref().and_then(|o| o.issuer.as_ref()) {
-        what["oauthIssuer"] = serde_json::json!(issuer);
+    if let Some(oauth) = &server.oauth {
+        let mut put = |field: &str, value: Option<String>| {
+            if let Some(value) = value {
+                fields.insert(format!("oauth {field}"), value);
+            }
+        };
+        put("clientId", oauth.client_id.clone());
+        put("clientSecret", oauth.client_secret.clone());
+        put(
+            "scopes",
+            (!oauth.scopes.is_empty()).then(|| oauth.scopes.join(" ")),
+        );
+        put("callbackPort", oauth.callback_port.map(|p| p.to_string()));
+        put("issuer", oauth.issuer.clone());
     }
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, what.to_string().as_bytes());
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    fields
+}
+
+/// The salted digest of one field's value kept in the approvals file.
+fn field_digest(salt: &str, field: &str, value: &str) -> String {
+    let mut context = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+    for part in [salt, field, value] {
+        context.update(&(part.len() as u64).to_be_bytes());
+        context.update(part.as_bytes());
+    }
+    hex(context.finish().as_ref())
+}
+
+/// What changed in a project server since the user approved it: what the
+/// approval question shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApprovalChange {
+    /// A field (see [`approval_fields`]) that was not there.
+    Added {
+        /// `env NODE_OPTIONS`, `header X-Api-Key`, `args` ….
+        field: String,
+        /// Its value now, as written in the file.
+        now: String,
+    },
+    /// A field whose value is another one.
+    Changed {
+        /// The field.
+        field: String,
+        /// Its value now, as written in the file.
+        now: String,
+    },
+    /// A field no longer there.
+    Removed {
+        /// The field.
+        field: String,
+    },
+    /// The approval was made by an earlier switchboard, whose approvals
+    /// covered env and header names only: it is asked once again.
+    EarlierApproval,
+}
+
+impl ApprovalChange {
+    /// The field's value now, as written (references unexpanded), when
+    /// there is one.
+    pub fn now(&self) -> Option<&str> {
+        match self {
+            Self::Added { now, .. } | Self::Changed { now, .. } => Some(now),
+            _ => None,
+        }
+    }
+
+    /// The field, when the change is about one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::Added { field, .. } | Self::Changed { field, .. } | Self::Removed { field } => {
+                Some(field)
+            }
+            Self::EarlierApproval => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ApprovalChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Added { field, .. } => write!(f, "{field} added"),
+            Self::Changed { field, .. } => write!(f, "{field} changed"),
+            Self::Removed { field } => write!(f, "{field} removed"),
+            Self::EarlierApproval => f.write_str(
+                "approved by an earlier switchboard, whose approvals did not cover values: approve it once again",
+            ),
+        }
+    }
 }
 
 /// Where a reference in a server's configuration goes.
@@ -180,6 +308,48 @@ pub struct Approval {
     pub file: PathBuf,
     /// When, in seconds since the Unix epoch.
     pub approved_at: u64,
+    /// The salted digest of each field's value (see [`approval_fields`]),
+    /// to name what changed; empty in approvals made before values were
+    /// covered.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, String>,
+    /// The salt of those digests (random, per approval).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub salt: String,
+}
+
+impl Approval {
+    /// What changed in `server` since this approval, field by field.
+    pub fn changes(&self, server: &ServerConfig) -> Vec<ApprovalChange> {
+        if self.fields.is_empty() || self.salt.is_empty() {
+            return vec![ApprovalChange::EarlierApproval];
+        }
+        let now = approval_fields(server);
+        let mut changes = Vec::new();
+        for (field, value) in &now {
+            match self.fields.get(field) {
+                None => changes.push(ApprovalChange::Added {
+                    field: field.clone(),
+                    now: value.clone(),
+                }),
+                Some(digest) if *digest != field_digest(&self.salt, field, value) => {
+                    changes.push(ApprovalChange::Changed {
+                        field: field.clone(),
+                        now: value.clone(),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        for field in self.fields.keys() {
+            if !now.contains_key(field) {
+                changes.push(ApprovalChange::Removed {
+                    field: field.clone(),
+                });
+            }
+        }
+        changes
+    }
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -249,12 +419,38 @@ impl Approvals {
             .map(|a| a.key == approval_key(server))
     }
 
+    /// What changed in `server` since its approval in project `root`
+    /// (empty when it is approved as it is, or was never approved).
+    pub fn changes(&self, root: &Path, server: &ServerConfig) -> Vec<ApprovalChange> {
+        match self
+            .projects
+            .get(&Self::root_key(root))
+            .and_then(|servers| servers.get(&server.name))
+        {
+            Some(approval) if approval.key != approval_key(server) => approval.changes(server),
+            _ => Vec::new(),
+        }
+    }
+
     /// Records that the user approved `server` in project `root` (not
     /// saved until [`save`](Self::save)).
     pub fn approve(&mut self, root: &Path, server: &ServerConfig) {
         let approved_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        let mut salt = [0u8; 16];
+        if aws_lc_rs::rand::fill(&mut salt).is_err() {
+            // No randomness: the digests still name changes, unsalted.
+            salt = [0; 16];
+        }
+        let salt = hex(&salt);
+        let fields = approval_fields(server)
+            .into_iter()
+            .map(|(field, value)| {
+                let digest = field_digest(&salt, &field, &value);
+                (field, digest)
+            })
+            .collect();
         self.projects
             .entry(Self::root_key(root))
             .or_default()
@@ -265,6 +461,8 @@ impl Approvals {
                     key: approval_key(server),
                     file: server.origin.file.clone(),
                     approved_at,
+                    fields,
+                    salt,
                 },
             );
     }
@@ -392,6 +590,10 @@ pub(crate) fn assess(
             }
         }
     };
+    server.approval_changes = match server.trust {
+        Trust::NeedsApproval { changed: true } => approvals.changes(root, server),
+        _ => Vec::new(),
+    };
 }
 
 #[cfg(test)]
@@ -420,9 +622,9 @@ mod tests {
     }
 
     #[test]
-    fn the_key_covers_command_args_and_env_names_but_not_env_values() {
+    fn the_key_covers_command_args_env_names_and_env_values() {
         let a = stdio(&["-c", "true"], &[("TOKEN", "one")]);
-        assert_eq!(
+        assert_ne!(
             approval_key(&a),
             approval_key(&stdio(&["-c", "true"], &[("TOKEN", "two")]))
         );
@@ -435,6 +637,114 @@ mod tests {
             approval_key(&stdio(&["-c", "true"], &[("OTHER", "one")]))
         );
         assert_eq!(approval_key(&a).len(), 64);
+    }
+
+    fn remote(headers: &[(&str, &str)]) -> ServerConfig {
+        let mut s = stdio(&[], &[]);
+        s.transport = TransportConfig::Http {
+            url: "https://x.example/mcp".into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            kind: HttpKind::Auto,
+        };
+        s
+    }
+
+    #[test]
+    fn a_later_commit_that_changes_values_is_named_field_by_field() {
+        let dir = std::env::temp_dir().join(format!(
+            "switchboard-approvals-changes-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("approvals.json");
+        let root = Path::new("/p");
+        let approved = remote(&[("X-Api-Key", "${PUBLIC_KEY}")]);
+        let mut approvals = Approvals::open(&path);
+        approvals.approve(root, &approved);
+        approvals.save().unwrap();
+        let approvals = Approvals::open(&path);
+        assert_eq!(approvals.check(root, &approved), Some(true));
+        assert!(approvals.changes(root, &approved).is_empty());
+
+        let attacked = remote(&[
+            ("X-Api-Key", "${AWS_SECRET_ACCESS_KEY}"),
+            ("X-Extra", "literal"),
+        ]);
+        assert_eq!(approvals.check(root, &attacked), Some(false));
+        let changes = approvals.changes(root, &attacked);
+        let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["header X-Api-Key changed", "header X-Extra added"]);
+        assert_eq!(changes[0].now(), Some("${AWS_SECRET_ACCESS_KEY}"));
+
+        let stdio_approved = stdio(&["server.js"], &[]);
+        let mut approvals = approvals;
+        approvals.approve(root, &stdio_approved);
+        let attacked = stdio(
+            &["server.js", "--inspect"],
+            &[("NODE_OPTIONS", "--require ./x.js")],
+        );
+        let shown: Vec<String> = approvals
+            .changes(root, &attacked)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["args changed", "env NODE_OPTIONS added"]);
+
+        // The file holds digests, never a value.
+        approvals.save().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("PUBLIC_KEY") && !text.contains("server.js"),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn an_approval_made_under_the_names_only_key_asks_once_again() {
+        let dir = std::env::temp_dir().join(format!(
+            "switchboard-approvals-earlier-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("approvals.json");
+        let server = stdio(&["-c", "true"], &[("TOKEN", "${T}")]);
+        // What version 1 wrote: a key over names only, no field digests.
+        let old_key = {
+            let what = serde_json::json!({
+                "name": "s",
+                "stdio": { "command": "sh", "args": ["-c", "true"], "cwd": null, "env": ["TOKEN"] },
+            });
+            hex(
+                aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, what.to_string().as_bytes())
+                    .as_ref(),
+            )
+        };
+        std::fs::write(
+            &path,
+            serde_json::json!({"format": 1, "projects": {"/p": {"s": {
+                "server": "s", "key": old_key, "file": "/p/.mcp.json", "approved_at": 1
+            }}}})
+            .to_string(),
+        )
+        .unwrap();
+        let approvals = Approvals::open(&path);
+        let root = Path::new("/p");
+        assert_eq!(approvals.check(root, &server), Some(false));
+        assert_eq!(
+            approvals.changes(root, &server),
+            [ApprovalChange::EarlierApproval]
+        );
+        assert!(
+            ApprovalChange::EarlierApproval
+                .to_string()
+                .contains("once again")
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
