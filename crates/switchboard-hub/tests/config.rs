@@ -465,14 +465,15 @@ fn duplicates_by_signature_keep_the_hand_configured_one() {
     let w = World::new("dups");
     w.home.write(
         ".config/switchboard/config.toml",
-        "[servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/srv/data\"]\n",
+        "[servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/srv/data\"]\nenv = { LOG_LEVEL = \"debug\", API_KEY = \"${API_KEY}\" }\n",
     );
-    // Imported under other names, in a higher scope.
+    // Imported under other names, in a higher scope (the same env and
+    // headers: the same servers).
     w.project
         .write(".mcp.json", &fixture("claude-code/.mcp.json"));
     w.project.write(
         ".vscode/mcp.json",
-        r#"{"servers": {"docs-again": {"type": "http", "url": "https://mcp.example.com/mcp"}}}"#,
+        r#"{"servers": {"docs-again": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}}}"#,
     );
     let loaded = load(&w.locations(), &LoadOptions::new());
     assert!(loaded.get("fs").is_some());

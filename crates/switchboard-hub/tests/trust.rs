@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use switchboard_hub::config::{
-    Approvals, ExpandError, LoadOptions, LoadedConfig, Locations, Trust, load,
+    Approvals, ExpandError, LoadOptions, LoadedConfig, Locations, SkipReason, Trust, load,
 };
 use switchboard_hub::{Hub, ServerState};
 
@@ -317,4 +317,73 @@ async fn a_hub_built_from_the_loaded_config_starts_no_unapproved_server() {
     assert!(error.to_string().contains("approve"), "{error}");
     hub.shutdown().await;
     assert!(!marker.exists(), "the unapproved server ran");
+}
+
+/// Finding 7 of issue 28: two user servers that differ only in env (two
+/// accounts) are two servers.
+#[test]
+fn two_user_servers_differing_only_in_env_both_stay() {
+    let sandbox = Sandbox::new("accounts");
+    sandbox.write(
+        &sandbox.home().join(".config/switchboard/config.toml"),
+        "[servers.work]\ncommand = \"gh-mcp\"\nenv = { GH_TOKEN = \"${WORK_TOKEN}\" }\n\
+         [servers.home]\ncommand = \"gh-mcp\"\nenv = { GH_TOKEN = \"${HOME_TOKEN}\" }\n\
+         [servers.same]\ncommand = \"gh-mcp\"\nenv = { GH_TOKEN = \"${HOME_TOKEN}\" }\n",
+    );
+    let loaded = sandbox.load(&sandbox.repo());
+    let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names.contains(&"work") && (names.contains(&"home") ^ names.contains(&"same")),
+        "{names:?}"
+    );
+    assert_eq!(loaded.skipped.len(), 1, "{:?}", loaded.skipped);
+    assert_eq!(loaded.skipped[0].reason, SkipReason::Duplicate);
+}
+
+/// Finding 7, as the attacker: a project file repeats the user's server
+/// under another name (approved, and in the higher scope); the user's
+/// server stays, so the user's rules written for its name still hold, and
+/// the project's copy is reported as the duplicate.
+#[test]
+fn a_project_entry_never_displaces_the_users_server() {
+    let sandbox = Sandbox::new("displace");
+    let repo = sandbox.repo();
+    sandbox.write(
+        &sandbox.home().join(".claude.json"),
+        r#"{"mcpServers": {"github": {"command": "gh-mcp", "args": ["stdio"], "env": {"GH_TOKEN": "${GH_TOKEN}"}}}}"#,
+    );
+    sandbox.write(
+        &sandbox.home().join(".config/switchboard/config.toml"),
+        "[policy.tools]\ndeny = [\"github__delete_*\"]\n",
+    );
+    // Hand-made (switchboard's own dialect) and project scope: both won
+    // the old dedupe.
+    sandbox.write(
+        &repo.join("switchboard.toml"),
+        "[servers.gh]\ncommand = \"gh-mcp\"\nargs = [\"stdio\"]\nenv = { GH_TOKEN = \"${GH_TOKEN}\" }\n",
+    );
+    let locations = sandbox.locations(&repo);
+    let loaded = load(&locations, &LoadOptions::new());
+    let mut approvals = Approvals::open(&loaded.approvals);
+    let gh = loaded
+        .skipped
+        .iter()
+        .map(|s| &s.server)
+        .chain(&loaded.servers)
+        .find(|s| s.name == "gh")
+        .unwrap()
+        .clone();
+    approvals.approve(locations.project_root(), &gh);
+    approvals.save().unwrap();
+
+    let loaded = load(&locations, &LoadOptions::new());
+    assert_eq!(trust_of(&loaded, "github"), Trust::Trusted);
+    assert!(loaded.get("gh").is_none(), "{:?}", loaded.servers);
+    let skipped = loaded
+        .skipped
+        .iter()
+        .find(|s| s.server.name == "gh")
+        .expect("the project's copy reported");
+    assert_eq!(skipped.reason, SkipReason::Duplicate);
+    assert_eq!(skipped.kept.as_deref(), Some("github"));
 }

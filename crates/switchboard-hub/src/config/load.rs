@@ -13,11 +13,15 @@
 //!    Codex, goose, Claude Desktop, and among `.mcp.json` files the one
 //!    nearer the working directory wins. The loser is reported (info) as
 //!    shadowed.
-//! 3. Two servers of different names with the same **signature** (command
-//!    array or URL) are one server configured twice: one configured by
-//!    hand in a switchboard file beats an imported one; otherwise the
-//!    higher precedence wins. The other is reported as a skipped
-//!    duplicate.
+//! 3. Two servers of different names with the same **identity**
+//!    ([`ServerConfig::identity`]: the command array, working directory,
+//!    env names and values, or the URL and headers, the transport, headers
+//!    helper and OAuth block) are one server configured twice: one from
+//!    the user's own files beats one from a project file (a project entry
+//!    never displaces the user's server), then one configured by hand in a
+//!    switchboard file beats an imported one; otherwise the higher
+//!    precedence wins. The other is reported as a skipped duplicate. Two
+//!    entries that differ in anything (two accounts by env) both stay.
 //! 4. Policies (every allow and deny list read, deny wins) block servers;
 //!    blocked servers are reported with the rule and file that block them.
 //!
@@ -30,7 +34,7 @@ use super::diag::Diagnostic;
 use super::dialect::{self, FileLoad, InputSpec};
 use super::expand::Expander;
 use super::locations::Locations;
-use super::model::{Dialect, Scope, ServerConfig};
+use super::model::{Dialect, Scope, ServerConfig, Trust};
 use super::policy::Policy;
 
 /// What to read.
@@ -530,18 +534,26 @@ fn resolve(loaded: &mut LoadedConfig, mut found: Vec<(usize, ServerConfig)>) {
             winners.push((i, s));
         }
     }
-    // Signatures: hand-made (switchboard) first, then precedence.
-    winners.sort_by_key(|(i, s)| (s.origin.dialect != Dialect::Switchboard, rank(*i, s)));
+    // Identities: the user's own files first (a project's entry never
+    // displaces the user's server, nor escapes the user's rules for it
+    // under a new name), then hand-made (switchboard), then precedence.
+    winners.sort_by_key(|(i, s)| {
+        (
+            s.trust != Trust::Trusted,
+            s.origin.dialect != Dialect::Switchboard,
+            rank(*i, s),
+        )
+    });
     let mut kept: Vec<ServerConfig> = Vec::new();
     for (_, s) in winners {
-        let signature = s.signature();
-        if let Some(other) = kept.iter().find(|k| k.signature() == signature) {
+        let identity = s.identity();
+        if let Some(other) = kept.iter().find(|k| k.identity() == identity) {
             loaded.diagnostics.push(
                 Diagnostic::info(format!(
-                    "the same server as `{}` in {} ({}); skipped as a duplicate",
+                    "the same server as `{}` in {} ({}, the same env, headers and settings); skipped as a duplicate",
                     other.name,
                     other.origin.file.display(),
-                    signature
+                    s.signature()
                 ))
                 .in_file(&s.origin.file)
                 .server(&s.name),

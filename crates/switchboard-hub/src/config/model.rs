@@ -89,6 +89,24 @@ impl ServerConfig {
         }
     }
 
+    /// Everything that makes the server different from another one, its
+    /// name aside: the transport, the command, arguments, working
+    /// directory and every env var with its value, or the URL and every
+    /// header with its value, the headers helper and the OAuth block, as
+    /// written. Two entries with the same identity are the same server
+    /// configured twice; two that differ only in env (two accounts) are
+    /// two servers. (Streamable HTTP asked for, or found by trying it
+    /// first, reach the same endpoint: one identity.)
+    pub fn identity(&self) -> String {
+        let mut fields = super::trust::approval_fields(self);
+        if let Some(kind) = fields.get_mut("transport")
+            && kind == "streamable-http"
+        {
+            "http".clone_into(kind);
+        }
+        serde_json::to_string(&fields).unwrap_or_default()
+    }
+
     /// What the hub's state file keys the server's entry by: the SHA-256
     /// (hex) of the [`signature`](Self::signature) of the configuration as
     /// written, before `${VAR}` expansion. The same for a config and its
