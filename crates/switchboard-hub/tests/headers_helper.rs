@@ -145,7 +145,9 @@ async fn a_helpers_headers_reach_the_server_on_each_attempt() {
     hub.start().await.unwrap();
     let message = failure(&hub, "helper");
     assert!(
-        message.contains("headers helper") && message.contains("not yet"),
+        message.contains("headers helper")
+            && message.contains("exit code 1")
+            && !message.contains("not yet"),
         "{message}"
     );
     assert_eq!(lines(&runs), 1);
@@ -191,7 +193,7 @@ async fn a_failing_helper_fails_the_server_saying_why() {
                 &url,
                 &[],
                 Some(HeadersHelper::new(
-                    "echo 'no token: run vault login' >&2; exit 3",
+                    "echo 'no token: run vault login' >&2; echo 'Bearer SECRET-0' >&2; exit 3",
                 )),
             ),
             remote(
@@ -223,17 +225,19 @@ async fn a_failing_helper_fails_the_server_saying_why() {
     for part in [
         "the headers helper of server `exits`",
         "exit code 3",
-        "no token: run vault login",
+        "its stderr is not shown",
         "/tests/helpers.toml",
         "run it by hand",
     ] {
         assert!(exits.contains(part), "{part:?} not in: {exits}");
     }
+    // What it printed on stderr may hold a token (issue 28): never shown.
+    assert!(!exits.contains("SECRET"), "its stderr leaked: {exits}");
     let injects = failure(&hub, "injects");
     assert!(injects.contains("control characters"), "{injects}");
     let prose = failure(&hub, "prose");
     assert!(prose.contains("no JSON object"), "{prose}");
-    for message in [&injects, &prose] {
+    for message in [&exits, &injects, &prose] {
         assert!(!message.contains("SECRET"), "a value leaked: {message}");
     }
     let floods = failure(&hub, "floods");

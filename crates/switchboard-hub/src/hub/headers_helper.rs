@@ -9,6 +9,9 @@
 //! ([`HeadersHelper::timeout`], then its whole process group is killed),
 //! each header name and value is checked before it reaches the transport,
 //! and no header value is ever logged or put in an error: only names are.
+//! Its stderr is not read at all: a helper that fails may print the token
+//! it got there, and a failure's reason reaches listings, logs and hosts;
+//! the reason says to run the helper by hand to see it.
 
 use std::process::Stdio;
 
@@ -18,9 +21,6 @@ use tokio::process::Command;
 
 use super::state::Failure;
 use crate::config::{Dialect, HeadersHelper, ServerConfig};
-
-/// How much of the helper's stderr is kept for the failure's message.
-const STDERR_KEPT: usize = 4 * 1024;
 
 /// Runs `server`'s helper for a connection to `url`: the headers it gives,
 /// in its order, or why the attempt fails (naming the helper and what to
@@ -55,7 +55,7 @@ pub(crate) async fn run(
         .env("CLAUDE_CODE_MCP_SERVER_URL", url)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
@@ -65,38 +65,26 @@ pub(crate) async fn run(
     // Kills what the shell started too, however this future ends.
     let _group = GroupGuard(child.id());
     let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
     let work = async {
-        let (out, err) = tokio::join!(
-            read_bounded(stdout, helper.max_output),
-            read_bounded(stderr, STDERR_KEPT)
-        );
-        (out, err, child.wait().await)
+        let out = read_bounded(stdout, helper.max_output).await;
+        (out, child.wait().await)
     };
-    let Ok((out, err, status)) = tokio::time::timeout(helper.timeout, work).await else {
+    let Ok((out, status)) = tokio::time::timeout(helper.timeout, work).await else {
         return Err(failed(format!(
             "did not finish within {:?} (its time limit)",
             helper.timeout
         )));
     };
-    let tail = err
-        .ok()
-        .and_then(|(bytes, _)| {
-            let text = String::from_utf8_lossy(&bytes);
-            text.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::to_owned)
-        })
-        .map(|line| format!(" (its stderr: {line})"))
-        .unwrap_or_default();
     let status = status.map_err(|e| failed(format!("could not be waited for: {e}")))?;
     if !status.success() {
         let how = match status.code() {
             Some(code) => format!("exit code {code}"),
             None => "a signal".to_owned(),
         };
-        return Err(failed(format!("failed with {how}{tail}")));
+        // Its stderr may hold a token: never in the reason.
+        return Err(failed(format!(
+            "failed with {how} (its stderr is not shown, as it may hold a token)"
+        )));
     }
     let (out, over) = out.map_err(|e| failed(format!("could not be read: {e}")))?;
     if over {
