@@ -601,3 +601,57 @@ fn a_header_value_changed_after_approval_sends_nothing() {
         }
     }
 }
+
+/// Issue 28: a secret expanded into a URL's path
+/// (`http://host/${TOKEN}/mcp`) shows in no listing, error or state file:
+/// they name the URL as written.
+#[test]
+fn a_secret_expanded_into_a_url_path_shows_nowhere() {
+    let sandbox = Sandbox::new("url-path");
+    // Nothing listens on port 9 (discard): the connection fails.
+    sandbox.write(
+        &sandbox.home().join(".config/switchboard/config.toml"),
+        "[servers.r]\nurl = \"http://127.0.0.1:9/${TOKEN}/mcp\"\n",
+    );
+    for args in [
+        &["list"][..],
+        &["list", "--json"],
+        &["tools"],
+        &["info", "r"],
+        &["call", "r/echo", "{}"],
+    ] {
+        let output = sandbox
+            .command()
+            .env("TOKEN", "sk-path-secret")
+            .args(args)
+            .output()
+            .unwrap();
+        let shown = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        assert!(!shown.contains("sk-path-secret"), "{args:?}: {shown}");
+    }
+    let list = sandbox
+        .command()
+        .env("TOKEN", "sk-path-secret")
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let reason = state(&list, "r")["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("/${TOKEN}/mcp"), "{reason}");
+    let mut files = vec![sandbox.home()];
+    while let Some(dir) = files.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains("sk-path-secret"),
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+    }
+}

@@ -143,6 +143,7 @@ impl<'a> Expander<'a> {
             });
         }
         let mut out = server.clone();
+        out.written_url = server.shown_url().map(str::to_owned);
         out.source_signature = Some(
             server
                 .source_signature

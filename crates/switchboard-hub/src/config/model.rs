@@ -40,6 +40,10 @@ pub struct ServerConfig {
     /// What changed since the user approved it, when it needs approval
     /// again (set by [`trust`](super::trust) when loading).
     pub(crate) approval_changes: Vec<super::trust::ApprovalChange>,
+    /// A remote server's URL as written, recorded by the
+    /// [`Expander`](super::Expander) in the copy it makes: what errors
+    /// show, so an expanded `${TOKEN}` in its path never does.
+    pub(crate) written_url: Option<String>,
 }
 
 impl ServerConfig {
@@ -60,6 +64,7 @@ impl ServerConfig {
             trust: Trust::Trusted,
             source_signature: None,
             approval_changes: Vec::new(),
+            written_url: None,
         }
     }
 
@@ -105,6 +110,18 @@ impl ServerConfig {
             "http".clone_into(kind);
         }
         serde_json::to_string(&fields).unwrap_or_default()
+    }
+
+    /// The URL errors and logs show for a remote server: as written in
+    /// the file (references unexpanded) for an expanded copy, else its
+    /// URL; `None` for a local server.
+    pub fn shown_url(&self) -> Option<&str> {
+        match &self.transport {
+            TransportConfig::Http { url, .. } | TransportConfig::WebSocket { url, .. } => {
+                Some(self.written_url.as_deref().unwrap_or(url))
+            }
+            TransportConfig::Stdio { .. } => None,
+        }
     }
 
     /// What the hub's state file keys the server's entry by: the SHA-256

@@ -390,6 +390,11 @@ async fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, F
                 HttpKind::Sse => HttpTransport::Sse,
                 _ => HttpTransport::Auto,
             });
+            // Errors name the URL as written: an expanded secret in its
+            // path never reaches a message, a listing or the state file.
+            if let Some(shown) = config.shown_url() {
+                http = http.display_url(shown);
+            }
             // A helper's headers win over written ones of the same name.
             let given = match &config.headers_helper {
                 Some(helper) => super::headers_helper::run(helper, config, url).await?,

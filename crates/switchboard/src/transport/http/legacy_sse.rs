@@ -17,7 +17,6 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::{
     AuthProvider, AuthRetries, HttpConfig, auth_failure, header_map, http_error, note_dpop_nonce,
-    redact_url,
 };
 use crate::transport::sse::{SseEvent, SseParser};
 use crate::transport::{
@@ -46,7 +45,7 @@ pub(super) async fn connect(
         headers: header_map(config),
         auth: config.auth.clone(),
     };
-    let server = redact_url(url.as_str());
+    let server = config.shown_url();
     let deadline = Instant::now() + config.connect_timeout;
     let request = http
         .request(reqwest::Method::GET, &url)
@@ -142,7 +141,7 @@ pub(super) async fn connect(
             ));
         }
     };
-    tracing::debug!(server = %server, endpoint = %redact_url(endpoint.as_str()), "legacy HTTP+SSE stream open");
+    tracing::debug!(server = %server, "legacy HTTP+SSE stream open");
 
     let (queue, rx) = mpsc::channel(QUEUE.max(early.len()));
     for message in early {
@@ -174,7 +173,9 @@ pub(super) async fn connect(
         sink: Arc::new(LegacySink {
             shared: Arc::new(Shared {
                 http,
-                display: redact_url(endpoint.as_str()),
+                // Named by the configured URL: the endpoint the server
+                // chose may repeat a token of its path.
+                display: server.clone(),
                 endpoint,
                 read_timeout: config.read_timeout,
                 closing: closing.clone(),

@@ -161,6 +161,8 @@ pub struct HttpConfig {
     pub(crate) max_body_size: usize,
     pub(crate) max_event_size: usize,
     pub(crate) client: Option<reqwest::Client>,
+    /// What errors and logs call the URL, when not `url` itself.
+    pub(crate) display: Option<String>,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -168,7 +170,7 @@ impl fmt::Debug for HttpConfig {
         // Header values are often credentials: names only.
         let headers: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("HttpConfig")
-            .field("url", &redact_url(&self.url))
+            .field("url", &self.shown_url())
             .field("headers", &headers)
             .field("auth", &self.auth.is_some())
             .field("transport", &self.transport)
@@ -193,6 +195,24 @@ impl HttpConfig {
             max_body_size: DEFAULT_MAX_BODY_SIZE,
             max_event_size: DEFAULT_MAX_BODY_SIZE,
             client: None,
+            display: None,
+        }
+    }
+
+    /// Names the server in errors and logs by `shown` (redacted the same
+    /// way: no user info, no query) instead of the URL connected to. A
+    /// configuration's URL as written, `https://host/${TOKEN}/mcp`, keeps
+    /// the expanded token of its path out of every message.
+    pub fn display_url(mut self, shown: impl Into<String>) -> Self {
+        self.display = Some(shown.into());
+        self
+    }
+
+    /// The URL as errors and logs show it.
+    pub(crate) fn shown_url(&self) -> String {
+        match &self.display {
+            Some(shown) => redact_written(shown),
+            None => redact_url(&self.url),
         }
     }
 
@@ -247,12 +267,12 @@ impl HttpConfig {
 
     fn validate(&self) -> Result<url::Url, TransportError> {
         let url = url::Url::parse(&self.url).map_err(|e| {
-            TransportError::Config(format!("bad server URL {:?}: {e}", redact_url(&self.url)))
+            TransportError::Config(format!("bad server URL {:?}: {e}", self.shown_url()))
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(TransportError::Config(format!(
                 "server URL {:?} must start with http:// or https://",
-                redact_url(&self.url)
+                self.shown_url()
             )));
         }
         for (name, value) in &self.headers {
@@ -393,7 +413,7 @@ impl Connector for HttpConfig {
                     match legacy_sse::connect(self, url.clone(), client.clone()).await {
                         Err(error) if self.transport == HttpTransport::Auto => {
                             // The remembered verdict no longer holds: detect afresh.
-                            tracing::debug!(server = %redact_url(&self.url), %error, "remembered SSE verdict failed");
+                            tracing::debug!(server = %self.shown_url(), %error, "remembered SSE verdict failed");
                             forget_verdict(&self.url);
                             Ok(streamable::connect(self, url, client))
                         }
@@ -423,7 +443,7 @@ impl Connector for HttpConfig {
     }
 
     fn describe(&self) -> String {
-        redact_url(&self.url)
+        self.shown_url()
     }
 
     fn is_remote(&self) -> bool {
@@ -572,6 +592,27 @@ pub(crate) fn redact_url(url: &str) -> String {
     }
 }
 
+/// A URL as written in a configuration (`${VAR}` references kept, not
+/// percent-encoded by a parse) without user info, query or fragment, as
+/// [`redact_url`] shows a parsed one.
+fn redact_written(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
+    let (path, after) = tail.split_at(path_end);
+    let query = if after.starts_with('?') { "?…" } else { "" };
+    let shown = if scheme.is_empty() {
+        format!("{host}{path}{query}")
+    } else {
+        format!("{scheme}://{host}{path}{query}")
+    };
+    shown.chars().take(200).collect()
+}
+
 /// A header value as the 2026-07-28 rules require: plain when it is safe
 /// visible ASCII without edge whitespace, else `=?base64?…?=`.
 pub(crate) fn encode_header_value(value: &str) -> String {
@@ -657,6 +698,18 @@ mod tests {
         let config =
             HttpConfig::new("https://example.com/mcp").header("Authorization", "Bearer secret");
         assert!(!format!("{config:?}").contains("secret"));
+    }
+
+    #[test]
+    fn a_url_as_written_is_shown_without_userinfo_or_query_and_unencoded() {
+        assert_eq!(
+            redact_written("https://user:pw@host.example:8443/${TOKEN}/mcp?key=abc#f"),
+            "https://host.example:8443/${TOKEN}/mcp?…"
+        );
+        assert_eq!(
+            redact_written("http://127.0.0.1:9/${TOKEN}/mcp"),
+            "http://127.0.0.1:9/${TOKEN}/mcp"
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::headers::{HeaderParam, header_params, param_headers};
 use super::{
     AuthProvider, AuthRetries, HttpConfig, auth_failure, encode_header_value, header_map,
-    http_error, note_dpop_nonce, redact_url,
+    http_error, note_dpop_nonce,
 };
 use crate::transport::{
     BoxFuture, Connection, Incoming, MessageSink, MessageStream, Sent, TransportError,
@@ -61,7 +61,7 @@ pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Clien
     post_headers.append(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let shared = Arc::new(Shared {
         client,
-        display: redact_url(url.as_str()),
+        display: config.shown_url(),
         url,
         headers,
         post_headers,
