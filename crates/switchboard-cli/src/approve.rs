@@ -270,6 +270,12 @@ pub(crate) fn approve(
     let mut chosen: Vec<&ServerConfig> = Vec::new();
     let mut already = Vec::new();
     for name in names {
+        // A project server waiting to replace the user's of this name is
+        // what `approve NAME` means; the user's own needs no approval.
+        if let Some(waiting) = loaded.awaiting_approval().find(|s| &s.name == name) {
+            chosen.push(waiting);
+            continue;
+        }
         let Some(server) = loaded.get(name) else {
             return Err(crate::configure::not_configured(name, &loaded));
         };
@@ -280,7 +286,12 @@ pub(crate) fn approve(
         }
     }
     if all {
-        chosen.extend(loaded.needs_approval().filter(|s| !names.contains(&s.name)));
+        chosen.extend(
+            loaded
+                .needs_approval()
+                .chain(loaded.awaiting_approval())
+                .filter(|s| !names.contains(&s.name)),
+        );
     }
     let mut approvals = Approvals::open(&loaded.approvals);
     let root = context.locations.project_root();
@@ -369,6 +380,7 @@ pub(crate) fn list(context: &Context, every_project: bool, json: bool) -> Result
     }
     let pending: Vec<Value> = loaded
         .needs_approval()
+        .chain(loaded.awaiting_approval())
         .map(|s| json!({"name": s.name, "file": s.origin.file.display().to_string(), "runs": shown_safely(s)}))
         .collect();
     if json {
@@ -402,7 +414,7 @@ pub(crate) fn list(context: &Context, every_project: bool, json: bool) -> Result
         }
         println!("{table}");
     }
-    for server in loaded.needs_approval() {
+    for server in loaded.needs_approval().chain(loaded.awaiting_approval()) {
         println!(
             "pending: `{}` ({}) runs `{}`: `switchboard approve {}`",
             clean(&server.name),

@@ -759,6 +759,9 @@ pub(crate) fn skip_reason(
         SkipReason::Shadowed => format!("shadowed by {kept}, which takes precedence"),
         SkipReason::Duplicate => format!("the same server as {kept}, which is used instead"),
         SkipReason::Blocked(why) => format!("blocked by policy: {why}"),
+        SkipReason::AwaitsApproval => {
+            format!("needs approval to replace {kept} (yours, which runs until then)")
+        }
         _ => "not used".to_owned(),
     }
 }

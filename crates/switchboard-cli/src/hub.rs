@@ -305,6 +305,7 @@ pub(crate) async fn list(
                 SkipReason::Shadowed => "shadowed",
                 SkipReason::Duplicate => "duplicate",
                 SkipReason::Blocked(_) => "blocked",
+                SkipReason::AwaitsApproval => "needs-approval",
                 _ => "skipped",
             },
             "reason": skip_reason(&skipped.reason, skipped.kept.as_deref(), Some(&loaded)),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use switchboard_hub::config::{
-    Dialect, EditError, HeadersHelper, HttpKind, LoadOptions, Locations, Origin, Scope,
+    Approvals, Dialect, EditError, HeadersHelper, HttpKind, LoadOptions, Locations, Origin, Scope,
     ServerConfig, Severity, SkipReason, Target, ToolFilter, TransportConfig, add_server, load,
     load_file, remove_server, set_enabled,
 };
@@ -280,6 +280,31 @@ fn precedence_is_explicit_then_local_then_project_then_user() {
     );
 
     let options = LoadOptions::new().with_config(&explicit);
+    let loaded = load(&w.locations(), &options);
+    // Not approved yet, a project entry waits and the user's own server of
+    // that name runs.
+    assert_eq!(command_of(loaded.get("b").unwrap()), "b-user");
+    assert_eq!(command_of(loaded.get("c").unwrap()), "c-user");
+    assert!(
+        loaded
+            .awaiting_approval()
+            .any(|s| command_of(s) == "b-project")
+    );
+    // Approved (an approval holds one entry of a name per project),
+    // precedence is by scope.
+    let mut approvals = Approvals::open(&loaded.approvals);
+    for server in loaded
+        .servers
+        .iter()
+        .chain(loaded.skipped.iter().map(|s| &s.server))
+    {
+        if ["b-project", "c-local", "d-local", "e-root", "f-sub"]
+            .contains(&command_of(server).as_str())
+        {
+            approvals.approve(w.locations().project_root(), server);
+        }
+    }
+    approvals.save().unwrap();
     let loaded = load(&w.locations(), &options);
     assert!(!loaded.has_errors(), "{:#?}", loaded.diagnostics);
     let winners: BTreeMap<&str, String> = loaded

@@ -12,7 +12,10 @@
 //!    client's), imports rank Claude Code, VS Code, Cursor, Gemini CLI,
 //!    Codex, goose, Claude Desktop, and among `.mcp.json` files the one
 //!    nearer the working directory wins. The loser is reported (info) as
-//!    shadowed.
+//!    shadowed. But a project entry not approved yet never displaces a
+//!    server the user can start: it waits (`SkipReason::AwaitsApproval`,
+//!    a warning naming `switchboard approve NAME`), and the user's server
+//!    runs until it is approved.
 //! 3. Two servers of different names with the same **identity**
 //!    ([`ServerConfig::identity`]: the command array, working directory,
 //!    env names and values, or the URL and headers, the transport, headers
@@ -98,6 +101,10 @@ pub enum SkipReason {
     Duplicate,
     /// A policy blocks it (the message says which rule, in which file).
     Blocked(String),
+    /// A project server that would replace one of the same name from the
+    /// user's own files, not approved yet: the user's runs until it is
+    /// (`kept` names it; [`LoadedConfig::awaiting_approval`] lists these).
+    AwaitsApproval,
 }
 
 /// A configured server that does not run, and why.
@@ -152,6 +159,17 @@ impl LoadedConfig {
     /// changed since): not to be started or expanded.
     pub fn needs_approval(&self) -> impl Iterator<Item = &ServerConfig> {
         self.servers.iter().filter(|s| !s.trust.allows_start())
+    }
+
+    /// Project servers waiting for approval to replace a server of the
+    /// same name from the user's own files (which runs until then): what
+    /// `approve NAME` and `approve --all` approve besides
+    /// [`needs_approval`](Self::needs_approval).
+    pub fn awaiting_approval(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.skipped
+            .iter()
+            .filter(|s| s.reason == SkipReason::AwaitsApproval)
+            .map(|s| &s.server)
     }
 
     /// A non-interactive [`Expander`] that knows the files' `inputs`; add
@@ -509,11 +527,33 @@ fn rank(file_index: usize, s: &ServerConfig) -> (Scope, u8, std::cmp::Reverse<us
 }
 
 fn resolve(loaded: &mut LoadedConfig, mut found: Vec<(usize, ServerConfig)>) {
-    found.sort_by_key(|(i, s)| rank(*i, s));
-    // Names: the first of each name wins.
+    // Names: the first of each name wins, except that a project entry not
+    // approved yet never displaces the user's own server of that name: it
+    // waits (a cloned repository can neither stop nor replace a server the
+    // user configured; once approved, the project's wins by its scope).
+    found.sort_by_key(|(i, s)| (!s.trust.allows_start(), rank(*i, s)));
     let mut winners: Vec<(usize, ServerConfig)> = Vec::new();
     for (i, s) in found {
-        if let Some((_, kept)) = winners.iter().find(|(_, w)| w.name == s.name) {
+        if let Some((kept_at, kept)) = winners.iter().find(|(_, w)| w.name == s.name) {
+            if !s.trust.allows_start() && rank(i, &s) < rank(*kept_at, kept) {
+                loaded.diagnostics.push(
+                    Diagnostic::warning(format!(
+                        "waits for approval to replace `{}` from {} (yours, which runs until then): `switchboard approve {}`",
+                        kept.name,
+                        kept.origin.file.display(),
+                        s.name
+                    ))
+                    .in_file(&s.origin.file)
+                    .server(&s.name),
+                );
+                let kept = Some(kept.name.clone());
+                loaded.skipped.push(Skipped {
+                    server: s,
+                    reason: SkipReason::AwaitsApproval,
+                    kept,
+                });
+                continue;
+            }
             loaded.diagnostics.push(
                 Diagnostic::info(format!(
                     "shadowed by `{}` in {} ({:?} scope wins)",

@@ -198,7 +198,7 @@ impl RememberedAllows {
             options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
         }
         let file = options.open(std::path::PathBuf::from(lock_path))?;
-        file.lock()?;
+        fs4::FileExt::lock(&file)?;
         Ok(Some(file))
     }
 
