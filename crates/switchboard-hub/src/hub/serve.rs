@@ -45,7 +45,7 @@ use switchboard::types::{
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, Reference,
     RequestOutcome, ResourceContents, ServerCapabilities, codes,
 };
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::audit::{self, AuditEntry, AuditKind, AuditLog};
 use super::forward::{Ask, AskAnswer, BackendAsks, Refusal, Registration};
@@ -1024,7 +1024,7 @@ impl HubServer {
             name,
             server: None,
             call,
-            progress: mpsc::unbounded_channel().1,
+            progress: ProgressQueue::default(),
             asks: mpsc::unbounded_channel().1,
             own,
             rounds: 0,
@@ -1151,12 +1151,58 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 const PARK_TTL: Duration = Duration::from_secs(600);
 const MAX_PARKED: usize = 256;
 
+/// Progress updates of a backend waiting for the host, at most this many.
+const PROGRESS_WAITING: usize = 16;
+
+/// A backend's progress on its way to the host: at most
+/// [`PROGRESS_WAITING`] updates wait; past that the newest replaces the
+/// last waiting one (only the latest matters), so a host slower than its
+/// backend never makes the gateway buffer.
+#[derive(Clone, Default)]
+struct ProgressQueue(
+    Arc<(
+        Mutex<std::collections::VecDeque<switchboard::Progress>>,
+        Notify,
+    )>,
+);
+
+impl ProgressQueue {
+    fn send(&self, progress: switchboard::Progress) {
+        {
+            let mut waiting = self.0.0.lock().unwrap_or_else(|e| e.into_inner());
+            if waiting.len() >= PROGRESS_WAITING {
+                waiting.pop_back();
+            }
+            waiting.push_back(progress);
+        }
+        self.0.1.notify_one();
+    }
+
+    fn try_recv(&self) -> Option<switchboard::Progress> {
+        self.0
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+    }
+
+    /// The next update. Cancel safe: nothing is taken unless returned.
+    async fn recv(&self) -> switchboard::Progress {
+        loop {
+            if let Some(progress) = self.try_recv() {
+                return progress;
+            }
+            self.0.1.notified().await;
+        }
+    }
+}
+
 /// A host's call in progress: the backend's call and what comes on the way.
 struct Flight {
     name: String,
     server: Option<String>,
     call: BoxFuture<'static, Result<CallToolResult, HubError>>,
-    progress: mpsc::UnboundedReceiver<switchboard::Progress>,
+    progress: ProgressQueue,
     asks: mpsc::UnboundedReceiver<Ask>,
     /// Asks of the gateway's own: the policy's question, the login page.
     own: mpsc::UnboundedReceiver<Ask>,
@@ -1437,11 +1483,10 @@ impl HubServer {
             }
             _ => (None, mpsc::unbounded_channel().1),
         };
-        let (progress_tx, progress) = mpsc::unbounded_channel();
+        let progress = ProgressQueue::default();
+        let progress_tx = progress.clone();
         let options = if cx.progress_token().is_some() {
-            RequestOptions::default().on_progress(move |p| {
-                let _ = progress_tx.send(p);
-            })
+            RequestOptions::default().on_progress(move |p| progress_tx.send(p))
         } else {
             RequestOptions::default()
         };
@@ -1487,7 +1532,7 @@ impl HubServer {
         loop {
             let step = tokio::select! {
                 biased;
-                Some(p) = flight.progress.recv() => Step::Progress(p),
+                p = flight.progress.recv() => Step::Progress(p),
                 Some(ask) = flight.own.recv() => Step::Ask(ask),
                 Some(ask) = flight.asks.recv() => Step::Ask(ask),
                 outcome = &mut flight.call => Step::Done(outcome),
@@ -1567,7 +1612,7 @@ impl HubServer {
                     };
                 }
                 Step::Done(outcome) => {
-                    while let Ok(p) = flight.progress.try_recv() {
+                    while let Some(p) = flight.progress.try_recv() {
                         let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
                     return finish(outcome).map(RequestOutcome::Complete);
