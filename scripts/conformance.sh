@@ -75,7 +75,9 @@ if [ "$side" = server ]; then
     mkdir -p "$sandbox/home/.config/switchboard" "$sandbox/work"
     printf '[servers.old]\ncommand = "%s"\nargs = ["__testserver", "--era", "legacy"]\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern", "--skills"]\n' \
         "$bin" "$bin" >"$sandbox/home/.config/switchboard/config.toml"
-    (cd "$sandbox/work" && HOME="$sandbox/home" exec "$bin" serve --http 127.0.0.1:0) \
+    # The suite's server runner sends no bearer token: --no-auth, on a
+    # loopback port of a throwaway sandbox, for the length of the run.
+    (cd "$sandbox/work" && HOME="$sandbox/home" exec "$bin" serve --http 127.0.0.1:0 --no-auth) \
         2>"$sandbox/gateway.log" &
     gateway_pid=$!
     trap 'code=$?; kill "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null || true; rm -rf "$sandbox"; exit $code' EXIT

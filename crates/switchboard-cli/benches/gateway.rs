@@ -143,7 +143,8 @@ impl Route {
         if let Some((mode, url)) = http {
             let client = Client::builder()
                 .era_mode(mode)
-                .connect(switchboard::transport::http::HttpConfig::new(url.as_str()))
+                // The gateway's token; the direct backend ignores it.
+                .connect(gateway::authed(url.as_str()))
                 .await
                 .expect("connects");
             client.list_tools().await.expect("lists");

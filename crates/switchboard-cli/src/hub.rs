@@ -499,13 +499,8 @@ fn hub_of(builder: HubBuilder, servers: &Servers) -> Result<Hub, Failure> {
 pub(crate) struct ServeSettings {
     /// How long the first requests wait for the servers' start.
     pub(crate) wait_ready: Duration,
-    /// Over HTTP instead of stdio: the address, the bearer token and the
-    /// session key.
-    pub(crate) http: Option<(
-        std::net::SocketAddr,
-        Option<String>,
-        Option<switchboard::server::http::SessionKey>,
-    )>,
+    /// Over HTTP instead of stdio: the listener's settings.
+    pub(crate) http: Option<crate::listen::Listener>,
     /// On the background session's Unix socket instead of stdio.
     pub(crate) session: Option<crate::session::Daemon>,
     /// Where tool calls are recorded.
@@ -704,10 +699,19 @@ pub(crate) async fn serve(
             None => gateway,
         }
     };
-    if let Some((addr, token, session_key)) = http {
+    if let Some(crate::listen::Listener {
+        addr,
+        token,
+        session_key,
+        allowed_hosts,
+        max_connections,
+    }) = http
+    {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
+        let port = listener.local_addr().map_or(addr.port(), |a| a.port());
+        let token = crate::listen::token_for(token, port)?;
         let mut gateway = gateway(hub);
         if let Some(log) = audit {
             gateway = gateway.audit(Arc::new(log), "http");
@@ -718,6 +722,10 @@ pub(crate) async fn serve(
         );
         if let Some(token) = token {
             options = options.bearer_token(token);
+        }
+        options.allowed_hosts = allowed_hosts;
+        if let Some(max) = max_connections {
+            options.max_connections = max.max(1);
         }
         if let Some(key) = session_key {
             options = options.session_key(key);

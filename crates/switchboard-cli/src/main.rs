@@ -12,6 +12,7 @@ mod demo;
 mod doctor;
 mod hub;
 mod lifecycle;
+mod listen;
 mod login;
 #[cfg(feature = "otlp")]
 mod otlp;
@@ -954,16 +955,32 @@ enum Command {
         audit_arguments: bool,
         /// Serve Streamable HTTP at ADDR (path /mcp) instead of stdio, e.g.
         /// 127.0.0.1:8080 (port 0 picks one; the address is printed on
-        /// stderr). An address other than loopback needs --token or
-        /// --no-auth.
+        /// stderr). Every request must carry a bearer token: one is
+        /// generated, written to $XDG_RUNTIME_DIR/switchboard/serve-PORT.token
+        /// (0600) and printed once on stderr, unless --token-file or
+        /// SWITCHBOARD_TOKEN gives one (32 characters at least).
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
-        /// The bearer token every HTTP request must carry.
-        #[arg(long, value_name = "TOKEN", requires = "http")]
+        /// Refused: a token on the command line is readable by every local
+        /// user. Use --token-file or SWITCHBOARD_TOKEN.
+        #[arg(long, value_name = "TOKEN", requires = "http", hide = true)]
         token: Option<String>,
-        /// Serve HTTP on a non-loopback address without a token.
-        #[arg(long, requires = "http", conflicts_with = "token")]
+        /// The bearer token, from FILE (yours, mode 0600): at least 32
+        /// characters.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
+        /// Serve HTTP without a token: any process that reaches the port
+        /// calls every tool with your credentials (a warning is printed).
+        #[arg(long, requires = "http", conflicts_with = "token_file")]
         no_auth: bool,
+        /// A host name (as in the Host header) served besides localhost
+        /// and IP addresses, e.g. a replica's DNS name; repeatable.
+        #[arg(long, value_name = "NAME", requires = "http")]
+        allow_host: Vec<String>,
+        /// Connections open at once (default 256); the oldest one that has
+        /// not sent a request yet is closed for a newcomer.
+        #[arg(long, value_name = "N", requires = "http")]
+        max_connections: Option<usize>,
         /// A file holding a 32-byte key as 64 hex digits (`openssl rand
         /// -hex 32`): session ids are sealed with it, so replicas given the
         /// same file serve each other's sessions with no shared store.
@@ -1384,31 +1401,25 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             audit_keep,
             http,
             token,
+            token_file,
             no_auth,
+            allow_host,
+            max_connections,
             session_key_file,
             max_tools,
             max_message_size,
         } => {
-            if let Some(addr) = http
-                && !addr.ip().is_loopback()
-                && token.is_none()
-                && !no_auth
-            {
-                return Err(Failure::usage(anyhow::anyhow!(
-                    "--http {addr} is reachable from other machines: give --token TOKEN that hosts must send, or --no-auth to serve without one"
-                )));
-            }
+            let token = listen::token_source(token.as_deref(), token_file.as_deref(), no_auth)?;
             let session_key = session_key_file
                 .map(|path| {
-                    std::fs::read_to_string(&path)
-                        .map_err(|e| e.to_string())
-                        .and_then(|text| switchboard::server::http::SessionKey::from_hex(&text))
-                        .map_err(|e| {
+                    listen::read_private(&path, "session key file").and_then(|text| {
+                        switchboard::server::http::SessionKey::from_hex(&text).map_err(|e| {
                             Failure::usage(anyhow::anyhow!(
                                 "cannot use the session key in {}: {e}",
                                 path.display()
                             ))
                         })
+                    })
                 })
                 .transpose()?;
             let context = configure::Context::new(cli.config)?;
@@ -1428,7 +1439,13 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 .transpose()?;
             let settings = hub::ServeSettings {
                 wait_ready: Duration::from_secs(wait_ready),
-                http: http.map(|addr| (addr, token, session_key)),
+                http: http.map(|addr| listen::Listener {
+                    addr,
+                    token,
+                    session_key,
+                    allowed_hosts: allow_host,
+                    max_connections,
+                }),
                 session: None,
                 audit,
                 max_tools,

@@ -21,7 +21,7 @@ use switchboard::{
 mod support;
 
 use support::BIN;
-use support::gateway::Sandbox;
+use support::gateway::{Sandbox, TOKEN, authed};
 
 /// [`Sandbox::host`]'s settings for the gateway as a stdio server of our
 /// own client.
@@ -174,7 +174,7 @@ async fn a_backends_elicitation_and_sampling_reach_the_host_across_eras() {
                 .era_mode(mode)
                 .elicitation(user.clone())
                 .sampling(user.clone())
-                .connect(switchboard::transport::http::HttpConfig::new(url.as_str()))
+                .connect(authed(url.as_str()))
                 .await
                 .unwrap()
         } else {
@@ -800,7 +800,7 @@ async fn hosts_of_each_era_over_http_list_and_call_both_backends() {
     for mode in [EraMode::Legacy, EraMode::Modern, EraMode::Auto] {
         let host = Client::builder()
             .era_mode(mode)
-            .connect(switchboard::transport::http::HttpConfig::new(url.as_str()))
+            .connect(authed(url.as_str()))
             .await
             .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
         let names = tool_names(&host).await;
@@ -823,7 +823,7 @@ async fn hosts_of_each_era_over_http_list_and_call_both_backends() {
 #[tokio::test]
 async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
     let sandbox = Sandbox::new("http-guard");
-    let (url, mut gateway) = sandbox.http_gateway(&["--token", "s3cret"]);
+    let (url, mut gateway) = sandbox.http_gateway(&[]);
     let post = |headers: Vec<(&'static str, &'static str)>| {
         let url = url.clone();
         async move {
@@ -847,7 +847,7 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
     assert_eq!(post(vec![("authorization", "Bearer nope")]).await, 401);
     assert_eq!(
         post(vec![
-            ("authorization", "Bearer s3cret"),
+            ("authorization", BEARER),
             ("origin", "https://evil.example"),
         ])
         .await,
@@ -856,7 +856,7 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
     );
     assert_eq!(
         post(vec![
-            ("authorization", "Bearer s3cret"),
+            ("authorization", BEARER),
             ("origin", "http://localhost:3000"),
         ])
         .await,
@@ -878,7 +878,7 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
     // One call through the gateway (it waits for the backends' start).
     let called = reqwest::Client::new()
         .post(url.as_str())
-        .bearer_auth("s3cret")
+        .bearer_auth(TOKEN)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-method", "tools/call")
@@ -891,7 +891,7 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
         .unwrap();
     assert_eq!(called.status().as_u16(), 200);
     assert!(called.text().await.unwrap().contains(r#""text":"hi""#));
-    let (status, text) = metrics(Some("s3cret")).await;
+    let (status, text) = metrics(Some(TOKEN)).await;
     assert_eq!(status, 200, "{text}");
     for line in [
         "# TYPE switchboard_calls_total counter",
@@ -904,17 +904,24 @@ async fn the_http_gateway_refuses_other_origins_and_missing_tokens() {
     ] {
         assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
     }
-    // A non-loopback address without a token is refused before anything starts.
+    // A token on the command line is refused before anything starts.
     let refused = sandbox
         .host(BIN)
-        .args(["serve", "--http", "0.0.0.0:0"])
+        .args(["serve", "--http", "127.0.0.1:0", "--token", TOKEN])
         .output()
         .unwrap();
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("--token"));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--token-file"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
     let _ = gateway.kill();
     let _ = gateway.wait();
 }
+
+/// `Authorization`'s value for [`TOKEN`].
+const BEARER: &str = "Bearer test-token-0123456789abcdefghijklmnopqrstuv";
 
 /// One POST of a session-era host: the status, the session id the answer
 /// set and the body.
@@ -925,6 +932,7 @@ async fn session_post(
 ) -> (u16, Option<String>, String) {
     let mut request = reqwest::Client::new()
         .post(url)
+        .bearer_auth(TOKEN)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .body(body.to_owned());
@@ -954,6 +962,8 @@ async fn replicas_with_one_session_key_serve_each_others_sessions() {
         "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
     )
     .unwrap();
+    // Refused unless closed to other users.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let key = key.to_str().unwrap();
     let (a, replica_a) = sandbox.http_gateway(&["--session-key-file", key]);
     let (b, replica_b) = sandbox.http_gateway(&["--session-key-file", key]);
@@ -987,6 +997,7 @@ async fn replicas_with_one_session_key_serve_each_others_sessions() {
     // Ended where it is deleted.
     let deleted = reqwest::Client::new()
         .delete(b.as_str())
+        .bearer_auth(TOKEN)
         .header("mcp-session-id", session.as_str())
         .send()
         .await

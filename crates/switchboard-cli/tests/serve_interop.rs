@@ -132,7 +132,7 @@ fn the_typescript_sdk_client_over_http_lists_and_calls_both_backends() {
         return skip(test, "the TypeScript SDK is not installed");
     }
     let sandbox = Sandbox::new("ts-http-host");
-    let (url, mut gateway) = sandbox.http_gateway(&[]);
+    let (url, mut gateway) = sandbox.http_gateway(&["--no-auth"]);
     let mut host = sandbox.host("node");
     host.env("SWITCHBOARD_CACHE", cache())
         .arg(root().join("crates/switchboard-testkit/interop/ts_host.mjs"))
@@ -161,7 +161,7 @@ fn the_python_sdk_clients_list_and_call_both_backends_in_each_era_over_stdio_and
         }
         for http in [false, true] {
             let sandbox = Sandbox::new(&format!("py-{version}-{mode}-{http}"));
-            let gateway = http.then(|| sandbox.http_gateway(&[]));
+            let gateway = http.then(|| sandbox.http_gateway(&["--no-auth"]));
             let mut host = sandbox.host(&python);
             host.arg(root().join("crates/switchboard-testkit/interop/python_host.py"))
                 .arg(mode)
@@ -275,7 +275,7 @@ fn the_mcp_inspector_cli_lists_and_calls_both_backends_in_each_era_over_stdio_an
         return skip(test, "the MCP Inspector (with Node 22) is not installed");
     }
     let sandbox = Sandbox::new("inspector");
-    let (url, mut http) = sandbox.http_gateway(&[]);
+    let (url, mut http) = sandbox.http_gateway(&["--no-auth"]);
     let credentials = format!(
         "SWITCHBOARD_CREDENTIALS={}",
         sandbox.credentials().display()

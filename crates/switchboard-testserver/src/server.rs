@@ -99,6 +99,8 @@ pub enum AsyncKind {
     Progress {
         steps: u64,
         interval_ms: u64,
+        /// Characters of filler in each notification's message.
+        pad: usize,
         token: Option<Value>,
         /// Minimum log level for the `notifications/message` between steps
         /// (`None`: no log lines).
@@ -517,15 +519,21 @@ impl Shared {
             AsyncKind::Progress {
                 steps,
                 interval_ms,
+                pad,
                 token,
                 log,
             } => {
                 let interval = Duration::from_millis(interval_ms);
                 let info = features::level_index("info").unwrap_or(1);
+                let filler = "x".repeat(pad);
                 for i in 1..=steps {
                     tokio::time::sleep(interval).await;
                     if let Some(token) = &token {
-                        emit(progress_notification(token, i, steps));
+                        let mut note = progress_notification(token, i, steps);
+                        if pad > 0 {
+                            note["params"]["message"] = json!(format!("step {i} {filler}"));
+                        }
+                        emit(note);
                     }
                     if i < steps && log.is_some_and(|l| l <= info) {
                         emit(features::log_message(info, json!({"step": i, "of": steps})));
@@ -1517,6 +1525,10 @@ impl Shared {
                     (Some(_), _) => int_arg(&args, &name, "interval_ms")?,
                     (None, Some(_)) => int_arg(&args, &name, "delay_ms")?,
                 },
+                pad: match args.get("pad") {
+                    None => 0,
+                    Some(_) => usize::try_from(int_arg(&args, &name, "pad")?).unwrap_or(0),
+                },
                 log: self.log_level(mode, &params),
                 token: params
                     .get_mut("_meta")
@@ -1898,14 +1910,16 @@ fn builtin_tools() -> Vec<Value> {
         json!({
             "name": "progress",
             "description": "Sends `steps` progress notifications (with the request's progress \
-                            token), one every `interval_ms` (alias `delay_ms`), and a log line \
-                            between steps when a log level is set",
+                            token), one every `interval_ms` (alias `delay_ms`), each message \
+                            padded with `pad` characters, and a log line between steps when a \
+                            log level is set",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "steps": int_prop("Number of steps"),
                     "interval_ms": int_prop("Milliseconds between steps"),
                     "delay_ms": int_prop("Alias of interval_ms"),
+                    "pad": int_prop("Characters of filler in each message"),
                 },
                 "required": ["steps"],
             },

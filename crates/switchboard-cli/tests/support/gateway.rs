@@ -66,11 +66,30 @@ impl Sandbox {
     }
 }
 
+/// The bearer token [`Sandbox::http_gateway`] gives its gateway (through
+/// `SWITCHBOARD_TOKEN`, never on its command line).
+#[allow(dead_code)] // each test binary uses some of it
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdefghijklmnopqrstuv";
+
+/// `url` as a host of the gateway reaches it: with [`TOKEN`].
+#[allow(dead_code)] // each test binary uses some of it
+pub(crate) fn authed(url: &str) -> switchboard::transport::http::HttpConfig {
+    switchboard::transport::http::HttpConfig::new(url)
+        .header("Authorization", format!("Bearer {TOKEN}"))
+}
+
 #[allow(dead_code)] // each test binary uses some of it
 impl Sandbox {
-    /// `switchboard serve --http 127.0.0.1:0 [extra…]` here; its URL (read
-    /// from the line it prints on stderr) and the process, which the
-    /// caller kills and waits for.
+    /// The runtime directory (`XDG_RUNTIME_DIR`) of the gateways started
+    /// here: a generated token is written under it.
+    pub(crate) fn runtime(&self) -> PathBuf {
+        self.root.join("run")
+    }
+
+    /// `switchboard serve --http 127.0.0.1:0 [extra…]` here, requiring
+    /// [`TOKEN`] (unless `extra` says otherwise); its URL (read from the
+    /// line it prints on stderr) and the process, which the caller kills
+    /// and waits for.
     #[allow(clippy::zombie_processes)] // returned: the caller waits
     pub(crate) fn http_gateway(&self, extra: &[&str]) -> (String, std::process::Child) {
         use std::io::BufRead as _;
@@ -78,6 +97,8 @@ impl Sandbox {
             .host(BIN)
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(extra)
+            .env("SWITCHBOARD_TOKEN", TOKEN)
+            .env("XDG_RUNTIME_DIR", self.runtime())
             .stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -1,0 +1,167 @@
+//! Sealed session ids: a session-era session carried in its own
+//! `Mcp-Session-Id` (ChaCha20-Poly1305), so replicas share no store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::server::SessionState;
+
+/// The key that seals a session-era session into its `Mcp-Session-Id`
+/// (ChaCha20-Poly1305 over the version, client capabilities and client
+/// info `initialize` settled, and when it was issued), so that any replica
+/// given the same key serves any session: no shared store. 32 bytes.
+#[derive(Clone)]
+pub struct SessionKey(Arc<aws_lc_rs::aead::LessSafeKey>);
+
+impl std::fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionKey(…)")
+    }
+}
+
+/// What a sealed session id carries besides the state.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct Sealed {
+    #[serde(flatten)]
+    state: SessionState,
+    /// Issued at, in seconds since the Unix epoch.
+    t: u64,
+}
+
+/// The most of a client info field a sealed id keeps, in characters.
+pub(super) const MAX_SEALED_FIELD: usize = 128;
+
+/// The most a sealed id carries, in bytes of JSON (its id is about 4/3
+/// of that).
+pub(super) const MAX_SEALED_STATE: usize = 4096;
+
+fn cut(text: &str) -> String {
+    text.chars().take(MAX_SEALED_FIELD).collect()
+}
+
+pub(super) const SEALED_PREFIX: &str = "s1.";
+pub(super) const SEALED_AAD: &[u8] = b"switchboard mcp session v1";
+
+pub(super) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl SessionKey {
+    /// A key of these 32 bytes.
+    pub fn new(bytes: &[u8; 32]) -> Self {
+        let key = aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::CHACHA20_POLY1305, bytes)
+            .expect("a 32-byte ChaCha20-Poly1305 key");
+        Self(Arc::new(aws_lc_rs::aead::LessSafeKey::new(key)))
+    }
+
+    /// A key written as 64 hexadecimal digits (surrounding whitespace
+    /// ignored), as `openssl rand -hex 32` prints one.
+    ///
+    /// # Errors
+    /// What is wrong with the text.
+    pub fn from_hex(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "a session key is 64 hexadecimal digits (32 bytes; `openssl rand -hex 32`), not {} characters",
+                text.len()
+            ));
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+        }
+        Ok(Self::new(&bytes))
+    }
+
+    /// The session id that carries `state` — of its client info only
+    /// the name, version and title, each cut to [`MAX_SEALED_FIELD`]
+    /// characters — unless that is still more than [`MAX_SEALED_STATE`]
+    /// bytes (a header that large would not be sent back).
+    pub(super) fn seal(&self, state: &SessionState) -> Option<String> {
+        use base64::Engine as _;
+        let info = &state.client_info;
+        let mut kept = switchboard_types::Implementation::new(
+            cut(&info.name),
+            cut(&info.version),
+        );
+        kept.title = info.title.as_deref().map(cut);
+        let state = SessionState::new(
+            state.protocol_version.clone(),
+            state.client_capabilities.clone(),
+            kept,
+        );
+        let mut data = serde_json::to_vec(&Sealed {
+            state,
+            t: now_secs(),
+        })
+        .ok()?;
+        if data.len() > MAX_SEALED_STATE {
+            return None;
+        }
+        let mut nonce = [0u8; 12];
+        getrandom::fill(&mut nonce).ok()?;
+        self.0
+            .seal_in_place_append_tag(
+                aws_lc_rs::aead::Nonce::assume_unique_for_key(nonce),
+                aws_lc_rs::aead::Aad::from(SEALED_AAD),
+                &mut data,
+            )
+            .ok()?;
+        let mut sealed = nonce.to_vec();
+        sealed.extend_from_slice(&data);
+        Some(format!(
+            "{SEALED_PREFIX}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed)
+        ))
+    }
+
+    /// The state a session id sealed with this key carries, unless it was
+    /// issued longer than `lifetime` ago.
+    pub(super) fn open(&self, id: &str, lifetime: Duration) -> Option<SessionState> {
+        use base64::Engine as _;
+        let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(id.strip_prefix(SEALED_PREFIX)?)
+            .ok()?;
+        if sealed.len() < 12 {
+            return None;
+        }
+        let (nonce, data) = sealed.split_at(12);
+        let mut data = data.to_vec();
+        let nonce = aws_lc_rs::aead::Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let plain = self
+            .0
+            .open_in_place(nonce, aws_lc_rs::aead::Aad::from(SEALED_AAD), &mut data)
+            .ok()?;
+        let sealed: Sealed = serde_json::from_slice(plain).ok()?;
+        (now_secs().saturating_sub(sealed.t) <= lifetime.as_secs()).then_some(sealed.state)
+    }
+}
+
+/// What a sealed session keeps of an `initialize` request.
+#[derive(serde::Deserialize)]
+pub(super) struct InitializeBody {
+    pub(super) params: InitializeParams,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct InitializeParams {
+    #[serde(default)]
+    pub(super) capabilities: switchboard_types::ClientCapabilities,
+    pub(super) client_info: switchboard_types::Implementation,
+}
+
+/// The version an `initialize` answer chose.
+#[derive(serde::Deserialize)]
+pub(super) struct InitializeAnswer {
+    pub(super) result: InitializeResult,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct InitializeResult {
+    pub(super) protocol_version: switchboard_types::ProtocolVersion,
+}
