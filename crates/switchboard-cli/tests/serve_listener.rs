@@ -113,9 +113,13 @@ fn serve(sandbox: &Sandbox, extra: &[&str]) -> Command {
 /// One raw HTTP/1.1 exchange: the request's head lines (after the request
 /// line) and body; the status and the whole response.
 fn exchange(address: &str, request_line: &str, head: &[&str], body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).unwrap();
+    let addr: std::net::SocketAddr = address.parse().unwrap();
+    // Not served: status 0.
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(5)) else {
+        return (0, "not connected".to_owned());
+    };
     stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
+        .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let mut request = format!("{request_line}\r\n");
     for line in head {
@@ -258,7 +262,22 @@ fn a_dns_rebinding_host_name_is_refused_everywhere() {
 fn tokens_on_the_command_line_short_or_in_open_files_are_refused() {
     let sandbox = Sandbox::new("listener-refusals");
     let refused = |command: &mut Command, wanted: &str| {
-        let output = command.output().unwrap();
+        // A gateway that serves instead is stopped after a while.
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let id = child.id();
+        let (done, waited) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            if waited.recv_timeout(Duration::from_secs(20)).is_err() {
+                let _ = Command::new("kill").arg(id.to_string()).status();
+            }
+        });
+        let output = child.wait_with_output().unwrap();
+        let _ = done.send(());
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "served: {stderr}");
         assert!(stderr.contains(wanted), "{wanted:?} not in: {stderr}");
@@ -344,10 +363,16 @@ fn a_thousand_slow_connections_at_128_descriptors_leave_a_host_served() {
 
     let mut slow = Vec::new();
     let addr: std::net::SocketAddr = address.parse().unwrap();
+    // Bounded: a gateway that takes none of them fills its backlog, and
+    // connecting then waits.
+    let deadline = Instant::now() + Duration::from_secs(20);
     for _ in 0..1000 {
-        if let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+        if let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
             let _ = write!(stream, "POST /mcp HTTP/1.1\r\nhost: {address}\r\n");
             slow.push(stream);
+        }
+        if Instant::now() > deadline {
+            break;
         }
     }
     let started = Instant::now();
