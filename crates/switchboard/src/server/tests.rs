@@ -15,7 +15,8 @@ use crate::transport::framing::{IoConnector, io_connection};
 use crate::{Client, EraMode, RequestOptions};
 
 /// Tools `echo` (its text back), `slow` (waits to be released; counts how
-/// often it was dropped unfinished) and `steps` (three progress steps).
+/// often it was dropped unfinished), `steps` (three progress steps) and
+/// `flood` (progress until dropped, counted like `slow`).
 #[derive(Default)]
 struct Fixture {
     release: Notify,
@@ -55,6 +56,7 @@ impl ServerHandler for Handler {
     fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListToolsResult> {
         Box::pin(async {
             Ok(ListToolsResult {
+                // `flood` is called, never listed.
                 tools: vec![tool("echo"), tool("slow"), tool("steps"), tool("ask")],
                 ..Default::default()
             })
@@ -92,6 +94,18 @@ impl ServerHandler for Handler {
                     fixture.release.notified().await;
                     std::mem::forget(guard);
                     Ok(CallToolResult::text("released"))
+                }
+                // Progress of 1 KiB without end, until dropped.
+                "flood" => {
+                    let guard = DropCount(fixture.clone());
+                    let filler = "x".repeat(1024);
+                    for step in 1.. {
+                        cx.progress(f64::from(step), None, Some(&filler))
+                            .await
+                            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))?;
+                    }
+                    std::mem::forget(guard);
+                    Ok(CallToolResult::text("never"))
                 }
                 "steps" => {
                     for step in 1..=3 {
@@ -319,16 +333,148 @@ async fn over_http_stateless_requests_share_a_connection_and_cancel_by_leaving()
     assert_eq!(fixture.dropped.load(Ordering::SeqCst), 1);
 }
 
+/// A connection that sends nothing, or half a head, is closed after the
+/// header deadline; past `max_pending_connections` the oldest such one is
+/// closed at once for the newcomer; a body that never comes gets 408.
+#[cfg(all(feature = "http", feature = "http-server"))]
+#[tokio::test]
+async fn over_http_silent_and_half_sent_connections_are_closed() {
+    use tokio::io::AsyncReadExt;
+    let mut options = http::HttpServeOptions::default();
+    options.header_timeout = std::time::Duration::from_millis(300);
+    options.body_timeout = std::time::Duration::from_millis(300);
+    options.max_pending_connections = 2;
+    let (_server, url) = http_fixture_with(Arc::new(Fixture::default()), options).await;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let closed = |mut stream: tokio::net::TcpStream| async move {
+        let mut rest = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read_to_end(&mut rest),
+        )
+        .await
+        .expect("closed by the server")
+        .map(|_| String::from_utf8_lossy(&rest).into_owned())
+        .unwrap_or_default()
+    };
+    // The oldest of three waiting connections makes room for the third.
+    let first = tokio::net::TcpStream::connect(address).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(address).await.unwrap();
+    second
+        .write_all(format!("POST /mcp HTTP/1.1\r\nhost: {address}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let third = tokio::net::TcpStream::connect(address).await.unwrap();
+    let started = tokio::time::Instant::now();
+    assert_eq!(closed(first).await, "");
+    assert!(started.elapsed() < std::time::Duration::from_millis(300));
+    // The others after the header deadline.
+    assert_eq!(closed(second).await, "");
+    assert_eq!(closed(third).await, "");
+    // A body announced and not sent.
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+                 content-length: 100\r\n\r\n{{"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    assert!(closed(stream).await.starts_with("HTTP/1.1 408"));
+}
+
+/// A host that reads nothing of its event stream while the handler keeps
+/// talking is cut off after `stream_stall`: its request is cancelled, not
+/// buffered for.
+#[cfg(all(feature = "http", feature = "http-server"))]
+#[tokio::test]
+async fn over_http_a_host_that_never_reads_its_stream_is_cut_off() {
+    let fixture = Arc::new(Fixture::default());
+    let mut options = http::HttpServeOptions::default();
+    options.stream_stall = std::time::Duration::from_millis(300);
+    let (_server, url) = http_fixture_with(fixture.clone(), options).await;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}}}"#;
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+                 accept: application/json, text/event-stream\r\nmcp-method: tools/call\r\n\
+                 mcp-name: flood\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    // Never read; the handler is dropped once the stream is full.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        fixture.dropped_signal.notified(),
+    )
+    .await
+    .expect("the flooding request was cancelled");
+    assert_eq!(fixture.dropped.load(Ordering::SeqCst), 1);
+    drop(stream);
+}
+
+/// At the session cap, a new host's `initialize` ends the least recently
+/// used idle session instead of being refused: one host's idle sessions do
+/// not lock the others out; a busy session is never ended for it.
+#[cfg(all(feature = "http", feature = "http-server"))]
+#[tokio::test]
+async fn over_http_idle_sessions_make_room_for_a_new_host() {
+    let fixture = Arc::new(Fixture::default());
+    let options = http::HttpServeOptions::default().max_sessions(2);
+    let (_server, url) = http_fixture_with(fixture.clone(), options).await;
+    let connect = || async {
+        // (A host whose session ended gets 404 and opens another.)
+        Client::builder()
+            .era_mode(EraMode::Legacy)
+            .connect(crate::transport::http::HttpConfig::new(url.as_str()))
+            .await
+    };
+    let _first = connect().await.unwrap();
+    let busy = connect().await.unwrap();
+    // `busy` has a request in progress; `first` is the idle one.
+    let slow = busy.clone();
+    let running = tokio::spawn(async move { slow.call_tool("slow", None).await });
+    fixture.started.notified().await;
+    let newcomer = connect().await.expect("room was made");
+    newcomer.call_tool("echo", args("new")).await.unwrap();
+    // The busy one ran on.
+    fixture.release.notify_one();
+    running.await.unwrap().unwrap();
+    // Both sessions busy: a third host is refused.
+    let (one, two) = (newcomer.clone(), busy.clone());
+    let a = tokio::spawn(async move { one.call_tool("slow", None).await });
+    fixture.started.notified().await;
+    let b = tokio::spawn(async move { two.call_tool("slow", None).await });
+    fixture.started.notified().await;
+    assert!(connect().await.is_err());
+    fixture.release.notify_one();
+    fixture.release.notify_one();
+    let _ = (a.await, b.await);
+}
+
 /// The fixture served over Streamable HTTP on loopback, and its URL.
 #[cfg(all(feature = "http", feature = "http-server"))]
 async fn http_fixture(fixture: Arc<Fixture>) -> (http::HttpServer, String) {
+    http_fixture_with(fixture, http::HttpServeOptions::default()).await
+}
+
+/// [`http_fixture`] with `options`.
+#[cfg(all(feature = "http", feature = "http-server"))]
+async fn http_fixture_with(
+    fixture: Arc<Fixture>,
+    options: http::HttpServeOptions,
+) -> (http::HttpServer, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = http::serve_http(
-        Arc::new(Handler(fixture)),
-        listener,
-        http::HttpServeOptions::default(),
-    )
-    .unwrap();
+    let server = http::serve_http(Arc::new(Handler(fixture)), listener, options).unwrap();
     let url = format!("http://{}/mcp", server.local_addr());
     (server, url)
 }

@@ -216,6 +216,16 @@ impl Link {
         }
     }
 
+    /// Whether no request of this connection is in progress.
+    pub(super) fn is_idle(&self) -> bool {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiting
+            .values()
+            .all(mpsc::Sender::is_closed)
+    }
+
     /// Opens the standalone stream, unless one is open already.
     pub(super) fn open_standalone(&self) -> Option<mpsc::Receiver<Sent>> {
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());

@@ -10,7 +10,12 @@
 //!   128 random bits; later POSTs name it, an unknown one gets 404, a
 //!   `DELETE` ends it, a session idle longer than
 //!   [`HttpServeOptions::session_idle`] ends by itself, and at most
-//!   [`HttpServeOptions::max_sessions`] exist at once (then 503).
+//!   [`HttpServeOptions::max_sessions`] exist at once: then the least
+//!   recently used one with no request in progress ends for a newcomer
+//!   (so idle sessions of one host cannot keep another out), and only
+//!   when all are busy is the newcomer refused (503). Each session is its
+//!   own connection to the handler, with its own cap on requests in
+//!   progress ([`ServeOptions::max_concurrent_requests`]).
 //! - **Replicas**: with [`HttpServeOptions::session_key`], a session id
 //!   is sealed (ChaCha20-Poly1305) over what `initialize` settled, so a
 //!   replica given the same key takes up a session it never saw — no shared
@@ -27,15 +32,20 @@
 //!   changes) goes there; with no stream open it is dropped. Without a
 //!   session (2026-07-28) `GET` is 405.
 //! - Safety: the listener's address is the caller's (bind 127.0.0.1 for a
-//!   local gateway); an `Origin` header must name a loopback host or one of
-//!   [`HttpServeOptions::allowed_origins`] (DNS-rebinding protection, as the
-//!   specification asks of local servers), else 403; with
-//!   [`HttpServeOptions::bearer_token`] every request must carry it (401
-//!   otherwise, compared in constant time); bodies are bounded
-//!   ([`HttpServeOptions::max_body`], 413 past it). `GET /healthz` answers
-//!   `ok`; `GET /metrics` answers [`HttpServeOptions::metrics`] when set,
-//!   behind the same Origin and token checks.
-
+//!   local gateway). Before any body is read: the `Host` must be
+//!   `localhost`, an IP address or one of
+//!   [`HttpServeOptions::allowed_hosts`], and an `Origin` a loopback one or
+//!   one of [`HttpServeOptions::allowed_origins`] (DNS-rebinding
+//!   protection), else 403; with [`HttpServeOptions::bearer_token`] (at
+//!   least [`MIN_TOKEN_LEN`] characters) every request must carry it (401
+//!   otherwise, compared in constant time). Bodies are bounded in size
+//!   ([`HttpServeOptions::max_body`], 413) and time
+//!   ([`HttpServeOptions::body_timeout`], 408); connections in number and
+//!   time (see `conn`); a host that leaves its event stream full for
+//!   [`HttpServeOptions::stream_stall`] is cut off from it. A session's
+//!   request id already in flight is refused at once. `GET /healthz`
+//!   answers `ok` (Host checked, no token); `GET /metrics` answers
+//!   [`HttpServeOptions::metrics`] when set, behind every check.
 //!
 //! One file per concern: `guard` (the checks every request passes before
 //! its body is read: Host, Origin, bearer token), `conn` (the accept loop

@@ -191,7 +191,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
                     let mut serve = options.serve.clone();
                     serve.session = Some(resumed);
                     let mut sessions = state.sessions.lock().unwrap_or_else(|e| e.into_inner());
-                    if sessions.len() >= options.max_sessions {
+                    if !make_room(&mut sessions, options.max_sessions) {
                         return reply(StatusCode::SERVICE_UNAVAILABLE, "too many sessions\n");
                     }
                     let link = sessions
@@ -207,7 +207,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         }
         (None, Some("initialize")) => {
             let mut sessions = state.sessions.lock().unwrap_or_else(|e| e.into_inner());
-            if sessions.len() >= options.max_sessions {
+            if !make_room(&mut sessions, options.max_sessions) {
                 return reply(StatusCode::SERVICE_UNAVAILABLE, "too many sessions\n");
             }
             let link = Arc::new(Link::open(
@@ -454,3 +454,25 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     }
 }
 
+
+/// Whether one more session fits: at the cap, the session used least
+/// recently that has no request in progress ends (its host gets 404 and
+/// opens another), so that hosts holding sessions they do not use cannot
+/// keep a new host out; only when every session is busy is there no room.
+fn make_room(sessions: &mut std::collections::HashMap<String, Arc<Link>>, max: usize) -> bool {
+    while sessions.len() >= max.max(1) {
+        let idle = sessions
+            .iter()
+            .filter(|(_, link)| link.is_idle())
+            .min_by_key(|(_, link)| *link.last_used.lock().unwrap_or_else(|e| e.into_inner()))
+            .map(|(id, _)| id.clone());
+        match idle {
+            Some(id) => {
+                tracing::info!("at the session cap: the least recently used idle session ends");
+                sessions.remove(&id);
+            }
+            None => return false,
+        }
+    }
+    true
+}
