@@ -56,7 +56,10 @@ pub(crate) fn token_source(
     let (token, from) = match token_file {
         Some(path) => {
             let text = read_private(path, "token file")?;
-            (text.trim().to_owned(), format!("the token in {}", path.display()))
+            (
+                text.trim().to_owned(),
+                format!("the token in {}", path.display()),
+            )
         }
         None => match std::env::var(TOKEN_VAR) {
             Ok(token) => (token.trim().to_owned(), TOKEN_VAR.to_owned()),
@@ -140,9 +143,8 @@ pub(crate) fn token_for(source: TokenSource, port: u16) -> Result<Option<String>
         }
         TokenSource::Given(token) => Ok(Some(token)),
         TokenSource::Generate => {
-            let token = switchboard::server::http::generate_token().map_err(|e| {
-                Failure::usage(anyhow::anyhow!("cannot generate a token: {e}"))
-            })?;
+            let token = switchboard::server::http::generate_token()
+                .map_err(|e| Failure::usage(anyhow::anyhow!("cannot generate a token: {e}")))?;
             let dir = token_dir().ok_or_else(|| {
                 Failure::usage(anyhow::anyhow!(
                     "no directory to write the token in (XDG_RUNTIME_DIR and HOME are unset): \

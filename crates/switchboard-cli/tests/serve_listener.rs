@@ -83,8 +83,7 @@ impl Gateway {
 
     /// Resident memory, from /proc.
     fn rss(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         let kib: u64 = status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -211,14 +210,28 @@ fn a_fresh_http_gateway_requires_the_token_it_generated() {
         assert!(!String::from_utf8_lossy(&cat.stdout).contains(&token));
         if let Ok(curl) = Command::new("curl")
             .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
-            .args(["-H", "content-type: application/json", "-H", "mcp-method: server/discover"])
-            .args(["-H", "accept: application/json, text/event-stream", "--data", DISCOVER])
+            .args([
+                "-H",
+                "content-type: application/json",
+                "-H",
+                "mcp-method: server/discover",
+            ])
+            .args([
+                "-H",
+                "accept: application/json, text/event-stream",
+                "--data",
+                DISCOVER,
+            ])
             .arg(&gateway.url)
             .uid(65534)
             .gid(65534)
             .output()
         {
-            assert_eq!(String::from_utf8_lossy(&curl.stdout), "401", "uid 65534 got in");
+            assert_eq!(
+                String::from_utf8_lossy(&curl.stdout),
+                "401",
+                "uid 65534 got in"
+            );
         } else {
             eprintln!("skipped: the request as uid 65534 (no curl)");
         }
@@ -354,7 +367,14 @@ fn a_thousand_slow_connections_at_128_descriptors_leave_a_host_served() {
     let sandbox = Sandbox::new("listener-load");
     let mut gateway_command = sandbox.host("prlimit");
     gateway_command
-        .args(["--nofile=128:128", "--", BIN, "serve", "--http", "127.0.0.1:0"])
+        .args([
+            "--nofile=128:128",
+            "--",
+            BIN,
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ])
         .env("SWITCHBOARD_TOKEN", TOKEN);
     let gateway = Gateway::start(gateway_command);
     let address = gateway.address();
@@ -386,7 +406,11 @@ fn a_thousand_slow_connections_at_128_descriptors_leave_a_host_served() {
     std::thread::sleep(Duration::from_secs(2));
     let used = gateway.cpu() - cpu;
     let share = used.as_secs_f64() / at.elapsed().as_secs_f64();
-    assert!(share < 0.05, "the gateway used {:.1} % of a CPU", share * 100.0);
+    assert!(
+        share < 0.05,
+        "the gateway used {:.1} % of a CPU",
+        share * 100.0
+    );
     drop(slow);
 }
 

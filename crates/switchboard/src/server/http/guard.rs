@@ -52,10 +52,9 @@ pub fn generate_token() -> std::io::Result<String> {
 /// second try on it).
 fn refuse(status: StatusCode, why: &'static str) -> Response<ResponseBody> {
     let mut response = reply(status, why);
-    response.headers_mut().insert(
-        hyper::header::CONNECTION,
-        HeaderValue::from_static("close"),
-    );
+    response
+        .headers_mut()
+        .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
@@ -106,9 +105,10 @@ pub(super) fn all(
             .unwrap_or_default();
         if !same_secret(sent.as_bytes(), token.as_bytes()) {
             let mut response = refuse(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
-            response
-                .headers_mut()
-                .insert(hyper::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer"),
+            );
             return Err(response);
         }
     }

@@ -72,7 +72,10 @@ impl MessageSink for LinkSink {
         let related = crate::server::related_request();
         let target = {
             let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-            match related.as_deref().and_then(|id| routes.waiting.get(id).cloned()) {
+            match related
+                .as_deref()
+                .and_then(|id| routes.waiting.get(id).cloned())
+            {
                 Some(target) => Some((target, related)),
                 None => routes.standalone.clone().map(|target| (target, None)),
             }

@@ -73,8 +73,8 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use super::{ServeOptions, ServerHandler};
-use link::Link;
 pub use guard::{MIN_TOKEN_LEN, check_token, generate_token};
+use link::Link;
 pub use seal::SessionKey;
 
 pub(super) const SESSION_HEADER: &str = "mcp-session-id";
@@ -342,4 +342,3 @@ pub(super) fn accepts_events(request: &Request<Body>) -> bool {
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.contains("text/event-stream") || v.contains("*/*"))
 }
-

@@ -197,7 +197,11 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
                     let link = sessions
                         .entry(id.clone())
                         .or_insert_with(|| {
-                            Arc::new(Link::open(state.handler.clone(), serve, options.stream_stall))
+                            Arc::new(Link::open(
+                                state.handler.clone(),
+                                serve,
+                                options.stream_stall,
+                            ))
                         })
                         .clone();
                     (link, None)
@@ -453,7 +457,6 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         Err(()) => reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n"),
     }
 }
-
 
 /// Whether one more session fits: at the cap, the session used least
 /// recently that has no request in progress ends (its host gets 404 and

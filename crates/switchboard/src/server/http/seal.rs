@@ -83,10 +83,7 @@ impl SessionKey {
     pub(super) fn seal(&self, state: &SessionState) -> Option<String> {
         use base64::Engine as _;
         let info = &state.client_info;
-        let mut kept = switchboard_types::Implementation::new(
-            cut(&info.name),
-            cut(&info.version),
-        );
+        let mut kept = switchboard_types::Implementation::new(cut(&info.name), cut(&info.version));
         kept.title = info.title.as_deref().map(cut);
         let state = SessionState::new(
             state.protocol_version.clone(),
