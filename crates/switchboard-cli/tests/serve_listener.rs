@@ -36,6 +36,7 @@ impl Drop for Gateway {
 
 impl Gateway {
     /// `command` (a `serve --http`), once it prints its address.
+    #[allow(clippy::zombie_processes)] // kept in the `Gateway`, which waits
     fn start(mut command: impl std::borrow::BorrowMut<Command>) -> Self {
         let mut child = command
             .borrow_mut()

@@ -340,10 +340,12 @@ async fn over_http_stateless_requests_share_a_connection_and_cancel_by_leaving()
 #[tokio::test]
 async fn over_http_silent_and_half_sent_connections_are_closed() {
     use tokio::io::AsyncReadExt;
-    let mut options = http::HttpServeOptions::default();
-    options.header_timeout = std::time::Duration::from_millis(300);
-    options.body_timeout = std::time::Duration::from_millis(300);
-    options.max_pending_connections = 2;
+    let options = http::HttpServeOptions {
+        header_timeout: std::time::Duration::from_millis(300),
+        body_timeout: std::time::Duration::from_millis(300),
+        max_pending_connections: 2,
+        ..Default::default()
+    };
     let (_server, url) = http_fixture_with(Arc::new(Fixture::default()), options).await;
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let closed = |mut stream: tokio::net::TcpStream| async move {
@@ -393,8 +395,10 @@ async fn over_http_silent_and_half_sent_connections_are_closed() {
 #[tokio::test]
 async fn over_http_a_host_that_never_reads_its_stream_is_cut_off() {
     let fixture = Arc::new(Fixture::default());
-    let mut options = http::HttpServeOptions::default();
-    options.stream_stall = std::time::Duration::from_millis(300);
+    let options = http::HttpServeOptions {
+        stream_stall: std::time::Duration::from_millis(300),
+        ..Default::default()
+    };
     let (_server, url) = http_fixture_with(fixture.clone(), options).await;
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}}}"#;

@@ -58,22 +58,20 @@ fn refuse(status: StatusCode, why: &'static str) -> Response<ResponseBody> {
     response
 }
 
-/// The `Host` check alone (what `/healthz` passes).
-///
-/// # Errors
-/// The refusal to send.
+/// The `Host` check alone (what `/healthz` passes): the refusal to send,
+/// if any.
 pub(super) fn host(
     options: &HttpServeOptions,
     headers: &HeaderMap,
-) -> Result<(), Response<ResponseBody>> {
+) -> Option<Response<ResponseBody>> {
     let allowed = headers
         .get(HOST)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|h| host_allowed(h, &options.allowed_hosts));
     if allowed {
-        Ok(())
+        None
     } else {
-        Err(refuse(
+        Some(refuse(
             StatusCode::FORBIDDEN,
             "host not allowed: this server answers requests for its own address \
              (a loopback name or an IP address) only\n",
@@ -81,21 +79,21 @@ pub(super) fn host(
     }
 }
 
-/// Every check: `Host`, `Origin`, bearer token.
-///
-/// # Errors
-/// The refusal to send.
+/// Every check: `Host`, `Origin`, bearer token; the refusal to send, if
+/// any.
 pub(super) fn all(
     options: &HttpServeOptions,
     headers: &HeaderMap,
-) -> Result<(), Response<ResponseBody>> {
-    host(options, headers)?;
+) -> Option<Response<ResponseBody>> {
+    if let Some(refused) = host(options, headers) {
+        return Some(refused);
+    }
     if let Some(origin) = headers.get(ORIGIN)
         && !origin
             .to_str()
             .is_ok_and(|o| origin_allowed(o, &options.allowed_origins))
     {
-        return Err(refuse(StatusCode::FORBIDDEN, "origin not allowed\n"));
+        return Some(refuse(StatusCode::FORBIDDEN, "origin not allowed\n"));
     }
     if let Some(token) = &options.bearer_token {
         let sent = headers
@@ -109,10 +107,10 @@ pub(super) fn all(
                 hyper::header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer"),
             );
-            return Err(response);
+            return Some(response);
         }
     }
-    Ok(())
+    None
 }
 
 /// The token of an `Authorization: Bearer …` value; the scheme is

@@ -24,7 +24,7 @@ use crate::transport::BoxFuture;
 pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<ResponseBody> {
     let options = &state.options;
     if request.uri().path() == "/healthz" && request.method() == Method::GET {
-        if let Err(refused) = guard::host(options, request.headers()) {
+        if let Some(refused) = guard::host(options, request.headers()) {
             return refused;
         }
         return reply(StatusCode::OK, "ok\n");
@@ -37,7 +37,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         return reply(StatusCode::NOT_FOUND, "not found\n");
     }
     // Before anything of the body is read.
-    if let Err(refused) = guard::all(options, request.headers()) {
+    if let Some(refused) = guard::all(options, request.headers()) {
         return refused;
     }
     if let Some(Metrics(render)) = metrics {
