@@ -407,6 +407,11 @@ fn a_thousand_slow_connections_at_128_descriptors_leave_a_host_served() {
     std::thread::sleep(Duration::from_secs(2));
     let used = gateway.cpu() - cpu;
     let share = used.as_secs_f64() / at.elapsed().as_secs_f64();
+    eprintln!(
+        "{} slow connections; served in {took:?}; the gateway at {:.1} % of a CPU",
+        slow.len(),
+        share * 100.0
+    );
     assert!(
         share < 0.05,
         "the gateway used {:.1} % of a CPU",
@@ -481,6 +486,11 @@ fn a_host_that_never_reads_does_not_grow_the_gateway() {
         assert!(Instant::now() < deadline, "the flood never ended");
     }
     let grown = peak.saturating_sub(idle);
+    eprintln!(
+        "idle {} MiB, peak {} MiB during the flood",
+        idle >> 20,
+        peak >> 20
+    );
     assert!(
         grown < 64 << 20,
         "the gateway grew by {} MiB (idle {} MiB)",
