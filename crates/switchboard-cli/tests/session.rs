@@ -450,7 +450,12 @@ fn a_call_with_another_config_file_does_not_go_through_the_session() {
     let sandbox = Sandbox::new("other-config");
     let up = sandbox.switchboard(&["up"]);
     assert!(up.status.success(), "{}", text(&up));
+    // The session starts its servers after `up` returns: a call through it
+    // waits for its `t`, so the count below is settled.
+    let first = sandbox.switchboard(&["call", "t/echo", r#"{"text":"session's"}"#]);
+    assert!(first.status.success(), "{}", text(&first));
     let session_spawns = sandbox.spawns();
+    assert_eq!(session_spawns.len(), 1, "{session_spawns:?}");
     let other = sandbox.home.root.join("other.toml");
     let marker = sandbox.home.root.join("other-spawns");
     std::fs::write(
