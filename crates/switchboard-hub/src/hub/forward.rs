@@ -1,13 +1,21 @@
 //! What backends ask of their client (elicitation, sampling), forwarded to
-//! the host whose call is running on that backend.
+//! the host call that caused them.
 //!
 //! The gateway's client to every backend declares elicitation (form and
-//! URL) and sampling (with tools) through [`BackendAsks::client`]. When a
-//! backend asks — a session-era server→client request, or an
-//! `input_required` round of a 2026-07-28 backend — the ask goes to the
-//! newest host call running on that backend ([`BackendAsks::register`]);
-//! the host's answer goes back to the backend. With no host call running,
-//! the ask is declined with a log line.
+//! URL) and sampling (with tools) through [`BackendAsks::client`]. Each
+//! host call on a backend registers ([`BackendAsks::register`]) and sends
+//! its call with the registration's tag
+//! ([`RequestOptions::tag`](switchboard::RequestOptions::tag)). A backend's
+//! ask reaches the call it came about — never another host's:
+//! - an ask that says which call it is about (a 2026-07-28
+//!   `input_required` round, a -32042 of that call, a session-era request
+//!   on that call's HTTP response stream) goes to that call, or is
+//!   declined once the call has ended;
+//! - an ask that does not say (stdio, WebSocket, the GET stream) goes to
+//!   the host whose calls are the only ones running on that backend, and
+//!   is declined when calls of several hosts are running there, or none.
+//!
+//! The host's answer goes back to the backend.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,9 +52,39 @@ pub(crate) struct Ask {
     pub(crate) answer: oneshot::Sender<AskAnswer>,
 }
 
-type Calls = HashMap<Arc<str>, Vec<(u64, mpsc::UnboundedSender<Ask>)>>;
+/// Who made a host call: the connection of a session-era host, or
+/// nobody known (each call of a 2026-07-28 host stands alone).
+#[derive(Clone, Default)]
+pub(crate) struct HostId(Option<switchboard::server::Peer>);
 
-/// The host calls running on each backend, newest last: where that
+impl HostId {
+    /// The host on `peer`'s connection.
+    pub(crate) fn peer(peer: switchboard::server::Peer) -> Self {
+        Self(Some(peer))
+    }
+
+    /// A host whose calls cannot be told apart from another's.
+    pub(crate) fn unknown() -> Self {
+        Self(None)
+    }
+}
+
+struct Call {
+    tag: u64,
+    host: HostId,
+    asks: mpsc::UnboundedSender<Ask>,
+}
+
+impl Call {
+    fn same_host(&self, other: &Call) -> bool {
+        self.tag == other.tag
+            || matches!((&self.host.0, &other.host.0), (Some(a), Some(b)) if a.same_connection(b))
+    }
+}
+
+type Calls = HashMap<Arc<str>, Vec<Call>>;
+
+/// The host calls running on each backend, oldest first: where that
 /// backend's asks go.
 #[derive(Clone, Default)]
 pub struct BackendAsks {
@@ -67,11 +105,19 @@ pub(crate) struct Registration {
     id: u64,
 }
 
+impl Registration {
+    /// The tag the call goes with
+    /// ([`RequestOptions::with_tag`](switchboard::RequestOptions::with_tag)).
+    pub(crate) fn tag(&self) -> u64 {
+        self.id
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         let mut calls = self.asks.calls.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(list) = calls.get_mut(&self.server) {
-            list.retain(|(id, _)| *id != self.id);
+            list.retain(|call| call.tag != self.id);
             if list.is_empty() {
                 calls.remove(&self.server);
             }
@@ -95,18 +141,27 @@ impl BackendAsks {
         builder.elicitation(forward.clone()).sampling(forward)
     }
 
-    /// Makes the caller the newest host call on `server`: that server's
-    /// asks arrive on the receiver until the registration is dropped.
-    pub(crate) fn register(&self, server: &str) -> (Registration, mpsc::UnboundedReceiver<Ask>) {
+    /// Registers a call of `host` on `server`: the asks it causes arrive
+    /// on the receiver until the registration is dropped.
+    pub(crate) fn register(
+        &self,
+        server: &str,
+        host: HostId,
+    ) -> (Registration, mpsc::UnboundedReceiver<Ask>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        // Tags start at 1, and are unique for the gateway's life.
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let server: Arc<str> = Arc::from(server);
         self.calls
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(server.clone())
             .or_default()
-            .push((id, tx));
+            .push(Call {
+                tag: id,
+                host,
+                asks: tx,
+            });
         let registration = Registration {
             asks: self.clone(),
             server,
@@ -115,21 +170,55 @@ impl BackendAsks {
         (registration, rx)
     }
 
-    /// Hands `server`'s ask to the newest host call on it and waits for
+    /// Where `server`'s ask about the call tagged `tag` (or about an
+    /// unknown one) goes, or why it goes nowhere.
+    fn target(
+        &self,
+        server: &str,
+        method: &str,
+        tag: Option<u64>,
+    ) -> Result<mpsc::UnboundedSender<Ask>, String> {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        let list = calls.get(server).map(Vec::as_slice).unwrap_or_default();
+        match tag {
+            Some(tag) => list
+                .iter()
+                .find(|call| call.tag == tag)
+                .map(|call| call.asks.clone())
+                .ok_or_else(|| {
+                    format!(
+                        "server `{server}` sent `{method}` about a host call that has ended; declined"
+                    )
+                }),
+            None => match list {
+                [] => Err(format!(
+                    "server `{server}` sent `{method}` while no host call was running on it; declined"
+                )),
+                [first, rest @ ..] if rest.iter().all(|call| call.same_host(first)) => {
+                    Ok(first.asks.clone())
+                }
+                _ => Err(format!(
+                    "server `{server}` sent `{method}` without saying which call it is about, while calls of several hosts were running on it; declined so that no host sees another's"
+                )),
+            },
+        }
+    }
+
+    /// Hands `server`'s ask to the host call it came about and waits for
     /// the host's answer.
-    async fn ask(&self, server: &str, method: &'static str, params: Value) -> AskAnswer {
-        let target = self
-            .calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(server)
-            .and_then(|list| list.last().map(|(_, tx)| tx.clone()));
-        let Some(target) = target else {
-            let why = format!(
-                "server `{server}` sent `{method}` while no host call was running on it; declined"
-            );
-            tracing::warn!("{why}");
-            return Err(Refusal::Declined(why));
+    async fn ask(
+        &self,
+        server: &str,
+        tag: Option<u64>,
+        method: &'static str,
+        params: Value,
+    ) -> AskAnswer {
+        let target = match self.target(server, method, tag) {
+            Ok(target) => target,
+            Err(why) => {
+                tracing::warn!("{why}");
+                return Err(Refusal::Declined(why));
+            }
         };
         let (answer, answered) = oneshot::channel();
         if target
@@ -162,15 +251,17 @@ impl Forward {
     /// Forwards an `elicitation/create` with these params (form or URL).
     fn elicit<P: serde::Serialize>(
         &self,
+        context: &HandlerContext,
         params: &P,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+        let tag = context.request_tag;
         let forward = self.clone();
         let params = to_value(params);
         Box::pin(async move {
             let params = params?;
             match forward
                 .asks
-                .ask(&forward.server, "elicitation/create", params)
+                .ask(&forward.server, tag, "elicitation/create", params)
                 .await
             {
                 Ok(value) => serde_json::from_value(value).map_err(|e| {
@@ -190,10 +281,10 @@ fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, HandlerError> {
 impl ElicitationHandler for Forward {
     fn elicit_form(
         &self,
-        _context: HandlerContext,
+        context: HandlerContext,
         request: FormRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        self.elicit(&request.params)
+        self.elicit(&context, &request.params)
     }
 
     fn supports_url(&self) -> bool {
@@ -202,25 +293,26 @@ impl ElicitationHandler for Forward {
 
     fn elicit_url(
         &self,
-        _context: HandlerContext,
+        context: HandlerContext,
         request: UrlRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        self.elicit(&request.params)
+        self.elicit(&context, &request.params)
     }
 }
 
 impl SamplingHandler for Forward {
     fn create_message(
         &self,
-        _context: HandlerContext,
+        context: HandlerContext,
         params: CreateMessageRequestParams,
     ) -> BoxFuture<'static, Result<CreateMessageResult, HandlerError>> {
         let forward = self.clone();
+        let tag = context.request_tag;
         Box::pin(async move {
             let params = to_value(&params)?;
             match forward
                 .asks
-                .ask(&forward.server, "sampling/createMessage", params)
+                .ask(&forward.server, tag, "sampling/createMessage", params)
                 .await
             {
                 Ok(value) => serde_json::from_value(value).map_err(|e| {

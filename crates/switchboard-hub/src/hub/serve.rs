@@ -48,7 +48,7 @@ use switchboard::types::{
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::audit::{self, AuditEntry, AuditKind, AuditLog};
-use super::forward::{Ask, AskAnswer, BackendAsks, Refusal, Registration};
+use super::forward::{Ask, AskAnswer, BackendAsks, HostId, Refusal, Registration};
 use super::policy::{ToolAnswer, ToolApprover, ToolAsk};
 use super::{Hub, HubError, HubEvent};
 
@@ -1476,20 +1476,30 @@ impl HubServer {
             return (None, Ok(RequestOutcome::Complete(result)));
         }
         let server = self.hub.tool_server(&params.name);
+        // The backend's asks about this call come back to this host only.
         let (registration, asks) = match (&self.asks, &server) {
             (Some(backend_asks), Some(server)) => {
-                let (registration, asks) = backend_asks.register(server);
+                let host = match cx.era {
+                    switchboard::types::Era::Legacy => HostId::peer(cx.peer.clone()),
+                    // Stateless hosts share one connection: each call
+                    // stands alone.
+                    _ => HostId::unknown(),
+                };
+                let (registration, asks) = backend_asks.register(server, host);
                 (Some(registration), asks)
             }
             _ => (None, mpsc::unbounded_channel().1),
         };
         let progress = ProgressQueue::default();
         let progress_tx = progress.clone();
-        let options = if cx.progress_token().is_some() {
+        let mut options = if cx.progress_token().is_some() {
             RequestOptions::default().on_progress(move |p| progress_tx.send(p))
         } else {
             RequestOptions::default()
         };
+        if let Some(registration) = &registration {
+            options = options.with_tag(registration.tag());
+        }
         let hub = self.hub.clone();
         let name = params.name.clone();
         // The hub decides; an `ask` is put to this host's user.

@@ -48,6 +48,13 @@ pub struct HandlerContext {
     /// The `inputRequests` key, for an ask that came in a 2026-07-28
     /// `input_required` result.
     pub input_key: Option<String>,
+    /// The tag ([`RequestOptions::tag`](crate::RequestOptions::tag)) of
+    /// the request this ask came about, when that is known: a 2026-07-28
+    /// `input_required` round (and the session era's -32042) of that
+    /// request, or a session-era request sent on its HTTP response stream.
+    /// `None` when the server sent the ask on its own (stdio, WebSocket,
+    /// the GET stream): it may be about any request in flight.
+    pub request_tag: Option<u64>,
 }
 
 /// Why a handler produced no answer. Becomes the JSON-RPC error the server

@@ -148,6 +148,7 @@ impl RequestHandler for SessionHandler {
             server: self.server.clone(),
             era: Era::Legacy,
             input_key: None,
+            request_tag: request.related_tag,
         };
         Some(Box::pin(async move {
             let params = match request.params.as_deref() {

@@ -74,7 +74,7 @@ impl Client {
                 None
             } else {
                 state_only = 0;
-                Some(self.answer_inputs(method, requests).await?)
+                Some(self.answer_inputs(method, requests, options.tag).await?)
             };
             // Every retry starts from the caller's params: nothing from an
             // earlier round leaks into the next.
@@ -115,6 +115,7 @@ impl Client {
         &self,
         method: &'static str,
         requests: std::collections::BTreeMap<String, InputRequest>,
+        tag: Option<u64>,
     ) -> Result<JsonObject> {
         let mut responses = JsonObject::new();
         for (key, request) in requests {
@@ -136,6 +137,7 @@ impl Client {
                 server: self.inner.engine.server().clone(),
                 era: self.era(),
                 input_key: Some(key.clone()),
+                request_tag: tag,
             };
             let answer = self
                 .inner
@@ -152,7 +154,11 @@ impl Client {
     /// required) and a URL-mode handler is installed, asks the user about
     /// each listed URL, waits for the server to report them complete, and
     /// runs `call` once more.
-    pub(crate) async fn with_url_elicitation<T, F, Fut>(&self, call: F) -> Result<T>
+    pub(crate) async fn with_url_elicitation<T, F, Fut>(
+        &self,
+        tag: Option<u64>,
+        call: F,
+    ) -> Result<T>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -186,6 +192,7 @@ impl Client {
                 server: self.inner.engine.server().clone(),
                 era: self.era(),
                 input_key: None,
+                request_tag: tag,
             };
             let request = match crate::client::handlers::url_request(params) {
                 Ok(request) => request,

@@ -87,6 +87,6 @@ impl Client {
             self.capabilities().prompts.is_some(),
         )?;
         let call = || self.request_rounds(rq::GetPrompt::METHOD, params, options.clone());
-        self.with_url_elicitation(call).await
+        self.with_url_elicitation(options.tag, call).await
     }
 }

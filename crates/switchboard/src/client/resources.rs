@@ -103,6 +103,6 @@ impl Client {
             self.capabilities().resources.is_some(),
         )?;
         let call = || self.request_rounds(rq::ReadResource::METHOD, params, options.clone());
-        self.with_url_elicitation(call).await
+        self.with_url_elicitation(options.tag, call).await
     }
 }

@@ -188,6 +188,7 @@ impl TaskOptions {
             timeout: self.request.timeout,
             progress: None,
             meta: self.request.meta.clone(),
+            tag: self.request.tag,
         }
     }
 }
@@ -295,7 +296,10 @@ impl Client {
                 per_request.clone(),
             )
         };
-        let outcome = match waiter.drive(self.with_url_elicitation(call)).await {
+        let outcome = match waiter
+            .drive(self.with_url_elicitation(per_request.tag, call))
+            .await
+        {
             // As in `call_tool_with`: the tool definitions changed under us.
             Err(error)
                 if error.code() == Some(codes::HEADER_MISMATCH) && self.era() == Era::Modern =>
@@ -927,7 +931,7 @@ impl<'a> Waiter<'a> {
         let client = self.client;
         let keys: Vec<String> = fresh.keys().cloned().collect();
         let responses = self
-            .drive(client.answer_inputs(rq::CallTool::METHOD, fresh))
+            .drive(client.answer_inputs(rq::CallTool::METHOD, fresh, self.options.request.tag))
             .await?;
         let input_responses =
             serde_json::from_value(Value::Object(responses)).map_err(|source| {

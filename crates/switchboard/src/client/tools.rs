@@ -103,7 +103,7 @@ impl Client {
         let call = || {
             self.request_rounds::<_, CallToolResult>(rq::CallTool::METHOD, params, options.clone())
         };
-        let result = match self.with_url_elicitation(call).await {
+        let result = match self.with_url_elicitation(options.tag, call).await {
             // The server's tool definitions changed under us (2026-07-28
             // header mirroring): learn them again and retry, once.
             Err(error)

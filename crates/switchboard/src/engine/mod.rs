@@ -90,6 +90,12 @@ pub struct RequestOptions {
     /// fields (as a field in the params' `_meta` does), while
     /// `progressToken` stays the client's.
     pub meta: serde_json::Map<String, serde_json::Value>,
+    /// The caller's own mark for this request, never sent: a request the
+    /// server sends about it (on its HTTP response stream) reaches the
+    /// handler with this tag ([`ServerRequest::related_tag`],
+    /// `HandlerContext::request_tag`), so a gateway can route it to whoever
+    /// made the call.
+    pub tag: Option<u64>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -98,6 +104,7 @@ impl fmt::Debug for RequestOptions {
             .field("timeout", &self.timeout)
             .field("progress", &self.progress.is_some())
             .field("meta", &self.meta)
+            .field("tag", &self.tag)
             .finish()
     }
 }
@@ -126,6 +133,13 @@ impl RequestOptions {
         self
     }
 
+    /// Marks the request with the caller's `tag` ([`RequestOptions::tag`]).
+    #[must_use]
+    pub fn with_tag(mut self, tag: u64) -> Self {
+        self.tag = Some(tag);
+        self
+    }
+
     /// Adds a progress callback.
     #[must_use]
     pub fn on_progress(mut self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
@@ -144,6 +158,10 @@ pub struct ServerRequest {
     pub method: String,
     /// The params, unparsed.
     pub params: Option<Box<RawValue>>,
+    /// The tag ([`RequestOptions::tag`]) of our request this one came
+    /// about, when the transport knows (it came on that request's HTTP
+    /// response stream) and the request is still waiting.
+    pub related_tag: Option<u64>,
 }
 
 /// A notification the server sent us.
@@ -184,6 +202,7 @@ enum Answer {
 struct Pending {
     tx: oneshot::Sender<Answer>,
     progress: Option<(ProgressCallback, Arc<Mutex<Option<Instant>>>)>,
+    tag: Option<u64>,
 }
 
 /// State shared by callers and the reader task.
@@ -397,6 +416,7 @@ impl Engine {
             handlers: JoinSet::new(),
             running: HashMap::new(),
             single_pipe: false,
+            relating: None,
         };
         let task = tokio::spawn(reader.run(connection.stream, control_rx));
         Self {
@@ -557,6 +577,7 @@ impl Engine {
                 Pending {
                     tx,
                     progress: options.progress.zip(progress_seen.clone()),
+                    tag: options.tag,
                 },
             );
         }

@@ -134,6 +134,8 @@ pub(super) struct Reader {
     /// Every reply arrives in order on one stream (stdio, WebSocket), so an
     /// error with a null id can be about the one request pending.
     pub(super) single_pipe: bool,
+    /// While a message of request `id`'s own stream is routed: that id.
+    pub(super) relating: Option<RequestId>,
 }
 
 impl Reader {
@@ -155,6 +157,11 @@ impl Reader {
                 message = stream.recv() => match message {
                     Ok(Some(Incoming::Message(bytes))) => self.route(bytes, None),
                     Ok(Some(Incoming::Answer { id, message })) => self.route(message, Some(id)),
+                    Ok(Some(Incoming::Related { id, message })) => {
+                        self.relating = Some(id);
+                        self.route(message, None);
+                        self.relating = None;
+                    }
                     Ok(Some(Incoming::Lost { id, why })) => self.answer(&id, Answer::Lost(why)),
                     Ok(Some(Incoming::Violation { id, why })) => self.answer(&id, Answer::Unusable(why)),
                     Ok(None) => break TransportError::ClosedByClient,
@@ -381,11 +388,21 @@ impl Reader {
             });
             return;
         }
+        let related_tag = match &self.relating {
+            Some(RequestId::Number(ours)) => self
+                .shared
+                .lock()
+                .map
+                .get(ours)
+                .and_then(|pending| pending.tag),
+            _ => None,
+        };
         let future = self.handler.as_ref().and_then(|h| {
             h.handle(ServerRequest {
                 id: request.id.clone(),
                 method: request.method.clone(),
                 params: request.params,
+                related_tag,
             })
         });
         let handle = match future {

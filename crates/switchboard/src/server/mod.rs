@@ -333,6 +333,12 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
+    /// Whether `other` is this same client connection (a clone of this
+    /// `Peer`): what tells one host of a server from another.
+    pub fn same_connection(&self, other: &Peer) -> bool {
+        Arc::ptr_eq(&self.engine, &other.engine)
+    }
+
     /// Resolves with `true` once a session-era client has sent
     /// `notifications/initialized` — from then on the server may send it
     /// notifications of its own (list changes) — or with `false` when the
@@ -555,7 +561,12 @@ impl Served {
             codes::METHOD_NOT_FOUND,
             format!("Method not found: {method}"),
         );
-        match self.dispatch.handle(ServerRequest { id, method, params }) {
+        match self.dispatch.handle(ServerRequest {
+            id,
+            method,
+            params,
+            related_tag: None,
+        }) {
             Some(answer) => answer,
             None => Box::pin(async move { Err(not_found) }),
         }

@@ -41,6 +41,16 @@ pub enum Incoming {
         /// The message as the peer sent it.
         message: Vec<u8>,
     },
+    /// A message that came on request `id`'s own response stream but is
+    /// not its answer (an HTTP POST's event stream): a request or
+    /// notification the peer sent about that request. The engine tells
+    /// the handler of a request which of ours it relates to.
+    Related {
+        /// The request on whose stream the message came.
+        id: RequestId,
+        /// The message as the peer sent it.
+        message: Vec<u8>,
+    },
     /// The answer to request `id` can no longer arrive (the stream it was
     /// owed on broke, or the session ended). It may have run.
     Lost {
@@ -62,7 +72,9 @@ impl Incoming {
     /// The message, when this is one rather than a report.
     pub fn into_message(self) -> Option<Vec<u8>> {
         match self {
-            Incoming::Message(message) | Incoming::Answer { message, .. } => Some(message),
+            Incoming::Message(message)
+            | Incoming::Answer { message, .. }
+            | Incoming::Related { message, .. } => Some(message),
             _ => None,
         }
     }

@@ -209,6 +209,7 @@ impl ElicitationHandler for Rude {
 
 fn context() -> HandlerContext {
     HandlerContext {
+        request_tag: None,
         server: "srv".into(),
         era: Era::Legacy,
         input_key: None,

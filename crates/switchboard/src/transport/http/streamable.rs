@@ -154,6 +154,12 @@ impl Shared {
         self.push(Ok(incoming)).await;
     }
 
+    /// Queues a message that came on request `id`'s response stream and
+    /// is not its answer.
+    async fn deliver_related(&self, message: Vec<u8>, id: RequestId) {
+        self.push(Ok(Incoming::Related { id, message })).await;
+    }
+
     /// `message`, after learning from (and filtering) it if it answers a
     /// `tools/list`.
     fn learn(&self, message: Vec<u8>) -> Vec<u8> {

@@ -161,7 +161,14 @@ pub(super) async fn read_stream(
                 if answered && awaited.is_some_and(|(_, init)| init) {
                     record_initialize_result(shared, data.as_bytes());
                 }
-                shared.deliver(data.into_bytes(), None).await;
+                match awaited {
+                    // What the server sends about the request on its own
+                    // stream (an elicitation the call needs) says so.
+                    Some((id, _)) if !answered => {
+                        shared.deliver_related(data.into_bytes(), id.clone()).await
+                    }
+                    _ => shared.deliver(data.into_bytes(), None).await,
+                }
                 if answered {
                     return StreamEnd::Answered;
                 }

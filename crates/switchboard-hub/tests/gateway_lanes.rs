@@ -1,0 +1,232 @@
+//! Issue 28, finding 3: a backend's elicitation goes to the host call that
+//! caused it, never to another host's — whatever call is newest.
+//!
+//! Two hosts on one gateway (`HubServer`, each on its own in-memory
+//! connection), one backend over Streamable HTTP (this crate's own server).
+//! Host A calls `a`; the backend holds it until host B's call `b` is in
+//! flight (so B's call is the newest on the backend), then asks for a form
+//! about `a`: on `a`'s own response stream (the gateway knows whose call
+//! it is) or on the GET stream (it cannot know, and must decline rather
+//! than guess).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard::server::http::{HttpServeOptions, serve_http};
+use switchboard::server::{Reply, RequestContext, ServeOptions, ServerHandler};
+use switchboard::transport::memory;
+use switchboard::types::mrtr::RequestOutcome;
+use switchboard::types::{
+    CallToolRequestParams, CallToolResult, ElicitResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities,
+};
+use switchboard::{
+    BoxFuture, Client, ElicitationHandler, EraMode, FormRequest, HandlerContext, HandlerError,
+};
+use switchboard_hub::{
+    BackendAsks, Dialect, HttpKind, Hub, HubServer, Origin, Scope, ServerConfig, TransportConfig,
+};
+use tokio::sync::Notify;
+
+/// The backend: `a` asks once `b` is running; `b` waits for `a` to end.
+#[derive(Clone, Default)]
+struct Backend {
+    /// `a` asks on the GET stream (unrelated) instead of on its own.
+    unrelated: bool,
+    b_running: Arc<Notify>,
+    a_done: Arc<Notify>,
+}
+
+impl ServerHandler for Backend {
+    fn info(&self) -> Implementation {
+        Implementation::new("asker", "1.0.0")
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        serde_json::from_value(json!({"tools": {}})).unwrap()
+    }
+
+    fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListToolsResult> {
+        Box::pin(async {
+            let tool = |name: &str| {
+                serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}}))
+                    .unwrap()
+            };
+            Ok(ListToolsResult {
+                tools: vec![tool("a"), tool("b")],
+                ..Default::default()
+            })
+        })
+    }
+
+    fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Reply<RequestOutcome<CallToolResult>> {
+        let this = self.clone();
+        Box::pin(async move {
+            if params.name == "b" {
+                this.b_running.notify_one();
+                this.a_done.notified().await;
+                return Ok(RequestOutcome::Complete(CallToolResult::text("b done")));
+            }
+            this.b_running.notified().await;
+            let ask = json!({
+                "message": "A's password, please",
+                "requestedSchema": {"type": "object", "properties": {"password": {"type": "string"}}},
+            });
+            let answer = if this.unrelated {
+                // From a task of its own: not on `a`'s stream.
+                let peer = cx.peer.clone();
+                tokio::spawn(async move {
+                    peer.request("elicitation/create", ask, Duration::from_secs(30))
+                        .await
+                })
+                .await
+                .unwrap()
+            } else {
+                cx.request("elicitation/create", ask, Duration::from_secs(30))
+                    .await
+            };
+            this.a_done.notify_one();
+            let text = match answer {
+                Ok(value) => value.to_string(),
+                Err(error) => format!("error: {error}"),
+            };
+            Ok(RequestOutcome::Complete(CallToolResult::text(text)))
+        })
+    }
+}
+
+/// A host's user: records every form shown and answers with its name.
+#[derive(Clone)]
+struct User {
+    name: &'static str,
+    shown: Arc<Mutex<Vec<String>>>,
+}
+
+impl ElicitationHandler for User {
+    fn elicit_form(
+        &self,
+        _: HandlerContext,
+        request: FormRequest,
+    ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+        self.shown.lock().unwrap().push(request.message.clone());
+        let mut content = switchboard::types::JsonObject::new();
+        content.insert("password".into(), json!(format!("{}'s secret", self.name)));
+        Box::pin(async move { Ok(ElicitResult::accept(Some(content))) })
+    }
+}
+
+fn http_server(name: &str, url: &str) -> ServerConfig {
+    ServerConfig::new(
+        name,
+        TransportConfig::Http {
+            url: url.to_owned(),
+            headers: BTreeMap::new(),
+            kind: HttpKind::Auto,
+        },
+        Origin {
+            file: PathBuf::from("/tests/lanes.toml"),
+            dialect: Dialect::Switchboard,
+            scope: Scope::Explicit,
+        },
+    )
+}
+
+/// Whether the backend speaks the 2026-07-28 revision (its asks come as
+/// `input_required` rounds of the call) or only the session era.
+#[derive(Clone, Copy, PartialEq)]
+enum Backend2026 {
+    Yes,
+    No,
+}
+
+/// Host A's result of `s__a` and what each host was shown, with the
+/// backend asking on `a`'s stream or not.
+async fn two_hosts(era: Backend2026, unrelated: bool) -> (String, Vec<String>, Vec<String>) {
+    let backend = Backend {
+        unrelated,
+        ..Backend::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let handler: Arc<dyn ServerHandler> = Arc::new(backend);
+    let mut options = HttpServeOptions::default();
+    if era == Backend2026::No {
+        options.serve = ServeOptions::default().modern_versions(Vec::new());
+    }
+    let server = serve_http(handler, listener, options).unwrap();
+    let url = format!("http://{}/mcp", server.local_addr());
+
+    let asks = BackendAsks::new();
+    let forwarding = asks.clone();
+    let hub = Hub::builder()
+        .server(http_server("s", &url))
+        .client(move |config, builder| forwarding.client(&config.name, builder))
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+
+    let host = |user: &User| {
+        let (ours, theirs) = memory::pair();
+        let gateway = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+            .forward_asks(asks.clone());
+        let served = gateway.serve(theirs.into_connection(), ServeOptions::default());
+        let user = user.clone();
+        async move {
+            let client = Client::builder()
+                .era_mode(EraMode::Legacy)
+                .elicitation(user)
+                .connect(ours.into_connector())
+                .await
+                .unwrap();
+            (client, served)
+        }
+    };
+    let user_a = User {
+        name: "A",
+        shown: Arc::default(),
+    };
+    let user_b = User {
+        name: "B",
+        shown: Arc::default(),
+    };
+    let (host_a, _served_a) = host(&user_a).await;
+    let (host_b, _served_b) = host(&user_b).await;
+    let a = tokio::spawn(async move { host_a.call_tool("s__a", None).await });
+    let b = tokio::spawn(async move { host_b.call_tool("s__b", None).await });
+    let a = a.await.unwrap().unwrap();
+    let b = b.await.unwrap().unwrap();
+    assert_eq!(b.content[0].as_text(), Some("b done"));
+    let a = a.content[0].as_text().unwrap_or_default().to_owned();
+    let shown_a = user_a.shown.lock().unwrap().clone();
+    let shown_b = user_b.shown.lock().unwrap().clone();
+    (a, shown_a, shown_b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backends_ask_reaches_the_host_whose_call_caused_it() {
+    for era in [Backend2026::No, Backend2026::Yes] {
+        let (a, shown_a, shown_b) = two_hosts(era, false).await;
+        assert_eq!(shown_b, Vec::<String>::new(), "host B saw host A's form");
+        assert_eq!(shown_a, ["A's password, please"]);
+        let answer: Value = serde_json::from_str(&a).unwrap_or_else(|_| panic!("{a}"));
+        assert_eq!(answer["action"], "accept", "{a}");
+        assert_eq!(answer["content"]["password"], "A's secret", "{a}");
+    }
+}
+
+/// The session era only: a 2026-07-28 server cannot ask outside a call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_about_no_known_call_is_declined_while_two_hosts_are_calling() {
+    let (a, shown_a, shown_b) = two_hosts(Backend2026::No, true).await;
+    assert_eq!(shown_b, Vec::<String>::new(), "host B saw host A's form");
+    assert_eq!(shown_a, Vec::<String>::new(), "guessed the host");
+    let answer: Value = serde_json::from_str(&a).unwrap_or_else(|_| panic!("{a}"));
+    assert_eq!(answer["action"], "decline", "{a}");
+}
