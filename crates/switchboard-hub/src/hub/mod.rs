@@ -57,6 +57,7 @@ mod headers_helper;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;
+mod own_uris;
 pub mod policy;
 mod routes;
 mod serve;

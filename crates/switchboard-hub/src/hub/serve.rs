@@ -22,6 +22,8 @@
 //!   served as `switchboard://SERVER/~/TEMPLATE` (the template as written
 //!   after the mark, [`resource_template_uri`]), so a URI a host expands
 //!   reaches the server exactly as its own template would have expanded.
+//!   Every URI a backend's tool result or prompt message carries is made
+//!   that backend's the same way ([`own_uris`](super::own_uris)).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -96,7 +98,13 @@ pub fn skill_uri(server: &str, uri: &str) -> Option<String> {
 /// The server and original URI of a gateway skill URI.
 pub fn skill_origin(uri: &str) -> Option<(String, String)> {
     let (server, path) = uri.strip_prefix(SKILL_SCHEME)?.split_once('/')?;
-    if path.is_empty() {
+    // A dot segment (`skill://a/../b/x`, also percent-encoded) is no
+    // skill file of `a`'s: hosts and servers resolve it differently.
+    let dot = |segment: &str| {
+        let segment = segment.to_ascii_lowercase().replace("%2e", ".");
+        segment == "." || segment == ".."
+    };
+    if path.is_empty() || path.split('/').any(dot) {
         return None;
     }
     Some((decode(server)?, format!("{SKILL_SCHEME}{path}")))
@@ -521,6 +529,12 @@ impl ServerHandler for HubServer {
             let result = hub
                 .get_prompt(&server, name, params.arguments)
                 .await
+                .map(|mut result| {
+                    for message in &mut result.messages {
+                        super::own_uris::own_block(&server, &mut message.content);
+                    }
+                    result
+                })
                 .map_err(routed_error);
             audit::note_result(
                 audit.as_ref(),
@@ -1625,7 +1639,7 @@ impl HubServer {
                     while let Some(p) = flight.progress.try_recv() {
                         let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
-                    return finish(outcome).map(RequestOutcome::Complete);
+                    return finish(flight.server.as_deref(), outcome).map(RequestOutcome::Complete);
                 }
             }
         }
@@ -1633,11 +1647,18 @@ impl HubServer {
 }
 
 /// The host's answer to a call from the backend's.
-fn finish(outcome: Result<CallToolResult, HubError>) -> Result<CallToolResult, ErrorObject> {
+fn finish(
+    server: Option<&str>,
+    outcome: Result<CallToolResult, HubError>,
+) -> Result<CallToolResult, ErrorObject> {
     match outcome {
         // What described the backend's answer in its own era is
         // not ours to pass on: the host gets this server's.
         Ok(mut result) => {
+            // What it links to is its own.
+            if let Some(server) = server {
+                super::own_uris::own_content(server, &mut result.content);
+            }
             result.result_type = None;
             if let Some(meta) = &mut result.meta {
                 meta.remove(switchboard::types::meta::META_SERVER_INFO);
@@ -1721,6 +1742,19 @@ mod tests {
             Some(("s".to_owned(), "~/x".to_owned()))
         );
         assert_eq!(resource_origin("file:///x"), None);
+        // Dot segments in a skill URI are refused, not forwarded.
+        for uri in [
+            "skill://s/../x/SKILL.md",
+            "skill://s/a/./SKILL.md",
+            "skill://s/%2E%2e/x/SKILL.md",
+            "skill://s/a/..",
+        ] {
+            assert_eq!(skill_origin(uri), None, "{uri}");
+        }
+        assert_eq!(
+            skill_origin("skill://s/a..b/SKILL.md"),
+            Some(("s".to_owned(), "skill://a..b/SKILL.md".to_owned()))
+        );
         assert_eq!(resource_origin("switchboard://a/%zz"), None);
         assert_eq!(resource_origin("switchboard://a/%F"), None);
     }
