@@ -21,8 +21,9 @@ use switchboard::server::{Reply, RequestContext, ServeOptions, ServerHandler};
 use switchboard::transport::memory;
 use switchboard::types::mrtr::RequestOutcome;
 use switchboard::types::{
-    CallToolRequestParams, CallToolResult, ElicitResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, ServerCapabilities,
+    CallToolRequestParams, CallToolResult, ElicitResult, GetPromptRequestParams, GetPromptResult,
+    Implementation, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, ServerCapabilities,
 };
 use switchboard::{
     BoxFuture, Client, ElicitationHandler, EraMode, FormRequest, HandlerContext, HandlerError,
@@ -49,7 +50,7 @@ impl ServerHandler for Backend {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        serde_json::from_value(json!({"tools": {}, "resources": {}})).unwrap()
+        serde_json::from_value(json!({"tools": {}, "resources": {}, "prompts": {}})).unwrap()
     }
 
     fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Reply<ListToolsResult> {
@@ -62,6 +63,33 @@ impl ServerHandler for Backend {
                 tools: vec![tool("a"), tool("b"), tool("link")],
                 ..Default::default()
             })
+        })
+    }
+
+    /// One prompt, `prompt`, or (server `a`) `b__c`; its message says
+    /// whose it is.
+    fn list_prompts(
+        &self,
+        _: PaginatedRequestParams,
+        _: RequestContext,
+    ) -> Reply<ListPromptsResult> {
+        let name = if self.name == "a" { "b__c" } else { "c" };
+        Box::pin(async move {
+            Ok(serde_json::from_value(json!({"prompts": [{"name": name}]})).unwrap())
+        })
+    }
+
+    fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        _: RequestContext,
+    ) -> Reply<GetPromptResult> {
+        let text = format!("{}'s {}", self.name, params.name);
+        Box::pin(async move {
+            Ok(serde_json::from_value(json!({"messages": [
+                {"role": "user", "content": {"type": "text", "text": text}},
+            ]}))
+            .unwrap())
         })
     }
 
@@ -256,6 +284,55 @@ async fn an_ask_about_no_known_call_is_declined_while_two_hosts_are_calling() {
     assert_eq!(shown_a, Vec::<String>::new(), "guessed the host");
     let answer: Value = serde_json::from_str(&a).unwrap_or_else(|_| panic!("{a}"));
     assert_eq!(answer["action"], "decline", "{a}");
+}
+
+/// Servers `a` (prompt `b__c`) and `a__b` (prompt `c`) both want the
+/// gateway name `a__b__c`: each gets a name of its own, and each name
+/// reaches its own server's prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_backends_prompts_never_shadow_each_other() {
+    let mut configs = Vec::new();
+    let mut servers = Vec::new();
+    for name in ["a", "a__b"] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let backend: Arc<dyn ServerHandler> = Arc::new(Backend {
+            name,
+            ..Backend::default()
+        });
+        let server = serve_http(backend, listener, HttpServeOptions::default()).unwrap();
+        configs.push(http_server(
+            name,
+            &format!("http://{}/mcp", server.local_addr()),
+        ));
+        servers.push(server);
+    }
+    let hub = Hub::builder()
+        .servers(configs)
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let (ours, theirs) = memory::pair();
+    let _served = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+        .serve(theirs.into_connection(), ServeOptions::default());
+    let host = Client::connect(ours.into_connector()).await.unwrap();
+    let names: Vec<String> = host
+        .list_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert_ne!(names[0], names[1], "{names:?}");
+    let mut got = Vec::new();
+    for name in &names {
+        let result = host.get_prompt(name, None).await.unwrap();
+        let text = serde_json::to_value(&result.messages[0].content).unwrap()["text"].clone();
+        got.push(text.as_str().unwrap().to_owned());
+    }
+    got.sort();
+    assert_eq!(got, ["a's b__c", "a__b's c"]);
 }
 
 /// Backend `s` answers links to `b`'s resource: the host's reads of them

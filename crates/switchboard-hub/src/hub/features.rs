@@ -50,7 +50,9 @@ pub struct HubResourceTemplate {
 #[non_exhaustive]
 pub struct HubPrompt {
     /// The hub-wide name, `server__prompt`, made like a tool's by
-    /// [`namespaced`] (for showing prompts of many servers in one menu).
+    /// [`namespaced`] (for showing prompts of many servers in one menu);
+    /// when two servers' prompts want the same one, the later server's
+    /// (in configuration order) is `server__prompt_HASH`, as a tool's.
     pub name: String,
     /// The server offering it (what [`Hub::get_prompt`] takes, with the
     /// prompt's own name).
@@ -173,17 +175,28 @@ impl Hub {
     /// # Cancel safety
     /// Dropping the future cancels every listing under way.
     pub async fn prompts(&self) -> HubListing<HubPrompt> {
-        self.list_across(
-            Feature::Prompts,
-            rq::ListPrompts::METHOD,
-            |client| async move { client.list_prompts().await },
-        )
-        .await
-        .map(|server, prompt| HubPrompt {
-            name: namespaced(&server, &prompt.name),
-            server,
-            prompt,
-        })
+        let mut listing = self
+            .list_across(
+                Feature::Prompts,
+                rq::ListPrompts::METHOD,
+                |client| async move { client.list_prompts().await },
+            )
+            .await
+            .map(|server, prompt| HubPrompt {
+                name: String::new(),
+                server,
+                prompt,
+            });
+        let names = super::routes::unique_names(
+            listing
+                .items
+                .iter()
+                .map(|p| (p.server.as_str(), p.prompt.name.as_str())),
+        );
+        for (prompt, name) in listing.items.iter_mut().zip(names) {
+            prompt.name = name;
+        }
+        listing
     }
 
     /// Every skill of every ready server that declares the skills

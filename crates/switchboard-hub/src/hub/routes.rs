@@ -163,6 +163,39 @@ impl Routes {
     }
 }
 
+/// Hub-wide names for `(server, own name)` pairs other than tools
+/// (prompts), by the tools' rule: each wants [`namespaced`]; the first
+/// claimant (in the order given) keeps it, a later one gets
+/// `server__name_HASH`, so no two servers' entries shadow each other.
+pub(crate) fn unique_names<'a>(
+    entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<String> {
+    let entries: Vec<(&str, &str)> = entries.into_iter().collect();
+    let mut taken: HashSet<String> = entries
+        .iter()
+        .map(|(server, name)| namespaced(server, name))
+        .collect();
+    let mut kept: HashSet<String> = HashSet::new();
+    entries
+        .into_iter()
+        .map(|(server, own)| {
+            let name = namespaced(server, own);
+            if kept.insert(name.clone()) {
+                return name;
+            }
+            let mut round = 0;
+            loop {
+                let candidate = format!("{name}_{}", hash_text(hash(server, own, round)));
+                if taken.insert(candidate.clone()) {
+                    kept.insert(candidate.clone());
+                    break candidate;
+                }
+                round += 1;
+            }
+        })
+        .collect()
+}
+
 /// A 64-bit FNV-1a hash over `server`, a `0xFF` byte (never in UTF-8, so
 /// `("a", "bc")` and `("ab", "c")` differ), `tool` and `round`, finished
 /// with splitmix64's mix: fixed constants, the same on every run and
@@ -198,6 +231,23 @@ fn hash_text(h: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `a`'s prompt `b__c` and `a__b`'s prompt `c` both want `a__b__c`:
+    /// the first keeps it, the second gets a name of its own.
+    #[test]
+    fn two_servers_prompts_never_share_a_name() {
+        let names = unique_names([("a", "b__c"), ("a__b", "c"), ("x", "y")]);
+        assert_eq!(names[0], "a__b__c");
+        assert!(names[1].starts_with("a__b__c_"), "{names:?}");
+        assert_eq!(names[2], "x__y");
+        let distinct: HashSet<&String> = names.iter().collect();
+        assert_eq!(distinct.len(), 3);
+        // The same lists give the same names.
+        assert_eq!(
+            names,
+            unique_names([("a", "b__c"), ("a__b", "c"), ("x", "y")])
+        );
+    }
 
     #[test]
     fn the_hash_is_fixed_and_tells_server_from_tool() {
