@@ -60,7 +60,7 @@ impl ServerHandler for Backend {
                     .unwrap()
             };
             Ok(ListToolsResult {
-                tools: vec![tool("a"), tool("b"), tool("link")],
+                tools: vec![tool("a"), tool("b"), tool("link"), tool("ask")],
                 ..Default::default()
             })
         })
@@ -123,6 +123,20 @@ impl ServerHandler for Backend {
                 ]}))
                 .unwrap();
                 return Ok(RequestOutcome::Complete(result));
+            }
+            if params.name == "ask" {
+                let ask = json!({
+                    "message": "Your name?",
+                    "requestedSchema": {"type": "object", "properties": {"password": {"type": "string"}}},
+                });
+                let answer = cx
+                    .request("elicitation/create", ask, Duration::from_secs(600))
+                    .await;
+                let text = match answer {
+                    Ok(value) => value.to_string(),
+                    Err(error) => format!("error: {error}"),
+                };
+                return Ok(RequestOutcome::Complete(CallToolResult::text(text)));
             }
             if params.name == "b" {
                 this.b_running.notify_one();
@@ -383,4 +397,104 @@ async fn a_backends_links_lead_back_to_it_never_to_another_backend() {
         text, "s read switchboard://b/secret%3A%2F%2Fx",
         "the link led to {link}"
     );
+}
+
+/// A 2026-07-28 host's user who never answers: counts the forms shown.
+#[derive(Clone, Default)]
+struct Away {
+    shown: Arc<std::sync::atomic::AtomicUsize>,
+    changed: Arc<Notify>,
+}
+
+impl ElicitationHandler for Away {
+    fn elicit_form(
+        &self,
+        _: HandlerContext,
+        _: FormRequest,
+    ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+        self.shown.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.changed.notify_one();
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A host that leaves its calls' forms unanswered cannot keep another
+/// host's call from asking its user (the backend's asks were capped at 16
+/// for all hosts together; now at 16 per host).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_hosts_waiting_calls_leave_room_for_another_hosts() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let backend: Arc<dyn ServerHandler> = Arc::new(Backend::default());
+    let server = serve_http(backend, listener, HttpServeOptions::default()).unwrap();
+    let url = format!("http://{}/mcp", server.local_addr());
+    let asks = BackendAsks::new();
+    let forwarding = asks.clone();
+    let hub = Hub::builder()
+        .server(http_server("s", &url))
+        .client(move |config, builder| forwarding.client(&config.name, builder))
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let connect = |name: &'static str,
+                   handler: Box<
+        dyn Fn(switchboard::ClientBuilder) -> switchboard::ClientBuilder + Send,
+    >| {
+        let (ours, theirs) = memory::pair();
+        let served = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+            .forward_asks(asks.clone())
+            .serve(theirs.into_connection(), ServeOptions::default());
+        async move {
+            let builder = Client::builder()
+                .era_mode(EraMode::Modern)
+                .client_info(Implementation::new(name, "1.0.0"));
+            let client = handler(builder)
+                .connect(ours.into_connector())
+                .await
+                .unwrap();
+            (client, served)
+        }
+    };
+    let away = Away::default();
+    let hog_user = away.clone();
+    let (hog, _served_hog) =
+        connect("hog", Box::new(move |b| b.elicitation(hog_user.clone()))).await;
+    let hog = Arc::new(hog);
+    let returned = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // More than the 16 asks one backend's client used to take in all.
+    const CALLS: usize = 40;
+    for _ in 0..CALLS {
+        let hog = hog.clone();
+        let returned = returned.clone();
+        let changed = away.changed.clone();
+        tokio::spawn(async move {
+            let _ = hog.call_tool("s__ask", None).await;
+            returned.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            changed.notify_one();
+        });
+    }
+    // Until each of the hog's calls is waiting for its user or declined.
+    loop {
+        let settled = away.shown.load(std::sync::atomic::Ordering::SeqCst)
+            + returned.load(std::sync::atomic::Ordering::SeqCst);
+        if settled >= CALLS {
+            break;
+        }
+        away.changed.notified().await;
+    }
+    let user = User {
+        name: "other",
+        shown: Arc::default(),
+    };
+    let other_user = user.clone();
+    let (other, _served_other) = connect(
+        "other",
+        Box::new(move |b| b.elicitation(other_user.clone())),
+    )
+    .await;
+    let result = other.call_tool("s__ask", None).await.unwrap();
+    let text = result.content[0].as_text().unwrap_or_default().to_owned();
+    assert_eq!(user.shown.lock().unwrap().clone(), ["Your name?"], "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
+    assert_eq!(answer["action"], "accept", "{text}");
 }

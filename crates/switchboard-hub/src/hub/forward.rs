@@ -18,7 +18,7 @@
 //! The host's answer goes back to the backend.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -52,20 +52,39 @@ pub(crate) struct Ask {
     pub(crate) answer: oneshot::Sender<AskAnswer>,
 }
 
-/// Who made a host call: the connection of a session-era host, or
-/// nobody known (each call of a 2026-07-28 host stands alone).
+/// How many asks of backends may wait for one host's answers at once
+/// (over all backends); past it that host's next ask is declined, so one
+/// host leaving forms unanswered never keeps another host's out. The
+/// backends' clients take up to [`MAX_ASKS`] asks at once in all.
+pub(crate) const MAX_ASKS_PER_HOST: usize = 16;
+
+/// How many asks of one backend may wait for hosts at once, all hosts
+/// together (the backend client's `max_server_requests`).
+pub(crate) const MAX_ASKS: usize = 1024;
+
+/// Who made a host call: the connection of a session-era host, or, for a
+/// 2026-07-28 host (whose requests share one connection), the name it
+/// gives in `clientInfo` — good for sharing limits fairly, never for
+/// routing an ask (a name can be claimed by anyone).
 #[derive(Clone, Default)]
-pub(crate) struct HostId(Option<switchboard::server::Peer>);
+pub(crate) struct HostId {
+    peer: Option<switchboard::server::Peer>,
+    name: String,
+}
 
 impl HostId {
     /// The host on `peer`'s connection.
     pub(crate) fn peer(peer: switchboard::server::Peer) -> Self {
-        Self(Some(peer))
+        Self {
+            peer: Some(peer),
+            name: String::new(),
+        }
     }
 
-    /// A host whose calls cannot be told apart from another's.
-    pub(crate) fn unknown() -> Self {
-        Self(None)
+    /// A host known only by the name it gives: its calls are not told
+    /// apart from another's when an ask is routed.
+    pub(crate) fn named(name: String) -> Self {
+        Self { peer: None, name }
     }
 }
 
@@ -73,12 +92,33 @@ struct Call {
     tag: u64,
     host: HostId,
     asks: mpsc::UnboundedSender<Ask>,
+    /// This call's asks waiting for the host.
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Call {
+    /// Whether an ask that names no call may go to `other`'s host as
+    /// well as to this one's: the same call, or the same connection.
     fn same_host(&self, other: &Call) -> bool {
         self.tag == other.tag
-            || matches!((&self.host.0, &other.host.0), (Some(a), Some(b)) if a.same_connection(b))
+            || matches!((&self.host.peer, &other.host.peer), (Some(a), Some(b)) if a.same_connection(b))
+    }
+
+    /// Whether `other`'s asks count against this call's host's limit.
+    fn shares_limits(&self, other: &Call) -> bool {
+        self.same_host(other)
+            || (self.host.peer.is_none()
+                && other.host.peer.is_none()
+                && self.host.name == other.host.name)
+    }
+}
+
+/// One ask waiting for its host; counted until dropped.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -138,7 +178,10 @@ impl BackendAsks {
             asks: self.clone(),
             server: Arc::from(server),
         };
-        builder.elicitation(forward.clone()).sampling(forward)
+        builder
+            .elicitation(forward.clone())
+            .sampling(forward)
+            .max_server_requests(MAX_ASKS)
     }
 
     /// Registers a call of `host` on `server`: the asks it causes arrive
@@ -161,6 +204,7 @@ impl BackendAsks {
                 tag: id,
                 host,
                 asks: tx,
+                waiting: Arc::default(),
             });
         let registration = Registration {
             asks: self.clone(),
@@ -177,31 +221,42 @@ impl BackendAsks {
         server: &str,
         method: &str,
         tag: Option<u64>,
-    ) -> Result<mpsc::UnboundedSender<Ask>, String> {
+    ) -> Result<(mpsc::UnboundedSender<Ask>, Waiting), String> {
         let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         let list = calls.get(server).map(Vec::as_slice).unwrap_or_default();
-        match tag {
-            Some(tag) => list
-                .iter()
-                .find(|call| call.tag == tag)
-                .map(|call| call.asks.clone())
-                .ok_or_else(|| {
-                    format!(
-                        "server `{server}` sent `{method}` about a host call that has ended; declined"
-                    )
-                }),
+        let call = match tag {
+            Some(tag) => list.iter().find(|call| call.tag == tag).ok_or_else(|| {
+                format!(
+                    "server `{server}` sent `{method}` about a host call that has ended; declined"
+                )
+            })?,
             None => match list {
-                [] => Err(format!(
-                    "server `{server}` sent `{method}` while no host call was running on it; declined"
-                )),
-                [first, rest @ ..] if rest.iter().all(|call| call.same_host(first)) => {
-                    Ok(first.asks.clone())
+                [] => {
+                    return Err(format!(
+                        "server `{server}` sent `{method}` while no host call was running on it; declined"
+                    ));
                 }
-                _ => Err(format!(
-                    "server `{server}` sent `{method}` without saying which call it is about, while calls of several hosts were running on it; declined so that no host sees another's"
-                )),
+                [first, rest @ ..] if rest.iter().all(|call| call.same_host(first)) => first,
+                _ => {
+                    return Err(format!(
+                        "server `{server}` sent `{method}` without saying which call it is about, while calls of several hosts were running on it; declined so that no host sees another's"
+                    ));
+                }
             },
+        };
+        let waiting: usize = calls
+            .values()
+            .flatten()
+            .filter(|other| call.shares_limits(other))
+            .map(|other| other.waiting.load(Ordering::Relaxed))
+            .sum();
+        if waiting >= MAX_ASKS_PER_HOST {
+            return Err(format!(
+                "server `{server}` sent `{method}` while {waiting} asks already wait for that host's answers (at most {MAX_ASKS_PER_HOST}); declined"
+            ));
         }
+        call.waiting.fetch_add(1, Ordering::Relaxed);
+        Ok((call.asks.clone(), Waiting(call.waiting.clone())))
     }
 
     /// Hands `server`'s ask to the host call it came about and waits for
@@ -213,7 +268,7 @@ impl BackendAsks {
         method: &'static str,
         params: Value,
     ) -> AskAnswer {
-        let target = match self.target(server, method, tag) {
+        let (target, _waiting) = match self.target(server, method, tag) {
             Ok(target) => target,
             Err(why) => {
                 tracing::warn!("{why}");

@@ -1163,7 +1163,11 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long a call waits for a 2026-07-28 host's retry, and how many may
 /// wait at once.
 const PARK_TTL: Duration = Duration::from_secs(600);
-const MAX_PARKED: usize = 256;
+const MAX_PARKED: usize = 1024;
+/// Calls of one 2026-07-28 host (by the name it gives in `clientInfo`)
+/// parked at once: one host filling [`MAX_PARKED`] cannot keep another's
+/// asks out.
+const MAX_PARKED_PER_HOST: usize = 64;
 
 /// Progress updates of a backend waiting for the host, at most this many.
 const PROGRESS_WAITING: usize = 16;
@@ -1229,6 +1233,8 @@ struct Parked {
     flight: Flight,
     key: String,
     answer: oneshot::Sender<AskAnswer>,
+    /// The host's name (`clientInfo.name`), for [`MAX_PARKED_PER_HOST`].
+    host: String,
 }
 
 #[derive(Clone, Default)]
@@ -1252,7 +1258,8 @@ impl ParkedCalls {
         let state: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         {
             let mut calls = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            if calls.len() >= MAX_PARKED {
+            let of_host = calls.values().filter(|p| p.host == parked.host).count();
+            if calls.len() >= MAX_PARKED || of_host >= MAX_PARKED_PER_HOST {
                 return Err(Box::new(parked));
             }
             calls.insert(state.clone(), parked);
@@ -1495,9 +1502,14 @@ impl HubServer {
             (Some(backend_asks), Some(server)) => {
                 let host = match cx.era {
                     switchboard::types::Era::Legacy => HostId::peer(cx.peer.clone()),
-                    // Stateless hosts share one connection: each call
-                    // stands alone.
-                    _ => HostId::unknown(),
+                    // Stateless hosts share one connection: known by name
+                    // for limits only.
+                    _ => HostId::named(
+                        cx.client_info
+                            .as_ref()
+                            .map(|info| info.name.clone())
+                            .unwrap_or_default(),
+                    ),
                 };
                 let (registration, asks) = backend_asks.register(server, host);
                 (Some(registration), asks)
@@ -1614,6 +1626,11 @@ impl HubServer {
                         flight,
                         key,
                         answer: ask.answer,
+                        host: cx
+                            .client_info
+                            .as_ref()
+                            .map(|info| info.name.clone())
+                            .unwrap_or_default(),
                     };
                     return match self.parked.park(parked) {
                         Ok(state) => Ok(RequestOutcome::InputRequired(InputRequiredResult {
@@ -1622,7 +1639,9 @@ impl HubServer {
                             ..Default::default()
                         })),
                         Err(parked) => {
-                            let why = "too many calls wait for their host's answers".to_owned();
+                            let why = format!(
+                                "too many calls wait for their host's answers (at most {MAX_PARKED_PER_HOST} of one host, {MAX_PARKED} in all)"
+                            );
                             tracing::warn!(tool = %parked.flight.name, "{why}; declined");
                             let Parked {
                                 flight: back,
