@@ -595,35 +595,48 @@ pub(crate) async fn serve(
     let policy_source = context.clone();
     // Every call through the gateway follows `[policy.tools]`, read again
     // on each reload; an `ask` is put to the calling host (`HubServer`).
-    let hub = crate::policy::apply(
-        builder(
-            prepared.runnable,
-            DEFAULT_STARTUP,
-            credentials.map(Path::to_path_buf),
-            max_message_size,
-        ),
-        context,
-        &loaded,
-        None,
-    )
-    // Read just after the servers (whose load printed its diagnostics).
-    .tool_policy_source(move || Ok(policy_source.load_quiet().policy.tools))
-    .config_source(move || {
-        let mut loaded = source.load(false);
-        loaded.servers.retain(|server| !is_this_gateway(server));
-        // A project server changed since its approval (or whose approval
-        // was revoked) is left out: stopped, never restarted with the new
-        // values.
-        for server in loaded.needs_approval().filter(|s| s.enabled) {
-            eprintln!(
-                "warning: server `{}` is not started: {}",
-                crate::approve::clean(&server.name),
-                crate::approve::pending_reason(server)
-            );
-        }
-        Ok(prepare_asking(&source, &loaded, None, false, false).runnable)
-    })
-    .client(move |server, client| forwarding.client(&server.name, client));
+    let hub =
+        crate::policy::apply(
+            builder(
+                prepared.runnable,
+                DEFAULT_STARTUP,
+                credentials.map(Path::to_path_buf),
+                max_message_size,
+            ),
+            context,
+            &loaded,
+            None,
+        )
+        // Read just after the servers (whose load printed its diagnostics).
+        // A file that cannot be read may hold rules: the reload is refused
+        // (rules and servers in force kept) rather than lifting them.
+        .tool_policy_source(move || {
+            let loaded = policy_source.load_quiet();
+            match loaded.diagnostics.iter().find(|d| {
+                d.severity == switchboard_hub::config::Severity::Error && d.server.is_none()
+            }) {
+                Some(broken) => Err(format!(
+                    "{broken}; the tool policy and servers in force are kept until it is fixed"
+                )),
+                None => Ok(loaded.policy.tools),
+            }
+        })
+        .config_source(move || {
+            let mut loaded = source.load(false);
+            loaded.servers.retain(|server| !is_this_gateway(server));
+            // A project server changed since its approval (or whose approval
+            // was revoked) is left out: stopped, never restarted with the new
+            // values.
+            for server in loaded.needs_approval().filter(|s| s.enabled) {
+                eprintln!(
+                    "warning: server `{}` is not started: {}",
+                    crate::approve::clean(&server.name),
+                    crate::approve::pending_reason(server)
+                );
+            }
+            Ok(prepare_asking(&source, &loaded, None, false, false).runnable)
+        })
+        .client(move |server, client| forwarding.client(&server.name, client));
     // A login made in a terminal (`switchboard login NAME`) while serving
     // brings its server up.
     let hub = match login::login_index(credentials) {

@@ -193,6 +193,57 @@ async fn a_deny_added_while_serving_applies_to_the_next_call() {
     host.close().await;
 }
 
+/// A policy file broken while the gateway runs does not lift its rules:
+/// the reload is refused, saying where, and the deny in force still holds
+/// (the server itself comes from another client's file, so it stays).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_file_broken_while_serving_keeps_the_rules_in_force() {
+    let home = Home::new("policy-broken", "[policy.tools]\ndeny = [\"s/echo\"]\n");
+    std::fs::write(
+        home.home().join(".claude.json"),
+        json!({"mcpServers": {"s": {"command": BIN, "args": ["__testserver"]}}}).to_string(),
+    )
+    .unwrap();
+    let host = Client::builder()
+        .connect(
+            StdioConfig::new(BIN)
+                .args(["serve"])
+                .env("HOME", home.home())
+                .env(
+                    "SWITCHBOARD_CREDENTIALS",
+                    home.root.join("credentials.json"),
+                )
+                .cwd(home.work()),
+        )
+        .await
+        .unwrap();
+    let echo = || json!({"text": "x"}).as_object().cloned();
+    let denied = |result: &switchboard::types::CallToolResult| {
+        result.is_error == Some(true)
+            && result.content[0]
+                .as_text()
+                .is_some_and(|t| t.contains("denied by the policy"))
+    };
+    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    assert!(denied(&result), "{result:?}");
+    std::fs::write(home.config(), "[policy.tools\ndeny = [\"s/echo\"\n").unwrap();
+    let stderr = || host.stderr().unwrap_or_default();
+    wait_until("the gateway looked at the changed file", || {
+        stderr().contains("config changed")
+    });
+    assert!(
+        stderr().contains("could not be reloaded") && stderr().contains("config.toml"),
+        "{}",
+        stderr()
+    );
+    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    assert!(
+        denied(&result),
+        "the broken file lifted the deny: {result:?}"
+    );
+    host.close().await;
+}
+
 #[test]
 fn the_session_honours_deny_and_ask_and_a_deny_added_while_it_runs() {
     let home = Home::new(
