@@ -542,7 +542,7 @@ pub(crate) fn import(
     let mut taken: Vec<(String, String)> = existing
         .servers
         .iter()
-        .map(|s| (s.name.clone(), s.signature()))
+        .map(|s| (s.name.clone(), s.identity()))
         .collect();
     let mut imported = Vec::new();
     let mut skipped: Vec<(String, String, String)> = Vec::new();
@@ -592,7 +592,9 @@ pub(crate) fn import(
                 ));
                 continue;
             }
-            if let Some((other, _)) = taken.iter().find(|(_, sig)| *sig == server.signature()) {
+            // Everything that makes a server different (env, headers …),
+            // as the loader's duplicate check: two accounts stay two.
+            if let Some((other, _)) = taken.iter().find(|(_, id)| *id == server.identity()) {
                 skipped.push((
                     server.name.clone(),
                     from_file,
@@ -603,7 +605,7 @@ pub(crate) fn import(
                 ));
                 continue;
             }
-            let signature = server.signature();
+            let identity = server.identity();
             server.origin = origin(&destination);
             if shared {
                 reference_secrets(&mut server, &mut referenced);
@@ -611,7 +613,7 @@ pub(crate) fn import(
             let edited = config::add_server(&context.locations, target, &server)
                 .map_err(|e| Failure::usage(e.into()))?;
             notes.extend(edited.note);
-            taken.push((server.name.clone(), signature));
+            taken.push((server.name.clone(), identity));
             imported.push((server.name.clone(), from_file));
         }
     }

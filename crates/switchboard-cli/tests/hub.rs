@@ -492,18 +492,27 @@ fn import_reports_servers_already_configured_under_another_name() {
         "add",
     );
     let cursor = sandbox.home().join(".cursor/mcp.json");
+    // The same program under another account (its env differs) is
+    // another server, not a duplicate.
+    let mut account2 = test_server(&[]);
+    account2["env"] = json!({"ACCOUNT": "2"});
     let config = json!({ "mcpServers": {
         "theirs": test_server(&[]),
         "other": test_server(&["--era", "legacy"]),
+        "account2": account2,
     }});
     sandbox.write(&cursor, &config.to_string());
     let output = sandbox.run(&["import", "--from", "cursor", "--json"]);
     ok(&output, "import --from cursor");
     let report = stdout_json(&output);
-    assert_eq!(
-        report["imported"],
-        json!([{"name": "other", "from": cursor.display().to_string()}])
-    );
+    let mut imported: Vec<&str> = report["imported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    imported.sort_unstable();
+    assert_eq!(imported, ["account2", "other"], "{report:#}");
     let skipped = &report["skipped"][0];
     assert_eq!(skipped["name"], "theirs", "{report:#}");
     assert!(
