@@ -724,7 +724,8 @@ pub(crate) async fn serve(
             .await
             .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
         let port = listener.local_addr().map_or(addr.port(), |a| a.port());
-        let token = crate::listen::token_for(token, port)?;
+        // The generated token's file goes when the gateway stops.
+        let (token, _token_file) = crate::listen::token_for(token, port)?;
         let mut gateway = gateway(hub);
         if let Some(log) = audit {
             gateway = gateway.audit(Arc::new(log), "http");

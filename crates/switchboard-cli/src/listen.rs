@@ -131,7 +131,10 @@ fn token_dir() -> Option<PathBuf> {
 ///
 /// # Errors
 /// No randomness, no directory to write it in, or the write failing.
-pub(crate) fn token_for(source: TokenSource, port: u16) -> Result<Option<String>, Failure> {
+pub(crate) fn token_for(
+    source: TokenSource,
+    port: u16,
+) -> Result<(Option<String>, Option<TokenFile>), Failure> {
     match source {
         TokenSource::Off => {
             eprintln!(
@@ -139,9 +142,9 @@ pub(crate) fn token_for(source: TokenSource, port: u16) -> Result<Option<String>
                  port (every local user, any sidecar on this network) calls every tool and \
                  reads every resource with your credentials"
             );
-            Ok(None)
+            Ok((None, None))
         }
-        TokenSource::Given(token) => Ok(Some(token)),
+        TokenSource::Given(token) => Ok((Some(token), None)),
         TokenSource::Generate => {
             let token = switchboard::server::http::generate_token()
                 .map_err(|e| Failure::usage(anyhow::anyhow!("cannot generate a token: {e}")))?;
@@ -163,7 +166,28 @@ pub(crate) fn token_for(source: TokenSource, port: u16) -> Result<Option<String>
                  `Authorization: Bearer TOKEN`)",
                 path.display()
             );
-            Ok(Some(token))
+            let file = TokenFile {
+                path,
+                token: token.clone(),
+            };
+            Ok((Some(token), Some(file)))
+        }
+    }
+}
+
+/// A generated token's file: removed when the gateway stops (dropped, as
+/// a signal drops the command), unless another run has written its own
+/// there since.
+pub(crate) struct TokenFile {
+    path: PathBuf,
+    token: String,
+}
+
+impl Drop for TokenFile {
+    fn drop(&mut self) {
+        let ours = std::fs::read_to_string(&self.path).is_ok_and(|t| t.trim() == self.token);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }

@@ -239,6 +239,16 @@ fn a_fresh_http_gateway_requires_the_token_it_generated() {
     } else {
         eprintln!("skipped: the other-user checks (not root)");
     }
+
+    // Stopped, the gateway takes its token file with it.
+    let mut gateway = gateway;
+    let killed = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    gateway.child.wait().unwrap();
+    assert!(!file.exists(), "the token file outlived the gateway");
 }
 
 /// Finding 1: a page under a name of its own that resolves to 127.0.0.1
