@@ -301,6 +301,20 @@ async fn call(hub: &Hub, rest: &str) {
                 .is_some_and(|(server, tool)| t.server == server && t.tool.name == tool)
     });
     let Some(tool) = found else {
+        // A tool the policy denies is not listed: say so, as `call` does.
+        let pair = name.split_once('/').or_else(|| name.split_once("__"));
+        if let Some((server, own)) = pair
+            && let switchboard_hub::config::policy::ToolDecision::Deny(reason) =
+                hub.tool_policy().decide(server, own)
+        {
+            let denied = switchboard_hub::HubError::ToolDenied {
+                server: server.to_owned(),
+                tool: own.to_owned(),
+                reason,
+            };
+            eprintln!("error: {}", sanitize::line(&denied.to_string()));
+            return;
+        }
         let names = tools.iter().map(|t| t.name.as_str());
         match crate::suggest::closest(name, names) {
             Some(near) => eprintln!("no tool `{name}`; did you mean `{near}`?"),

@@ -374,9 +374,12 @@ fn the_shell_asks_and_refuses_as_call_does() {
     terminal.send("y\r");
     terminal.expect("(ok, ");
     terminal.expect("switchboard> ");
-    // Denied: not even a name the shell knows.
+    // Denied: not listed, and the shell says why, as `call` does.
     terminal.send("call s__add a=1 b=2\r");
-    terminal.expect("no tool `s__add`");
+    terminal.expect("denied by the policy");
+    terminal.expect("switchboard> ");
+    terminal.send("call s/add a=1 b=2\r");
+    terminal.expect("denied by the policy");
     terminal.send("exit\r");
     let (code, seen) = terminal.finish();
     assert_eq!(code, 0, "{seen}");
