@@ -376,10 +376,11 @@ fn the_shell_asks_and_refuses_as_call_does() {
     terminal.expect("switchboard> ");
     // Denied: not listed, and the shell says why, as `call` does.
     terminal.send("call s__add a=1 b=2\r");
-    terminal.expect("denied by the policy");
-    terminal.expect("switchboard> ");
+    terminal.expect_times("denied by the policy", 1);
+    terminal.expect_times("switchboard> ", 3);
     terminal.send("call s/add a=1 b=2\r");
-    terminal.expect("denied by the policy");
+    terminal.expect_times("denied by the policy", 2);
+    terminal.expect_times("switchboard> ", 4);
     terminal.send("exit\r");
     let (code, seen) = terminal.finish();
     assert_eq!(code, 0, "{seen}");

@@ -83,6 +83,21 @@ impl Terminal {
         }
     }
 
+    /// Waits until `what` has been shown `times` times in all (for a
+    /// prompt that comes back after each command).
+    #[allow(dead_code)] // not every test binary uses it
+    pub(crate) fn expect_times(&mut self, what: &str, times: usize) {
+        while self.seen.matches(what).count() < times {
+            match self.output.recv_timeout(Duration::from_secs(60)) {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!(
+                    "the terminal never showed {what:?} {times} times; it shows:\n{}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
     pub(crate) fn send(&mut self, keys: &str) {
         self.writer.write_all(keys.as_bytes()).unwrap();
         self.writer.flush().unwrap();
