@@ -75,10 +75,16 @@
 //!   ([`DEFAULT_VALIDATION_BUDGET`], 100 ms, unless the caller gives another;
 //!   `Client` takes [`ClientBuilder::output_validation_budget`](crate::ClientBuilder::output_validation_budget)):
 //!   past it the result is reported unchecked ([`OutputMismatch::OverBudget`]).
-//!   A check cannot be stopped midway, so an abandoned one runs to its end
-//!   on its thread; at most [`MAX_RUNNING_CHECKS`] checks of one validator
-//!   run at a time, and a result that finds them all busy for its whole
-//!   budget is reported unchecked too;
+//!   The check it stops waiting for (past the budget, or because the
+//!   future was dropped) is stopped too: from then on the validator reads
+//!   every string as empty and every object and array as having no more
+//!   members, so it ends within the regex match it is in (at most
+//!   [`REGEX_BACKTRACK_LIMIT`] steps, about 20 ms in a release build) and
+//!   its answer is thrown away. Compiling a schema cannot be stopped, but
+//!   is bounded by [`MAX_SCHEMA_BYTES`] and cached. At most
+//!   [`MAX_RUNNING_CHECKS`] checks of one validator run at a time, and a
+//!   result that finds them all busy for its whole budget is reported
+//!   unchecked too;
 //! - a panic inside the `jsonschema` crate while compiling or validating is
 //!   caught and reported as [`OutputMismatch::SchemaUnusable`] (unless the
 //!   program is built with `panic = "abort"`).
@@ -92,8 +98,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use jsonschema::PatternOptions;
 use serde_json::Value;
 
+use self::stop::{Stop, Stoppable};
+
 use crate::types::schema::Schema;
 use crate::types::tools::{CallToolResult, Tool};
+
+mod stop;
 
 /// How many compiled schemas an [`OutputValidator::new`] keeps.
 pub const DEFAULT_CAPACITY: usize = 256;
@@ -120,7 +130,7 @@ pub const REGEX_SIZE_LIMIT: usize = 1024 * 1024;
 pub const DEFAULT_VALIDATION_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How many checks of one [`OutputValidator`] run at once on blocking
-/// threads, abandoned ones included.
+/// threads, abandoned ones included (they stop within a regex match).
 pub const MAX_RUNNING_CHECKS: usize = 2;
 
 /// Checks `structuredContent` against `outputSchema`, keeping compiled
@@ -162,7 +172,7 @@ struct Entry {
 
 #[derive(Clone)]
 enum Compiled {
-    Ready(Arc<jsonschema::Validator>),
+    Ready(Arc<jsonschema::Validator<Stoppable>>),
     Unusable(Arc<str>),
 }
 
@@ -274,8 +284,10 @@ impl OutputValidator {
     /// As [`OutputValidator::validate`], and [`OutputMismatch::OverBudget`].
     ///
     /// # Cancel safety
-    /// Dropping the future abandons the check, which still runs to its end
-    /// on its thread (holding one of the [`MAX_RUNNING_CHECKS`] slots).
+    /// Dropping the future abandons the check, which stops as it does past
+    /// the budget: within the regex match it is in (see the
+    /// [module docs](self#bounded-cost)), holding one of the
+    /// [`MAX_RUNNING_CHECKS`] slots until then.
     ///
     /// # Panics
     /// Outside a Tokio runtime.
@@ -310,8 +322,12 @@ impl OutputValidator {
         };
         let validator = self.clone();
         let checked_tool = tool.clone();
+        // Stops the check when this function returns or its future is
+        // dropped: from then on nobody reads its outcome.
+        let stop = Stop::default();
+        let _stop_on_return = stop.on_drop();
         let check = tokio::task::spawn_blocking(move || {
-            let outcome = validator.validate(&checked_tool, &result);
+            let outcome = stop.watching(|| validator.validate(&checked_tool, &result));
             drop(permit);
             outcome
         });
@@ -400,7 +416,7 @@ fn compile(schema: &Schema) -> Compiled {
         }
     };
     let built = catch_unwind(AssertUnwindSafe(|| {
-        jsonschema::options()
+        jsonschema::options_for::<Stoppable>()
             .offline()
             .with_pattern_options(
                 PatternOptions::fancy_regex()
@@ -430,8 +446,14 @@ fn compile(schema: &Schema) -> Compiled {
 
 /// `None` when `instance` conforms; otherwise the first violations and
 /// whether there were more.
-fn check(validator: &jsonschema::Validator, instance: &Value) -> Option<(Vec<Violation>, bool)> {
-    if validator.is_valid(instance) {
+fn check(
+    validator: &jsonschema::Validator<Stoppable>,
+    instance: &Value,
+) -> Option<(Vec<Violation>, bool)> {
+    let instance = stop::Node(instance);
+    if validator.is_valid(instance) || stop::stopped() {
+        // Once stopped, the answer is thrown away (see `stop`): no need to
+        // look for violations.
         return None;
     }
     let mut errors = validator.iter_errors(instance);
@@ -999,6 +1021,150 @@ mod tests {
         let violation = &mismatch.violations()[0];
         assert_eq!(violation.keyword, "pattern");
         assert!(violation.message.contains("backtracking"), "{violation}");
+    }
+
+    /// A string that makes [`CATASTROPHIC`] and its kin run to the
+    /// backtracking limit; distinct for each `i`, since a match the engine
+    /// could not finish is not tried again on the same string.
+    fn hostile(i: usize) -> String {
+        format!("{}{i}", "a".repeat(40))
+    }
+
+    /// Exponential for a backtracking engine; the lookahead and the
+    /// backreference keep fancy-regex from handing it to a linear one.
+    const CATASTROPHIC: &str = "^(a|a)*(?=b)\\1c";
+
+    /// `check` on a thread of its own, watched by `stop`.
+    fn check_on_thread(
+        validator: &OutputValidator,
+        tool: Tool,
+        result: CallToolResult,
+        stop: &Stop,
+    ) -> std::thread::JoinHandle<Result<(), OutputMismatch>> {
+        let validator = validator.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || stop.watching(|| validator.validate(&tool, &result)))
+    }
+
+    #[test]
+    fn a_stopped_check_ends_within_a_match_whatever_the_keyword() {
+        const STRINGS: usize = 200;
+        let names: serde_json::Map<String, Value> =
+            (0..STRINGS).map(|i| (hostile(i), json!("x"))).collect();
+        let items: Vec<Value> = (0..STRINGS).map(|i| Value::from(hostile(i))).collect();
+        let many_patterns: serde_json::Map<String, Value> = (0..STRINGS)
+            .map(|i| (format!("{CATASTROPHIC}{i}"), json!(true)))
+            .collect();
+        // Each would take minutes: every string, value or name, reaches
+        // the backtracking limit.
+        let cases = [
+            (
+                "pattern",
+                json!({"items": {"pattern": CATASTROPHIC}}),
+                json!(items),
+            ),
+            (
+                "patternProperties",
+                json!({"patternProperties": {CATASTROPHIC: true}}),
+                json!(names),
+            ),
+            (
+                "additionalProperties",
+                json!({"patternProperties": {CATASTROPHIC: true}, "additionalProperties": {"type": "string"}}),
+                json!(names),
+            ),
+            (
+                "unevaluatedProperties",
+                json!({"allOf": [{"patternProperties": {CATASTROPHIC: true}}], "unevaluatedProperties": {"type": "string"}}),
+                json!(names),
+            ),
+            (
+                "propertyNames",
+                json!({"propertyNames": {"pattern": CATASTROPHIC}}),
+                json!(names),
+            ),
+            // One name against many patterns, in one loop over them: the
+            // name is read afresh for each.
+            (
+                "many patterns",
+                json!({"patternProperties": many_patterns, "additionalProperties": false}),
+                json!({hostile(0): 1}),
+            ),
+        ];
+        let validator = OutputValidator::new();
+        let stop = Stop::default();
+        let checks: Vec<_> = cases
+            .into_iter()
+            .map(|(keyword, schema, instance)| {
+                let check = check_on_thread(
+                    &validator,
+                    tool(keyword, schema),
+                    structured(instance),
+                    &stop,
+                );
+                (keyword, check)
+            })
+            .collect();
+        // Under way by now, or about to be: either way it must end soon
+        // after the stop.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let stopped = std::time::Instant::now();
+        drop(stop.on_drop());
+        assert!(stop.is_set());
+        for (keyword, check) in checks {
+            // The outcome of a stopped check is thrown away; only its end matters.
+            let _ = check.join();
+            let took = stopped.elapsed();
+            assert!(
+                took < std::time::Duration::from_secs(5),
+                "{keyword}: the check went on for {took:?} after it was stopped"
+            );
+        }
+    }
+
+    #[test]
+    fn a_check_stopped_before_it_starts_reads_nothing() {
+        let items: Vec<Value> = (0..3000).map(|i| Value::from(hostile(i))).collect();
+        let tool = tool(
+            "t",
+            json!({"type": "array", "items": {"type": "string", "pattern": CATASTROPHIC}}),
+        );
+        let validator = OutputValidator::new();
+        let stop = Stop::default();
+        drop(stop.on_drop());
+        let started = std::time::Instant::now();
+        let _ = check_on_thread(&validator, tool, structured(json!(items)), &stop).join();
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    }
+
+    #[test]
+    fn a_stop_stops_only_its_own_check() {
+        let validator = OutputValidator::new();
+        let tool = tool(
+            "t",
+            json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(?=a)(a+)b\\1$"}}}),
+        );
+        let bad = structured(json!({"s": "aaba"}));
+        let stop = Stop::default();
+        drop(stop.on_drop());
+        // On this thread, once the stopped check is over, and on another
+        // meanwhile, checks read the whole instance.
+        stop.watching(|| {
+            let other = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| validator.validate(&tool, &bad))
+                    .join()
+                    .unwrap()
+            });
+            assert_eq!(other.unwrap_err().violations()[0].keyword, "pattern");
+        });
+        let mismatch = validator.validate(&tool, &bad).unwrap_err();
+        assert_eq!(mismatch.violations()[0].instance_path, "/s");
+        assert_eq!(
+            validator.validate(&tool, &structured(json!({"s": "aabaa"}))),
+            Ok(())
+        );
     }
 
     #[test]
