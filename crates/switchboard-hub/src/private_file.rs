@@ -98,6 +98,17 @@ pub fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
 /// When no temporary name is free, or creating, writing or renaming fails
 /// (the temporary file is removed).
 pub fn write_atomically(path: &Path, bytes: &[u8], keep_mode: bool) -> io::Result<()> {
+    write_atomically_with(path, keep_mode, |file| file.write_all(bytes))
+}
+
+/// [`write_atomically`] with the contents written by `write` into the
+/// temporary file (a large document serialized straight into it, never
+/// whole in memory).
+pub(crate) fn write_atomically_with(
+    path: &Path,
+    keep_mode: bool,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -125,7 +136,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8], keep_mode: bool) -> io::Resul
         ));
     };
     let result = (|| {
-        file.write_all(bytes)?;
+        write(&mut file)?;
         if keep_mode
             && let Ok(meta) = fs::symlink_metadata(path)
             && meta.is_file()

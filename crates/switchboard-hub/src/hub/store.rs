@@ -20,8 +20,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use switchboard::types::{Era, Tool};
@@ -45,8 +45,10 @@ pub(crate) struct Stored {
     pub(crate) era: Option<Era>,
     #[serde(default)]
     pub(crate) protocol_version: Option<String>,
+    /// The server's list itself, shared with the hub's view of it (a
+    /// list of thousands of tools is kept once, not once more here).
     #[serde(default)]
-    pub(crate) tools: Vec<Tool>,
+    pub(crate) tools: Arc<[Tool]>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -133,7 +135,9 @@ impl Store {
 
     /// Writes the file if anything changed. A failed write is a warning:
     /// the state file is a cache. Called from one task only (the hub's
-    /// writer), so writes never interleave.
+    /// writer), so writes never interleave. The entries are copied out
+    /// (their tool lists shared, not copied) and written as they are
+    /// serialized, never as one text in memory.
     pub(crate) fn flush(&self) {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return;
@@ -155,8 +159,11 @@ impl Store {
 fn write_atomically(path: &Path, doc: &Document) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     crate::private_file::create_private_dir(dir)?;
-    let bytes = serde_json::to_vec_pretty(doc).map_err(std::io::Error::other)?;
-    crate::private_file::write_atomically(path, &bytes, false)
+    crate::private_file::write_atomically_with(path, false, |file| {
+        let mut out = std::io::BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut out, doc).map_err(std::io::Error::other)?;
+        std::io::Write::flush(&mut out)
+    })
 }
 
 #[cfg(test)]
@@ -179,10 +186,10 @@ mod tests {
             transport: Some("stdio".into()),
             era: Some(Era::Modern),
             protocol_version: Some("2026-07-28".into()),
-            tools: vec![Tool {
+            tools: Arc::from([Tool {
                 name: "echo".into(),
                 ..Tool::default()
-            }],
+            }]),
         }
     }
 

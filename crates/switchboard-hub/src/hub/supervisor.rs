@@ -106,7 +106,7 @@ impl Slot {
             state,
             client: None,
             generation: 0,
-            tools: stored.tools.into(),
+            tools: stored.tools,
             stale: true,
             transport: stored.transport,
             era: stored.era,
@@ -339,7 +339,7 @@ impl Slot {
                 transport: view.transport.clone(),
                 era: view.era,
                 protocol_version: view.protocol_version.clone(),
-                tools: view.tools.to_vec(),
+                tools: view.tools.clone(),
             }
         };
         store.put(&self.config.name, entry);
