@@ -87,6 +87,7 @@ use crate::engine::{
 };
 use crate::transport::{BoxFuture, Connection, TransportError};
 
+mod answer;
 #[cfg(feature = "http-server")]
 pub mod http;
 #[cfg(test)]
@@ -117,6 +118,21 @@ pub trait ServerHandler: Send + Sync + 'static {
         _cx: RequestContext,
     ) -> Reply<ListToolsResult> {
         Box::pin(async { Ok(ListToolsResult::default()) })
+    }
+
+    /// `tools/list` answered with the result's JSON text (`{"tools":
+    /// […]}`), for a server that writes a long list straight from what it
+    /// keeps instead of building a [`ListToolsResult`] of copies (the
+    /// hub's gateway: thousands of tools of many servers). When it
+    /// answers `Some`, [`list_tools`](Self::list_tools) is not called.
+    /// What the 2026-07-28 revision adds to a result is added to this one
+    /// as to any other. The default answers `None`.
+    fn list_tools_json(
+        &self,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Option<Reply<Box<RawValue>>> {
+        None
     }
 
     /// `tools/call`. A 2026-07-28 client may be answered
@@ -859,7 +875,10 @@ impl Dispatch {
     }
 }
 
-/// The results the 2026-07-28 schema requires `ttlMs` and `cacheScope` on.
+/// The results the 2026-07-28 schema requires `ttlMs` and `cacheScope` on:
+/// a handler that did not set them gets `ttlMs: 0` (stale at once) and
+/// `cacheScope: "private"` (never shared across users), the answers that
+/// are never wrong ([`answer::modern`]).
 const CACHEABLE: [&str; 6] = [
     "server/discover",
     "tools/list",
@@ -868,32 +887,6 @@ const CACHEABLE: [&str; 6] = [
     "resources/read",
     "prompts/list",
 ];
-
-/// Adds what a stateless-era result carries: `resultType`, the server's
-/// identity in `_meta`, and for a cacheable method the caching fields the
-/// handler did not set — `ttlMs: 0` (stale at once) and `cacheScope:
-/// "private"` (never shared across users), the answers that are never
-/// wrong.
-fn modern_result(method: &str, mut result: Value, server_info: Value) -> Value {
-    if let Value::Object(object) = &mut result {
-        object
-            .entry("resultType")
-            .or_insert_with(|| Value::from("complete"));
-        if CACHEABLE.contains(&method) {
-            object.entry("ttlMs").or_insert_with(|| Value::from(0));
-            object
-                .entry("cacheScope")
-                .or_insert_with(|| Value::from("private"));
-        }
-        let meta = object
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(JsonObject::new()));
-        if let Value::Object(meta) = meta {
-            meta.insert(meta::META_SERVER_INFO.to_owned(), server_info);
-        }
-    }
-    result
-}
 
 fn answer(value: Value) -> HandlerResult {
     serde_json::value::to_raw_value(&value).map_err(|e| {
@@ -926,14 +919,8 @@ impl RequestHandler for Dispatch {
                         ..
                     }) => self
                         .discover()
-                        .and_then(|result| {
-                            Ok(modern_result(
-                                "server/discover",
-                                result,
-                                self.server_info()?,
-                            ))
-                        })
-                        .and_then(answer),
+                        .and_then(answer)
+                        .and_then(|result| answer::modern(result, true, &self.server_info()?)),
                     Err(error) => Err(error),
                 };
                 return Some(Box::pin(async move { outcome }));
@@ -956,8 +943,14 @@ impl RequestHandler for Dispatch {
         let related: Option<Arc<str>> = serde_json::to_string(&request.id).ok().map(Arc::from);
         cx.related = related.clone();
         let handler = self.handler.clone();
-        let call: BoxFuture<'static, Result<Value, ErrorObject>> = match method {
-            "tools/list" => typed(params, |p| handler.list_tools(p, cx)),
+        let call: BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> = match method {
+            "tools/list" => match parse::<PaginatedRequestParams>(params) {
+                Ok(p) => match handler.list_tools_json(p.clone(), cx.clone()) {
+                    Some(reply) => reply,
+                    None => typed(params, |p| handler.list_tools(p, cx)),
+                },
+                Err(error) => Box::pin(async move { Err(error) }),
+            },
             "tools/call" => typed(params, |p| handler.call_tool(p, cx)),
             "resources/list" => typed(params, |p| handler.list_resources(p, cx)),
             "resources/templates/list" => typed(params, |p| handler.list_resource_templates(p, cx)),
@@ -971,7 +964,7 @@ impl RequestHandler for Dispatch {
             "skills/get" if offers_skills(&*handler) => typed(params, |p| handler.get_skill(p, cx)),
             // The session era's level; the stateless era sends it per request.
             "logging/setLevel" if matches!(mode, Mode::Legacy) => {
-                Box::pin(async { Ok(Value::Object(JsonObject::new())) })
+                Box::pin(async { answer(Value::Object(JsonObject::new())) })
             }
             _ => return None,
         };
@@ -994,20 +987,17 @@ impl RequestHandler for Dispatch {
             let result = RELATED.scope(related, call).await;
             drop(permit);
             let result = result?;
-            let result = match server_info {
-                Some(info) => modern_result(&method, result, info?),
-                None if result.get("resultType").and_then(Value::as_str)
-                    == Some("input_required") =>
-                {
-                    return Err(ErrorObject::new(
+            match server_info {
+                Some(info) => answer::modern(result, CACHEABLE.contains(&method.as_str()), &info?),
+                None if answer::result_type(&result).as_deref() == Some("input_required") => {
+                    Err(ErrorObject::new(
                         codes::INTERNAL_ERROR,
                         "the server asked a session-era client for input with an \
                          input_required result, which only the 2026-07-28 revision has",
-                    ));
+                    ))
                 }
-                None => result,
-            };
-            answer(result)
+                None => Ok(result),
+            }
         }))
     }
 }
@@ -1018,8 +1008,12 @@ fn offers_skills(handler: &dyn ServerHandler) -> bool {
     handler.capabilities().extension(SKILLS_EXTENSION).is_some()
 }
 
-/// Parses `params` as `P`, runs `f`, and serializes what it answers.
-fn typed<P, R, F>(params: Option<&RawValue>, f: F) -> BoxFuture<'static, Result<Value, ErrorObject>>
+/// Parses `params` as `P`, runs `f`, and serializes what it answers
+/// (as its text: see [`answer`]).
+fn typed<P, R, F>(
+    params: Option<&RawValue>,
+    f: F,
+) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>
 where
     P: DeserializeOwned,
     R: Serialize + 'static,
@@ -1028,7 +1022,7 @@ where
     match parse::<P>(params) {
         Ok(params) => {
             let reply = f(params);
-            Box::pin(async move { to_result(&reply.await?) })
+            Box::pin(async move { answer::to_raw(&reply.await?) })
         }
         Err(error) => Box::pin(async move { Err(error) }),
     }
