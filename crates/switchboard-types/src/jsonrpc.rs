@@ -380,9 +380,19 @@ impl JsonRpcMessage {
         envelope.into_message().map(MessageRef::into_owned)
     }
 
-    /// Serializes the message to compact JSON.
+    /// Serializes the message to compact JSON, into a buffer sized for it
+    /// up front (a large result or params is copied once, not into ever
+    /// larger buffers).
     pub fn to_vec(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a JSON-RPC message always serializes")
+        let raw = |value: &Option<Box<RawValue>>| value.as_ref().map_or(0, |v| v.get().len());
+        let hint = match self {
+            JsonRpcMessage::Request(r) => r.method.len() + raw(&r.params),
+            JsonRpcMessage::Notification(n) => n.method.len() + raw(&n.params),
+            JsonRpcMessage::Response(r) => r.outcome.as_ref().map_or(0, |v| v.get().len()),
+        };
+        let mut buf = Vec::with_capacity(hint + 128);
+        serde_json::to_writer(&mut buf, self).expect("a JSON-RPC message always serializes");
+        buf
     }
 
     /// The method, for requests and notifications.

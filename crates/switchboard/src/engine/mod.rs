@@ -177,6 +177,37 @@ pub struct ServerNotification {
 /// The answer to a server request: a result or a JSON-RPC error.
 pub type HandlerResult = Result<Box<RawValue>, ErrorObject>;
 
+/// The response to request `id` as the bytes sent. A result's text is not
+/// copied: the envelope is written around it, in its own buffer (grown by
+/// the few bytes of the envelope, and moved within it).
+pub(crate) fn response_bytes(
+    id: &switchboard_types::jsonrpc::RequestId,
+    outcome: HandlerResult,
+) -> Vec<u8> {
+    use switchboard_types::jsonrpc::{JsonRpcMessage, JsonRpcResponse};
+    let result = match outcome {
+        Ok(result) => result,
+        Err(error) => {
+            return JsonRpcMessage::Response(JsonRpcResponse {
+                id: Some(id.clone()),
+                outcome: Err(error),
+            })
+            .to_vec();
+        }
+    };
+    let mut head = br#"{"jsonrpc":"2.0","id":"#.to_vec();
+    serde_json::to_writer(&mut head, id).expect("an id always serializes");
+    head.extend_from_slice(br#","result":"#);
+    let mut bytes = String::from(Box::<str>::from(result)).into_bytes();
+    let len = bytes.len();
+    bytes.reserve_exact(head.len() + 1);
+    bytes.resize(len + head.len(), 0);
+    bytes.copy_within(..len, head.len());
+    bytes[..head.len()].copy_from_slice(&head);
+    bytes.push(b'}');
+    bytes
+}
+
 /// Answers requests the server sends (sampling, elicitation, roots …).
 /// `ping` is answered by the engine itself.
 pub trait RequestHandler: Send + Sync + 'static {

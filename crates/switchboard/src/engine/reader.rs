@@ -411,11 +411,9 @@ impl Reader {
                 self.handlers.spawn(async move {
                     let outcome = future.await;
                     drop(ask);
-                    let response = JsonRpcMessage::Response(JsonRpcResponse {
-                        id: Some(id),
-                        outcome,
-                    });
-                    let _ = sink.send(&response.to_vec()).await;
+                    // Written around the result's own text and handed
+                    // over: a large answer is never held twice.
+                    let _ = sink.send_owned(super::response_bytes(&id, outcome)).await;
                 })
             }
             None => {

@@ -254,12 +254,61 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 }
 
+/// A large frame written from the caller's bytes: `message` and its
+/// newline, `written` bytes of them out so far. Dropped before the end (its
+/// call was), it leaves the rest in the writer's buffer, which the next
+/// call writes first.
+struct Unfinished<'a, W> {
+    line: &'a mut LineWriter<W>,
+    message: &'a [u8],
+    written: usize,
+}
+
+impl<W: AsyncWrite + Unpin> Unfinished<'_, W> {
+    async fn write(&mut self) -> io::Result<()> {
+        let total = self.message.len() + 1;
+        while self.written < total {
+            let n = match self.message.get(self.written..) {
+                Some(rest) if !rest.is_empty() => {
+                    let parts = [io::IoSlice::new(rest), io::IoSlice::new(b"\n")];
+                    self.line.writer.write_vectored(&parts).await?
+                }
+                _ => self.line.writer.write(b"\n").await?,
+            };
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.written += n;
+        }
+        Ok(())
+    }
+}
+
+impl<W> Drop for Unfinished<'_, W> {
+    fn drop(&mut self) {
+        let total = self.message.len() + 1;
+        if self.written >= total {
+            return;
+        }
+        let line = &mut *self.line;
+        line.buf.clear();
+        line.written = 0;
+        if let Some(rest) = self.message.get(self.written..) {
+            line.buf.extend_from_slice(rest);
+        }
+        line.buf.push(b'\n');
+    }
+}
+
 /// Writes newline-delimited messages to a byte stream.
 ///
 /// Each message goes out with its newline in one write from a reused buffer,
 /// and is then flushed. The buffer also makes writes cancel safe: a frame
 /// left half-written by a dropped call is finished by the next call, so
-/// frames never interleave.
+/// frames never interleave. A message larger than a megabyte is written
+/// from the caller's bytes instead of a copy (with its newline in the same
+/// vectored write where the stream takes one); only if its call is dropped
+/// midway is what is left of it copied, for the next call to finish.
 pub struct LineWriter<W> {
     writer: W,
     /// The current frame: message plus newline.
@@ -304,6 +353,21 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
             ));
         }
         self.drain().await?;
+        if self.buf.capacity() > SHRINK_BUFFER_ABOVE {
+            // What a dropped large frame left is out: not kept.
+            self.buf = Vec::new();
+            self.written = 0;
+        }
+        if message.len() > SHRINK_BUFFER_ABOVE {
+            let mut frame = Unfinished {
+                line: self,
+                message,
+                written: 0,
+            };
+            frame.write().await?;
+            drop(frame);
+            return self.writer.flush().await;
+        }
         self.buf.clear();
         self.written = 0;
         self.buf.reserve(message.len() + 1);
@@ -835,6 +899,35 @@ mod tests {
             [first, b"second".to_vec()],
             "frames must not interleave"
         );
+    }
+
+    #[tokio::test]
+    async fn a_large_message_is_written_uncopied_and_a_dropped_one_finished_next() {
+        let (a, b) = tokio::io::duplex(4096);
+        let mut writer = LineWriter::new(a);
+        let mut reader = LineReader::new(b);
+        let large: Vec<u8> = (0..3 * SHRINK_BUFFER_ABOVE)
+            .map(|i| b'a' + (i % 26) as u8)
+            .collect();
+        // Nobody reads yet: the write fills the pipe, then is dropped.
+        let dropped =
+            tokio::time::timeout(Duration::from_millis(20), writer.write_message(&large)).await;
+        assert!(dropped.is_err(), "the write must have been interrupted");
+        assert!(
+            writer.buf.len() < large.len(),
+            "only what was left is kept: {}",
+            writer.buf.len()
+        );
+        let ((), read) = tokio::join!(
+            async {
+                writer.write_message(&large).await.unwrap();
+                writer.write_message(b"second").await.unwrap();
+                assert!(writer.buf.capacity() <= SHRINK_BUFFER_ABOVE, "nothing kept");
+                drop(writer);
+            },
+            read_all(&mut reader),
+        );
+        assert_eq!(read, [large.clone(), large, b"second".to_vec()]);
     }
 
     #[tokio::test]

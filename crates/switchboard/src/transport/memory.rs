@@ -112,10 +112,14 @@ struct MemorySink {
 
 impl MessageSink for MemorySink {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.send_owned(message.to_vec())
+    }
+
+    fn send_owned(&self, message: Vec<u8>) -> BoxFuture<'_, Result<(), TransportError>> {
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Box::pin(async move {
             let tx = tx.ok_or(TransportError::ClosedByClient)?;
-            tx.send(Incoming::Message(message.to_vec()))
+            tx.send(Incoming::Message(message))
                 .await
                 .map_err(|_| TransportError::Closed {
                     stderr_tail: String::new(),

@@ -107,6 +107,17 @@ pub trait MessageSink: Send + Sync + 'static {
     /// the next one.
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>>;
 
+    /// Sends one serialized JSON-RPC message the caller has no more use
+    /// for, as [`MessageSink::send`] does: a transport that hands messages
+    /// over whole (the in-memory pair) takes it without a copy, so a large
+    /// answer is never held twice. The default sends it borrowed.
+    ///
+    /// # Cancel safety
+    /// As [`MessageSink::send`].
+    fn send_owned(&self, message: Vec<u8>) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move { self.send(&message).await })
+    }
+
     /// Sends one serialized JSON-RPC request, as [`MessageSink::send`]
     /// does. A transport that reads the answer while it sends (an HTTP
     /// POST answered with JSON) may give it back here, as

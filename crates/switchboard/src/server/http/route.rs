@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming as Body;
 use hyper::{Method, Request, Response, StatusCode};
-use switchboard_types::jsonrpc::{ErrorObject, JsonRpcMessage, JsonRpcResponse, RequestId};
+use switchboard_types::jsonrpc::{ErrorObject, JsonRpcMessage, RequestId};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -297,13 +297,8 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         link: link.clone(),
         id: ours_text,
     };
-    let respond = move |outcome: HandlerResult| {
-        JsonRpcMessage::Response(JsonRpcResponse {
-            id: Some(client_id),
-            outcome,
-        })
-        .to_vec()
-    };
+    // The answer's text becomes the body: written around, not copied.
+    let respond = move |outcome: HandlerResult| crate::engine::response_bytes(&client_id, outcome);
     // The answer alone is plain JSON; something said about the request
     // first (progress, a request of the server's) turns the response into
     // an event stream that ends with the answer — when the client takes
