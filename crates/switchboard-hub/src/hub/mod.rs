@@ -54,6 +54,7 @@ mod error;
 mod features;
 mod forward;
 mod headers_helper;
+mod lists;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;

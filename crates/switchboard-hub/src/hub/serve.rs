@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use switchboard::BoxFuture;
 use switchboard::RequestOptions;
@@ -789,34 +790,54 @@ impl ServerHandler for HubServer {
 
     fn list_tools(
         &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ListToolsResult> {
+        // What `list_tools_json` writes, read back (the server itself
+        // asks for that text, never for this).
+        let json = self.list_tools_json(params, cx);
+        Box::pin(async move {
+            let json = json.expect("the gateway writes its tool list").await?;
+            serde_json::from_str(json.get())
+                .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
+        })
+    }
+
+    /// The tool list written straight from the hub's routes (see
+    /// `lists.rs`): nothing is copied for the answer but its text.
+    fn list_tools_json(
+        &self,
         _params: PaginatedRequestParams,
         _cx: RequestContext,
-    ) -> Reply<ListToolsResult> {
+    ) -> Option<Reply<Box<RawValue>>> {
         let this = self.clone();
         let first_start = self.first_start();
-        Box::pin(async move {
+        Some(Box::pin(async move {
             first_start.await;
-            let mut tools = this.visible_tools();
+            // The policy speaks of `SERVER/authenticate` as of any tool.
+            let policy = this.hub.tool_policy();
+            let last: Vec<_> = this
+                .waiting_for_login()
+                .iter()
+                .filter(|s| !this.hub.tool_denied(&policy, s, AUTHENTICATE_TOOL))
+                .map(|s| authenticate_tool(s))
+                .collect();
+            let mut tools = this.hub.served_tools();
+            let mut first = Vec::new();
             if let Some(search) = &this.search
                 && tools.len() > search.max
             {
                 let found = search.found.lock().unwrap_or_else(|e| e.into_inner());
-                tools.retain(|t| found.contains(&t.name));
-                tools.insert(0, search_tool());
+                tools.retain(|name| found.iter().any(|f| f == name));
+                first.push(search_tool());
             }
-            // The policy speaks of `SERVER/authenticate` as of any tool.
-            let policy = this.hub.tool_policy();
-            tools.extend(
-                this.waiting_for_login()
-                    .iter()
-                    .filter(|s| !this.hub.tool_denied(&policy, s, AUTHENTICATE_TOOL))
-                    .map(|s| authenticate_tool(s)),
-            );
-            Ok(ListToolsResult {
-                tools,
-                ..Default::default()
+            tools.to_json(&first, &last).map_err(|e| {
+                ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("cannot serialize the tools: {e}"),
+                )
             })
-        })
+        }))
     }
 
     fn call_tool(
