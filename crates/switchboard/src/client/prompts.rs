@@ -1,5 +1,7 @@
 //! Prompts: listing and getting them.
 
+use std::sync::Arc;
+
 use switchboard_types::request::{self as rq, Request};
 use switchboard_types::{GetPromptRequestParams, GetPromptResult, Prompt, RequestOutcome};
 
@@ -37,13 +39,25 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        Ok(self.list_prompts_shared().await?.to_vec())
+    }
+
+    /// [`Client::list_prompts`] without its copy: the list kept for
+    /// [`Client::prompts`] is the one returned.
+    ///
+    /// # Errors
+    /// As [`Client::list_prompts`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn list_prompts_shared(&self) -> Result<Arc<[Prompt]>> {
         self.require(
             "prompts",
             rq::ListPrompts::METHOD,
             self.capabilities().prompts.is_some(),
         )?;
-        let prompts = self.list_all::<rq::ListPrompts>().await?;
-        self.inner.subs.set_prompts(&prompts);
+        let prompts: Arc<[Prompt]> = self.list_all::<rq::ListPrompts>().await?.into();
+        self.inner.subs.set_prompts(prompts.clone());
         Ok(prompts)
     }
 

@@ -1,5 +1,7 @@
 //! Resources: listing and reading them.
 
+use std::sync::Arc;
+
 use switchboard_types::request::{self as rq, Request};
 use switchboard_types::{
     ReadResourceRequestParams, ReadResourceResult, RequestOutcome, Resource, ResourceTemplate,
@@ -39,13 +41,26 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        Ok(self.list_resources_shared().await?.to_vec())
+    }
+
+    /// [`Client::list_resources`] without its copy: the list kept for
+    /// [`Client::resources`] is the one returned (as
+    /// [`Client::list_tools_shared`]).
+    ///
+    /// # Errors
+    /// As [`Client::list_resources`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn list_resources_shared(&self) -> Result<Arc<[Resource]>> {
         self.require(
             "resources",
             rq::ListResources::METHOD,
             self.capabilities().resources.is_some(),
         )?;
-        let resources = self.list_all::<rq::ListResources>().await?;
-        self.inner.subs.set_resources(&resources);
+        let resources: Arc<[Resource]> = self.list_all::<rq::ListResources>().await?.into();
+        self.inner.subs.set_resources(resources.clone());
         Ok(resources)
     }
 
@@ -57,13 +72,26 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        Ok(self.list_resource_templates_shared().await?.to_vec())
+    }
+
+    /// [`Client::list_resource_templates`] without its copy: the list kept
+    /// for [`Client::resource_templates`] is the one returned.
+    ///
+    /// # Errors
+    /// As [`Client::list_resource_templates`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn list_resource_templates_shared(&self) -> Result<Arc<[ResourceTemplate]>> {
         self.require(
             "resources",
             rq::ListResourceTemplates::METHOD,
             self.capabilities().resources.is_some(),
         )?;
-        let templates = self.list_all::<rq::ListResourceTemplates>().await?;
-        self.inner.subs.set_templates(&templates);
+        let templates: Arc<[ResourceTemplate]> =
+            self.list_all::<rq::ListResourceTemplates>().await?.into();
+        self.inner.subs.set_templates(templates.clone());
         Ok(templates)
     }
 

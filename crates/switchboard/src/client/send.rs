@@ -421,7 +421,12 @@ impl Client {
                     "max_list_items",
                 ));
             }
-            items.extend(page);
+            // The first page is the list so far: kept, not copied.
+            if items.is_empty() {
+                items = page;
+            } else {
+                items.extend(page);
+            }
             match next {
                 None => return Ok(items),
                 Some(next) if !seen.insert(next.clone()) => {

@@ -287,16 +287,16 @@ impl State {
         self.lists.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(super) fn set_prompts(&self, prompts: &[Prompt]) {
-        self.lists().prompts = Some(prompts.into());
+    pub(super) fn set_prompts(&self, prompts: Arc<[Prompt]>) {
+        self.lists().prompts = Some(prompts);
     }
 
-    pub(super) fn set_resources(&self, resources: &[Resource]) {
-        self.lists().resources = Some(resources.into());
+    pub(super) fn set_resources(&self, resources: Arc<[Resource]>) {
+        self.lists().resources = Some(resources);
     }
 
-    pub(super) fn set_templates(&self, templates: &[ResourceTemplate]) {
-        self.lists().templates = Some(templates.into());
+    pub(super) fn set_templates(&self, templates: Arc<[ResourceTemplate]>) {
+        self.lists().templates = Some(templates);
     }
 }
 
@@ -355,23 +355,23 @@ impl Client {
         let caps = self.capabilities();
         if dirty & bit(ListKind::Tools) != 0
             && caps.tools.is_some()
-            && let Err(error) = self.list_tools().await
+            && let Err(error) = self.list_tools_shared().await
         {
             self.refresh_failed("tools", &error);
         }
         if dirty & bit(ListKind::Prompts) != 0
             && caps.prompts.is_some()
-            && let Err(error) = self.list_prompts().await
+            && let Err(error) = self.list_prompts_shared().await
         {
             self.refresh_failed("prompts", &error);
         }
         if dirty & bit(ListKind::Resources) != 0 && caps.resources.is_some() {
-            if let Err(error) = self.list_resources().await {
+            if let Err(error) = self.list_resources_shared().await {
                 self.refresh_failed("resources", &error);
             }
             // Templates only when the application has asked for them.
             let had_templates = self.inner.subs.lists().templates.is_some();
-            if had_templates && let Err(error) = self.list_resource_templates().await {
+            if had_templates && let Err(error) = self.list_resource_templates_shared().await {
                 self.refresh_failed("resource templates", &error);
             }
         }
