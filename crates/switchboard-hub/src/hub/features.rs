@@ -12,6 +12,7 @@
 //! items.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use switchboard::types::request::{self as rq, Request};
 use switchboard::types::{
@@ -144,13 +145,20 @@ impl Hub {
     /// # Cancel safety
     /// Dropping the future cancels every listing under way.
     pub async fn resources(&self) -> HubListing<HubResource> {
+        self.resources_by_server()
+            .await
+            .cloned(|server, resource| HubResource { server, resource })
+    }
+
+    /// [`Hub::resources`] as each server's client listed them (its own
+    /// list, shared), for the gateway to write without a copy.
+    pub(crate) async fn resources_by_server(&self) -> ByServer<Arc<[Resource]>> {
         self.list_across(
             Feature::Resources,
             rq::ListResources::METHOD,
-            |client| async move { client.list_resources().await },
+            |client| async move { client.list_resources_shared().await },
         )
         .await
-        .map(|server, resource| HubResource { server, resource })
     }
 
     /// Every resource template of every ready server that declares the
@@ -159,13 +167,19 @@ impl Hub {
     /// # Cancel safety
     /// Dropping the future cancels every listing under way.
     pub async fn resource_templates(&self) -> HubListing<HubResourceTemplate> {
+        self.resource_templates_by_server()
+            .await
+            .cloned(|server, template| HubResourceTemplate { server, template })
+    }
+
+    /// [`Hub::resource_templates`] as [`Hub::resources_by_server`].
+    pub(crate) async fn resource_templates_by_server(&self) -> ByServer<Arc<[ResourceTemplate]>> {
         self.list_across(
             Feature::Resources,
             rq::ListResourceTemplates::METHOD,
-            |client| async move { client.list_resource_templates().await },
+            |client| async move { client.list_resource_templates_shared().await },
         )
         .await
-        .map(|server, template| HubResourceTemplate { server, template })
     }
 
     /// Every prompt of every ready server that declares the `prompts`
@@ -175,28 +189,30 @@ impl Hub {
     /// # Cancel safety
     /// Dropping the future cancels every listing under way.
     pub async fn prompts(&self) -> HubListing<HubPrompt> {
-        let mut listing = self
+        let (listing, names) = self.prompts_by_server().await;
+        let mut names = names.into_iter();
+        listing.cloned(|server, prompt| HubPrompt {
+            name: names.next().unwrap_or_default(),
+            server,
+            prompt,
+        })
+    }
+
+    /// [`Hub::prompts`] as [`Hub::resources_by_server`], with the
+    /// prompts' hub-wide names in the same order.
+    pub(crate) async fn prompts_by_server(&self) -> (ByServer<Arc<[Prompt]>>, Vec<String>) {
+        let listing = self
             .list_across(
                 Feature::Prompts,
                 rq::ListPrompts::METHOD,
-                |client| async move { client.list_prompts().await },
+                |client| async move { client.list_prompts_shared().await },
             )
-            .await
-            .map(|server, prompt| HubPrompt {
-                name: String::new(),
-                server,
-                prompt,
-            });
-        let names = super::routes::unique_names(
-            listing
-                .items
-                .iter()
-                .map(|p| (p.server.as_str(), p.prompt.name.as_str())),
-        );
-        for (prompt, name) in listing.items.iter_mut().zip(names) {
-            prompt.name = name;
-        }
-        listing
+            .await;
+        let names =
+            super::routes::unique_names(listing.lists.iter().flat_map(|(server, prompts)| {
+                prompts.iter().map(|p| (server.as_str(), p.name.as_str()))
+            }));
+        (listing, names)
     }
 
     /// Every skill of every ready server that declares the skills
@@ -383,16 +399,16 @@ impl Hub {
 
     /// Runs `list` on every ready server that declares `feature`, all at
     /// once, and gathers the answers in configuration order.
-    async fn list_across<T, F, Fut>(
+    async fn list_across<C, F, Fut>(
         &self,
         feature: Feature,
         method: &'static str,
         list: F,
-    ) -> HubListing<(String, T)>
+    ) -> ByServer<C>
     where
-        T: Send + 'static,
+        C: Send + 'static,
         F: Fn(Client) -> Fut,
-        Fut: Future<Output = Result<Vec<T>, ClientError>> + Send + 'static,
+        Fut: Future<Output = Result<C, ClientError>> + Send + 'static,
     {
         // Owned by this future: dropping it aborts the listings (and the
         // client cancels their requests).
@@ -422,12 +438,13 @@ impl Hub {
             }
         }
         answers.sort_by_key(|(index, _, _)| *index);
-        let mut listing = HubListing::default();
+        let mut listing = ByServer {
+            lists: Vec::with_capacity(answers.len()),
+            failed: Vec::new(),
+        };
         for (_, server, answer) in answers {
             match answer {
-                Ok(items) => listing
-                    .items
-                    .extend(items.into_iter().map(|item| (server.clone(), item))),
+                Ok(list) => listing.lists.push((server, list)),
                 Err(error) => {
                     let error = request_error(&server, method, error);
                     tracing::warn!(server, method, "listing failed: {}", chain(&error));
@@ -439,14 +456,40 @@ impl Hub {
     }
 }
 
-impl<T> HubListing<(String, T)> {
+/// A listing across servers, server by server: each server that answered
+/// (in configuration order) with its list as its client gave it, and one
+/// error per server whose listing failed.
+pub(crate) struct ByServer<C> {
+    pub(crate) lists: Vec<(String, C)>,
+    pub(crate) failed: Vec<HubError>,
+}
+
+impl<T> ByServer<Vec<T>> {
+    /// Every item, server by server, made into a hub entry by `f`.
     fn map<U>(self, mut f: impl FnMut(String, T) -> U) -> HubListing<U> {
+        let count = self.lists.iter().map(|(_, list)| list.len()).sum();
+        let mut items = Vec::with_capacity(count);
+        for (server, list) in self.lists {
+            items.extend(list.into_iter().map(|item| f(server.clone(), item)));
+        }
         HubListing {
-            items: self
-                .items
-                .into_iter()
-                .map(|(server, item)| f(server, item))
-                .collect(),
+            items,
+            failed: self.failed,
+        }
+    }
+}
+
+impl<T: Clone> ByServer<Arc<[T]>> {
+    /// Every item, server by server, copied into a hub entry by `f` (the
+    /// clients keep their lists).
+    fn cloned<U>(self, mut f: impl FnMut(String, T) -> U) -> HubListing<U> {
+        let count = self.lists.iter().map(|(_, list)| list.len()).sum();
+        let mut items = Vec::with_capacity(count);
+        for (server, list) in &self.lists {
+            items.extend(list.iter().map(|item| f(server.clone(), item.clone())));
+        }
+        HubListing {
+            items,
             failed: self.failed,
         }
     }

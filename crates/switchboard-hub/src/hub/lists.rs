@@ -1,22 +1,24 @@
-//! The gateway's `tools/list` answer, written straight from what the hub
-//! keeps: each backend's list as its client read it (shared, never
-//! copied: the route table holds it by `Arc`), each tool under its
-//! hub-wide name with its origin in `_meta`, serialized into one buffer of
-//! the answer's exact size. No list of renamed copies, no `Value` tree:
-//! a backend's page of thousands of tools costs the gateway its kept list
-//! and the answer's text (`tests/gateway_list_memory.rs` measures it).
+//! The gateway's list answers (`tools/list`, `resources/list`,
+//! `resources/templates/list`, `prompts/list`), written straight from the
+//! backends' lists as their clients read them (shared by `Arc`, never
+//! copied: the route table holds the tools, the clients the others), each
+//! entry under its gateway name or URI, serialized into one buffer of the
+//! answer's exact size. No list of renamed copies, no `Value` tree: a
+//! backend's page of thousands of entries costs the gateway the list its
+//! client keeps and the answer's text (`tests/gateway_list_memory.rs`
+//! measures it).
 
 use std::io;
 use std::sync::{Arc, RwLockReadGuard};
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
-use switchboard::types::{JsonObject, Tool};
+use switchboard::types::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
-use super::Hub;
 use super::routes::{Route, Routes};
-use super::serve::ORIGIN_META;
+use super::serve::{ORIGIN_META, resource_template_uri, resource_uri, skill_uri};
 use super::supervisor::Slot;
+use super::{Hub, HubError};
 
 /// The tools the gateway shows now, read under the route table's lock
 /// (held until this is dropped, so the table cannot change meanwhile):
@@ -77,18 +79,11 @@ impl ServedTools<'_> {
         first: &[Tool],
         last: &[Tool],
     ) -> Result<Box<RawValue>, serde_json::Error> {
-        let result = ListResult {
+        exact_json(&ListResult {
             first,
             shown: self,
             last,
-        };
-        // Measured first: the text goes into a buffer of its exact size.
-        let mut count = Count(0);
-        serde_json::to_writer(&mut count, &result)?;
-        let mut text = Vec::with_capacity(count.0);
-        serde_json::to_writer(&mut text, &result)?;
-        let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
-        RawValue::from_string(text)
+        })
     }
 
     fn each(&self) -> impl Iterator<Item = &Route> {
@@ -97,6 +92,236 @@ impl ServedTools<'_> {
             .zip(&self.shown)
             .filter(|(_, shown)| **shown)
             .map(|(route, _)| route)
+    }
+}
+
+impl Hub {
+    /// The gateway's `resources/list` result: every resource of every
+    /// ready server under its gateway URI ([`resource_uri`], a skill
+    /// file's [`skill_uri`]).
+    ///
+    /// # Errors
+    /// When an entry does not serialize.
+    pub(crate) async fn resources_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
+        let listing = self.resources_by_server().await;
+        not_listed(&listing.failed, "resources");
+        exact_json(&Field(
+            "resources",
+            Entries(&listing.lists, |_, server, resource| GatewayResource {
+                server,
+                resource,
+            }),
+        ))
+    }
+
+    /// The gateway's `resources/templates/list` result: every template
+    /// under its gateway template ([`resource_template_uri`]).
+    ///
+    /// # Errors
+    /// When an entry does not serialize.
+    pub(crate) async fn resource_templates_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
+        let listing = self.resource_templates_by_server().await;
+        not_listed(&listing.failed, "resource templates");
+        exact_json(&Field(
+            "resourceTemplates",
+            Entries(&listing.lists, |_, server, template| GatewayTemplate {
+                server,
+                template,
+            }),
+        ))
+    }
+
+    /// The gateway's `prompts/list` result: every prompt under its
+    /// hub-wide name ([`HubPrompt::name`](super::HubPrompt::name)).
+    ///
+    /// # Errors
+    /// When an entry does not serialize.
+    pub(crate) async fn prompts_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
+        let (listing, names) = self.prompts_by_server().await;
+        not_listed(&listing.failed, "prompts");
+        exact_json(&Field(
+            "prompts",
+            Entries(&listing.lists, |at, _, prompt| GatewayPrompt {
+                name: names.get(at).map_or("", String::as_str),
+                prompt,
+            }),
+        ))
+    }
+}
+
+/// Says which servers' lists are missing from an answer.
+fn not_listed(failed: &[HubError], what: &str) {
+    for error in failed {
+        tracing::warn!(%error, "a server's {what} are not listed");
+    }
+}
+
+/// `value` as JSON text, measured first so that it goes into a buffer of
+/// its exact size.
+fn exact_json<T: Serialize>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value)?;
+    let mut text = Vec::with_capacity(count.0);
+    serde_json::to_writer(&mut text, value)?;
+    let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
+    RawValue::from_string(text)
+}
+
+/// `{NAME: VALUE}`.
+struct Field<T>(&'static str, T);
+
+impl<T: Serialize> Serialize for Field<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(self.0, &self.1)?;
+        map.end()
+    }
+}
+
+/// Every entry of every server's list, in order, each as `show` makes it
+/// of its place in the whole, its server and itself.
+struct Entries<'a, T, F>(&'a [(String, Arc<[T]>)], F);
+
+impl<'a, T, F, E> Serialize for Entries<'a, T, F>
+where
+    F: Fn(usize, &'a str, &'a T) -> E,
+    E: Serialize,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        let mut at = 0;
+        for (server, list) in self.0 {
+            for entry in list.iter() {
+                seq.serialize_element(&(self.1)(at, server, entry))?;
+                at += 1;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// `key: value` unless `value` is `None` (the types' own
+/// `skip_serializing_if`).
+fn some<M: SerializeMap, T: Serialize>(
+    map: &mut M,
+    key: &'static str,
+    value: &Option<T>,
+) -> Result<(), M::Error> {
+    match value {
+        Some(value) => map.serialize_entry(key, value),
+        None => Ok(()),
+    }
+}
+
+/// A backend's resource as the gateway lists it: under its gateway URI.
+struct GatewayResource<'a> {
+    server: &'a str,
+    resource: &'a Resource,
+}
+
+impl Serialize for GatewayResource<'_> {
+    /// [`Resource`]'s own fields in its order, all named (a field added
+    /// to it does not compile here until it is written).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Resource {
+            uri,
+            name,
+            title,
+            description,
+            mime_type,
+            size,
+            annotations,
+            icons,
+            meta,
+            extra,
+        } = self.resource;
+        let mut map = serializer.serialize_map(None)?;
+        // A skill file keeps a skill URI (see `skill_uri`).
+        let uri = skill_uri(self.server, uri).unwrap_or_else(|| resource_uri(self.server, uri));
+        map.serialize_entry("uri", &uri)?;
+        map.serialize_entry("name", name)?;
+        some(&mut map, "title", title)?;
+        some(&mut map, "description", description)?;
+        some(&mut map, "mimeType", mime_type)?;
+        some(&mut map, "size", size)?;
+        some(&mut map, "annotations", annotations)?;
+        some(&mut map, "icons", icons)?;
+        some(&mut map, "_meta", meta)?;
+        for (key, value) in extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// A backend's resource template as the gateway lists it.
+struct GatewayTemplate<'a> {
+    server: &'a str,
+    template: &'a ResourceTemplate,
+}
+
+impl Serialize for GatewayTemplate<'_> {
+    /// As [`GatewayResource`]'s, for [`ResourceTemplate`].
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ResourceTemplate {
+            uri_template,
+            name,
+            title,
+            description,
+            mime_type,
+            annotations,
+            icons,
+            meta,
+            extra,
+        } = self.template;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(
+            "uriTemplate",
+            &resource_template_uri(self.server, uri_template),
+        )?;
+        map.serialize_entry("name", name)?;
+        some(&mut map, "title", title)?;
+        some(&mut map, "description", description)?;
+        some(&mut map, "mimeType", mime_type)?;
+        some(&mut map, "annotations", annotations)?;
+        some(&mut map, "icons", icons)?;
+        some(&mut map, "_meta", meta)?;
+        for (key, value) in extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// A backend's prompt as the gateway lists it: under its hub-wide name.
+struct GatewayPrompt<'a> {
+    name: &'a str,
+    prompt: &'a Prompt,
+}
+
+impl Serialize for GatewayPrompt<'_> {
+    /// As [`GatewayResource`]'s, for [`Prompt`].
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Prompt {
+            name: _,
+            title,
+            description,
+            arguments,
+            icons,
+            meta,
+            extra,
+        } = self.prompt;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", self.name)?;
+        some(&mut map, "title", title)?;
+        some(&mut map, "description", description)?;
+        some(&mut map, "arguments", arguments)?;
+        some(&mut map, "icons", icons)?;
+        some(&mut map, "_meta", meta)?;
+        for (key, value) in extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
     }
 }
 
@@ -177,25 +402,13 @@ impl Serialize for Shown<'_> {
         } = self.tool;
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("name", self.name)?;
-        if let Some(title) = title {
-            map.serialize_entry("title", title)?;
-        }
-        if let Some(description) = description {
-            map.serialize_entry("description", description)?;
-        }
+        some(&mut map, "title", title)?;
+        some(&mut map, "description", description)?;
         map.serialize_entry("inputSchema", input_schema)?;
-        if let Some(schema) = output_schema {
-            map.serialize_entry("outputSchema", schema)?;
-        }
-        if let Some(annotations) = annotations {
-            map.serialize_entry("annotations", annotations)?;
-        }
-        if let Some(execution) = execution {
-            map.serialize_entry("execution", execution)?;
-        }
-        if let Some(icons) = icons {
-            map.serialize_entry("icons", icons)?;
-        }
+        some(&mut map, "outputSchema", output_schema)?;
+        some(&mut map, "annotations", annotations)?;
+        some(&mut map, "execution", execution)?;
+        some(&mut map, "icons", icons)?;
         let origin = Origin {
             server: self.server,
             tool: name,
@@ -254,6 +467,72 @@ mod tests {
         );
         tool.name = name.to_owned();
         serde_json::to_string(&serde_json::to_value(&tool).unwrap()).unwrap()
+    }
+
+    /// Resources, templates and prompts as the gateway listed them before
+    /// it wrote them itself: each entry copied, its URI or name changed,
+    /// serialized whole.
+    #[test]
+    fn resources_templates_and_prompts_are_written_as_before() {
+        let resource: Resource = serde_json::from_value(serde_json::json!({
+            "uri": "file:///a b.txt", "name": "a", "title": "A", "description": "d",
+            "mimeType": "text/plain", "size": 3, "annotations": {"priority": 0.5},
+            "icons": [{"src": "https://x.example/i.png"}], "_meta": {"k": 1}, "x": [1],
+        }))
+        .unwrap();
+        let skill: Resource = serde_json::from_value(serde_json::json!({
+            "uri": "skill://pdf/SKILL.md", "name": "s",
+        }))
+        .unwrap();
+        for resource in [&resource, &skill, &Resource::default()] {
+            let mut before = resource.clone();
+            before.uri =
+                skill_uri("srv", &before.uri).unwrap_or_else(|| resource_uri("srv", &before.uri));
+            assert_eq!(
+                serde_json::to_string(&GatewayResource {
+                    server: "srv",
+                    resource
+                })
+                .unwrap(),
+                serde_json::to_string(&serde_json::to_value(&before).unwrap()).unwrap()
+            );
+        }
+        let template: ResourceTemplate = serde_json::from_value(serde_json::json!({
+            "uriTemplate": "file:///{path}", "name": "t", "title": "T", "description": "d",
+            "mimeType": "text/plain", "annotations": {"audience": ["user"]},
+            "icons": [{"src": "https://x.example/i.png"}], "_meta": {"k": 1}, "y": null,
+        }))
+        .unwrap();
+        for template in [&template, &ResourceTemplate::default()] {
+            let mut before = template.clone();
+            before.uri_template = resource_template_uri("srv", &before.uri_template);
+            assert_eq!(
+                serde_json::to_string(&GatewayTemplate {
+                    server: "srv",
+                    template
+                })
+                .unwrap(),
+                serde_json::to_string(&serde_json::to_value(&before).unwrap()).unwrap()
+            );
+        }
+        let prompt: Prompt = serde_json::from_value(serde_json::json!({
+            "name": "p", "title": "P", "description": "d",
+            "arguments": [{"name": "a", "required": true}],
+            "icons": [{"src": "https://x.example/i.png"}], "_meta": {"k": 1}, "z": {},
+        }))
+        .unwrap();
+        for prompt in [&prompt, &Prompt::default()] {
+            let mut before = prompt.clone();
+            before.name = "srv__p".to_owned();
+            assert_eq!(
+                serde_json::to_string(&GatewayPrompt {
+                    name: "srv__p",
+                    prompt
+                })
+                .unwrap(),
+                serde_json::to_string(&serde_json::to_value(&before).unwrap()).unwrap()
+            );
+        }
     }
 
     #[test]

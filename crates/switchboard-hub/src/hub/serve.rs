@@ -489,31 +489,10 @@ impl ServerHandler for HubServer {
 
     fn list_prompts(
         &self,
-        _params: PaginatedRequestParams,
-        _cx: RequestContext,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
     ) -> Reply<ListPromptsResult> {
-        let hub = self.hub.clone();
-        let first_start = self.first_start();
-        Box::pin(async move {
-            first_start.await;
-            let listing = hub.prompts().await;
-            for error in &listing.failed {
-                tracing::warn!(%error, "a server's prompts are not listed");
-            }
-            let prompts = listing
-                .items
-                .into_iter()
-                .map(|p| {
-                    let mut prompt = p.prompt;
-                    prompt.name = p.name;
-                    prompt
-                })
-                .collect();
-            Ok(ListPromptsResult {
-                prompts,
-                ..Default::default()
-            })
-        })
+        read_back(self.list_json("prompts/list", params, cx))
     }
 
     fn get_prompt(
@@ -586,63 +565,18 @@ impl ServerHandler for HubServer {
 
     fn list_resources(
         &self,
-        _params: PaginatedRequestParams,
-        _cx: RequestContext,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
     ) -> Reply<ListResourcesResult> {
-        let hub = self.hub.clone();
-        let first_start = self.first_start();
-        Box::pin(async move {
-            first_start.await;
-            let listing = hub.resources().await;
-            for error in &listing.failed {
-                tracing::warn!(%error, "a server's resources are not listed");
-            }
-            let resources = listing
-                .items
-                .into_iter()
-                .map(|r| {
-                    let mut resource = r.resource;
-                    // A skill file keeps a skill URI (see `skill_uri`).
-                    resource.uri = skill_uri(&r.server, &resource.uri)
-                        .unwrap_or_else(|| resource_uri(&r.server, &resource.uri));
-                    resource
-                })
-                .collect();
-            Ok(ListResourcesResult {
-                resources,
-                ..Default::default()
-            })
-        })
+        read_back(self.list_json("resources/list", params, cx))
     }
 
     fn list_resource_templates(
         &self,
-        _params: PaginatedRequestParams,
-        _cx: RequestContext,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
     ) -> Reply<ListResourceTemplatesResult> {
-        let hub = self.hub.clone();
-        let first_start = self.first_start();
-        Box::pin(async move {
-            first_start.await;
-            let listing = hub.resource_templates().await;
-            for error in &listing.failed {
-                tracing::warn!(%error, "a server's resource templates are not listed");
-            }
-            let resource_templates = listing
-                .items
-                .into_iter()
-                .map(|t| {
-                    let mut template = t.template;
-                    template.uri_template =
-                        resource_template_uri(&t.server, &template.uri_template);
-                    template
-                })
-                .collect();
-            Ok(ListResourceTemplatesResult {
-                resource_templates,
-                ..Default::default()
-            })
-        })
+        read_back(self.list_json("resources/templates/list", params, cx))
     }
 
     fn read_resource(
@@ -793,48 +727,38 @@ impl ServerHandler for HubServer {
         params: PaginatedRequestParams,
         cx: RequestContext,
     ) -> Reply<ListToolsResult> {
-        // What `list_tools_json` writes, read back (the server itself
-        // asks for that text, never for this).
-        let json = self.list_tools_json(params, cx);
-        Box::pin(async move {
-            let json = json.expect("the gateway writes its tool list").await?;
-            serde_json::from_str(json.get())
-                .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
-        })
+        read_back(self.list_json("tools/list", params, cx))
     }
 
-    /// The tool list written straight from the hub's routes (see
-    /// `lists.rs`): nothing is copied for the answer but its text.
-    fn list_tools_json(
+    /// Every list, written straight from what the hub and its clients
+    /// keep (`lists.rs`): nothing is copied for an answer but its text.
+    fn list_json(
         &self,
+        method: &str,
         _params: PaginatedRequestParams,
         _cx: RequestContext,
     ) -> Option<Reply<Box<RawValue>>> {
+        if !matches!(
+            method,
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+        ) {
+            return None;
+        }
         let this = self.clone();
         let first_start = self.first_start();
+        let list = method.to_owned();
         Some(Box::pin(async move {
             first_start.await;
-            // The policy speaks of `SERVER/authenticate` as of any tool.
-            let policy = this.hub.tool_policy();
-            let last: Vec<_> = this
-                .waiting_for_login()
-                .iter()
-                .filter(|s| !this.hub.tool_denied(&policy, s, AUTHENTICATE_TOOL))
-                .map(|s| authenticate_tool(s))
-                .collect();
-            let mut tools = this.hub.served_tools();
-            let mut first = Vec::new();
-            if let Some(search) = &this.search
-                && tools.len() > search.max
-            {
-                let found = search.found.lock().unwrap_or_else(|e| e.into_inner());
-                tools.retain(|name| found.iter().any(|f| f == name));
-                first.push(search_tool());
-            }
-            tools.to_json(&first, &last).map_err(|e| {
+            let written = match list.as_str() {
+                "tools/list" => this.tools_json(),
+                "resources/list" => this.hub.resources_json().await,
+                "resources/templates/list" => this.hub.resource_templates_json().await,
+                _ => this.hub.prompts_json().await,
+            };
+            written.map_err(|e| {
                 ErrorObject::new(
                     codes::INTERNAL_ERROR,
-                    format!("cannot serialize the tools: {e}"),
+                    format!("cannot serialize the {list} result: {e}"),
                 )
             })
         }))
@@ -1065,6 +989,31 @@ impl HubServer {
             rounds: 0,
             _registration: None,
         })
+    }
+
+    /// The `tools/list` result: the tools of ready servers, not denied
+    /// (in tool-search mode, the search tool and what it found when they
+    /// are too many), then the `authenticate` tools of servers waiting
+    /// for a login.
+    fn tools_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
+        // The policy speaks of `SERVER/authenticate` as of any tool.
+        let policy = self.hub.tool_policy();
+        let last: Vec<_> = self
+            .waiting_for_login()
+            .iter()
+            .filter(|s| !self.hub.tool_denied(&policy, s, AUTHENTICATE_TOOL))
+            .map(|s| authenticate_tool(s))
+            .collect();
+        let mut tools = self.hub.served_tools();
+        let mut first = Vec::new();
+        if let Some(search) = &self.search
+            && tools.len() > search.max
+        {
+            let found = search.found.lock().unwrap_or_else(|e| e.into_inner());
+            tools.retain(|name| found.iter().any(|f| f == name));
+            first.push(search_tool());
+        }
+        tools.to_json(&first, &last)
     }
 
     /// The tools the host may see: those of ready servers, not denied.
@@ -1403,6 +1352,18 @@ fn host_approver(name: String, own: mpsc::UnboundedSender<Ask>) -> Arc<dyn ToolA
                 )),
             }
         })
+    })
+}
+
+/// A list result the gateway wrote (`list_json`), read back as its type
+/// (for a caller of the typed method; the server asks for the text).
+fn read_back<T: serde::de::DeserializeOwned + Send + 'static>(
+    written: Option<Reply<Box<RawValue>>>,
+) -> Reply<T> {
+    Box::pin(async move {
+        let text = written.expect("the gateway writes its lists").await?;
+        serde_json::from_str(text.get())
+            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
     })
 }
 

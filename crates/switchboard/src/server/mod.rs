@@ -120,15 +120,18 @@ pub trait ServerHandler: Send + Sync + 'static {
         Box::pin(async { Ok(ListToolsResult::default()) })
     }
 
-    /// `tools/list` answered with the result's JSON text (`{"tools":
-    /// […]}`), for a server that writes a long list straight from what it
-    /// keeps instead of building a [`ListToolsResult`] of copies (the
-    /// hub's gateway: thousands of tools of many servers). When it
-    /// answers `Some`, [`list_tools`](Self::list_tools) is not called.
-    /// What the 2026-07-28 revision adds to a result is added to this one
-    /// as to any other. The default answers `None`.
-    fn list_tools_json(
+    /// A list request — `tools/list`, `resources/list`,
+    /// `resources/templates/list` or `prompts/list`, as `method` says —
+    /// answered with the result's JSON text (`{"tools": […]}` …), for a
+    /// server that writes a long list straight from what it keeps instead
+    /// of building a typed result of copies (the hub's gateway: thousands
+    /// of entries of many servers). When it answers `Some`, the typed
+    /// method ([`list_tools`](Self::list_tools) …) is not called. What
+    /// the 2026-07-28 revision adds to a result is added to this one as
+    /// to any other. The default answers `None`.
+    fn list_json(
         &self,
+        _method: &str,
         _params: PaginatedRequestParams,
         _cx: RequestContext,
     ) -> Option<Reply<Box<RawValue>>> {
@@ -943,30 +946,38 @@ impl RequestHandler for Dispatch {
         let related: Option<Arc<str>> = serde_json::to_string(&request.id).ok().map(Arc::from);
         cx.related = related.clone();
         let handler = self.handler.clone();
-        let call: BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> = match method {
-            "tools/list" => match parse::<PaginatedRequestParams>(params) {
-                Ok(p) => match handler.list_tools_json(p.clone(), cx.clone()) {
-                    Some(reply) => reply,
-                    None => typed(params, |p| handler.list_tools(p, cx)),
-                },
-                Err(error) => Box::pin(async move { Err(error) }),
-            },
-            "tools/call" => typed(params, |p| handler.call_tool(p, cx)),
-            "resources/list" => typed(params, |p| handler.list_resources(p, cx)),
-            "resources/templates/list" => typed(params, |p| handler.list_resource_templates(p, cx)),
-            "resources/read" => typed(params, |p| handler.read_resource(p, cx)),
-            "prompts/list" => typed(params, |p| handler.list_prompts(p, cx)),
-            "prompts/get" => typed(params, |p| handler.get_prompt(p, cx)),
-            "completion/complete" => typed(params, |p| handler.complete(p, cx)),
-            "skills/list" if offers_skills(&*handler) => {
+        // A list the handler writes itself, if it does.
+        let listed = match method {
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
+                parse::<PaginatedRequestParams>(params)
+                    .ok()
+                    .and_then(|p| handler.list_json(method, p, cx.clone()))
+            }
+            _ => None,
+        };
+        let call: BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> = match (listed, method) {
+            (Some(written), _) => written,
+            (None, "tools/list") => typed(params, |p| handler.list_tools(p, cx)),
+            (None, "tools/call") => typed(params, |p| handler.call_tool(p, cx)),
+            (None, "resources/list") => typed(params, |p| handler.list_resources(p, cx)),
+            (None, "resources/templates/list") => {
+                typed(params, |p| handler.list_resource_templates(p, cx))
+            }
+            (None, "resources/read") => typed(params, |p| handler.read_resource(p, cx)),
+            (None, "prompts/list") => typed(params, |p| handler.list_prompts(p, cx)),
+            (None, "prompts/get") => typed(params, |p| handler.get_prompt(p, cx)),
+            (None, "completion/complete") => typed(params, |p| handler.complete(p, cx)),
+            (None, "skills/list") if offers_skills(&*handler) => {
                 typed(params, |p| handler.list_skills(p, cx))
             }
-            "skills/get" if offers_skills(&*handler) => typed(params, |p| handler.get_skill(p, cx)),
+            (None, "skills/get") if offers_skills(&*handler) => {
+                typed(params, |p| handler.get_skill(p, cx))
+            }
             // The session era's level; the stateless era sends it per request.
-            "logging/setLevel" if matches!(mode, Mode::Legacy) => {
+            (None, "logging/setLevel") if matches!(mode, Mode::Legacy) => {
                 Box::pin(async { answer(Value::Object(JsonObject::new())) })
             }
-            _ => return None,
+            (None, _) => return None,
         };
         let Ok(permit) = self.running.clone().try_acquire_owned() else {
             let error = ErrorObject::new(
