@@ -21,6 +21,9 @@ use std::time::Duration;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[allow(dead_code)]
+pub(crate) mod lists;
+
 /// A registered test: its name and its body.
 pub(crate) struct ProcessTest {
     /// The `async fn`'s name, as libtest would show it.
@@ -49,12 +52,10 @@ macro_rules! process_test {
 pub(crate) use process_test;
 
 /// The test binary's `main`: the test server when called as
-/// `BINARY __testserver FLAGS…`, else every registered test.
+/// `BINARY __testserver FLAGS…`, the list backend of [`lists`] as
+/// `BINARY __listserver FLAGS…`, else every registered test.
 pub(crate) fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("__testserver") {
-        switchboard_testkit::run_stdio_main(args[2..].to_vec());
-    }
+    serve_if_asked();
     let mut arguments = Arguments::from_args();
     if arguments.test_threads.is_none() {
         arguments.test_threads = Some(1);
@@ -66,6 +67,17 @@ pub(crate) fn main() {
         .map(|test| Trial::test(test.name, move || run(test)))
         .collect();
     libtest_mimic::run(&arguments, trials).exit();
+}
+
+/// Becomes the server the command line asks for, if it asks for one
+/// (`__testserver` or `__listserver`), and never returns then.
+pub(crate) fn serve_if_asked() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("__testserver") => switchboard_testkit::run_stdio_main(args[2..].to_vec()),
+        Some("__listserver") => lists::serve(&args[2..]),
+        _ => {}
+    }
 }
 
 /// One test on a fresh multi-threaded runtime, within 120 s.
