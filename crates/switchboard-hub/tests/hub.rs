@@ -1344,3 +1344,86 @@ async fn a_deny_read_on_reload_applies_to_the_next_call() {
     assert!(!hub.tools().iter().any(|t| t.tool.name == "echo"));
     hub.shutdown().await;
 }
+
+/// Issue 28 (low): a backend that sends 20,000
+/// `notifications/tools/list_changed` in a row gets two or three
+/// `tools/list` beyond its first, not one per notification (on main: one
+/// each, in turn; 1,025 of them with the client's default buffer, which
+/// drops the rest). One re-list runs at a time, covering every
+/// notification already heard, and whatever is heard while it runs makes
+/// exactly one more. The client's buffer here holds the whole flood, so
+/// none is dropped and the backend's last word after it (a log line)
+/// reaches the hub's events once the hub has heard all of it.
+#[apply(process_test!)]
+async fn a_flood_of_tool_list_changes_costs_a_handful_of_listings() {
+    const FLOOD: usize = 20_000;
+    // The first listing, the one the flood started, and the one it asked
+    // for while that ran.
+    const HANDFUL: usize = 3;
+    let dir = state_dir("flood");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join("requests.log");
+    let server = ServerConfig::new(
+        "flood",
+        TransportConfig::Stdio {
+            command: std::env::current_exe()
+                .expect("current exe")
+                .to_string_lossy()
+                .into_owned(),
+            args: vec![
+                "__listserver".into(),
+                "--flood".into(),
+                FLOOD.to_string(),
+                "--record".into(),
+                record.to_string_lossy().into_owned(),
+            ],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        origin(),
+    );
+    let hub = Hub::builder()
+        .server(server)
+        .persist(false)
+        .event_capacity(4096)
+        .client(|_, client| client.notification_buffer(2 * FLOOD))
+        .build()
+        .unwrap();
+    let mut events = hub.events();
+    hub.start().await.unwrap();
+    // Every list the hub takes in (the first one too) is a `ToolsChanged`:
+    // wait for the flood's end and a list taken in after its start.
+    let mut lists = 0;
+    let mut flood_over = false;
+    while !(flood_over && lists >= 2) {
+        match next_matching(&mut events, "the flood's end", |e| Some(e.clone())).await {
+            HubEvent::ToolsChanged { .. } => {
+                lists += 1;
+                assert!(
+                    lists <= HANDFUL,
+                    "{FLOOD} list_changed notifications: the hub took in {lists} tool lists already"
+                );
+            }
+            HubEvent::Server {
+                event: switchboard::Event::Log(log),
+                ..
+            } if log.data == "flood sent" => flood_over = true,
+            HubEvent::Lagged(missed) => panic!("the hub's events lagged by {missed}"),
+            _ => {}
+        }
+    }
+    // At most one more listing runs now; stopping the hub ends it. The
+    // backend recorded every request it read.
+    hub.shutdown().await;
+    let asked = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .filter(|method| *method == "tools/list")
+        .count();
+    println!("{FLOOD} list_changed: {asked} tools/list");
+    assert!(
+        (2..=HANDFUL).contains(&asked),
+        "{FLOOD} list_changed notifications made {asked} tools/list"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

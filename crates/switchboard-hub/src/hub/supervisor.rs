@@ -487,6 +487,15 @@ enum Ended {
 }
 
 /// Watches a ready connection: tool list changes, the close, keepalive.
+///
+/// A tool list change starts a re-list unless one is under way; changes
+/// heard while one is (any number of them) make exactly one more, once it
+/// is over. Before a re-list starts, every event already queued is taken
+/// in: whatever change it tells of was made before the listing, so the
+/// listing covers it. A backend that floods
+/// `notifications/tools/list_changed` thus costs two or three listings,
+/// not one per notification, and its other events (its close above all)
+/// are heard while a listing runs.
 async fn serve(
     shared: &Shared,
     slot: &Slot,
@@ -503,6 +512,8 @@ async fn serve(
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker
     });
+    let mut relist: Option<Relist<'_>> = None;
+    let mut again = false;
     loop {
         let tick = async {
             match ticker.as_mut() {
@@ -515,22 +526,26 @@ async fn serve(
         tokio::select! {
             biased;
             () = cancel.cancelled() => return Ended::Cancelled,
-            event = events.next() => match event {
-                Some(Event::ListChanged(ListKind::Tools) | Event::Lagged(_)) => {
-                    refresh_tools(shared, slot, client).await;
+            listed = async { relist.as_mut().expect("a listing runs").await }, if relist.is_some() => {
+                take_tools(shared, slot, listed);
+                relist = None;
+                if std::mem::take(&mut again) {
+                    if let Some(ended) = take_queued(shared, slot, client, &mut events) {
+                        return ended;
+                    }
+                    relist = Some(refresh_tools(shared, slot, client));
                 }
-                Some(Event::Closed(reason)) => {
-                    return Ended::Closed(Failure::from_transport(reason.as_ref()));
+            }
+            event = events.next() => match hear(shared, slot, client, event) {
+                Heard::ToolsChanged if relist.is_some() => again = true,
+                Heard::ToolsChanged => {
+                    if let Some(ended) = take_queued(shared, slot, client, &mut events) {
+                        return ended;
+                    }
+                    relist = Some(refresh_tools(shared, slot, client));
                 }
-                None => {
-                    return Ended::Closed(Failure::from_transport(
-                        client.connection_error().as_ref(),
-                    ));
-                }
-                Some(event) => shared.emit(HubEvent::Server {
-                    server: slot.config.name.clone(),
-                    event,
-                }),
+                Heard::Other => {}
+                Heard::End(ended) => return ended,
             },
             () = tick => {
                 let every = keepalive.unwrap_or_default();
@@ -548,12 +563,82 @@ async fn serve(
     }
 }
 
-async fn refresh_tools(shared: &Shared, slot: &Slot, client: &Client) {
+/// What one event of a ready connection means to its supervisor.
+enum Heard {
+    /// The tool list changed, or may have (events were lost).
+    ToolsChanged,
+    /// Anything else: passed on as a hub event.
+    Other,
+    /// The connection is over.
+    End(Ended),
+}
+
+fn hear(shared: &Shared, slot: &Slot, client: &Client, event: Option<Event>) -> Heard {
+    match event {
+        Some(Event::ListChanged(ListKind::Tools) | Event::Lagged(_)) => Heard::ToolsChanged,
+        Some(Event::Closed(reason)) => {
+            Heard::End(Ended::Closed(Failure::from_transport(reason.as_ref())))
+        }
+        None => Heard::End(Ended::Closed(Failure::from_transport(
+            client.connection_error().as_ref(),
+        ))),
+        Some(event) => {
+            shared.emit(HubEvent::Server {
+                server: slot.config.name.clone(),
+                event,
+            });
+            Heard::Other
+        }
+    }
+}
+
+/// Most queued events taken in at once before a re-list (a backend that
+/// never stops talking does not hold its listing back for ever).
+const MOST_QUEUED: usize = 1 << 16;
+
+/// Takes in the events already queued, without waiting for more: tool
+/// list changes among them are covered by the listing about to start.
+/// The end of the connection, if it is among them.
+fn take_queued(
+    shared: &Shared,
+    slot: &Slot,
+    client: &Client,
+    events: &mut EventStream,
+) -> Option<Ended> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    for _ in 0..MOST_QUEUED {
+        // Out of the task's budget: a budget spent would make a queued
+        // event look like none.
+        let next = std::pin::pin!(tokio::task::unconstrained(events.next()));
+        let std::task::Poll::Ready(event) = next.poll(&mut cx) else {
+            return None;
+        };
+        if let Heard::End(ended) = hear(shared, slot, client, event) {
+            return Some(ended);
+        }
+    }
+    None
+}
+
+/// A re-list of a server's tools under way: the new list, or why not.
+type Relist<'a> = std::pin::Pin<Box<dyn Future<Output = Result<Arc<[Tool]>, String>> + Send + 'a>>;
+
+fn refresh_tools<'a>(shared: &Shared, slot: &Slot, client: &'a Client) -> Relist<'a> {
     let timeout = slot.startup_timeout(&shared.settings);
-    match tokio::time::timeout(timeout, client.list_tools_shared()).await {
-        Ok(Ok(tools)) => slot.set_tools(shared, Some(tools)),
-        Ok(Err(error)) => tracing::warn!(%error, "could not refresh the tool list"),
-        Err(_) => tracing::warn!(?timeout, "the tool list refresh timed out"),
+    Box::pin(async move {
+        match tokio::time::timeout(timeout, client.list_tools_shared()).await {
+            Ok(Ok(tools)) => Ok(tools),
+            Ok(Err(error)) => Err(format!("could not refresh the tool list: {error}")),
+            Err(_) => Err(format!("the tool list refresh timed out after {timeout:?}")),
+        }
+    })
+}
+
+/// What a re-list found, taken in.
+fn take_tools(shared: &Shared, slot: &Slot, listed: Result<Arc<[Tool]>, String>) {
+    match listed {
+        Ok(tools) => slot.set_tools(shared, Some(tools)),
+        Err(why) => tracing::warn!("{why}"),
     }
 }
 

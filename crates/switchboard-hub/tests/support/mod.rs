@@ -71,7 +71,7 @@ pub(crate) fn main() {
 
 /// Becomes the server the command line asks for, if it asks for one
 /// (`__testserver` or `__listserver`), and never returns then.
-pub(crate) fn serve_if_asked() {
+fn serve_if_asked() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("__testserver") => switchboard_testkit::run_stdio_main(args[2..].to_vec()),
