@@ -15,7 +15,9 @@
 //!   the host whose calls are the only ones running on that backend, and
 //!   is declined when calls of several hosts are running there, or none.
 //!
-//! The host's answer goes back to the backend.
+//! The host's answer goes back to the backend. At most
+//! [`MAX_ASKS_PER_HOST`] asks wait for one host at once; the next is
+//! declined, so a host that leaves forms open never keeps another's out.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
