@@ -300,14 +300,17 @@ async fn an_ask_about_no_known_call_is_declined_while_two_hosts_are_calling() {
     assert_eq!(answer["action"], "decline", "{a}");
 }
 
-/// Servers `a` (prompt `b__c`) and `a__b` (prompt `c`) both want the
-/// gateway name `a__b__c`: each gets a name of its own, and each name
-/// reaches its own server's prompt.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_backends_prompts_never_shadow_each_other() {
+/// One host on a gateway over two HTTP backends named `names`; what
+/// keeps them running comes with it.
+async fn gateway_over(
+    names: [&'static str; 2],
+) -> (
+    Client,
+    (Vec<switchboard::server::http::HttpServer>, impl Sized),
+) {
     let mut configs = Vec::new();
     let mut servers = Vec::new();
-    for name in ["a", "a__b"] {
+    for name in names {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let backend: Arc<dyn ServerHandler> = Arc::new(Backend {
             name,
@@ -327,9 +330,18 @@ async fn two_backends_prompts_never_shadow_each_other() {
         .unwrap();
     hub.start().await.unwrap();
     let (ours, theirs) = memory::pair();
-    let _served = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+    let served = HubServer::new(hub, Implementation::new("gateway", "1.0.0"))
         .serve(theirs.into_connection(), ServeOptions::default());
     let host = Client::connect(ours.into_connector()).await.unwrap();
+    (host, (servers, served))
+}
+
+/// Servers `a` (prompt `b__c`) and `a__b` (prompt `c`) both want the
+/// gateway name `a__b__c`: each gets a name of its own, and each name
+/// reaches its own server's prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_backends_prompts_never_shadow_each_other() {
+    let (host, _gateway) = gateway_over(["a", "a__b"]).await;
     let names: Vec<String> = host
         .list_prompts()
         .await
@@ -353,27 +365,7 @@ async fn two_backends_prompts_never_shadow_each_other() {
 /// reach `s` (with what `s` wrote), never `b`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backends_links_lead_back_to_it_never_to_another_backend() {
-    let mut urls = Vec::new();
-    let mut servers = Vec::new();
-    for name in ["s", "b"] {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let backend: Arc<dyn ServerHandler> = Arc::new(Backend {
-            name,
-            ..Backend::default()
-        });
-        let server = serve_http(backend, listener, HttpServeOptions::default()).unwrap();
-        urls.push(http_server(
-            name,
-            &format!("http://{}/mcp", server.local_addr()),
-        ));
-        servers.push(server);
-    }
-    let hub = Hub::builder().servers(urls).persist(false).build().unwrap();
-    hub.start().await.unwrap();
-    let (ours, theirs) = memory::pair();
-    let _served = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
-        .serve(theirs.into_connection(), ServeOptions::default());
-    let host = Client::connect(ours.into_connector()).await.unwrap();
+    let (host, _gateway) = gateway_over(["s", "b"]).await;
     // `b`'s resource, read the way its listing names it, is `b`'s.
     let direct = host
         .read_resource("switchboard://b/secret%3A%2F%2Fx")
