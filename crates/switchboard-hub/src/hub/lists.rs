@@ -8,7 +8,6 @@
 //! client keeps and the answer's text (`tests/gateway_list_memory.rs`
 //! measures it).
 
-use std::io;
 use std::sync::{Arc, RwLockReadGuard};
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -79,7 +78,7 @@ impl ServedTools<'_> {
         first: &[Tool],
         last: &[Tool],
     ) -> Result<Box<RawValue>, serde_json::Error> {
-        exact_json(&ListResult {
+        switchboard::server::exact_json(&ListResult {
             first,
             shown: self,
             last,
@@ -105,7 +104,7 @@ impl Hub {
     pub(crate) async fn resources_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
         let listing = self.resources_by_server().await;
         not_listed(&listing.failed, "resources");
-        exact_json(&Field(
+        switchboard::server::exact_json(&Field(
             "resources",
             Entries(&listing.lists, |_, server, resource| GatewayResource {
                 server,
@@ -122,7 +121,7 @@ impl Hub {
     pub(crate) async fn resource_templates_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
         let listing = self.resource_templates_by_server().await;
         not_listed(&listing.failed, "resource templates");
-        exact_json(&Field(
+        switchboard::server::exact_json(&Field(
             "resourceTemplates",
             Entries(&listing.lists, |_, server, template| GatewayTemplate {
                 server,
@@ -139,7 +138,7 @@ impl Hub {
     pub(crate) async fn prompts_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
         let (listing, names) = self.prompts_by_server().await;
         not_listed(&listing.failed, "prompts");
-        exact_json(&Field(
+        switchboard::server::exact_json(&Field(
             "prompts",
             Entries(&listing.lists, |at, _, prompt| GatewayPrompt {
                 name: names.get(at).map_or("", String::as_str),
@@ -154,17 +153,6 @@ fn not_listed(failed: &[HubError], what: &str) {
     for error in failed {
         tracing::warn!(%error, "a server's {what} are not listed");
     }
-}
-
-/// `value` as JSON text, measured first so that it goes into a buffer of
-/// its exact size.
-fn exact_json<T: Serialize>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value)?;
-    let mut text = Vec::with_capacity(count.0);
-    serde_json::to_writer(&mut text, value)?;
-    let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
-    RawValue::from_string(text)
 }
 
 /// `{NAME: VALUE}`.
@@ -322,20 +310,6 @@ impl Serialize for GatewayPrompt<'_> {
             map.serialize_entry(key, value)?;
         }
         map.end()
-    }
-}
-
-/// Counts what is written, keeping nothing.
-struct Count(usize);
-
-impl io::Write for Count {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.0 += data.len();
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 

@@ -37,14 +37,24 @@ impl io::Write for Count {
 }
 
 /// `value` as JSON text, in a buffer of exactly its size: measured first,
-/// so a large result is never copied into ever larger buffers on its way.
-pub(super) fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
+/// so a large result is never copied into ever larger buffers on its way
+/// (for a [`ServerHandler::list_json`](super::ServerHandler::list_json)
+/// answer too).
+///
+/// # Errors
+/// What serializing `value` fails with.
+pub fn exact_json<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
     let mut count = Count(0);
-    serde_json::to_writer(&mut count, value).map_err(unserializable)?;
+    serde_json::to_writer(&mut count, value)?;
     let mut text = Vec::with_capacity(count.0);
-    serde_json::to_writer(&mut text, value).map_err(unserializable)?;
-    let text = String::from_utf8(text).map_err(unserializable)?;
-    RawValue::from_string(text).map_err(unserializable)
+    serde_json::to_writer(&mut text, value)?;
+    let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
+    RawValue::from_string(text)
+}
+
+/// [`exact_json`], failing as the answer's error.
+pub(super) fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
+    exact_json(value).map_err(unserializable)
 }
 
 /// The members of a JSON object, in order, their values as they lie in

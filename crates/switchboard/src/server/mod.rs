@@ -88,6 +88,7 @@ use crate::engine::{
 use crate::transport::{BoxFuture, Connection, TransportError};
 
 mod answer;
+pub use answer::exact_json;
 #[cfg(feature = "http-server")]
 pub mod http;
 #[cfg(test)]
