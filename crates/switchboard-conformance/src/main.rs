@@ -197,7 +197,7 @@ impl SamplingHandler for EchoSampler {
                 model: "switchboard-conformance-echo".into(),
                 stop_reason: Some("endTurn".into()),
                 meta: None,
-                extra: Map::new(),
+                extra: Default::default(),
             })
         })
     }

@@ -245,7 +245,7 @@ pub fn sampling_result(answer: &Value, model: &str) -> Result<CreateMessageResul
             .to_owned(),
         stop_reason: Some(stop_reason),
         meta: None,
-        extra: Map::new(),
+        extra: Default::default(),
     })
 }
 

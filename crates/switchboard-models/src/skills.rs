@@ -469,7 +469,7 @@ impl Skillset {
                                     mime_type: mime,
                                     annotations: None,
                                     meta: None,
-                                    extra: Map::new(),
+                                    extra: Default::default(),
                                 },
                             ),
                         ],

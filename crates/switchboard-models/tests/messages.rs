@@ -19,7 +19,7 @@ fn message(role: Role, content: ContentBlock) -> PromptMessage {
     PromptMessage {
         role,
         content,
-        extra: Map::new(),
+        extra: Default::default(),
     }
 }
 
@@ -44,7 +44,7 @@ fn embedded(resource: ResourceContents) -> ContentBlock {
         resource,
         annotations: None,
         meta: None,
-        extra: Map::new(),
+        extra: Default::default(),
     })
 }
 

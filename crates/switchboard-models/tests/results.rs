@@ -36,7 +36,7 @@ fn embedded(resource: ResourceContents) -> ContentBlock {
         resource,
         annotations: None,
         meta: None,
-        extra: Map::new(),
+        extra: Default::default(),
     })
 }
 

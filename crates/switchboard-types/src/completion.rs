@@ -16,7 +16,7 @@ pub struct PromptReference {
     pub title: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A resource template (or, in 2024-11-05, a resource) to complete
@@ -27,7 +27,7 @@ pub struct ResourceTemplateReference {
     pub uri: String,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// What is being completed, tagged by `"type"`.
@@ -90,7 +90,7 @@ pub struct Completion {
     pub has_more: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The result of `completion/complete`.
@@ -107,5 +107,5 @@ pub struct CompleteResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }

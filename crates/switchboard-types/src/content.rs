@@ -38,7 +38,7 @@ pub struct Annotations {
     pub last_modified: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Text (`"type": "text"`).
@@ -54,7 +54,7 @@ pub struct TextContent {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl TextContent {
@@ -83,7 +83,7 @@ pub struct ImageContent {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Audio (`"type": "audio"`, 2025-03-26).
@@ -102,7 +102,7 @@ pub struct AudioContent {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A link to a resource (`"type": "resource_link"`, 2025-06-18): a
@@ -122,7 +122,7 @@ pub struct EmbeddedResource {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A model's request to call a tool (`"type": "tool_use"`, sampling, 2025-11-25).
@@ -142,7 +142,7 @@ pub struct ToolUseContent {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The outcome of a tool use (`"type": "tool_result"`, sampling, 2025-11-25).
@@ -167,7 +167,7 @@ pub struct ToolResultContent {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// One block of content, tagged by `"type"`.

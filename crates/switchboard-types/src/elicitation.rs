@@ -39,7 +39,7 @@ pub struct ElicitRequestFormParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of a URL-mode `elicitation/create` (2025-11-25).
@@ -63,7 +63,7 @@ pub struct ElicitRequestUrlParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl ElicitRequestUrlParams {
@@ -76,7 +76,7 @@ impl ElicitRequestUrlParams {
             elicitation_id: None,
             task: None,
             meta: None,
-            extra: JsonObject::new(),
+            extra: crate::Extra::new(),
         }
     }
 }
@@ -148,7 +148,7 @@ pub struct ElicitationSchema {
     pub required: Option<Vec<String>>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl Default for ElicitationSchema {
@@ -158,7 +158,7 @@ impl Default for ElicitationSchema {
             r#type: "object".to_owned(),
             properties: Vec::new(),
             required: None,
-            extra: JsonObject::new(),
+            extra: crate::Extra::new(),
         }
     }
 }
@@ -204,7 +204,7 @@ pub struct StringSchema {
     pub default: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 string_enum! {
@@ -253,7 +253,7 @@ pub struct NumberSchema {
     pub default: Option<f64>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A checkbox (`"type": "boolean"`).
@@ -270,7 +270,7 @@ pub struct BooleanSchema {
     pub default: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// One choice with a label: `{"const": value, "title": label}`.
@@ -283,7 +283,7 @@ pub struct EnumOption {
     pub title: String,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Single choice without labels (`"type": "string"` + `enum`, 2025-11-25).
@@ -303,7 +303,7 @@ pub struct UntitledSingleSelectEnumSchema {
     pub default: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Single choice with labels (`"type": "string"` + `oneOf`, 2025-11-25).
@@ -323,7 +323,7 @@ pub struct TitledSingleSelectEnumSchema {
     pub default: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// `items` of an [`UntitledMultiSelectEnumSchema`].
@@ -337,7 +337,7 @@ pub struct UntitledEnumItems {
     pub values: Vec<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// `items` of a [`TitledMultiSelectEnumSchema`].
@@ -348,7 +348,7 @@ pub struct TitledEnumItems {
     pub any_of: Vec<EnumOption>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Multiple choice without labels (`"type": "array"`, 2025-11-25).
@@ -374,7 +374,7 @@ pub struct UntitledMultiSelectEnumSchema {
     pub default: Option<Vec<String>>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Multiple choice with labels (`"type": "array"`, 2025-11-25).
@@ -400,7 +400,7 @@ pub struct TitledMultiSelectEnumSchema {
     pub default: Option<Vec<String>>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Single choice with parallel `enumNames` labels (2025-06-18 `EnumSchema`;
@@ -425,7 +425,7 @@ pub struct LegacyTitledEnumSchema {
     pub default: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// One form field. Told apart by `type` and then by `enum` / `enumNames` /
@@ -574,7 +574,7 @@ pub struct ElicitResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl ElicitResult {
@@ -583,7 +583,7 @@ impl ElicitResult {
             action,
             content,
             meta: None,
-            extra: JsonObject::new(),
+            extra: crate::Extra::new(),
         }
     }
 
@@ -614,7 +614,7 @@ pub struct ElicitationCompleteNotificationParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// `data` of a `URLElicitationRequiredError` (-32042, 2025-11-25).
@@ -624,7 +624,7 @@ pub struct UrlElicitationRequiredData {
     pub elicitations: Vec<ElicitRequestUrlParams>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ pub struct Icon {
     pub theme: Option<IconTheme>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The name and version of a client or server.
@@ -58,7 +58,7 @@ pub struct Implementation {
     pub icons: Option<Vec<Icon>>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl Implementation {
@@ -81,7 +81,7 @@ pub struct RootsCapability {
     pub list_changed: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The client's `sampling` capability.
@@ -96,7 +96,7 @@ pub struct SamplingCapability {
     pub tools: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The client's `elicitation` capability (2025-06-18).
@@ -111,7 +111,7 @@ pub struct ElicitationCapability {
     pub url: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl ElicitationCapability {
@@ -144,7 +144,7 @@ pub struct TasksCapability {
     pub requests: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl TasksCapability {
@@ -187,7 +187,7 @@ pub struct ClientCapabilities {
     pub extensions: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The server's `prompts` capability.
@@ -199,7 +199,7 @@ pub struct PromptsCapability {
     pub list_changed: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The server's `resources` capability.
@@ -214,7 +214,7 @@ pub struct ResourcesCapability {
     pub list_changed: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The server's `tools` capability.
@@ -226,7 +226,7 @@ pub struct ToolsCapability {
     pub list_changed: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// What a server supports.
@@ -259,7 +259,7 @@ pub struct ServerCapabilities {
     pub extensions: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl ServerCapabilities {
@@ -302,7 +302,7 @@ pub struct InitializeResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of `server/discover` (2026-07-28): only the request `_meta`.
@@ -338,7 +338,7 @@ pub struct DiscoverResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl DiscoverResult {
@@ -360,7 +360,7 @@ pub struct UnsupportedProtocolVersionData {
     pub requested: Option<ProtocolVersion>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// `data` of a `MissingRequiredClientCapabilityError` (-32021, 2026-07-28).
@@ -371,7 +371,7 @@ pub struct MissingRequiredClientCapabilityData {
     pub required_capabilities: ClientCapabilities,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 #[cfg(test)]

@@ -99,7 +99,7 @@ macro_rules! list_result {
             pub meta: Option<$crate::meta::JsonObject>,
             /// Fields this crate does not know.
             #[serde(flatten)]
-            pub extra: $crate::meta::JsonObject,
+            pub extra: $crate::Extra,
         }
     };
 }

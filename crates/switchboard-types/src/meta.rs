@@ -64,7 +64,7 @@ pub struct EmptyResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params carrying nothing but `_meta`: `ping`, `roots/list`, …
@@ -75,7 +75,7 @@ pub struct EmptyParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of a notification that carries nothing but `_meta`
@@ -87,7 +87,7 @@ pub struct NotificationParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of a paginated list request (`tools/list`, `resources/list`, …).
@@ -135,7 +135,7 @@ pub struct RequestMeta {
     pub progress_token: Option<crate::ProgressToken>,
     /// Other keys (trace context, extensions, …).
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl RequestMeta {

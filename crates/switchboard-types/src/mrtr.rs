@@ -33,7 +33,7 @@ struct MethodTagged<'a, P: Serialize> {
     #[serde(skip_serializing_if = "Option::is_none")]
     params: Option<&'a P>,
     #[serde(flatten)]
-    extra: &'a JsonObject,
+    extra: &'a crate::Extra,
 }
 
 /// Splits `{method, params, ...}` after checking `method`.
@@ -66,13 +66,13 @@ macro_rules! embedded_request {
             /// The request's params.
             pub params: $params,
             /// Fields this crate does not know (e.g. an `id`), kept.
-            pub extra: JsonObject,
+            pub extra: crate::Extra,
         }
 
         impl $name {
             /// A request with these params.
             pub fn new(params: $params) -> Self {
-                Self { params, extra: JsonObject::new() }
+                Self { params, extra: crate::Extra::new() }
             }
         }
 
@@ -95,7 +95,7 @@ macro_rules! embedded_request {
                 let (params, extra) = split_request(map, $method)?;
                 let params =
                     params.ok_or_else(|| E::custom(concat!("missing params for ", stringify!($name))))?;
-                Ok(Self { params, extra })
+                Ok(Self { params, extra: extra.into() })
             }
         }
     };
@@ -121,13 +121,16 @@ pub struct ListRootsRequest {
     /// The request's params, if any.
     pub params: Option<EmptyParams>,
     /// Fields this crate does not know (e.g. an `id`), kept.
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl ListRootsRequest {
     fn from_map<E: de::Error>(map: JsonObject) -> Result<Self, E> {
         let (params, extra) = split_request(map, methods::ROOTS_LIST)?;
-        Ok(Self { params, extra })
+        Ok(Self {
+            params,
+            extra: extra.into(),
+        })
     }
 }
 
@@ -287,7 +290,7 @@ pub struct InputRequiredResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl Default for InputRequiredResult {
@@ -297,7 +300,7 @@ impl Default for InputRequiredResult {
             input_requests: None,
             request_state: None,
             meta: None,
-            extra: JsonObject::new(),
+            extra: crate::Extra::new(),
         }
     }
 }

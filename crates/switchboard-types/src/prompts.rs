@@ -26,7 +26,7 @@ pub struct PromptArgument {
     pub required: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A prompt template the server offers.
@@ -52,7 +52,7 @@ pub struct Prompt {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 list_result! {
@@ -83,7 +83,7 @@ pub struct GetPromptRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// One message of a prompt.
@@ -95,7 +95,7 @@ pub struct PromptMessage {
     pub content: ContentBlock,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The result of `prompts/get`.
@@ -115,5 +115,5 @@ pub struct GetPromptResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }

@@ -71,6 +71,8 @@ pub trait Notification {
 pub trait Paginated {
     /// What the list holds.
     type Item;
+    /// The member that holds the items, as the wire spells it.
+    const ITEMS: &'static str;
     /// The cursor for the next page; `None` on the last page.
     fn next_cursor(&self) -> Option<&str>;
     /// This page's items.
@@ -109,10 +111,11 @@ macro_rules! notifications {
 }
 
 macro_rules! paginated {
-    ($( $result:ty => $field:ident: $item:ty; )+) => {
+    ($( $result:ty => $field:ident ($key:literal): $item:ty; )+) => {
         $(
             impl Paginated for $result {
                 type Item = $item;
+                const ITEMS: &'static str = $key;
                 fn next_cursor(&self) -> Option<&str> {
                     self.next_cursor.as_deref()
                 }
@@ -208,10 +211,10 @@ notifications! {
 }
 
 paginated! {
-    ListToolsResult => tools: Tool;
-    ListResourcesResult => resources: Resource;
-    ListResourceTemplatesResult => resource_templates: ResourceTemplate;
-    ListPromptsResult => prompts: Prompt;
-    ListTasksResult => tasks: Task;
-    ListSkillsResult => skills: SkillEntry;
+    ListToolsResult => tools ("tools"): Tool;
+    ListResourcesResult => resources ("resources"): Resource;
+    ListResourceTemplatesResult => resource_templates ("resourceTemplates"): ResourceTemplate;
+    ListPromptsResult => prompts ("prompts"): Prompt;
+    ListTasksResult => tasks ("tasks"): Task;
+    ListSkillsResult => skills ("skills"): SkillEntry;
 }

@@ -41,7 +41,7 @@ pub struct Resource {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A family of resources named by an RFC 6570 URI template.
@@ -72,7 +72,7 @@ pub struct ResourceTemplate {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Text contents of a resource.
@@ -91,7 +91,7 @@ pub struct TextResourceContents {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Binary contents of a resource.
@@ -110,7 +110,7 @@ pub struct BlobResourceContents {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Contents of a resource: text or binary, told apart by which of `text`
@@ -198,7 +198,7 @@ pub struct ReadResourceRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The result of `resources/read`.
@@ -221,7 +221,7 @@ pub struct ReadResourceResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of `resources/subscribe` (legacy era).
@@ -254,7 +254,7 @@ pub struct ResourceUpdatedNotificationParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub struct Root {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The client's answer to `roots/list`.
@@ -30,5 +30,5 @@ pub struct ListRootsResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }

@@ -19,7 +19,7 @@ pub struct ModelHint {
     pub name: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The server's model preferences; priorities range from 0 to 1.
@@ -52,7 +52,7 @@ pub struct ModelPreferences {
     pub intelligence_priority: Option<f64>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 string_enum! {
@@ -87,7 +87,7 @@ pub struct ToolChoice {
     pub mode: Option<ToolChoiceMode>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A sampling message's content: one block, or (2025-11-25) an array of them.
@@ -168,7 +168,7 @@ pub struct SamplingMessage {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of `sampling/createMessage`.
@@ -215,7 +215,7 @@ pub struct CreateMessageRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The client's answer to `sampling/createMessage`.
@@ -236,5 +236,5 @@ pub struct CreateMessageResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }

@@ -48,7 +48,7 @@ pub struct SkillEntry {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl SkillEntry {
@@ -250,7 +250,7 @@ pub struct SkillFile {
     pub size: u64,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 list_result! {
@@ -315,7 +315,7 @@ pub struct GetSkillResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 #[cfg(test)]

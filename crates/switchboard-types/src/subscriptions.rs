@@ -25,7 +25,7 @@ pub struct SubscriptionFilter {
     pub resource_subscriptions: Option<Vec<String>>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of `subscriptions/listen`.
@@ -38,7 +38,7 @@ pub struct SubscriptionsListenRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The result of `subscriptions/listen`, sent when the stream closes.
@@ -53,7 +53,7 @@ pub struct SubscriptionsListenResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl SubscriptionsListenResult {
@@ -79,7 +79,7 @@ pub struct SubscriptionsAcknowledgedNotificationParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl SubscriptionsAcknowledgedNotificationParams {

@@ -60,7 +60,7 @@ pub struct TaskMetadata {
     pub ttl: Option<u64>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// `_meta["io.modelcontextprotocol/related-task"]` (2025-11-25).
@@ -71,7 +71,7 @@ pub struct RelatedTaskMetadata {
     pub task_id: String,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A task's state: the union of 2025-11-25 and the 2026-07-28 extension.
@@ -137,7 +137,7 @@ pub struct Task {
     pub error: Option<ErrorObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl Task {
@@ -186,7 +186,7 @@ pub struct CreateTaskResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know, beside the task (nested form only;
     /// in the inline form they land in `task.extra`).
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 #[derive(Serialize)]
@@ -198,7 +198,7 @@ struct CreateTaskRef<'a> {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     meta: Option<&'a JsonObject>,
     #[serde(flatten)]
-    extra: &'a JsonObject,
+    extra: &'a crate::Extra,
 }
 
 #[derive(Serialize)]
@@ -211,7 +211,7 @@ struct InlineTaskRef<'a> {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     meta: Option<&'a JsonObject>,
     #[serde(flatten)]
-    extra: &'a JsonObject,
+    extra: &'a crate::Extra,
 }
 
 impl Serialize for CreateTaskResult {
@@ -257,14 +257,14 @@ impl<'de> Deserialize<'de> for CreateTaskResult {
                 result_type,
                 task: from_object(task, "task")?,
                 meta,
-                extra: map,
+                extra: map.into(),
             })
         } else {
             Ok(CreateTaskResult {
                 result_type,
                 task: from_object(map, "task")?,
                 meta,
-                extra: JsonObject::new(),
+                extra: crate::Extra::new(),
             })
         }
     }
@@ -284,7 +284,7 @@ pub struct GetTaskRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The result of `tasks/get`: the task, inline.
@@ -318,13 +318,13 @@ pub struct CancelTaskResult {
     pub meta: Option<JsonObject>,
     /// The task's fields (2025-11-25) and anything else.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl CancelTaskResult {
     /// The task, if the server sent one (2025-11-25).
     pub fn task(&self) -> Option<Task> {
-        Task::deserialize(&Value::Object(self.extra.clone())).ok()
+        Task::deserialize(&Value::Object(self.extra.to_object())).ok()
     }
 }
 
@@ -339,7 +339,7 @@ pub struct GetTaskPayloadRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The result of `tasks/result` (2025-11-25): the original request's result.
@@ -350,7 +350,7 @@ pub struct GetTaskPayloadResult {
     pub meta: Option<JsonObject>,
     /// The original result's fields.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl GetTaskPayloadResult {
@@ -359,7 +359,7 @@ impl GetTaskPayloadResult {
     /// # Errors
     /// When the payload is not a `T`.
     pub fn into_result<T: DeserializeOwned>(self) -> Result<T, serde_json::Error> {
-        let mut map = self.extra;
+        let mut map = self.extra.to_object();
         if let Some(meta) = self.meta {
             map.insert("_meta".to_owned(), Value::Object(meta));
         }
@@ -381,7 +381,7 @@ pub struct ListTasksResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of `tasks/update` (extension): answers to a task's input requests.
@@ -400,7 +400,7 @@ pub struct UpdateTaskRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Params of `notifications/tasks/status`: the task, inline.
@@ -459,7 +459,7 @@ mod tests {
             parsed.task.input_requests.as_ref().map(|r| r.len()),
             Some(1)
         );
-        assert_eq!(parsed.task.extra.get("future"), Some(&json!(true)));
+        assert_eq!(parsed.task.extra.value("future"), Some(json!(true)));
         assert_eq!(serde_json::to_value(&parsed).unwrap(), raw);
     }
 }

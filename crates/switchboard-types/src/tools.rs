@@ -31,7 +31,7 @@ pub struct ToolExecution {
     pub task_support: Option<TaskSupport>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// Untrusted hints about a tool's behaviour (2025-03-26).
@@ -55,7 +55,7 @@ pub struct ToolAnnotations {
     pub open_world_hint: Option<bool>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// A tool the client can call.
@@ -89,7 +89,7 @@ pub struct Tool {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl Tool {
@@ -134,7 +134,7 @@ pub struct CallToolRequestParams {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 /// The result of `tools/call`. `is_error: Some(true)` is a tool failure the
@@ -158,7 +158,7 @@ pub struct CallToolResult {
     pub meta: Option<JsonObject>,
     /// Fields this crate does not know.
     #[serde(flatten)]
-    pub extra: JsonObject,
+    pub extra: crate::Extra,
 }
 
 impl CallToolResult {

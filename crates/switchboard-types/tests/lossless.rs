@@ -59,8 +59,8 @@ fn unknown_fields_survive() {
         "futureField": {"nested": [1, 2]}
     }));
     assert_eq!(
-        tool.extra.get("futureField"),
-        Some(&json!({"nested": [1, 2]}))
+        tool.extra.value("futureField"),
+        Some(json!({"nested": [1, 2]}))
     );
     assert_eq!(
         tool.execution.unwrap().task_support,
@@ -74,7 +74,7 @@ fn unknown_fields_survive() {
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
         "billing": {"tokens": 3}
     }));
-    assert_eq!(result.extra.get("billing"), Some(&json!({"tokens": 3})));
+    assert_eq!(result.extra.value("billing"), Some(json!({"tokens": 3})));
     assert_eq!(
         server_info_from_meta(result.meta.as_ref()).unwrap().name,
         "s"
@@ -90,8 +90,8 @@ fn unknown_fields_survive() {
         "serverInfo": {"name": "s", "version": "1", "vendor": "acme"},
         "sessionHint": "x"
     }));
-    assert_eq!(init.extra.get("sessionHint"), Some(&json!("x")));
-    assert_eq!(init.server_info.extra.get("vendor"), Some(&json!("acme")));
+    assert_eq!(init.extra.value("sessionHint"), Some(json!("x")));
+    assert_eq!(init.server_info.extra.value("vendor"), Some(json!("acme")));
     assert!(init.capabilities.extra.contains_key("futureCapability"));
     assert!(
         init.capabilities
@@ -197,6 +197,24 @@ fn paginated_results_expose_cursor_and_items() {
     assert_eq!(page.next_cursor(), Some("c2"));
     assert_eq!(page.into_items()[0].name, "a");
     assert_eq!(request::ListTools::METHOD, methods::TOOLS_LIST);
+}
+
+/// `Paginated::ITEMS` is the member each list result writes its items to.
+#[test]
+fn paginated_results_name_their_items_member() {
+    fn member<T: Paginated + Default + serde::Serialize>() {
+        let written = serde_json::to_value(T::default()).unwrap();
+        assert!(
+            written.get(T::ITEMS).is_some_and(Value::is_array),
+            "{written}"
+        );
+    }
+    member::<ListToolsResult>();
+    member::<ListResourcesResult>();
+    member::<ListResourceTemplatesResult>();
+    member::<ListPromptsResult>();
+    member::<ListTasksResult>();
+    member::<ListSkillsResult>();
 }
 
 #[test]

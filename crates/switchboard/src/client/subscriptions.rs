@@ -901,8 +901,8 @@ fn exceeds(asked: &SubscriptionFilter, granted: &SubscriptionFilter) -> Option<S
             return Some(format!("resource {uri:?}"));
         }
     }
-    for (key, value) in &granted.extra {
-        let within = match (value, asked.extra.get(key)) {
+    for (key, value) in granted.extra.to_object() {
+        let within = match (&value, asked.extra.value(&key).as_ref()) {
             (Value::Null | Value::Bool(false), _) => true,
             (Value::Array(items), _) if items.is_empty() => true,
             (Value::Array(items), Some(Value::Array(asked))) => {
@@ -1034,10 +1034,10 @@ mod tests {
         };
         assert!(exceeds(&asked, &other_uri).unwrap().contains("file:///b"));
         let mut extra = SubscriptionFilter::default();
-        extra.extra.insert("taskStatus".into(), json!(true));
+        extra.extra.insert("taskStatus", json!(true));
         assert!(exceeds(&asked, &extra).is_some());
         let mut asked_extra = asked.clone();
-        asked_extra.extra.insert("taskStatus".into(), json!(true));
+        asked_extra.extra.insert("taskStatus", json!(true));
         assert_eq!(exceeds(&asked_extra, &extra), None);
     }
 
