@@ -47,7 +47,8 @@ pub use client::handlers::{
 pub use client::skills::{Skill, SkillFileContents, SkillProblem};
 pub use client::tasks::TaskOptions;
 pub use client::{
-    Client, ClientBuilder, EraMode, ProbeWait, ServerSession, Subscription, SubscriptionEvent,
+    Client, ClientBuilder, EraMode, ProbeWait, RawList, ServerSession, Subscription,
+    SubscriptionEvent,
 };
 pub use engine::{Progress, RawResult, RequestOptions};
 pub use error::{Error, Result};

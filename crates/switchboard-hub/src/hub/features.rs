@@ -19,7 +19,9 @@ use switchboard::types::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, SkillEntry,
 };
-use switchboard::{Client, Error as ClientError, RequestOptions, Skill, SkillFileContents};
+use switchboard::{
+    Client, Error as ClientError, RawList, RequestOptions, Skill, SkillFileContents,
+};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -212,6 +214,52 @@ impl Hub {
             super::routes::unique_names(listing.lists.iter().flat_map(|(server, prompts)| {
                 prompts.iter().map(|p| (server.as_str(), p.name.as_str()))
             }));
+        (listing, names)
+    }
+
+    /// [`Hub::resources`] as each server wrote them
+    /// ([`Client::list_raw`]), for the gateway to write entry by entry:
+    /// never the whole list parsed at once, and the clients' own lists
+    /// left alone.
+    pub(crate) async fn resources_raw(&self) -> ByServer<RawList<Resource>> {
+        self.list_across(
+            Feature::Resources,
+            rq::ListResources::METHOD,
+            |client| async move { client.list_raw::<rq::ListResources>().await },
+        )
+        .await
+    }
+
+    /// [`Hub::resource_templates`] as [`Hub::resources_raw`].
+    pub(crate) async fn resource_templates_raw(&self) -> ByServer<RawList<ResourceTemplate>> {
+        self.list_across(
+            Feature::Resources,
+            rq::ListResourceTemplates::METHOD,
+            |client| async move { client.list_raw::<rq::ListResourceTemplates>().await },
+        )
+        .await
+    }
+
+    /// [`Hub::prompts`] as [`Hub::resources_raw`], with the prompts'
+    /// hub-wide names in the same order.
+    pub(crate) async fn prompts_raw(&self) -> (ByServer<RawList<Prompt>>, Vec<String>) {
+        let listing = self
+            .list_across(
+                Feature::Prompts,
+                rq::ListPrompts::METHOD,
+                |client| async move { client.list_raw::<rq::ListPrompts>().await },
+            )
+            .await;
+        let own: Vec<(usize, String)> = listing
+            .lists
+            .iter()
+            .enumerate()
+            .flat_map(|(at, (_, prompts))| prompts.parsed().map(move |p| (at, p.name)))
+            .collect();
+        let names = super::routes::unique_names(
+            own.iter()
+                .map(|(at, name)| (listing.lists[*at].0.as_str(), name.as_str())),
+        );
         (listing, names)
     }
 

@@ -1,17 +1,20 @@
 //! The gateway's list answers (`tools/list`, `resources/list`,
-//! `resources/templates/list`, `prompts/list`), written straight from the
-//! backends' lists as their clients read them (shared by `Arc`, never
-//! copied: the route table holds the tools, the clients the others), each
-//! entry under its gateway name or URI, serialized into one buffer of the
-//! answer's exact size. No list of renamed copies, no `Value` tree: a
-//! backend's page of thousands of entries costs the gateway the list its
-//! client keeps and the answer's text (`tests/gateway_list_memory.rs`
-//! measures it).
+//! `resources/templates/list`, `prompts/list`), each entry under its
+//! gateway name or URI, serialized into one buffer of the answer's exact
+//! size. The tools are written straight from the route table's shared
+//! list (never copied); resources, templates and prompts from the
+//! backends' own text (`Client::list_raw`), each entry parsed only as it
+//! is written. No list of renamed copies, no `Value` tree: a backend's
+//! page of thousands of entries costs the gateway the page and the
+//! answer's text, and for tools the list the hub keeps
+//! (`tests/gateway_list_memory.rs` measures it).
 
 use std::sync::{Arc, RwLockReadGuard};
 
+use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
+use switchboard::RawList;
 use switchboard::types::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
 use super::routes::{Route, Routes};
@@ -102,7 +105,7 @@ impl Hub {
     /// # Errors
     /// When an entry does not serialize.
     pub(crate) async fn resources_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
-        let listing = self.resources_by_server().await;
+        let listing = self.resources_raw().await;
         not_listed(&listing.failed, "resources");
         switchboard::server::exact_json(&Field(
             "resources",
@@ -119,7 +122,7 @@ impl Hub {
     /// # Errors
     /// When an entry does not serialize.
     pub(crate) async fn resource_templates_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
-        let listing = self.resource_templates_by_server().await;
+        let listing = self.resource_templates_raw().await;
         not_listed(&listing.failed, "resource templates");
         switchboard::server::exact_json(&Field(
             "resourceTemplates",
@@ -136,7 +139,7 @@ impl Hub {
     /// # Errors
     /// When an entry does not serialize.
     pub(crate) async fn prompts_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
-        let (listing, names) = self.prompts_by_server().await;
+        let (listing, names) = self.prompts_raw().await;
         not_listed(&listing.failed, "prompts");
         switchboard::server::exact_json(&Field(
             "prompts",
@@ -166,20 +169,24 @@ impl<T: Serialize> Serialize for Field<T> {
     }
 }
 
-/// Every entry of every server's list, in order, each as `show` makes it
-/// of its place in the whole, its server and itself.
-struct Entries<'a, T, F>(&'a [(String, Arc<[T]>)], F);
+/// Every entry of every server's list, in order, each parsed from the
+/// server's text only when it is written (one at a time), as `show`
+/// makes it of its place in the whole, its server and itself.
+struct Entries<'a, T, F>(&'a [(String, RawList<T>)], F);
 
 impl<'a, T, F, E> Serialize for Entries<'a, T, F>
 where
-    F: Fn(usize, &'a str, &'a T) -> E,
+    T: DeserializeOwned,
+    F: Fn(usize, &'a str, T) -> E,
     E: Serialize,
 {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(None)?;
         let mut at = 0;
         for (server, list) in self.0 {
-            for entry in list.iter() {
+            for entry in list.items() {
+                // Each was checked to parse when the list was read.
+                let entry = serde_json::from_str(entry).map_err(serde::ser::Error::custom)?;
                 seq.serialize_element(&(self.1)(at, server, entry))?;
                 at += 1;
             }
@@ -204,7 +211,7 @@ fn some<M: SerializeMap, T: Serialize>(
 /// A backend's resource as the gateway lists it: under its gateway URI.
 struct GatewayResource<'a> {
     server: &'a str,
-    resource: &'a Resource,
+    resource: Resource,
 }
 
 impl Serialize for GatewayResource<'_> {
@@ -222,7 +229,7 @@ impl Serialize for GatewayResource<'_> {
             icons,
             meta,
             extra,
-        } = self.resource;
+        } = &self.resource;
         let mut map = serializer.serialize_map(None)?;
         // A skill file keeps a skill URI (see `skill_uri`).
         let uri = skill_uri(self.server, uri).unwrap_or_else(|| resource_uri(self.server, uri));
@@ -245,7 +252,7 @@ impl Serialize for GatewayResource<'_> {
 /// A backend's resource template as the gateway lists it.
 struct GatewayTemplate<'a> {
     server: &'a str,
-    template: &'a ResourceTemplate,
+    template: ResourceTemplate,
 }
 
 impl Serialize for GatewayTemplate<'_> {
@@ -261,7 +268,7 @@ impl Serialize for GatewayTemplate<'_> {
             icons,
             meta,
             extra,
-        } = self.template;
+        } = &self.template;
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry(
             "uriTemplate",
@@ -284,7 +291,7 @@ impl Serialize for GatewayTemplate<'_> {
 /// A backend's prompt as the gateway lists it: under its hub-wide name.
 struct GatewayPrompt<'a> {
     name: &'a str,
-    prompt: &'a Prompt,
+    prompt: Prompt,
 }
 
 impl Serialize for GatewayPrompt<'_> {
@@ -298,7 +305,7 @@ impl Serialize for GatewayPrompt<'_> {
             icons,
             meta,
             extra,
-        } = self.prompt;
+        } = &self.prompt;
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("name", self.name)?;
         some(&mut map, "title", title)?;
@@ -465,7 +472,7 @@ mod tests {
             assert_eq!(
                 serde_json::to_string(&GatewayResource {
                     server: "srv",
-                    resource
+                    resource: resource.clone()
                 })
                 .unwrap(),
                 serde_json::to_string(&serde_json::to_value(&before).unwrap()).unwrap()
@@ -483,7 +490,7 @@ mod tests {
             assert_eq!(
                 serde_json::to_string(&GatewayTemplate {
                     server: "srv",
-                    template
+                    template: template.clone()
                 })
                 .unwrap(),
                 serde_json::to_string(&serde_json::to_value(&before).unwrap()).unwrap()
@@ -501,7 +508,7 @@ mod tests {
             assert_eq!(
                 serde_json::to_string(&GatewayPrompt {
                     name: "srv__p",
-                    prompt
+                    prompt: prompt.clone()
                 })
                 .unwrap(),
                 serde_json::to_string(&serde_json::to_value(&before).unwrap()).unwrap()

@@ -36,6 +36,7 @@ mod mrtr;
 mod negotiate;
 pub mod output_schema;
 mod prompts;
+mod raw_list;
 mod resources;
 #[cfg(test)]
 mod scripted_tests;
@@ -54,6 +55,7 @@ pub use builder::{
     TOO_MANY_SERVER_REQUESTS,
 };
 pub use negotiate::{EraMode, ProbeWait, ServerSession};
+pub use raw_list::RawList;
 pub use subscriptions::{Subscription, SubscriptionEvent};
 
 use builder::ListBudget;

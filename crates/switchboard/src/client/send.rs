@@ -367,13 +367,43 @@ impl Client {
         }
     }
 
-    /// Follows every page of a list.
+    /// Follows every page of a list, its items parsed.
     pub(super) async fn list_all<R>(&self) -> Result<Vec<<R::Result as Paginated>::Item>>
     where
         R: Request<Params = PaginatedRequestParams>,
         R::Result: Paginated,
     {
         let mut items = Vec::new();
+        self.follow_pages::<R>(|raw| {
+            let page: R::Result = parse_result(self.inner.engine.server(), R::METHOD, raw.get())?;
+            drop(raw);
+            let next = page.next_cursor().map(str::to_owned);
+            let page = page.into_items();
+            let count = page.len();
+            // The first page is the list so far: kept, not copied.
+            if items.is_empty() {
+                items = page;
+            } else {
+                items.extend(page);
+            }
+            Ok((count, next))
+        })
+        .await?;
+        Ok(items)
+    }
+
+    /// Follows every page of a list: `page` takes each page's result (its
+    /// text where it arrived) and says how many items it held and the
+    /// next cursor.
+    pub(super) async fn follow_pages<R>(
+        &self,
+        mut page: impl FnMut(RawResult) -> Result<(usize, Option<String>)>,
+    ) -> Result<()>
+    where
+        R: Request<Params = PaginatedRequestParams>,
+        R::Result: Paginated,
+    {
+        let mut items = 0usize;
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
         let budget = self.inner.list_budget;
@@ -411,24 +441,16 @@ impl Client {
                     "max_list_bytes",
                 ));
             }
-            let page: R::Result = parse_result(self.inner.engine.server(), R::METHOD, raw.get())?;
-            drop(raw);
-            let next = page.next_cursor().map(str::to_owned);
-            let page = page.into_items();
-            if items.len().saturating_add(page.len()) > budget.items {
+            let (count, next) = page(raw)?;
+            items = items.saturating_add(count);
+            if items > budget.items {
                 return Err(over(
                     format!("it passed {} items", budget.items),
                     "max_list_items",
                 ));
             }
-            // The first page is the list so far: kept, not copied.
-            if items.is_empty() {
-                items = page;
-            } else {
-                items.extend(page);
-            }
             match next {
-                None => return Ok(items),
+                None => return Ok(()),
                 Some(next) if !seen.insert(next.clone()) => {
                     return Err(Error::Pagination {
                         server: self.inner.engine.server().clone(),
