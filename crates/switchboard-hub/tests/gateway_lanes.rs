@@ -66,8 +66,8 @@ impl ServerHandler for Backend {
         })
     }
 
-    /// One prompt, `prompt`, or (server `a`) `b__c`; its message says
-    /// whose it is.
+    /// One prompt, `c`, or (server `a`) `b__c`; its first message says
+    /// whose it is, its second links to backend `b`'s private resource.
     fn list_prompts(
         &self,
         _: PaginatedRequestParams,
@@ -88,6 +88,7 @@ impl ServerHandler for Backend {
         Box::pin(async move {
             Ok(serde_json::from_value(json!({"messages": [
                 {"role": "user", "content": {"type": "text", "text": text}},
+                {"role": "user", "content": {"type": "resource_link", "uri": "switchboard://b/secret%3A%2F%2Fx", "name": "x"}},
             ]}))
             .unwrap())
         })
@@ -388,6 +389,16 @@ async fn a_backends_links_lead_back_to_it_never_to_another_backend() {
     assert_eq!(
         text, "s read switchboard://b/secret%3A%2F%2Fx",
         "the link led to {link}"
+    );
+    // A prompt's message is no way round it.
+    let prompt = host.get_prompt("s__c", None).await.unwrap();
+    let message = serde_json::to_value(&prompt.messages[1].content).unwrap();
+    let link = message["uri"].as_str().unwrap().to_owned();
+    let read = host.read_resource(&link).await.unwrap();
+    let text = serde_json::to_value(&read.contents[0]).unwrap()["text"].clone();
+    assert_eq!(
+        text, "s read switchboard://b/secret%3A%2F%2Fx",
+        "the prompt's link led to {link}"
     );
 }
 
