@@ -21,6 +21,7 @@
 //! | `oauth` | off | OAuth logins for HTTP servers through `switchboard-auth`: `HubBuilder::oauth` (stored tokens sent and refreshed), `Hub::connect` (ready, or the authorization URL), `Hub::finish_login` (in this process or another, with a shared pending store), `Hub::login` (an `Authorizer` shows the URL and waits) |
 
 pub mod config;
+pub mod gateway;
 pub mod hub;
 pub mod private_file;
 

@@ -52,21 +52,17 @@ pub mod audit;
 mod changes;
 mod error;
 mod features;
-mod forward;
 mod headers_helper;
-mod lists;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;
-mod own_uris;
 pub mod policy;
-mod routes;
-mod serve;
+pub(crate) mod routes;
 mod state;
 mod stats;
 mod store;
 mod subscriptions;
-mod supervisor;
+pub(crate) mod supervisor;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -87,18 +83,18 @@ use tracing::Instrument;
 use crate::config::ServerConfig;
 use crate::config::policy::ToolPolicy;
 
+pub use crate::gateway::BackendAsks;
+pub use crate::gateway::{
+    AUTHENTICATE_TOOL, Authenticator, HubServer, ORIGIN_META, Ranker, SEARCH_TOOL, resource_origin,
+    resource_template_uri, resource_uri, skill_origin, skill_uri,
+};
 pub use changes::ReloadReport;
 pub use error::HubError;
 pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate, HubSkill};
-pub use forward::BackendAsks;
 #[cfg(feature = "oauth")]
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use policy::{RememberedAllow, RememberedAllows, ToolAnswer, ToolApprover, ToolAsk};
-pub use serve::{
-    AUTHENTICATE_TOOL, Authenticator, HubServer, ORIGIN_META, Ranker, SEARCH_TOOL, resource_origin,
-    resource_template_uri, resource_uri, skill_origin, skill_uri,
-};
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::{LATENCY_BOUNDS, ServerStats};
 
@@ -502,7 +498,7 @@ pub(crate) struct Shared {
     changes: tokio::sync::Mutex<()>,
     /// Hub-wide tool names: rebuilt from every slot when a tool list
     /// changes; what [`Hub::tools`] lists and [`Hub::call_tool`] routes.
-    routes: RwLock<routes::Routes>,
+    pub(crate) routes: RwLock<routes::Routes>,
     local: Semaphore,
     remote: Semaphore,
     events: broadcast::Sender<HubEvent>,
@@ -517,7 +513,7 @@ pub(crate) struct Shared {
     started: AtomicBool,
     login: login::LoginSettings,
     /// The tool policy, its approver and remembered allows.
-    policy: policy::PolicyState,
+    pub(crate) policy: policy::PolicyState,
 }
 
 impl Shared {
@@ -553,8 +549,8 @@ impl Shared {
     }
 }
 
-struct HubInner {
-    shared: Arc<Shared>,
+pub(crate) struct HubInner {
+    pub(crate) shared: Arc<Shared>,
     cancel: CancellationToken,
 }
 
@@ -570,7 +566,7 @@ impl Drop for HubInner {
 /// when the last clone is dropped (gracefully with [`Hub::shutdown`]).
 #[derive(Clone)]
 pub struct Hub {
-    inner: Arc<HubInner>,
+    pub(crate) inner: Arc<HubInner>,
 }
 
 impl std::fmt::Debug for Hub {

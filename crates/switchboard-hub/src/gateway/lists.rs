@@ -17,10 +17,10 @@ use serde_json::value::RawValue;
 use switchboard::RawList;
 use switchboard::types::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
-use super::routes::{Route, Routes};
-use super::serve::{ORIGIN_META, resource_template_uri, resource_uri, skill_uri};
-use super::supervisor::Slot;
-use super::{Hub, HubError};
+use super::{ORIGIN_META, resource_template_uri, resource_uri, skill_uri};
+use crate::hub::routes::{Route, Routes};
+use crate::hub::supervisor::Slot;
+use crate::hub::{Hub, HubError};
 
 /// The tools the gateway shows now, read under the route table's lock
 /// (held until this is dropped, so the table cannot change meanwhile):
@@ -134,7 +134,7 @@ impl Hub {
     }
 
     /// The gateway's `prompts/list` result: every prompt under its
-    /// hub-wide name ([`HubPrompt::name`](super::HubPrompt::name)).
+    /// hub-wide name ([`HubPrompt::name`](crate::hub::HubPrompt::name)).
     ///
     /// # Errors
     /// When an entry does not serialize.

@@ -14,7 +14,7 @@
 use serde_json::Value;
 use switchboard::types::{ContentBlock, ResourceContents};
 
-use super::serve::{resource_uri, skill_uri};
+use super::{resource_uri, skill_uri};
 
 /// `server`'s `uri` as the gateway serves it: a skill file stays a skill
 /// URI (under the server's name), anything else a `switchboard://` URI.
@@ -63,7 +63,7 @@ pub(crate) fn own_block(server: &str, block: &mut ContentBlock) {
 mod tests {
     use serde_json::json;
 
-    use super::super::serve::resource_origin;
+    use super::super::resource_origin;
     use super::*;
 
     fn blocks(value: Value) -> Vec<ContentBlock> {

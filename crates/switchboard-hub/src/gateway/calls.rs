@@ -1,0 +1,600 @@
+//! `tools/call` through the gateway: routing, the policy, backends' asks
+//! forwarded to the host, parked 2026-07-28 rounds, progress and the audit
+//! line.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use switchboard::BoxFuture;
+use switchboard::RequestOptions;
+use switchboard::server::{Reply, RequestContext};
+use switchboard::types::jsonrpc::ErrorObject;
+use switchboard::types::{
+    CallToolRequestParams, CallToolResult, InputRequiredResult, RequestOutcome, codes,
+};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::HubServer;
+use super::forward::{Ask, AskAnswer, HostId, Refusal, Registration};
+use super::login::AUTHENTICATE_TOOL;
+use super::search::SEARCH_TOOL;
+use crate::hub::HubError;
+use crate::hub::audit::{self, AuditEntry, AuditKind, AuditLog};
+use crate::hub::policy::{ToolAnswer, ToolApprover, ToolAsk};
+
+/// How long a host has to answer what a backend asked (a person may be
+/// filling in a form).
+const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long a call waits for a 2026-07-28 host's retry, and how many may
+/// wait at once.
+const PARK_TTL: Duration = Duration::from_secs(600);
+const MAX_PARKED: usize = 1024;
+/// Calls of one 2026-07-28 host (by the name it gives in `clientInfo`)
+/// parked at once: one host filling [`MAX_PARKED`] cannot keep another's
+/// asks out.
+const MAX_PARKED_PER_HOST: usize = 64;
+
+/// Progress updates of a backend waiting for the host, at most this many.
+const PROGRESS_WAITING: usize = 16;
+
+/// A backend's progress on its way to the host: at most
+/// [`PROGRESS_WAITING`] updates wait; past that the newest replaces the
+/// last waiting one (only the latest matters), so a host slower than its
+/// backend never makes the gateway buffer.
+#[derive(Clone, Default)]
+pub(super) struct ProgressQueue(
+    Arc<(
+        Mutex<std::collections::VecDeque<switchboard::Progress>>,
+        Notify,
+    )>,
+);
+
+impl ProgressQueue {
+    fn send(&self, progress: switchboard::Progress) {
+        {
+            let mut waiting = self.0.0.lock().unwrap_or_else(|e| e.into_inner());
+            if waiting.len() >= PROGRESS_WAITING {
+                waiting.pop_back();
+            }
+            waiting.push_back(progress);
+        }
+        self.0.1.notify_one();
+    }
+
+    fn try_recv(&self) -> Option<switchboard::Progress> {
+        self.0
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+    }
+
+    /// The next update. Cancel safe: nothing is taken unless returned.
+    async fn recv(&self) -> switchboard::Progress {
+        loop {
+            if let Some(progress) = self.try_recv() {
+                return progress;
+            }
+            self.0.1.notified().await;
+        }
+    }
+}
+
+/// A host's call in progress: the backend's call and what comes on the way.
+pub(super) struct Flight {
+    pub(super) name: String,
+    pub(super) server: Option<String>,
+    pub(super) call: BoxFuture<'static, Result<CallToolResult, HubError>>,
+    pub(super) progress: ProgressQueue,
+    pub(super) asks: mpsc::UnboundedReceiver<Ask>,
+    /// Asks of the gateway's own: the policy's question, the login page.
+    pub(super) own: mpsc::UnboundedReceiver<Ask>,
+    pub(super) rounds: usize,
+    pub(super) _registration: Option<Registration>,
+}
+
+/// A call waiting for a 2026-07-28 host's retry with the answer to `key`.
+struct Parked {
+    pub(super) flight: Flight,
+    pub(super) key: String,
+    pub(super) answer: oneshot::Sender<AskAnswer>,
+    /// The host's name (`clientInfo.name`), for [`MAX_PARKED_PER_HOST`].
+    pub(super) host: String,
+}
+
+#[derive(Clone, Default)]
+pub(super) struct ParkedCalls(Arc<Mutex<HashMap<String, Parked>>>);
+
+impl ParkedCalls {
+    fn take(&self, state: &str) -> Option<Parked> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(state)
+    }
+
+    /// Keeps `parked` under a fresh unguessable `requestState` for at most
+    /// [`PARK_TTL`]; `None` when too many wait already.
+    fn park(&self, parked: Parked) -> Result<String, Box<Parked>> {
+        let mut bytes = [0u8; 16];
+        if aws_lc_rs::rand::fill(&mut bytes).is_err() {
+            return Err(Box::new(parked));
+        }
+        let state: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        {
+            let mut calls = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let of_host = calls.values().filter(|p| p.host == parked.host).count();
+            if calls.len() >= MAX_PARKED || of_host >= MAX_PARKED_PER_HOST {
+                return Err(Box::new(parked));
+            }
+            calls.insert(state.clone(), parked);
+        }
+        let calls = Arc::downgrade(&self.0);
+        let expiring = state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(PARK_TTL).await;
+            if let Some(calls) = calls.upgrade() {
+                // Dropping the call cancels it on the backend.
+                calls
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&expiring);
+            }
+        });
+        Ok(state)
+    }
+}
+
+/// Why the host cannot take `ask`, if it cannot.
+fn host_cannot(cx: &RequestContext, ask: &Ask) -> Option<String> {
+    let caps = &cx.client_capabilities;
+    let missing = match ask.method {
+        "elicitation/create" => {
+            let url = ask.params.get("mode").and_then(Value::as_str) == Some("url");
+            match &caps.elicitation {
+                None => Some("elicitation"),
+                Some(e) if url && e.url.is_none() => Some("elicitation.url"),
+                Some(e) if !url && e.form.is_none() && e.url.is_some() => Some("elicitation.form"),
+                Some(_) => None,
+            }
+        }
+        "sampling/createMessage" => match &caps.sampling {
+            None => Some("sampling"),
+            Some(s) if ask.params.get("tools").is_some() && s.tools.is_none() => {
+                Some("sampling.tools")
+            }
+            Some(_) => None,
+        },
+        _ => Some("that request"),
+    }?;
+    Some(format!(
+        "the host did not declare the {missing} capability, so `{}` was declined on its behalf",
+        ask.method
+    ))
+}
+
+fn host_error(error: switchboard::engine::EngineError) -> Refusal {
+    match error {
+        switchboard::engine::EngineError::Server { error, .. } => Refusal::Error(*error),
+        other => Refusal::Error(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the host did not answer: {other}"),
+        )),
+    }
+}
+
+/// The gateway's answer to the policy's `ask` for the host calling `name`
+/// (its hub-wide name): an elicitation form put to the host's user
+/// through `own` (the flight's own asks), with an `always` box; a host
+/// that cannot take it, declines or fails to answer refuses the call.
+pub(super) fn host_approver(
+    name: String,
+    own: mpsc::UnboundedSender<Ask>,
+) -> Arc<dyn ToolApprover> {
+    Arc::new(move |ask: ToolAsk| -> BoxFuture<'static, ToolAnswer> {
+        let name = name.clone();
+        let own = own.clone();
+        Box::pin(async move {
+            let arguments = serde_json::to_string(&ask.arguments).unwrap_or_default();
+            let (answer, answered) = oneshot::channel();
+            let sent = own.send(Ask {
+                method: "elicitation/create",
+                params: serde_json::json!({
+                    "mode": "form",
+                    "message": format!(
+                        "Allow the tool `{name}` (server `{}`'s `{}`) to run with the arguments \
+                         {arguments}? (switchboard's policy asks first: {})",
+                        ask.server, ask.tool, ask.rule
+                    ),
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "always": {
+                                "type": "boolean",
+                                "title": "Always allow this tool of this server",
+                                "description": "Remembered until the server's configuration \
+                                    changes or `switchboard policy revoke` forgets it",
+                                "default": false,
+                            },
+                        },
+                    },
+                }),
+                answer,
+            });
+            if sent.is_err() {
+                return ToolAnswer::Refuse("the host's call ended before it was asked".into());
+            }
+            match answered.await {
+                Ok(Ok(answer))
+                    if answer.get("action").and_then(Value::as_str) == Some("accept") =>
+                {
+                    let always = answer
+                        .pointer("/content/always")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    if always {
+                        ToolAnswer::Always
+                    } else {
+                        ToolAnswer::Once
+                    }
+                }
+                Ok(Ok(_)) | Err(_) => {
+                    ToolAnswer::Refuse(format!("the user did not allow `{name}` to run"))
+                }
+                Ok(Err(Refusal::Declined(why))) => ToolAnswer::Refuse(format!(
+                    "switchboard's policy asks the user before `{name}` runs, and {why}"
+                )),
+                Ok(Err(Refusal::Error(error))) => ToolAnswer::Refuse(format!(
+                    "asking the user before `{name}` runs failed: {}",
+                    error.message
+                )),
+            }
+        })
+    })
+}
+
+/// A list result the gateway wrote (`list_json`), read back as its type
+/// (for a caller of the typed method; the server asks for the text).
+pub(super) fn read_back<T: serde::de::DeserializeOwned + Send + 'static>(
+    written: Option<Reply<Box<RawValue>>>,
+) -> Reply<T> {
+    Box::pin(async move {
+        let text = written.expect("the gateway writes its lists").await?;
+        serde_json::from_str(text.get())
+            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
+    })
+}
+
+/// A tool result saying why the call did not run or failed.
+pub(super) fn error_result(text: String) -> CallToolResult {
+    let mut result = CallToolResult::text(text);
+    result.is_error = Some(true);
+    result
+}
+
+/// Writes the audit line of one answered round.
+pub(super) fn record(
+    log: &AuditLog,
+    session: &str,
+    server: Option<&str>,
+    name: &str,
+    arguments: Option<&switchboard::types::JsonObject>,
+    outcome: &Result<RequestOutcome<CallToolResult>, ErrorObject>,
+    started: std::time::Instant,
+) {
+    let (kind, message, bytes) = match outcome {
+        Ok(RequestOutcome::Complete(result)) => {
+            let failed = result.is_error == Some(true);
+            (
+                if failed { "tool_error" } else { "ok" },
+                failed.then(|| {
+                    result
+                        .content
+                        .first()
+                        .and_then(|c| c.as_text())
+                        .unwrap_or_default()
+                        .to_owned()
+                }),
+                serde_json::to_vec(result).map_or(0, |v| v.len()),
+            )
+        }
+        Ok(_) => ("input_required", None, 0),
+        Err(error) => ("error", Some(error.message.clone()), 0),
+    };
+    let entry = AuditEntry {
+        kind: AuditKind::ToolCall,
+        session,
+        server,
+        name,
+        arguments,
+        outcome: kind,
+        message: message.as_deref(),
+        duration: started.elapsed(),
+        bytes,
+    };
+    if let Err(error) = log.record(&entry) {
+        tracing::error!(path = %log.path().display(), %error, "could not write the audit log");
+    }
+}
+
+impl HubServer {
+    /// `tools/call` through the hub: a new call, or the retry of a parked
+    /// one. Says which server it went to.
+    pub(super) async fn call(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> (
+        Option<String>,
+        Result<RequestOutcome<CallToolResult>, ErrorObject>,
+    ) {
+        if let Some(state) = params.request_state.as_deref() {
+            let Some(parked) = self.parked.take(state) else {
+                let error = ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    "Invalid params: this requestState is unknown or expired (a call waits \
+                     10 minutes for its retry); call the tool again without it",
+                );
+                return (None, Err(error));
+            };
+            if parked.flight.name != params.name {
+                let error = ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!(
+                        "Invalid params: this requestState belongs to a call of `{}`, not `{}`",
+                        parked.flight.name, params.name
+                    ),
+                );
+                return (None, Err(error));
+            }
+            let answer = params
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(&parked.key))
+                .map(|response| serde_json::to_value(response).unwrap_or_default());
+            let _ = parked.answer.send(answer.ok_or_else(|| {
+                Refusal::Declined("the host's retry did not answer the request".to_owned())
+            }));
+            let server = parked.flight.server.clone();
+            return (server, self.drive(parked.flight, cx).await);
+        }
+        if let Some(server) = params
+            .name
+            .strip_suffix(AUTHENTICATE_TOOL)
+            .and_then(|rest| rest.strip_suffix("__"))
+            .filter(|server| self.waiting_for_login().iter().any(|s| s == server))
+        {
+            let server = server.to_owned();
+            return match self.authenticate(server.clone(), &cx).await {
+                Ok(flight) => (Some(server), self.drive(flight, cx).await),
+                Err(result) => (Some(server), Ok(RequestOutcome::Complete(result))),
+            };
+        }
+        if let Some(search) = &self.search
+            && params.name == SEARCH_TOOL
+        {
+            let result = self.search_tools(search, &params, &cx).await;
+            return (None, Ok(RequestOutcome::Complete(result)));
+        }
+        let server = self.hub.tool_server(&params.name);
+        // The backend's asks about this call come back to this host only.
+        let (registration, asks) = match (&self.asks, &server) {
+            (Some(backend_asks), Some(server)) => {
+                let host = match cx.era {
+                    switchboard::types::Era::Legacy => HostId::peer(cx.peer.clone()),
+                    // Stateless hosts share one connection: known by name
+                    // for limits only.
+                    _ => HostId::named(
+                        cx.client_info
+                            .as_ref()
+                            .map(|info| info.name.clone())
+                            .unwrap_or_default(),
+                    ),
+                };
+                let (registration, asks) = backend_asks.register(server, host);
+                (Some(registration), asks)
+            }
+            _ => (None, mpsc::unbounded_channel().1),
+        };
+        let progress = ProgressQueue::default();
+        let progress_tx = progress.clone();
+        let mut options = if cx.progress_token().is_some() {
+            RequestOptions::default().on_progress(move |p| progress_tx.send(p))
+        } else {
+            RequestOptions::default()
+        };
+        if let Some(registration) = &registration {
+            options = options.with_tag(registration.tag());
+        }
+        let hub = self.hub.clone();
+        let name = params.name.clone();
+        // The hub decides; an `ask` is put to this host's user.
+        let (own_tx, own) = mpsc::unbounded_channel();
+        let approver = audit::approver(self.audit.as_ref(), host_approver(name.clone(), own_tx));
+        let audit = self.audit.clone();
+        let call: BoxFuture<'static, Result<CallToolResult, HubError>> = Box::pin(async move {
+            let result = hub
+                .call_tool_asking(&name, params.arguments, options, Some(approver))
+                .await;
+            audit::note_denied(audit.as_ref(), &result);
+            result
+        });
+        let flight = Flight {
+            name: params.name,
+            server: server.clone(),
+            call,
+            progress,
+            asks,
+            own,
+            rounds: 0,
+            _registration: registration,
+        };
+        (server, self.drive(flight, cx).await)
+    }
+
+    /// Runs `flight` for the host of `cx` until the backend answers — or,
+    /// for a 2026-07-28 host, until something must be asked of it: then it
+    /// is parked and the host gets an `input_required` round.
+    pub(super) async fn drive(
+        &self,
+        mut flight: Flight,
+        cx: RequestContext,
+    ) -> Result<RequestOutcome<CallToolResult>, ErrorObject> {
+        enum Step {
+            Progress(switchboard::Progress),
+            Ask(Ask),
+            Done(Result<CallToolResult, HubError>),
+        }
+        loop {
+            let step = tokio::select! {
+                biased;
+                p = flight.progress.recv() => Step::Progress(p),
+                Some(ask) = flight.own.recv() => Step::Ask(ask),
+                Some(ask) = flight.asks.recv() => Step::Ask(ask),
+                outcome = &mut flight.call => Step::Done(outcome),
+            };
+            match step {
+                Step::Progress(p) => {
+                    let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
+                }
+                Step::Ask(ask) => {
+                    let why = host_cannot(&cx, &ask);
+                    let outcome = if why.is_some() {
+                        "declined"
+                    } else {
+                        "forwarded"
+                    };
+                    audit::note(
+                        self.audit.as_ref(),
+                        AuditKind::of_ask(ask.method),
+                        flight.server.as_deref(),
+                        &flight.name,
+                        outcome,
+                        why.as_deref(),
+                    );
+                    if let Some(why) = why {
+                        tracing::warn!(tool = %flight.name, "{why}");
+                        let _ = ask.answer.send(Err(Refusal::Declined(why)));
+                        continue;
+                    }
+                    if cx.era == switchboard::types::Era::Legacy {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let answer = cx
+                                .request(ask.method, ask.params, ASK_TIMEOUT)
+                                .await
+                                .map_err(host_error);
+                            let _ = ask.answer.send(answer);
+                        });
+                        continue;
+                    }
+                    flight.rounds += 1;
+                    let key = format!("{}-{}", ask.method.replace('/', "-"), flight.rounds);
+                    let requests = serde_json::json!({
+                        key.clone(): {"method": ask.method, "params": ask.params},
+                    });
+                    let requests = match serde_json::from_value(requests) {
+                        Ok(requests) => requests,
+                        Err(error) => {
+                            let why =
+                                format!("the backend's `{}` is malformed: {error}", ask.method);
+                            let _ = ask.answer.send(Err(Refusal::Declined(why)));
+                            continue;
+                        }
+                    };
+                    let parked = Parked {
+                        flight,
+                        key,
+                        answer: ask.answer,
+                        host: cx
+                            .client_info
+                            .as_ref()
+                            .map(|info| info.name.clone())
+                            .unwrap_or_default(),
+                    };
+                    return match self.parked.park(parked) {
+                        Ok(state) => Ok(RequestOutcome::InputRequired(InputRequiredResult {
+                            input_requests: Some(requests),
+                            request_state: Some(state),
+                            ..Default::default()
+                        })),
+                        Err(parked) => {
+                            let why = format!(
+                                "too many calls wait for their host's answers (at most {MAX_PARKED_PER_HOST} of one host, {MAX_PARKED} in all)"
+                            );
+                            tracing::warn!(tool = %parked.flight.name, "{why}; declined");
+                            let Parked {
+                                flight: back,
+                                answer,
+                                ..
+                            } = *parked;
+                            let _ = answer.send(Err(Refusal::Declined(why)));
+                            flight = back;
+                            continue;
+                        }
+                    };
+                }
+                Step::Done(outcome) => {
+                    while let Some(p) = flight.progress.try_recv() {
+                        let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
+                    }
+                    return finish(flight.server.as_deref(), outcome).map(RequestOutcome::Complete);
+                }
+            }
+        }
+    }
+}
+
+/// The host's answer to a call from the backend's.
+fn finish(
+    server: Option<&str>,
+    outcome: Result<CallToolResult, HubError>,
+) -> Result<CallToolResult, ErrorObject> {
+    match outcome {
+        // What described the backend's answer in its own era is
+        // not ours to pass on: the host gets this server's.
+        Ok(mut result) => {
+            // What it links to is its own.
+            if let Some(server) = server {
+                super::own_uris::own_content(server, &mut result.content);
+            }
+            result.result_type = None;
+            if let Some(meta) = &mut result.meta {
+                meta.remove(switchboard::types::meta::META_SERVER_INFO);
+                if meta.is_empty() {
+                    result.meta = None;
+                }
+            }
+            Ok(result)
+        }
+        Err(HubError::UnknownTool { name }) => Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("Unknown tool: {name}"),
+        )),
+        // The backend's trouble is the call's result, not the
+        // host's session's: the model reads why.
+        Err(error) => {
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                let cause = cause.to_string();
+                if !text.contains(&cause) {
+                    text = format!("{text}: {cause}");
+                }
+                source = cause_of(source);
+            }
+            Ok(error_result(text))
+        }
+    }
+}
+
+fn cause_of<'a>(
+    error: Option<&'a (dyn std::error::Error + 'static)>,
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    error.and_then(std::error::Error::source)
+}

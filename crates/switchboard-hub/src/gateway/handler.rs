@@ -1,0 +1,395 @@
+//! The gateway as a [`ServerHandler`]: each method of the protocol, answered
+//! through the hub.
+
+use serde_json::value::RawValue;
+
+use switchboard::server::{Peer, Reply, RequestContext, ServerHandler};
+use switchboard::types::jsonrpc::ErrorObject;
+use switchboard::types::skills::SKILLS_EXTENSION;
+use switchboard::types::{CacheScope, GetSkillRequestParams, GetSkillResult, ListSkillsResult};
+use switchboard::types::{
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, Reference, RequestOutcome, ServerCapabilities,
+    codes,
+};
+
+use super::HubServer;
+use super::calls::{read_back, record};
+use super::names::{
+    RAW_MARK, URI_PREFIX, as_gateway_read, gateway_skill, prompt_route, resource_origin,
+    resource_template_uri, resource_uri, skill_origin, skill_uri,
+};
+use crate::hub::audit::{self, AuditKind};
+use crate::hub::{HubError, HubEvent};
+
+/// A hub error from a request routed to one server, for the host.
+fn routed_error(error: HubError) -> ErrorObject {
+    match error {
+        HubError::UnknownServer { .. } => {
+            ErrorObject::new(codes::INVALID_PARAMS, error.to_string())
+        }
+        other => ErrorObject::new(codes::INTERNAL_ERROR, other.to_string()),
+    }
+}
+
+/// One `notifications/tools/list_changed` per hub event that changes what
+/// `tools/list` shows, from the session-era host's
+/// `notifications/initialized` until it goes away. (A 2026-07-28 host
+/// hears of changes on a `subscriptions/listen` stream, not served yet.)
+pub(super) async fn forward_list_changes(mut events: crate::hub::HubEvents, peer: Peer) {
+    if !peer.session_initialized().await {
+        return;
+    }
+    let closed = peer.closed();
+    tokio::pin!(closed);
+    loop {
+        let event = tokio::select! {
+            () = &mut closed => return,
+            event = events.next() => event,
+        };
+        let Some(event) = event else { return };
+        let changes = matches!(
+            event,
+            HubEvent::StateChanged { .. }
+                | HubEvent::ToolsChanged { .. }
+                | HubEvent::ServerAdded { .. }
+                | HubEvent::ServerRemoved { .. }
+                | HubEvent::Lagged(_)
+        );
+        if changes
+            && peer
+                .notify("notifications/tools/list_changed", None)
+                .await
+                .is_err()
+        {
+            return;
+        }
+    }
+}
+
+impl ServerHandler for HubServer {
+    fn info(&self) -> Implementation {
+        self.info.clone()
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        serde_json::from_value(serde_json::json!({
+            "tools": { "listChanged": true },
+            "prompts": {},
+            "resources": {},
+            "completions": {},
+            // Skills of the backends that offer them (an empty list when
+            // none does): declared always, as the backends are not all
+            // started when a host initializes.
+            "extensions": { SKILLS_EXTENSION: {} },
+        }))
+        .unwrap_or_default()
+    }
+
+    fn list_prompts(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ListPromptsResult> {
+        read_back(self.list_json("prompts/list", params, cx))
+    }
+
+    fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<GetPromptResult> {
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        let audit = self.audit.clone();
+        Box::pin(async move {
+            first_start.await;
+            let (server, name) = prompt_route(&hub, &params.name).await?;
+            let result = hub
+                .get_prompt(&server, name, params.arguments)
+                .await
+                .map(|mut result| {
+                    for message in &mut result.messages {
+                        super::own_uris::own_block(&server, &mut message.content);
+                    }
+                    result
+                })
+                .map_err(routed_error);
+            audit::note_result(
+                audit.as_ref(),
+                AuditKind::PromptGet,
+                Some(&server),
+                &params.name,
+                &result,
+            );
+            result
+        })
+    }
+
+    fn complete(
+        &self,
+        mut params: CompleteRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<CompleteResult> {
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        Box::pin(async move {
+            first_start.await;
+            let server = match &mut params.r#ref {
+                Reference::Prompt(reference) => {
+                    let (server, name) = prompt_route(&hub, &reference.name).await?;
+                    reference.name = name;
+                    server
+                }
+                Reference::Resource(reference) => {
+                    let (server, uri) = resource_origin(&reference.uri).ok_or_else(|| {
+                        ErrorObject::new(
+                            codes::INVALID_PARAMS,
+                            format!("not a resource of this gateway: {}", reference.uri),
+                        )
+                    })?;
+                    reference.uri = uri;
+                    server
+                }
+                _ => {
+                    return Err(ErrorObject::new(
+                        codes::INVALID_PARAMS,
+                        "an unknown kind of completion reference".to_owned(),
+                    ));
+                }
+            };
+            hub.complete(&server, &params).await.map_err(routed_error)
+        })
+    }
+
+    fn list_resources(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ListResourcesResult> {
+        read_back(self.list_json("resources/list", params, cx))
+    }
+
+    fn list_resource_templates(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ListResourceTemplatesResult> {
+        read_back(self.list_json("resources/templates/list", params, cx))
+    }
+
+    fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ReadResourceResult> {
+        let modern = cx.era == switchboard::types::Era::Modern;
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        let audit = self.audit.clone();
+        Box::pin(async move {
+            first_start.await;
+            if let Some((server, uri)) = skill_origin(&params.uri) {
+                let result = hub.read_resource(&server, uri).await.map_err(routed_error);
+                audit::note_result(
+                    audit.as_ref(),
+                    AuditKind::ResourceRead,
+                    Some(&server),
+                    &params.uri,
+                    &result,
+                );
+                let result = result?;
+                return Ok(as_gateway_read(result, |uri| {
+                    skill_uri(&server, uri).unwrap_or_else(|| uri.to_owned())
+                }));
+            }
+            let raw = params
+                .uri
+                .strip_prefix(URI_PREFIX)
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(_, original)| original.starts_with(RAW_MARK));
+            // Not found: -32002 in the session era, -32602 in 2026-07-28
+            // (SEP-2164), the URI in the data either way.
+            let (server, uri) = resource_origin(&params.uri).ok_or_else(|| ErrorObject {
+                code: if modern {
+                    codes::INVALID_PARAMS
+                } else {
+                    codes::RESOURCE_NOT_FOUND
+                },
+                message: format!(
+                    "Resource not found: {} (not a resource of this gateway)",
+                    params.uri
+                ),
+                data: Some(serde_json::json!({ "uri": params.uri })),
+            })?;
+            let result = hub.read_resource(&server, uri).await.map_err(routed_error);
+            audit::note_result(
+                audit.as_ref(),
+                AuditKind::ResourceRead,
+                Some(&server),
+                &params.uri,
+                &result,
+            );
+            Ok(as_gateway_read(result?, |uri| {
+                if raw {
+                    resource_template_uri(&server, uri)
+                } else {
+                    resource_uri(&server, uri)
+                }
+            }))
+        })
+    }
+
+    fn list_skills(
+        &self,
+        _params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ListSkillsResult> {
+        let modern = cx.era == switchboard::types::Era::Modern;
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        Box::pin(async move {
+            first_start.await;
+            let listing = hub.skills().await;
+            for error in &listing.failed {
+                tracing::warn!(%error, "a server's skills are not listed");
+            }
+            // An entry that breaks the extension's rules could not be
+            // loaded by any host: left out.
+            let skills = listing
+                .items
+                .into_iter()
+                .filter(|s| s.entry.problems().is_empty())
+                .filter_map(|s| gateway_skill(&s.server, s.entry))
+                .collect();
+            // Freshness as the backends' answers are: not cached.
+            Ok(ListSkillsResult {
+                skills,
+                ttl_ms: modern.then_some(0),
+                cache_scope: modern.then_some(CacheScope::Private),
+                ..Default::default()
+            })
+        })
+    }
+
+    fn get_skill(
+        &self,
+        params: GetSkillRequestParams,
+        cx: RequestContext,
+    ) -> Reply<GetSkillResult> {
+        let modern = cx.era == switchboard::types::Era::Modern;
+        let hub = self.hub.clone();
+        let first_start = self.first_start();
+        Box::pin(async move {
+            first_start.await;
+            let unknown = || ErrorObject {
+                code: codes::INVALID_PARAMS,
+                message: format!(
+                    "Unknown skill: {} (not a skill of this gateway)",
+                    params.uri
+                ),
+                data: Some(serde_json::json!({ "uri": params.uri })),
+            };
+            let (server, uri) = skill_origin(&params.uri).ok_or_else(unknown)?;
+            // An unknown server is -32602 too (`routed_error`); so is the
+            // backend's own answer that it has no such skill.
+            let entry = hub
+                .get_skill(&server, &uri)
+                .await
+                .map_err(|error| match &error {
+                    HubError::Request { source, .. }
+                        if source.code() == Some(codes::INVALID_PARAMS) =>
+                    {
+                        unknown()
+                    }
+                    _ => routed_error(error),
+                })?;
+            let skill = gateway_skill(&server, entry).ok_or_else(unknown)?;
+            Ok(GetSkillResult {
+                skill,
+                ttl_ms: modern.then_some(0),
+                cache_scope: modern.then_some(CacheScope::Private),
+                ..Default::default()
+            })
+        })
+    }
+
+    fn instructions(&self) -> Option<String> {
+        Some(
+            "Tools and prompts of several MCP servers, each named `server__name` after the server it belongs to; resources as switchboard://SERVER/URI; skills as skill://SERVER/PATH."
+                .to_owned(),
+        )
+    }
+
+    fn list_tools(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Reply<ListToolsResult> {
+        read_back(self.list_json("tools/list", params, cx))
+    }
+
+    /// Every list, written straight from what the hub and its clients
+    /// keep (`lists.rs`): nothing is copied for an answer but its text.
+    fn list_json(
+        &self,
+        method: &str,
+        _params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Option<Reply<Box<RawValue>>> {
+        if !matches!(
+            method,
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+        ) {
+            return None;
+        }
+        let this = self.clone();
+        let first_start = self.first_start();
+        let list = method.to_owned();
+        Some(Box::pin(async move {
+            first_start.await;
+            let written = match list.as_str() {
+                "tools/list" => this.tools_json(),
+                "resources/list" => this.hub.resources_json().await,
+                "resources/templates/list" => this.hub.resource_templates_json().await,
+                _ => this.hub.prompts_json().await,
+            };
+            written.map_err(|e| {
+                ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("cannot serialize the {list} result: {e}"),
+                )
+            })
+        }))
+    }
+
+    fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Reply<RequestOutcome<CallToolResult>> {
+        let this = self.clone();
+        let first_start = self.first_start();
+        Box::pin(async move {
+            first_start.await;
+            let started = std::time::Instant::now();
+            let name = params.name.clone();
+            let arguments = this.audit.as_ref().and(params.arguments.clone());
+            let (server, outcome) = this.call(params, cx).await;
+            if let Some((log, session)) = &this.audit {
+                record(
+                    log,
+                    session,
+                    server.as_deref(),
+                    &name,
+                    arguments.as_ref(),
+                    &outcome,
+                    started,
+                );
+            }
+            outcome
+        })
+    }
+}

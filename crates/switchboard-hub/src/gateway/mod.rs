@@ -1,0 +1,179 @@
+//! The hub as one MCP server: every ready server's tools under their
+//! hub-wide names (`server__tool`), served to a host of either era with
+//! [`switchboard::server`].
+//!
+//! - `tools/list` lists the tools of servers with a live connection (a
+//!   server that failed, needs a login or is reconnecting has none listed);
+//!   a session-era host gets `notifications/tools/list_changed` whenever
+//!   that set changes (a server becomes ready or fails, a server's list
+//!   changes, a server joins or leaves).
+//! - `tools/call` routes by the hub-wide name. A backend that is not
+//!   ready, closes during the call or fails it answers with an `isError`
+//!   result saying which server and why, so one backend never fails the
+//!   host's session; an unknown name is a `-32602` error.
+//! - The host's progress token gets the backend's progress; the host
+//!   cancelling the call cancels it on the backend.
+//! - Prompts are named like tools (`server__prompt`); `prompts/get` and a
+//!   prompt's `completion/complete` go to the server that lists it.
+//! - Resources keep their server in their URI, reversibly:
+//!   `switchboard://SERVER/URI`, both percent-encoded ([`resource_uri`]);
+//!   `resources/read` goes to that server with the original URI, and the
+//!   contents it answers carry gateway URIs again. Resource templates are
+//!   served as `switchboard://SERVER/~/TEMPLATE` (the template as written
+//!   after the mark, [`resource_template_uri`]), so a URI a host expands
+//!   reaches the server exactly as its own template would have expanded.
+//!   Every URI a backend's tool result or prompt message carries is made
+//!   that backend's the same way (`own_uris.rs`).
+
+mod calls;
+mod forward;
+mod handler;
+mod lists;
+mod login;
+mod metrics;
+mod names;
+mod own_uris;
+mod search;
+#[cfg(test)]
+mod tests;
+
+pub use forward::BackendAsks;
+pub use login::{AUTHENTICATE_TOOL, Authenticator};
+pub use names::{
+    ORIGIN_META, resource_origin, resource_template_uri, resource_uri, skill_origin, skill_uri,
+};
+pub use search::{Ranker, SEARCH_TOOL};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard::server::{self, ServeOptions, Served};
+use switchboard::transport::Connection;
+use switchboard::types::Implementation;
+use tokio::sync::watch;
+
+use crate::hub::Hub;
+use crate::hub::audit::AuditLog;
+use calls::ParkedCalls;
+use handler::forward_list_changes;
+use search::Search;
+
+/// The hub as a [`ServerHandler`](switchboard::server::ServerHandler);
+/// see the module documentation.
+#[derive(Clone)]
+pub struct HubServer {
+    hub: Hub,
+    info: Implementation,
+    /// Flips to `true` when the hub's first start is over, and how long a
+    /// `tools/list` waits for that.
+    started: Option<(watch::Receiver<bool>, Duration)>,
+    /// Where each tool call is recorded, and the host's session there.
+    audit: Option<(Arc<AuditLog>, Arc<str>)>,
+    /// Where backends' asks find the host call running on them.
+    asks: Option<BackendAsks>,
+    /// Calls waiting for a 2026-07-28 host's retry, by `requestState`.
+    parked: ParkedCalls,
+    /// The tool-search mode, when on.
+    search: Option<Search>,
+    /// Starts logins for the `authenticate` tools, when given.
+    authenticator: Option<Authenticator>,
+}
+
+impl std::fmt::Debug for HubServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubServer")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HubServer {
+    /// Serves `hub` as the server `info` names.
+    pub fn new(hub: Hub, info: Implementation) -> Self {
+        Self {
+            hub,
+            info,
+            started: None,
+            audit: None,
+            asks: None,
+            parked: ParkedCalls::default(),
+            search: None,
+            authenticator: None,
+        }
+    }
+
+    /// Lets a host log in to a server that needs it: `authenticator`
+    /// starts a login to a server (by name) and answers the page to open
+    /// and the login's end. A host that declared URL elicitation is asked
+    /// to open the page when it calls that server's
+    /// `SERVER__authenticate` tool; the server's tools appear when the
+    /// login completes. Without it (or without URL elicitation) the tool
+    /// says which command logs in.
+    pub fn authenticator(mut self, authenticator: Authenticator) -> Self {
+        self.authenticator = Some(authenticator);
+        self
+    }
+
+    /// Tool-search mode, for hosts with small tool budgets: with more than
+    /// `max_tools` tools, `tools/list` shows only `search_tools` and the
+    /// tools found with it so far (at most `max_tools - 1`); a session-era
+    /// host hears `list_changed` when a search adds some. Any tool can
+    /// still be called by its name. `rank` orders tools for a query.
+    pub fn tool_search(mut self, max_tools: usize, rank: Ranker) -> Self {
+        self.search = Some(Search {
+            max: max_tools.max(2),
+            rank,
+            found: Arc::default(),
+        });
+        self
+    }
+
+    /// Forwards what backends ask of their client (elicitation, sampling)
+    /// to the host whose call is running on them, in the host's era: a
+    /// request to a session-era host, an `input_required` round to a
+    /// 2026-07-28 one. `asks` must be the one whose
+    /// [`BackendAsks::client`] the hub's clients were built with. An ask
+    /// the host cannot answer (it did not declare the capability) is
+    /// declined on its behalf, with a log line.
+    pub fn forward_asks(mut self, asks: BackendAsks) -> Self {
+        self.asks = Some(asks);
+        self
+    }
+
+    /// Records every tool call in `log` (see [`crate::hub::audit`]), as made
+    /// in the host session `session`.
+    pub fn audit(mut self, log: Arc<AuditLog>, session: impl Into<Arc<str>>) -> Self {
+        self.audit = Some((log, session.into()));
+        self
+    }
+
+    /// Makes every request wait (at most `at_most`) until `started` is
+    /// `true` — the hub's first start is over — so a host that lists its
+    /// tools once, right after connecting, sees every server that starts
+    /// in time, not only the fast ones, and a call made at once is not an
+    /// unknown tool. Once started, nothing waits.
+    pub fn wait_for_start(mut self, started: watch::Receiver<bool>, at_most: Duration) -> Self {
+        self.started = Some((started, at_most));
+        self
+    }
+
+    /// Resolves when the hub's first start is over, or its wait is up (at
+    /// once without [`HubServer::wait_for_start`]).
+    fn first_start(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let started = self.started.clone();
+        async move {
+            if let Some((mut started, at_most)) = started {
+                let _ = tokio::time::timeout(at_most, started.wait_for(|s| *s)).await;
+            }
+        }
+    }
+
+    /// Serves the hub on `connection` until the host goes away, telling a
+    /// session-era host when the tool list changes.
+    pub fn serve(self, connection: Connection, options: ServeOptions) -> Served {
+        let events = self.hub.events();
+        let served = server::serve(Arc::new(self), connection, options);
+        tokio::spawn(forward_list_changes(events, served.peer().clone()));
+        served
+    }
+}
