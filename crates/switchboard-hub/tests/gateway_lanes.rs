@@ -18,7 +18,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard::server::http::{HttpServeOptions, serve_http};
 use switchboard::server::{Reply, RequestContext, ServeOptions, ServerHandler};
-use switchboard::transport::memory;
 use switchboard::types::mrtr::RequestOutcome;
 use switchboard::types::{
     CallToolRequestParams, CallToolResult, ElicitResult, GetPromptRequestParams, GetPromptResult,
@@ -243,20 +242,13 @@ async fn two_hosts(era: Backend2026, unrelated: bool) -> (String, Vec<String>, V
     hub.start().await.unwrap();
 
     let host = |user: &User| {
-        let (ours, theirs) = memory::pair();
-        let gateway = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
-            .forward_asks(asks.clone());
-        let served = gateway.serve(theirs.into_connection(), ServeOptions::default());
-        let user = user.clone();
-        async move {
-            let client = Client::builder()
-                .era_mode(EraMode::Legacy)
-                .elicitation(user)
-                .connect(ours.into_connector())
-                .await
-                .unwrap();
-            (client, served)
-        }
+        HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+            .forward_asks(asks.clone())
+            .connect(
+                Client::builder()
+                    .era_mode(EraMode::Legacy)
+                    .elicitation(user.clone()),
+            )
     };
     let user_a = User {
         name: "A",
@@ -266,8 +258,8 @@ async fn two_hosts(era: Backend2026, unrelated: bool) -> (String, Vec<String>, V
         name: "B",
         shown: Arc::default(),
     };
-    let (host_a, _served_a) = host(&user_a).await;
-    let (host_b, _served_b) = host(&user_b).await;
+    let host_a = host(&user_a).await.unwrap();
+    let host_b = host(&user_b).await.unwrap();
     let a = tokio::spawn(async move { host_a.call_tool("s__a", None).await });
     let b = tokio::spawn(async move { host_b.call_tool("s__b", None).await });
     let a = a.await.unwrap().unwrap();
@@ -305,10 +297,7 @@ async fn an_ask_about_no_known_call_is_declined_while_two_hosts_are_calling() {
 /// keeps them running comes with it.
 async fn gateway_over(
     names: [&'static str; 2],
-) -> (
-    Client,
-    (Vec<switchboard::server::http::HttpServer>, impl Sized),
-) {
+) -> (Client, Vec<switchboard::server::http::HttpServer>) {
     let mut configs = Vec::new();
     let mut servers = Vec::new();
     for name in names {
@@ -330,11 +319,12 @@ async fn gateway_over(
         .build()
         .unwrap();
     hub.start().await.unwrap();
-    let (ours, theirs) = memory::pair();
-    let served = HubServer::new(hub, Implementation::new("gateway", "1.0.0"))
-        .serve(theirs.into_connection(), ServeOptions::default());
-    let host = Client::connect(ours.into_connector()).await.unwrap();
-    (host, (servers, served))
+    // In process, as `HubServer::connect` gives it.
+    let host = HubServer::new(hub, Implementation::new("gateway", "1.0.0"))
+        .connect(Client::builder())
+        .await
+        .unwrap();
+    (host, servers)
 }
 
 /// Servers `a` (prompt `b__c`) and `a__b` (prompt `c`) both want the
@@ -443,25 +433,18 @@ async fn one_hosts_waiting_calls_leave_room_for_another_hosts() {
                    handler: Box<
         dyn Fn(switchboard::ClientBuilder) -> switchboard::ClientBuilder + Send,
     >| {
-        let (ours, theirs) = memory::pair();
-        let served = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+        let builder = Client::builder()
+            .era_mode(EraMode::Modern)
+            .client_info(Implementation::new(name, "1.0.0"));
+        HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
             .forward_asks(asks.clone())
-            .serve(theirs.into_connection(), ServeOptions::default());
-        async move {
-            let builder = Client::builder()
-                .era_mode(EraMode::Modern)
-                .client_info(Implementation::new(name, "1.0.0"));
-            let client = handler(builder)
-                .connect(ours.into_connector())
-                .await
-                .unwrap();
-            (client, served)
-        }
+            .connect(handler(builder))
     };
     let away = Away::default();
     let hog_user = away.clone();
-    let (hog, _served_hog) =
-        connect("hog", Box::new(move |b| b.elicitation(hog_user.clone()))).await;
+    let hog = connect("hog", Box::new(move |b| b.elicitation(hog_user.clone())))
+        .await
+        .unwrap();
     let hog = Arc::new(hog);
     let returned = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // More than the 16 asks one backend's client used to take in all.
@@ -490,11 +473,12 @@ async fn one_hosts_waiting_calls_leave_room_for_another_hosts() {
         shown: Arc::default(),
     };
     let other_user = user.clone();
-    let (other, _served_other) = connect(
+    let other = connect(
         "other",
         Box::new(move |b| b.elicitation(other_user.clone())),
     )
-    .await;
+    .await
+    .unwrap();
     let result = other.call_tool("s__ask", None).await.unwrap();
     let text = result.content[0].as_text().unwrap_or_default().to_owned();
     assert_eq!(user.shown.lock().unwrap().clone(), ["Your name?"], "{text}");

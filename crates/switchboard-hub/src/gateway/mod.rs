@@ -49,7 +49,9 @@ use std::time::Duration;
 
 use switchboard::server::{self, ServeOptions, Served};
 use switchboard::transport::Connection;
+use switchboard::transport::memory;
 use switchboard::types::Implementation;
+use switchboard::{Client, ClientBuilder};
 use tokio::sync::watch;
 
 use crate::hub::Hub;
@@ -175,5 +177,24 @@ impl HubServer {
         let served = server::serve(Arc::new(self), connection, options);
         tokio::spawn(forward_list_changes(events, served.peer().clone()));
         served
+    }
+
+    /// A client of this gateway in this process: what a host gets over
+    /// stdio or HTTP (the same names, policy, and backends' asks put to
+    /// the client's own handlers), through an in-memory pair. `builder`
+    /// sets the client's name and handlers. The gateway serves the
+    /// connection until the client closes it or is dropped.
+    ///
+    /// # Errors
+    /// What connecting fails with (the handshake, in the era `builder`
+    /// asks for).
+    pub async fn connect(self, builder: ClientBuilder) -> Result<Client, switchboard::Error> {
+        let (ours, theirs) = memory::pair();
+        let served = self.serve(theirs.into_connection(), ServeOptions::default());
+        // The connection's task holds what serves it, and ends with it.
+        tokio::spawn(async move {
+            served.closed().await;
+        });
+        builder.connect(ours.into_connector()).await
     }
 }
