@@ -465,6 +465,48 @@ async fn over_http_idle_sessions_make_room_for_a_new_host() {
     let _ = (a.await, b.await);
 }
 
+/// Shutting the server down gracefully: the listener closes at once, a
+/// call in progress still gets its answer, and the shutdown ends once it
+/// has (the host's open event stream does not hold it up).
+#[cfg(all(feature = "http", feature = "http-server"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_graceful_shutdown_answers_calls_in_progress_and_refuses_new_ones() {
+    let fixture = Arc::new(Fixture::default());
+    let (server, url) = http_fixture(fixture.clone()).await;
+    let addr = server.local_addr();
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(crate::transport::http::HttpConfig::new(url.as_str()))
+        .await
+        .unwrap();
+    let slow = host.clone();
+    let running = tokio::spawn(async move { slow.call_tool("slow", None).await });
+    fixture.started.notified().await;
+    let stopping = tokio::spawn(server.shutdown(Duration::from_secs(60)));
+    // The listener goes: a new connection is refused.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while tokio::net::TcpStream::connect(addr).await.is_ok() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the listener closed");
+    assert!(
+        !stopping.is_finished(),
+        "the call in progress is waited for"
+    );
+    fixture.release.notify_one();
+    let result = running
+        .await
+        .unwrap()
+        .expect("the call in progress is answered");
+    assert_eq!(result.is_error, None, "{result:?}");
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the shutdown ends once the call is answered, well before its grace")
+        .unwrap();
+}
+
 /// The fixture served over Streamable HTTP on loopback, and its URL.
 #[cfg(all(feature = "http", feature = "http-server"))]
 async fn http_fixture(fixture: Arc<Fixture>) -> (http::HttpServer, String) {

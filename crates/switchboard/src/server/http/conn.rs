@@ -77,6 +77,9 @@ impl Pending {
 /// had none.
 struct Activity {
     in_flight: AtomicUsize,
+    /// Requests in progress other than a `GET` (an event stream with no
+    /// call behind it): what a graceful shutdown waits for.
+    calls: AtomicUsize,
     served: AtomicBool,
     idle_since: Mutex<Instant>,
     changed: Notify,
@@ -86,17 +89,37 @@ impl Activity {
     fn new() -> Self {
         Self {
             in_flight: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
             served: AtomicBool::new(false),
             idle_since: Mutex::new(Instant::now()),
             changed: Notify::new(),
         }
     }
 
-    fn begin(self: &Arc<Self>) -> InFlight {
+    fn begin(self: &Arc<Self>, call: bool) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
+        if call {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+        }
         self.served.store(true, Ordering::SeqCst);
         self.changed.notify_waiters();
-        InFlight(self.clone())
+        InFlight {
+            activity: self.clone(),
+            call,
+        }
+    }
+
+    /// Resolves when no call is in progress on the connection.
+    async fn calls_done(&self) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.calls.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            changed.await;
+        }
     }
 
     /// Resolves when the connection has had no request in progress for as
@@ -131,14 +154,24 @@ impl Activity {
 }
 
 /// A request in progress on its connection, until its answer is sent (or
-/// dropped).
-struct InFlight(Arc<Activity>);
+/// dropped); `call` unless it is a `GET`.
+struct InFlight {
+    activity: Arc<Activity>,
+    call: bool,
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        *self.0.idle_since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.0.changed.notify_waiters();
+        let activity = &self.activity;
+        *activity
+            .idle_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        activity.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.call {
+            activity.calls.fetch_sub(1, Ordering::SeqCst);
+        }
+        activity.changed.notify_waiters();
     }
 }
 
@@ -171,16 +204,22 @@ impl hyper::body::Body for Tracked {
 
 /// Accepts connections on `listener` until dropped, each served on its
 /// own task under the limits of `state.options`.
-pub(super) async fn accept_loop(state: Arc<State>, listener: TcpListener) {
+pub(super) async fn accept_loop(state: Arc<State>, listener: TcpListener, stop: CancellationToken) {
     let options: &HttpServeOptions = &state.options;
     let open = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let pending = Arc::new(Pending::default());
     let tasks = TaskTracker::new();
     let shutdown = CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();
+    // Cancelled when `stop` is: each connection then finishes its calls.
+    let draining = CancellationToken::new();
     let mut backoff = ACCEPT_BACKOFF_FIRST;
     loop {
-        let (stream, _peer) = match listener.accept().await {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stop.cancelled() => break,
+        };
+        let (stream, _peer) = match accepted {
             Ok(accepted) => {
                 backoff = ACCEPT_BACKOFF_FIRST;
                 accepted
@@ -192,7 +231,10 @@ pub(super) async fn accept_loop(state: Arc<State>, listener: TcpListener) {
                 // descriptor back.
                 tracing::warn!(%error, pause = ?backoff, "accepting a connection failed");
                 pending.evict_oldest();
-                tokio::time::sleep(backoff).await;
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    () = stop.cancelled() => break,
+                }
                 backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
                 continue;
             }
@@ -203,9 +245,12 @@ pub(super) async fn accept_loop(state: Arc<State>, listener: TcpListener) {
                 // At the cap: a connection that has not said anything yet
                 // makes room; else the newcomer waits for one to close.
                 pending.evict_oldest();
-                match open.clone().acquire_owned().await {
-                    Ok(permit) => permit,
-                    Err(_) => return,
+                tokio::select! {
+                    permit = open.clone().acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break,
+                    },
+                    () = stop.cancelled() => break,
                 }
             }
         };
@@ -216,13 +261,14 @@ pub(super) async fn accept_loop(state: Arc<State>, listener: TcpListener) {
         let state = state.clone();
         let pending = pending.clone();
         let shutdown = shutdown.child_token();
+        let draining = draining.child_token();
         tasks.spawn(async move {
             let _permit = permit;
             let activity = Arc::new(Activity::new());
             let tracked = activity.clone();
             let first = pending.clone();
-            let service = hyper::service::service_fn(move |request| {
-                let in_flight = tracked.begin();
+            let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+                let in_flight = tracked.begin(request.method() != hyper::Method::GET);
                 first.done(id);
                 let state = state.clone();
                 async move {
@@ -235,14 +281,32 @@ pub(super) async fn accept_loop(state: Arc<State>, listener: TcpListener) {
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let mut drained = false;
             // Dropping the connection closes it, whatever it was doing.
-            tokio::select! {
-                _ = connection => {}
-                () = close.cancelled() => {}
-                () = activity.idle_too_long(header_timeout, idle_timeout) => {}
-                () = shutdown.cancelled() => {}
+            loop {
+                tokio::select! {
+                    _ = connection.as_mut() => break,
+                    () = close.cancelled() => break,
+                    () = activity.idle_too_long(header_timeout, idle_timeout), if !drained => break,
+                    () = shutdown.cancelled() => break,
+                    () = draining.cancelled(), if !drained => {
+                        // No other request is read; the one in progress
+                        // is answered.
+                        drained = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                    // Its calls answered, an event stream left open
+                    // with nothing behind it ends here.
+                    () = activity.calls_done(), if drained => break,
+                }
             }
             pending.done(id);
         });
     }
+    // Graceful: no new connection, every call in progress answered.
+    drop(listener);
+    draining.cancel();
+    tasks.close();
+    tasks.wait().await;
 }

@@ -279,7 +279,8 @@ pub(super) const MAX_ENDED: usize = 16 * 1024;
 /// their last request).
 pub struct HttpServer {
     local_addr: SocketAddr,
-    _accept: tokio_util::task::AbortOnDropHandle<()>,
+    accept: tokio_util::task::AbortOnDropHandle<()>,
+    stop: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -294,6 +295,17 @@ impl HttpServer {
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Stops gracefully: the listener closes (a new connection is
+    /// refused), no further request is read on an open connection, and
+    /// every call in progress runs to its answer; an event stream with no
+    /// call behind it is closed. Resolves when all that is done, or when
+    /// `grace` is up, whereupon what still runs is dropped. (Dropping the
+    /// server instead stops everything at once.)
+    pub async fn shutdown(mut self, grace: Duration) {
+        self.stop.cancel();
+        let _ = tokio::time::timeout(grace, &mut self.accept).await;
     }
 }
 
@@ -321,15 +333,18 @@ pub fn serve_http(
         next_id: std::sync::atomic::AtomicU64::new(1),
     });
     let sweeping = state.clone();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
     let accept = tokio::spawn(async move {
         tokio::select! {
-            () = conn::accept_loop(state, listener) => {}
+            () = conn::accept_loop(state, listener, stopped) => {}
             () = sweep(sweeping) => {}
         }
     });
     Ok(HttpServer {
         local_addr,
-        _accept: tokio_util::task::AbortOnDropHandle::new(accept),
+        accept: tokio_util::task::AbortOnDropHandle::new(accept),
+        stop,
     })
 }
 
