@@ -24,6 +24,11 @@
 //!   reaches the server exactly as its own template would have expanded.
 //!   Every URI a backend's tool result or prompt message carries is made
 //!   that backend's the same way (`own_uris.rs`).
+//!
+//! One file per concern: `handler.rs` answers each method, `names.rs`
+//! names things, `lists.rs` writes the lists, `calls.rs` runs tool calls,
+//! `forward.rs` routes backends' asks to hosts, `login.rs`, `search.rs`
+//! and `metrics.rs` the rest (`docs/ARCHITECTURE.md` has the map).
 
 mod calls;
 mod forward;
