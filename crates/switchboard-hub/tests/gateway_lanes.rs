@@ -88,7 +88,7 @@ impl ServerHandler for Backend {
             Ok(serde_json::from_value(json!({"messages": [
                 {"role": "user", "content": {"type": "text", "text": text}},
                 {"role": "user", "content": {"type": "resource_link", "uri": "switchboard://b/secret%3A%2F%2Fx", "name": "x"}},
-            ]}))
+            ], "_meta": {"vendor/trace": "t-2"}}))
             .unwrap())
         })
     }
@@ -100,9 +100,18 @@ impl ServerHandler for Backend {
     ) -> Reply<ReadResourceResult> {
         let text = format!("{} read {}", self.name, params.uri);
         Box::pin(async move {
-            Ok(serde_json::from_value(json!({"contents": [
-                {"uri": params.uri, "text": text},
-            ]}))
+            // With what an MCP App's resource carries, and this backend's
+            // identity, which is not the gateway's to pass on.
+            Ok(serde_json::from_value(json!({
+                "contents": [{
+                    "uri": params.uri, "text": text, "mimeType": "text/html;profile=mcp-app",
+                    "_meta": {"ui": {"csp": {"connectDomains": ["https://api.example"]}, "prefersBorder": true}},
+                }],
+                "_meta": {
+                    "vendor/trace": "t-1",
+                    "io.modelcontextprotocol/serverInfo": {"name": "backend", "version": "9"},
+                },
+            }))
             .unwrap())
         })
     }
@@ -297,6 +306,7 @@ async fn an_ask_about_no_known_call_is_declined_while_two_hosts_are_calling() {
 /// keeps them running comes with it.
 async fn gateway_over(
     names: [&'static str; 2],
+    host: switchboard::ClientBuilder,
 ) -> (Client, Vec<switchboard::server::http::HttpServer>) {
     let mut configs = Vec::new();
     let mut servers = Vec::new();
@@ -321,7 +331,7 @@ async fn gateway_over(
     hub.start().await.unwrap();
     // In process, as `HubServer::connect` gives it.
     let host = HubServer::new(hub, Implementation::new("gateway", "1.0.0"))
-        .connect(Client::builder())
+        .connect(host)
         .await
         .unwrap();
     (host, servers)
@@ -332,7 +342,7 @@ async fn gateway_over(
 /// reaches its own server's prompt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_backends_prompts_never_shadow_each_other() {
-    let (host, _gateway) = gateway_over(["a", "a__b"]).await;
+    let (host, _gateway) = gateway_over(["a", "a__b"], Client::builder()).await;
     let names: Vec<String> = host
         .list_prompts()
         .await
@@ -356,7 +366,7 @@ async fn two_backends_prompts_never_shadow_each_other() {
 /// reach `s` (with what `s` wrote), never `b`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backends_links_lead_back_to_it_never_to_another_backend() {
-    let (host, _gateway) = gateway_over(["s", "b"]).await;
+    let (host, _gateway) = gateway_over(["s", "b"], Client::builder()).await;
     // `b`'s resource, read the way its listing names it, is `b`'s.
     let direct = host
         .read_resource("switchboard://b/secret%3A%2F%2Fx")
@@ -484,4 +494,46 @@ async fn one_hosts_waiting_calls_leave_room_for_another_hosts() {
     assert_eq!(user.shown.lock().unwrap().clone(), ["Your name?"], "{text}");
     let answer: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
     assert_eq!(answer["action"], "accept", "{text}");
+}
+
+/// A read through the gateway keeps what the backend said of the resource
+/// (the contents' `_meta`, an MCP App's `ui` among it, and the result's
+/// own entries) but not the backend's identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_keeps_the_backends_meta_but_not_its_identity() {
+    for era in [EraMode::Legacy, EraMode::Modern] {
+        let (host, _gateway) = gateway_over(["s", "b"], Client::builder().era_mode(era)).await;
+        let read = host
+            .read_resource("switchboard://s/ui%3A%2F%2Fapp")
+            .await
+            .unwrap();
+        let read = serde_json::to_value(&read).unwrap();
+        check_read(&read);
+        let prompt = host.get_prompt("s__c", None).await.unwrap();
+        let prompt = serde_json::to_value(&prompt).unwrap();
+        assert_eq!(prompt["_meta"]["vendor/trace"], "t-2", "{prompt}");
+        only_the_gateways_identity(&prompt);
+    }
+}
+
+/// A 2026-07-28 host gets the gateway's identity on a result, a
+/// session-era one none: never the backend's.
+fn only_the_gateways_identity(result: &Value) {
+    let info = &result["_meta"]["io.modelcontextprotocol/serverInfo"];
+    assert!(info.is_null() || info["name"] == "gateway", "{result}");
+}
+
+fn check_read(read: &Value) {
+    assert_eq!(
+        read["contents"][0]["_meta"]["ui"],
+        json!({"csp": {"connectDomains": ["https://api.example"]}, "prefersBorder": true}),
+        "{read}"
+    );
+    assert_eq!(read["contents"][0]["mimeType"], "text/html;profile=mcp-app");
+    assert_eq!(read["_meta"]["vendor/trace"], "t-1", "{read}");
+    // (A 2026-07-28 host gets the gateway's own; a session-era one none.)
+    assert_ne!(
+        read["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "backend",
+        "{read}"
+    );
 }

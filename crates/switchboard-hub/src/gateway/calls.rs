@@ -21,6 +21,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use super::HubServer;
 use super::forward::{Ask, AskAnswer, HostId, Refusal, Registration};
 use super::login::AUTHENTICATE_TOOL;
+use super::names::without_identity;
 use super::search::SEARCH_TOOL;
 use crate::hub::HubError;
 use crate::hub::audit::{self, AuditEntry, AuditKind, AuditLog};
@@ -564,12 +565,7 @@ fn finish(
                 super::own_uris::own_content(server, &mut result.content);
             }
             result.result_type = None;
-            if let Some(meta) = &mut result.meta {
-                meta.remove(switchboard::types::meta::META_SERVER_INFO);
-                if meta.is_empty() {
-                    result.meta = None;
-                }
-            }
+            without_identity(&mut result.meta);
             Ok(result)
         }
         Err(HubError::UnknownTool { name }) => Err(ErrorObject::new(

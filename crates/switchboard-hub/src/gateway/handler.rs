@@ -114,6 +114,7 @@ impl ServerHandler for HubServer {
                     for message in &mut result.messages {
                         super::own_uris::own_block(&server, &mut message.content);
                     }
+                    super::names::without_identity(&mut result.meta);
                     result
                 })
                 .map_err(routed_error);

@@ -2,7 +2,7 @@
 //! templates and skills, and finds the backend again from the name.
 
 use switchboard::types::jsonrpc::ErrorObject;
-use switchboard::types::{ReadResourceResult, ResourceContents, codes};
+use switchboard::types::{JsonObject, ReadResourceResult, ResourceContents, codes};
 use switchboard::types::{SkillEntry, SkillFiles};
 
 use crate::hub::Hub;
@@ -83,7 +83,7 @@ pub(super) fn gateway_skill(server: &str, mut entry: SkillEntry) -> Option<Skill
 
 /// A backend's read as the gateway answers it: each content's URI through
 /// `rewrite`; the backend's caching hints and identity dropped (they were
-/// for it).
+/// for it), the rest of its `_meta` kept.
 pub(super) fn as_gateway_read(
     mut result: ReadResourceResult,
     rewrite: impl Fn(&str) -> String,
@@ -98,8 +98,19 @@ pub(super) fn as_gateway_read(
     result.result_type = None;
     result.ttl_ms = None;
     result.cache_scope = None;
-    result.meta = None;
+    without_identity(&mut result.meta);
     result
+}
+
+/// A backend's `_meta` without the backend's identity (the 2026-07-28
+/// `serverInfo`): what the gateway answers is its own.
+pub(super) fn without_identity(meta: &mut Option<JsonObject>) {
+    if let Some(entries) = meta {
+        entries.remove(switchboard::types::meta::META_SERVER_INFO);
+        if entries.is_empty() {
+            *meta = None;
+        }
+    }
 }
 
 /// The server and original URI of a gateway URI, when it is one.
