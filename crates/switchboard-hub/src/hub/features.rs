@@ -250,11 +250,22 @@ impl Hub {
                 |client| async move { client.list_raw::<rq::ListPrompts>().await },
             )
             .await;
+        // Only the names, each read from its prompt's text (every prompt
+        // is parsed whole once more as it is written).
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: String,
+        }
         let own: Vec<(usize, String)> = listing
             .lists
             .iter()
             .enumerate()
-            .flat_map(|(at, (_, prompts))| prompts.parsed().map(move |p| (at, p.name)))
+            .flat_map(|(at, (_, prompts))| {
+                prompts
+                    .items()
+                    .filter_map(|text| serde_json::from_str::<Named>(text).ok())
+                    .map(move |p| (at, p.name))
+            })
             .collect();
         let names = super::routes::unique_names(
             own.iter()
