@@ -43,6 +43,7 @@
 //! | [`tasks`] | 2025-11-25 tasks and the 2026-07-28 tasks extension |
 //! | [`mrtr`] | multi round-trip requests (2026-07-28), [`RequestOutcome`] |
 //! | [`subscriptions`] | `subscriptions/listen` (2026-07-28) |
+//! | [`apps`] | the MCP Apps extension: tools' and resources' `_meta.ui`, typed on demand |
 //! | [`request`], [`methods`] | typed method markers, method names |
 //!
 //! ## Cargo features
@@ -56,6 +57,7 @@
 mod macros;
 mod util;
 
+pub mod apps;
 pub mod codes;
 pub mod completion;
 pub mod content;
@@ -80,6 +82,9 @@ pub mod tasks;
 pub mod tools;
 pub mod version;
 
+pub use apps::{
+    APP_MIME_TYPE, ResourceUi, ToolUi, UI_EXTENSION, UiCapability, UiCsp, UiPermission, Visibility,
+};
 pub use completion::*;
 pub use content::*;
 pub use elicitation::*;
