@@ -230,6 +230,25 @@ pub enum Error {
         /// What did not match.
         problem: crate::client::skills::SkillProblem,
     },
+    /// A tool's app (MCP Apps) was not returned by
+    /// [`Client::app_for`](crate::Client::app_for): the tool has none, its
+    /// read failed (the read's error is the source, and the predicates look
+    /// through to it), or what the server sent is not an app.
+    #[error("server `{server}`: {}", problem.describe(tool, uri))]
+    App {
+        /// The server's name.
+        server: Arc<str>,
+        /// The tool's name.
+        tool: String,
+        /// The app's URI as the tool names it (empty when it names none).
+        uri: String,
+        /// What was wrong.
+        problem: crate::client::app::AppProblem,
+        /// The read's error, for [`AppProblem::Read`](crate::client::app::AppProblem::Read)
+        /// (as the source it is this `Box<Error>`).
+        #[source]
+        cause: Option<Box<Error>>,
+    },
     /// A setting passed to a builder is invalid.
     #[error("invalid setting `{setting}`: {reason}")]
     Config {
@@ -250,9 +269,20 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error the predicates judge: a failed read's own error for an
+    /// app that could not be read ([`Error::App`]), else this one.
+    fn looked_through(&self) -> &Error {
+        match self {
+            Error::App {
+                cause: Some(cause), ..
+            } => cause.looked_through(),
+            _ => self,
+        }
+    }
+
     /// The request timed out, or a task did not end within the wait.
     pub fn is_timeout(&self) -> bool {
-        match self {
+        match self.looked_through() {
             Error::Timeout { .. } => true,
             Error::Task { status, .. } => !status.is_terminal(),
             _ => false,
@@ -261,19 +291,19 @@ impl Error {
 
     /// The connection is gone (the server exited or closed it).
     pub fn is_disconnected(&self) -> bool {
-        matches!(self, Error::Disconnected { .. })
+        matches!(self.looked_through(), Error::Disconnected { .. })
     }
 
     /// The server answered with a JSON-RPC error.
     pub fn is_server_error(&self) -> bool {
-        matches!(self, Error::Server { .. })
+        matches!(self.looked_through(), Error::Server { .. })
     }
 
     /// The server could not be reached or started, or the connection (or a
     /// response on its way) was lost. Never true for
     /// [`is_protocol_violation`](Self::is_protocol_violation) errors.
     pub fn is_unreachable(&self) -> bool {
-        match self {
+        match self.looked_through() {
             Error::Transport { source, .. } => !source.is_protocol_violation(),
             Error::Disconnected { reason, .. } => !reason.is_protocol_violation(),
             Error::ResponseLost { .. } => true,
@@ -287,8 +317,10 @@ impl Error {
     /// listing says ([`Error::Skill`]). The same kind of failure on every
     /// transport; retrying the same server is unlikely to help.
     pub fn is_protocol_violation(&self) -> bool {
-        match self {
+        match self.looked_through() {
             Error::Protocol { .. } | Error::ProtocolViolation { .. } => true,
+            // An app that is not one by the extension's rules.
+            Error::App { problem, .. } => problem.is_protocol_violation(),
             // A skill's file other than its listing promised (the caller
             // asking for a file the skill does not have is not one).
             Error::Skill { problem, .. } => !matches!(
@@ -308,7 +340,7 @@ impl Error {
     /// server wants, a response lost after it was sent for sure, and local
     /// errors.
     pub fn is_retryable(&self) -> bool {
-        match self {
+        match self.looked_through() {
             Error::Timeout { .. } => true,
             Error::Transport { source, .. } => {
                 !source.is_protocol_violation() && !source.is_auth_required()
@@ -322,7 +354,7 @@ impl Error {
 
     /// The server wants credentials (HTTP 401/403).
     pub fn is_auth_required(&self) -> bool {
-        match self {
+        match self.looked_through() {
             Error::Transport { source, .. } => source.is_auth_required(),
             Error::Disconnected { reason, .. } => reason.is_auth_required(),
             _ => false,
@@ -332,7 +364,7 @@ impl Error {
     /// The server's `WWW-Authenticate` challenge, when it wants
     /// credentials and sent one (see [`is_auth_required`](Self::is_auth_required)).
     pub fn www_authenticate(&self) -> Option<&str> {
-        match self {
+        match self.looked_through() {
             Error::Transport { source, .. } => source.www_authenticate(),
             Error::Disconnected { reason, .. } => reason.www_authenticate(),
             _ => None,
@@ -341,7 +373,7 @@ impl Error {
 
     /// The JSON-RPC error object, when the server answered with one.
     pub fn error_object(&self) -> Option<&ErrorObject> {
-        match self {
+        match self.looked_through() {
             Error::Server { error, .. } => Some(error),
             Error::Task {
                 error: Some(error), ..
@@ -362,7 +394,7 @@ impl Error {
 
     /// What the server wrote to stderr before the connection died, when known.
     pub fn stderr_tail(&self) -> Option<&str> {
-        match self {
+        match self.looked_through() {
             Error::Disconnected { reason, .. } => reason.stderr_tail(),
             Error::Transport { source, .. } => source.stderr_tail(),
             _ => None,
@@ -389,7 +421,8 @@ impl Error {
             | Error::TooManyRounds { server, .. }
             | Error::OutputMismatch { server, .. }
             | Error::Task { server, .. }
-            | Error::Skill { server, .. } => Some(server),
+            | Error::Skill { server, .. }
+            | Error::App { server, .. } => Some(server),
             Error::Config { .. } | Error::Serialize { .. } => None,
         }
     }

@@ -39,6 +39,7 @@ pub mod url_display;
 pub use client::output_schema as schema;
 pub use client::{events, handlers};
 
+pub use client::app::{App, AppProblem};
 pub use client::events::{Event, EventStream, ListKind};
 pub use client::handlers::{
     BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots,

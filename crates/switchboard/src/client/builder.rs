@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use switchboard_types::apps::{UI_EXTENSION, UiCapability};
 use switchboard_types::{ClientCapabilities, Era, Implementation, LoggingLevel, methods};
 
 use super::handlers::{ElicitationHandler, Handlers, Roots, SamplingHandler};
@@ -144,10 +145,29 @@ impl ClientBuilder {
         self
     }
 
-    /// The capabilities declared to the server.
+    /// The capabilities declared to the server (replacing what
+    /// [`extension`](Self::extension) and [`mcp_apps`](Self::mcp_apps)
+    /// declared before it).
     pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.capabilities = capabilities;
         self
+    }
+
+    /// Declares extension `id` with its `settings` object in the
+    /// capabilities (`capabilities.extensions`), in both eras.
+    pub fn extension(mut self, id: impl Into<String>, settings: serde_json::Value) -> Self {
+        self.capabilities.set_extension(id, settings);
+        self
+    }
+
+    /// Declares MCP Apps (`io.modelcontextprotocol/ui`, rendering
+    /// `text/html;profile=mcp-app`): servers may then offer tools with
+    /// views, fetched with [`Client::app_for`]. Declare it only when the
+    /// views are rendered: a server may leave the text out of such tools.
+    pub fn mcp_apps(self) -> Self {
+        let settings = serde_json::to_value(UiCapability::default())
+            .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
+        self.extension(UI_EXTENSION, settings)
     }
 
     /// Which era to speak (default [`EraMode::Auto`]).

@@ -6,7 +6,7 @@
 //! (the era probe and `initialize`), `send.rs` (`_meta`, the raw and typed
 //! requests, pagination), the typed calls by feature (`tools.rs`,
 //! `resources.rs`, `prompts.rs`, `utility.rs`, `tasks.rs`,
-//! `subscriptions.rs`), `mrtr.rs` (multi round-trip requests), `cache.rs`,
+//! `subscriptions.rs`, `app.rs` for MCP Apps), `mrtr.rs` (multi round-trip requests), `cache.rs`,
 //! and what servers ask of the client (`handlers.rs`), the event stream
 //! (`events.rs`) and the `outputSchema` check (`output_schema.rs`).
 
@@ -26,6 +26,7 @@ use crate::transport::{BoxFuture, Connector, TransportError};
 use events::EventStream;
 use handlers::{HandlerContext, HandlerError, Handlers};
 
+pub mod app;
 mod builder;
 mod cache;
 pub mod events;
