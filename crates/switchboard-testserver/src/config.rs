@@ -59,6 +59,10 @@ flags:
   --skills-directories          declare directoryRead and serve
                                 resources/directory/read (implies --skills), with
                                 a third skill, live-notes, listed as dynamic
+  --apps                        MCP Apps: tools dashboard, dashboard_refresh
+                                (app-only), legacy_app (ui/resourceUri) and
+                                odd_app (a malformed _meta.ui), and their ui://
+                                views through resources/read and resources/list
   -h, --help                    print this help
 
 client-feature tools (both eras unless noted; capabilities come from
@@ -352,6 +356,8 @@ pub struct ServerConfig {
     /// `directoryRead` and `resources/directory/read`, and the dynamic
     /// skill `live-notes` (`--skills-directories`).
     pub skills_directories: bool,
+    /// MCP Apps: tools with `_meta.ui` and their `ui://` views (`--apps`).
+    pub apps: bool,
 }
 
 impl Default for ServerConfig {
@@ -378,6 +384,7 @@ impl Default for ServerConfig {
             skills: false,
             skills_tamper: None,
             skills_directories: false,
+            apps: false,
         }
     }
 }
@@ -475,6 +482,7 @@ impl ServerConfig {
                     config.cache_scope = Some(v);
                 }
                 "--skills" => config.skills = true,
+                "--apps" => config.apps = true,
                 "--skills-directories" => {
                     config.skills_directories = true;
                     config.skills = true;

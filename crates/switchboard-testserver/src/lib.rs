@@ -65,6 +65,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
+mod apps;
 #[doc(hidden)]
 pub mod auth;
 #[doc(hidden)]

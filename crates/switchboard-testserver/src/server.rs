@@ -429,6 +429,10 @@ impl Catalog {
         ];
         let skill_entries = skills.as_ref().map(Skills::entries).unwrap_or_default();
         resources.extend(skills.iter().flat_map(Skills::resources));
+        if config.apps {
+            tools.extend(crate::apps::tools());
+            resources.extend(crate::apps::resources());
+        }
         Ok(Catalog {
             server_info,
             capabilities: Value::Object(caps),
@@ -1008,7 +1012,10 @@ impl Shared {
                             .with_data(json!({"uri": uri}))),
                         }
                     }
-                    _ => read_resource(params.as_ref(), mode),
+                    _ => match uri.filter(|_| self.config.apps).and_then(crate::apps::read) {
+                        Some(view) => Ok(view),
+                        None => read_resource(params.as_ref(), mode),
+                    },
                 }
             }
             "resources/directory/read" if self.config.skills_directories => {
@@ -1701,6 +1708,9 @@ impl Shared {
                 text(format!("{name} called"))
             }
             _ if self.config.named_tools.contains(&name) => text(format!("{name} called")),
+            _ if self.config.apps && crate::apps::is_tool(&name) => {
+                ToolOutcome::Done(crate::apps::call(&name, &args))
+            }
             _ => match name
                 .strip_prefix("tool_")
                 .and_then(|n| n.parse::<usize>().ok())
