@@ -63,6 +63,12 @@ flags:
                                 (app-only), legacy_app (ui/resourceUri) and
                                 odd_app (a malformed _meta.ui), and their ui://
                                 views through resources/read and resources/list
+  --suite-fixture               serve what the official MCP conformance suite's
+                                server scenarios call (test_* tools and prompts,
+                                test:// resources and template, completion,
+                                logging, progress, sampling, elicitation,
+                                input_required) instead of the catalog; implies
+                                caching hints (ttlMs 60000) unless --cache-ttl-ms
   -h, --help                    print this help
 
 client-feature tools (both eras unless noted; capabilities come from
@@ -356,6 +362,9 @@ pub struct ServerConfig {
     /// `directoryRead` and `resources/directory/read`, and the dynamic
     /// skill `live-notes` (`--skills-directories`).
     pub skills_directories: bool,
+    /// Serve the conformance suite's server fixture instead of the catalog
+    /// (`--suite-fixture`).
+    pub suite_fixture: bool,
     /// MCP Apps: tools with `_meta.ui` and their `ui://` views (`--apps`).
     pub apps: bool,
 }
@@ -384,6 +393,7 @@ impl Default for ServerConfig {
             skills: false,
             skills_tamper: None,
             skills_directories: false,
+            suite_fixture: false,
             apps: false,
         }
     }
@@ -482,6 +492,7 @@ impl ServerConfig {
                     config.cache_scope = Some(v);
                 }
                 "--skills" => config.skills = true,
+                "--suite-fixture" => config.suite_fixture = true,
                 "--apps" => config.apps = true,
                 "--skills-directories" => {
                     config.skills_directories = true;
@@ -516,7 +527,21 @@ impl ServerConfig {
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
+        if config.suite_fixture {
+            config = config.with_suite_fixture();
+        }
         Ok(config)
+    }
+
+    /// Serve the official MCP conformance suite's server fixture (its
+    /// `test_*` tools and prompts, `test://` resources) instead of the
+    /// catalog, with caching hints unless [`ServerConfig::with_cache_ttl_ms`]
+    /// set others.
+    pub fn with_suite_fixture(mut self) -> Self {
+        self.suite_fixture = true;
+        self.cache_ttl_ms
+            .get_or_insert(crate::fixture::DEFAULT_CACHE_TTL_MS);
+        self
     }
 
     /// Whether the HTTP transport `t` is enabled.

@@ -72,6 +72,7 @@ pub mod auth;
 pub mod b64;
 mod config;
 mod features;
+mod fixture;
 #[doc(hidden)]
 pub mod server;
 pub mod skills;
@@ -84,6 +85,7 @@ pub use config::{
     ALL_HTTP_TRANSPORTS, DEFAULT_MODERN_VERSION, DEFAULT_SERVER_NAME, Era, Fault, HttpResponseMode,
     HttpTransport, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig, USAGE,
 };
+pub use fixture::{SUITE_PROMPT_NAMES, SUITE_TOOL_NAMES};
 
 use server::{Action, AsyncKind, Shared};
 
@@ -432,7 +434,7 @@ impl Conn {
                         | AsyncKind::Interact { .. }
                         | AsyncKind::Listen { .. }
                         | AsyncKind::TaskResult { .. }
-                );
+                ) || matches!(&job.kind, AsyncKind::Fixture(j) if j.waits_on_client());
                 let shared = Arc::clone(shared);
                 let tx = tx.clone();
                 let task_key = key.clone();

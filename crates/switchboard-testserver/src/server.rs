@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Era, Fault, LATEST_LEGACY_VERSION, LEGACY_VERSIONS, ServerConfig};
 use crate::features::{self, META_LOG_LEVEL, META_SUBSCRIPTION_ID};
+use crate::fixture;
 use crate::skills::{SKILLS_EXTENSION, Skills};
 use crate::tasks::{self, META_RELATED_TASK, TASKS_EXTENSION, TaskStore, TaskWork};
 use crate::{SCHEMA_RICH_INPUT_SCHEMA, TINY_PNG_BASE64, id_key};
@@ -128,6 +129,8 @@ pub enum AsyncKind {
     TaskResult {
         task_id: String,
     },
+    /// `--suite-fixture`: logging, progress or server→client requests.
+    Fixture(crate::fixture::Job),
 }
 
 /// What a `subscriptions/listen` stream receives.
@@ -173,7 +176,7 @@ pub enum Action {
     ForgetSession(Value),
 }
 
-enum ToolOutcome {
+pub(crate) enum ToolOutcome {
     Done(Value),
     Exit(i32),
     Async(AsyncKind),
@@ -311,7 +314,7 @@ impl Shared {
     ///
     /// # Cancel safety
     /// Dropping the future forgets the request; a late answer is ignored.
-    async fn ask_client(
+    pub(crate) async fn ask_client(
         &self,
         emit: &mut (impl FnMut(Value) + Send),
         method: &str,
@@ -427,6 +430,10 @@ impl Catalog {
                 "mimeType": "application/octet-stream",
             }),
         ];
+        if config.suite_fixture {
+            tools = fixture::tools();
+            resources = fixture::resources();
+        }
         let skill_entries = skills.as_ref().map(Skills::entries).unwrap_or_default();
         resources.extend(skills.iter().flat_map(Skills::resources));
         if config.apps {
@@ -439,28 +446,36 @@ impl Catalog {
             modern_capabilities: Value::Object(modern_caps),
             tools,
             resources,
-            templates: vec![json!({
-                "uriTemplate": "test://items/{id}",
-                "name": "item",
-                "title": "Item",
-                "description": "An item by id",
-                "mimeType": "text/plain",
-            })],
-            prompts: vec![
-                json!({
-                    "name": "greeting",
-                    "title": "Greeting",
-                    "description": "Greets someone by name",
-                    "arguments": [
-                        {"name": "name", "description": "Who to greet", "required": true}
-                    ],
-                }),
-                json!({
-                    "name": "simple",
-                    "title": "Simple",
-                    "description": "A prompt without arguments",
-                }),
-            ],
+            templates: if config.suite_fixture {
+                fixture::templates()
+            } else {
+                vec![json!({
+                    "uriTemplate": "test://items/{id}",
+                    "name": "item",
+                    "title": "Item",
+                    "description": "An item by id",
+                    "mimeType": "text/plain",
+                })]
+            },
+            prompts: if config.suite_fixture {
+                fixture::prompts()
+            } else {
+                vec![
+                    json!({
+                        "name": "greeting",
+                        "title": "Greeting",
+                        "description": "Greets someone by name",
+                        "arguments": [
+                            {"name": "name", "description": "Who to greet", "required": true}
+                        ],
+                    }),
+                    json!({
+                        "name": "simple",
+                        "title": "Simple",
+                        "description": "A prompt without arguments",
+                    }),
+                ]
+            },
             seen_request: AtomicBool::new(false),
             record,
             config,
@@ -559,6 +574,7 @@ impl Shared {
                 self.interact(&tool, &args, &caps, &mut emit).await
             }
             AsyncKind::Listen { filter } => self.listen(&id, &filter, &mut emit).await,
+            AsyncKind::Fixture(job) => self.run_fixture(job, &mut emit).await,
             AsyncKind::TaskResult { .. } => unreachable!("handled above"),
         };
         self.ok_response(id, mode, result)
@@ -633,7 +649,7 @@ impl Shared {
     /// Tell every connection and listen stream that wants it: `tools` for
     /// a tools list change, `uri` for a resource update. Returns how many
     /// were told.
-    fn broadcast(&self, msg: &Value, tools: bool, uri: Option<&str>) -> usize {
+    pub(crate) fn broadcast(&self, msg: &Value, tools: bool, uri: Option<&str>) -> usize {
         let mut told = 0;
         let peers: Vec<Arc<ConnState>> =
             lock(&self.peers).iter().filter_map(Weak::upgrade).collect();
@@ -856,6 +872,10 @@ impl Shared {
                 "capabilities": self.modern_capabilities,
                 "instructions": INSTRUCTIONS,
             })),
+            "ping" if mode == Mode::Modern && self.config.suite_fixture => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                "Method not found: ping (removed in the stateless era)",
+            )),
             "ping" => Ok(json!({})),
             "logging/setLevel" if mode == Mode::Legacy => {
                 match params
@@ -999,6 +1019,11 @@ impl Shared {
                     .and_then(|p| p.get("uri"))
                     .and_then(Value::as_str);
                 match (&self.skills, uri) {
+                    _ if self.config.suite_fixture
+                        && uri.is_some_and(|u| u.starts_with("test://")) =>
+                    {
+                        fixture::read_resource(params.as_ref(), mode)
+                    }
                     (Some(skills), Some(uri)) if uri.starts_with("skill://") => {
                         match skills.read(uri) {
                             Some(content) => Ok(json!({"contents": [content]})),
@@ -1051,7 +1076,13 @@ impl Shared {
                 }
             }
             "prompts/list" => self.paginate(&self.prompts, "prompts", params.as_ref()),
+            "prompts/get" if self.config.suite_fixture => {
+                self.fixture_prompt(mode, params.as_ref())
+            }
             "prompts/get" => get_prompt(params.as_ref()),
+            "completion/complete" if self.config.suite_fixture => {
+                Ok(fixture::complete(params.as_ref()))
+            }
             "completion/complete" => Ok(complete(params.as_ref())),
             _ => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
@@ -1342,7 +1373,7 @@ impl Shared {
 
     /// The client's capabilities for this request: `_meta` in the stateless
     /// era, `initialize` in the session era.
-    fn client_caps(&self, mode: Mode, params: &Map<String, Value>) -> Value {
+    pub(crate) fn client_caps(&self, mode: Mode, params: &Map<String, Value>) -> Value {
         match mode {
             Mode::Modern => params
                 .get("_meta")
@@ -1356,7 +1387,7 @@ impl Shared {
     /// The minimum level of log lines for this request: `_meta` in the
     /// stateless era (absent: none at all), `logging/setLevel` in the
     /// session era.
-    fn log_level(&self, mode: Mode, params: &Map<String, Value>) -> Option<u8> {
+    pub(crate) fn log_level(&self, mode: Mode, params: &Map<String, Value>) -> Option<u8> {
         match mode {
             Mode::Modern => params
                 .get("_meta")
@@ -1485,6 +1516,11 @@ impl Shared {
             }
         };
         let text = |t: String| ToolOutcome::Done(json!({"content": [{"type": "text", "text": t}]}));
+        if self.config.suite_fixture
+            && (name.starts_with("test_") || name == "json_schema_2020_12_tool")
+        {
+            return self.fixture_call(mode, &name, args, params);
+        }
         if let Some(outcome) = self.call_task_tool(mode, &name, &args, &params)? {
             return Ok(outcome);
         }
