@@ -6,12 +6,22 @@
 #
 #   scripts/conformance.sh [SCENARIO-FILTER]
 #   scripts/conformance.sh server [SCENARIO-FILTER]
+#   scripts/conformance.sh fixture [SCENARIO-FILTER]
 #
 # `server` runs the suite's *server* scenarios instead, against the gateway
 # (`switchboard serve --http`) in front of two bundled test servers, one per
 # protocol era (the 2026-07-28 one offering skills, so the skills scenarios
 # judge the gateway's skills), judged the same way against
 # conformance/expected-server-failures.txt.
+#
+# `fixture` runs the same server scenarios directly (no gateway) against the
+# bundled test server's suite fixture (`switchboard-testkit-server
+# --suite-fixture` over Streamable HTTP, SSE answers, the `cut-stream` fault
+# for test_reconnection), one server per era: 0.1.16 and alpha.12@2025-11-25
+# against `--era legacy`, alpha.12@2026-07-28 against `--era modern`, the
+# remaining alpha.12 scenarios against both (SWITCHBOARD_FIXTURE_ERAS="legacy
+# modern dual" runs every group in each of the eras listed). It prints the
+# table (with an era column) and compares with no list.
 #
 # Groups: 0.1.16 (all client scenarios); 0.2.0-alpha.12 at --spec-version
 # 2025-11-25; alpha.12 at 2026-07-28; alpha.12's remaining scenarios
@@ -31,8 +41,13 @@ repo="$(pwd)"
 cache="${SWITCHBOARD_CACHE:-$repo/.cache}"
 base="$cache/conformance"
 side=client
+fixture=no
 if [ "${1:-}" = server ]; then
     side=server
+    shift
+elif [ "${1:-}" = fixture ]; then
+    side=server
+    fixture=yes
     shift
 fi
 filter="${1:-}"
@@ -66,7 +81,30 @@ export PATH="$(dirname "$node"):$PATH"
 # SWITCHBOARD_CONFORMANCE_CLIENT runs another client command instead (to
 # show that a broken client fails the gate).
 gateway_pid=
-if [ "$side" = server ]; then
+fixture_pids=()
+if [ "$fixture" = yes ]; then
+    echo "conformance: building the test server"
+    cargo build --quiet -p switchboard-testkit --bin switchboard-testkit-server
+    target="${CARGO_TARGET_DIR:-$repo/target}"
+    bin="$target/debug/switchboard-testkit-server"
+    sandbox="$(mktemp -d)"
+    trap 'code=$?; for p in "${fixture_pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done; rm -rf "$sandbox"; exit $code' EXIT
+    declare -A fixture_url
+    for era in legacy modern dual; do
+        "$bin" --suite-fixture --era "$era" --http 127.0.0.1:0 --http-response sse \
+            --fault cut-stream >"$sandbox/$era.out" 2>"$sandbox/$era.log" &
+        fixture_pids+=($!)
+        u=
+        for _ in $(seq 100); do
+            u=$(sed -n 's/^listening on //p' "$sandbox/$era.out")
+            [ -n "$u" ] && break
+            sleep 0.1
+        done
+        [ -n "$u" ] || { echo "conformance: the $era fixture did not start:" >&2; cat "$sandbox/$era.log" >&2; exit 1; }
+        fixture_url[$era]="$u/mcp"
+        echo "conformance: the $era-era fixture listens on $u/mcp"
+    done
+elif [ "$side" = server ]; then
     echo "conformance: building the gateway"
     cargo build --quiet -p switchboard-cli
     target="${CARGO_TARGET_DIR:-$repo/target}"
@@ -111,6 +149,7 @@ expected="$repo/conformance/expected-failures.txt"
 if [ "$side" = server ]; then
     expected="$repo/conformance/expected-server-failures.txt"
     results="$base/results-server"
+    [ "$fixture" = yes ] && results="$base/results-fixture"
     rm -rf "$results"
     mkdir -p "$results"
 fi
@@ -123,9 +162,14 @@ scenarios() { # suite [--spec-version V]
 }
 
 table="$results/table.md"
-printf '| group | scenario | result | checks passed/total |\n|---|---|---|---|\n' >"$table"
+if [ "$fixture" = yes ]; then
+    printf '| group | era | scenario | result | checks passed/total |\n|---|---|---|---|---|\n' >"$table"
+else
+    printf '| group | scenario | result | checks passed/total |\n|---|---|---|---|\n' >"$table"
+fi
 unexpected=0
 ran=0
+passed=0
 
 run_group() { # group suite spec-version-or-empty scenario...
     local group=$1 suite=$2 spec=$3
@@ -136,6 +180,7 @@ run_group() { # group suite spec-version-or-empty scenario...
             continue
         fi
         local out="$results/$group/${scenario//\//_}"
+        [ "$fixture" = yes ] && out="$results/$group/$fixture_era/${scenario//\//_}"
         mkdir -p "$out"
         local args
         if [ "$side" = server ]; then
@@ -168,6 +213,13 @@ PY
             listed=yes
         fi
         local note=$result
+        if [ "$fixture" = yes ]; then
+            ran=$((ran + 1))
+            [ "$result" = pass ] && passed=$((passed + 1))
+            printf '| %s | %s | %s | %s | %s |\n' "$group" "$fixture_era" "$scenario" "$result" "$counts" >>"$table"
+            printf '%-22s %-7s %-48s %-10s %s\n' "$group" "$fixture_era" "$scenario" "$counts" "$result"
+            continue
+        fi
         if [ "$result" = pass ] && [ "$listed" = yes ]; then
             note="pass (UNEXPECTED: remove it from expected-failures.txt)"
             unexpected=$((unexpected + 1))
@@ -194,6 +246,23 @@ for s in "${sall[@]}"; do
     fi
 done
 
+if [ "$fixture" = yes ]; then
+    fixture_group() { # default-eras group suite spec-version scenario...
+        local eras=${SWITCHBOARD_FIXTURE_ERAS:-$1}
+        shift
+        for fixture_era in $eras; do
+            url=${fixture_url[$fixture_era]:?unknown era $fixture_era (legacy, modern or dual)}
+            run_group "$@"
+        done
+    }
+    fixture_group legacy "0.1.16" 0.1.16 "" "${s016[@]}"
+    fixture_group legacy "alpha.12@2025-11-25" 0.2.0-alpha.12 2025-11-25 "${s2025[@]}"
+    fixture_group modern "alpha.12@2026-07-28" 0.2.0-alpha.12 2026-07-28 "${s2026[@]}"
+    fixture_group "legacy modern" "alpha.12@other" 0.2.0-alpha.12 "" "${others[@]}"
+    echo
+    echo "conformance: $passed of $ran scenario runs pass against the fixture; table in $table"
+    exit 0
+fi
 run_group "0.1.16" 0.1.16 "" "${s016[@]}"
 run_group "alpha.12@2025-11-25" 0.2.0-alpha.12 2025-11-25 "${s2025[@]}"
 run_group "alpha.12@2026-07-28" 0.2.0-alpha.12 2026-07-28 "${s2026[@]}"
