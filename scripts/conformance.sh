@@ -91,7 +91,7 @@ if [ "$fixture" = yes ]; then
     trap 'code=$?; for p in "${fixture_pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done; rm -rf "$sandbox"; exit $code' EXIT
     declare -A fixture_url
     for era in legacy modern dual; do
-        "$bin" --suite-fixture --era "$era" --http 127.0.0.1:0 --http-response sse \
+        "$bin" --suite-fixture --skills-directories --era "$era" --http 127.0.0.1:0 --http-response sse \
             --fault cut-stream >"$sandbox/$era.out" 2>"$sandbox/$era.log" &
         fixture_pids+=($!)
         u=

@@ -29,7 +29,7 @@ pub(crate) const DEFAULT_CACHE_TTL_MS: u64 = 60_000;
 const JSON_SCHEMA_2020_12_TOOL: &str = "json_schema_2020_12_tool";
 
 /// Names of the fixture's tools, in `tools/list` order.
-pub const SUITE_TOOL_NAMES: [&str; 28] = [
+pub const SUITE_TOOL_NAMES: [&str; 29] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -58,6 +58,7 @@ pub const SUITE_TOOL_NAMES: [&str; 28] = [
     "test_input_required_result_capabilities",
     "test_mrtr_echo_state",
     "test_mrtr_no_state",
+    "test_custom_headers",
 ];
 
 /// Names of the fixture's prompts, in `prompts/list` order.
@@ -128,6 +129,14 @@ pub(crate) fn tools() -> Vec<Value> {
         "test_elicitation",
         json!({"type": "object", "properties": {"message": {"type": "string"}},
                "required": ["message"]}),
+    );
+    // SEP-2243: the argument is mirrored in an `Mcp-Param-Region` header.
+    set(
+        &mut out,
+        "test_custom_headers",
+        json!({"type": "object",
+               "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+               "required": ["region"]}),
     );
     // SEP-1613 / SEP-2106: these keywords reach the client as written.
     set(
@@ -413,12 +422,12 @@ fn needs_state(tool: &str) -> bool {
     )
 }
 
+/// A retry's opened `requestState` and its `inputResponses`.
+type Retry = (Option<Value>, Option<Map<String, Value>>);
+
 /// `requestState` and `inputResponses` of a stateless-era retry, checked:
 /// the state opened (else -32602), the responses an object (else -32602).
-fn retry_params(
-    tool: &str,
-    params: &mut Map<String, Value>,
-) -> Result<(Option<Value>, Option<Map<String, Value>>), RpcError> {
+fn retry_params(tool: &str, params: &mut Map<String, Value>) -> Result<Retry, RpcError> {
     let state = match params.remove("requestState") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
@@ -562,7 +571,9 @@ impl Shared {
                 return done(json!({"isError": true, "content": [{"type": "text",
                     "text": "This tool intentionally returns an error for testing"}]}));
             }
-            JSON_SCHEMA_2020_12_TOOL => return done(text(Value::Object(args).to_string())),
+            JSON_SCHEMA_2020_12_TOOL | "test_custom_headers" => {
+                return done(text(Value::Object(args).to_string()));
+            }
             "test_tool_with_logging" | "test_logging_tool" => {
                 let level = self.log_level(mode, &params);
                 return Ok(ToolOutcome::Async(AsyncKind::Fixture(Job::Logging {
