@@ -107,7 +107,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
     (
         "read",
-        "switchboard read 'file:///README.md' --server docs\nswitchboard read demo://resource/static/document/architecture.md -- npx -y @modelcontextprotocol/server-everything",
+        "switchboard read 'file:///README.md' --server docs\nswitchboard read demo://resource/static/document/architecture.md -- npx -y @modelcontextprotocol/server-everything\nswitchboard read ui://weather/dashboard --server weather -o dashboard.html   # an MCP App's HTML",
     ),
     (
         "prompt",
@@ -779,13 +779,23 @@ enum Command {
         server: ServerArgs,
     },
     /// Read a resource: `read URI -- COMMAND…`, or a configured server's
-    /// as `read URI --server NAME`.
+    /// as `read URI --server NAME`. An MCP App's HTML (a ui:// resource) is
+    /// not printed on a terminal: give -o FILE, or --raw.
     Read {
         /// The resource URI.
         uri: String,
         /// The configured server to read from.
         #[arg(long = "server", value_name = "NAME")]
         only: Option<String>,
+        /// Write the contents to FILE (text as is, a blob decoded) instead
+        /// of printing them.
+        #[arg(
+            short = 'o',
+            long = "output",
+            value_name = "FILE",
+            conflicts_with = "json"
+        )]
+        output: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -1569,6 +1579,11 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             }
             no_configured_server(name.as_deref().or(only.as_deref()))?;
             let (client, connect_time, _) = connect(&server, creds, servers).await?;
+            // Its tools, for the apps among them (MCP Apps); `info` stands
+            // without them.
+            if client.capabilities().tools.is_some() {
+                let _ = client.list_tools().await;
+            }
             let info = output::info_json(&client, connect_time);
             if server.json {
                 output::print_json(&info);
@@ -1785,7 +1800,12 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 0
             })
         }
-        Command::Read { uri, only, server } => {
+        Command::Read {
+            uri,
+            only,
+            output: to,
+            server,
+        } => {
             if server.command.is_empty() && server.url.is_none() {
                 let Some(only) = only else {
                     return Err(Failure::usage(anyhow::anyhow!(
@@ -1800,6 +1820,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                     &only,
                     &uri,
                     server.json,
+                    to.as_deref(),
                     creds,
                     max_message_size(&server),
                     answer,
@@ -1810,12 +1831,9 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             no_configured_server(only.as_deref())?;
             let (client, _, ui) = connect(&server, creds, servers).await?;
             let result = with_events(&client, &ui, client.read_resource(&uri)).await?;
-            if server.json {
-                output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
-            } else {
-                output::print_read_result(&result);
-            }
+            let shown = output::emit_read_result(&result, server.json, to.as_deref());
             finish(&client, &server).await;
+            shown.map_err(Failure::usage)?;
             Ok(0)
         }
         Command::Prompt {

@@ -3,12 +3,16 @@
 //! Rendering goes through each value's JSON form, so fields the types add
 //! later show up without touching this file.
 
+use std::io::IsTerminal as _;
+use std::path::Path;
 use std::time::Duration;
 
+use base64::Engine as _;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use serde_json::{Value, json};
 use switchboard::Client;
+use switchboard::types::apps::{APP_MIME_TYPE, ToolUi, Visibility, is_app_mime_type, is_ui_uri};
 
 use crate::sanitize;
 
@@ -57,7 +61,54 @@ pub(crate) fn info_json(client: &Client, connect_time: Duration) -> Value {
         "instructions": session.instructions,
         "respawned": session.respawned,
         "connectMs": connect_time.as_secs_f64() * 1000.0,
+        "apps": apps(client).iter().map(|(name, ui)| json!({
+            "tool": name,
+            "resourceUri": ui.resource_uri,
+            "visibility": ui.visibility(),
+        })).collect::<Vec<_>>(),
     })
+}
+
+/// The tools with an app (MCP Apps) among the client's last listed tools,
+/// with their `_meta.ui`.
+fn apps(client: &Client) -> Vec<(String, ToolUi)> {
+    client
+        .tools()
+        .iter()
+        .flat_map(|tools| tools.iter())
+        .filter_map(|tool| Some((tool.name.clone(), tool.ui()?)))
+        .filter(|(_, ui)| ui.resource_uri.is_some())
+        .collect()
+}
+
+/// Who may call a tool with an app, for a table: "model, app", "app only".
+fn audience(ui: &ToolUi) -> String {
+    if ui.is_app_only() && ui.visibility() == [Visibility::App] {
+        return "app only".to_owned();
+    }
+    let names: Vec<String> = ui
+        .visibility()
+        .iter()
+        .map(|v| sanitize::line(v.as_str()).into_owned())
+        .collect();
+    if names.is_empty() {
+        "nobody".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// A tool's tag in `tools`: `[app]` for a tool with an app, `[app only]`
+/// for one only its app may call (hidden from the model).
+fn app_tag(tool: &Value) -> Option<&'static str> {
+    let ui = ToolUi::from_meta(tool.get("_meta")?.as_object()?)?;
+    if ui.is_app_only() {
+        Some("[app only]")
+    } else if ui.resource_uri.is_some() {
+        Some("[app]")
+    } else {
+        None
+    }
 }
 
 /// The width tables get on a terminal that reports none (0 columns, as
@@ -167,6 +218,21 @@ fn print_session(client: &Client, connect_time: Option<Duration>, first: &[(&str
         .map(|o| o.keys().map(String::as_str).collect())
         .unwrap_or_default();
     table.add_row(vec!["capabilities".to_owned(), names.join(", ")]);
+    let apps = apps(client);
+    if !apps.is_empty() {
+        let lines: Vec<String> = apps
+            .iter()
+            .map(|(name, ui)| {
+                format!(
+                    "{}: {} ({})",
+                    sanitize::line(name),
+                    sanitize::line(ui.resource_uri.as_deref().unwrap_or_default()),
+                    audience(ui)
+                )
+            })
+            .collect();
+        table.add_row(vec!["apps".to_owned(), lines.join("\n")]);
+    }
     if session.respawned {
         table.add_row(vec![
             "note".to_owned(),
@@ -214,8 +280,12 @@ pub(crate) fn print_tools<T: Serialize>(tools: &[T]) {
                     .collect()
             })
             .unwrap_or_default();
+        let name = match app_tag(&tool) {
+            Some(tag) => format!("{} {tag}", text(&tool, "name")),
+            None => text(&tool, "name"),
+        };
         table.add_row(vec![
-            text(&tool, "name"),
+            name,
             short(&text(&tool, "description"), 60),
             arguments.join(", "),
         ]);
@@ -515,8 +585,117 @@ pub(crate) fn print_call_result<T: Serialize>(result: &T, elapsed: Duration) {
     eprintln!("({status}, {})", millis(elapsed));
 }
 
-pub(crate) fn print_read_result<T: Serialize>(result: &T) {
+/// `read` refused to print an app's HTML on a terminal.
+#[derive(Debug)]
+pub(crate) struct HtmlOnTerminal {
+    uri: String,
+}
+
+impl std::fmt::Display for HtmlOnTerminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is an MCP App's HTML ({APP_MIME_TYPE}), not shown on a terminal: \
+             write it to a file with `-o FILE`, or print it anyway with `--raw`",
+            sanitize::line(&self.uri)
+        )
+    }
+}
+
+impl std::error::Error for HtmlOnTerminal {}
+
+/// The first contents entry that is an app's HTML (a `ui://` URI or the
+/// app MIME type), when stdout is a terminal and `--raw` is not given.
+fn html_on_terminal(result: &Value) -> Option<HtmlOnTerminal> {
+    if RAW.load(std::sync::atomic::Ordering::Relaxed) || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    result
+        .get("contents")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|contents| {
+            contents
+                .get("uri")
+                .and_then(Value::as_str)
+                .is_some_and(is_ui_uri)
+                || contents
+                    .get("mimeType")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_app_mime_type)
+        })
+        .map(|contents| HtmlOnTerminal {
+            uri: contents
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        })
+}
+
+/// `read`'s output: the result as JSON, its contents written to `to`
+/// (`-o FILE`), or printed.
+///
+/// # Errors
+/// An app's HTML for a terminal ([`HtmlOnTerminal`]); `to` not written.
+pub(crate) fn emit_read_result<T: Serialize>(
+    result: &T,
+    json: bool,
+    to: Option<&Path>,
+) -> anyhow::Result<()> {
+    if let Some(path) = to {
+        return write_read_result(&to_json(result), path);
+    }
+    if json {
+        print_json(&to_json(result));
+        return Ok(());
+    }
+    print_read_result(result)?;
+    Ok(())
+}
+
+/// `read -o FILE`: the one contents entry's bytes (text as UTF-8, a blob
+/// decoded) in FILE, and what was written on stderr.
+fn write_read_result(result: &Value, path: &Path) -> anyhow::Result<()> {
+    let contents: &[Value] = result
+        .get("contents")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let [contents] = contents else {
+        anyhow::bail!(
+            "the read returned {} contents entries; -o writes exactly one (see them with --json)",
+            contents.len()
+        );
+    };
+    let bytes = match (contents.get("text"), contents.get("blob")) {
+        (Some(Value::String(text)), _) => text.as_bytes().to_vec(),
+        (_, Some(Value::String(blob))) => base64::engine::general_purpose::STANDARD
+            .decode(blob)
+            .map_err(|e| anyhow::anyhow!("the server's blob is not base64: {e}"))?,
+        _ => anyhow::bail!("the contents have neither text nor blob"),
+    };
+    std::fs::write(path, &bytes)
+        .map_err(|e| anyhow::anyhow!("could not write {}: {e}", path.display()))?;
+    eprintln!(
+        "wrote {} bytes of {} {} to {}",
+        bytes.len(),
+        text(contents, "uri"),
+        text(contents, "mimeType"),
+        path.display()
+    );
+    Ok(())
+}
+
+/// Prints a read's contents; an app's HTML only with `--raw` or when
+/// stdout is not a terminal.
+///
+/// # Errors
+/// [`HtmlOnTerminal`], with nothing printed.
+pub(crate) fn print_read_result<T: Serialize>(result: &T) -> Result<(), HtmlOnTerminal> {
     let result = to_json(result);
+    if let Some(refused) = html_on_terminal(&result) {
+        return Err(refused);
+    }
     for contents in result
         .get("contents")
         .and_then(Value::as_array)
@@ -530,6 +709,7 @@ pub(crate) fn print_read_result<T: Serialize>(result: &T) {
         );
         print_blob_aware(contents);
     }
+    Ok(())
 }
 
 pub(crate) fn print_prompt_result<T: Serialize>(result: &T) {

@@ -225,7 +225,11 @@ pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
             "call" => call(&hub, rest).await,
             "read" => match rest.split_once(' ') {
                 Some((server, uri)) => match hub.read_resource(server, uri.trim()).await {
-                    Ok(result) => output::print_read_result(&result),
+                    Ok(result) => {
+                        if let Err(refused) = output::print_read_result(&result) {
+                            eprintln!("error: {refused}");
+                        }
+                    }
                     Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
                 },
                 None => eprintln!("usage: read SERVER URI"),

@@ -642,3 +642,151 @@ fn timeouts_that_are_not_a_positive_number_are_refused_never_a_panic() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// MCP Apps: the test server with `--apps` (issue 29).
+const DASHBOARD: &str = "ui://switchboard-testserver/dashboard";
+
+#[test]
+fn tools_and_info_show_which_tools_have_an_app() {
+    let output = against(&["tools"], &["--apps"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    let row = |tool: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(tool))
+            .unwrap_or_else(|| panic!("no {tool} row:\n{table}"))
+            .to_owned()
+    };
+    assert!(row("dashboard").contains("dashboard [app] "), "{table}");
+    assert!(
+        row("dashboard_refresh").contains("dashboard_refresh [app only] "),
+        "{table}"
+    );
+    // The deprecated key counts; a malformed `_meta.ui` is no app, and no
+    // failure either.
+    assert!(row("legacy_app").contains("legacy_app [app] "), "{table}");
+    assert!(!row("odd_app").contains('['), "{table}");
+    assert!(!row("echo").contains('['), "{table}");
+
+    let output = against(&["info"], &["--apps"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let info = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        info.contains(&format!("dashboard: {DASHBOARD} (model, app)")),
+        "{info}"
+    );
+    assert!(
+        info.contains(&format!("dashboard_refresh: {DASHBOARD} (app only)")),
+        "{info}"
+    );
+    assert!(
+        info.contains("legacy_app: ui://switchboard-testserver/legacy (model, app)"),
+        "{info}"
+    );
+
+    let info = stdout_json(&against(&["info", "--json"], &["--apps"]));
+    assert_eq!(
+        info["apps"][1],
+        serde_json::json!({"tool": "dashboard_refresh", "resourceUri": DASHBOARD, "visibility": ["app"]})
+    );
+    assert_eq!(info["apps"].as_array().map(Vec::len), Some(3), "{info}");
+    // A server without apps: no row, an empty list.
+    let info = stdout_json(&against(&["info", "--json"], &[]));
+    assert_eq!(info["apps"], serde_json::json!([]));
+    let plain = against(&["info"], &[]);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("apps"));
+}
+
+#[test]
+fn an_apps_html_is_kept_off_a_terminal_unless_asked_for() {
+    let home = support::home::Home::new("apps-read", "");
+    let (work, home_dir) = (home.work(), home.home());
+    let env = [("SWITCHBOARD_NO_SESSION", "1")];
+    let read = |extra: &[&str], uri: &str| {
+        let mut args = vec!["read", uri];
+        args.extend(extra);
+        args.extend(["--", support::BIN, "__testserver", "--apps"]);
+        support::pty::Terminal::start(&args, &work, &home_dir, &env).finish()
+    };
+
+    // On a terminal: refused, saying how, and nothing of the HTML shown.
+    let (code, seen) = read(&[], DASHBOARD);
+    assert_eq!(code, 1, "{seen}");
+    assert!(seen.contains("MCP App's HTML"), "{seen}");
+    assert!(seen.contains("-o FILE") && seen.contains("--raw"), "{seen}");
+    assert!(!seen.contains("<!DOCTYPE"), "{seen}");
+    // Any app's contents, whatever the URI: the legacy view (a blob) too.
+    let (code, seen) = read(&[], "ui://switchboard-testserver/legacy");
+    assert_eq!(code, 1, "{seen}");
+
+    // --raw: printed.
+    let (code, seen) = read(&["--raw"], DASHBOARD);
+    assert_eq!(code, 0, "{seen}");
+    assert!(seen.contains("<!DOCTYPE html>"), "{seen}");
+
+    // -o FILE: written, text as sent and a blob decoded.
+    for (uri, file, start) in [
+        (DASHBOARD, "dashboard.html", "<!DOCTYPE html>\n<html><head>"),
+        (
+            "ui://switchboard-testserver/legacy",
+            "legacy.html",
+            "<!DOCTYPE html>\n<html><body><p>An app named the old way",
+        ),
+    ] {
+        let path = work.join(file);
+        let (code, seen) = read(&["-o", path.to_str().unwrap()], uri);
+        assert_eq!(code, 0, "{seen}");
+        assert!(seen.contains("wrote "), "{seen}");
+        assert!(!seen.contains("<!DOCTYPE"), "{seen}");
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert!(written.starts_with(start), "{written}");
+    }
+
+    // Other resources still print on a terminal.
+    let (code, seen) = read(&[], "test://static/hello");
+    assert_eq!(code, 0, "{seen}");
+    assert!(seen.contains("Hello, world!"), "{seen}");
+
+    // Not a terminal: written as before.
+    let output = against(&["read", DASHBOARD], &["--apps"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("<!DOCTYPE html>"));
+}
+
+#[test]
+fn an_apps_html_is_kept_off_a_terminal_on_a_configured_server_too() {
+    let home = support::home::Home::new(
+        "apps-read-configured",
+        &format!(
+            "[servers.apps]\ncommand = {:?}\nargs = [\"__testserver\", \"--apps\"]\n",
+            support::BIN
+        ),
+    );
+    let env = [("SWITCHBOARD_NO_SESSION", "1")];
+    let (code, seen) = support::pty::Terminal::start(
+        &["read", DASHBOARD, "--server", "apps"],
+        &home.work(),
+        &home.home(),
+        &env,
+    )
+    .finish();
+    assert_eq!(code, 1, "{seen}");
+    assert!(seen.contains("-o FILE"), "{seen}");
+    assert!(!seen.contains("<!DOCTYPE"), "{seen}");
+    let path = home.work().join("view.html");
+    let output = home.run(&[
+        "read",
+        DASHBOARD,
+        "--server",
+        "apps",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with("<!DOCTYPE html>")
+    );
+}

@@ -403,6 +403,7 @@ pub(crate) async fn read(
     server: &str,
     uri: &str,
     json: bool,
+    to: Option<&Path>,
     credentials: Option<&Path>,
     max_message_size: Option<usize>,
     answer: Answer<impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static>,
@@ -427,7 +428,7 @@ pub(crate) async fn read(
                 *uri = original;
             }
         }
-        print_read(&result, json);
+        output::emit_read_result(&result, json, to).map_err(Failure::usage)?;
         return Ok(0);
     }
     let (hub, config) = open_one(
@@ -444,16 +445,8 @@ pub(crate) async fn read(
     let result = with_server_events(&hub, server, &answer.ui, hub.read_resource(server, uri)).await;
     close(&hub, server, answer.server_logs).await;
     let result = result.map_err(|e| hub_failure(e, Some(&config), credentials))?;
-    print_read(&result, json);
+    output::emit_read_result(&result, json, to).map_err(Failure::usage)?;
     Ok(0)
-}
-
-fn print_read(result: &switchboard::types::ReadResourceResult, json: bool) {
-    if json {
-        output::print_json(&serde_json::to_value(result).unwrap_or(Value::Null));
-    } else {
-        output::print_read_result(result);
-    }
 }
 
 fn print_prompt(result: &switchboard::types::GetPromptResult, json: bool) {
