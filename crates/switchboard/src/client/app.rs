@@ -15,7 +15,8 @@
 //! for tool in client.list_tools().await? {
 //!     if tool.app_uri().is_some() {
 //!         let app = client.app_for(&tool).await?;
-//!         println!("{}: {} bytes of HTML from {}", tool.name, app.html.len(), app.uri);
+//!         let csp = app.ui.as_ref().and_then(|ui| ui.csp.clone()).unwrap_or_default();
+//!         println!("{}: {} bytes, connects to {:?}", app.uri, app.html.len(), csp.connect_domains);
 //!     }
 //! }
 //! # Ok(()) }
