@@ -593,6 +593,16 @@ pub(crate) async fn serve(
     // Config changes are picked up: the files are read again the same way.
     let source = context.clone();
     let policy_source = context.clone();
+    // One server is served under its own names (a host cannot tell the
+    // gateway from it); several under `server__name`, unless their
+    // entries say otherwise (`prefix`).
+    // (The background session keeps `server__name`: the CLI's commands
+    // name tools so with it or without.)
+    let prefix = if prepared.runnable.len() == 1 && session.is_none() {
+        switchboard_hub::hub::Prefix::OnCollision
+    } else {
+        switchboard_hub::hub::Prefix::Always
+    };
     // Every call through the gateway follows `[policy.tools]`, read again
     // on each reload; an `ask` is put to the calling host (`HubServer`).
     let hub =
@@ -602,7 +612,8 @@ pub(crate) async fn serve(
                 DEFAULT_STARTUP,
                 credentials.map(Path::to_path_buf),
                 max_message_size,
-            ),
+            )
+            .default_prefix(prefix),
             context,
             &loaded,
             None,

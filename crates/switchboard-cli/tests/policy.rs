@@ -149,6 +149,7 @@ fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// (One server behind the gateway: its tools keep their own names.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deny_added_while_serving_applies_to_the_next_call() {
     let home = Home::new("policy-live", &config(""));
@@ -166,7 +167,7 @@ async fn a_deny_added_while_serving_applies_to_the_next_call() {
         .await
         .unwrap();
     let echo = || json!({"text": "x"}).as_object().cloned();
-    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    let result = host.call_tool("echo", echo()).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let mut file = std::fs::read_to_string(home.config()).unwrap();
     file.push_str("[policy.tools]\ndeny = [\"s/echo\"]\n");
@@ -175,7 +176,7 @@ async fn a_deny_added_while_serving_applies_to_the_next_call() {
     wait_until("the gateway applied the new policy", || {
         stderr().contains("tool policy applied")
     });
-    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    let result = host.call_tool("echo", echo()).await.unwrap();
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let text = result.content[0].as_text().unwrap_or_default().to_owned();
     assert!(
@@ -189,7 +190,7 @@ async fn a_deny_added_while_serving_applies_to_the_next_call() {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    assert!(!names.iter().any(|n| n == "s__echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "echo"), "{names:?}");
     host.close().await;
 }
 
@@ -224,7 +225,7 @@ async fn a_policy_file_broken_while_serving_keeps_the_rules_in_force() {
                 .as_text()
                 .is_some_and(|t| t.contains("denied by the policy"))
     };
-    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    let result = host.call_tool("echo", echo()).await.unwrap();
     assert!(denied(&result), "{result:?}");
     std::fs::write(home.config(), "[policy.tools\ndeny = [\"s/echo\"\n").unwrap();
     let stderr = || host.stderr().unwrap_or_default();
@@ -236,7 +237,7 @@ async fn a_policy_file_broken_while_serving_keeps_the_rules_in_force() {
         "{}",
         stderr()
     );
-    let result = host.call_tool("s__echo", echo()).await.unwrap();
+    let result = host.call_tool("echo", echo()).await.unwrap();
     assert!(
         denied(&result),
         "the broken file lifted the deny: {result:?}"
@@ -341,7 +342,7 @@ async fn a_host_allowing_always_is_not_asked_again() {
         .unwrap();
     let echo = || json!({"text": "x"}).as_object().cloned();
     for _ in 0..2 {
-        let result = host.call_tool("s__echo", echo()).await.unwrap();
+        let result = host.call_tool("echo", echo()).await.unwrap();
         assert_ne!(result.is_error, Some(true), "{result:?}");
     }
     assert_eq!(user.0.load(std::sync::atomic::Ordering::SeqCst), 1);

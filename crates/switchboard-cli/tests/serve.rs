@@ -454,10 +454,11 @@ async fn prompts_and_resources_of_both_backends_come_through() {
         let read = host.read_resource(&item).await.unwrap();
         assert_eq!(read.contents[0].uri(), item, "{mode:?}");
         assert!(format!("{read:?}").contains("item 42"), "{read:?}");
-        // A URI that is not the gateway's is the host's error.
+        // A URI both backends list (test://static) is neither's as written:
+        // the host's error.
         let error = host.read_resource("test://static/hello").await.unwrap_err();
         assert!(
-            error.to_string().contains("not a resource of this gateway"),
+            error.to_string().contains("no server of this gateway lists it"),
             "{error}"
         );
         // -32002 in the session era, -32602 in 2026-07-28 (SEP-2164).

@@ -1218,3 +1218,45 @@ fn a_headers_helper_is_read_from_claude_code_and_switchboard_files_and_written_b
         Some(&helper.command)
     );
 }
+
+/// `prefix` in switchboard's file: each value read; a misspelt one is an
+/// error naming the choices; two `never` servers are refused, naming
+/// both, and the later one is prefixed.
+#[test]
+fn prefix_is_read_and_two_unprefixed_servers_are_refused() {
+    use switchboard_hub::config::Prefix;
+    let w = World::new("prefix");
+    w.home.write(
+        ".config/switchboard/config.toml",
+        "[servers.a]\ncommand = \"a\"\nprefix = \"never\"\n\n\
+         [servers.b]\ncommand = \"b\"\nprefix = \"never\"\n\n\
+         [servers.c]\ncommand = \"c\"\nprefix = \"on-collision\"\n\n\
+         [servers.d]\ncommand = \"d\"\n\n\
+         [servers.e]\ncommand = \"e\"\nprefix = \"sometimes\"\n",
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    let prefix = |name: &str| loaded.get(name).map(|s| s.prefix);
+    assert_eq!(prefix("a"), Some(Some(Prefix::Never)));
+    assert_eq!(prefix("b"), Some(Some(Prefix::Always)));
+    assert_eq!(prefix("c"), Some(Some(Prefix::OnCollision)));
+    assert_eq!(prefix("d"), Some(None));
+    assert_eq!(prefix("e"), None, "a bad entry is not loaded");
+    let errors: Vec<String> = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("`a`") && e.contains("`b`") && e.contains("prefix")),
+        "{errors:#?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("sometimes") && e.contains("on-collision")),
+        "{errors:#?}"
+    );
+}

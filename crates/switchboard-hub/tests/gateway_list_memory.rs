@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 use switchboard::server::ServeOptions;
 use switchboard::transport::memory::{self, MemoryEnd};
 use switchboard::types::Implementation;
-use switchboard_hub::hub::{Hub, resource_template_uri, resource_uri};
+use switchboard_hub::hub::Hub;
 use switchboard_hub::{Dialect, HubEvent, Origin, Scope, ServerConfig, TransportConfig};
 
 #[allow(dead_code)]
@@ -325,15 +325,10 @@ fn served(kind: Kind, index: usize) -> Value {
             item["name"] = json!(format!("big__tool_{index}"));
         }
         Kind::Prompts => item["name"] = json!(format!("big__prompt_{index}")),
-        Kind::Resources => {
-            item["uri"] = json!(resource_uri("big", item["uri"].as_str().unwrap()));
-        }
-        Kind::Templates => {
-            item["uriTemplate"] = json!(resource_template_uri(
-                "big",
-                item["uriTemplate"].as_str().unwrap()
-            ));
-        }
+        // The one server's URIs and templates as it wrote them; a
+        // template named like its tools.
+        Kind::Resources => {}
+        Kind::Templates => item["name"] = json!(format!("big__items_{index}")),
     }
     item
 }

@@ -317,7 +317,38 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
     }
 
     resolve(&mut loaded, found);
+    one_unprefixed(&mut loaded);
     loaded
+}
+
+/// At most one server keeps its own names whatever the others have
+/// (`prefix = "never"`): two could offer the same name, and neither may
+/// take the other's. Every later one is refused that setting (an error
+/// naming both servers and their files) and named `server__name`.
+fn one_unprefixed(loaded: &mut LoadedConfig) {
+    let mut first: Option<(String, PathBuf)> = None;
+    for s in &mut loaded.servers {
+        if s.prefix != Some(super::Prefix::Never) || !s.enabled {
+            continue;
+        }
+        match &first {
+            None => first = Some((s.name.clone(), s.origin.file.clone())),
+            Some((name, file)) => {
+                loaded.diagnostics.push(
+                    Diagnostic::error(format!(
+                        "`prefix = \"never\"` is set for both `{name}` ({}) and `{}`: their names could collide; `{}` is served as `{}__name` until one of them says \"on-collision\" or \"always\"",
+                        file.display(),
+                        s.name,
+                        s.name,
+                        s.name,
+                    ))
+                    .in_file(&s.origin.file)
+                    .server(&s.name),
+                );
+                s.prefix = Some(super::Prefix::Always);
+            }
+        }
+    }
 }
 
 fn same_file(path: &Path) -> PathBuf {

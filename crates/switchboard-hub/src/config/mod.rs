@@ -51,8 +51,8 @@ pub use expand::{ExpandError, Expanded, Expander};
 pub use load::{LoadOptions, LoadedConfig, SkipReason, Skipped, load, load_file};
 pub use locations::{Locations, Os};
 pub use model::{
-    Dialect, HeadersHelper, HttpKind, OAuthSettings, Origin, Scope, ServerConfig, ToolFilter,
-    TransportConfig, Trust,
+    Dialect, HeadersHelper, HttpKind, OAuthSettings, Origin, Prefix, Scope, ServerConfig,
+    ToolFilter, TransportConfig, Trust,
 };
 pub use policy::{Policy, Rule};
 pub use trust::{Approval, ApprovalChange, Approvals, ApprovalsError, Reference};

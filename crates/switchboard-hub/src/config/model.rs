@@ -5,6 +5,43 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// How a server's tools, prompts and resource templates are named among
+/// those of other servers (`prefix = "…"` in switchboard's file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Prefix {
+    /// `server__name`, always (the hub's default with several servers).
+    #[default]
+    Always,
+    /// The server's own name, always: this server's names win a collision
+    /// (two such servers in one configuration are refused at load).
+    Never,
+    /// The server's own name unless another server offers the same name;
+    /// then `server__name` (the gateway's default when it serves one
+    /// server).
+    OnCollision,
+}
+
+impl Prefix {
+    /// What the file says: `always`, `never`, `on-collision`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "always" => Some(Self::Always),
+            "never" => Some(Self::Never),
+            "on-collision" => Some(Self::OnCollision),
+            _ => None,
+        }
+    }
+
+    /// As the file says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::Never => "never",
+            Self::OnCollision => "on-collision",
+        }
+    }
+}
+
 /// One server, whichever file and dialect it came from.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -24,6 +61,9 @@ pub struct ServerConfig {
     pub request_timeout: Option<Duration>,
     /// Which of the server's tools are offered.
     pub tools: ToolFilter,
+    /// How its tools' and prompts' hub-wide names are made; `None` is the
+    /// hub's default ([`HubBuilder::default_prefix`](crate::hub::HubBuilder::default_prefix)).
+    pub prefix: Option<Prefix>,
     /// OAuth settings for a remote server, when the file gives any.
     pub oauth: Option<OAuthSettings>,
     /// A command whose output gives a remote server's HTTP headers, run on
@@ -58,6 +98,7 @@ impl ServerConfig {
             startup_timeout: None,
             request_timeout: None,
             tools: ToolFilter::default(),
+            prefix: None,
             oauth: None,
             headers_helper: None,
             origin,

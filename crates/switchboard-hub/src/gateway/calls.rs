@@ -544,7 +544,8 @@ impl HubServer {
                     while let Some(p) = flight.progress.try_recv() {
                         let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
-                    return finish(flight.server.as_deref(), outcome).map(RequestOutcome::Complete);
+                    return finish(&self.uris(), flight.server.as_deref(), outcome)
+                        .map(RequestOutcome::Complete);
                 }
             }
         }
@@ -553,6 +554,7 @@ impl HubServer {
 
 /// The host's answer to a call from the backend's.
 fn finish(
+    uris: &super::uris::Uris,
     server: Option<&str>,
     outcome: Result<CallToolResult, HubError>,
 ) -> Result<CallToolResult, ErrorObject> {
@@ -562,7 +564,7 @@ fn finish(
         Ok(mut result) => {
             // What it links to is its own.
             if let Some(server) = server {
-                super::own_uris::own_content(server, &mut result.content);
+                super::own_uris::own_content(uris, server, &mut result.content);
             }
             result.result_type = None;
             without_identity(&mut result.meta);

@@ -18,8 +18,8 @@ use switchboard::types::{
 use super::HubServer;
 use super::calls::{read_back, record};
 use super::names::{
-    RAW_MARK, URI_PREFIX, as_gateway_read, gateway_skill, prompt_route, resource_origin,
-    resource_template_uri, resource_uri, skill_origin, skill_uri,
+    RAW_MARK, URI_PREFIX, as_gateway_read, gateway_skill, prompt_route, resource_template_uri,
+    skill_origin,
 };
 use crate::hub::audit::{self, AuditKind};
 use crate::hub::{HubError, HubEvent};
@@ -101,18 +101,19 @@ impl ServerHandler for HubServer {
         params: GetPromptRequestParams,
         _cx: RequestContext,
     ) -> Reply<GetPromptResult> {
-        let hub = self.hub.clone();
+        let this = self.clone();
         let first_start = self.first_start();
-        let audit = self.audit.clone();
         Box::pin(async move {
             first_start.await;
-            let (server, name) = prompt_route(&hub, &params.name).await?;
+            let (hub, audit) = (&this.hub, &this.audit);
+            let (server, name) = prompt_route(hub, &params.name).await?;
             let result = hub
                 .get_prompt(&server, name, params.arguments)
                 .await
                 .map(|mut result| {
+                    let uris = this.uris();
                     for message in &mut result.messages {
-                        super::own_uris::own_block(&server, &mut message.content);
+                        super::own_uris::own_block(&uris, &server, &mut message.content);
                     }
                     super::names::without_identity(&mut result.meta);
                     result
@@ -134,18 +135,19 @@ impl ServerHandler for HubServer {
         mut params: CompleteRequestParams,
         _cx: RequestContext,
     ) -> Reply<CompleteResult> {
-        let hub = self.hub.clone();
+        let this = self.clone();
         let first_start = self.first_start();
         Box::pin(async move {
             first_start.await;
+            let hub = &this.hub;
             let server = match &mut params.r#ref {
                 Reference::Prompt(reference) => {
-                    let (server, name) = prompt_route(&hub, &reference.name).await?;
+                    let (server, name) = prompt_route(hub, &reference.name).await?;
                     reference.name = name;
                     server
                 }
                 Reference::Resource(reference) => {
-                    let (server, uri) = resource_origin(&reference.uri).ok_or_else(|| {
+                    let (server, uri) = this.resolve(&reference.uri).await.ok_or_else(|| {
                         ErrorObject::new(
                             codes::INVALID_PARAMS,
                             format!("not a resource of this gateway: {}", reference.uri),
@@ -187,25 +189,13 @@ impl ServerHandler for HubServer {
         cx: RequestContext,
     ) -> Reply<ReadResourceResult> {
         let modern = cx.era == switchboard::types::Era::Modern;
-        let hub = self.hub.clone();
+        let this = self.clone();
         let first_start = self.first_start();
-        let audit = self.audit.clone();
         Box::pin(async move {
             first_start.await;
-            if let Some((server, uri)) = skill_origin(&params.uri) {
-                let result = hub.read_resource(&server, uri).await.map_err(routed_error);
-                audit::note_result(
-                    audit.as_ref(),
-                    AuditKind::ResourceRead,
-                    Some(&server),
-                    &params.uri,
-                    &result,
-                );
-                let result = result?;
-                return Ok(as_gateway_read(result, |uri| {
-                    skill_uri(&server, uri).unwrap_or_else(|| uri.to_owned())
-                }));
-            }
+            let (hub, audit) = (&this.hub, &this.audit);
+            // Expanded from a mapped template: its contents are answered
+            // in the template's form.
             let raw = params
                 .uri
                 .strip_prefix(URI_PREFIX)
@@ -213,14 +203,14 @@ impl ServerHandler for HubServer {
                 .is_some_and(|(_, original)| original.starts_with(RAW_MARK));
             // Not found: -32002 in the session era, -32602 in 2026-07-28
             // (SEP-2164), the URI in the data either way.
-            let (server, uri) = resource_origin(&params.uri).ok_or_else(|| ErrorObject {
+            let (server, uri) = this.resolve(&params.uri).await.ok_or_else(|| ErrorObject {
                 code: if modern {
                     codes::INVALID_PARAMS
                 } else {
                     codes::RESOURCE_NOT_FOUND
                 },
                 message: format!(
-                    "Resource not found: {} (not a resource of this gateway)",
+                    "Resource not found: {} (no server of this gateway lists it)",
                     params.uri
                 ),
                 data: Some(serde_json::json!({ "uri": params.uri })),
@@ -233,11 +223,12 @@ impl ServerHandler for HubServer {
                 &params.uri,
                 &result,
             );
+            let uris = this.uris();
             Ok(as_gateway_read(result?, |uri| {
                 if raw {
                     resource_template_uri(&server, uri)
                 } else {
-                    resource_uri(&server, uri)
+                    uris.serve(&server, uri)
                 }
             }))
         })
@@ -353,8 +344,8 @@ impl ServerHandler for HubServer {
             first_start.await;
             let written = match list.as_str() {
                 "tools/list" => this.tools_json(),
-                "resources/list" => this.hub.resources_json().await,
-                "resources/templates/list" => this.hub.resource_templates_json().await,
+                "resources/list" => this.hub.resources_json(&this.uris).await,
+                "resources/templates/list" => this.hub.resource_templates_json(&this.uris).await,
                 _ => this.hub.prompts_json().await,
             };
             written.map_err(|e| {

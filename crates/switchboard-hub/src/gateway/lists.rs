@@ -17,7 +17,8 @@ use serde_json::value::RawValue;
 use switchboard::RawList;
 use switchboard::types::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
-use super::{ORIGIN_META, resource_template_uri, resource_uri, skill_uri};
+use super::ORIGIN_META;
+use super::uris::{Listed, UriClaims, Uris};
 use crate::hub::routes::{Route, Routes};
 use crate::hub::supervisor::Slot;
 use crate::hub::{Hub, HubError};
@@ -78,10 +79,12 @@ impl ServedTools<'_> {
     /// unknown field, say).
     pub(crate) fn to_json(
         &self,
+        uris: &Uris,
         first: &[Tool],
         last: &[Tool],
     ) -> Result<Box<RawValue>, serde_json::Error> {
         switchboard::server::exact_json(&ListResult {
+            uris,
             first,
             shown: self,
             last,
@@ -97,19 +100,83 @@ impl ServedTools<'_> {
     }
 }
 
+/// Which field of a list's entries [`fields_of`] reads.
+#[derive(Clone, Copy)]
+enum EntryField {
+    Uri,
+    UriTemplate,
+    Name,
+}
+
+/// Every entry's `field` (its URI, template or name) of every server's
+/// list, read from its text (nothing else of the entry is kept): one per
+/// entry, empty where it has none.
+fn fields_of<T: DeserializeOwned>(
+    lists: &[(String, RawList<T>)],
+    field: EntryField,
+) -> impl Iterator<Item = (&str, Vec<String>)> {
+    #[derive(serde::Deserialize)]
+    struct Fields<'a> {
+        #[serde(default, borrow)]
+        uri: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default, borrow, rename = "uriTemplate")]
+        uri_template: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default, borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    lists.iter().map(move |(server, list)| {
+        let values = list
+            .items()
+            .map(|text| {
+                let Ok(fields) = serde_json::from_str::<Fields<'_>>(text) else {
+                    return String::new();
+                };
+                let value = match field {
+                    EntryField::Uri => fields.uri,
+                    EntryField::UriTemplate => fields.uri_template,
+                    EntryField::Name => fields.name,
+                };
+                value.map(std::borrow::Cow::into_owned).unwrap_or_default()
+            })
+            .collect();
+        (server.as_str(), values)
+    })
+}
+
 impl Hub {
+    /// Reads every server's list of `kind` into `claims`.
+    pub(crate) async fn claim_uris(&self, claims: &UriClaims, kind: Listed) {
+        match kind {
+            Listed::Resources => {
+                let listing = self.resources_raw().await;
+                claims.listed(kind, fields_of(&listing.lists, EntryField::Uri));
+            }
+            Listed::Templates => {
+                let listing = self.resource_templates_raw().await;
+                claims.listed(kind, fields_of(&listing.lists, EntryField::UriTemplate));
+            }
+        }
+    }
+
     /// The gateway's `resources/list` result: every resource of every
-    /// ready server under its gateway URI ([`resource_uri`], a skill
-    /// file's [`skill_uri`]).
+    /// ready server under the URI the gateway serves it as
+    /// ([`Uris::serve`]); what each server lists is claimed first.
     ///
     /// # Errors
     /// When an entry does not serialize.
-    pub(crate) async fn resources_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
+    pub(crate) async fn resources_json(
+        &self,
+        claims: &UriClaims,
+    ) -> Result<Box<RawValue>, serde_json::Error> {
         let listing = self.resources_raw().await;
         not_listed(&listing.failed, "resources");
+        let uris = self
+            .claim_listed(claims, Listed::Resources, &listing.lists, EntryField::Uri)
+            .await;
         switchboard::server::exact_json(&Field(
             "resources",
             Entries(&listing.lists, |_, server, resource| GatewayResource {
+                uris: &uris,
                 server,
                 resource,
             }),
@@ -117,20 +184,64 @@ impl Hub {
     }
 
     /// The gateway's `resources/templates/list` result: every template
-    /// under its gateway template ([`resource_template_uri`]).
+    /// as the gateway serves it ([`Uris::serve_template`]).
     ///
     /// # Errors
     /// When an entry does not serialize.
-    pub(crate) async fn resource_templates_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
+    pub(crate) async fn resource_templates_json(
+        &self,
+        claims: &UriClaims,
+    ) -> Result<Box<RawValue>, serde_json::Error> {
         let listing = self.resource_templates_raw().await;
         not_listed(&listing.failed, "resource templates");
+        let uris = self
+            .claim_listed(
+                claims,
+                Listed::Templates,
+                &listing.lists,
+                EntryField::UriTemplate,
+            )
+            .await;
+        let names = self.served_names(
+            fields_of(&listing.lists, EntryField::Name)
+                .flat_map(|(server, names)| names.into_iter().map(move |n| (server, n)))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(|(server, name)| (*server, name.as_str())),
+        );
         switchboard::server::exact_json(&Field(
             "resourceTemplates",
-            Entries(&listing.lists, |_, server, template| GatewayTemplate {
+            Entries(&listing.lists, |at, server, template| GatewayTemplate {
+                uris: &uris,
                 server,
+                name: names.get(at).map(String::as_str),
                 template,
             }),
         ))
+    }
+
+    /// Claims what `lists` (of `kind`) show, and the other kind too when
+    /// it was never listed (a template of one server can make another's
+    /// resource ambiguous); the map as it then stands.
+    async fn claim_listed<T: DeserializeOwned>(
+        &self,
+        claims: &UriClaims,
+        kind: Listed,
+        lists: &[(String, RawList<T>)],
+        field: EntryField,
+    ) -> Uris {
+        let names = self.server_names();
+        if names.len() > 1 {
+            claims.listed(kind, fields_of(lists, field));
+            let other = match kind {
+                Listed::Resources => Listed::Templates,
+                Listed::Templates => Listed::Resources,
+            };
+            if claims.unlisted(other) {
+                self.claim_uris(claims, other).await;
+            }
+        }
+        claims.now(names)
     }
 
     /// The gateway's `prompts/list` result: every prompt under its
@@ -210,6 +321,7 @@ fn some<M: SerializeMap, T: Serialize>(
 
 /// A backend's resource as the gateway lists it: under its gateway URI.
 struct GatewayResource<'a> {
+    uris: &'a Uris,
     server: &'a str,
     resource: Resource,
 }
@@ -231,9 +343,7 @@ impl Serialize for GatewayResource<'_> {
             extra,
         } = &self.resource;
         let mut map = serializer.serialize_map(None)?;
-        // A skill file keeps a skill URI (see `skill_uri`).
-        let uri = skill_uri(self.server, uri).unwrap_or_else(|| resource_uri(self.server, uri));
-        map.serialize_entry("uri", &uri)?;
+        map.serialize_entry("uri", &self.uris.serve(self.server, uri))?;
         map.serialize_entry("name", name)?;
         some(&mut map, "title", title)?;
         some(&mut map, "description", description)?;
@@ -249,9 +359,12 @@ impl Serialize for GatewayResource<'_> {
     }
 }
 
-/// A backend's resource template as the gateway lists it.
+/// A backend's resource template as the gateway lists it, named like a
+/// prompt.
 struct GatewayTemplate<'a> {
+    uris: &'a Uris,
     server: &'a str,
+    name: Option<&'a str>,
     template: ResourceTemplate,
 }
 
@@ -272,9 +385,9 @@ impl Serialize for GatewayTemplate<'_> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry(
             "uriTemplate",
-            &resource_template_uri(self.server, uri_template),
+            &self.uris.serve_template(self.server, uri_template),
         )?;
-        map.serialize_entry("name", name)?;
+        map.serialize_entry("name", self.name.unwrap_or(name))?;
         some(&mut map, "title", title)?;
         some(&mut map, "description", description)?;
         some(&mut map, "mimeType", mime_type)?;
@@ -322,6 +435,7 @@ impl Serialize for GatewayPrompt<'_> {
 
 /// `{"tools": [first…, shown…, last…]}`.
 struct ListResult<'a> {
+    uris: &'a Uris,
     first: &'a [Tool],
     shown: &'a ServedTools<'a>,
     last: &'a [Tool],
@@ -332,13 +446,19 @@ impl Serialize for ListResult<'_> {
         struct Tools<'a>(&'a ListResult<'a>);
         impl Serialize for Tools<'_> {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let ListResult { first, shown, last } = self.0;
+                let ListResult {
+                    uris,
+                    first,
+                    shown,
+                    last,
+                } = self.0;
                 let mut seq = serializer.serialize_seq(None)?;
                 for tool in *first {
                     seq.serialize_element(tool)?;
                 }
                 for route in shown.each() {
                     seq.serialize_element(&Shown {
+                        uris,
                         name: &route.name,
                         server: &route.slot.config.name,
                         tool: route.tool(),
@@ -360,6 +480,7 @@ impl Serialize for ListResult<'_> {
 /// `_meta` beside the backend's own entries [`ORIGIN_META`], its server
 /// and own name; everything else as the backend described it.
 struct Shown<'a> {
+    uris: &'a Uris,
     name: &'a str,
     server: &'a str,
     tool: &'a Tool,
@@ -394,7 +515,14 @@ impl Serialize for Shown<'_> {
             server: self.server,
             tool: name,
         };
-        map.serialize_entry("_meta", &Meta { meta, origin })?;
+        map.serialize_entry(
+            "_meta",
+            &Meta {
+                meta,
+                origin,
+                uris: self.uris,
+            },
+        )?;
         for (key, value) in extra {
             map.serialize_entry(key, value)?;
         }
@@ -403,10 +531,39 @@ impl Serialize for Shown<'_> {
 }
 
 /// A tool's `_meta` with [`ORIGIN_META`] set: in its place when the
-/// backend wrote one, else last.
+/// backend wrote one, else last; its MCP App's UI resource
+/// (`ui.resourceUri`, and the older `ui/resourceUri`) as the gateway
+/// serves that URI.
 struct Meta<'a> {
     meta: &'a Option<JsonObject>,
     origin: Origin<'a>,
+    uris: &'a Uris,
+}
+
+impl Meta<'_> {
+    /// The entry `key: value` with the UI resource's URI as served, when
+    /// it names one.
+    fn app_uri(&self, key: &str, value: &serde_json::Value) -> Option<serde_json::Value> {
+        use serde_json::Value;
+        let server = self.origin.server;
+        match (key, value) {
+            (switchboard::types::apps::META_UI_RESOURCE_URI, Value::String(uri)) => {
+                Some(Value::String(self.uris.serve(server, uri)))
+            }
+            (switchboard::types::apps::META_UI, Value::Object(ui)) => {
+                let Some(Value::String(uri)) = ui.get("resourceUri") else {
+                    return None;
+                };
+                let mut ui = ui.clone();
+                ui.insert(
+                    "resourceUri".to_owned(),
+                    Value::String(self.uris.serve(server, uri)),
+                );
+                Some(Value::Object(ui))
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -423,6 +580,8 @@ impl Serialize for Meta<'_> {
             if key == ORIGIN_META {
                 map.serialize_entry(key, &self.origin)?;
                 placed = true;
+            } else if let Some(served) = self.app_uri(key, value) {
+                map.serialize_entry(key, &served)?;
             } else {
                 map.serialize_entry(key, value)?;
             }
@@ -437,6 +596,13 @@ impl Serialize for Meta<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::{resource_template_uri, resource_uri, skill_uri};
+
+    /// Two servers that list nothing: every URI is mapped, as before
+    /// the gateway served URIs as written.
+    fn mapped() -> Uris {
+        UriClaims::default().now(vec!["srv".into(), "other".into()])
+    }
 
     /// What the gateway listed before it wrote tools itself: the tool
     /// renamed, its origin inserted into its `_meta`, serialized whole.
@@ -471,6 +637,7 @@ mod tests {
                 skill_uri("srv", &before.uri).unwrap_or_else(|| resource_uri("srv", &before.uri));
             assert_eq!(
                 serde_json::to_string(&GatewayResource {
+                    uris: &mapped(),
                     server: "srv",
                     resource: resource.clone()
                 })
@@ -489,7 +656,9 @@ mod tests {
             before.uri_template = resource_template_uri("srv", &before.uri_template);
             assert_eq!(
                 serde_json::to_string(&GatewayTemplate {
+                    uris: &mapped(),
                     server: "srv",
+                    name: None,
                     template: template.clone()
                 })
                 .unwrap(),
@@ -514,6 +683,46 @@ mod tests {
                 serde_json::to_string(&serde_json::to_value(&before).unwrap()).unwrap()
             );
         }
+    }
+
+    /// An MCP App's tool points at its UI resource as the gateway serves
+    /// that URI: mapped (`ui://` kept) beside another server, as written
+    /// for the one server; in `_meta.ui` and the older flat key alike,
+    /// the rest of `_meta.ui` untouched.
+    #[test]
+    fn an_apps_tool_points_at_its_resource_as_served() {
+        let tool: Tool = serde_json::from_value(serde_json::json!({
+            "name": "show", "inputSchema": {"type": "object"},
+            "_meta": {
+                "ui": {"resourceUri": "ui://weather/app.html", "visibility": ["model", "app"]},
+                "ui/resourceUri": "ui://weather/app.html",
+                "other": "ui://weather/app.html",
+            },
+        }))
+        .unwrap();
+        let written = |uris: &Uris| {
+            let shown = Shown {
+                uris,
+                name: "show",
+                server: "srv",
+                tool: &tool,
+            };
+            serde_json::to_value(&shown).unwrap()
+        };
+        let two = written(&mapped());
+        assert_eq!(
+            two["_meta"]["ui"]["resourceUri"],
+            "ui://srv+weather/app.html"
+        );
+        assert_eq!(
+            two["_meta"]["ui"]["visibility"],
+            serde_json::json!(["model", "app"])
+        );
+        assert_eq!(two["_meta"]["ui/resourceUri"], "ui://srv+weather/app.html");
+        assert_eq!(two["_meta"]["other"], "ui://weather/app.html");
+        let one = written(&UriClaims::default().now(vec!["srv".into()]));
+        assert_eq!(one["_meta"]["ui"]["resourceUri"], "ui://weather/app.html");
+        assert_eq!(one["_meta"]["ui/resourceUri"], "ui://weather/app.html");
     }
 
     #[test]
@@ -542,6 +751,7 @@ mod tests {
         .unwrap();
         for tool in [&full, &bare, &no_origin] {
             let shown = Shown {
+                uris: &mapped(),
                 name: "srv__renamed",
                 server: "srv",
                 tool,

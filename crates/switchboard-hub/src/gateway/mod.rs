@@ -1,7 +1,12 @@
 //! The hub as one MCP server: every ready server's tools under their
-//! hub-wide names (`server__tool`), served to a host of either era with
+//! hub-wide names, served to a host of either era with
 //! [`switchboard::server`].
 //!
+//! - Names: each server's [`Prefix`](crate::config::Prefix) says whether
+//!   its tools, prompts and templates keep their own names or become
+//!   `server__name`; the gateway in front of one server serves its own
+//!   names (`on-collision`), so a host cannot tell the two apart. Every
+//!   name fits 64 characters (`hub/routes.rs`).
 //! - `tools/list` lists the tools of servers with a live connection (a
 //!   server that failed, needs a login or is reconnecting has none listed);
 //!   a session-era host gets `notifications/tools/list_changed` whenever
@@ -13,20 +18,21 @@
 //!   host's session; an unknown name is a `-32602` error.
 //! - The host's progress token gets the backend's progress; the host
 //!   cancelling the call cancels it on the backend.
-//! - Prompts are named like tools (`server__prompt`); `prompts/get` and a
-//!   prompt's `completion/complete` go to the server that lists it.
-//! - Resources keep their server in their URI, reversibly:
-//!   `switchboard://SERVER/URI`, both percent-encoded ([`resource_uri`]);
-//!   `resources/read` goes to that server with the original URI, and the
-//!   contents it answers carry gateway URIs again. Resource templates are
-//!   served as `switchboard://SERVER/~/TEMPLATE` (the template as written
-//!   after the mark, [`resource_template_uri`]), so a URI a host expands
-//!   reaches the server exactly as its own template would have expanded.
-//!   Every URI a backend's tool result or prompt message carries is made
-//!   that backend's the same way (`own_uris.rs`).
+//! - `prompts/get` and a prompt's `completion/complete` go to the server
+//!   that lists the prompt.
+//! - Resource URIs are served as the backend wrote them where that is
+//!   unambiguous (one server, or a scheme and authority one backend alone
+//!   lists), mapped reversibly where not: `ui://SERVER+REST` for an MCP
+//!   App's UI resource, `switchboard://SERVER/URI` for the rest
+//!   ([`resource_uri`]), templates as `switchboard://SERVER/~/TEMPLATE`
+//!   ([`resource_template_uri`]); `resources/read` goes to the owner with
+//!   the URI it wrote (`uris.rs`). Every URI a backend's tool result,
+//!   prompt message, read or tool `_meta.ui` carries is served the same
+//!   way, and only as written where reading it reaches that backend
+//!   (`own_uris.rs`).
 //!
 //! One file per concern: `handler.rs` answers each method, `names.rs`
-//! names things, `lists.rs` writes the lists, `calls.rs` runs tool calls,
+//! names things, `uris.rs` serves URIs, `lists.rs` writes the lists, `calls.rs` runs tool calls,
 //! `forward.rs` routes backends' asks to hosts, `login.rs`, `search.rs`
 //! and `metrics.rs` the rest (`docs/ARCHITECTURE.md` has the map).
 
@@ -41,6 +47,7 @@ mod own_uris;
 mod search;
 #[cfg(test)]
 mod tests;
+mod uris;
 
 pub use forward::BackendAsks;
 pub use login::{AUTHENTICATE_TOOL, Authenticator};
@@ -64,6 +71,7 @@ use crate::hub::audit::AuditLog;
 use calls::ParkedCalls;
 use handler::forward_list_changes;
 use search::Search;
+use uris::{UriClaims, Uris};
 
 /// The hub as a [`ServerHandler`](switchboard::server::ServerHandler);
 /// see the module documentation.
@@ -84,6 +92,8 @@ pub struct HubServer {
     search: Option<Search>,
     /// Starts logins for the `authenticate` tools, when given.
     authenticator: Option<Authenticator>,
+    /// Which backend claims which URIs, by their lists.
+    uris: UriClaims,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -106,6 +116,7 @@ impl HubServer {
             parked: ParkedCalls::default(),
             search: None,
             authenticator: None,
+            uris: UriClaims::default(),
         }
     }
 
@@ -173,6 +184,30 @@ impl HubServer {
                 let _ = tokio::time::timeout(at_most, started.wait_for(|s| *s)).await;
             }
         }
+    }
+
+    /// How URIs are served now (`uris.rs`).
+    fn uris(&self) -> Uris {
+        self.uris.now(self.hub.server_names())
+    }
+
+    /// The server a URI from the host belongs to and the URI it wrote.
+    /// A URI no server claims has the backends' lists read again first
+    /// (at most every few seconds), as a server may have added it since.
+    async fn resolve(&self, uri: &str) -> Option<(String, String)> {
+        if let Some(found) = self.uris().resolve(uri) {
+            return Some(found);
+        }
+        if !self.uris.may_refresh() {
+            return None;
+        }
+        self.hub
+            .claim_uris(&self.uris, uris::Listed::Resources)
+            .await;
+        self.hub
+            .claim_uris(&self.uris, uris::Listed::Templates)
+            .await;
+        self.uris().resolve(uri)
     }
 
     /// Serves the hub on `connection` until the host goes away, telling a

@@ -125,7 +125,7 @@ pub fn resource_origin(uri: &str) -> Option<(String, String)> {
 
 pub(super) const URI_PREFIX: &str = "switchboard://";
 
-fn encode(text: &str) -> String {
+pub(super) fn encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
@@ -137,7 +137,7 @@ fn encode(text: &str) -> String {
     out
 }
 
-fn decode(text: &str) -> Option<String> {
+pub(super) fn decode(text: &str) -> Option<String> {
     let mut bytes = Vec::with_capacity(text.len());
     let mut rest = text.as_bytes();
     while let Some((&byte, tail)) = rest.split_first() {

@@ -5,53 +5,49 @@
 //! `resource_link`) or embed one (`resource`). Passed through as written,
 //! backend A could answer a link to `switchboard://B/…` and have the host
 //! read backend B's private resource. So every URI in the content a
-//! backend answers is mapped into that backend's own namespace, exactly as
-//! its listed resources are ([`resource_uri`], [`skill_uri`]): a read of
-//! it goes back to the backend that answered, with the URI it wrote.
+//! backend answers is served as its listed resources are
+//! ([`Uris::serve`]): as written only where a read of it would reach
+//! that same backend, else mapped into the backend's own namespace; a
+//! read of it goes back to the backend that answered, with the URI it
+//! wrote.
 //! `structuredContent` is the tool's own JSON, not links the host follows,
 //! and stays as it is.
 
 use serde_json::Value;
 use switchboard::types::{ContentBlock, ResourceContents};
 
-use super::{resource_uri, skill_uri};
-
-/// `server`'s `uri` as the gateway serves it: a skill file stays a skill
-/// URI (under the server's name), anything else a `switchboard://` URI.
-pub(crate) fn own_uri(server: &str, uri: &str) -> String {
-    skill_uri(server, uri).unwrap_or_else(|| resource_uri(server, uri))
-}
+use super::uris::Uris;
 
 /// Every URI in `blocks` (links, embedded resources, nested tool results,
 /// a `uri` of a block of a type this crate does not know) made `server`'s.
-pub(crate) fn own_content(server: &str, blocks: &mut [ContentBlock]) {
+pub(crate) fn own_content(uris: &Uris, server: &str, blocks: &mut [ContentBlock]) {
     for block in blocks {
-        own_block(server, block);
+        own_block(uris, server, block);
     }
 }
 
 /// One block's URIs made `server`'s.
-pub(crate) fn own_block(server: &str, block: &mut ContentBlock) {
+pub(crate) fn own_block(uris: &Uris, server: &str, block: &mut ContentBlock) {
     match block {
-        ContentBlock::ResourceLink(link) => link.uri = own_uri(server, &link.uri),
+        ContentBlock::ResourceLink(link) => link.uri = uris.serve(server, &link.uri),
         ContentBlock::Resource(embedded) => {
             let uri = match &mut embedded.resource {
                 ResourceContents::Text(c) => &mut c.uri,
                 ResourceContents::Blob(c) => &mut c.uri,
             };
-            *uri = own_uri(server, uri);
+            *uri = uris.serve(server, uri);
         }
-        ContentBlock::ToolResult(result) => own_content(server, &mut result.content),
+        ContentBlock::ToolResult(result) => own_content(uris, server, &mut result.content),
         ContentBlock::Other(object) => {
             if let Some(Value::String(uri)) = object.get_mut("uri") {
-                *uri = own_uri(server, uri);
+                *uri = uris.serve(server, uri);
             }
             if let Some(Value::String(uri)) = object
                 .get_mut("resource")
                 .and_then(Value::as_object_mut)
                 .and_then(|r| r.get_mut("uri"))
             {
-                *uri = own_uri(server, uri);
+                *uri = uris.serve(server, uri);
             }
         }
         // Text, images, audio and tool uses link to nothing.
@@ -83,7 +79,9 @@ mod tests {
             {"type": "future_block", "uri": "switchboard://b/y"},
             {"type": "text", "text": "switchboard://b/z stays text"},
         ]));
-        own_content("a", &mut content);
+        // Two servers that list nothing: every URI is mapped.
+        let uris = super::super::uris::UriClaims::default().now(vec!["a".into(), "b".into()]);
+        own_content(&uris, "a", &mut content);
         let value = serde_json::to_value(&content).unwrap();
         for (i, original) in [
             (0, "switchboard://b/file%3A%2F%2F%2Fetc%2Fsecret"),

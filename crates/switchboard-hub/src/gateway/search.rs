@@ -69,7 +69,7 @@ impl HubServer {
             tools.retain(|name| found.iter().any(|f| f == name));
             first.push(search_tool());
         }
-        tools.to_json(&first, &last)
+        tools.to_json(&self.uris(), &first, &last)
     }
 
     /// The tools the host may see: those of ready servers, not denied.

@@ -210,10 +210,9 @@ impl Hub {
                 |client| async move { client.list_prompts_shared().await },
             )
             .await;
-        let names =
-            super::routes::unique_names(listing.lists.iter().flat_map(|(server, prompts)| {
-                prompts.iter().map(|p| (server.as_str(), p.name.as_str()))
-            }));
+        let names = self.served_names(listing.lists.iter().flat_map(|(server, prompts)| {
+            prompts.iter().map(|p| (server.as_str(), p.name.as_str()))
+        }));
         (listing, names)
     }
 
@@ -267,11 +266,30 @@ impl Hub {
                     .map(move |p| (at, p.name))
             })
             .collect();
-        let names = super::routes::unique_names(
+        let names = self.served_names(
             own.iter()
                 .map(|(at, name)| (listing.lists[*at].0.as_str(), name.as_str())),
         );
         (listing, names)
+    }
+
+    /// Hub-wide names for `(server, own name)` entries other than tools
+    /// (prompts, resource templates), by the tools' rule
+    /// ([`served_names`](super::routes::served_names)), each server's
+    /// prefix as configured.
+    pub(crate) fn served_names<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Vec<String> {
+        let shared = &self.inner.shared;
+        super::routes::served_names(
+            entries
+                .into_iter()
+                .map(|(server, own)| (server, own, shared.prefix_of(server))),
+        )
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect()
     }
 
     /// Every skill of every ready server that declares the skills

@@ -83,6 +83,7 @@ use tracing::Instrument;
 use crate::config::ServerConfig;
 use crate::config::policy::ToolPolicy;
 
+pub use crate::config::Prefix;
 pub use crate::gateway::BackendAsks;
 pub use crate::gateway::{
     AUTHENTICATE_TOOL, Authenticator, HubServer, ORIGIN_META, Ranker, SEARCH_TOOL, resource_origin,
@@ -95,6 +96,7 @@ pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate, HubS
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
 pub use policy::{RememberedAllow, RememberedAllows, ToolAnswer, ToolApprover, ToolAsk};
+pub use routes::MAX_NAME_LEN;
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::{LATENCY_BOUNDS, ServerStats};
 
@@ -201,6 +203,7 @@ pub struct HubBuilder {
     state_dir: Option<PathBuf>,
     persist: bool,
     max_message_size: Option<usize>,
+    default_prefix: Prefix,
     roots: Option<Roots>,
     source: Option<ConfigSource>,
     login: login::LoginSettings,
@@ -250,6 +253,7 @@ impl Default for HubBuilder {
             state_dir: None,
             persist: true,
             max_message_size: None,
+            default_prefix: Prefix::Always,
             roots: None,
             source: None,
             login: login::LoginSettings::default(),
@@ -359,6 +363,15 @@ impl HubBuilder {
         self
     }
 
+    /// How a server's names are made when its configuration does not say
+    /// ([`ServerConfig::prefix`](crate::config::ServerConfig::prefix));
+    /// default [`Prefix::Always`]: `server__name`. The gateway serving one
+    /// server uses [`Prefix::OnCollision`]: the server's own names.
+    pub fn default_prefix(mut self, prefix: Prefix) -> Self {
+        self.default_prefix = prefix;
+        self
+    }
+
     /// Offers `roots` to every server (`roots/list`; the `roots`
     /// capability with `listChanged`). Off by default: a library hub
     /// shows servers no directory unless asked. The same [`Roots`] is
@@ -453,6 +466,7 @@ impl HubBuilder {
                 backoff: self.backoff,
                 keepalive: self.keepalive,
                 max_message_size: self.max_message_size,
+                default_prefix: self.default_prefix,
                 roots: self.roots,
                 source: self.source,
             },
@@ -484,6 +498,7 @@ pub(crate) struct Settings {
     backoff: Backoff,
     keepalive: Option<Duration>,
     max_message_size: Option<usize>,
+    default_prefix: Prefix,
     roots: Option<Roots>,
     source: Option<ConfigSource>,
 }
@@ -516,7 +531,26 @@ pub(crate) struct Shared {
     pub(crate) policy: policy::PolicyState,
 }
 
+impl Hub {
+    /// Every server's name, in configuration order.
+    pub(crate) fn server_names(&self) -> Vec<String> {
+        self.inner
+            .shared
+            .slots()
+            .iter()
+            .map(|slot| slot.config.name.clone())
+            .collect()
+    }
+}
+
 impl Shared {
+    /// How `server`'s names are made: its own setting, else the hub's.
+    pub(crate) fn prefix_of(&self, server: &str) -> Prefix {
+        self.find(server)
+            .and_then(|slot| slot.config.prefix)
+            .unwrap_or(self.settings.default_prefix)
+    }
+
     /// Every server now, in configuration order.
     fn slots(&self) -> Vec<Arc<supervisor::Slot>> {
         self.slots.read().unwrap_or_else(|e| e.into_inner()).clone()
@@ -540,7 +574,7 @@ impl Shared {
         // not store what they read in the opposite order.
         let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
         let slots = self.slots();
-        *routes = routes::Routes::build(&slots, &routes);
+        *routes = routes::Routes::build(&slots, &routes, self.settings.default_prefix);
     }
 
     fn emit(&self, event: HubEvent) {

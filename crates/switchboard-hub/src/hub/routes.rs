@@ -3,14 +3,18 @@
 //! [`Hub::call_tool`](super::Hub::call_tool) read, so what is listed is
 //! what is routed.
 //!
-//! `server__tool` is ambiguous: server `a__b` with tool `c` and server `a`
-//! with tool `b__c` both make `a__b__c`. The table is rebuilt from every
-//! server's tools, in configuration order, whenever any list changes: the
-//! first (server, tool) that wants a name keeps it; a later one is named
-//! `server__tool_HASH` (a hash of server and tool, the same on every run)
-//! and carries the name it wanted in [`HubTool::renamed_from`]. Because
-//! the whole table is rebuilt, a name may move when an earlier server's
-//! list changes; never silently (a `warn!` names both tools).
+//! Each server's [`Prefix`] says what its tools want to be called:
+//! `server__tool`, the tool's own name, or its own name unless another
+//! server has one alike ([`served_names`]); every name is at most
+//! [`MAX_NAME_LEN`] characters. Names can still collide (server `a__b`
+//! with tool `c` and server `a` with tool `b__c` both want `a__b__c`).
+//! The table is rebuilt from every server's tools whenever any list
+//! changes: the first (server, tool) that wants a name keeps it (a
+//! `never` server's first of all, then configuration order); a later one
+//! is named `NAME_HASH` (a hash of server and tool, the same on every
+//! run) and carries the name it wanted in [`HubTool::renamed_from`].
+//! Because the whole table is rebuilt, a name may move when an earlier
+//! server's list changes; never silently (a `warn!` names both tools).
 //!
 //! [`HubTool::renamed_from`]: super::HubTool::renamed_from
 
@@ -22,6 +26,7 @@ use switchboard::types::Tool;
 use super::ServerState;
 use super::namespaced;
 use super::supervisor::Slot;
+use crate::config::Prefix;
 
 /// One hub-wide name and what it calls.
 #[derive(Debug)]
@@ -36,10 +41,6 @@ pub(crate) struct Route {
     /// The `server__tool` name another tool kept.
     pub(crate) renamed_from: Option<String>,
 }
-
-/// A (server, tool) and the name it wants: the server, its tool list, the
-/// tool's place in it, the name.
-type Wanted = (Arc<Slot>, Arc<[Tool]>, usize, String);
 
 /// Every route, in configuration order, and the index by name.
 #[derive(Debug, Default)]
@@ -57,15 +58,14 @@ impl Route {
 
 impl Routes {
     /// The routes of every slot's current tools (allowed by its filter),
-    /// in configuration order. A slot that never starts (disabled, not
-    /// approved) takes no name. `previous` is the table this replaces:
-    /// only renames it did not have are logged.
-    pub(crate) fn build(slots: &[Arc<Slot>], previous: &Routes) -> Self {
-        // Pass 1: every (server, tool) and the name it wants; the first
-        // claimant of a name keeps it.
-        let mut wanted: Vec<Wanted> = Vec::new();
-        let mut taken: HashMap<String, usize> = HashMap::new();
-        let mut losers = Vec::new();
+    /// in configuration order, named by [`served_names`] (each server's
+    /// [`Prefix`], `default` where its configuration does not say). A
+    /// slot that never starts (disabled, not approved) takes no name.
+    /// `previous` is the table this replaces: only renames it did not
+    /// have are logged.
+    pub(crate) fn build(slots: &[Arc<Slot>], previous: &Routes, default: Prefix) -> Self {
+        // Every (server, tool) that is offered, in configuration order.
+        let mut offered: Vec<(Arc<Slot>, Arc<[Tool]>, usize)> = Vec::new();
         for slot in slots {
             let view = slot.view.borrow();
             if matches!(
@@ -85,58 +85,35 @@ impl Routes {
                     tracing::debug!(server = %slot.config.name, tool = %tool.name, "tool listed twice; the second is left out");
                     continue;
                 }
-                let name = namespaced(&slot.config.name, &tool.name);
-                let at = wanted.len();
-                if taken.contains_key(&name) {
-                    losers.push(at);
-                } else {
-                    taken.insert(name.clone(), at);
-                }
-                wanted.push((slot.clone(), view.tools.clone(), place, name));
+                offered.push((slot.clone(), view.tools.clone(), place));
             }
         }
-        // Pass 2: the others get a hashed name no one wants or has.
-        let mut renamed: HashMap<usize, (String, String)> = HashMap::new();
-        for &at in &losers {
-            let (slot, tools, place, name) = &wanted[at];
-            let server = &slot.config.name;
-            let tool = &tools[*place];
-            let mut round = 0;
-            let new = loop {
-                let candidate = format!("{name}_{}", hash_text(hash(server, &tool.name, round)));
-                if !taken.contains_key(&candidate) {
-                    break candidate;
-                }
-                round += 1;
-            };
-            taken.insert(new.clone(), at);
-            renamed.insert(at, (new, name.clone()));
-        }
+        let names = served_names(offered.iter().map(|(slot, tools, place)| {
+            (
+                slot.config.name.as_str(),
+                tools[*place].name.as_str(),
+                slot.config.prefix.unwrap_or(default),
+            )
+        }));
         let mut routes = Routes::default();
-        for (at, (slot, tools, place, name)) in wanted.into_iter().enumerate() {
-            let tool = &tools[place];
-            let (name, renamed_from) = match renamed.remove(&at) {
-                Some((new, old)) => (new, Some(old)),
-                None => (name, None),
-            };
+        for ((slot, tools, place), (name, renamed_from)) in offered.into_iter().zip(names) {
             if let Some(old) = &renamed_from {
                 let again = previous
                     .get(&name)
                     .is_some_and(|r| r.renamed_from.as_deref() == Some(old.as_str()));
                 if !again {
-                    // Keepers come first in configuration order: already in.
                     let keeper = routes
                         .get(old)
                         .map(|r| (r.slot.config.name.as_str(), r.tool().name.as_str()))
                         .unwrap_or_default();
                     tracing::warn!(
                         server = %slot.config.name,
-                        tool = %tool.name,
+                        tool = %tools[place].name,
                         name = %name,
                         wanted = %old,
                         kept_by_server = %keeper.0,
                         kept_by_tool = %keeper.1,
-                        "two tools want the same hub-wide name; the later one (in configuration order) is renamed"
+                        "two tools want the same hub-wide name; the later one is renamed"
                     );
                 }
             }
@@ -163,37 +140,94 @@ impl Routes {
     }
 }
 
-/// Hub-wide names for `(server, own name)` pairs other than tools
-/// (prompts), by the tools' rule: each wants [`namespaced`]; the first
-/// claimant (in the order given) keeps it, a later one gets
-/// `server__name_HASH`, so no two servers' entries shadow each other.
-pub(crate) fn unique_names<'a>(
-    entries: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> Vec<String> {
-    let entries: Vec<(&str, &str)> = entries.into_iter().collect();
-    let mut taken: HashSet<String> = entries
+/// The longest name served: what every model API accepts (OpenAI's
+/// function names stop at 64 characters).
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Hub-wide names for `(server, own name, prefix)` entries, in the order
+/// given: unique, deterministic, each at most [`MAX_NAME_LEN`]
+/// characters; with each, the name it wanted when another entry kept it.
+///
+/// An entry wants, by its server's prefix: [`Prefix::Always`],
+/// `server__name` ([`namespaced`]); [`Prefix::Never`], its own name;
+/// [`Prefix::OnCollision`], its own name unless another server has an
+/// entry of that own name, then `server__name`. A wanted name over the
+/// limit is cut and ends in a hash of server and own name. Entries of
+/// `never` servers claim their names first, then the rest in order; a
+/// later claimant of a taken name gets `NAME_HASH` (a hash of server and
+/// own name, the same on every run), so no two entries shadow each other.
+pub(crate) fn served_names<'a>(
+    entries: impl IntoIterator<Item = (&'a str, &'a str, Prefix)>,
+) -> Vec<(String, Option<String>)> {
+    let entries: Vec<(&str, &str, Prefix)> = entries.into_iter().collect();
+    // Each own name: the first server with it, and whether another has it.
+    let mut servers_of: HashMap<&str, (&str, bool)> = HashMap::with_capacity(entries.len());
+    for &(server, own, _) in &entries {
+        let seen = servers_of.entry(own).or_insert((server, false));
+        seen.1 |= seen.0 != server;
+    }
+    let wanted: Vec<String> = entries
         .iter()
-        .map(|(server, name)| namespaced(server, name))
+        .map(|&(server, own, prefix)| {
+            let shared = servers_of.get(own).is_some_and(|seen| seen.1);
+            let name = match prefix {
+                Prefix::Never => own.to_owned(),
+                Prefix::OnCollision if !shared => own.to_owned(),
+                Prefix::Always | Prefix::OnCollision => namespaced(server, own),
+            };
+            fit(name, hash(server, own, u32::MAX))
+        })
         .collect();
-    let mut kept: HashSet<String> = HashSet::new();
-    entries
+    drop(servers_of);
+    // Who keeps each name: `never` entries first, then the rest, each
+    // set in order.
+    let mut keeper: HashMap<&str, usize> = HashMap::with_capacity(wanted.len());
+    let order = (0..entries.len())
+        .filter(|&i| entries[i].2 == Prefix::Never)
+        .chain((0..entries.len()).filter(|&i| entries[i].2 != Prefix::Never));
+    for i in order {
+        keeper.entry(wanted[i].as_str()).or_insert(i);
+    }
+    // The names given to later claimants (rare), beside those wanted.
+    let mut given: HashMap<usize, (String, String)> = HashMap::new();
+    let mut taken_too: HashSet<String> = HashSet::new();
+    for (i, name) in wanted.iter().enumerate() {
+        if keeper.get(name.as_str()) == Some(&i) {
+            continue;
+        }
+        let (server, own, _) = entries[i];
+        let mut round = 0;
+        let candidate = loop {
+            let candidate = fit(
+                format!("{name}_{}", hash_text(hash(server, own, round))),
+                hash(server, own, u32::MAX - 1 - round),
+            );
+            if !keeper.contains_key(candidate.as_str()) && taken_too.insert(candidate.clone()) {
+                break candidate;
+            }
+            round += 1;
+        };
+        given.insert(i, (candidate, name.clone()));
+    }
+    drop(keeper);
+    wanted
         .into_iter()
-        .map(|(server, own)| {
-            let name = namespaced(server, own);
-            if kept.insert(name.clone()) {
-                return name;
-            }
-            let mut round = 0;
-            loop {
-                let candidate = format!("{name}_{}", hash_text(hash(server, own, round)));
-                if taken.insert(candidate.clone()) {
-                    kept.insert(candidate.clone());
-                    break candidate;
-                }
-                round += 1;
-            }
+        .enumerate()
+        .map(|(i, name)| match given.remove(&i) {
+            Some((new, old)) => (new, Some(old)),
+            None => (name, None),
         })
         .collect()
+}
+
+/// `name`, or when it is over [`MAX_NAME_LEN`] characters its first
+/// characters, `_` and the hash text of `h`: [`MAX_NAME_LEN`] in all.
+fn fit(name: String, h: u64) -> String {
+    if name.chars().count() <= MAX_NAME_LEN {
+        return name;
+    }
+    let stem: String = name.chars().take(MAX_NAME_LEN - 9).collect();
+    format!("{stem}_{}", hash_text(h))
 }
 
 /// A 64-bit FNV-1a hash over `server`, a `0xFF` byte (never in UTF-8, so
@@ -232,21 +266,89 @@ fn hash_text(h: u64) -> String {
 mod tests {
     use super::*;
 
+    fn names(entries: &[(&str, &str, Prefix)]) -> Vec<String> {
+        served_names(entries.iter().copied())
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     /// `a`'s prompt `b__c` and `a__b`'s prompt `c` both want `a__b__c`:
     /// the first keeps it, the second gets a name of its own.
     #[test]
     fn two_servers_prompts_never_share_a_name() {
-        let names = unique_names([("a", "b__c"), ("a__b", "c"), ("x", "y")]);
-        assert_eq!(names[0], "a__b__c");
-        assert!(names[1].starts_with("a__b__c_"), "{names:?}");
-        assert_eq!(names[2], "x__y");
-        let distinct: HashSet<&String> = names.iter().collect();
+        let entries = [
+            ("a", "b__c", Prefix::Always),
+            ("a__b", "c", Prefix::Always),
+            ("x", "y", Prefix::Always),
+        ];
+        let served = served_names(entries);
+        assert_eq!(served[0], ("a__b__c".to_owned(), None));
+        assert!(served[1].0.starts_with("a__b__c_"), "{served:?}");
+        assert_eq!(served[1].1.as_deref(), Some("a__b__c"));
+        assert_eq!(served[2].0, "x__y");
+        let distinct: HashSet<&String> = served.iter().map(|(n, _)| n).collect();
         assert_eq!(distinct.len(), 3);
         // The same lists give the same names.
+        assert_eq!(served, served_names(entries));
+    }
+
+    /// `never` serves own names and wins a collision wherever its server
+    /// stands; `on-collision` serves own names until another server has
+    /// the same one; `always` prefixes.
+    #[test]
+    fn each_prefix_names_as_it_says() {
+        use Prefix::{Always, Never, OnCollision};
         assert_eq!(
-            names,
-            unique_names([("a", "b__c"), ("a__b", "c"), ("x", "y")])
+            names(&[("s", "echo", OnCollision), ("s", "add", OnCollision)]),
+            ["echo", "add"]
         );
+        assert_eq!(
+            names(&[
+                ("a", "echo", OnCollision),
+                ("b", "echo", OnCollision),
+                ("b", "x", OnCollision)
+            ]),
+            ["a__echo", "b__echo", "x"]
+        );
+        // `b`'s `never` keeps `a__x` although `a` comes first.
+        let served = names(&[("a", "x", Always), ("b", "a__x", Never), ("b", "y", Never)]);
+        assert_eq!(served[1], "a__x");
+        assert_eq!(served[2], "y");
+        assert!(served[0].starts_with("a__x_"), "{served:?}");
+        // A never's own name beside an always one of the same own name.
+        assert_eq!(
+            names(&[("a", "echo", Always), ("b", "echo", Never)]),
+            ["a__echo", "echo"]
+        );
+    }
+
+    /// Every name served fits [`MAX_NAME_LEN`] characters, stays unique
+    /// and the same on every run, whatever the server and tool names.
+    #[test]
+    fn every_name_fits_the_limit() {
+        let long = "t".repeat(100);
+        let server = "s".repeat(70);
+        let entries = [
+            (server.as_str(), long.as_str(), Prefix::Always),
+            (
+                server.as_str(),
+                "é".repeat(70).leak() as &str,
+                Prefix::Always,
+            ),
+            ("x", long.as_str(), Prefix::Never),
+            ("y", long.as_str(), Prefix::Never),
+            ("z", "short", Prefix::Always),
+        ];
+        let served = names(&entries);
+        for name in &served {
+            assert!(name.chars().count() <= MAX_NAME_LEN, "{name}");
+        }
+        assert_eq!(served[4], "z__short");
+        let distinct: HashSet<&String> = served.iter().collect();
+        assert_eq!(distinct.len(), served.len(), "{served:?}");
+        assert_eq!(served, names(&entries));
+        assert!(served[2].starts_with(&"t".repeat(55)), "{served:?}");
     }
 
     #[test]

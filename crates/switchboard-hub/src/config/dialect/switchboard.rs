@@ -32,6 +32,15 @@
 //! enabled = false
 //! tools = { include = ["read_*"], exclude = ["delete_*"] }
 //!
+//! # Hub-wide names (tools, prompts, resource templates): "always"
+//! # (server__name; the default with several servers), "never" (the
+//! # server's own names, which win a collision; at most one such server),
+//! # "on-collision" (own names unless another server has the same one;
+//! # the gateway's default when it serves one server).
+//! [servers.github]
+//! url = "https://api.example.com/mcp"
+//! prefix = "never"
+//!
 //! # Which servers may run (any file may narrow; deny wins).
 //! [policy]
 //! allow = [{ name = "files" }, { command = ["npx", "-y", "pkg"] }, { url = "https://*.example.com/*" }]
@@ -55,7 +64,7 @@ use serde_json::{Map, Value};
 use super::{Ctx, FileLoad, Obj, kind, rules};
 use crate::config::diag::Diagnostic;
 use crate::config::model::{
-    HeadersHelper, HttpKind, OAuthSettings, ServerConfig, ToolFilter, TransportConfig,
+    HeadersHelper, HttpKind, OAuthSettings, Prefix, ServerConfig, ToolFilter, TransportConfig,
 };
 use crate::config::policy::Rule;
 
@@ -230,7 +239,7 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
 
 /// The keys of a server's table (a misspelt one is a warning: switchboard's
 /// own file is checked strictly; other clients' files are not).
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "command",
     "args",
     "env",
@@ -245,6 +254,7 @@ const KEYS: [&str; 15] = [
     "startup_timeout",
     "request_timeout",
     "tools",
+    "prefix",
     "oauth",
 ];
 
@@ -349,6 +359,16 @@ fn server(o: &Obj<'_>, ctx: &Ctx<'_>) -> Result<ServerConfig, Diagnostic> {
                 ),
             ));
         }
+    }
+    if let Some(prefix) = o.str("prefix")? {
+        s.prefix = Some(Prefix::parse(&prefix).ok_or_else(|| {
+            o.err(
+                "prefix",
+                format!(
+                    "unknown prefix `{prefix}`; use \"always\" (server__name), \"never\" (the server's own names) or \"on-collision\""
+                ),
+            )
+        })?);
     }
     match o.map.get("oauth") {
         None => {}
