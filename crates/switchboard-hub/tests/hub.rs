@@ -1427,3 +1427,102 @@ async fn a_flood_of_tool_list_changes_costs_a_handful_of_listings() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// MCP Apps through the gateway, in both backend eras: two app servers
+/// whose views have the same `ui://` URI. A host that renders apps sees
+/// each tool's `_meta.ui.resourceUri` as a `ui://` URI of its own server
+/// (the two no longer collide), reads it through the gateway and gets the
+/// backend's exact HTML, MIME type and `_meta.ui`; the app-only tool is
+/// listed to it and to no host that does not render apps.
+#[apply(process_test!)]
+async fn mcp_apps_come_through_the_gateway_whole() {
+    use switchboard::types::apps::APP_MIME_TYPE;
+    use switchboard::types::{Implementation, ResourceContents};
+    use switchboard_hub::HubServer;
+    for era in ["legacy", "modern"] {
+        let hub = Hub::builder()
+            .servers([
+                testserver("w1", &["--apps", "--era", era]),
+                testserver("w2", &["--apps", "--era", era]),
+            ])
+            .client(|_, builder| builder.mcp_apps())
+            .persist(false)
+            .build()
+            .unwrap();
+        hub.start().await.unwrap();
+        let direct = hub.client("w1").unwrap();
+        let gateway = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"));
+        let host = gateway
+            .clone()
+            .connect(switchboard::Client::builder().mcp_apps())
+            .await
+            .unwrap();
+        let tools = host.list_tools().await.unwrap();
+        let tool = |name: &str| {
+            tools
+                .iter()
+                .find(|t| t.name == name)
+                .unwrap_or_else(|| panic!("{era}: no {name} in {tools:?}"))
+        };
+        assert!(tool("w1__dashboard_refresh").is_app_only(), "{era}");
+        let uris: Vec<String> = ["w1__dashboard", "w2__dashboard"]
+            .iter()
+            .map(|name| tool(name).app_uri().expect("an app's tool"))
+            .collect();
+        assert_ne!(uris[0], uris[1], "{era}: the two apps' views collide");
+        for uri in &uris {
+            assert!(uri.starts_with("ui://"), "{era}: {uri}");
+        }
+        let own = direct
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|t| t.name == "dashboard")
+            .unwrap()
+            .app_uri()
+            .unwrap();
+        let through = host.read_resource(&uris[0]).await.unwrap();
+        let backend = direct.read_resource(&own).await.unwrap();
+        assert_eq!(through.contents.len(), 1, "{era}");
+        let (ResourceContents::Text(through), ResourceContents::Text(backend)) =
+            (&through.contents[0], &backend.contents[0])
+        else {
+            panic!("{era}: HTML as text expected: {through:?}");
+        };
+        assert_eq!(through.text, backend.text, "{era}: the same HTML");
+        assert_eq!(through.mime_type.as_deref(), Some(APP_MIME_TYPE), "{era}");
+        assert_eq!(through.meta, backend.meta, "{era}: the same _meta.ui");
+        assert_eq!(
+            through.uri, uris[0],
+            "{era}: the contents under the served URI"
+        );
+        // The host's app calls its app-only tool through the gateway.
+        let refreshed = host.call_tool("w1__dashboard_refresh", None).await.unwrap();
+        assert_ne!(refreshed.is_error, Some(true), "{era}: {refreshed:?}");
+        host.close().await;
+
+        // A host that renders no app is not shown app-only tools.
+        let plain = gateway
+            .connect(switchboard::Client::builder())
+            .await
+            .unwrap();
+        let names: Vec<String> = plain
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert!(
+            names.contains(&"w1__dashboard".to_owned()),
+            "{era}: {names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.ends_with("dashboard_refresh")),
+            "{era}: {names:?}"
+        );
+        plain.close().await;
+        hub.shutdown().await;
+    }
+}

@@ -174,7 +174,11 @@ impl BackendAsks {
     }
 
     /// Installs the forwarding handlers on the client builder of `server`
-    /// (for [`HubBuilder::client`](crate::HubBuilder::client)).
+    /// (for [`HubBuilder::client`](crate::HubBuilder::client)), and
+    /// declares MCP Apps to it on behalf of the hosts: a backend offers
+    /// its apps' tools only to a client that declares them, and the
+    /// connection is shared by every host (a host that does not render
+    /// apps is not shown their app-only tools).
     pub fn client(&self, server: &str, builder: ClientBuilder) -> ClientBuilder {
         let forward = Forward {
             asks: self.clone(),
@@ -184,6 +188,7 @@ impl BackendAsks {
             .elicitation(forward.clone())
             .sampling(forward)
             .max_server_requests(MAX_ASKS)
+            .mcp_apps()
     }
 
     /// Registers a call of `host` on `server`: the asks it causes arrive

@@ -4,6 +4,7 @@
 use serde_json::value::RawValue;
 
 use switchboard::server::{Peer, Reply, RequestContext, ServerHandler};
+use switchboard::types::apps::UI_EXTENSION;
 use switchboard::types::jsonrpc::ErrorObject;
 use switchboard::types::skills::SKILLS_EXTENSION;
 use switchboard::types::{CacheScope, GetSkillRequestParams, GetSkillResult, ListSkillsResult};
@@ -80,10 +81,10 @@ impl ServerHandler for HubServer {
             "prompts": {},
             "resources": {},
             "completions": {},
-            // Skills of the backends that offer them (an empty list when
-            // none does): declared always, as the backends are not all
-            // started when a host initializes.
-            "extensions": { SKILLS_EXTENSION: {} },
+            // Skills and MCP Apps of the backends that offer them (an
+            // empty list, no app, when none does): declared always, as
+            // the backends are not all started when a host initializes.
+            "extensions": { SKILLS_EXTENSION: {}, UI_EXTENSION: {} },
         }))
         .unwrap_or_default()
     }
@@ -329,7 +330,7 @@ impl ServerHandler for HubServer {
         &self,
         method: &str,
         _params: PaginatedRequestParams,
-        _cx: RequestContext,
+        cx: RequestContext,
     ) -> Option<Reply<Box<RawValue>>> {
         if !matches!(
             method,
@@ -340,10 +341,14 @@ impl ServerHandler for HubServer {
         let this = self.clone();
         let first_start = self.first_start();
         let list = method.to_owned();
+        let apps = cx
+            .client_capabilities
+            .ui()
+            .is_some_and(|ui| ui.renders_html());
         Some(Box::pin(async move {
             first_start.await;
             let written = match list.as_str() {
-                "tools/list" => this.tools_json(),
+                "tools/list" => this.tools_json(apps),
                 "resources/list" => this.hub.resources_json(&this.uris).await,
                 "resources/templates/list" => this.hub.resource_templates_json(&this.uris).await,
                 _ => this.hub.prompts_json().await,

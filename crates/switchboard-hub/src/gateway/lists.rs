@@ -65,6 +65,13 @@ impl ServedTools<'_> {
         self.shown.iter().filter(|s| **s).count()
     }
 
+    /// Shows only the tools `keep` accepts.
+    pub(crate) fn retain_tools(&mut self, keep: impl Fn(&Tool) -> bool) {
+        for (shown, route) in self.shown.iter_mut().zip(self.routes.iter()) {
+            *shown = *shown && keep(route.tool());
+        }
+    }
+
     /// Shows only the tools whose hub-wide name `keep` accepts.
     pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         for (shown, route) in self.shown.iter_mut().zip(self.routes.iter()) {

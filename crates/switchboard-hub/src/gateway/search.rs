@@ -50,8 +50,10 @@ impl HubServer {
     /// The `tools/list` result: the tools of ready servers, not denied
     /// (in tool-search mode, the search tool and what it found when they
     /// are too many), then the `authenticate` tools of servers waiting
-    /// for a login.
-    pub(super) fn tools_json(&self) -> Result<Box<RawValue>, serde_json::Error> {
+    /// for a login. A host that does not render MCP Apps (`apps` false)
+    /// is not shown app-only tools (`_meta.ui.visibility: ["app"]`): it
+    /// would hand them to its model.
+    pub(super) fn tools_json(&self, apps: bool) -> Result<Box<RawValue>, serde_json::Error> {
         // The policy speaks of `SERVER/authenticate` as of any tool.
         let policy = self.hub.tool_policy();
         let last: Vec<_> = self
@@ -61,6 +63,9 @@ impl HubServer {
             .map(|s| authenticate_tool(s))
             .collect();
         let mut tools = self.hub.served_tools();
+        if !apps {
+            tools.retain_tools(|tool| !tool.is_app_only());
+        }
         let mut first = Vec::new();
         if let Some(search) = &self.search
             && tools.len() > search.max
