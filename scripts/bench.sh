@@ -8,6 +8,10 @@
 #   scripts/bench.sh --quick          # 1 short round (~3 min)
 #   scripts/bench.sh --quick --only fast-raw,fast-sb   # any hotpath option
 #   BENCH_SKIP_HOTPATH=1 scripts/bench.sh              # size and start-up only
+#   scripts/bench.sh gateway [--quick|--rounds N|--only nginx,sb-http]
+#                     # only the gateway against nginx and the bridges (needs
+#                     # nginx; installs supergateway, mcp-remote, mcp-proxy
+#                     # into ~/.cache/switchboard-ci/bridges on first use)
 #
 # Pin everything to CPUs with e.g. `taskset -c 0,1 scripts/bench.sh`.
 # Needs cargo, rustc and python3.
@@ -23,6 +27,14 @@ echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), commit \`$(git rev-parse --short HEAD)
 echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); $(rustc --version)"
 echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
+
+if [[ "${1:-}" == "gateway" ]]; then
+  shift
+  cargo bench -q -p switchboard-testkit --bench gateway -- "$@"
+  echo
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 
 if [[ -z "${BENCH_SKIP_HOTPATH:-}" ]]; then
   cargo bench -q -p switchboard-testkit --bench hotpath -- "$@"
