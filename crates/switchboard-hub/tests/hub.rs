@@ -1526,3 +1526,50 @@ async fn mcp_apps_come_through_the_gateway_whole() {
         hub.shutdown().await;
     }
 }
+
+/// A session-era host subscribes to a backend's resource through the
+/// gateway and hears of its updates under the URI it subscribed to,
+/// whichever era the backend speaks; once it unsubscribes it hears no
+/// more (the next update it hears is of another subscription).
+#[apply(process_test!)]
+async fn a_hosts_subscription_brings_the_backends_updates() {
+    use switchboard::Event;
+    use switchboard::types::Implementation;
+    use switchboard_hub::HubServer;
+    for era in ["legacy", "modern"] {
+        let hub = Hub::builder()
+            .server(testserver("s", &["--era", era]))
+            .persist(false)
+            .build()
+            .unwrap();
+        hub.start().await.unwrap();
+        let host = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+            .connect(switchboard::Client::builder().era_mode(switchboard::EraMode::Legacy))
+            .await
+            .unwrap();
+        let mut events = host.events();
+        let next_update = async |events: &mut switchboard::EventStream| loop {
+            match events.next().await {
+                Some(Event::ResourceUpdated { uri }) => break uri,
+                Some(_) => continue,
+                None => panic!("{era}: the host's events ended"),
+            }
+        };
+        let touch = |uri: &str| json!({ "uri": uri }).as_object().cloned();
+        let (first, second) = ("test://static/hello", "test://static/other");
+        host.subscribe_resource(first).await.unwrap();
+        host.call_tool("s__touch", touch(first)).await.unwrap();
+        assert_eq!(next_update(&mut events).await, first, "{era}");
+        host.unsubscribe_resource(first).await.unwrap();
+        host.call_tool("s__touch", touch(first)).await.unwrap();
+        host.subscribe_resource(second).await.unwrap();
+        host.call_tool("s__touch", touch(second)).await.unwrap();
+        assert_eq!(
+            next_update(&mut events).await,
+            second,
+            "{era}: after unsubscribing"
+        );
+        host.close().await;
+        hub.shutdown().await;
+    }
+}

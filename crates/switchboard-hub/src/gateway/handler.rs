@@ -15,6 +15,7 @@ use switchboard::types::{
     ReadResourceRequestParams, ReadResourceResult, Reference, RequestOutcome, ServerCapabilities,
     codes,
 };
+use switchboard::types::{EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams};
 
 use super::HubServer;
 use super::calls::{read_back, record};
@@ -25,14 +26,38 @@ use super::names::{
 use crate::hub::audit::{self, AuditKind};
 use crate::hub::{HubError, HubEvent};
 
-/// A hub error from a request routed to one server, for the host.
+/// A hub error from a request routed to one server, for the host: the
+/// backend's own error as it answered it (its code, message and data: a
+/// resource not found stays one), anything else the gateway's.
 fn routed_error(error: HubError) -> ErrorObject {
     match error {
         HubError::UnknownServer { .. } => {
             ErrorObject::new(codes::INVALID_PARAMS, error.to_string())
         }
+        HubError::Request { ref source, .. } if source.error_object().is_some() => source
+            .error_object()
+            .cloned()
+            .unwrap_or_else(|| ErrorObject::new(codes::INTERNAL_ERROR, error.to_string())),
         other => ErrorObject::new(codes::INTERNAL_ERROR, other.to_string()),
     }
+}
+
+/// A backend's "resource not found" as the host's era says it: -32002
+/// in the session era, -32602 in 2026-07-28 (SEP-2164), with the URI the
+/// host asked for in its data either way.
+fn not_found_in_era(mut error: ErrorObject, modern: bool, uri: &str) -> ErrorObject {
+    let not_found = error.code == codes::RESOURCE_NOT_FOUND
+        || (error.code == codes::INVALID_PARAMS
+            && error.data.as_ref().is_some_and(|d| d.get("uri").is_some()));
+    if not_found {
+        error.code = if modern {
+            codes::INVALID_PARAMS
+        } else {
+            codes::RESOURCE_NOT_FOUND
+        };
+        error.data = Some(serde_json::json!({ "uri": uri }));
+    }
+    error
 }
 
 /// One `notifications/tools/list_changed` per hub event that changes what
@@ -79,7 +104,7 @@ impl ServerHandler for HubServer {
         serde_json::from_value(serde_json::json!({
             "tools": { "listChanged": true },
             "prompts": {},
-            "resources": {},
+            "resources": { "subscribe": true },
             "completions": {},
             // Skills and MCP Apps of the backends that offer them (an
             // empty list, no app, when none does): declared always, as
@@ -176,6 +201,22 @@ impl ServerHandler for HubServer {
         read_back(self.list_json("resources/list", params, cx))
     }
 
+    fn subscribe_resource(
+        &self,
+        params: SubscribeRequestParams,
+        cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        self.subscribe(params, cx)
+    }
+
+    fn unsubscribe_resource(
+        &self,
+        params: UnsubscribeRequestParams,
+        cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        self.unsubscribe(params, cx)
+    }
+
     fn list_resource_templates(
         &self,
         params: PaginatedRequestParams,
@@ -216,7 +257,11 @@ impl ServerHandler for HubServer {
                 ),
                 data: Some(serde_json::json!({ "uri": params.uri })),
             })?;
-            let result = hub.read_resource(&server, uri).await.map_err(routed_error);
+            let result = hub
+                .read_resource(&server, uri)
+                .await
+                .map_err(routed_error)
+                .map_err(|error| not_found_in_era(error, modern, &params.uri));
             audit::note_result(
                 audit.as_ref(),
                 AuditKind::ResourceRead,

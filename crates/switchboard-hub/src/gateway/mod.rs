@@ -45,6 +45,7 @@ mod metrics;
 mod names;
 mod own_uris;
 mod search;
+mod subscriptions;
 #[cfg(test)]
 mod tests;
 mod uris;
@@ -55,6 +56,7 @@ pub use names::{
     ORIGIN_META, resource_origin, resource_template_uri, resource_uri, skill_origin, skill_uri,
 };
 pub use search::{Ranker, SEARCH_TOOL};
+pub use subscriptions::MAX_SUBSCRIPTIONS_PER_HOST;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,6 +73,8 @@ use crate::hub::audit::AuditLog;
 use calls::ParkedCalls;
 use handler::forward_list_changes;
 use search::Search;
+use subscriptions::Subscriptions;
+use tokio_util::task::TaskTracker;
 use uris::{UriClaims, Uris};
 
 /// The hub as a [`ServerHandler`](switchboard::server::ServerHandler);
@@ -94,6 +98,11 @@ pub struct HubServer {
     authenticator: Option<Authenticator>,
     /// Which backend claims which URIs, by their lists.
     uris: UriClaims,
+    /// Hosts' resource subscriptions.
+    subscriptions: Subscriptions,
+    /// Every task the gateway starts for its hosts (forwarding list
+    /// changes and resource updates, serving in-process clients).
+    tasks: TaskTracker,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -117,6 +126,8 @@ impl HubServer {
             search: None,
             authenticator: None,
             uris: UriClaims::default(),
+            subscriptions: Subscriptions::default(),
+            tasks: TaskTracker::new(),
         }
     }
 
@@ -214,8 +225,9 @@ impl HubServer {
     /// session-era host when the tool list changes.
     pub fn serve(self, connection: Connection, options: ServeOptions) -> Served {
         let events = self.hub.events();
+        let tasks = self.tasks.clone();
         let served = server::serve(Arc::new(self), connection, options);
-        tokio::spawn(forward_list_changes(events, served.peer().clone()));
+        tasks.spawn(forward_list_changes(events, served.peer().clone()));
         served
     }
 
@@ -230,9 +242,10 @@ impl HubServer {
     /// asks for).
     pub async fn connect(self, builder: ClientBuilder) -> Result<Client, switchboard::Error> {
         let (ours, theirs) = memory::pair();
+        let tasks = self.tasks.clone();
         let served = self.serve(theirs.into_connection(), ServeOptions::default());
         // The connection's task holds what serves it, and ends with it.
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             served.closed().await;
         });
         builder.connect(ours.into_connector()).await

@@ -77,6 +77,7 @@ use switchboard_types::{
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
     RequestOutcome, ServerCapabilities, codes, meta,
 };
+use switchboard_types::{EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams};
 use switchboard_types::{
     GetSkillRequestParams, GetSkillResult, ListSkillsResult, skills::SKILLS_EXTENSION,
 };
@@ -182,6 +183,38 @@ pub trait ServerHandler: Send + Sync + 'static {
         let error = ErrorObject::new(
             codes::RESOURCE_NOT_FOUND,
             format!("Resource not found: {}", params.uri),
+        );
+        Box::pin(async move { Err(error) })
+    }
+
+    /// `resources/subscribe` (the session era; a 2026-07-28 client
+    /// listens instead): the server sends
+    /// `notifications/resources/updated` for the URI to this client (its
+    /// [`RequestContext::peer`]) until it unsubscribes. Answered only by a
+    /// handler whose capabilities declare `resources.subscribe`; the
+    /// default refuses.
+    fn subscribe_resource(
+        &self,
+        params: SubscribeRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        let error = ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            format!("this server offers no subscription to {}", params.uri),
+        );
+        Box::pin(async move { Err(error) })
+    }
+
+    /// `resources/unsubscribe`: ends what
+    /// [`subscribe_resource`](Self::subscribe_resource) started.
+    fn unsubscribe_resource(
+        &self,
+        params: UnsubscribeRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        let error = ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            format!("this server offers no subscription to {}", params.uri),
         );
         Box::pin(async move { Err(error) })
     }
@@ -974,6 +1007,16 @@ impl RequestHandler for Dispatch {
             (None, "skills/get") if offers_skills(&*handler) => {
                 typed(params, |p| handler.get_skill(p, cx))
             }
+            (None, "resources/subscribe")
+                if matches!(mode, Mode::Legacy) && offers_subscriptions(&*handler) =>
+            {
+                typed(params, |p| handler.subscribe_resource(p, cx))
+            }
+            (None, "resources/unsubscribe")
+                if matches!(mode, Mode::Legacy) && offers_subscriptions(&*handler) =>
+            {
+                typed(params, |p| handler.unsubscribe_resource(p, cx))
+            }
             // The session era's level; the stateless era sends it per request.
             (None, "logging/setLevel") if matches!(mode, Mode::Legacy) => {
                 Box::pin(async { answer(Value::Object(JsonObject::new())) })
@@ -1012,6 +1055,15 @@ impl RequestHandler for Dispatch {
             }
         }))
     }
+}
+
+/// Whether the handler declares `resources.subscribe` (whose methods are
+/// answered only then).
+fn offers_subscriptions(handler: &dyn ServerHandler) -> bool {
+    handler
+        .capabilities()
+        .resources
+        .is_some_and(|r| r.subscribe == Some(true))
 }
 
 /// Whether the handler declares the skills extension (whose methods are
