@@ -509,6 +509,8 @@ pub(crate) struct ServeSettings {
     pub(crate) max_tools: Option<usize>,
     /// The largest message from a server.
     pub(crate) max_message_size: Option<usize>,
+    /// Which servers are served.
+    pub(crate) fronted: crate::fronted::Fronted,
 }
 
 /// `serve`: every configured server's tools as one MCP server on
@@ -530,6 +532,7 @@ pub(crate) async fn serve(
         audit,
         max_tools,
         max_message_size,
+        fronted,
     } = settings;
     use switchboard::transport::TransportError;
     use switchboard::types::Implementation;
@@ -543,7 +546,12 @@ pub(crate) async fn serve(
         );
         return Ok(exit::USAGE);
     }
-    let mut loaded = context.load(false);
+    let mut loaded = if fronted.reads_files() {
+        context.load(false)
+    } else {
+        LoadedConfig::default()
+    };
+    fronted.apply(&mut loaded)?;
     // An MCP host's file that lists the gateway (`claude mcp add
     // switchboard -- switchboard serve`) is read here too: never start
     // ourselves.
@@ -593,6 +601,7 @@ pub(crate) async fn serve(
     // Config changes are picked up: the files are read again the same way.
     let source = context.clone();
     let policy_source = context.clone();
+    let reload_fronted = fronted.clone();
     // One server is served under its own names (a host cannot tell the
     // gateway from it); several under `server__name`, unless their
     // entries say otherwise (`prefix`).
@@ -633,7 +642,14 @@ pub(crate) async fn serve(
             }
         })
         .config_source(move || {
-            let mut loaded = source.load(false);
+            let mut loaded = if reload_fronted.reads_files() {
+                source.load(false)
+            } else {
+                LoadedConfig::default()
+            };
+            reload_fronted
+                .apply(&mut loaded)
+                .map_err(|e| format!("{:#}", e.error))?;
             loaded.servers.retain(|server| !is_this_gateway(server));
             // A project server changed since its approval (or whose approval
             // was revoked) is left out: stopped, never restarted with the new
@@ -674,7 +690,9 @@ pub(crate) async fn serve(
             }
         }
     });
-    tokio::spawn(watch_config(hub.clone(), watched_files(context, &loaded)));
+    if fronted.reads_files() {
+        tokio::spawn(watch_config(hub.clone(), watched_files(context, &loaded)));
+    }
     let (started, first_start) = tokio::sync::watch::channel(false);
     let starting = hub.clone();
     tokio::spawn(async move {

@@ -10,6 +10,7 @@ mod ask;
 mod configure;
 mod demo;
 mod doctor;
+mod fronted;
 mod hub;
 mod lifecycle;
 mod listen;
@@ -1004,6 +1005,27 @@ enum Command {
         /// Refuse messages larger than this from any server (bytes).
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<u64>,
+        /// Serve only this configured server (repeatable); the others are
+        /// not started.
+        #[arg(long = "server", value_name = "NAME", conflicts_with_all = ["url", "command"])]
+        only: Vec<String>,
+        /// Front the remote server at URL alone, under its own names; no
+        /// config file is read (a login in the browser when it needs one).
+        #[arg(long, value_name = "URL", conflicts_with = "command", value_parser = server_url)]
+        url: Option<String>,
+        /// A header for every request to --url, 'Name: value' (repeatable).
+        #[arg(
+            long = "header",
+            short = 'H',
+            value_name = "NAME: VALUE",
+            requires = "url"
+        )]
+        headers: Vec<String>,
+        /// Front the server this command starts alone, under its own
+        /// names; no config file is read: `switchboard serve -- npx -y
+        /// @modelcontextprotocol/server-everything`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
     },
     /// An interactive shell on the configured servers (or one): connect
     /// once, then `tools`, `call TOOL` (missing arguments are asked for,
@@ -1418,8 +1440,13 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             session_key_file,
             max_tools,
             max_message_size,
+            only,
+            url,
+            headers,
+            command,
         } => {
             let token = listen::token_source(token.as_deref(), token_file.as_deref(), no_auth)?;
+            let fronted = fronted::Fronted::from_args(only, url, &headers, command)?;
             let session_key = session_key_file
                 .map(|path| {
                     listen::read_private(&path, "session key file").and_then(|text| {
@@ -1461,6 +1488,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 max_tools,
                 max_message_size: max_message_size
                     .map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
+                fronted,
             };
             hub::serve(&context, creds, settings, servers).await
         }
@@ -1520,6 +1548,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
                 audit: None,
                 max_tools: None,
                 max_message_size: None,
+                fronted: fronted::Fronted::All,
             };
             hub::serve(&context, creds, settings, servers).await
         }

@@ -458,7 +458,9 @@ async fn prompts_and_resources_of_both_backends_come_through() {
         // the host's error.
         let error = host.read_resource("test://static/hello").await.unwrap_err();
         assert!(
-            error.to_string().contains("no server of this gateway lists it"),
+            error
+                .to_string()
+                .contains("no server of this gateway lists it"),
             "{error}"
         );
         // -32002 in the session era, -32602 in 2026-07-28 (SEP-2164).
@@ -1138,4 +1140,62 @@ async fn the_backends_skills_come_through_verified_by_the_host() {
         );
         host.close().await;
     }
+}
+
+/// The one-liners: `serve -- CMD ARGS…` and `serve --url URL` front
+/// exactly that server under its own names, with no config file read (the
+/// sandbox's two configured servers are not started); `serve --server NAME` fronts one configured
+/// server, under its own names too; `--server` with a name no file has is
+/// a usage error naming those that are.
+#[tokio::test]
+async fn serve_fronts_one_given_or_named_server_under_its_own_names() {
+    let sandbox = Sandbox::new("one-liners");
+    for (how, argv) in [
+        (
+            "--",
+            vec!["serve", "--", BIN, "__testserver", "--era", "legacy"],
+        ),
+        ("--server", vec!["serve", "--server", "new"]),
+    ] {
+        for mode in [EraMode::Legacy, EraMode::Modern] {
+            let host = Client::builder()
+                .era_mode(mode)
+                .connect(
+                    StdioConfig::new(BIN)
+                        .args(argv.clone())
+                        .env("HOME", sandbox.home())
+                        .env("SWITCHBOARD_CREDENTIALS", sandbox.credentials())
+                        .cwd(sandbox.work()),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{how} {mode:?}: {e}"));
+            let names = tool_names(&host).await;
+            assert!(
+                names.iter().any(|n| n == "echo"),
+                "{how} {mode:?}: {names:?}"
+            );
+            assert!(
+                !names.iter().any(|n| n.contains("__")),
+                "{how} {mode:?}: {names:?}"
+            );
+            let result = host
+                .call_tool("echo", args(json!({"text": "hi"})))
+                .await
+                .unwrap();
+            assert_ne!(result.is_error, Some(true), "{how} {mode:?}: {result:?}");
+            host.close().await;
+        }
+    }
+    let output = std::process::Command::new(BIN)
+        .args(["serve", "--server", "nobody"])
+        .env("HOME", sandbox.home())
+        .current_dir(sandbox.work())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nobody") && stderr.contains("old") && stderr.contains("new"),
+        "{stderr}"
+    );
 }
