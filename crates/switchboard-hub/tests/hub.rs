@@ -1573,3 +1573,43 @@ async fn a_hosts_subscription_brings_the_backends_updates() {
         hub.shutdown().await;
     }
 }
+
+/// A session-era host hears the log lines its call's backend sends while
+/// the call runs, before its result.
+#[apply(process_test!)]
+async fn a_calls_log_lines_reach_its_host() {
+    use switchboard::Event;
+    use switchboard::types::Implementation;
+    use switchboard_hub::{BackendAsks, HubServer};
+    let asks = BackendAsks::new();
+    let forwarding = asks.clone();
+    let hub = Hub::builder()
+        .server(testserver("s", &["--era", "legacy"]))
+        .client(move |server, builder| forwarding.client(&server.name, builder))
+        .persist(false)
+        .build()
+        .unwrap();
+    hub.start().await.unwrap();
+    let host = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
+        .forward_asks(asks)
+        .connect(switchboard::Client::builder().era_mode(switchboard::EraMode::Legacy))
+        .await
+        .unwrap();
+    let mut events = host.events();
+    let result = host
+        .call_tool("s__flood", json!({"count": 3}).as_object().cloned())
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        match events.next().await {
+            Some(Event::Log(line)) => seen.push(line.data["seq"].as_u64().unwrap()),
+            Some(_) => {}
+            None => panic!("the host's events ended after {seen:?}"),
+        }
+    }
+    assert_eq!(seen, [0, 1, 2]);
+    host.close().await;
+    hub.shutdown().await;
+}

@@ -19,7 +19,7 @@ use switchboard::types::{
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::HubServer;
-use super::forward::{Ask, AskAnswer, HostId, Refusal, Registration};
+use super::forward::{Ask, AskAnswer, BackendAsks, HostId, Refusal, Registration};
 use super::login::AUTHENTICATE_TOOL;
 use super::names::without_identity;
 use super::search::SEARCH_TOOL;
@@ -449,17 +449,38 @@ impl HubServer {
         enum Step {
             Progress(switchboard::Progress),
             Ask(Ask),
+            Log(Value),
             Done(Result<CallToolResult, HubError>),
         }
+        // A session-era host hears the backend's log lines while its call
+        // runs, when its calls are the only ones running there (a line
+        // names no call: never another host's).
+        let mut logs = match (&flight.server, &flight._registration, &self.asks) {
+            (Some(server), Some(registration), Some(asks))
+                if cx.era == switchboard::types::Era::Legacy =>
+            {
+                Some(Logs {
+                    events: self.hub.events(),
+                    server: server.clone(),
+                    tag: registration.tag(),
+                    asks: asks.clone(),
+                })
+            }
+            _ => None,
+        };
         loop {
             let step = tokio::select! {
                 biased;
                 p = flight.progress.recv() => Step::Progress(p),
                 Some(ask) = flight.own.recv() => Step::Ask(ask),
                 Some(ask) = flight.asks.recv() => Step::Ask(ask),
+                Some(line) = next_log(&mut logs) => Step::Log(line),
                 outcome = &mut flight.call => Step::Done(outcome),
             };
             match step {
+                Step::Log(line) => {
+                    let _ = cx.notify("notifications/message", Some(line)).await;
+                }
                 Step::Progress(p) => {
                     let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                 }
@@ -544,10 +565,44 @@ impl HubServer {
                     while let Some(p) = flight.progress.try_recv() {
                         let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
+                    // Log lines already heard go before the result.
+                    while let Ok(Some(line)) =
+                        tokio::time::timeout(Duration::ZERO, next_log(&mut logs)).await
+                    {
+                        let _ = cx.notify("notifications/message", Some(line)).await;
+                    }
                     return finish(&self.uris(), flight.server.as_deref(), outcome)
                         .map(RequestOutcome::Complete);
                 }
             }
+        }
+    }
+}
+
+/// What a call's host may hear of its backend's log lines.
+struct Logs {
+    events: crate::hub::HubEvents,
+    server: String,
+    tag: u64,
+    asks: BackendAsks,
+}
+
+/// The next log line of the call's backend that its host may hear (see
+/// [`BackendAsks::alone_on`]); pending for ever without `logs`, `None`
+/// once the hub's events end.
+async fn next_log(logs: &mut Option<Logs>) -> Option<Value> {
+    let Some(logs) = logs.as_mut() else {
+        return std::future::pending().await;
+    };
+    loop {
+        match logs.events.next().await? {
+            crate::hub::HubEvent::Server {
+                server: from,
+                event: switchboard::Event::Log(line),
+            } if from == logs.server && logs.asks.alone_on(&logs.server, logs.tag) => {
+                return serde_json::to_value(line).ok();
+            }
+            _ => {}
         }
     }
 }

@@ -266,6 +266,18 @@ impl BackendAsks {
         Ok((call.asks.clone(), Waiting(call.waiting.clone())))
     }
 
+    /// Whether the call registered as `tag` is of the one host whose calls
+    /// are running on `server`: what the backend sends without saying
+    /// which call it is about (a log line) may then go to that host.
+    pub(crate) fn alone_on(&self, server: &str, tag: u64) -> bool {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        let list = calls.get(server).map(Vec::as_slice).unwrap_or_default();
+        match list.iter().find(|call| call.tag == tag) {
+            Some(mine) => list.iter().all(|call| call.same_host(mine)),
+            None => false,
+        }
+    }
+
     /// Hands `server`'s ask to the host call it came about and waits for
     /// the host's answer.
     async fn ask(

@@ -347,6 +347,17 @@ impl RequestContext {
             .await
     }
 
+    /// Sends a notification about this request (a log line, say); over
+    /// Streamable HTTP it travels on this request's own response stream.
+    ///
+    /// # Errors
+    /// When the client is gone.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), EngineError> {
+        RELATED
+            .scope(self.related.clone(), self.peer.notify(method, params))
+            .await
+    }
+
     /// Sends a request about this request to a session-era client
     /// (`elicitation/create`, `sampling/createMessage`, `roots/list`) and
     /// waits at most `timeout` for its result. Over Streamable HTTP it
