@@ -412,6 +412,14 @@ impl HubServer {
         if let Some(registration) = &registration {
             options = options.with_tag(registration.tag());
         }
+        // A 2026-07-28 backend logs only when asked, per request: at the
+        // level a 2026-07-28 host asked for, everything for a session-era
+        // host (which hears what a session-era server sends unasked).
+        if let Some(level) = log_level(&cx) {
+            options
+                .meta
+                .insert(switchboard::types::meta::META_LOG_LEVEL.to_owned(), level);
+        }
         let hub = self.hub.clone();
         let name = params.name.clone();
         // The hub decides; an `ask` is put to this host's user.
@@ -452,13 +460,12 @@ impl HubServer {
             Log(Value),
             Done(Result<CallToolResult, HubError>),
         }
-        // A session-era host hears the backend's log lines while its call
+        // A host that takes log lines (every session-era one, a
+        // 2026-07-28 one that asked) hears the backend's while its call
         // runs, when its calls are the only ones running there (a line
         // names no call: never another host's).
         let mut logs = match (&flight.server, &flight._registration, &self.asks) {
-            (Some(server), Some(registration), Some(asks))
-                if cx.era == switchboard::types::Era::Legacy =>
-            {
+            (Some(server), Some(registration), Some(asks)) if log_level(&cx).is_some() => {
                 Some(Logs {
                     events: self.hub.events(),
                     server: server.clone(),
@@ -576,6 +583,20 @@ impl HubServer {
                 }
             }
         }
+    }
+}
+
+/// The log level a host takes on its calls: the one a 2026-07-28 host
+/// asked for in the request's `_meta`, `debug` (everything) for a
+/// session-era host; `None` for a 2026-07-28 host that asked for none.
+fn log_level(cx: &RequestContext) -> Option<Value> {
+    match cx.era {
+        switchboard::types::Era::Legacy => Some(Value::from("debug")),
+        _ => cx
+            .meta
+            .get(switchboard::types::meta::META_LOG_LEVEL)
+            .filter(|level| level.is_string())
+            .cloned(),
     }
 }
 
