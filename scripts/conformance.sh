@@ -8,11 +8,14 @@
 #   scripts/conformance.sh server [SCENARIO-FILTER]
 #   scripts/conformance.sh fixture [SCENARIO-FILTER]
 #
-# `server` runs the suite's *server* scenarios instead, against the gateway
-# (`switchboard serve --http`) in front of two bundled test servers, one per
-# protocol era (the 2026-07-28 one offering skills, so the skills scenarios
-# judge the gateway's skills), judged the same way against
-# conformance/expected-server-failures.txt.
+# `server` runs the suite's *server* scenarios instead, against three
+# gateways (`switchboard serve --http`): in front of the suite's fixture
+# (the test server's --suite-fixture, `prefix = "never"`, so every name is
+# the fixture's own) with a session-era backend (`legacy:` groups) and with
+# a 2026-07-28 one (`modern:`), then in front of two ordinary test servers
+# under server__name (`two:`; the 2026-07-28 one offers skills), judged the
+# same way against conformance/expected-server-failures.txt.
+# SWITCHBOARD_GATEWAYS="legacy modern" runs only those.
 #
 # `fixture` runs the same server scenarios directly (no gateway) against the
 # bundled test server's suite fixture (`switchboard-testkit-server
@@ -80,7 +83,6 @@ export PATH="$(dirname "$node"):$PATH"
 
 # SWITCHBOARD_CONFORMANCE_CLIENT runs another client command instead (to
 # show that a broken client fails the gate).
-gateway_pid=
 fixture_pids=()
 if [ "$fixture" = yes ]; then
     echo "conformance: building the test server"
@@ -110,28 +112,43 @@ elif [ "$side" = server ]; then
     target="${CARGO_TARGET_DIR:-$repo/target}"
     bin="$target/debug/switchboard"
     sandbox="$(mktemp -d)"
-    mkdir -p "$sandbox/home/.config/switchboard" "$sandbox/work"
-    printf '[servers.old]\ncommand = "%s"\nargs = ["__testserver", "--era", "legacy"]\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern", "--skills"]\n' \
-        "$bin" "$bin" >"$sandbox/home/.config/switchboard/config.toml"
-    # The suite's server runner sends no bearer token: --no-auth, on a
+    gateway_pids=()
+    trap 'code=$?; for p in "${gateway_pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done; rm -rf "$sandbox"; exit $code' EXIT
+    declare -A gateway_url
+    # start_gateway NAME CONFIG-TOML: `switchboard serve --http` in a
+    # sandbox home of its own whose config.toml is CONFIG-TOML. The
+    # suite's server runner sends no bearer token: --no-auth, on a
     # loopback port of a throwaway sandbox, for the length of the run.
-    (cd "$sandbox/work" && HOME="$sandbox/home" exec "$bin" serve --http 127.0.0.1:0 --no-auth) \
-        2>"$sandbox/gateway.log" &
-    gateway_pid=$!
-    trap 'code=$?; kill "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null || true; rm -rf "$sandbox"; exit $code' EXIT
-    url=
-    for _ in $(seq 100); do
-        url=$(sed -n 's/^listening on //p' "$sandbox/gateway.log")
-        [ -n "$url" ] && break
-        kill -0 "$gateway_pid" 2>/dev/null || break
-        sleep 0.1
+    start_gateway() {
+        local name=$1 config=$2
+        mkdir -p "$sandbox/$name/home/.config/switchboard" "$sandbox/$name/work"
+        printf '%s' "$config" >"$sandbox/$name/home/.config/switchboard/config.toml"
+        (cd "$sandbox/$name/work" && HOME="$sandbox/$name/home" exec "$bin" serve --http 127.0.0.1:0 --no-auth) \
+            2>"$sandbox/$name/gateway.log" &
+        local pid=$!
+        gateway_pids+=("$pid")
+        local u=
+        for _ in $(seq 100); do
+            u=$(sed -n 's/^listening on //p' "$sandbox/$name/gateway.log")
+            [ -n "$u" ] && break
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if [ -z "$u" ]; then
+            echo "conformance: the $name gateway did not start:" >&2
+            cat "$sandbox/$name/gateway.log" >&2
+            exit 1
+        fi
+        gateway_url[$name]="$u"
+        echo "conformance: the $name gateway listens on $u"
+    }
+    # The suite's fixture (the test server's --suite-fixture) behind the
+    # gateway under its own names, once per backend era; then two
+    # backends under server__name.
+    for era in legacy modern; do
+        start_gateway "$era" "$(printf '[servers.suite]\ncommand = "%s"\nargs = ["__testserver", "--suite-fixture", "--skills-directories", "--era", "%s"]\nprefix = "never"\n' "$bin" "$era")"
     done
-    if [ -z "$url" ]; then
-        echo "conformance: the gateway did not start:" >&2
-        cat "$sandbox/gateway.log" >&2
-        exit 1
-    fi
-    echo "conformance: the gateway listens on $url"
+    start_gateway two "$(printf '[servers.old]\ncommand = "%s"\nargs = ["__testserver", "--era", "legacy"]\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern", "--skills"]\n' "$bin" "$bin")"
 elif [ -n "${SWITCHBOARD_CONFORMANCE_CLIENT:-}" ]; then
     client="$SWITCHBOARD_CONFORMANCE_CLIENT"
 else
@@ -263,10 +280,24 @@ if [ "$fixture" = yes ]; then
     echo "conformance: $passed of $ran scenario runs pass against the fixture; table in $table"
     exit 0
 fi
-run_group "0.1.16" 0.1.16 "" "${s016[@]}"
-run_group "alpha.12@2025-11-25" 0.2.0-alpha.12 2025-11-25 "${s2025[@]}"
-run_group "alpha.12@2026-07-28" 0.2.0-alpha.12 2026-07-28 "${s2026[@]}"
-run_group "alpha.12@other" 0.2.0-alpha.12 "" "${others[@]}"
+all_groups() { # prefix
+    run_group "${1}0.1.16" 0.1.16 "" "${s016[@]}"
+    run_group "${1}alpha.12@2025-11-25" 0.2.0-alpha.12 2025-11-25 "${s2025[@]}"
+    run_group "${1}alpha.12@2026-07-28" 0.2.0-alpha.12 2026-07-28 "${s2026[@]}"
+    run_group "${1}alpha.12@other" 0.2.0-alpha.12 "" "${others[@]}"
+}
+if [ "$side" = server ]; then
+    # Each gateway (its name the group's prefix, `legacy:0.1.16`) through
+    # every group: host eras by the suite's spec version, backend eras by
+    # the gateway. SWITCHBOARD_GATEWAYS="legacy two" runs only those.
+    for gateway in legacy modern two; do
+        [ -n "${SWITCHBOARD_GATEWAYS:-}" ] && [[ " $SWITCHBOARD_GATEWAYS " != *" $gateway "* ]] && continue
+        url=${gateway_url[$gateway]}
+        all_groups "$gateway:"
+    done
+else
+    all_groups ""
+fi
 
 echo
 echo "conformance: $ran scenario runs; table in $table"
