@@ -213,11 +213,13 @@ impl Route {
         }
     }
 
-    /// The tool's name as this route's client sees it.
-    fn tool(self) -> &'static str {
+    /// The tool's name as this route's client may see it: the gateway
+    /// prefixes a server's tools with its name (`x__echo`), unless it
+    /// serves them under their own names; the first one listed is called.
+    fn tools(self) -> &'static [&'static str] {
         match self {
-            Route::SbHttp | Route::SbStdio | Route::SbBridge => "x__echo",
-            _ => "echo",
+            Route::SbHttp | Route::SbStdio | Route::SbBridge => &["x__echo", "echo"],
+            _ => &["echo"],
         }
     }
 
@@ -445,7 +447,7 @@ fn cpu_sum(pids: &[String]) -> f64 {
 
 async fn concurrent(
     client: &Client,
-    tool: &'static str,
+    tool: &Arc<str>,
     total: usize,
     in_flight: usize,
     limit: Duration,
@@ -457,10 +459,11 @@ async fn concurrent(
     for _ in 0..in_flight {
         let client = client.clone();
         let claimed = Arc::clone(&claimed);
+        let tool = Arc::clone(tool);
         set.spawn(async move {
             let mut done = 0usize;
             while claimed.fetch_add(1, Ordering::Relaxed) < total && Instant::now() < deadline {
-                client.call(tool).await?;
+                client.call(&tool).await?;
                 done += 1;
             }
             Ok::<usize, String>(done)
@@ -480,14 +483,16 @@ async fn measure(
     backend_pid: u32,
 ) -> Result<Sample, String> {
     let client = &live.client;
-    let tool = route.tool();
     let tools = client.list_tools().await?;
-    let listed = tools["tools"]
+    let listed: Vec<&str> = tools["tools"]
         .as_array()
-        .is_some_and(|t| t.iter().any(|t| t["name"] == tool));
-    if !listed {
-        return Err(format!("no tool {tool} in {tools}"));
-    }
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    let tool: Arc<str> = match route.tools().iter().find(|t| listed.contains(t)) {
+        Some(t) => Arc::from(*t),
+        None => return Err(format!("none of {:?} in {tools}", route.tools())),
+    };
+    let tool = &tool;
     for _ in 0..plan.warmup {
         client.call(tool).await?;
     }
