@@ -354,9 +354,16 @@ impl ServerHandler for HubServer {
         })
     }
 
+    /// In front of one server, that server's own instructions (when it is
+    /// up and gave any); else what the gateway's names mean.
     fn instructions(&self) -> Option<String> {
+        if let [only] = self.hub.server_names().as_slice()
+            && let Ok(client) = self.hub.client(only)
+        {
+            return client.instructions().map(str::to_owned);
+        }
         Some(
-            "Tools and prompts of several MCP servers, each named `server__name` after the server it belongs to; resources as switchboard://SERVER/URI; skills as skill://SERVER/PATH."
+            "Tools, prompts and resources of several MCP servers. A name `server__name` is that server's; a resource's URI is its server's own unless two servers use it (then switchboard://SERVER/URI, or ui://SERVER+… for an app's view); skills as skill://SERVER/PATH."
                 .to_owned(),
         )
     }
