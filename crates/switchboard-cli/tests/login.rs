@@ -713,7 +713,7 @@ fn a_host_logs_in_to_a_backend_through_the_gateway() {
             assert_eq!(opened.lock().unwrap().len(), 1, "{mode:?}");
             let listed = names(host.clone()).await;
             assert!(
-                listed.iter().any(|n| n == "remote__echo"),
+                listed.iter().any(|n| n == "echo"),
                 "{mode:?}: {listed:?}"
             );
             assert!(
@@ -723,7 +723,7 @@ fn a_host_logs_in_to_a_backend_through_the_gateway() {
             let args = serde_json::json!({"text": "after login"})
                 .as_object()
                 .cloned();
-            let echoed = host.call_tool("remote__echo", args).await.unwrap();
+            let echoed = host.call_tool("echo", args).await.unwrap();
             assert_eq!(
                 echoed.content[0].as_text(),
                 Some("after login"),
