@@ -712,10 +712,7 @@ fn a_host_logs_in_to_a_backend_through_the_gateway() {
             assert!(said.contains("Logged in to `remote`"), "{mode:?}: {said}");
             assert_eq!(opened.lock().unwrap().len(), 1, "{mode:?}");
             let listed = names(host.clone()).await;
-            assert!(
-                listed.iter().any(|n| n == "echo"),
-                "{mode:?}: {listed:?}"
-            );
+            assert!(listed.iter().any(|n| n == "echo"), "{mode:?}: {listed:?}");
             assert!(
                 !listed.iter().any(|n| n == "remote__authenticate"),
                 "{mode:?}: {listed:?}"
