@@ -12,9 +12,10 @@
 # gateways (`switchboard serve --http`): in front of the suite's fixture
 # (the test server's --suite-fixture, `prefix = "never"`, so every name is
 # the fixture's own) with a session-era backend (`legacy:` groups) and with
-# a 2026-07-28 one (`modern:`), then in front of two ordinary test servers
-# under server__name (`two:`; the 2026-07-28 one offers skills), judged the
-# same way against conformance/expected-server-failures.txt.
+# a 2026-07-28 one (`modern:`), then in front of the fixture (session-era,
+# own names) beside a 2026-07-28 test server with skills under
+# server__name (`two:`), judged the same way against
+# conformance/expected-server-failures.txt.
 # SWITCHBOARD_GATEWAYS="legacy modern" runs only those.
 #
 # `fixture` runs the same server scenarios directly (no gateway) against the
@@ -143,12 +144,13 @@ elif [ "$side" = server ]; then
         echo "conformance: the $name gateway listens on $u"
     }
     # The suite's fixture (the test server's --suite-fixture) behind the
-    # gateway under its own names, once per backend era; then two
-    # backends under server__name.
+    # gateway under its own names, once per backend era; then the fixture
+    # beside a second backend (a 2026-07-28 test server with skills) whose
+    # names are prefixed: what two backends change.
     for era in legacy modern; do
         start_gateway "$era" "$(printf '[servers.suite]\ncommand = "%s"\nargs = ["__testserver", "--suite-fixture", "--skills-directories", "--era", "%s"]\nprefix = "never"\n' "$bin" "$era")"
     done
-    start_gateway two "$(printf '[servers.old]\ncommand = "%s"\nargs = ["__testserver", "--era", "legacy"]\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern", "--skills"]\n' "$bin" "$bin")"
+    start_gateway two "$(printf '[servers.suite]\ncommand = "%s"\nargs = ["__testserver", "--suite-fixture", "--era", "legacy"]\nprefix = "never"\n\n[servers.new]\ncommand = "%s"\nargs = ["__testserver", "--era", "modern", "--skills"]\n' "$bin" "$bin")"
 elif [ -n "${SWITCHBOARD_CONFORMANCE_CLIENT:-}" ]; then
     client="$SWITCHBOARD_CONFORMANCE_CLIENT"
 else
