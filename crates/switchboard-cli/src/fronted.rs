@@ -39,10 +39,8 @@ impl Fronted {
         if let Some(url) = url {
             let mut parsed = BTreeMap::new();
             for header in headers {
-                let (name, value) = header.split_once(':').ok_or_else(|| {
-                    Failure::usage(anyhow::anyhow!("--header {header:?} is not 'Name: value'"))
-                })?;
-                parsed.insert(name.trim().to_owned(), value.trim().to_owned());
+                let (name, value) = crate::parse_header(header)?;
+                parsed.insert(name.to_owned(), value.to_owned());
             }
             let websocket = url.starts_with("ws://") || url.starts_with("wss://");
             let transport = if websocket {

@@ -2072,17 +2072,16 @@ fn max_message_size(server: &ServerArgs) -> Option<usize> {
 }
 
 fn headers(server: &ServerArgs) -> Result<Vec<(&str, &str)>, Failure> {
-    server
-        .headers
-        .iter()
-        .map(|header| {
-            header
-                .split_once(':')
-                .map(|(name, value)| (name.trim(), value.trim()))
-                .with_context(|| format!("--header {header:?} is not 'Name: value'"))
-                .map_err(Failure::usage)
-        })
-        .collect()
+    server.headers.iter().map(|h| parse_header(h)).collect()
+}
+
+/// One `--header 'Name: value'`, trimmed.
+fn parse_header(header: &str) -> Result<(&str, &str), Failure> {
+    header
+        .split_once(':')
+        .map(|(name, value)| (name.trim(), value.trim()))
+        .with_context(|| format!("--header {header:?} is not 'Name: value'"))
+        .map_err(Failure::usage)
 }
 
 /// The connector for `--url`: WebSocket for ws:// URLs or `--transport ws`,

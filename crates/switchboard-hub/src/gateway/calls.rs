@@ -578,7 +578,8 @@ impl HubServer {
                     {
                         let _ = cx.notify("notifications/message", Some(line)).await;
                     }
-                    return finish(&self.uris(), flight.server.as_deref(), outcome)
+                    let uris = std::cell::LazyCell::new(|| self.uris());
+                    return finish(&uris, flight.server.as_deref(), outcome)
                         .map(RequestOutcome::Complete);
                 }
             }
@@ -630,7 +631,7 @@ async fn next_log(logs: &mut Option<Logs>) -> Option<Value> {
 
 /// The host's answer to a call from the backend's.
 fn finish(
-    uris: &super::uris::Uris,
+    uris: &impl std::ops::Deref<Target = super::uris::Uris>,
     server: Option<&str>,
     outcome: Result<CallToolResult, HubError>,
 ) -> Result<CallToolResult, ErrorObject> {

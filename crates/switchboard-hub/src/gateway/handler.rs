@@ -34,10 +34,10 @@ fn routed_error(error: HubError) -> ErrorObject {
         HubError::UnknownServer { .. } => {
             ErrorObject::new(codes::INVALID_PARAMS, error.to_string())
         }
-        HubError::Request { ref source, .. } if source.error_object().is_some() => source
-            .error_object()
-            .cloned()
-            .unwrap_or_else(|| ErrorObject::new(codes::INTERNAL_ERROR, error.to_string())),
+        HubError::Request { ref source, .. } => match source.error_object() {
+            Some(backends) => backends.clone(),
+            None => ErrorObject::new(codes::INTERNAL_ERROR, error.to_string()),
+        },
         other => ErrorObject::new(codes::INTERNAL_ERROR, other.to_string()),
     }
 }
@@ -139,7 +139,7 @@ impl ServerHandler for HubServer {
                 .map(|mut result| {
                     let uris = this.uris();
                     for message in &mut result.messages {
-                        super::own_uris::own_block(&uris, &server, &mut message.content);
+                        super::own_uris::own_block(&&uris, &server, &mut message.content);
                     }
                     super::names::without_identity(&mut result.meta);
                     result

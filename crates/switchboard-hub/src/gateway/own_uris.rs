@@ -13,6 +13,8 @@
 //! `structuredContent` is the tool's own JSON, not links the host follows,
 //! and stays as it is.
 
+use std::ops::Deref;
+
 use serde_json::Value;
 use switchboard::types::{ContentBlock, ResourceContents};
 
@@ -20,14 +22,20 @@ use super::uris::Uris;
 
 /// Every URI in `blocks` (links, embedded resources, nested tool results,
 /// a `uri` of a block of a type this crate does not know) made `server`'s.
-pub(crate) fn own_content(uris: &Uris, server: &str, blocks: &mut [ContentBlock]) {
+/// `uris` is read only for a block that links somewhere (a lazy map
+/// costs a text-only result nothing).
+pub(crate) fn own_content<U: Deref<Target = Uris>>(
+    uris: &U,
+    server: &str,
+    blocks: &mut [ContentBlock],
+) {
     for block in blocks {
         own_block(uris, server, block);
     }
 }
 
 /// One block's URIs made `server`'s.
-pub(crate) fn own_block(uris: &Uris, server: &str, block: &mut ContentBlock) {
+pub(crate) fn own_block<U: Deref<Target = Uris>>(uris: &U, server: &str, block: &mut ContentBlock) {
     match block {
         ContentBlock::ResourceLink(link) => link.uri = uris.serve(server, &link.uri),
         ContentBlock::Resource(embedded) => {
@@ -81,7 +89,7 @@ mod tests {
         ]));
         // Two servers that list nothing: every URI is mapped.
         let uris = super::super::uris::UriClaims::default().now(vec!["a".into(), "b".into()]);
-        own_content(&uris, "a", &mut content);
+        own_content(&&uris, "a", &mut content);
         let value = serde_json::to_value(&content).unwrap();
         for (i, original) in [
             (0, "switchboard://b/file%3A%2F%2F%2Fetc%2Fsecret"),

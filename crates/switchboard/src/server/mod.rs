@@ -198,11 +198,7 @@ pub trait ServerHandler: Send + Sync + 'static {
         params: SubscribeRequestParams,
         _cx: RequestContext,
     ) -> Reply<EmptyResult> {
-        let error = ErrorObject::new(
-            codes::METHOD_NOT_FOUND,
-            format!("this server offers no subscription to {}", params.uri),
-        );
-        Box::pin(async move { Err(error) })
+        no_subscription(&params.uri)
     }
 
     /// `resources/unsubscribe`: ends what
@@ -212,11 +208,7 @@ pub trait ServerHandler: Send + Sync + 'static {
         params: UnsubscribeRequestParams,
         _cx: RequestContext,
     ) -> Reply<EmptyResult> {
-        let error = ErrorObject::new(
-            codes::METHOD_NOT_FOUND,
-            format!("this server offers no subscription to {}", params.uri),
-        );
-        Box::pin(async move { Err(error) })
+        no_subscription(&params.uri)
     }
 
     /// `prompts/list`.
@@ -1066,6 +1058,15 @@ impl RequestHandler for Dispatch {
             }
         }))
     }
+}
+
+/// The default answer to `resources/subscribe` and `unsubscribe`.
+fn no_subscription(uri: &str) -> Reply<EmptyResult> {
+    let error = ErrorObject::new(
+        codes::METHOD_NOT_FOUND,
+        format!("this server offers no subscription to {uri}"),
+    );
+    Box::pin(async move { Err(error) })
 }
 
 /// Whether the handler declares `resources.subscribe` (whose methods are
