@@ -14,6 +14,14 @@
 #
 # Also the Python SDK (PyPI `mcp`) in venvs: $SWITCHBOARD_CACHE/python-mcp-<version>.
 #
+# And, in their own prefix (their SDKs apart from the pinned one above), the
+# servers the gateway's feature tests put behind it:
+#   $SWITCHBOARD_CACHE/servers/node_modules/@modelcontextprotocol/server-basic-vanillajs
+#   $SWITCHBOARD_CACHE/servers/node_modules/@modelcontextprotocol/server-basic-react
+#                                  (MCP Apps, `--stdio`)
+#   $SWITCHBOARD_CACHE/servers/node_modules/@modelcontextprotocol/server-filesystem
+#                                  (honours the client's roots)
+#
 # SWITCHBOARD_CACHE defaults to <repo>/.cache (git-ignored). Idempotent: an
 # install already at the pinned version is left alone. Without npm it prints
 # why it did nothing and exits 0 (the interop tests then skip, unless
@@ -159,6 +167,44 @@ install_python_sdk() {
     done
 }
 
+# Servers the gateway's feature tests front (crates/switchboard-cli/tests/
+# serve_apps.rs, serve_roots.rs): two MCP Apps servers of the ext-apps family
+# and the reference filesystem server. Pinned; bump deliberately.
+SERVER_SPECS=(
+    "@modelcontextprotocol/server-basic-vanillajs@2.0.3"
+    "@modelcontextprotocol/server-basic-react@2.0.3"
+    "@modelcontextprotocol/server-filesystem@2026.8.31"
+)
+
+install_servers() {
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "install-interop: npm not found; skipping ${SERVER_SPECS[*]} (the gateway's app and roots tests will be skipped)."
+        return 0
+    fi
+    local servers="$cache/servers" spec manifest missing=""
+    for spec in "${SERVER_SPECS[@]}"; do
+        manifest="$servers/node_modules/${spec%@*}/package.json"
+        if ! [ -f "$manifest" ] || ! grep -q "\"version\": \"${spec##*@}\"" "$manifest"; then
+            missing=1
+        fi
+    done
+    if [ -z "$missing" ]; then
+        echo "install-interop: ${SERVER_SPECS[*]} already installed in $servers"
+        return 0
+    fi
+    echo "install-interop: installing ${SERVER_SPECS[*]} into $servers"
+    mkdir -p "$servers"
+    npm install --prefix "$servers" --save-exact --no-audit --no-fund --loglevel=error "${SERVER_SPECS[@]}"
+}
+
+# `install-interop.sh servers` installs only these (what the gateway's
+# feature tests run when npm is there and the packages are not yet).
+if [ "${1:-}" = servers ]; then
+    install_servers
+    exit 0
+fi
+
 install_everything
 install_inspector
+install_servers
 install_python_sdk

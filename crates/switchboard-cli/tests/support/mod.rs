@@ -4,6 +4,7 @@
 pub(crate) mod gateway;
 pub(crate) mod home;
 pub(crate) mod pty;
+pub(crate) mod servers;
 
 use std::path::Path;
 use std::process::Command;

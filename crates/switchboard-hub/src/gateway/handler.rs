@@ -426,7 +426,11 @@ impl ServerHandler for HubServer {
             let started = std::time::Instant::now();
             let name = params.name.clone();
             let arguments = this.audit.as_ref().and(params.arguments.clone());
-            let (server, outcome) = this.call(params, cx).await;
+            let mut params = params;
+            let (server, outcome) = match this.app_call(&mut params, &cx).await {
+                Ok(()) => this.call(params, cx).await,
+                Err(refused) => (this.hub.tool_server(&params.name), Err(refused)),
+            };
             if let Some((log, session)) = &this.audit {
                 record(
                     log,

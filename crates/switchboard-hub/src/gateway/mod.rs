@@ -30,12 +30,20 @@
 //!   prompt message, read or tool `_meta.ui` carries is served the same
 //!   way, and only as written where reading it reaches that backend
 //!   (`own_uris.rs`).
+//! - MCP Apps: the `io.modelcontextprotocol/ui` extension declared to
+//!   hosts and passed to backends, `_meta.ui` kept on tools and reads,
+//!   app-only tools listed only to hosts that render apps; a view's call
+//!   marked with [`APP_META`] reaches only its own server's app-only
+//!   tools, by the name its HTML knows (`apps.rs` says why a marker, and
+//!   where the rule stops).
 //!
 //! One file per concern: `handler.rs` answers each method, `names.rs`
-//! names things, `uris.rs` serves URIs, `lists.rs` writes the lists, `calls.rs` runs tool calls,
+//! names things, `uris.rs` serves URIs, `lists.rs` writes the lists,
+//! `calls.rs` runs tool calls, `apps.rs` checks apps' calls,
 //! `forward.rs` routes backends' asks to hosts, `login.rs`, `search.rs`
 //! and `metrics.rs` the rest (`docs/ARCHITECTURE.md` has the map).
 
+mod apps;
 mod calls;
 mod forward;
 mod handler;
@@ -50,6 +58,7 @@ mod subscriptions;
 mod tests;
 mod uris;
 
+pub use apps::{APP_META, app_call_meta};
 pub use forward::BackendAsks;
 pub use login::{AUTHENTICATE_TOOL, Authenticator};
 pub use names::{
