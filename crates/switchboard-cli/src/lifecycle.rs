@@ -20,6 +20,8 @@ use switchboard_hub::Hub;
 #[derive(Clone, Default)]
 pub(crate) struct Servers {
     started: Arc<Mutex<Vec<Started>>>,
+    /// Told the first signal, when the command drains on it.
+    drain: Arc<Mutex<Option<tokio::sync::oneshot::Sender<u8>>>>,
 }
 
 enum Started {
@@ -36,6 +38,15 @@ impl Servers {
     /// `hub`'s servers are shut down when the command ends.
     pub(crate) fn hub(&self, hub: &Hub) {
         self.push(Started::Hub(hub.clone()));
+    }
+
+    /// The command stops by itself on the first signal: it is told the
+    /// signal's exit code through the answer, and runs on until it ends
+    /// (a second signal drops it, as for any command).
+    pub(crate) fn drain_on_signal(&self) -> tokio::sync::oneshot::Receiver<u8> {
+        let (tell, told) = tokio::sync::oneshot::channel();
+        *self.drain.lock().unwrap_or_else(|e| e.into_inner()) = Some(tell);
+        told
     }
 
     fn push(&self, started: Started) {
@@ -73,8 +84,10 @@ pub(crate) enum Ended<T> {
 
 /// Runs `command`, then closes what it started, then says how it ended.
 /// A signal drops the command (its requests in flight are cancelled: the
-/// server is told) before the servers are closed; a second signal while
-/// they close drops them at once.
+/// server is told) before the servers are closed, unless the command
+/// drains on signals ([`Servers::drain_on_signal`]: it is told, and ends
+/// by itself); a second signal drops it, or drops the servers still
+/// closing, at once.
 pub(crate) async fn run<T>(servers: &Servers, command: impl Future<Output = T>) -> Ended<T> {
     let mut signals = match Signals::new() {
         Ok(signals) => Some(signals),
@@ -84,14 +97,26 @@ pub(crate) async fn run<T>(servers: &Servers, command: impl Future<Output = T>) 
         }
     };
     let ended = {
-        let command = CatchPrintFailure(Box::pin(command));
+        let mut command = CatchPrintFailure(Box::pin(command));
+        let ended = |ended| match ended {
+            Ok(value) => Ended::Done(value),
+            Err(()) => Ended::OutputClosed,
+        };
         tokio::select! {
             biased;
-            code = next(&mut signals) => Ended::Signal(code),
-            ended = command => match ended {
-                Ok(value) => Ended::Done(value),
-                Err(()) => Ended::OutputClosed,
-            },
+            code = next(&mut signals) => {
+                let drain = servers.drain.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match drain.map(|drain| drain.send(code)) {
+                    // It stops by itself; a second signal stops waiting.
+                    Some(Ok(())) => tokio::select! {
+                        biased;
+                        code = next(&mut signals) => Ended::Signal(code),
+                        done = &mut command => ended(done),
+                    },
+                    _ => Ended::Signal(code),
+                }
+            }
+            done = &mut command => ended(done),
         }
     };
     if let Ended::Signal(_) = ended

@@ -3,7 +3,8 @@
 //! token on the command line; 1,000 half-sent requests at a descriptor
 //! limit of 128; a host that never reads its event stream while a backend
 //! floods progress; one request id sent twice at once; a session sealed
-//! over a huge client info.
+//! over a huge client info; a signal while a call runs (the gateway
+//! drains).
 #![cfg(target_os = "linux")]
 
 use std::io::{BufRead as _, Read as _, Write as _};
@@ -508,6 +509,67 @@ fn a_host_that_never_reads_does_not_grow_the_gateway() {
         idle >> 20
     );
     drop(host);
+}
+
+/// SIGTERM drains the gateway: the listener closes at once (a new
+/// connection is refused while a call is still running), the call in
+/// progress runs to its answer on its open stream, and the gateway then
+/// exits with the signal's code.
+#[test]
+fn a_signal_drains_the_gateway_answering_calls_in_progress() {
+    let sandbox = Sandbox::new("listener-drain");
+    let mut gateway = Gateway::start(serve(&sandbox, &[]).env("SWITCHBOARD_TOKEN", TOKEN));
+    let address = gateway.address();
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"old__progress","arguments":{"steps":2,"interval_ms":3000},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}}}"#;
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-method: tools/call\r\n\
+         mcp-name: old__progress\r\nauthorization: Bearer {TOKEN}\r\n"
+    );
+    request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+    let mut host = TcpStream::connect(&address).unwrap();
+    host.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    host.write_all(request.as_bytes()).unwrap();
+    let mut stream = std::io::BufReader::new(host);
+    let mut seen = String::new();
+    let mut next_line = |seen: &mut String| {
+        let mut line = String::new();
+        let read = stream.read_line(&mut line).unwrap_or(0);
+        seen.push_str(&line);
+        read > 0
+    };
+    // The call runs on the backend: its first progress came.
+    while !seen.contains("notifications/progress") {
+        assert!(next_line(&mut seen), "the stream ended first:\n{seen}");
+    }
+    let status = Command::new("kill")
+        .args(["-s", "TERM", &gateway.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(&address).is_ok() {
+        assert!(Instant::now() < deadline, "still taking connections");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        gateway.child.try_wait().unwrap().is_none(),
+        "the gateway exited with a call in progress"
+    );
+    assert!(!seen.contains("completed 2 steps"), "{seen}");
+    while !seen.contains("completed 2 steps") {
+        assert!(next_line(&mut seen), "the call was cut off:\n{seen}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = gateway.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the gateway did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
 }
 
 /// Low item: a session's host that sends one request id on two

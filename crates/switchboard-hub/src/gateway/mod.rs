@@ -40,8 +40,9 @@
 //! One file per concern: `handler.rs` answers each method, `names.rs`
 //! names things, `uris.rs` serves URIs, `lists.rs` writes the lists,
 //! `calls.rs` runs tool calls, `apps.rs` checks apps' calls,
-//! `forward.rs` routes backends' asks to hosts, `login.rs`, `search.rs`
-//! and `metrics.rs` the rest (`docs/ARCHITECTURE.md` has the map).
+//! `forward.rs` routes backends' asks to hosts, `serving.rs` runs the
+//! gateway (its tasks, HTTP and the graceful stop), `login.rs`,
+//! `search.rs` and `metrics.rs` the rest (`docs/ARCHITECTURE.md` has the map).
 
 mod apps;
 mod calls;
@@ -52,7 +53,9 @@ mod login;
 mod metrics;
 mod names;
 mod own_uris;
+mod roots;
 mod search;
+mod serving;
 mod subscriptions;
 #[cfg(test)]
 mod tests;
@@ -64,7 +67,9 @@ pub use login::{AUTHENTICATE_TOOL, Authenticator};
 pub use names::{
     ORIGIN_META, resource_origin, resource_template_uri, resource_uri, skill_origin, skill_uri,
 };
+pub use roots::MAX_ROOTS;
 pub use search::{Ranker, SEARCH_TOOL};
+pub use serving::HttpGateway;
 pub use subscriptions::MAX_SUBSCRIPTIONS_PER_HOST;
 
 use std::sync::Arc;
@@ -109,8 +114,9 @@ pub struct HubServer {
     uris: UriClaims,
     /// Hosts' resource subscriptions.
     subscriptions: Subscriptions,
-    /// Every task the gateway starts for its hosts (forwarding list
-    /// changes and resource updates, serving in-process clients).
+    /// Every task the gateway starts (the hub's first start, forwarding
+    /// list changes and resource updates, serving in-process clients) or
+    /// is given ([`HubServer::spawn`]).
     tasks: TaskTracker,
 }
 
@@ -231,12 +237,17 @@ impl HubServer {
     }
 
     /// Serves the hub on `connection` until the host goes away, telling a
-    /// session-era host when the tool list changes.
+    /// session-era host when the tool list changes, and following its
+    /// roots for the backends (`roots.rs`).
     pub fn serve(self, connection: Connection, options: ServeOptions) -> Served {
         let events = self.hub.events();
         let tasks = self.tasks.clone();
+        let roots = self.asks.as_ref().map(|asks| asks.host_roots().clone());
         let served = server::serve(Arc::new(self), connection, options);
         tasks.spawn(forward_list_changes(events, served.peer().clone()));
+        if let Some(roots) = roots {
+            tasks.spawn(roots.follow(&served));
+        }
         served
     }
 

@@ -1,0 +1,489 @@
+//! `switchboard serve`: the configured servers (or the one after `--` or
+//! `--url`) as one MCP server. The hub is built here from the config
+//! files, with their trust, policy and reloads; the gateway over it
+//! (`switchboard_hub::gateway`) serves it on stdio, on HTTP (with a
+//! graceful stop on the first signal) or on the background session's
+//! socket.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard::transport::TransportError;
+use switchboard::types::Implementation;
+use switchboard_hub::config::{LoadedConfig, OAuthSettings};
+use switchboard_hub::hub::{Authenticator, BackendAsks, Prefix};
+use switchboard_hub::{Hub, HubServer, ServerConfig, ServerState, TransportConfig};
+
+use super::{DEFAULT_STARTUP, builder, hub_failure, prepare_asking};
+use crate::configure::Context;
+use crate::lifecycle::Servers;
+use crate::{Failure, exit, login};
+
+/// What `serve` was told besides the config.
+pub(crate) struct ServeSettings {
+    /// How long the first requests wait for the servers' start.
+    pub(crate) wait_ready: Duration,
+    /// Over HTTP instead of stdio: the listener's settings.
+    pub(crate) http: Option<crate::listen::Listener>,
+    /// On the background session's Unix socket instead of stdio.
+    pub(crate) session: Option<crate::session::Daemon>,
+    /// Where tool calls are recorded.
+    pub(crate) audit: Option<switchboard_hub::hub::audit::AuditLog>,
+    /// The host's tool budget (tool-search mode past it).
+    pub(crate) max_tools: Option<usize>,
+    /// The largest message from a server.
+    pub(crate) max_message_size: Option<usize>,
+    /// Which servers are served.
+    pub(crate) fronted: crate::fronted::Fronted,
+}
+
+/// How long `serve --http` stopping on a signal lets the calls in
+/// progress run to their answers (a second signal stops at once).
+const DRAIN_GRACE: Duration = Duration::from_secs(30);
+
+/// `serve`: every configured server's tools as one MCP server on
+/// stdin/stdout until the host closes stdin (or on HTTP, or on the
+/// session's socket). Servers start in the background; nothing is asked
+/// on the terminal (stdin is the host's): servers waiting for approval or
+/// for an `${input:…}` are reported on stderr and not started.
+pub(crate) async fn serve(
+    context: &Context,
+    credentials: Option<&Path>,
+    settings: ServeSettings,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    if let Some(ancestor) = serving_ancestor() {
+        eprintln!(
+            "error: `switchboard serve` was started, directly or through a wrapper, by another \
+             `switchboard serve` (pid {ancestor}): a configuration lists the gateway as one of its \
+             own servers. Not serving, so that it does not start itself over and over; remove \
+             that entry (`switchboard list` shows where it is)."
+        );
+        return Ok(exit::USAGE);
+    }
+    let loaded = served_config(context, &settings.fronted, true)?;
+    let prepared = prepare_asking(context, &loaded, None, false, false);
+    for (name, why) in &prepared.unusable {
+        eprintln!(
+            "warning: server `{}` cannot start: {}",
+            crate::sanitize::line(name),
+            crate::sanitize::term(why)
+        );
+    }
+    let remote = remote_servers(&prepared.runnable);
+    // What backends ask of their client goes to the host.
+    let asks = BackendAsks::new();
+    let hub = served_hub(
+        context,
+        credentials,
+        &loaded,
+        prepared.runnable,
+        &settings,
+        &asks,
+    )?;
+    servers.hub(&hub);
+    let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
+    let mut gateway = HubServer::new(hub.clone(), info)
+        .start_hub(settings.wait_ready)
+        .forward_asks(asks)
+        .authenticator(authenticator(remote, credentials));
+    if let Some(max) = settings.max_tools {
+        gateway = gateway.tool_search(
+            max,
+            Arc::new(|tools: &[[&str; 5]], query: &str, limit: usize| {
+                switchboard_models::search::Index::build(
+                    tools.iter().map(|[n, s, t, ti, d]| (*n, *s, *t, *ti, *d)),
+                )
+                .search(query, limit)
+            }),
+        );
+    }
+    gateway.spawn(say_logins_needed(hub.clone()));
+    if settings.fronted.reads_files() {
+        gateway.spawn(watch_config(hub, watched_files(context, &loaded)));
+    }
+    let audit = settings.audit.map(Arc::new);
+    match (settings.http, settings.session) {
+        (Some(listener), _) => serve_http(gateway, listener, audit, servers).await,
+        (None, Some(daemon)) => daemon.run(gateway, audit).await,
+        (None, None) => serve_stdio(gateway, audit).await,
+    }
+}
+
+/// The config `serve` serves: the files (unless only the server after
+/// `--`/`--url` is), less this gateway itself (said on stderr when `say`)
+/// and the servers waiting for approval (said on stderr).
+fn served_config(
+    context: &Context,
+    fronted: &crate::fronted::Fronted,
+    say: bool,
+) -> Result<LoadedConfig, Failure> {
+    let mut loaded = if fronted.reads_files() {
+        context.load(false)
+    } else {
+        LoadedConfig::default()
+    };
+    fronted.apply(&mut loaded)?;
+    // An MCP host's file that lists the gateway (`claude mcp add
+    // switchboard -- switchboard serve`) is read here too: never start
+    // ourselves.
+    loaded.servers.retain(|server| {
+        let itself = is_this_gateway(server);
+        if itself && say {
+            eprintln!(
+                "warning: server `{}` is not started: it is this gateway itself",
+                crate::sanitize::line(&server.name)
+            );
+        }
+        !itself
+    });
+    // A project server changed since its approval (or whose approval was
+    // revoked) is left out: stopped, never restarted with the new values.
+    for server in loaded.needs_approval().filter(|s| s.enabled) {
+        eprintln!(
+            "warning: server `{}` is not started: {} (run `switchboard approve {}`)",
+            crate::approve::clean(&server.name),
+            crate::approve::pending_reason(server),
+            crate::approve::clean(&server.name),
+        );
+    }
+    Ok(loaded)
+}
+
+/// The HTTP servers a host may log in to through the gateway (as
+/// expanded): each one's URL and OAuth settings.
+fn remote_servers(runnable: &[ServerConfig]) -> HashMap<String, (String, Option<OAuthSettings>)> {
+    runnable
+        .iter()
+        .filter_map(|server| match &server.transport {
+            TransportConfig::Http { url, .. } => {
+                Some((server.name.clone(), (url.clone(), server.oauth.clone())))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The hub `serve` serves: `runnable`, under their own names when there
+/// is one (a host cannot tell the gateway from it) and as `server__name`
+/// when several, unless their entries say otherwise (`prefix`); the
+/// background session keeps `server__name` (the CLI's commands name tools
+/// so with it or without). Every call follows `[policy.tools]`; the files
+/// are read again when they change, the same way.
+fn served_hub(
+    context: &Context,
+    credentials: Option<&Path>,
+    loaded: &LoadedConfig,
+    runnable: Vec<ServerConfig>,
+    settings: &ServeSettings,
+    asks: &BackendAsks,
+) -> Result<Hub, Failure> {
+    let prefix = if runnable.len() == 1 && settings.session.is_none() {
+        Prefix::OnCollision
+    } else {
+        Prefix::Always
+    };
+    let policy_source = context.clone();
+    let source = context.clone();
+    let fronted = settings.fronted.clone();
+    let forwarding = asks.clone();
+    let hub =
+        crate::policy::apply(
+            builder(
+                runnable,
+                DEFAULT_STARTUP,
+                credentials.map(Path::to_path_buf),
+                settings.max_message_size,
+            )
+            .default_prefix(prefix),
+            context,
+            loaded,
+            None,
+        )
+        // Read just after the servers (whose load printed its diagnostics).
+        // A file that cannot be read may hold rules: the reload is refused
+        // (rules and servers in force kept) rather than lifting them.
+        .tool_policy_source(move || {
+            let loaded = policy_source.load_quiet();
+            match loaded.diagnostics.iter().find(|d| {
+                d.severity == switchboard_hub::config::Severity::Error && d.server.is_none()
+            }) {
+                Some(broken) => Err(format!(
+                    "{broken}; the tool policy and servers in force are kept until it is fixed"
+                )),
+                None => Ok(loaded.policy.tools),
+            }
+        })
+        .config_source(move || {
+            let loaded =
+                served_config(&source, &fronted, false).map_err(|e| format!("{:#}", e.error))?;
+            Ok(prepare_asking(&source, &loaded, None, false, false).runnable)
+        })
+        .client(move |server, client| forwarding.client(&server.name, client));
+    // A login made in a terminal (`switchboard login NAME`) while serving
+    // brings its server up.
+    match login::login_index(credentials) {
+        Some(index) => hub.watch_credentials(index, switchboard_hub::hub::DEFAULT_CREDENTIALS_POLL),
+        None => hub,
+    }
+    .build()
+    .map_err(|e| hub_failure(e, None, None))
+}
+
+/// Says on stderr which servers wait for a login, and how to give it.
+async fn say_logins_needed(hub: Hub) {
+    let mut events = hub.events();
+    while let Some(event) = events.next().await {
+        if let switchboard_hub::HubEvent::StateChanged {
+            server,
+            state: ServerState::NeedsAuth { .. },
+        } = event
+        {
+            let server = crate::sanitize::line(&server);
+            eprintln!(
+                "warning: server `{server}` needs a login: the host can call \
+                 `{server}__authenticate`, or run `switchboard login {server}`"
+            );
+        }
+    }
+}
+
+/// Logs a host in to one of `remote` through the gateway: the page to
+/// open, and the login's end.
+fn authenticator(
+    remote: HashMap<String, (String, Option<OAuthSettings>)>,
+    credentials: Option<&Path>,
+) -> Authenticator {
+    let credentials = credentials.map(Path::to_path_buf);
+    Arc::new(move |name: &str| {
+        let found = remote.get(name).cloned();
+        let flag = credentials.clone();
+        let name = name.to_owned();
+        Box::pin(async move {
+            let Some((url, oauth)) = found else {
+                return Err(format!("`{name}` is not a configured HTTP server"));
+            };
+            let (page, done) = login::gateway_login(
+                &name,
+                &url,
+                oauth.as_ref(),
+                flag.as_deref(),
+                Duration::from_secs(300),
+            )
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+            let done: switchboard::BoxFuture<'static, Result<(), String>> =
+                Box::pin(async move { done.await.map_err(|e| format!("{e:#}")) });
+            Ok((page, done))
+        })
+    })
+}
+
+/// Serves `gateway` on HTTP until a signal, then drains: the listener
+/// closes, the calls in progress are answered (for at most
+/// [`DRAIN_GRACE`]; a second signal stops at once), and the command ends
+/// with the signal's exit code.
+async fn serve_http(
+    mut gateway: HubServer,
+    listener: crate::listen::Listener,
+    audit: Option<Arc<switchboard_hub::hub::audit::AuditLog>>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let crate::listen::Listener {
+        addr,
+        token,
+        session_key,
+        allowed_hosts,
+        max_connections,
+    } = listener;
+    let bound = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
+    let port = bound.local_addr().map_or(addr.port(), |a| a.port());
+    // The generated token's file goes when the gateway stops.
+    let (token, _token_file) = crate::listen::token_for(token, port)?;
+    if let Some(log) = audit {
+        gateway = gateway.audit(log, "http");
+    }
+    let mut options = switchboard::server::http::HttpServeOptions::default();
+    if let Some(token) = token {
+        options = options.bearer_token(token);
+    }
+    options.allowed_hosts = allowed_hosts;
+    if let Some(max) = max_connections {
+        options.max_connections = max.max(1);
+    }
+    if let Some(key) = session_key {
+        options = options.session_key(key);
+    }
+    let signal = servers.drain_on_signal();
+    let served = gateway
+        .serve_http(bound, options)
+        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot serve on {addr}: {e}")))?;
+    eprintln!("listening on http://{}/mcp", served.local_addr());
+    let code = signal.await.unwrap_or(exit::SIGTERM);
+    eprintln!("stopping: answering the calls in progress, taking no new ones (again to stop now)");
+    served.shutdown(DRAIN_GRACE).await;
+    Ok(code)
+}
+
+/// Serves `gateway` on stdin/stdout until the host closes stdin.
+async fn serve_stdio(
+    mut gateway: HubServer,
+    audit: Option<Arc<switchboard_hub::hub::audit::AuditLog>>,
+) -> Result<u8, Failure> {
+    if let Some(log) = audit {
+        gateway = gateway.audit(log, format!("stdio-{}", std::process::id()));
+    }
+    let connection = switchboard::transport::framing::stdio_connection();
+    let served = gateway.serve(connection, switchboard::server::ServeOptions::default());
+    let reason = served.closed().await;
+    match &*reason {
+        TransportError::Closed { .. } | TransportError::ClosedByClient => Ok(0),
+        other => {
+            eprintln!(
+                "error: the host's connection failed: {}",
+                crate::sanitize::line(&other.to_string())
+            );
+            Ok(exit::UNREACHABLE)
+        }
+    }
+}
+
+/// How often `serve` looks at its config files for changes.
+const CONFIG_POLL: Duration = Duration::from_secs(2);
+
+/// The config files `serve` watches: those it read, `--config`, and the
+/// approvals file (an `untrust` stops the server at once).
+fn watched_files(context: &Context, loaded: &LoadedConfig) -> Vec<PathBuf> {
+    let mut files = loaded.files.clone();
+    files.extend(context.explicit.clone());
+    files.push(loaded.approvals.clone());
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// Reloads `hub` whenever one of `files` changes (size or modification
+/// time), saying on stderr what changed.
+async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
+    let stamp = |files: &[PathBuf]| -> Vec<Option<(std::time::SystemTime, u64)>> {
+        files
+            .iter()
+            .map(|file| {
+                let meta = std::fs::metadata(file).ok()?;
+                Some((meta.modified().ok()?, meta.len()))
+            })
+            .collect()
+    };
+    let mut last = stamp(&files);
+    loop {
+        tokio::time::sleep(CONFIG_POLL).await;
+        let now = stamp(&files);
+        if now == last {
+            continue;
+        }
+        last = now;
+        match hub.reload().await {
+            Ok(report) => {
+                let mut said = Vec::new();
+                // A changed server that now needs approval was stopped,
+                // not restarted.
+                let waiting: Vec<String> = hub
+                    .list()
+                    .into_iter()
+                    .filter(|s| matches!(s.state, ServerState::NeedsApproval { .. }))
+                    .map(|s| s.name)
+                    .collect();
+                let (stopped, restarted): (Vec<String>, Vec<String>) = report
+                    .changed
+                    .iter()
+                    .cloned()
+                    .partition(|name| waiting.contains(name));
+                for (what, names) in [
+                    ("added", &report.added),
+                    ("removed", &report.removed),
+                    ("restarted", &restarted),
+                    ("stopped until approved", &stopped),
+                ] {
+                    if !names.is_empty() {
+                        let names: Vec<String> = names
+                            .iter()
+                            .map(|n| crate::sanitize::line(n).into_owned())
+                            .collect();
+                        said.push(format!("{what} {}", names.join(", ")));
+                    }
+                }
+                if report.policy_changed {
+                    said.push("tool policy applied".to_owned());
+                }
+                if !said.is_empty() {
+                    eprintln!("config changed: {}", said.join("; "));
+                }
+            }
+            Err(error) => eprintln!(
+                "warning: config changed but could not be reloaded: {}",
+                crate::sanitize::line(&error.to_string())
+            ),
+        }
+    }
+}
+
+/// Whether `server` runs this very program's `serve`.
+fn is_this_gateway(server: &ServerConfig) -> bool {
+    let TransportConfig::Stdio { command, args, .. } = &server.transport else {
+        return false;
+    };
+    if args.first().map(String::as_str) != Some("serve") {
+        return false;
+    }
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return false;
+    };
+    let found = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(command))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    found
+        .and_then(|path| std::fs::canonicalize(path).ok())
+        .is_some_and(|path| path == me)
+}
+
+/// The pid of a `switchboard serve` (this same program) among this
+/// process's ancestors (Linux: read from /proc; elsewhere none is found).
+fn serving_ancestor() -> Option<u32> {
+    let me = std::fs::read_link("/proc/self/exe").ok()?;
+    let mut pid = std::process::id();
+    for _ in 0..32 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let ppid: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        if ppid <= 1 {
+            return None;
+        }
+        let exe = std::fs::read_link(format!("/proc/{ppid}/exe")).ok();
+        let cmdline = std::fs::read(format!("/proc/{ppid}/cmdline")).unwrap_or_default();
+        let serving = cmdline
+            .split(|b| *b == 0)
+            .skip(1)
+            .any(|arg| arg == b"serve");
+        if exe.as_ref() == Some(&me) && serving {
+            return Some(ppid);
+        }
+        pid = ppid;
+    }
+    None
+}
