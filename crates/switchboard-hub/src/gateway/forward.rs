@@ -132,6 +132,8 @@ type Calls = HashMap<Arc<str>, Vec<Call>>;
 pub struct BackendAsks {
     calls: Arc<Mutex<Calls>>,
     next: Arc<AtomicU64>,
+    /// The hosts' roots as every backend gets them (`roots.rs`).
+    roots: super::roots::HostRoots,
 }
 
 impl std::fmt::Debug for BackendAsks {
@@ -178,7 +180,9 @@ impl BackendAsks {
     /// declares MCP Apps to it on behalf of the hosts: a backend offers
     /// its apps' tools only to a client that declares them, and the
     /// connection is shared by every host (a host that does not render
-    /// apps is not shown their app-only tools).
+    /// apps is not shown their app-only tools). It declares roots too,
+    /// answered with the host's (`roots.rs`): the backend starts before
+    /// any host connects.
     pub fn client(&self, server: &str, builder: ClientBuilder) -> ClientBuilder {
         let forward = Forward {
             asks: self.clone(),
@@ -189,6 +193,12 @@ impl BackendAsks {
             .sampling(forward)
             .max_server_requests(MAX_ASKS)
             .mcp_apps()
+            .roots(self.roots.roots())
+    }
+
+    /// The hosts' roots the backends get (`roots.rs`).
+    pub(crate) fn host_roots(&self) -> &super::roots::HostRoots {
+        &self.roots
     }
 
     /// Registers a call of `host` on `server`: the asks it causes arrive

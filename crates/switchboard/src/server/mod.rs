@@ -569,8 +569,8 @@ impl ServeOptions {
 pub struct Served {
     engine: Arc<Engine>,
     peer: Peer,
-    /// For answering a request on the caller's task (the HTTP server).
-    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    /// For answering a request on the caller's task (the HTTP server),
+    /// and the session's handshake.
     dispatch: Arc<Dispatch>,
 }
 
@@ -596,6 +596,32 @@ impl Served {
     /// Closes the connection.
     pub async fn close(&self) {
         self.engine.close().await;
+    }
+
+    /// The capabilities a session-era client declared in `initialize`,
+    /// once it has sent `notifications/initialized`; `None` when the
+    /// connection ends first (a 2026-07-28 client never sends it: it
+    /// declares its capabilities on each request).
+    pub fn initialized_capabilities(
+        &self,
+    ) -> impl std::future::Future<Output = Option<ClientCapabilities>> + Send + 'static {
+        let initialized = self.peer.session_initialized();
+        let dispatch = self.dispatch.clone();
+        async move {
+            if !initialized.await {
+                return None;
+            }
+            let state = dispatch.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.initialized.as_ref().map(|(_, caps, _)| caps.clone())
+        }
+    }
+
+    /// The client's notifications from now on
+    /// (`notifications/roots/list_changed`, say), as the engine's
+    /// subscribers get them (a bounded buffer; a slow reader loses the
+    /// overflow). Ends when the connection does.
+    pub fn notifications(&self) -> tokio::sync::mpsc::Receiver<crate::engine::ServerNotification> {
+        self.engine.subscribe()
     }
 
     /// Answers a request of the client on the caller's task, not through
