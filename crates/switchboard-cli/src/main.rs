@@ -944,9 +944,12 @@ enum Command {
     /// Example, in a host's configuration:
     /// `{"mcpServers": {"switchboard": {"command": "switchboard", "args": ["serve"]}}}`
     Serve {
-        /// How long the host's first `tools/list` waits for the servers to
-        /// start (seconds); later lists never wait.
-        #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+        /// How long the host's first requests wait for the servers to
+        /// start (seconds); later ones never wait. Short enough for a
+        /// host's health check (Claude Code gives a server ~5 s): a server
+        /// that starts later has its tools listed then, and the host is
+        /// told (`list_changed`).
+        #[arg(long, value_name = "SECONDS", default_value_t = 4)]
         wait_ready: u64,
         /// Record every tool call, resource read, prompt get, forwarded
         /// elicitation and sampling, policy decision and login in FILE:

@@ -100,6 +100,13 @@ impl ServerHandler for HubServer {
         self.info.clone()
     }
 
+    /// Each connection (stdio, every HTTP session, in process) hears of
+    /// list changes from a forwarder the gateway owns.
+    fn connected(&self, peer: &Peer) {
+        self.tasks
+            .spawn(forward_list_changes(self.hub.events(), peer.clone()));
+    }
+
     fn capabilities(&self) -> ServerCapabilities {
         serde_json::from_value(serde_json::json!({
             "tools": { "listChanged": true },

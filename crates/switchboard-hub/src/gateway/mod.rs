@@ -85,7 +85,6 @@ use tokio::sync::watch;
 use crate::hub::Hub;
 use crate::hub::audit::AuditLog;
 use calls::ParkedCalls;
-use handler::forward_list_changes;
 use search::Search;
 use subscriptions::Subscriptions;
 use tokio_util::task::TaskTracker;
@@ -240,11 +239,9 @@ impl HubServer {
     /// session-era host when the tool list changes, and following its
     /// roots for the backends (`roots.rs`).
     pub fn serve(self, connection: Connection, options: ServeOptions) -> Served {
-        let events = self.hub.events();
         let tasks = self.tasks.clone();
         let roots = self.asks.as_ref().map(|asks| asks.host_roots().clone());
         let served = server::serve(Arc::new(self), connection, options);
-        tasks.spawn(forward_list_changes(events, served.peer().clone()));
         if let Some(roots) = roots {
             tasks.spawn(roots.follow(&served));
         }

@@ -233,6 +233,13 @@ pub trait ServerHandler: Send + Sync + 'static {
         Box::pin(async move { Err(error) })
     }
 
+    /// Called once for each connection as it starts being served (stdio,
+    /// each HTTP session, an in-memory pair), with the peer to speak first
+    /// on: a handler that tells its clients of changes starts doing so
+    /// here (wait for [`Peer::session_initialized`] before a session-era
+    /// client's first notification). Nothing by default.
+    fn connected(&self, _peer: &Peer) {}
+
     /// `completion/complete`.
     fn complete(
         &self,
@@ -688,6 +695,7 @@ pub fn serve(
         Some(dispatch.clone()),
     ));
     let _ = peer.engine.set(Arc::downgrade(&engine));
+    dispatch.handler.connected(&peer);
     if options.session.is_some() {
         // Initialized on another connection already.
         peer.initialized.send_replace(true);
