@@ -3,7 +3,8 @@
 //! 2.x, both eras), the MCP Inspector's CLI (both eras), the rmcp client
 //! and Claude Code, each listing the gateway's tools and calling one tool
 //! of each backend — `old` speaks only the session era, `new` only
-//! 2026-07-28. The SDKs come from scripts/install-interop.sh's cache; a test
+//! 2026-07-28 — and the SDKs' clients subscribing to a backend's resource
+//! through the gateway and hearing it change. The SDKs come from scripts/install-interop.sh's cache; a test
 //! skips with a message when they are missing, and fails instead with
 //! SWITCHBOARD_REQUIRE_INTEROP=1 (as in CI).
 
@@ -341,4 +342,79 @@ fn the_mcp_inspector_cli_lists_and_calls_both_backends_in_each_era_over_stdio_an
     }
     let _ = http.kill();
     let _ = http.wait();
+}
+
+/// The backend resource the subscription tests watch, and the URI the
+/// gateway serves it under beside a second backend with the same URI.
+const WATCHED: &str = "test://static/hello";
+
+fn watched_served() -> String {
+    switchboard_hub::gateway::resource_uri("old", WATCHED)
+}
+
+/// What a subscriber host must have seen: `notifications/resources/updated`
+/// for the URI it subscribed to (the gateway's), never the backend's own.
+fn assert_updated(what: &str, answer: &Value) {
+    let updated: Vec<&str> = answer["updated"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no updates in {answer}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        updated.contains(&watched_served().as_str()),
+        "{what}: {updated:?}"
+    );
+    assert!(!updated.contains(&WATCHED), "{what}: {updated:?}");
+    assert_ne!(answer["call"]["isError"], true, "{what}: {answer}");
+}
+
+/// The TypeScript SDK's client subscribes to a backend's resource through
+/// the gateway and hears `notifications/resources/updated` when the
+/// backend changes it.
+#[test]
+fn the_typescript_sdk_client_subscribes_through_the_gateway_and_hears_updates() {
+    let test = "the_typescript_sdk_client_subscribes_through_the_gateway_and_hears_updates";
+    let sdk = cache().join("npm/node_modules/@modelcontextprotocol/sdk/package.json");
+    if !sdk.exists() {
+        return skip(test, "the TypeScript SDK is not installed");
+    }
+    let sandbox = Sandbox::new("ts-subscriber");
+    let mut host = sandbox.host("node");
+    host.env("SWITCHBOARD_CACHE", cache())
+        .arg(root().join("crates/switchboard-testkit/interop/ts_subscriber.mjs"))
+        .args([
+            watched_served(),
+            "old__touch".to_owned(),
+            format!(r#"{{"uri":"{WATCHED}"}}"#),
+        ])
+        .args(["--", BIN, "serve"]);
+    let answer = run(host, Duration::from_secs(60));
+    assert_updated("TypeScript SDK", &answer);
+}
+
+/// The Python SDK's clients (1.x, and 2.x in its session-era mode, where
+/// `resources/subscribe` lives) subscribe through the gateway and hear
+/// the backend's update.
+#[test]
+fn the_python_sdk_clients_subscribe_through_the_gateway_and_hear_updates() {
+    let test = "the_python_sdk_clients_subscribe_through_the_gateway_and_hear_updates";
+    for version in ["1.30.0", "2.3.0"] {
+        let python = cache().join(format!("python-mcp-{version}/bin/python"));
+        if !python.exists() {
+            return skip(test, &format!("the Python SDK {version} is not installed"));
+        }
+        let sandbox = Sandbox::new(&format!("py-subscriber-{version}"));
+        let mut host = sandbox.host(&python);
+        host.arg(root().join("crates/switchboard-testkit/interop/python_subscriber.py"))
+            .args([
+                watched_served(),
+                "old__touch".to_owned(),
+                format!(r#"{{"uri":"{WATCHED}"}}"#),
+            ])
+            .args(["--", BIN, "serve"]);
+        let answer = run(host, Duration::from_secs(60));
+        assert_eq!(answer["sdk"], version, "{answer}");
+        assert_updated(&format!("Python SDK {version}"), &answer);
+    }
 }
