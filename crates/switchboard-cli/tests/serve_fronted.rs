@@ -1,7 +1,7 @@
 //! The one-liners — `switchboard serve -- CMD` and `serve --url URL` —
 //! as hosts no one here wrote use them: Claude Code reports them
-//! connected, the MCP Inspector's CLI lists and calls the server's tools
-//! under their own names; and a backend slow to start never holds the
+//! connected, the MCP Inspector's CLI and the TypeScript and Python SDK
+//! clients list and call the server's tools under their own names; and a backend slow to start never holds the
 //! host's first `tools/list` past a host's health-check limit (~5 s): the
 //! list answers with what is ready, and `list_changed` follows when the
 //! rest is. npm packages come from scripts/install-interop.sh's cache; a
@@ -301,6 +301,89 @@ fn the_mcp_inspector_cli_lists_and_calls_through_the_one_liners() {
             assert_ne!(result["isError"], true, "{what} {era}: {called}");
             let text = result["content"][0]["text"].as_str().unwrap_or_default();
             assert!(text.contains("hi"), "{what} {era}: {called}");
+        }
+    }
+}
+
+/// The last line of a host script's stdout, as JSON, checked for an error.
+fn answer(out: &str, what: &str) -> Value {
+    let last = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_default();
+    let value: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{what}: {e}: {out}"));
+    assert!(value.get("error").is_none(), "{what}: {out}");
+    value
+}
+
+/// The official TypeScript and Python SDK clients over both one-liners:
+/// the server's `echo` listed and called under its own name.
+#[test]
+fn the_sdk_clients_list_and_call_through_the_one_liners() {
+    let test = "the_sdk_clients_list_and_call_through_the_one_liners";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let everything = npm_folder().join("node_modules/@modelcontextprotocol/server-everything");
+    let sdk = npm_folder().join("node_modules/@modelcontextprotocol/sdk/package.json");
+    let python = cache().join("python-mcp-2.3.0/bin/python");
+    if !everything.is_dir() || !sdk.exists() || !python.exists() {
+        return skip(
+            test,
+            "server-everything, the TypeScript SDK or the Python SDK 2.x is not installed",
+        );
+    }
+    let sandbox = Sandbox::new("fronted-sdks");
+    let remote = HttpServer::start(&[]);
+    let url = format!("{}/mcp", remote.1);
+    let mut everything_line = vec![BIN, "serve", "--"];
+    everything_line.extend(&EVERYTHING[..3]);
+    let remote_line = vec![BIN, "serve", "--url", url.as_str()];
+    for (what, line, call) in [
+        (
+            "server-everything",
+            &everything_line,
+            r#"echo={"message":"from-sdk"}"#,
+        ),
+        ("--url", &remote_line, r#"echo={"text":"from-sdk"}"#),
+    ] {
+        let mut hosts = Vec::new();
+        let mut ts = sandbox.host("node");
+        ts.arg(root.join("crates/switchboard-testkit/interop/ts_host.mjs"))
+            .env("SWITCHBOARD_CACHE", cache());
+        hosts.push(("TypeScript SDK", ts));
+        for mode in ["legacy", "2026-07-28"] {
+            let mut py = sandbox.host(&python);
+            py.arg(root.join("crates/switchboard-testkit/interop/python_host.py"))
+                .arg(mode);
+            hosts.push((
+                if mode == "legacy" {
+                    "Python SDK (session era)"
+                } else {
+                    "Python SDK (2026-07-28)"
+                },
+                py,
+            ));
+        }
+        for (host, mut command) in hosts {
+            // `npx -y` finds server-everything here without the network.
+            command
+                .current_dir(npm_folder())
+                .arg(call)
+                .arg("--")
+                .args(line.iter());
+            let what = format!("{host} over {what}");
+            let answer = answer(&finish(command, Duration::from_secs(90)), &what);
+            let tools: Vec<&str> = answer["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: {answer}"))
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert!(tools.contains(&"echo"), "{what}: {tools:?}");
+            let result = &answer["calls"]["echo"];
+            assert_ne!(result["isError"], true, "{what}: {result}");
+            let text = result["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.contains("from-sdk"), "{what}: {result}");
         }
     }
 }
