@@ -4,8 +4,9 @@
 //! refuses it B (the directory it was started with), and follows the host
 //! when its roots change; the bundled test server's `roots` tool, in a
 //! session-era backend (a `roots/list` request) and a 2026-07-28 one (a
-//! roots input request), answers the host's roots, and hears
-//! `notifications/roots/list_changed`. The npm test skips with a message
+//! roots input request), answers the roots of the host whose call it
+//! serves — a session-era host asked by request, a 2026-07-28 host by an
+//! `input_required` round — and hears `notifications/roots/list_changed`. The npm test skips with a message
 //! only when npm is missing.
 
 use std::path::{Path, PathBuf};
@@ -193,12 +194,34 @@ async fn backends_of_each_era_get_the_hosts_roots_and_hear_them_change() {
     }
     host.close().await;
 
-    // A host that declares no roots: the backends get an empty list.
+    // A 2026-07-28 host is asked on its call (an input_required round).
+    let roots = Roots::new(vec![root(&a)]);
+    let modern = self::host(&sandbox, EraMode::Modern, &[], Some(&roots)).await;
+    for tool in ["old__roots", "new__roots"] {
+        let result = modern.call_tool(tool, None).await.unwrap();
+        assert_eq!(
+            reported(&result),
+            want_a,
+            "2026-07-28 host, {tool}: {}",
+            text(&result)
+        );
+    }
+    modern.close().await;
+
+    // A host that declares no roots: its call's backend gets none.
     let plain = self::host(&sandbox, EraMode::Legacy, &[], None).await;
     for tool in ["old__roots", "new__roots"] {
         let result = plain.call_tool(tool, None).await.unwrap();
-        assert!(ok(&result), "{tool}: {}", text(&result));
-        assert!(reported(&result).is_empty(), "{tool}: {}", text(&result));
+        assert!(
+            !ok(&result) || reported(&result).is_empty(),
+            "{tool}: {}",
+            text(&result)
+        );
+        assert!(
+            !text(&result).contains(&root(&a).uri),
+            "{tool}: {}",
+            text(&result)
+        );
     }
     plain.close().await;
     let _ = std::fs::remove_dir_all(&base);

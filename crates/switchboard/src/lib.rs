@@ -43,7 +43,7 @@ pub use client::app::{App, AppProblem};
 pub use client::events::{Event, EventStream, ListKind};
 pub use client::handlers::{
     BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots,
-    SamplingHandler, UrlRequest,
+    RootsHandler, SamplingHandler, UrlRequest,
 };
 pub use client::skills::{Skill, SkillFileContents, SkillProblem};
 pub use client::tasks::TaskOptions;

@@ -171,6 +171,7 @@ fn host_cannot(cx: &RequestContext, ask: &Ask) -> Option<String> {
             }
             Some(_) => None,
         },
+        "roots/list" => caps.roots.is_none().then_some("roots"),
         _ => Some("that request"),
     }?;
     Some(format!(

@@ -1,8 +1,8 @@
-//! What backends ask of their client (elicitation, sampling), forwarded to
-//! the host call that caused them.
+//! What backends ask of their client (elicitation, sampling, roots),
+//! forwarded to the host call that caused them.
 //!
 //! The gateway's client to every backend declares elicitation (form and
-//! URL) and sampling (with tools) through [`BackendAsks::client`]. Each
+//! URL), sampling (with tools) and roots through [`BackendAsks::client`]. Each
 //! host call on a backend registers ([`BackendAsks::register`]) and sends
 //! its call with the registration's tag
 //! ([`RequestOptions::tag`](switchboard::RequestOptions::tag)). A backend's
@@ -15,6 +15,10 @@
 //!   the host whose calls are the only ones running on that backend, and
 //!   is declined when calls of several hosts are running there, or none.
 //!
+//! A `roots/list` that reaches no call (a backend asking at its start, or
+//! after `notifications/roots/list_changed`) is answered with the roots of
+//! the host the gateway follows (`roots.rs`).
+//!
 //! The host's answer goes back to the backend. At most
 //! [`MAX_ASKS_PER_HOST`] asks wait for one host at once; the next is
 //! declined, so a host that leaves forms open never keeps another's out.
@@ -25,7 +29,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use switchboard::types::jsonrpc::ErrorObject;
-use switchboard::types::{CreateMessageRequestParams, CreateMessageResult, ElicitResult};
+use switchboard::types::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitResult, ListRootsResult, Root,
+};
 use switchboard::{
     BoxFuture, ClientBuilder, ElicitationHandler, FormRequest, HandlerContext, HandlerError,
     SamplingHandler, UrlRequest,
@@ -190,10 +196,10 @@ impl BackendAsks {
         };
         builder
             .elicitation(forward.clone())
-            .sampling(forward)
+            .sampling(forward.clone())
             .max_server_requests(MAX_ASKS)
             .mcp_apps()
-            .roots(self.roots.roots())
+            .roots_from(self.roots.roots(), forward)
     }
 
     /// The hosts' roots the backends get (`roots.rs`).
@@ -286,6 +292,12 @@ impl BackendAsks {
             Some(mine) => list.iter().all(|call| call.same_host(mine)),
             None => false,
         }
+    }
+
+    /// Whether `server`'s ask that names no call would reach one (the
+    /// one host whose calls are running there).
+    fn reaches_a_call(&self, server: &str, method: &str) -> bool {
+        self.target(server, method, None).is_ok()
     }
 
     /// Hands `server`'s ask to the host call it came about and waits for
@@ -412,3 +424,42 @@ impl SamplingHandler for Forward {
         true
     }
 }
+
+impl switchboard::RootsHandler for Forward {
+    /// The roots of the host whose call the backend asks about; with no
+    /// call to ask about (a backend asking at its start, or after a
+    /// `roots/list_changed`), the roots of the host the gateway follows
+    /// (`roots.rs`).
+    fn list_roots(
+        &self,
+        context: HandlerContext,
+    ) -> BoxFuture<'static, Result<Vec<Root>, HandlerError>> {
+        let forward = self.clone();
+        let tag = context.request_tag;
+        Box::pin(async move {
+            let server = &forward.server;
+            if tag.is_none() && !forward.asks.reaches_a_call(server, ROOTS_LIST) {
+                return Ok(forward.asks.roots.roots().get());
+            }
+            match forward
+                .asks
+                .ask(server, tag, ROOTS_LIST, Value::Object(Default::default()))
+                .await
+            {
+                Ok(value) => serde_json::from_value::<ListRootsResult>(value)
+                    .map(|result| {
+                        let mut roots = result.roots;
+                        roots.truncate(super::roots::MAX_ROOTS);
+                        roots
+                    })
+                    .map_err(|e| {
+                        HandlerError::Failed(format!("the host's roots answer is malformed: {e}"))
+                    }),
+                Err(Refusal::Declined(why)) => Err(HandlerError::Rejected(why)),
+                Err(Refusal::Error(error)) => Err(HandlerError::Rpc(error)),
+            }
+        })
+    }
+}
+
+const ROOTS_LIST: &str = "roots/list";

@@ -1,28 +1,33 @@
 //! The host's roots, forwarded to the backends.
 //!
-//! Every backend's client declares roots (`roots.listChanged`) and
-//! answers `roots/list` — a session-era request, or a 2026-07-28 backend's
-//! roots input request — from one shared list ([`HostRoots`]): the
-//! backends start before any host connects and their connections are
-//! shared by every host, so the list is the gateway's, fed by its hosts.
+//! Every backend's client declares roots (`roots.listChanged`): the
+//! backends start before any host connects, and their connections are
+//! shared by every host. A backend's `roots/list` — a session-era request,
+//! or a 2026-07-28 backend's roots input request — is answered
+//! (`forward.rs`, `Forward::list_roots`):
 //!
-//! - A session-era host connected to the gateway (stdio, or in process)
-//!   that declares roots is asked `roots/list` once it has sent
-//!   `notifications/initialized`, and again on each of its
-//!   `notifications/roots/list_changed`.
-//! - The backends get the roots of the one such host connected; with none,
-//!   or with several (whose roots one shared backend cannot honour
-//!   apart, and must not see mixed), they get an empty list. Each change
-//!   of what they get sends them `notifications/roots/list_changed`
-//!   (`switchboard::Roots::set`), so a backend that asked at its start
-//!   (before the host) asks again.
-//! - At most [`MAX_ROOTS`] roots of a host are kept; a host's answer that
-//!   is not a roots list counts as none.
+//! - when it is about a host call (its tag, or the one host whose calls
+//!   are running there), by that host, as elicitation is: a request to a
+//!   session-era host, an `input_required` round to a 2026-07-28 host;
+//!   refused when that host declares no roots;
+//! - otherwise (a backend asking at its start or after a
+//!   `roots/list_changed`, with no call to ask about) from one shared list
+//!   ([`HostRoots`]) the gateway keeps from its hosts:
+//!   - a session-era host connected to the gateway (stdio, or in process)
+//!     that declares roots is asked `roots/list` once it has sent
+//!     `notifications/initialized`, and again on each of its
+//!     `notifications/roots/list_changed`;
+//!   - the list is the roots of the one such host; with none, or several
+//!     (whose roots one shared backend cannot honour apart, and must not
+//!     see mixed), it is empty. Each change sends every backend
+//!     `notifications/roots/list_changed` (`switchboard::Roots::set`), so
+//!     a backend that asked before the host came asks again.
+//! - At most [`MAX_ROOTS`] roots of a host are passed on; an answer that is
+//!   not a roots list counts as none.
 //!
-//! Not forwarded: the roots of hosts over HTTP (each request of theirs is
-//! served apart from a connection the gateway sees) and of 2026-07-28
-//! hosts (which take no request outside their own calls); their backends
-//! get the empty list.
+//! Limits: hosts over HTTP and 2026-07-28 hosts feed no shared list (the
+//! gateway sees no connection of theirs to ask on), so their roots reach a
+//! backend only when it asks during their calls.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

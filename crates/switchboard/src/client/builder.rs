@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use switchboard_types::apps::{UI_EXTENSION, UiCapability};
 use switchboard_types::{ClientCapabilities, Era, Implementation, LoggingLevel, methods};
 
-use super::handlers::{ElicitationHandler, Handlers, Roots, SamplingHandler};
+use super::handlers::{ElicitationHandler, Handlers, Roots, RootsHandler, SamplingHandler};
 use super::{
     Client, ClientInner, EraMode, Negotiator, ProbeWait, SessionHandler, level_code, modern_meta,
     subscriptions,
@@ -308,6 +308,17 @@ impl ClientBuilder {
     /// changing them notifies the server.
     pub fn roots(mut self, roots: Roots) -> Self {
         self.handlers.roots = Some(roots);
+        self.handlers.roots_handler = None;
+        self
+    }
+
+    /// Answers `roots/list` with `handler`, which is told which request
+    /// the server is working on; declares `roots.listChanged`, and
+    /// changing `roots` notifies the server, as [`roots`](Self::roots)
+    /// does (whose list `handler` answers in place of).
+    pub fn roots_from(mut self, roots: Roots, handler: impl RootsHandler) -> Self {
+        self.handlers.roots = Some(roots);
+        self.handlers.roots_handler = Some(Arc::new(handler));
         self
     }
 

@@ -250,12 +250,26 @@ impl Roots {
     }
 }
 
+/// Answers `roots/list` knowing which request it is about (its
+/// [`HandlerContext`]), for a client whose roots are not one list — a
+/// gateway that asks the host whose call the server is working on, say.
+/// Installed with [`ClientBuilder::roots_from`](crate::ClientBuilder::roots_from).
+pub trait RootsHandler: Send + Sync + 'static {
+    /// The roots for the request of `context`.
+    fn list_roots(
+        &self,
+        context: HandlerContext,
+    ) -> BoxFuture<'static, Result<Vec<Root>, HandlerError>>;
+}
+
 /// The installed handlers; answers asks from either era.
 #[derive(Clone, Default)]
 pub(crate) struct Handlers {
     pub(crate) sampling: Option<Arc<dyn SamplingHandler>>,
     pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
     pub(crate) roots: Option<Roots>,
+    /// Answers `roots/list` in place of [`Handlers::roots`]' list.
+    pub(crate) roots_handler: Option<Arc<dyn RootsHandler>>,
 }
 
 impl fmt::Debug for Handlers {
@@ -349,8 +363,12 @@ impl Handlers {
                 let Some(roots) = &self.roots else {
                     return Err(not_declared("roots", method));
                 };
+                let roots = match &self.roots_handler {
+                    Some(handler) => handler.list_roots(context).await?,
+                    None => roots.get(),
+                };
                 let result = ListRootsResult {
-                    roots: roots.get(),
+                    roots,
                     ..Default::default()
                 };
                 to_value(&result)
