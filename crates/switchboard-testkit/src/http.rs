@@ -753,8 +753,9 @@ impl HttpState {
 }
 
 /// 2026-07-28 request metadata headers: `MCP-Protocol-Version`,
-/// `Mcp-Method` and (for `tools/call`, `prompts/get`, `resources/read`)
-/// `Mcp-Name` must be present and match the body (-32020 otherwise).
+/// `Mcp-Method` and (for `tools/call`, `prompts/get`, `resources/read`,
+/// and `tasks/get|update|cancel` with the task's id) `Mcp-Name` must be
+/// present and match the body (-32020 otherwise).
 fn check_modern_headers(
     headers: &HeaderMap,
     method: &str,
@@ -784,6 +785,8 @@ fn check_modern_headers(
     let name_field = match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // SEP-2663: the task's id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     };
     if let Some(field) = name_field

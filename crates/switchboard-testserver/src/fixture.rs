@@ -29,7 +29,7 @@ pub(crate) const DEFAULT_CACHE_TTL_MS: u64 = 60_000;
 const JSON_SCHEMA_2020_12_TOOL: &str = "json_schema_2020_12_tool";
 
 /// Names of the fixture's tools, in `tools/list` order.
-pub const SUITE_TOOL_NAMES: [&str; 29] = [
+pub const SUITE_TOOL_NAMES: [&str; 36] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -59,6 +59,14 @@ pub const SUITE_TOOL_NAMES: [&str; 29] = [
     "test_mrtr_echo_state",
     "test_mrtr_no_state",
     "test_custom_headers",
+    // The tasks extension's (`suite_tasks.rs`).
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
 ];
 
 /// Names of the fixture's prompts, in `prompts/list` order.
@@ -111,8 +119,10 @@ fn tool(name: &str, description: &str) -> Value {
 pub(crate) fn tools() -> Vec<Value> {
     let mut out: Vec<Value> = SUITE_TOOL_NAMES
         .iter()
+        .filter(|name| !crate::suite_tasks::is_task_tool(name))
         .map(|name| tool(name, &format!("Conformance fixture tool {name}")))
         .collect();
+    out.extend(crate::suite_tasks::tools());
     let set = |out: &mut Vec<Value>, name: &str, schema: Value| {
         if let Some(t) = out.iter_mut().find(|t| t["name"] == name) {
             t["inputSchema"] = schema;

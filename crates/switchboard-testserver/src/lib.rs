@@ -76,6 +76,7 @@ mod fixture;
 #[doc(hidden)]
 pub mod server;
 pub mod skills;
+mod suite_tasks;
 mod tasks;
 
 pub use auth::{AuthConfig, AuthQuirk, DEFAULT_TOKEN_TTL_SECS};

@@ -36,6 +36,23 @@ pub(crate) enum TaskWork {
     /// Ask the client (stateless era, via `tasks/get` `inputRequests` and
     /// `tasks/update`), then return the answer.
     Input,
+    /// Wait `ms`, then end: `Ok(result)` completes the task with that tool
+    /// result, `Err(error)` fails it with that JSON-RPC error object.
+    Finish {
+        /// How long the work takes.
+        ms: u64,
+        /// The outcome.
+        outcome: Result<Value, Value>,
+    },
+    /// Ask the client every request of `requests` at once (stateless era;
+    /// the client may answer them over several `tasks/update`s), then
+    /// complete with `finish` of the answers.
+    Ask {
+        /// The input requests, by key.
+        requests: Map<String, Value>,
+        /// The result, from the answers by key.
+        finish: fn(&Map<String, Value>) -> Value,
+    },
 }
 
 #[derive(Debug)]
@@ -49,6 +66,8 @@ struct TaskEntry {
     error: Option<Value>,
     input_requests: Option<Map<String, Value>>,
     input_tx: Option<oneshot::Sender<Map<String, Value>>>,
+    /// Answers received so far to the outstanding input requests.
+    answers: Map<String, Value>,
     abort: Option<AbortHandle>,
     done: watch::Sender<bool>,
     /// The connection that created it (session era status notifications).
@@ -125,6 +144,7 @@ impl TaskStore {
             error: None,
             input_requests: None,
             input_tx: None,
+            answers: Map::new(),
             abort: None,
             done: watch::channel(false).0,
             owner,
@@ -202,19 +222,30 @@ impl TaskStore {
     }
 
     /// `tasks/update` (stateless era): deliver the answers to the
-    /// outstanding input requests (unknown keys are ignored).
+    /// outstanding input requests (unknown keys are ignored). A partial
+    /// answer keeps the task `input_required` with the requests still
+    /// unanswered; the work resumes once every one is answered.
     pub(crate) fn update(&self, id: &str, responses: Map<String, Value>) -> Result<(), RpcError> {
         let mut tasks = lock(&self.tasks);
         let t = tasks.1.get_mut(id).ok_or_else(|| not_found(id))?;
-        let outstanding = t.input_requests.as_ref();
-        let answers: Map<String, Value> = responses
-            .into_iter()
-            .filter(|(k, _)| outstanding.is_some_and(|o| o.contains_key(k)))
-            .collect();
-        if !answers.is_empty()
+        let Some(outstanding) = t.input_requests.as_mut() else {
+            return Ok(());
+        };
+        let mut changed = false;
+        for (k, v) in responses {
+            if outstanding.remove(&k).is_some() {
+                t.answers.insert(k, v);
+                changed = true;
+            }
+        }
+        if changed {
+            t.updated = now_iso();
+        }
+        if outstanding.is_empty()
             && let Some(tx) = t.input_tx.take()
         {
             t.input_requests = None;
+            let answers = std::mem::take(&mut t.answers);
             t.set("working", Some("Input received.".to_owned()));
             let _ = tx.send(answers);
         }
@@ -302,6 +333,52 @@ async fn run(catalog: Weak<Catalog>, id: String, work: TaskWork) {
         TaskWork::Sleep { ms } => {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             features::tool_text(format!("done after {ms} ms"))
+        }
+        TaskWork::Finish { ms, outcome } => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            match outcome {
+                Ok(result) => result,
+                Err(error) => {
+                    let Some(catalog) = catalog.upgrade() else {
+                        return;
+                    };
+                    let failed = catalog.tasks.with(&id, |t| {
+                        if t.terminal() {
+                            return false;
+                        }
+                        t.error = Some(error);
+                        t.set("failed", Some("The operation failed.".to_owned()));
+                        true
+                    });
+                    if failed == Some(true) {
+                        catalog.task_changed(&id);
+                    }
+                    return;
+                }
+            }
+        }
+        TaskWork::Ask { requests, finish } => {
+            let (tx, rx) = oneshot::channel();
+            {
+                let Some(catalog) = catalog.upgrade() else {
+                    return;
+                };
+                catalog.tasks.with(&id, |t| {
+                    t.input_requests = Some(requests);
+                    t.input_tx = Some(tx);
+                    t.set(
+                        "input_required",
+                        Some("Waiting for your answers.".to_owned()),
+                    );
+                });
+                catalog.task_changed(&id);
+            }
+            let Ok(answers) = rx.await else { return };
+            if let Some(catalog) = catalog.upgrade() {
+                catalog.task_changed(&id);
+            }
+            tokio::time::sleep(INPUT_TASK_WORK).await;
+            finish(&answers)
         }
         TaskWork::Input => {
             let (tx, rx) = oneshot::channel();
