@@ -3,6 +3,7 @@
 //! `scripts/install-interop.sh servers` fills: installed on first use when
 //! npm is there; a test skips with a message only when npm (or node) is
 //! missing, and fails then too with SWITCHBOARD_REQUIRE_INTEROP=1.
+#![allow(dead_code)] // only the tests that run npm servers use it
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
