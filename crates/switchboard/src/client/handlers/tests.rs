@@ -226,6 +226,7 @@ async fn answers_route_by_method_and_capabilities_follow_handlers() {
         sampling: Some(Arc::new(Echo)),
         elicitation: Some(Arc::new(Rude)),
         roots: Some(roots.clone()),
+        roots_handler: None,
     };
     let caps = handlers.capabilities(&ClientCapabilities::default());
     let caps = serde_json::to_value(caps).unwrap();
@@ -298,4 +299,43 @@ fn changing_roots_calls_live_listeners_only() {
     drop(listener);
     roots.set(vec![]);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// Answers with the request's tag as the root.
+struct TagRoots;
+
+impl RootsHandler for TagRoots {
+    fn list_roots(
+        &self,
+        context: HandlerContext,
+    ) -> BoxFuture<'static, Result<Vec<Root>, HandlerError>> {
+        let uri = format!("file:///call/{}", context.request_tag.unwrap_or_default());
+        Box::pin(async move {
+            Ok(vec![Root {
+                uri,
+                ..Default::default()
+            }])
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_roots_handler_answers_in_place_of_the_list_knowing_the_request() {
+    let handlers = Handlers {
+        roots: Some(Roots::new(vec![Root {
+            uri: "file:///list".into(),
+            ..Default::default()
+        }])),
+        roots_handler: Some(Arc::new(TagRoots)),
+        ..Handlers::default()
+    };
+    let caps = serde_json::to_value(handlers.capabilities(&ClientCapabilities::default())).unwrap();
+    assert_eq!(caps, json!({"roots": {"listChanged": true}}));
+    let mut cx = context();
+    cx.request_tag = Some(7);
+    let answer = handlers
+        .answer(cx, methods::ROOTS_LIST, json!({}))
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({"roots": [{"uri": "file:///call/7"}]}));
 }
