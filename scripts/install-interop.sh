@@ -182,6 +182,12 @@ install_servers() {
         return 0
     fi
     local servers="$cache/servers" spec manifest missing=""
+    mkdir -p "$cache"
+    # Test binaries may install at once (support/servers.rs): one at a time.
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"$servers.lock"
+        flock 9
+    fi
     for spec in "${SERVER_SPECS[@]}"; do
         manifest="$servers/node_modules/${spec%@*}/package.json"
         if ! [ -f "$manifest" ] || ! grep -q "\"version\": \"${spec##*@}\"" "$manifest"; then
