@@ -1,6 +1,13 @@
 //! `tools/call` through the gateway: routing, the policy, backends' asks
-//! forwarded to the host, parked 2026-07-28 rounds, progress and the audit
-//! line.
+//! forwarded to the host, 2026-07-28 rounds (a 2026-07-28 backend's own
+//! passed through under a sealed state, `sealed.rs`; a session-era
+//! backend's asks parked), progress and the audit line.
+//!
+//! Over ~600 lines: the call, its rounds and how each reaches the host are
+//! one path, read together.
+
+mod rounds;
+mod sealed;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,9 +30,10 @@ use super::forward::{Ask, AskAnswer, BackendAsks, HostId, Refusal, Registration}
 use super::login::AUTHENTICATE_TOOL;
 use super::names::without_identity;
 use super::search::SEARCH_TOOL;
-use crate::hub::HubError;
 use crate::hub::audit::{self, AuditEntry, AuditKind, AuditLog};
 use crate::hub::policy::{ToolAnswer, ToolApprover, ToolAsk};
+use crate::hub::{CallRound, HubError};
+use sealed::{SEALED_PREFIX, Sealer};
 
 /// How long a host has to answer what a backend asked (a person may be
 /// filling in a form).
@@ -90,13 +98,32 @@ impl ProgressQueue {
 pub(super) struct Flight {
     pub(super) name: String,
     pub(super) server: Option<String>,
-    pub(super) call: BoxFuture<'static, Result<CallToolResult, HubError>>,
+    pub(super) call: BoxFuture<'static, Result<RequestOutcome<CallToolResult>, HubError>>,
     pub(super) progress: ProgressQueue,
     pub(super) asks: mpsc::UnboundedReceiver<Ask>,
     /// Asks of the gateway's own: the policy's question, the login page.
     pub(super) own: mpsc::UnboundedReceiver<Ask>,
     pub(super) rounds: usize,
     pub(super) _registration: Option<Registration>,
+    /// A 2026-07-28 backend's round, when the host gets it as it is: what
+    /// its sealed `requestState` says besides the backend's own.
+    pub(super) passed: Option<Passed>,
+}
+
+/// What a passed-through round's sealed state carries of its call.
+pub(super) struct Passed {
+    /// The tool's hub-wide name.
+    name: String,
+    digest: String,
+    /// Set when the user allowed the call (the policy asked).
+    approved: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// A call that is answered whole, as a [`Flight`]'s.
+pub(super) fn whole(
+    call: BoxFuture<'static, Result<CallToolResult, HubError>>,
+) -> BoxFuture<'static, Result<RequestOutcome<CallToolResult>, HubError>> {
+    Box::pin(async move { call.await.map(RequestOutcome::Complete) })
 }
 
 /// A call waiting for a 2026-07-28 host's retry with the answer to `key`.
@@ -108,10 +135,16 @@ struct Parked {
     pub(super) host: String,
 }
 
+/// Calls waiting for a 2026-07-28 host's retry, and the key that seals
+/// the rounds passed through.
 #[derive(Clone, Default)]
-pub(super) struct ParkedCalls(Arc<Mutex<HashMap<String, Parked>>>);
+pub(super) struct ParkedCalls(Arc<Mutex<HashMap<String, Parked>>>, Sealer);
 
 impl ParkedCalls {
+    pub(super) fn sealer(&self) -> &Sealer {
+        &self.1
+    }
+
     fn take(&self, state: &str) -> Option<Parked> {
         self.0
             .lock()
@@ -151,8 +184,10 @@ impl ParkedCalls {
     }
 }
 
-/// Why the host cannot take `ask`, if it cannot.
-fn host_cannot(cx: &RequestContext, ask: &Ask) -> Option<String> {
+/// Why the host cannot take `ask`, if it cannot, and the capability it
+/// lacks as a -32021 error's `requiredCapabilities` (`None` for a request
+/// no capability lets a host take).
+fn host_cannot(cx: &RequestContext, ask: &Ask) -> Option<(String, Option<Value>)> {
     let caps = &cx.client_capabilities;
     let missing = match ask.method {
         "elicitation/create" => {
@@ -174,10 +209,34 @@ fn host_cannot(cx: &RequestContext, ask: &Ask) -> Option<String> {
         "roots/list" => caps.roots.is_none().then_some("roots"),
         _ => Some("that request"),
     }?;
-    Some(format!(
-        "the host did not declare the {missing} capability, so `{}` was declined on its behalf",
-        ask.method
+    let required = match missing {
+        "elicitation" => Some(serde_json::json!({"elicitation": {}})),
+        "elicitation.url" => Some(serde_json::json!({"elicitation": {"url": {}}})),
+        "elicitation.form" => Some(serde_json::json!({"elicitation": {"form": {}}})),
+        "sampling" => Some(serde_json::json!({"sampling": {}})),
+        "sampling.tools" => Some(serde_json::json!({"sampling": {"tools": {}}})),
+        "roots" => Some(serde_json::json!({"roots": {}})),
+        _ => None,
+    };
+    Some((
+        format!(
+            "the host did not declare the {missing} capability, so `{}` was declined on its behalf",
+            ask.method
+        ),
+        required,
     ))
+}
+
+/// The -32021 error of the 2026-07-28 revision: the call needs
+/// `required`, which the host did not declare.
+fn missing_capability(method: &str, required: Value) -> ErrorObject {
+    ErrorObject {
+        code: codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message: format!(
+            "the server needs to send `{method}` for this request, and the client did not declare the capability"
+        ),
+        data: Some(serde_json::json!({ "requiredCapabilities": required })),
+    }
 }
 
 fn host_error(error: switchboard::engine::EngineError) -> Refusal {
@@ -260,6 +319,26 @@ pub(super) fn host_approver(
     })
 }
 
+/// `approver`, noting in `approved` when it lets the call run (carried in
+/// the sealed state of the call's next round, so the user is not asked
+/// again on the host's retry).
+fn remembering(
+    approved: Arc<std::sync::atomic::AtomicBool>,
+    approver: Arc<dyn ToolApprover>,
+) -> Arc<dyn ToolApprover> {
+    Arc::new(move |ask: ToolAsk| -> BoxFuture<'static, ToolAnswer> {
+        let answer = approver.approve(ask);
+        let approved = approved.clone();
+        Box::pin(async move {
+            let answer = answer.await;
+            if matches!(answer, ToolAnswer::Once | ToolAnswer::Always) {
+                approved.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            answer
+        })
+    })
+}
+
 /// A list result the gateway wrote (`list_json`), read back as its type
 /// (for a caller of the typed method; the server asks for the text).
 pub(super) fn read_back<T: serde::de::DeserializeOwned + Send + 'static>(
@@ -335,7 +414,16 @@ impl HubServer {
         Option<String>,
         Result<RequestOutcome<CallToolResult>, ErrorObject>,
     ) {
-        if let Some(state) = params.request_state.as_deref() {
+        // A 2026-07-28 backend's round, sealed: the call goes on there.
+        let mut prior = None;
+        if let Some(state) = params.request_state.as_deref()
+            && state.starts_with(SEALED_PREFIX)
+        {
+            match self.open_round(state, "tools/call", &params.name, &params.arguments) {
+                Ok(round) => prior = Some(round),
+                Err(error) => return (None, Err(error)),
+            }
+        } else if let Some(state) = params.request_state.as_deref() {
             let Some(parked) = self.parked.take(state) else {
                 let error = ErrorObject::new(
                     codes::INVALID_PARAMS,
@@ -425,15 +513,69 @@ impl HubServer {
         let name = params.name.clone();
         // The hub decides; an `ask` is put to this host's user.
         let (own_tx, own) = mpsc::unbounded_channel();
-        let approver = audit::approver(self.audit.as_ref(), host_approver(name.clone(), own_tx));
         let audit = self.audit.clone();
-        let call: BoxFuture<'static, Result<CallToolResult, HubError>> = Box::pin(async move {
-            let result = hub
-                .call_tool_asking(&name, params.arguments, options, Some(approver))
-                .await;
-            audit::note_denied(audit.as_ref(), &result);
-            result
-        });
+        // A 2026-07-28 host calling a 2026-07-28 backend gets the
+        // backend's rounds as they are (its keys, all of one round
+        // together), under a sealed state of the gateway's.
+        let passed = match &server {
+            Some(server) if prior.is_some() || self.passes_rounds(server, &cx) => Some(Passed {
+                name: name.clone(),
+                digest: sealed::digest(Some(&params.arguments)),
+                approved: Arc::default(),
+            }),
+            _ => None,
+        };
+        let call: BoxFuture<'static, Result<RequestOutcome<CallToolResult>, HubError>> =
+            match &passed {
+                Some(passed) => {
+                    // The backend asks for what the host can give.
+                    options.meta.insert(
+                        switchboard::types::meta::META_CLIENT_CAPABILITIES.to_owned(),
+                        rounds::host_capabilities(&cx),
+                    );
+                    let approved = passed.approved.clone();
+                    let approver: Arc<dyn ToolApprover> =
+                        if prior.as_ref().is_some_and(|r| r.approved) {
+                            // The user allowed this call (these arguments) in
+                            // an earlier round.
+                            approved.store(true, std::sync::atomic::Ordering::Relaxed);
+                            Arc::new(|_: ToolAsk| -> BoxFuture<'static, ToolAnswer> {
+                                Box::pin(async { ToolAnswer::Once })
+                            })
+                        } else {
+                            remembering(approved, host_approver(name.clone(), own_tx))
+                        };
+                    let approver = audit::approver(self.audit.as_ref(), approver);
+                    let round = CallRound {
+                        input_responses: params.input_responses,
+                        request_state: prior.and_then(|r| r.state),
+                    };
+                    Box::pin(async move {
+                        let result = hub
+                            .call_tool_round(
+                                &name,
+                                params.arguments,
+                                &round,
+                                options,
+                                Some(approver),
+                            )
+                            .await;
+                        audit::note_denied(audit.as_ref(), &result);
+                        result
+                    })
+                }
+                None => {
+                    let approver =
+                        audit::approver(self.audit.as_ref(), host_approver(name.clone(), own_tx));
+                    whole(Box::pin(async move {
+                        let result = hub
+                            .call_tool_asking(&name, params.arguments, options, Some(approver))
+                            .await;
+                        audit::note_denied(audit.as_ref(), &result);
+                        result
+                    }))
+                }
+            };
         let flight = Flight {
             name: params.name,
             server: server.clone(),
@@ -443,6 +585,7 @@ impl HubServer {
             own,
             rounds: 0,
             _registration: registration,
+            passed,
         };
         (server, self.drive(flight, cx).await)
     }
@@ -459,7 +602,7 @@ impl HubServer {
             Progress(switchboard::Progress),
             Ask(Ask),
             Log(Value),
-            Done(Result<CallToolResult, HubError>),
+            Done(Box<Result<RequestOutcome<CallToolResult>, HubError>>),
         }
         // A host that takes log lines (every session-era one, a
         // 2026-07-28 one that asked) hears the backend's while its call
@@ -483,7 +626,7 @@ impl HubServer {
                 Some(ask) = flight.own.recv() => Step::Ask(ask),
                 Some(ask) = flight.asks.recv() => Step::Ask(ask),
                 Some(line) = next_log(&mut logs) => Step::Log(line),
-                outcome = &mut flight.call => Step::Done(outcome),
+                outcome = &mut flight.call => Step::Done(Box::new(outcome)),
             };
             match step {
                 Step::Log(line) => {
@@ -493,7 +636,8 @@ impl HubServer {
                     let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                 }
                 Step::Ask(ask) => {
-                    let why = host_cannot(&cx, &ask);
+                    let cannot = host_cannot(&cx, &ask);
+                    let why = cannot.as_ref().map(|(why, _)| why.clone());
                     let outcome = if why.is_some() {
                         "declined"
                     } else {
@@ -507,9 +651,16 @@ impl HubServer {
                         outcome,
                         why.as_deref(),
                     );
-                    if let Some(why) = why {
+                    if let Some((why, required)) = cannot {
                         tracing::warn!(tool = %flight.name, "{why}");
                         let _ = ask.answer.send(Err(Refusal::Declined(why)));
+                        // A 2026-07-28 host is told what the call needs
+                        // (-32021); the call ends (dropped, so cancelled).
+                        if let Some(required) = required
+                            && cx.era == switchboard::types::Era::Modern
+                        {
+                            return Err(missing_capability(ask.method, required));
+                        }
                         continue;
                     }
                     if cx.era == switchboard::types::Era::Legacy {
@@ -579,9 +730,38 @@ impl HubServer {
                     {
                         let _ = cx.notify("notifications/message", Some(line)).await;
                     }
+                    let outcome = match *outcome {
+                        Ok(RequestOutcome::Complete(result)) => Ok(result),
+                        Ok(RequestOutcome::InputRequired(required)) => {
+                            let (Some(passed), Some(server)) = (&flight.passed, &flight.server)
+                            else {
+                                return Err(ErrorObject::new(
+                                    codes::INTERNAL_ERROR,
+                                    "a backend's input_required round reached a call that does not pass rounds on",
+                                ));
+                            };
+                            return self
+                                .seal_round(
+                                    required,
+                                    "tools/call",
+                                    server,
+                                    &passed.name,
+                                    passed.digest.clone(),
+                                    passed.approved.load(std::sync::atomic::Ordering::Relaxed),
+                                )
+                                .map(RequestOutcome::InputRequired);
+                        }
+                        Ok(RequestOutcome::Task(task)) => return Ok(RequestOutcome::Task(task)),
+                        Err(error) => Err(error),
+                    };
                     let uris = std::cell::LazyCell::new(|| self.uris());
-                    return finish(&uris, flight.server.as_deref(), outcome)
-                        .map(RequestOutcome::Complete);
+                    return finish(
+                        &uris,
+                        flight.server.as_deref(),
+                        flight.passed.is_some(),
+                        outcome,
+                    )
+                    .map(RequestOutcome::Complete);
                 }
             }
         }
@@ -631,9 +811,12 @@ async fn next_log(logs: &mut Option<Logs>) -> Option<Value> {
 }
 
 /// The host's answer to a call from the backend's.
+/// `passed`: the backend's rounds reached the host as they are (its
+/// invalid-params error, about the host's answers, is the host's too).
 fn finish(
     uris: &impl std::ops::Deref<Target = super::uris::Uris>,
     server: Option<&str>,
+    passed: bool,
     outcome: Result<CallToolResult, HubError>,
 ) -> Result<CallToolResult, ErrorObject> {
     match outcome {
@@ -652,6 +835,16 @@ fn finish(
             codes::INVALID_PARAMS,
             format!("Unknown tool: {name}"),
         )),
+        // What the host did not declare, or a round it answered wrongly:
+        // the backend's error is the host's, as the backend said it.
+        Err(HubError::Call { source, .. })
+            if source.error_object().is_some_and(|e| {
+                e.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+                    || (e.code == codes::INVALID_PARAMS && passed)
+            }) =>
+        {
+            Err(source.error_object().cloned().expect("checked above"))
+        }
         // The backend's trouble is the call's result, not the
         // host's session's: the model reads why.
         Err(error) => {

@@ -7,6 +7,9 @@ use switchboard::server::{Peer, Reply, RequestContext, ServerHandler};
 use switchboard::types::apps::UI_EXTENSION;
 use switchboard::types::jsonrpc::ErrorObject;
 use switchboard::types::skills::SKILLS_EXTENSION;
+use switchboard::types::subscriptions::{
+    SubscriptionsListenRequestParams, SubscriptionsListenResult,
+};
 use switchboard::types::{CacheScope, GetSkillRequestParams, GetSkillResult, ListSkillsResult};
 use switchboard::types::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
@@ -29,7 +32,7 @@ use crate::hub::{HubError, HubEvent};
 /// A hub error from a request routed to one server, for the host: the
 /// backend's own error as it answered it (its code, message and data: a
 /// resource not found stays one), anything else the gateway's.
-fn routed_error(error: HubError) -> ErrorObject {
+pub(super) fn routed_error(error: HubError) -> ErrorObject {
     match error {
         HubError::UnknownServer { .. } => {
             ErrorObject::new(codes::INVALID_PARAMS, error.to_string())
@@ -63,7 +66,7 @@ fn not_found_in_era(mut error: ErrorObject, modern: bool, uri: &str) -> ErrorObj
 /// One `notifications/tools/list_changed` per hub event that changes what
 /// `tools/list` shows, from the session-era host's
 /// `notifications/initialized` until it goes away. (A 2026-07-28 host
-/// hears of changes on a `subscriptions/listen` stream, not served yet.)
+/// hears of changes on a `subscriptions/listen` stream: `subscriptions.rs`.)
 pub(super) async fn forward_list_changes(mut events: crate::hub::HubEvents, peer: Peer) {
     if !peer.session_initialized().await {
         return;
@@ -92,6 +95,19 @@ pub(super) async fn forward_list_changes(mut events: crate::hub::HubEvents, peer
         {
             return;
         }
+    }
+}
+
+impl HubServer {
+    /// A backend's prompt as the host gets it: the URIs its messages link
+    /// to served as the gateway serves them, the backend's identity out.
+    pub(super) fn own_prompt(&self, server: &str, mut result: GetPromptResult) -> GetPromptResult {
+        let uris = self.uris();
+        for message in &mut result.messages {
+            super::own_uris::own_block(&&uris, server, &mut message.content);
+        }
+        super::names::without_identity(&mut result.meta);
+        result
     }
 }
 
@@ -143,14 +159,7 @@ impl ServerHandler for HubServer {
             let result = hub
                 .get_prompt(&server, name, params.arguments)
                 .await
-                .map(|mut result| {
-                    let uris = this.uris();
-                    for message in &mut result.messages {
-                        super::own_uris::own_block(&&uris, &server, &mut message.content);
-                    }
-                    super::names::without_identity(&mut result.meta);
-                    result
-                })
+                .map(|result| this.own_prompt(&server, result))
                 .map_err(routed_error);
             audit::note_result(
                 audit.as_ref(),
@@ -161,6 +170,20 @@ impl ServerHandler for HubServer {
             );
             result
         })
+    }
+
+    /// A 2026-07-28 backend's `input_required` rounds reach a 2026-07-28
+    /// host as they are (`calls/rounds.rs`).
+    fn get_prompt_outcome(
+        &self,
+        params: GetPromptRequestParams,
+        cx: RequestContext,
+    ) -> Reply<RequestOutcome<GetPromptResult>> {
+        if cx.era == switchboard::types::Era::Modern {
+            return self.prompt_round(params, cx);
+        }
+        let reply = self.get_prompt(params, cx);
+        Box::pin(async move { reply.await.map(RequestOutcome::Complete) })
     }
 
     fn complete(
@@ -222,6 +245,14 @@ impl ServerHandler for HubServer {
         cx: RequestContext,
     ) -> Reply<EmptyResult> {
         self.unsubscribe(params, cx)
+    }
+
+    fn listen(
+        &self,
+        params: SubscriptionsListenRequestParams,
+        cx: RequestContext,
+    ) -> Reply<SubscriptionsListenResult> {
+        HubServer::listen(self, params, cx)
     }
 
     fn list_resource_templates(

@@ -168,12 +168,13 @@ impl HubServer {
         Ok(Flight {
             name,
             server: None,
-            call,
+            call: super::calls::whole(call),
             progress: ProgressQueue::default(),
             asks: mpsc::unbounded_channel().1,
             own,
             rounds: 0,
             _registration: None,
+            passed: None,
         })
     }
 }

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use switchboard::types::request::{self as rq, Request};
 use switchboard::types::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, SkillEntry,
+    ReadResourceRequestParams, ReadResourceResult, RequestOutcome, Resource, ResourceTemplate,
+    SkillEntry,
 };
 use switchboard::{
     Client, Error as ClientError, RawList, RequestOptions, Skill, SkillFileContents,
@@ -431,6 +432,28 @@ impl Hub {
             client
                 .get_prompt_with(&params, RequestOptions::default())
                 .await
+        })
+        .await
+    }
+
+    /// One round of `prompts/get` (2026-07-28): `params` as the caller
+    /// gives them (with the answers and `requestState` of a round
+    /// before), the server's `input_required` result handed back rather
+    /// than answered by the client's handlers.
+    ///
+    /// # Errors
+    /// As [`Hub::get_prompt`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request.
+    pub async fn get_prompt_round(
+        &self,
+        server: &str,
+        params: GetPromptRequestParams,
+        options: RequestOptions,
+    ) -> Result<RequestOutcome<GetPromptResult>, HubError> {
+        self.request(server, rq::GetPrompt::METHOD, |client| async move {
+            client.get_prompt_once(&params, options).await
         })
         .await
     }

@@ -71,7 +71,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use switchboard::transport::http::AuthProvider;
-use switchboard::types::{CallToolRequestParams, CallToolResult, JsonObject};
+use switchboard::types::{CallToolRequestParams, CallToolResult, JsonObject, RequestOutcome};
 use switchboard::{
     Client, ClientBuilder, Error as ClientError, RequestOptions, Roots, TaskOptions,
 };
@@ -881,7 +881,8 @@ impl Hub {
         arguments: Option<JsonObject>,
         options: RequestOptions,
         approver: Option<&Arc<dyn ToolApprover>>,
-    ) -> Result<CallToolResult, HubError> {
+        round: Option<&CallRound>,
+    ) -> Result<RequestOutcome<CallToolResult>, HubError> {
         let server = slot.config.name.as_str();
         if !slot.config.tools.allows(tool) {
             return Err(HubError::ToolNotAllowed {
@@ -902,7 +903,9 @@ impl Hub {
         async {
             let started = Instant::now();
             let _in_flight = InFlight::new(&slot.stats);
-            let result = self.call_with_replay(slot, tool, arguments, options).await;
+            let result = self
+                .call_with_replay(slot, tool, arguments, options, round)
+                .await;
             let latency = started.elapsed();
             slot.stats.latency.record(latency);
             slot.stats.latency_sum_us.fetch_add(
@@ -911,7 +914,7 @@ impl Hub {
             );
             slot.stats.calls.fetch_add(1, Ordering::Relaxed);
             let outcome = match &result {
-                Ok(r) if r.is_error == Some(true) => "tool_error",
+                Ok(RequestOutcome::Complete(r)) if r.is_error == Some(true) => "tool_error",
                 Ok(_) => "ok",
                 Err(e) => {
                     slot.stats.errors.fetch_add(1, Ordering::Relaxed);
@@ -941,11 +944,12 @@ impl Hub {
         tool: &str,
         arguments: Option<JsonObject>,
         options: RequestOptions,
-    ) -> Result<CallToolResult, HubError> {
+        round: Option<&CallRound>,
+    ) -> Result<RequestOutcome<CallToolResult>, HubError> {
         let server = slot.config.name.as_str();
         let (client, generation, read_only) = slot.ready_client(tool)?;
         let replay_args = read_only.then(|| arguments.clone());
-        let first = send_call(&client, tool, arguments, options.clone()).await;
+        let first = send_call(&client, tool, arguments, options.clone(), round).await;
         drop(client);
         let error = match first {
             Ok(result) => return Ok(result),
@@ -972,7 +976,7 @@ impl Hub {
             return Err(closed(error));
         };
         tracing::debug!("read-only tool sent again after the reconnection");
-        send_call(&client, tool, arguments, options)
+        send_call(&client, tool, arguments, options, round)
             .await
             .map_err(|e| match closed_under_call(&e) {
                 true => closed(e),
@@ -1033,25 +1037,51 @@ async fn write_state(shared: Arc<Shared>, cancel: CancellationToken) {
     store.flush();
 }
 
+/// One round of a call to a 2026-07-28 server, for a caller that answers
+/// the server's `input_required` rounds itself (the gateway, for a host
+/// of that revision): the host's answers to the previous round and the
+/// server's `requestState`, echoed ([`Hub::call_tool_round`]).
+#[derive(Clone, Debug, Default)]
+pub struct CallRound {
+    /// Answers to the previous round's `inputRequests`, by their keys.
+    pub input_responses: Option<switchboard::types::InputResponses>,
+    /// The server's `requestState` of the previous round.
+    pub request_state: Option<String>,
+}
+
 /// Sends one `tools/call` with the caller's `options`, and the caller's
 /// trace context for a server that takes it (see [`request_options`]).
+/// With a `round`, a 2026-07-28 server's `input_required` result is
+/// handed back rather than answered (a session-era server's call, or a
+/// call of a tool that requires a task, is still answered whole).
 async fn send_call(
     client: &Client,
     tool: &str,
     arguments: Option<JsonObject>,
     options: RequestOptions,
-) -> Result<CallToolResult, ClientError> {
-    let params = CallToolRequestParams {
+    round: Option<&CallRound>,
+) -> Result<RequestOutcome<CallToolResult>, ClientError> {
+    let mut params = CallToolRequestParams {
         name: tool.into(),
         arguments,
         ..Default::default()
     };
+    let options = request_options(client, options);
+    if let Some(round) = round
+        && client.era() == switchboard::types::Era::Modern
+        && !task_required(client, tool)
+    {
+        params.input_responses = round.input_responses.clone();
+        params.request_state = round.request_state.clone();
+        return client.call_tool_once(&params, options).await;
+    }
     // A tool whose `taskSupport` is `required` runs as a task, waited for;
     // any other is a plain call.
-    let options = TaskOptions::new()
-        .prefer_task(false)
-        .request(request_options(client, options));
-    client.call_tool_and_wait(&params, options).await
+    let options = TaskOptions::new().prefer_task(false).request(options);
+    client
+        .call_tool_and_wait(&params, options)
+        .await
+        .map(RequestOutcome::Complete)
 }
 
 /// The caller's `options` for a call from the hub. With the `otel`
@@ -1071,6 +1101,17 @@ fn request_options(client: &Client, options: RequestOptions) -> RequestOptions {
     }
     let _ = client;
     options
+}
+
+/// Whether `client`'s `tool` is known to run only as a task.
+fn task_required(client: &Client, tool: &str) -> bool {
+    client.tools().is_some_and(|tools| {
+        tools.iter().any(|t| {
+            t.name == tool
+                && t.execution.as_ref().and_then(|e| e.task_support.as_ref())
+                    == Some(&switchboard::types::TaskSupport::Required)
+        })
+    })
 }
 
 /// The connection ended with the call in flight.

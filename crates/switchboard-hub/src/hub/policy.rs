@@ -30,11 +30,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
-use switchboard::types::{CallToolResult, JsonObject};
+use switchboard::types::{CallToolResult, JsonObject, RequestOutcome};
 use switchboard::{BoxFuture, RequestOptions};
 
 use super::supervisor::Slot;
-use super::{Hub, HubBuilder, HubError};
+use super::{CallRound, Hub, HubBuilder, HubError};
 use crate::config::ServerConfig;
 use crate::config::policy::{ToolDecision, ToolPolicy};
 
@@ -356,8 +356,52 @@ impl Hub {
         let Some((slot, tool)) = route else {
             return Err(HubError::UnknownTool { name: name.into() });
         };
-        self.call_slot(&slot, &tool, arguments, options, approver.as_ref())
+        self.call_slot(&slot, &tool, arguments, options, approver.as_ref(), None)
             .await
+            .and_then(|outcome| whole(&slot.config.name, &tool, outcome))
+    }
+
+    /// One round of [`Hub::call_tool_asking`]: with a 2026-07-28 server
+    /// (that does not offer the tasks extension), its `input_required`
+    /// result is handed back for the caller to answer — and `round`
+    /// carries the answers and the server's `requestState` of the round
+    /// before — instead of being answered by the client's handlers. A
+    /// session-era server's call is answered whole, as by
+    /// [`Hub::call_tool_asking`].
+    ///
+    /// # Errors
+    /// As [`Hub::call_tool`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (or the question).
+    pub async fn call_tool_round(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        round: &CallRound,
+        options: RequestOptions,
+        approver: Option<Arc<dyn ToolApprover>>,
+    ) -> Result<RequestOutcome<CallToolResult>, HubError> {
+        let route = self
+            .inner
+            .shared
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .map(|r| (r.slot.clone(), r.tool().name.clone()));
+        let Some((slot, tool)) = route else {
+            return Err(HubError::UnknownTool { name: name.into() });
+        };
+        self.call_slot(
+            &slot,
+            &tool,
+            arguments,
+            options,
+            approver.as_ref(),
+            Some(round),
+        )
+        .await
     }
 
     /// [`Hub::call_with`] whose policy `ask` is answered by `approver`
@@ -378,8 +422,9 @@ impl Hub {
         approver: Option<Arc<dyn ToolApprover>>,
     ) -> Result<CallToolResult, HubError> {
         let slot = self.slot(server)?;
-        self.call_slot(&slot, tool, arguments, options, approver.as_ref())
+        self.call_slot(&slot, tool, arguments, options, approver.as_ref(), None)
             .await
+            .and_then(|outcome| whole(server, tool, outcome))
     }
 
     /// The tool policy in force now.
@@ -509,6 +554,26 @@ impl Hub {
             tracing::warn!(server, tool, %error, "could not remember the allow; allowed once");
         }
         Ok(())
+    }
+}
+
+/// A call sent without a [`CallRound`] is answered whole: anything else
+/// is the server breaking the protocol.
+fn whole(
+    server: &str,
+    tool: &str,
+    outcome: RequestOutcome<CallToolResult>,
+) -> Result<CallToolResult, HubError> {
+    match outcome {
+        RequestOutcome::Complete(result) => Ok(result),
+        _ => Err(HubError::Call {
+            server: server.into(),
+            tool: tool.into(),
+            source: Box::new(switchboard::Error::Protocol {
+                server: server.into(),
+                detail: "a call answered whole came back unfinished".into(),
+            }),
+        }),
     }
 }
 

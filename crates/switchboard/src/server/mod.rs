@@ -70,6 +70,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use switchboard_types::jsonrpc::ErrorObject;
+use switchboard_types::subscriptions::{
+    SubscriptionsListenRequestParams, SubscriptionsListenResult,
+};
 use switchboard_types::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
     CompleteResult, Era, GetPromptRequestParams, GetPromptResult, Implementation, JsonObject,
@@ -233,6 +236,39 @@ pub trait ServerHandler: Send + Sync + 'static {
         Box::pin(async move { Err(error) })
     }
 
+    /// `prompts/get` for a client that may be answered
+    /// [`RequestOutcome::InputRequired`] (2026-07-28; it retries with the
+    /// answers and the `requestState`, which `params` then carry). The
+    /// default answers [`get_prompt`](Self::get_prompt), complete.
+    fn get_prompt_outcome(
+        &self,
+        params: GetPromptRequestParams,
+        cx: RequestContext,
+    ) -> Reply<RequestOutcome<GetPromptResult>> {
+        let reply = self.get_prompt(params, cx);
+        Box::pin(async move { reply.await.map(RequestOutcome::Complete) })
+    }
+
+    /// `subscriptions/listen` (2026-07-28 only): a stream of the change
+    /// notifications the client asked for, on this request. The handler
+    /// sends `notifications/subscriptions/acknowledged` first, then each
+    /// notification, all with [`RequestContext::notify`] and tagged with
+    /// [`RequestContext::subscription_id`]; it answers when it ends the
+    /// subscription itself (the client ending it drops the future).
+    /// Answered only by a handler whose capabilities declare a list that
+    /// changes or `resources.subscribe`; the default refuses (-32601).
+    fn listen(
+        &self,
+        _params: SubscriptionsListenRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<SubscriptionsListenResult> {
+        let error = ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            "Method not found: this server sends no change notifications",
+        );
+        Box::pin(async move { Err(error) })
+    }
+
     /// Called once for each connection as it starts being served (stdio,
     /// each HTTP session, an in-memory pair), with the peer to speak first
     /// on: a handler that tells its clients of changes starts doing so
@@ -344,6 +380,15 @@ impl RequestContext {
                 self.peer.notify("notifications/progress", Some(params)),
             )
             .await
+    }
+
+    /// The id of this request as a `subscriptions/listen` stream's
+    /// subscription id (`_meta["io.modelcontextprotocol/subscriptionId"]`
+    /// of what is sent on it): the request's JSON-RPC id.
+    pub fn subscription_id(&self) -> Option<Value> {
+        self.related
+            .as_deref()
+            .and_then(|id| serde_json::from_str(id).ok())
     }
 
     /// Sends a notification about this request (a log line, say); over
@@ -1036,7 +1081,7 @@ impl RequestHandler for Dispatch {
             }
             (None, "resources/read") => typed(params, |p| handler.read_resource(p, cx)),
             (None, "prompts/list") => typed(params, |p| handler.list_prompts(p, cx)),
-            (None, "prompts/get") => typed(params, |p| handler.get_prompt(p, cx)),
+            (None, "prompts/get") => typed(params, |p| handler.get_prompt_outcome(p, cx)),
             (None, "completion/complete") => typed(params, |p| handler.complete(p, cx)),
             (None, "skills/list") if offers_skills(&*handler) => {
                 typed(params, |p| handler.list_skills(p, cx))
@@ -1053,6 +1098,11 @@ impl RequestHandler for Dispatch {
                 if matches!(mode, Mode::Legacy) && offers_subscriptions(&*handler) =>
             {
                 typed(params, |p| handler.unsubscribe_resource(p, cx))
+            }
+            (None, "subscriptions/listen")
+                if matches!(mode, Mode::Modern) && offers_changes(&*handler) =>
+            {
+                typed(params, |p| handler.listen(p, cx))
             }
             // The session era's level; the stateless era sends it per request.
             (None, "logging/setLevel") if matches!(mode, Mode::Legacy) => {
@@ -1110,6 +1160,24 @@ fn offers_subscriptions(handler: &dyn ServerHandler) -> bool {
         .capabilities()
         .resources
         .is_some_and(|r| r.subscribe == Some(true))
+}
+
+/// Whether the handler declares something a client may listen for: a
+/// list that changes, or resource subscriptions.
+fn offers_changes(handler: &dyn ServerHandler) -> bool {
+    let capabilities = handler.capabilities();
+    capabilities
+        .tools
+        .as_ref()
+        .is_some_and(|t| t.list_changed == Some(true))
+        || capabilities
+            .prompts
+            .as_ref()
+            .is_some_and(|p| p.list_changed == Some(true))
+        || capabilities
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.list_changed == Some(true) || r.subscribe == Some(true))
 }
 
 /// Whether the handler declares the skills extension (whose methods are
