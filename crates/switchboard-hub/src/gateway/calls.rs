@@ -724,11 +724,24 @@ impl HubServer {
                     while let Some(p) = flight.progress.try_recv() {
                         let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
-                    // Log lines already heard go before the result.
-                    while let Ok(Some(line)) =
-                        tokio::time::timeout(Duration::ZERO, next_log(&mut logs)).await
-                    {
-                        let _ = cx.notify("notifications/message", Some(line)).await;
+                    // Log lines already heard go before the result: those
+                    // the hub passed on by now, and those it passes on
+                    // while this task yields once (the backend sent them
+                    // before its answer, so their forwarding was woken
+                    // first). Not `timeout(ZERO, …)`: a timer fires on the
+                    // next millisecond tick, ~1 ms added to every call.
+                    let mut yielded = false;
+                    loop {
+                        match ready_now(next_log(&mut logs)).await {
+                            Some(Some(line)) => {
+                                let _ = cx.notify("notifications/message", Some(line)).await;
+                            }
+                            None if !yielded && logs.is_some() => {
+                                yielded = true;
+                                tokio::task::yield_now().await;
+                            }
+                            Some(None) | None => break,
+                        }
                     }
                     let outcome = match *outcome {
                         Ok(RequestOutcome::Complete(result)) => Ok(result),
@@ -780,6 +793,20 @@ fn log_level(cx: &RequestContext) -> Option<Value> {
             .filter(|level| level.is_string())
             .cloned(),
     }
+}
+
+/// `future`'s output if it is ready now; `None` without waiting. Outside
+/// the task's cooperative budget, so a drained budget cannot make a ready
+/// line look missing.
+async fn ready_now<F: std::future::Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    tokio::task::unconstrained(std::future::poll_fn(move |cx| {
+        std::task::Poll::Ready(match future.as_mut().poll(cx) {
+            std::task::Poll::Ready(output) => Some(output),
+            std::task::Poll::Pending => None,
+        })
+    }))
+    .await
 }
 
 /// What a call's host may hear of its backend's log lines.
