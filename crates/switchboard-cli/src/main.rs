@@ -995,6 +995,11 @@ enum Command {
         /// not sent a request yet is closed for a newcomer.
         #[arg(long, value_name = "N", requires = "http")]
         max_connections: Option<usize>,
+        /// Worker threads (default 2). 1 runs the whole gateway on one
+        /// thread (a current-thread runtime): no answer crosses threads,
+        /// so each call costs less CPU, at the price of using one core.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+        threads: Option<u16>,
         /// A file holding a 32-byte key as 64 hex digits (`openssl rand
         /// -hex 32`): session ids are sealed with it, so replicas given the
         /// same file serve each other's sessions with no shared store.
@@ -1204,11 +1209,22 @@ fn main() -> ExitCode {
         | Command::Man
         | Command::Audit { .. } => false,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // `serve --threads 1`: one thread for everything (docs/PERFORMANCE.md,
+    // "The gateway against nginx and the bridges").
+    let threads = match &cli.command {
+        Command::Serve {
+            threads: Some(n), ..
+        } => usize::from(*n),
+        _ => 2,
+    };
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(threads);
+        builder
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: could not start the async runtime: {error}");
@@ -1440,6 +1456,7 @@ async fn run_command(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failu
             no_auth,
             allow_host,
             max_connections,
+            threads: _,
             session_key_file,
             max_tools,
             max_message_size,

@@ -25,11 +25,14 @@
 //! `--rounds N` (default 3; medians), `--quick` (1 round, fewer calls),
 //! `--calls N` (sequential, default 3000), `--concurrent N` (default
 //! 20000), `--in-flight N` (default 64), `--only id,id`, `--no-install`.
-//! Route ids: `direct`, `nginx`, `sb-http`, `sb-stdio`, `supergateway`,
+//! Route ids: `direct`, `nginx`, `sb-http`, `sb-http-1t` (the same with
+//! `--threads 1`), `sb-http-before`, `sb-stdio`, `supergateway`,
 //! `mcp-proxy`, `stdio-direct`, `sb-bridge`, `mcp-remote`.
 //!
 //! The CLI is built with this bench's profile unless `SWITCHBOARD_BIN`
-//! names one; nginx is `NGINX` or the system's (skipped with a message when
+//! names one; `SWITCHBOARD_BIN_BEFORE` names another CLI (an earlier
+//! build) to run as `sb-http-before` beside it, for a change's before and
+//! after in one run (the route is skipped without it); nginx is `NGINX` or the system's (skipped with a message when
 //! absent: `apt-get install nginx`); the bridges are installed on first use
 //! into `~/.cache/switchboard-ci/bridges` (`SWITCHBOARD_BRIDGES`), npm for
 //! supergateway and mcp-remote, a venv for mcp-proxy, and skipped with a
@@ -163,7 +166,9 @@ fn plan() -> Plan {
 enum Route {
     Direct,
     Nginx,
+    SbHttpBefore,
     SbHttp,
+    SbHttp1,
     SbStdio,
     Supergateway,
     McpProxy,
@@ -172,10 +177,12 @@ enum Route {
     McpRemote,
 }
 
-const ROUTES: [Route; 9] = [
+const ROUTES: [Route; 11] = [
     Route::Direct,
     Route::Nginx,
+    Route::SbHttpBefore,
     Route::SbHttp,
+    Route::SbHttp1,
     Route::SbStdio,
     Route::Supergateway,
     Route::McpProxy,
@@ -189,7 +196,9 @@ impl Route {
         match self {
             Route::Direct => "direct",
             Route::Nginx => "nginx",
+            Route::SbHttpBefore => "sb-http-before",
             Route::SbHttp => "sb-http",
+            Route::SbHttp1 => "sb-http-1t",
             Route::SbStdio => "sb-stdio",
             Route::Supergateway => "supergateway",
             Route::McpProxy => "mcp-proxy",
@@ -203,7 +212,11 @@ impl Route {
         match self {
             Route::Direct => "HTTP: direct to the HTTP backend",
             Route::Nginx => "HTTP: nginx → HTTP backend",
+            Route::SbHttpBefore => {
+                "HTTP: `switchboard serve --http` → HTTP backend, the CLI of `SWITCHBOARD_BIN_BEFORE`"
+            }
             Route::SbHttp => "HTTP: `switchboard serve --http` → HTTP backend",
+            Route::SbHttp1 => "HTTP: `switchboard serve --http --threads 1` → HTTP backend",
             Route::SbStdio => "HTTP: `switchboard serve --http` → stdio backend",
             Route::Supergateway => "HTTP: supergateway (stdio→HTTP) → stdio backend",
             Route::McpProxy => "HTTP: mcp-proxy (stdio→HTTP) → stdio backend",
@@ -218,7 +231,11 @@ impl Route {
     /// serves them under their own names; the first one listed is called.
     fn tools(self) -> &'static [&'static str] {
         match self {
-            Route::SbHttp | Route::SbStdio | Route::SbBridge => &["x__echo", "echo"],
+            Route::SbHttpBefore
+            | Route::SbHttp
+            | Route::SbHttp1
+            | Route::SbStdio
+            | Route::SbBridge => &["x__echo", "echo"],
             _ => &["echo"],
         }
     }
@@ -236,6 +253,7 @@ impl Route {
 struct Tools {
     nginx: Result<std::path::PathBuf, String>,
     switchboard: Result<std::path::PathBuf, String>,
+    switchboard_before: Result<std::path::PathBuf, String>,
     supergateway: Result<std::path::PathBuf, String>,
     mcp_proxy: Result<std::path::PathBuf, String>,
     mcp_remote: Result<std::path::PathBuf, String>,
@@ -252,9 +270,14 @@ impl Tools {
             }
             routes::bridge(name, plan.install)
         };
-        let sb_wanted = [Route::SbHttp, Route::SbStdio, Route::SbBridge]
-            .iter()
-            .any(|r| wanted(*r));
+        let sb_wanted = [
+            Route::SbHttp,
+            Route::SbHttp1,
+            Route::SbStdio,
+            Route::SbBridge,
+        ]
+        .iter()
+        .any(|r| wanted(*r));
         Tools {
             nginx: routes::nginx_path()
                 .ok_or_else(|| "nginx not found (apt-get install nginx, or NGINX=PATH)".to_owned()),
@@ -263,6 +286,9 @@ impl Tools {
             } else {
                 Err("not asked for".to_owned())
             },
+            switchboard_before: std::env::var_os("SWITCHBOARD_BIN_BEFORE")
+                .map(std::path::PathBuf::from)
+                .ok_or_else(|| "SWITCHBOARD_BIN_BEFORE not set".to_owned()),
             supergateway: bridge("supergateway", &[Route::Supergateway]),
             mcp_proxy: bridge("mcp-proxy", &[Route::McpProxy]),
             mcp_remote: bridge("mcp-remote", &[Route::McpRemote]),
@@ -274,7 +300,8 @@ impl Tools {
         let need = match route {
             Route::Direct | Route::StdioDirect => return None,
             Route::Nginx => &self.nginx,
-            Route::SbHttp | Route::SbStdio | Route::SbBridge => &self.switchboard,
+            Route::SbHttp | Route::SbHttp1 | Route::SbStdio | Route::SbBridge => &self.switchboard,
+            Route::SbHttpBefore => &self.switchboard_before,
             Route::Supergateway => &self.supergateway,
             Route::McpProxy => &self.mcp_proxy,
             Route::McpRemote => &self.mcp_remote,
@@ -336,13 +363,18 @@ async fn start(route: Route, tools: &Tools, backend_url: &str) -> Result<Live, S
             proxy = Some(p);
             url
         }
-        Route::SbHttp | Route::SbStdio => {
-            let sandbox = if route == Route::SbHttp {
-                Sandbox::http("sb-http", backend_url)?
-            } else {
+        Route::SbHttpBefore | Route::SbHttp | Route::SbHttp1 | Route::SbStdio => {
+            let sandbox = if route == Route::SbStdio {
                 Sandbox::stdio("sb-stdio")?
+            } else {
+                Sandbox::http(route.id(), backend_url)?
             };
-            let (url, p) = routes::start_http_gateway(&path(&tools.switchboard)?, &sandbox)?;
+            let (bin, extra): (_, &[&str]) = match route {
+                Route::SbHttpBefore => (&tools.switchboard_before, &[]),
+                Route::SbHttp1 => (&tools.switchboard, &["--threads", "1"]),
+                _ => (&tools.switchboard, &[]),
+            };
+            let (url, p) = routes::start_http_gateway(&path(bin)?, &sandbox, extra)?;
             dirs.push(sandbox);
             proxy = Some(p);
             url
@@ -661,6 +693,29 @@ fn report(plan: &Plan, results: &[(Route, Medians)]) {
         "≤ 1.5×",
         Some(|v| v <= 1.5),
     );
+    for (route, what) in [
+        (Route::SbHttp1, "gateway `--threads 1`"),
+        (Route::SbHttpBefore, "gateway before"),
+    ] {
+        row(
+            &format!("{what} → HTTP backend: p50 / nginx's"),
+            ratio(route, Route::Nginx, |s| s.p50),
+            "≤ 1.3×",
+            Some(|v| v <= 1.3),
+        );
+        row(
+            &format!("{what} → HTTP backend: calls/s / nginx's"),
+            ratio(route, Route::Nginx, |s| s.rate),
+            "≥ 0.8×",
+            Some(|v| v >= 0.8),
+        );
+        row(
+            &format!("{what} → HTTP backend: proxy CPU per call / nginx's"),
+            ratio(route, Route::Nginx, nginx_proxy_cpu),
+            "≤ 1.5×",
+            Some(|v| v <= 1.5),
+        );
+    }
     row(
         "gateway → stdio backend: p50 / nginx's (→ HTTP backend)",
         ratio(Route::SbStdio, Route::Nginx, |s| s.p50),

@@ -305,11 +305,17 @@ impl Sandbox {
     }
 }
 
-/// `switchboard serve --http 127.0.0.1:0 --no-auth` in `sandbox`; its URL.
-pub(crate) fn start_http_gateway(bin: &Path, sandbox: &Sandbox) -> Result<(String, Owned), String> {
+/// `switchboard serve --http 127.0.0.1:0 --no-auth EXTRA…` in `sandbox`;
+/// its URL.
+pub(crate) fn start_http_gateway(
+    bin: &Path,
+    sandbox: &Sandbox,
+    extra: &[&str],
+) -> Result<(String, Owned), String> {
     let mut child = sandbox
         .command(bin)
         .args(["serve", "--http", "127.0.0.1:0", "--no-auth"])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

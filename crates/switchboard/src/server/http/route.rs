@@ -55,8 +55,11 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let events = accepts_events(&request);
-    let headers = request.headers().clone();
-    match *request.method() {
+    // The head is kept for the 2026-07-28 checks, the body read: no copy
+    // of the header map.
+    let (head, body) = request.into_parts();
+    let headers = &head.headers;
+    match head.method {
         Method::POST => {}
         Method::DELETE => {
             let removed = session.and_then(|id| {
@@ -126,7 +129,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     }
     let body = match tokio::time::timeout(
         options.body_timeout,
-        Limited::new(request.into_body(), options.max_body).collect(),
+        Limited::new(body, options.max_body).collect(),
     )
     .await
     {
@@ -159,7 +162,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         session.is_none() && (method.as_deref() != Some("initialize") || modern_initialize);
     if stateless
         && is_request
-        && let Some(response) = check_stateless(&headers, &body, id.as_deref())
+        && let Some(response) = check_stateless(headers, &body, id.as_deref())
     {
         return response;
     }
