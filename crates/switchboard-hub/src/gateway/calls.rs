@@ -872,6 +872,13 @@ fn finish(
         {
             Err(source.error_object().cloned().expect("checked above"))
         }
+        // A task's call (`tasks.rs`): the backend's error fails the
+        // task, as the backend said it (SEP-2663).
+        Err(HubError::Call { source, .. })
+            if super::tasks::in_task() && source.error_object().is_some() =>
+        {
+            Err(source.error_object().cloned().expect("checked above"))
+        }
         // The backend's trouble is the call's result, not the
         // host's session's: the model reads why.
         Err(error) => {

@@ -132,7 +132,12 @@ impl ServerHandler for HubServer {
             // Skills and MCP Apps of the backends that offer them (an
             // empty list, no app, when none does): declared always, as
             // the backends are not all started when a host initializes.
-            "extensions": { SKILLS_EXTENSION: {}, UI_EXTENSION: {} },
+            // Tasks: the gateway's own (`tasks.rs`).
+            "extensions": {
+                SKILLS_EXTENSION: {},
+                UI_EXTENSION: {},
+                switchboard::types::tasks::TASKS_EXTENSION: {},
+            },
         }))
         .unwrap_or_default()
     }
@@ -466,7 +471,12 @@ impl ServerHandler for HubServer {
             let arguments = this.audit.as_ref().and(params.arguments.clone());
             let mut params = params;
             let (server, outcome) = match this.app_call(&mut params, &cx).await {
-                Ok(()) => this.call(params, cx).await,
+                // A task-supporting tool, for a host that takes tasks: a
+                // task of the gateway's (`tasks.rs`).
+                Ok(()) => match this.task_call(&params, &cx) {
+                    Some(outcome) => (this.hub.tool_server(&params.name), outcome),
+                    None => this.call(params, cx).await,
+                },
                 Err(refused) => (this.hub.tool_server(&params.name), Err(refused)),
             };
             if let Some((log, session)) = &this.audit {
@@ -482,5 +492,29 @@ impl ServerHandler for HubServer {
             }
             outcome
         })
+    }
+
+    fn get_task(
+        &self,
+        params: switchboard::types::tasks::GetTaskRequestParams,
+        cx: RequestContext,
+    ) -> Reply<switchboard::types::tasks::GetTaskResult> {
+        self.get_host_task(params, cx)
+    }
+
+    fn update_task(
+        &self,
+        params: switchboard::types::tasks::UpdateTaskRequestParams,
+        cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        self.update_host_task(params, cx)
+    }
+
+    fn cancel_task(
+        &self,
+        params: switchboard::types::tasks::CancelTaskRequestParams,
+        cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        self.cancel_host_task(params, cx)
     }
 }

@@ -40,7 +40,8 @@
 //! One file per concern: `handler.rs` answers each method, `names.rs`
 //! names things, `uris.rs` serves URIs, `lists.rs` writes the lists,
 //! `calls.rs` runs tool calls, `apps.rs` checks apps' calls,
-//! `forward.rs` routes backends' asks to hosts, `serving.rs` runs the
+//! `forward.rs` routes backends' asks to hosts, `tasks.rs` runs the tasks
+//! of hosts that take the tasks extension, `serving.rs` runs the
 //! gateway (its tasks, HTTP and the graceful stop), `login.rs`,
 //! `search.rs` and `metrics.rs` the rest (`docs/ARCHITECTURE.md` has the map).
 
@@ -57,6 +58,7 @@ mod roots;
 mod search;
 mod serving;
 mod subscriptions;
+mod tasks;
 #[cfg(test)]
 mod tests;
 mod uris;
@@ -71,6 +73,7 @@ pub use roots::MAX_ROOTS;
 pub use search::{Ranker, SEARCH_TOOL};
 pub use serving::HttpGateway;
 pub use subscriptions::MAX_SUBSCRIPTIONS_PER_HOST;
+pub use tasks::{MAX_TASKS, MAX_TASKS_PER_HOST, TASK_TTL};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,6 +116,8 @@ pub struct HubServer {
     uris: UriClaims,
     /// Hosts' resource subscriptions.
     subscriptions: Subscriptions,
+    /// The tasks the gateway runs for hosts (`tasks.rs`).
+    host_tasks: tasks::HostTasks,
     /// Every task the gateway starts (the hub's first start, forwarding
     /// list changes and resource updates, serving in-process clients) or
     /// is given ([`HubServer::spawn`]).
@@ -141,6 +146,7 @@ impl HubServer {
             authenticator: None,
             uris: UriClaims::default(),
             subscriptions: Subscriptions::default(),
+            host_tasks: tasks::HostTasks::default(),
             tasks: TaskTracker::new(),
         }
     }

@@ -780,6 +780,21 @@ impl Hub {
         routes.get(name).map(|route| route.slot.config.name.clone())
     }
 
+    /// The `execution.taskSupport` of the tool the hub-wide `name` is (see
+    /// [`Hub::tools`]), without copying any tool list: `None` for a name
+    /// no server lists or a tool that does not say.
+    pub fn tool_task_support(&self, name: &str) -> Option<switchboard::types::TaskSupport> {
+        let routes = self
+            .inner
+            .shared
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        routes
+            .get(name)
+            .and_then(|route| route.tool().execution.as_ref()?.task_support.clone())
+    }
+
     /// The hub's events from now on: state and tool-list changes.
     pub fn events(&self) -> HubEvents {
         HubEvents {

@@ -73,6 +73,9 @@ use switchboard_types::jsonrpc::ErrorObject;
 use switchboard_types::subscriptions::{
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
 };
+use switchboard_types::tasks::{
+    CancelTaskRequestParams, GetTaskRequestParams, GetTaskResult, UpdateTaskRequestParams,
+};
 use switchboard_types::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
     CompleteResult, Era, GetPromptRequestParams, GetPromptResult, Implementation, JsonObject,
@@ -95,6 +98,7 @@ mod answer;
 pub use answer::exact_json;
 #[cfg(feature = "http-server")]
 pub mod http;
+pub mod tasks;
 #[cfg(test)]
 mod tests;
 
@@ -267,6 +271,39 @@ pub trait ServerHandler: Send + Sync + 'static {
             "Method not found: this server sends no change notifications",
         );
         Box::pin(async move { Err(error) })
+    }
+
+    /// `tasks/get` (the tasks extension, `io.modelcontextprotocol/tasks`):
+    /// the task's state, with its `result`, `error` or `inputRequests`
+    /// inline. Reached only when [`capabilities`](Self::capabilities)
+    /// declare the extension and the request's client declared it (else
+    /// -32021, [`tasks`](self::tasks)); a task is created by answering
+    /// `tools/call` with [`RequestOutcome::Task`]. By default every id is
+    /// unknown (-32602), the answer for an id the handler does not know.
+    fn get_task(&self, params: GetTaskRequestParams, _cx: RequestContext) -> Reply<GetTaskResult> {
+        Box::pin(async move { Err(unknown_task(&params.task_id)) })
+    }
+
+    /// `tasks/update` (the tasks extension): the client's answers to a
+    /// task's `inputRequests` (some or all of them), acknowledged empty.
+    /// Reached as [`get_task`](Self::get_task); the default as it.
+    fn update_task(
+        &self,
+        params: UpdateTaskRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        Box::pin(async move { Err(unknown_task(&params.task_id)) })
+    }
+
+    /// `tasks/cancel` (the tasks extension): acknowledged empty, also for
+    /// a task that has already ended. Reached as
+    /// [`get_task`](Self::get_task); the default as it.
+    fn cancel_task(
+        &self,
+        params: CancelTaskRequestParams,
+        _cx: RequestContext,
+    ) -> Reply<EmptyResult> {
+        Box::pin(async move { Err(unknown_task(&params.task_id)) })
     }
 
     /// Called once for each connection as it starts being served (stdio,
@@ -1104,6 +1141,11 @@ impl RequestHandler for Dispatch {
             {
                 typed(params, |p| handler.listen(p, cx))
             }
+            (None, "tasks/get" | "tasks/update" | "tasks/cancel")
+                if tasks::offers_tasks(&*handler) =>
+            {
+                tasks::dispatch(&handler, method, params, cx)
+            }
             // The session era's level; the stateless era sends it per request.
             (None, "logging/setLevel") if matches!(mode, Mode::Legacy) => {
                 Box::pin(async { answer(Value::Object(JsonObject::new())) })
@@ -1184,6 +1226,14 @@ fn offers_changes(handler: &dyn ServerHandler) -> bool {
 /// answered only then).
 fn offers_skills(handler: &dyn ServerHandler) -> bool {
     handler.capabilities().extension(SKILLS_EXTENSION).is_some()
+}
+
+/// -32602 for a task id the handler does not know.
+fn unknown_task(id: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!("Invalid params: unknown task `{id}`"),
+    )
 }
 
 /// Parses `params` as `P`, runs `f`, and serializes what it answers

@@ -29,7 +29,8 @@ pub(super) fn contains_text(haystack: &[u8], needle: &str) -> bool {
 }
 
 /// The 2026-07-28 revision's checks of a stateless request: `Mcp-Method`
-/// (and `Mcp-Name` for a call, a prompt or a read) must repeat the body,
+/// (and `Mcp-Name` for a call, a prompt, a read or a task's
+/// `tasks/get|update|cancel`) must repeat the body,
 /// `MCP-Protocol-Version` must agree with `_meta`, `_meta` must carry the
 /// protocol version and the client's capabilities, and the session era's
 /// methods (`ping` …) do not exist. Header values are compared after
@@ -52,6 +53,8 @@ pub(super) fn check_stateless(
         name: Option<serde_json::Value>,
         #[serde(default)]
         uri: Option<serde_json::Value>,
+        #[serde(rename = "taskId", default)]
+        task_id: Option<serde_json::Value>,
         #[serde(rename = "_meta", default)]
         meta: Option<serde_json::Map<String, serde_json::Value>>,
     }
@@ -87,6 +90,8 @@ pub(super) fn check_stateless(
     let routed = match peek.method.as_str() {
         "tools/call" | "prompts/get" => params.and_then(|p| p.name.as_ref()),
         "resources/read" => params.and_then(|p| p.uri.as_ref()),
+        // The tasks extension (SEP-2663): the task's id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params.and_then(|p| p.task_id.as_ref()),
         _ => None,
     };
     if let Some(routed) = routed.and_then(serde_json::Value::as_str) {
