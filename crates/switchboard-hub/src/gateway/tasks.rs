@@ -191,8 +191,12 @@ impl HubServer {
         if params.request_state.is_some() || params.input_responses.is_some() {
             return None;
         }
-        let support = self.hub.tool_task_support(&params.name)?;
         let declared = client_declares_tasks(&cx.client_capabilities);
+        // Only a 2026-07-28 host that takes no tasks is ever refused.
+        if !declared && cx.era != Era::Modern {
+            return None;
+        }
+        let support = self.hub.tool_task_support(&params.name)?;
         match support {
             TaskSupport::Required if !declared && cx.era == Era::Modern => {
                 Some(Err(missing_tasks_extension()))
