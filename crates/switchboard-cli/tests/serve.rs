@@ -1014,6 +1014,53 @@ async fn replicas_with_one_session_key_serve_each_others_sessions() {
     }
 }
 
+/// `--threads 1` (the whole gateway on one current-thread runtime, the
+/// fastest per call: docs/PERFORMANCE.md) serves as the default does: a
+/// session-era host's session and call, and a 2026-07-28 host's call.
+#[tokio::test]
+async fn a_one_thread_http_gateway_serves_both_eras() {
+    let sandbox = Sandbox::new("one-thread");
+    let (url, mut gateway) = sandbox.http_gateway(&["--threads", "1"]);
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}"#;
+    let (status, session, body) = session_post(&url, None, initialize).await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let (status, _, _) = session_post(
+        &url,
+        Some(&session),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"old__echo","arguments":{"text":"one thread"}}}"#;
+    let (status, _, body) = session_post(&url, Some(&session), call).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""text":"one thread""#), "{body}");
+    let called = reqwest::Client::new()
+        .post(url.as_str())
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "old__echo")
+        .body(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"old__echo","arguments":{"text":"stateless"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(called.status().as_u16(), 200);
+    assert!(
+        called
+            .text()
+            .await
+            .unwrap()
+            .contains(r#""text":"stateless""#)
+    );
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+}
+
 /// `--max-tools`: past the budget only `search_tools` is listed; what a
 /// search finds is listed from then on (a session-era host hears
 /// `list_changed`), and any tool can still be called by its name.
