@@ -472,6 +472,19 @@ impl HubServer {
             return (None, Ok(RequestOutcome::Complete(result)));
         }
         let server = self.hub.tool_server(&params.name);
+        // A backend's state goes back to that backend only.
+        if let Some(round) = &prior
+            && server.as_deref() != Some(round.server.as_str())
+        {
+            let error = ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!(
+                    "Invalid params: the tool `{}` is another server's now; call it again without the requestState",
+                    params.name
+                ),
+            );
+            return (server, Err(error));
+        }
         // The backend's asks about this call come back to this host only.
         let (registration, asks) = match (&self.asks, &server) {
             (Some(backend_asks), Some(server)) => {
@@ -768,13 +781,8 @@ impl HubServer {
                         Err(error) => Err(error),
                     };
                     let uris = std::cell::LazyCell::new(|| self.uris());
-                    return finish(
-                        &uris,
-                        flight.server.as_deref(),
-                        flight.passed.is_some(),
-                        outcome,
-                    )
-                    .map(RequestOutcome::Complete);
+                    return finish(&uris, flight.server.as_deref(), outcome)
+                        .map(RequestOutcome::Complete);
                 }
             }
         }
@@ -838,12 +846,9 @@ async fn next_log(logs: &mut Option<Logs>) -> Option<Value> {
 }
 
 /// The host's answer to a call from the backend's.
-/// `passed`: the backend's rounds reached the host as they are (its
-/// invalid-params error, about the host's answers, is the host's too).
 fn finish(
     uris: &impl std::ops::Deref<Target = super::uris::Uris>,
     server: Option<&str>,
-    passed: bool,
     outcome: Result<CallToolResult, HubError>,
 ) -> Result<CallToolResult, ErrorObject> {
     match outcome {
@@ -862,13 +867,12 @@ fn finish(
             codes::INVALID_PARAMS,
             format!("Unknown tool: {name}"),
         )),
-        // What the host did not declare, or a round it answered wrongly:
-        // the backend's error is the host's, as the backend said it.
+        // A capability the host did not declare (the backend was told
+        // the host's): the backend's error is the host's, as it said it.
         Err(HubError::Call { source, .. })
-            if source.error_object().is_some_and(|e| {
-                e.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-                    || (e.code == codes::INVALID_PARAMS && passed)
-            }) =>
+            if source
+                .error_object()
+                .is_some_and(|e| e.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY) =>
         {
             Err(source.error_object().cloned().expect("checked above"))
         }
