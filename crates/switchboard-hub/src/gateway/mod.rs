@@ -71,6 +71,7 @@ pub use names::{
 };
 pub use roots::MAX_ROOTS;
 pub use search::{Ranker, SEARCH_TOOL};
+#[cfg(feature = "http-server")]
 pub use serving::HttpGateway;
 pub use subscriptions::MAX_SUBSCRIPTIONS_PER_HOST;
 pub use tasks::{MAX_TASKS, MAX_TASKS_PER_HOST, TASK_TTL};

@@ -3,13 +3,16 @@
 //! `serve` is these calls over a hub it built from the config files.
 
 use std::future::Future;
+#[cfg(feature = "http-server")]
 use std::net::SocketAddr;
+#[cfg(feature = "http-server")]
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "http-server")]
 use switchboard::server::http::{HttpServeOptions, HttpServer, Metrics, serve_http};
+#[cfg(feature = "http-server")]
 use tokio::net::TcpListener;
-use tokio_util::task::TaskTracker;
 
 use super::HubServer;
 
@@ -28,8 +31,8 @@ impl HubServer {
         self.wait_for_start(first_start, at_most)
     }
 
-    /// Runs `task` as one of the gateway's own: a graceful stop
-    /// ([`HttpGateway::shutdown`]) waits for it within its grace.
+    /// Runs `task` as one of the gateway's own (tracked with the tasks it
+    /// starts itself).
     pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         self.tasks.spawn(task);
     }
@@ -41,6 +44,7 @@ impl HubServer {
     ///
     /// # Errors
     /// What [`serve_http`] refuses (an unreadable address, a short token).
+    #[cfg(feature = "http-server")]
     pub fn serve_http(
         self,
         listener: TcpListener,
@@ -48,20 +52,20 @@ impl HubServer {
     ) -> std::io::Result<HttpGateway> {
         let measured = self.clone();
         let options = options.metrics(Metrics::new(move || measured.metrics_text()));
-        let tasks = self.tasks.clone();
         let server = serve_http(Arc::new(self), listener, options)?;
-        Ok(HttpGateway { server, tasks })
+        Ok(HttpGateway { server })
     }
 }
 
-/// The gateway serving HTTP; dropping it stops at once, and
-/// [`HttpGateway::shutdown`] stops gracefully.
+/// The gateway serving HTTP (feature `http-server`); dropping it stops at
+/// once, and [`HttpGateway::shutdown`] stops gracefully.
+#[cfg(feature = "http-server")]
 #[derive(Debug)]
 pub struct HttpGateway {
     server: HttpServer,
-    tasks: TaskTracker,
 }
 
+#[cfg(feature = "http-server")]
 impl HttpGateway {
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
@@ -70,13 +74,12 @@ impl HttpGateway {
 
     /// Drains, then stops: no new connection is taken and no further
     /// request read, every call in progress runs to its answer (event
-    /// streams with nothing behind them close), then the gateway's own
-    /// tasks get what is left of `grace`. Whatever still runs then is
-    /// dropped. Resolves when all that is done.
+    /// streams with nothing behind them close), for at most `grace`;
+    /// whatever still runs then is dropped. Resolves when all that is
+    /// done. The gateway's own tasks (list-change forwarders, tasks a
+    /// host would have polled) are not waited for: no host can reach them
+    /// any more, and they end with the runtime.
     pub async fn shutdown(self, grace: Duration) {
-        let deadline = tokio::time::Instant::now() + grace;
         self.server.shutdown(grace).await;
-        self.tasks.close();
-        let _ = tokio::time::timeout_at(deadline, self.tasks.wait()).await;
     }
 }
