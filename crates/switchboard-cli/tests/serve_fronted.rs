@@ -9,8 +9,8 @@
 //! with SWITCHBOARD_REQUIRE_INTEROP=1 (as in CI).
 #![cfg(unix)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -20,42 +20,13 @@ use switchboard::{Client, EraMode};
 mod support;
 
 use support::gateway::{Sandbox, authed};
+use support::interop::{cache, root, skip};
 use support::{BIN, HttpServer};
 
-fn cache() -> PathBuf {
-    std::env::var_os("SWITCHBOARD_CACHE").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache"),
-        PathBuf::from,
-    )
-}
-
-/// Whether a missing package fails the test instead of skipping it.
-fn required() -> bool {
-    std::env::var("SWITCHBOARD_REQUIRE_INTEROP")
-        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes"))
-}
-
-fn skip(test: &str, why: &str) {
-    assert!(
-        !required(),
-        "{test}: {why} (SWITCHBOARD_REQUIRE_INTEROP is set)"
-    );
-    eprintln!("skipping {test}: {why} (run scripts/install-interop.sh)");
-}
-
-/// Runs `command` to its end (at most `within`): success, and its stdout
-/// and stderr together.
-fn finish(mut command: Command, within: Duration) -> String {
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = command.spawn().expect("the host starts");
-    let (done, wait) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    let output = wait
-        .recv_timeout(within)
-        .expect("the host did not finish in time")
-        .expect("the host ran");
+/// Runs `command` (a host) to its end (at most `within`): success, and
+/// its stdout and stderr together.
+fn finish(command: Command, within: Duration) -> String {
+    let output = support::interop::finish(command, within);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -322,7 +293,7 @@ fn answer(out: &str, what: &str) -> Value {
 #[test]
 fn the_sdk_clients_list_and_call_through_the_one_liners() {
     let test = "the_sdk_clients_list_and_call_through_the_one_liners";
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root();
     let everything = npm_folder().join("node_modules/@modelcontextprotocol/server-everything");
     let sdk = npm_folder().join("node_modules/@modelcontextprotocol/sdk/package.json");
     let python = cache().join("python-mcp-2.3.0/bin/python");

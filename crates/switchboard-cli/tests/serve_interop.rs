@@ -8,8 +8,7 @@
 //! skips with a message when they are missing, and fails instead with
 //! SWITCHBOARD_REQUIRE_INTEROP=1 (as in CI).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -19,43 +18,7 @@ mod support;
 
 use support::BIN;
 use support::gateway::Sandbox;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn cache() -> PathBuf {
-    std::env::var_os("SWITCHBOARD_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join(".cache"))
-}
-
-/// Whether a missing SDK fails the test instead of skipping it.
-fn required() -> bool {
-    std::env::var("SWITCHBOARD_REQUIRE_INTEROP")
-        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes"))
-}
-
-fn skip(test: &str, why: &str) {
-    assert!(
-        !required(),
-        "{test}: {why} (SWITCHBOARD_REQUIRE_INTEROP is set)"
-    );
-    eprintln!("skipping {test}: {why} (run scripts/install-interop.sh)");
-}
-
-/// Runs `command` to its end, at most `within`.
-fn finish(mut command: Command, within: Duration) -> std::process::Output {
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = command.spawn().expect("the host starts");
-    let (done, wait) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    wait.recv_timeout(within)
-        .expect("the host did not finish in time")
-        .expect("the host ran")
-}
+use support::interop::{cache, finish, root, skip};
 
 /// Runs a host to its end, at most `within`; its stdout's last line as JSON.
 fn run(command: Command, within: Duration) -> Value {

@@ -3,6 +3,7 @@
 
 pub(crate) mod gateway;
 pub(crate) mod home;
+pub(crate) mod interop;
 pub(crate) mod pty;
 pub(crate) mod servers;
 

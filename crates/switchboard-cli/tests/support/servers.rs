@@ -5,25 +5,12 @@
 //! missing, and fails then too with SWITCHBOARD_REQUIRE_INTEROP=1.
 #![allow(dead_code)] // only the tests that run npm servers use it
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The interop cache (`SWITCHBOARD_CACHE`, else `<repo>/.cache`).
-pub(crate) fn cache() -> PathBuf {
-    std::env::var_os("SWITCHBOARD_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join(".cache"))
-}
-
-fn required() -> bool {
-    std::env::var("SWITCHBOARD_REQUIRE_INTEROP")
-        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes"))
-}
+pub(crate) use super::interop::cache;
+use super::interop::{required, root};
 
 fn have(program: &str) -> bool {
     Command::new(program).arg("--version").output().is_ok()
