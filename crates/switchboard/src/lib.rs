@@ -42,8 +42,8 @@ pub use client::{events, handlers};
 pub use client::app::{App, AppProblem};
 pub use client::events::{Event, EventStream, ListKind};
 pub use client::handlers::{
-    BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots,
-    RootsHandler, SamplingHandler, UrlRequest,
+    BoxFuture, ElicitationHandler, FormRequest, HandlerContext, HandlerError, Roots, RootsHandler,
+    SamplingHandler, UrlRequest,
 };
 pub use client::skills::{Skill, SkillFileContents, SkillProblem};
 pub use client::tasks::TaskOptions;
