@@ -235,8 +235,12 @@ async fn a_backends_elicitation_and_sampling_reach_the_host_across_eras() {
     let _ = http.wait();
 }
 
-/// A host that declared neither elicitation nor sampling: the gateway
-/// declines for it, the backend hears "decline", the call still ends.
+/// A host that declared neither elicitation nor sampling: a session-era
+/// one is declined for (the backend hears "decline", the call still
+/// ends); a 2026-07-28 one is told -32021 with the capability the call
+/// needs when a session-era backend asks, as the spec has a server do,
+/// and gets a 2026-07-28 backend's own answer (it sees the host's
+/// capabilities).
 #[tokio::test]
 async fn an_ask_the_host_cannot_take_is_declined_on_its_behalf() {
     let sandbox = Sandbox::new("declined");
@@ -244,16 +248,36 @@ async fn an_ask_the_host_cannot_take_is_declined_on_its_behalf() {
         let host = host(&sandbox, mode).await;
         host.list_tools().await.unwrap();
         for server in ["old", "new"] {
-            let result = host
-                .call_tool(format!("{server}__ask"), None)
-                .await
-                .unwrap();
-            let answer: serde_json::Value = serde_json::from_str(&text(&result)).unwrap();
-            assert_eq!(answer["action"], "decline", "{mode:?} {server}: {answer}");
-            let result = host
+            let asked = host.call_tool(format!("{server}__ask"), None).await;
+            let sampled = host
                 .call_tool(format!("{server}__sample"), args(json!({"prompt": "hi"})))
-                .await
-                .unwrap();
+                .await;
+            if mode == EraMode::Modern && server == "old" {
+                for (outcome, capability) in [(asked, "elicitation"), (sampled, "sampling")] {
+                    assert_missing_capability(outcome, capability, server);
+                }
+                continue;
+            }
+            if mode == EraMode::Modern {
+                // A 2026-07-28 backend sees the host's own capabilities and
+                // answers as it chooses: the test server, an error result.
+                for (outcome, capability) in [(asked, "elicitation"), (sampled, "sampling")] {
+                    let result = outcome.unwrap();
+                    assert_eq!(
+                        result.is_error,
+                        Some(true),
+                        "{server} {capability}: {result:?}"
+                    );
+                    assert!(
+                        text(&result).contains(&format!("did not declare the {capability}")),
+                        "{server} {capability}: {result:?}"
+                    );
+                }
+                continue;
+            }
+            let answer: serde_json::Value = serde_json::from_str(&text(&asked.unwrap())).unwrap();
+            assert_eq!(answer["action"], "decline", "{mode:?} {server}: {answer}");
+            let result = sampled.unwrap();
             assert_eq!(result.is_error, Some(true), "{mode:?} {server}: {result:?}");
             assert!(
                 text(&result).contains("did not declare the sampling capability"),
@@ -261,6 +285,26 @@ async fn an_ask_the_host_cannot_take_is_declined_on_its_behalf() {
             );
         }
         host.close().await;
+    }
+}
+
+/// A 2026-07-28 host's call that needed `capability` it did not declare:
+/// -32021, the capability named in `requiredCapabilities`.
+fn assert_missing_capability(
+    outcome: Result<switchboard::types::CallToolResult, switchboard::Error>,
+    capability: &str,
+    what: &str,
+) {
+    match outcome {
+        Err(switchboard::Error::Server { error, .. }) => {
+            assert_eq!(error.code, -32021, "{what} {capability}: {error:?}");
+            let data = error.data.unwrap_or_default();
+            assert!(
+                data["requiredCapabilities"].get(capability).is_some(),
+                "{what} {capability}: {data}"
+            );
+        }
+        other => panic!("{what} {capability}: not -32021: {other:?}"),
     }
 }
 
@@ -323,18 +367,23 @@ async fn the_tool_policy_denies_and_asks() {
         );
         declining.close().await;
 
-        // A host that cannot ask: not called either.
+        // A host that cannot ask: not called either (a 2026-07-28 host is
+        // told the capability it lacks).
         let mute = crate::host(&sandbox, mode).await;
         mute.list_tools().await.unwrap();
-        let result = mute
+        let outcome = mute
             .call_tool("old__echo", args(json!({"text": "x"})))
-            .await
-            .unwrap();
-        assert_eq!(result.is_error, Some(true), "{mode:?}: {result:?}");
-        assert!(
-            text(&result).contains("did not declare the elicitation capability"),
-            "{mode:?}: {result:?}"
-        );
+            .await;
+        if mode == EraMode::Modern {
+            assert_missing_capability(outcome, "elicitation", "the policy's ask");
+        } else {
+            let result = outcome.unwrap();
+            assert_eq!(result.is_error, Some(true), "{mode:?}: {result:?}");
+            assert!(
+                text(&result).contains("did not declare the elicitation capability"),
+                "{mode:?}: {result:?}"
+            );
+        }
         mute.close().await;
     }
 }
