@@ -24,6 +24,7 @@ use switchboard::types::{
     CallToolRequestParams, CallToolResult, InputRequiredResult, RequestOutcome, codes,
 };
 use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::task::TaskTracker;
 
 use super::HubServer;
 use super::forward::{Ask, AskAnswer, BackendAsks, HostId, Refusal, Registration};
@@ -154,7 +155,7 @@ impl ParkedCalls {
 
     /// Keeps `parked` under a fresh unguessable `requestState` for at most
     /// [`PARK_TTL`]; `None` when too many wait already.
-    fn park(&self, parked: Parked) -> Result<String, Box<Parked>> {
+    fn park(&self, parked: Parked, tasks: &TaskTracker) -> Result<String, Box<Parked>> {
         let mut bytes = [0u8; 16];
         if aws_lc_rs::rand::fill(&mut bytes).is_err() {
             return Err(Box::new(parked));
@@ -170,7 +171,7 @@ impl ParkedCalls {
         }
         let calls = Arc::downgrade(&self.0);
         let expiring = state.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             tokio::time::sleep(PARK_TTL).await;
             if let Some(calls) = calls.upgrade() {
                 // Dropping the call cancels it on the backend.
@@ -678,7 +679,7 @@ impl HubServer {
                     }
                     if cx.era == switchboard::types::Era::Legacy {
                         let cx = cx.clone();
-                        tokio::spawn(async move {
+                        self.tasks.spawn(async move {
                             let answer = cx
                                 .request(ask.method, ask.params, ASK_TIMEOUT)
                                 .await
@@ -711,7 +712,7 @@ impl HubServer {
                             .map(|info| info.name.clone())
                             .unwrap_or_default(),
                     };
-                    return match self.parked.park(parked) {
+                    return match self.parked.park(parked, &self.tasks) {
                         Ok(state) => Ok(RequestOutcome::InputRequired(InputRequiredResult {
                             input_requests: Some(requests),
                             request_state: Some(state),
