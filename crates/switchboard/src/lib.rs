@@ -31,6 +31,8 @@
 pub mod client;
 pub mod engine;
 pub mod error;
+#[cfg(any(feature = "http", feature = "http-server"))]
+mod param_headers;
 pub mod server;
 pub mod transport;
 pub mod url_display;

@@ -123,6 +123,26 @@ impl ServerHandler for HubServer {
             .spawn(forward_list_changes(self.hub.events(), peer.clone()));
     }
 
+    /// A served tool's schema when it mirrors arguments into headers (the
+    /// backend's, as listed): the HTTP server checks a 2026-07-28 call's
+    /// `Mcp-Param-*` headers against it before the call is routed. Read
+    /// from the route table's text, parsed only when it names
+    /// `x-mcp-header`.
+    fn tool_input_schema(&self, name: &str) -> Option<serde_json::Value> {
+        let routes = self
+            .hub
+            .inner
+            .shared
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let schema = &routes.get(name)?.tool().input_schema;
+        if !schema.as_str().contains("x-mcp-header") {
+            return None;
+        }
+        schema.parse().ok()
+    }
+
     fn capabilities(&self) -> ServerCapabilities {
         serde_json::from_value(serde_json::json!({
             "tools": { "listChanged": true },

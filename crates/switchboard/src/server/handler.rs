@@ -221,6 +221,15 @@ pub trait ServerHandler: Send + Sync + 'static {
         Box::pin(async move { Err(unknown_task(&params.task_id)) })
     }
 
+    /// Tool `name`'s input schema, when it mirrors arguments into
+    /// `Mcp-Param-*` headers (`x-mcp-header`, 2026-07-28): a request over
+    /// HTTP without a session is then refused (400, -32020) when a header
+    /// is missing, does not decode, or does not match its argument.
+    /// `None` (the default): not checked.
+    fn tool_input_schema(&self, _name: &str) -> Option<serde_json::Value> {
+        None
+    }
+
     /// Called once for each connection as it starts being served (stdio,
     /// each HTTP session, an in-memory pair), with the peer to speak first
     /// on: a handler that tells its clients of changes starts doing so

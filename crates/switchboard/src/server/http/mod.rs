@@ -58,6 +58,7 @@ mod body;
 mod conn;
 mod guard;
 mod link;
+mod params;
 mod route;
 mod seal;
 mod stateless;

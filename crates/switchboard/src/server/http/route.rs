@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::body::{ResponseBody, SseBody, json, reply, rpc_error, sse};
 use super::guard;
 use super::link::{Link, Running, request_id, session_id};
+use super::params::check_params;
 use super::seal::{InitializeAnswer, InitializeBody, SEALED_PREFIX};
 use super::stateless::{check_stateless, contains_text, error_code_status};
 use super::{MAX_ENDED, Metrics, SESSION_HEADER, State, accepts_events};
@@ -163,6 +164,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     if stateless
         && is_request
         && let Some(response) = check_stateless(headers, &body, id.as_deref())
+            .or_else(|| check_params(&*state.handler, headers, &body, id.as_deref()))
     {
         return response;
     }

@@ -10,11 +10,9 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use base64::Engine as _;
-
 use super::{BoxFuture, Connection, Connector, TransportError};
 
-mod headers;
+pub(crate) use crate::param_headers::encode_header_value;
 mod legacy_sse;
 mod streamable;
 mod tls;
@@ -611,27 +609,6 @@ fn redact_written(url: &str) -> String {
         format!("{scheme}://{host}{path}{query}")
     };
     shown.chars().take(200).collect()
-}
-
-/// A header value as the 2026-07-28 rules require: plain when it is safe
-/// visible ASCII without edge whitespace, else `=?base64?…?=`.
-pub(crate) fn encode_header_value(value: &str) -> String {
-    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
-    let safe = !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
-        && !value.starts_with([' ', '\t'])
-        && !value.ends_with([' ', '\t'])
-        && !looks_encoded;
-    if safe {
-        value.to_owned()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
-        )
-    }
 }
 
 #[cfg(test)]

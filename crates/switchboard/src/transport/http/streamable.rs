@@ -17,11 +17,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::headers::{HeaderParam, header_params, param_headers};
 use super::{
     AuthProvider, AuthRetries, HttpConfig, auth_failure, encode_header_value, header_map,
     http_error, note_dpop_nonce,
 };
+use crate::param_headers::{HeaderParam, header_params, param_headers};
 use crate::transport::{
     BoxFuture, Connection, Incoming, MessageSink, MessageStream, Sent, TransportError,
     escaped_preview,

@@ -1,9 +1,63 @@
 //! `x-mcp-header` (2026-07-28): tool parameters a server wants mirrored into
-//! `Mcp-Param-{Name}` headers, validated per the Streamable HTTP rules.
+//! `Mcp-Param-{Name}` headers, validated per the Streamable HTTP rules; and
+//! the `=?base64?…?=` form of a header value, both ways. The client writes
+//! the headers (`transport/http`), the server checks them
+//! (`server/http/params.rs`).
 
+use base64::Engine as _;
 use serde_json::Value;
 
-use super::encode_header_value;
+/// A header value as the 2026-07-28 rules require: plain when it is safe
+/// visible ASCII without edge whitespace, else `=?base64?…?=`.
+pub(crate) fn encode_header_value(value: &str) -> String {
+    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
+    let safe = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
+        && !value.starts_with([' ', '\t'])
+        && !value.ends_with([' ', '\t'])
+        && !looks_encoded;
+    if safe {
+        value.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        )
+    }
+}
+
+/// A header value as sent (`=?base64?…?=` decoded; anything else, even
+/// half of that form, is literal); `None` when the Base64 inside the form
+/// is not valid (bad padding or characters) or not UTF-8.
+pub(crate) fn decode_header_value(raw: &str) -> Option<String> {
+    match raw
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+    {
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+        None => Some(raw.to_owned()),
+    }
+}
+
+/// The text a mirrored argument is compared as: a string, a boolean, an
+/// integer; `None` when absent or of another type (no header then).
+pub(crate) fn argument_text(params: &HeaderParam, arguments: &Value) -> Option<String> {
+    let value = params
+        .path
+        .iter()
+        .try_fold(arguments, |value, key| value.get(key))?;
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
 
 /// One parameter to mirror: where it sits in the arguments, and its header.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,17 +154,7 @@ pub(crate) fn param_headers(params: &[HeaderParam], arguments: &Value) -> Vec<(S
     params
         .iter()
         .filter_map(|param| {
-            let value = param
-                .path
-                .iter()
-                .try_fold(arguments, |value, key| value.get(key))?;
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
-                // Absent or of another type: the header is omitted.
-                _ => return None,
-            };
+            let text = argument_text(param, arguments)?;
             Some((
                 format!("Mcp-Param-{}", param.name),
                 encode_header_value(&text),
