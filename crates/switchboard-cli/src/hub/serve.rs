@@ -84,6 +84,8 @@ pub(crate) async fn serve(
         &asks,
     )?;
     servers.hub(&hub);
+    // Heard from before the start, so no early "needs a login" is missed.
+    let login_events = hub.events();
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
     let mut gateway = HubServer::new(hub.clone(), info)
         .start_hub(settings.wait_ready)
@@ -100,7 +102,7 @@ pub(crate) async fn serve(
             }),
         );
     }
-    gateway.spawn(say_logins_needed(hub.clone()));
+    gateway.spawn(say_logins_needed(login_events));
     if settings.fronted.reads_files() {
         gateway.spawn(watch_config(hub, watched_files(context, &loaded)));
     }
@@ -233,8 +235,7 @@ fn served_hub(
 }
 
 /// Says on stderr which servers wait for a login, and how to give it.
-async fn say_logins_needed(hub: Hub) {
-    let mut events = hub.events();
+async fn say_logins_needed(mut events: switchboard_hub::hub::HubEvents) {
     while let Some(event) = events.next().await {
         if let switchboard_hub::HubEvent::StateChanged {
             server,
