@@ -9,6 +9,7 @@ use serde_json::Value;
 
 /// A header value as the 2026-07-28 rules require: plain when it is safe
 /// visible ASCII without edge whitespace, else `=?base64?…?=`.
+#[cfg(feature = "http")]
 pub(crate) fn encode_header_value(value: &str) -> String {
     let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
     let safe = !value.is_empty()
@@ -31,6 +32,7 @@ pub(crate) fn encode_header_value(value: &str) -> String {
 /// A header value as sent (`=?base64?…?=` decoded; anything else, even
 /// half of that form, is literal); `None` when the Base64 inside the form
 /// is not valid (bad padding or characters) or not UTF-8.
+#[cfg(feature = "http-server")]
 pub(crate) fn decode_header_value(raw: &str) -> Option<String> {
     match raw
         .strip_prefix("=?base64?")
@@ -150,6 +152,7 @@ fn is_tchar(b: u8) -> bool {
 }
 
 /// The `Mcp-Param-*` headers for a call with `arguments`.
+#[cfg(feature = "http")]
 pub(crate) fn param_headers(params: &[HeaderParam], arguments: &Value) -> Vec<(String, String)> {
     params
         .iter()
