@@ -295,6 +295,9 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
              use a new id for each request",
         );
     };
+    // What is said on a stateless request's stream names it by its id (a
+    // listen's `subscriptionId`): the client's own, not ours.
+    let relabel = Relabel::new(stateless, &ours_text, &client_id);
     let cancelled = (!stateless).then(|| link.cancellable(&ours_text));
     link.touch();
     let answer = link.served.answer(ours, request.method, request.params);
@@ -345,7 +348,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         Ok(Ok(outcome)) if events && !said.is_empty() => {
             let mut early = Vec::new();
             while let Ok((_, message)) = said.try_recv() {
-                early.push(message);
+                early.push(relabel.apply(message));
             }
             drop(running);
             let (tx, rx) = mpsc::channel(early.len() + 1);
@@ -414,6 +417,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
             response
         }
         Ok(Err((_, message))) => {
+            let first = relabel.apply(message);
             let (tx, rx) = mpsc::channel(super::link::STREAM_CAPACITY);
             // The rest on a task of its own: what is said, then the answer.
             let stall = options.stream_stall;
@@ -427,7 +431,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
                         biased;
                         message = said.recv() => match message {
                             Some((_, message)) => {
-                                if pass((false, message)).await.is_err() {
+                                if pass((false, relabel.apply(message))).await.is_err() {
                                     return;
                                 }
                             }
@@ -437,7 +441,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
                         },
                         outcome = &mut answer => {
                             while let Ok((_, message)) = said.try_recv() {
-                                if pass((false, message)).await.is_err() {
+                                if pass((false, relabel.apply(message))).await.is_err() {
                                     return;
                                 }
                             }
@@ -449,7 +453,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
                 }
             });
             sse(SseBody {
-                first: Some(message),
+                first: Some(first),
                 rx,
                 done: false,
             })
@@ -478,4 +482,59 @@ fn make_room(sessions: &mut std::collections::HashMap<String, Arc<Link>>, max: u
         }
     }
     true
+}
+
+/// The rewrite of what is said on a stateless request's stream: its id in
+/// `_meta`'s `subscriptionId` (ours, given to the handler) back to the
+/// client's.
+struct Relabel(Option<(Vec<u8>, Vec<u8>)>);
+
+impl Relabel {
+    fn new(stateless: bool, ours: &str, client: &RequestId) -> Self {
+        let key = switchboard_types::meta::META_SUBSCRIPTION_ID;
+        Self(stateless.then(|| {
+            let client = serde_json::to_string(client).unwrap_or_default();
+            (
+                format!("\"{key}\":{ours}").into_bytes(),
+                format!("\"{key}\":{client}").into_bytes(),
+            )
+        }))
+    }
+
+    /// `message`, naming the client's id where it named ours.
+    fn apply(&self, message: Vec<u8>) -> Vec<u8> {
+        let Some((ours, client)) = &self.0 else {
+            return message;
+        };
+        let Some(at) = message
+            .windows(ours.len())
+            .position(|window| window == ours.as_slice())
+        else {
+            return message;
+        };
+        let mut out = Vec::with_capacity(message.len() + client.len());
+        out.extend_from_slice(&message[..at]);
+        out.extend_from_slice(client);
+        out.extend_from_slice(&message[at + ours.len()..]);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stateless_streams_subscription_id_is_the_clients() {
+        let relabel = Relabel::new(true, "\"sb-5\"", &RequestId::Number(3));
+        let said = br#"{"method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sb-5"}}}"#;
+        let out = String::from_utf8(relabel.apply(said.to_vec())).unwrap();
+        assert!(
+            out.contains(r#""io.modelcontextprotocol/subscriptionId":3}"#),
+            "{out}"
+        );
+        // A session's request keeps its own id: nothing to rewrite.
+        let kept = Relabel::new(false, "\"sb-5\"", &RequestId::Number(3));
+        assert_eq!(kept.apply(said.to_vec()), said.to_vec());
+    }
 }
