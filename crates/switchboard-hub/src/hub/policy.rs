@@ -330,6 +330,19 @@ impl PolicyState {
 }
 
 impl Hub {
+    /// The server slot behind the hub-wide tool `name`, and the tool's own
+    /// name there.
+    fn routed(&self, name: &str) -> Result<(Arc<Slot>, String), HubError> {
+        self.inner
+            .shared
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .map(|r| (r.slot.clone(), r.tool().name.clone()))
+            .ok_or_else(|| HubError::UnknownTool { name: name.into() })
+    }
+
     /// [`Hub::call_tool_with`] whose policy `ask` is answered by
     /// `approver` (else the hub's [`HubBuilder::tool_approver`]).
     ///
@@ -345,17 +358,7 @@ impl Hub {
         options: RequestOptions,
         approver: Option<Arc<dyn ToolApprover>>,
     ) -> Result<CallToolResult, HubError> {
-        let route = self
-            .inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .map(|r| (r.slot.clone(), r.tool().name.clone()));
-        let Some((slot, tool)) = route else {
-            return Err(HubError::UnknownTool { name: name.into() });
-        };
+        let (slot, tool) = self.routed(name)?;
         self.call_slot(&slot, &tool, arguments, options, approver.as_ref(), None)
             .await
             .and_then(|outcome| whole(&slot.config.name, &tool, outcome))
@@ -382,17 +385,7 @@ impl Hub {
         options: RequestOptions,
         approver: Option<Arc<dyn ToolApprover>>,
     ) -> Result<RequestOutcome<CallToolResult>, HubError> {
-        let route = self
-            .inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .map(|r| (r.slot.clone(), r.tool().name.clone()));
-        let Some((slot, tool)) = route else {
-            return Err(HubError::UnknownTool { name: name.into() });
-        };
+        let (slot, tool) = self.routed(name)?;
         self.call_slot(
             &slot,
             &tool,
