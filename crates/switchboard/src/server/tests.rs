@@ -426,6 +426,111 @@ async fn over_http_a_host_that_never_reads_its_stream_is_cut_off() {
     drop(stream);
 }
 
+/// SEP-1699, as a host whose connection drops: a 2025-11-25 host's slow
+/// call becomes a resumable stream (a priming event with an id and
+/// `retry:` first); the connection dropping does not cancel the call; a
+/// `GET` with `Last-Event-ID` gets the answer that came meanwhile. Another
+/// session cannot take the stream up, nor can an id the stream never had.
+#[cfg(all(feature = "http", feature = "http-server"))]
+#[tokio::test]
+async fn over_http_a_dropped_stream_resumes_with_last_event_id() {
+    use tokio::io::AsyncReadExt;
+    let fixture = Arc::new(Fixture::default());
+    let (_server, url) = http_fixture(fixture.clone()).await;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    // One request on a connection of its own; the connection, and the
+    // response head (lowercased) once it came.
+    let send = |head: String, body: &'static str| async move {
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let request = format!(
+            "{head}\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\n\
+             mcp-protocol-version: 2025-11-25\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the connection closed before a response head");
+            response.extend_from_slice(&chunk[..n]);
+        }
+        (stream, String::from_utf8_lossy(&response).to_lowercase())
+    };
+    // Reads until `marker` arrives (or the connection ends).
+    let read_until = |mut stream: tokio::net::TcpStream, mut seen: String, marker: &'static str| async move {
+        while !seen.contains(marker) {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+        (stream, seen)
+    };
+    let session = |head: &str| {
+        head.lines()
+            .find_map(|line| line.strip_prefix("mcp-session-id: "))
+            .expect("a session id")
+            .trim()
+            .to_owned()
+    };
+    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}"#;
+    let (_, head) = send("POST /mcp HTTP/1.1".to_owned(), initialize).await;
+    let ours = session(&head);
+    let (_, head) = send("POST /mcp HTTP/1.1".to_owned(), initialize).await;
+    let theirs = session(&head);
+
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}"#;
+    let (stream, head) = send(
+        format!("POST /mcp HTTP/1.1\r\nmcp-session-id: {ours}"),
+        call,
+    )
+    .await;
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let (stream, seen) = read_until(stream, head, "retry:").await;
+    assert!(seen.contains("id: s1-0\nretry: 1000\ndata: \n\n"), "{seen}");
+    fixture.started.notified().await;
+    // The host's connection drops; the call runs on and is answered.
+    drop(stream);
+    fixture.release.notify_one();
+
+    // Another session cannot take the stream up.
+    let (stream, head) = send(
+        format!("GET /mcp HTTP/1.1\r\nmcp-session-id: {theirs}\r\nlast-event-id: s1-0"),
+        "",
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 400"), "{head}");
+    drop(stream);
+    // Nor an event the stream never had.
+    let (stream, head) = send(
+        format!("GET /mcp HTTP/1.1\r\nmcp-session-id: {ours}\r\nlast-event-id: s1-7"),
+        "",
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 400"), "{head}");
+    drop(stream);
+
+    let (stream, head) = send(
+        format!("GET /mcp HTTP/1.1\r\nmcp-session-id: {ours}\r\nlast-event-id: s1-0"),
+        "",
+    )
+    .await;
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let (_stream, seen) = read_until(stream, head, "released").await;
+    assert!(seen.contains("id: s1-1\n"), "{seen}");
+    assert!(seen.contains(r#""id":1,"result""#), "{seen}");
+    assert!(seen.contains("released"), "{seen}");
+    assert_eq!(
+        fixture.dropped.load(Ordering::SeqCst),
+        0,
+        "the dropped connection did not cancel the call"
+    );
+}
+
 /// At the session cap, a new host's `initialize` ends the least recently
 /// used idle session instead of being refused: one host's idle sessions do
 /// not lock the others out; a busy session is never ended for it.

@@ -9,9 +9,12 @@ use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::link::Sent;
+use super::stream::StreamBody;
 
-/// A response body: a whole JSON answer, or an event stream.
-pub(super) type ResponseBody = http_body_util::Either<Full<Bytes>, SseBody>;
+/// A response body: a whole JSON answer, or an event stream (a session's
+/// standalone stream, or a request's: `stream`).
+pub(super) type ResponseBody =
+    http_body_util::Either<Full<Bytes>, http_body_util::Either<SseBody, StreamBody>>;
 
 /// Server-sent events: each message as one `message` event; ends after a
 /// request's answer (never, for the standalone stream).
@@ -56,6 +59,15 @@ impl hyper::body::Body for SseBody {
 }
 
 pub(super) fn sse(body: SseBody) -> Response<ResponseBody> {
+    event_stream(http_body_util::Either::Left(body))
+}
+
+/// A request's event stream.
+pub(super) fn sse_stream(body: StreamBody) -> Response<ResponseBody> {
+    event_stream(http_body_util::Either::Right(body))
+}
+
+fn event_stream(body: http_body_util::Either<SseBody, StreamBody>) -> Response<ResponseBody> {
     let mut response = Response::new(http_body_util::Either::Right(body));
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,

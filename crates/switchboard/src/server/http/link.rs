@@ -9,6 +9,7 @@ use switchboard_types::jsonrpc::RequestId;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::stream::Stream;
 use crate::server::{ServeOptions, Served, ServerHandler, serve};
 use crate::transport::{
     BoxFuture, Connection, Incoming, MessageSink, MessageStream, TransportError,
@@ -17,6 +18,10 @@ use crate::transport::{
 /// How many messages a request's stream (and the standalone stream) holds
 /// for a host that reads it slowly.
 pub(super) const STREAM_CAPACITY: usize = 32;
+
+/// Resumable streams a session keeps at once (running requests, and
+/// answers no connection has taken yet).
+pub(super) const MAX_STREAMS: usize = 256;
 
 /// One message the handler sent about a request, and whether it is the
 /// request's answer (the last).
@@ -41,6 +46,10 @@ pub(super) struct Routes {
     pub(super) standalone: Option<mpsc::Sender<Sent>>,
     /// How to stop each running request of a session, by id.
     pub(super) cancels: HashMap<String, oneshot::Sender<()>>,
+    /// The session's resumable request streams, by number (see `stream`).
+    pub(super) streams: HashMap<u64, Arc<Stream>>,
+    /// The last stream number given.
+    pub(super) last_stream: u64,
 }
 
 pub(super) struct LinkSink {
@@ -227,6 +236,44 @@ impl Link {
             .waiting
             .values()
             .all(mpsc::Sender::is_closed)
+    }
+
+    /// A number for a new resumable stream; `None` when the session
+    /// keeps [`MAX_STREAMS`] already (the new one then ends with its
+    /// connection).
+    pub(super) fn next_stream(&self) -> Option<u64> {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        if routes.streams.len() >= MAX_STREAMS {
+            return None;
+        }
+        routes.last_stream += 1;
+        Some(routes.last_stream)
+    }
+
+    /// Keeps stream `number` for a resuming `GET`.
+    pub(super) fn keep_stream(&self, number: u64, stream: Arc<Stream>) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .streams
+            .insert(number, stream);
+    }
+
+    pub(super) fn kept_stream(&self, number: u64) -> Option<Arc<Stream>> {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .streams
+            .get(&number)
+            .cloned()
+    }
+
+    pub(super) fn drop_stream(&self, number: u64) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .streams
+            .remove(&number);
     }
 
     /// Opens the standalone stream, unless one is open already.

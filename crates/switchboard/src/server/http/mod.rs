@@ -3,7 +3,12 @@
 //! handler says something about the request before answering it
 //! (progress, a request of its own such as `elicitation/create`): then,
 //! when the client's `Accept` takes `text/event-stream`, the answer is an
-//! event stream carrying those messages and ending with the answer.
+//! event stream carrying those messages and ending with the answer. For
+//! a host of 2025-11-25 or later in a session, so does an answer slower
+//! than [`HttpServeOptions::stream_after`]: such a stream is resumable
+//! (SEP-1699: a priming event, ids, `retry:`), a dropped connection does
+//! not cancel its request, and a `GET` with `Last-Event-ID` takes it up
+//! within [`HttpServeOptions::resume_window`].
 //!
 //! - **Session era**: an `initialize` POST opens a session (its own
 //!   connection to the handler) and its answer carries `Mcp-Session-Id`,
@@ -51,7 +56,8 @@
 //! its body is read: Host, Origin, bearer token), `conn` (the accept loop
 //! and each connection's limits and deadlines), `route` (the endpoint's
 //! routes), `link` (a connection to the handler and where what it says
-//! goes), `body` (answers and event streams), `seal` (sealed session ids),
+//! goes), `body` (answers and event streams), `stream` (a request's event
+//! stream, resumable or not), `seal` (sealed session ids),
 //! `stateless` (the 2026-07-28 checks of a request without a session).
 
 mod body;
@@ -62,6 +68,7 @@ mod params;
 mod route;
 mod seal;
 mod stateless;
+mod stream;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -133,6 +140,18 @@ pub struct HttpServeOptions {
     /// handler has something for it: then the stream is closed (and its
     /// request cancelled), not buffered. Default 30 seconds.
     pub stream_stall: Duration,
+    /// How long a request's resumable event stream (a 2025-11-25 host's,
+    /// in a session: SEP-1699) lives on without a connection: the request
+    /// runs on, its last events are kept, and a `GET` with `Last-Event-ID`
+    /// takes it up; after that the request is cancelled. `None`: no
+    /// stream is resumable, a dropped connection cancels its request.
+    /// Default 60 seconds.
+    pub resume_window: Option<Duration>,
+    /// How long a request of such a host may take before its answer
+    /// becomes a resumable event stream (a priming event at once, the
+    /// answer at the end), so a connection lost while it runs loses
+    /// nothing; a quicker answer is plain JSON. Default 50 ms.
+    pub stream_after: Duration,
 }
 
 /// Renders the metrics text on each `GET /metrics`.
@@ -173,6 +192,8 @@ impl Default for HttpServeOptions {
             idle_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(30),
             stream_stall: Duration::from_secs(30),
+            resume_window: Some(Duration::from_secs(60)),
+            stream_after: Duration::from_millis(50),
         }
     }
 }

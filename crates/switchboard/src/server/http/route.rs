@@ -8,15 +8,15 @@ use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming as Body;
 use hyper::{Method, Request, Response, StatusCode};
 use switchboard_types::jsonrpc::{ErrorObject, JsonRpcMessage, RequestId};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::body::{ResponseBody, SseBody, json, reply, rpc_error, sse};
+use super::body::{ResponseBody, SseBody, json, reply, rpc_error, sse, sse_stream};
 use super::guard;
 use super::link::{Link, Running, request_id, session_id};
 use super::params::check_params;
 use super::seal::{InitializeAnswer, InitializeBody, SEALED_PREFIX};
 use super::stateless::{check_stateless, contains_text, error_code_status};
+use super::stream::{self, Source};
 use super::{MAX_ENDED, Metrics, SESSION_HEADER, State, accepts_events};
 use crate::engine::HandlerResult;
 use crate::server::SessionState;
@@ -104,6 +104,22 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
                 return reply(StatusCode::NOT_FOUND, "no such session\n");
             };
             link.touch();
+            // A request's stream taken up where the host lost it.
+            if let Some(last) = headers.get("last-event-id") {
+                let resumed = last
+                    .to_str()
+                    .ok()
+                    .and_then(stream::parse_event_id)
+                    .and_then(|(number, after)| stream::resume(&link, number, after));
+                return match resumed {
+                    Some(body) => sse_stream(body),
+                    None => reply(
+                        StatusCode::BAD_REQUEST,
+                        "no stream to resume after this Last-Event-ID: it ended, or its events \
+                         are no longer kept\n",
+                    ),
+                };
+            }
             return match link.open_standalone() {
                 Some(rx) => sse(SseBody {
                     first: None,
@@ -310,9 +326,18 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     // The answer alone is plain JSON; something said about the request
     // first (progress, a request of the server's) turns the response into
     // an event stream that ends with the answer — when the client takes
-    // one, else what comes before the answer is dropped. Dropping the
-    // answer's future (the client went away) cancels the request.
-    let deadline = tokio::time::sleep(options.request_timeout);
+    // one, else what comes before the answer is dropped. So does an answer
+    // slower than `stream_after` for a host whose stream can be resumed.
+    // Dropping the answer's future (the client went away) cancels the
+    // request, unless its stream can be resumed.
+    let started = Instant::now();
+    let resume_window = options
+        .resume_window
+        .filter(|_| !stateless && new_session.is_none() && events && resumes(headers));
+    let deadline = tokio::time::sleep(match resume_window {
+        Some(_) => options.stream_after.min(options.request_timeout),
+        None => options.request_timeout,
+    });
     tokio::pin!(deadline);
     let mut answer = answer;
     let mut said = said;
@@ -331,7 +356,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
             biased;
             message = said.recv() => match message {
                 Some(_) if !events => continue,
-                Some(message) => break Ok(Err(message)),
+                Some((_, message)) => break Ok(Err(Some(message))),
                 None => continue,
             },
             outcome = &mut answer => break Ok(Ok(outcome)),
@@ -339,8 +364,32 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
                 let outcome = Err(ErrorObject::new(-32800, "Request cancelled"));
                 return json(StatusCode::OK, respond(outcome));
             }
-            () = &mut deadline => break Err(()),
+            () = &mut deadline => match resume_window {
+                Some(_) if started.elapsed() < options.request_timeout => break Ok(Err(None)),
+                _ => break Err(()),
+            },
         }
+    };
+    let relabel = move |message| relabel.apply(message);
+    let stream_respond = respond.clone();
+    let stream = |early: Vec<Vec<u8>>,
+                  said,
+                  answer: BoxFuture<'static, HandlerResult>,
+                  cancelled,
+                  running| {
+        let source = Source {
+            link: link.clone(),
+            running,
+            said,
+            answer,
+            cancelled,
+            early,
+            relabel: Box::new(relabel),
+            respond: Box::new(stream_respond),
+            deadline: started + options.request_timeout,
+            stall: options.stream_stall,
+        };
+        sse_stream(stream::open(source, resume_window))
     };
     match first {
         // The handler runs inside that wait: what it said on the way to
@@ -348,21 +397,10 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         Ok(Ok(outcome)) if events && !said.is_empty() => {
             let mut early = Vec::new();
             while let Ok((_, message)) = said.try_recv() {
-                early.push(relabel.apply(message));
+                early.push(message);
             }
-            drop(running);
-            let (tx, rx) = mpsc::channel(early.len() + 1);
-            let mut early = early.into_iter();
-            let first = early.next();
-            for message in early {
-                let _ = tx.try_send((false, message));
-            }
-            let _ = tx.try_send((true, respond(outcome)));
-            sse(SseBody {
-                first,
-                rx,
-                done: false,
-            })
+            let outcome = std::future::ready(outcome);
+            stream(early, said, Box::pin(outcome), cancelled, running)
         }
         Ok(Ok(outcome)) => {
             drop(running);
@@ -416,50 +454,27 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
             }
             response
         }
-        Ok(Err((_, message))) => {
-            let first = relabel.apply(message);
-            let (tx, rx) = mpsc::channel(super::link::STREAM_CAPACITY);
-            // The rest on a task of its own: what is said, then the answer.
-            let stall = options.stream_stall;
-            tokio::spawn(async move {
-                let _running = running;
-                // A host that takes nothing of its stream for `stall` is cut
-                // off: returning drops the answer, which cancels the request.
-                let pass = |message| tx.send_timeout(message, stall);
-                loop {
-                    tokio::select! {
-                        biased;
-                        message = said.recv() => match message {
-                            Some((_, message)) => {
-                                if pass((false, relabel.apply(message))).await.is_err() {
-                                    return;
-                                }
-                            }
-                            // The link cut the stream off (its host did not
-                            // read it).
-                            None => return,
-                        },
-                        outcome = &mut answer => {
-                            while let Ok((_, message)) = said.try_recv() {
-                                if pass((false, relabel.apply(message))).await.is_err() {
-                                    return;
-                                }
-                            }
-                            let _ = pass((true, respond(outcome))).await;
-                            return;
-                        }
-                        () = &mut cancelled => return,
-                    }
-                }
-            });
-            sse(SseBody {
-                first: Some(first),
-                rx,
-                done: false,
-            })
-        }
+        // Something said first, or (resumable) the answer is slow: the
+        // rest on a task of its own.
+        Ok(Err(first)) => stream(
+            first.into_iter().collect(),
+            said,
+            answer,
+            cancelled,
+            running,
+        ),
         Err(()) => reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n"),
     }
+}
+
+/// Whether the request's host takes resumable streams: it speaks
+/// 2025-11-25 or later (an older one may not take the priming event's
+/// empty data).
+fn resumes(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|version| version >= "2025-11-25")
 }
 
 /// Whether one more session fits: at the cap, the session used least
