@@ -531,6 +531,40 @@ async fn over_http_a_dropped_stream_resumes_with_last_event_id() {
     );
 }
 
+/// A call on an event stream that says nothing for the request timeout
+/// ends with a -32001 error on its stream, and the handler is stopped.
+#[cfg(all(feature = "http", feature = "http-server"))]
+#[tokio::test]
+async fn over_http_a_silent_stream_times_out_with_an_error_answer() {
+    let fixture = Arc::new(Fixture::default());
+    let options = http::HttpServeOptions {
+        request_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let (_server, url) = http_fixture_with(fixture.clone(), options).await;
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(crate::transport::http::HttpConfig::new(url.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(host.protocol_version().as_str(), "2025-11-25");
+    let error = host.call_tool("slow", None).await.unwrap_err();
+    // The server's answer, not the client giving up.
+    assert!(
+        error
+            .to_string()
+            .contains("longer than the endpoint allows"),
+        "{error}"
+    );
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while fixture.dropped.load(Ordering::SeqCst) == 0 {
+            fixture.dropped_signal.notified().await;
+        }
+    })
+    .await
+    .expect("the handler was stopped");
+}
+
 /// At the session cap, a new host's `initialize` ends the least recently
 /// used idle session instead of being refused: one host's idle sessions do
 /// not lock the others out; a busy session is never ended for it.

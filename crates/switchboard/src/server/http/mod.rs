@@ -104,7 +104,9 @@ pub struct HttpServeOptions {
     pub max_sessions: usize,
     /// A session unused this long ends. Default 30 minutes.
     pub session_idle: Duration,
-    /// How long a request may take before 504. Default 5 minutes.
+    /// How long a request may take before 504 — on an event stream,
+    /// since it last said something, then its answer is a -32001 error.
+    /// Default 5 minutes.
     pub request_timeout: Duration,
     /// Each connection's limits.
     pub serve: ServeOptions,

@@ -387,6 +387,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
             relabel: Box::new(relabel),
             respond: Box::new(stream_respond),
             deadline: started + options.request_timeout,
+            timeout: options.request_timeout,
             stall: options.stream_stall,
         };
         sse_stream(stream::open(source, resume_window))

@@ -299,8 +299,10 @@ pub(super) struct Source {
     pub(super) relabel: Box<dyn Fn(Vec<u8>) -> Vec<u8> + Send + Sync>,
     /// The answer's bytes.
     pub(super) respond: Box<dyn Fn(HandlerResult) -> Vec<u8> + Send + Sync>,
-    /// When the request has run too long.
+    /// When the request has run too long, unless it says something
+    /// first: each event pushes it out by `timeout`.
     pub(super) deadline: tokio::time::Instant,
+    pub(super) timeout: Duration,
     /// How long the host may leave the stream full.
     pub(super) stall: Duration,
 }
@@ -333,9 +335,9 @@ async fn pump(stream: Arc<Stream>, source: Source, resume_window: Option<Duratio
         relabel,
         respond,
         deadline,
+        timeout,
         stall,
     } = source;
-    let _running = running;
     // A stream that is not resumable ends its request with its
     // connection.
     let window = resume_window.unwrap_or(Duration::ZERO);
@@ -381,6 +383,9 @@ async fn pump(stream: Arc<Stream>, source: Source, resume_window: Option<Duratio
             if last {
                 return true;
             }
+            deadline
+                .as_mut()
+                .reset(tokio::time::Instant::now() + timeout);
         }
     };
     let answered = tokio::select! {
@@ -388,6 +393,9 @@ async fn pump(stream: Arc<Stream>, source: Source, resume_window: Option<Duratio
         () = &mut cancelled => false,
         () = &mut orphaned => false,
     };
+    // The request is over: its handler (still running after a timeout)
+    // stops, its routes go.
+    drop((answer, said, cancelled, running));
     if answered {
         // Kept until a connection has it, or none came for the window;
         // then a little longer (resumable), for a host whose connection
