@@ -448,6 +448,9 @@ impl ClientBuilder {
             respawned: false,
             fallback_transport: None,
         };
+        // Roots set while the connection is being made may have been read
+        // by the server before the listener below exists: it is told then.
+        let roots_before = builder.handlers.roots.as_ref().map(Roots::changes);
         let (engine, mut session) = negotiator.negotiate().await?;
         // Read after connecting: a remembered verdict may have been dropped.
         session.transport = negotiator
@@ -482,6 +485,9 @@ impl ClientBuilder {
                         notify(methods::NOTIFICATION_ROOTS_LIST_CHANGED);
                     });
                     roots.listen(listener.clone());
+                    if roots_before != Some(roots.changes()) {
+                        listener();
+                    }
                     Some(listener)
                 }
                 _ => None,

@@ -198,6 +198,8 @@ pub struct Roots {
 struct RootsInner {
     roots: Mutex<Vec<Root>>,
     listeners: Mutex<Vec<Weak<dyn Fn() + Send + Sync>>>,
+    /// How many times the roots were set.
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for Roots {
@@ -226,6 +228,9 @@ impl Roots {
     /// Replaces the roots and tells connected servers.
     pub fn set(&self, roots: Vec<Root>) {
         *self.inner.roots.lock().unwrap_or_else(|e| e.into_inner()) = roots;
+        self.inner
+            .changes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let listeners: Vec<_> = {
             let mut listeners = self
                 .inner
@@ -238,6 +243,11 @@ impl Roots {
         for listener in listeners {
             listener();
         }
+    }
+
+    /// How many times the roots were set so far.
+    pub(crate) fn changes(&self) -> u64 {
+        self.inner.changes.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Calls `listener` on every change while the returned `Arc` lives.

@@ -339,3 +339,39 @@ async fn a_roots_handler_answers_in_place_of_the_list_knowing_the_request() {
         .unwrap();
     assert_eq!(answer, json!({"roots": [{"uri": "file:///call/7"}]}));
 }
+
+/// Roots set while the client connects — after the server may have read
+/// them, before the client listens for changes — are announced with
+/// `notifications/roots/list_changed` once it is connected (a gateway's
+/// backend starting as its host arrives kept the roots it read first).
+#[tokio::test]
+async fn roots_set_during_the_handshake_are_announced() {
+    use crate::client::subscriptions::script::{recv, reply};
+    let roots = Roots::new(Vec::new());
+    let (client_end, mut server) = crate::transport::memory::pair();
+    let connect = crate::Client::builder()
+        .era_mode(crate::EraMode::Legacy)
+        .roots(roots.clone())
+        .name("scripted")
+        .connect(client_end.into_connector());
+    let script = async {
+        let initialize = recv(&mut server).await;
+        assert_eq!(initialize["method"], "initialize", "{initialize}");
+        // The host's roots change while the handshake runs.
+        roots.set(vec![Root {
+            uri: "file:///a".into(),
+            ..Default::default()
+        }]);
+        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"}});
+        reply(&server, &initialize, result).await;
+        let initialized = recv(&mut server).await;
+        assert_eq!(initialized["method"], "notifications/initialized");
+        let changed = tokio::time::timeout(std::time::Duration::from_secs(30), recv(&mut server))
+            .await
+            .expect("the change made during the handshake was announced");
+        assert_eq!(changed["method"], "notifications/roots/list_changed");
+    };
+    let (client, ()) = tokio::join!(connect, script);
+    client.unwrap();
+}
