@@ -545,7 +545,12 @@ impl HubServer {
                     // The backend asks for what the host can give.
                     options.meta.insert(
                         switchboard::types::meta::META_CLIENT_CAPABILITIES.to_owned(),
-                        rounds::host_capabilities(&cx),
+                        rounds::host_capabilities(
+                            &cx,
+                            server
+                                .as_deref()
+                                .is_some_and(|server| self.follows_tasks(server, &cx)),
+                        ),
                     );
                     let approved = passed.approved.clone();
                     let approver: Arc<dyn ToolApprover> =
@@ -778,7 +783,19 @@ impl HubServer {
                                 )
                                 .map(RequestOutcome::InputRequired);
                         }
-                        Ok(RequestOutcome::Task(task)) => return Ok(RequestOutcome::Task(task)),
+                        // The backend's own task, followed (`tasks.rs`).
+                        Ok(RequestOutcome::Task(task)) => {
+                            let Some(server) = &flight.server else {
+                                return Err(ErrorObject::new(
+                                    codes::INTERNAL_ERROR,
+                                    "a task came from no backend",
+                                ));
+                            };
+                            return self
+                                .follow_task(server, task, &cx)
+                                .await
+                                .map(RequestOutcome::Task);
+                        }
                         Err(error) => Err(error),
                     };
                     let uris = std::cell::LazyCell::new(|| self.uris());

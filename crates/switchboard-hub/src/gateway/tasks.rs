@@ -24,6 +24,13 @@
 //!   connection and the name it gives (stateless hosts share one
 //!   connection, so the id is what keeps one such host's task from
 //!   another's); any other id is unknown (-32602).
+//! - **A 2026-07-28 backend that offers the extension itself** is not
+//!   wrapped: a 2026-07-28 host's call goes to it with the host's task
+//!   capability, so its rounds come back as they are (an
+//!   `input_required` round first, if that is how the tool works: the
+//!   MRTR → tasks composition) and its own task handle is followed — the
+//!   host gets an id of the gateway's, and its `tasks/get`, `tasks/update`
+//!   and `tasks/cancel` go to that backend under the backend's id.
 //! - Bounded: at most [`MAX_TASKS_PER_HOST`] tasks of one host and
 //!   [`MAX_TASKS`] in all are kept; a task is forgotten (its call
 //!   dropped) [`TASK_TTL`] after it was created, the `ttlMs` it announces.
@@ -37,8 +44,8 @@ use switchboard::server::tasks::{client_declares_tasks, missing_tasks_extension}
 use switchboard::server::{Peer, Reply, RequestContext};
 use switchboard::types::jsonrpc::ErrorObject;
 use switchboard::types::tasks::{
-    CancelTaskRequestParams, GetTaskRequestParams, GetTaskResult, Task, TaskStatus,
-    UpdateTaskRequestParams,
+    CancelTaskRequestParams, CreateTaskResult, GetTaskRequestParams, GetTaskResult,
+    TASKS_EXTENSION, Task, TaskStatus, UpdateTaskRequestParams,
 };
 use switchboard::types::{
     CallToolRequestParams, CallToolResult, EmptyResult, Era, InputResponses, JsonObject,
@@ -95,6 +102,8 @@ struct Entry {
     resume: Option<oneshot::Sender<InputResponses>>,
     /// The running call.
     work: Option<AbortHandle>,
+    /// A backend's own task, followed: its server and its id there.
+    backend: Option<(String, String)>,
 }
 
 impl Entry {
@@ -201,11 +210,96 @@ impl HubServer {
             TaskSupport::Required if !declared && cx.era == Era::Modern => {
                 Some(Err(missing_tasks_extension()))
             }
+            // The backend's own tasks are followed instead.
+            TaskSupport::Optional | TaskSupport::Required
+                if declared
+                    && self
+                        .hub
+                        .tool_server(&params.name)
+                        .is_some_and(|server| self.follows_tasks(&server, cx)) =>
+            {
+                None
+            }
             TaskSupport::Optional | TaskSupport::Required if declared => {
                 self.start_task(params.clone(), cx).map(Ok)
             }
             _ => None,
         }
+    }
+
+    /// Whether the host of `cx` gets `server`'s own task handles, followed:
+    /// both speak 2026-07-28, the host takes tasks and the backend offers
+    /// the extension.
+    pub(super) fn follows_tasks(&self, server: &str, cx: &RequestContext) -> bool {
+        cx.era == Era::Modern
+            && client_declares_tasks(&cx.client_capabilities)
+            && self.hub.client(server).is_ok_and(|client| {
+                client.era() == Era::Modern
+                    && client.capabilities().extension(TASKS_EXTENSION).is_some()
+            })
+    }
+
+    /// A backend's task handle, for the host of `cx`: kept under an id of
+    /// the gateway's. When the host has as many tasks as it may, the
+    /// backend's task is cancelled and the call refused.
+    pub(super) async fn follow_task(
+        &self,
+        server: &str,
+        mut created: CreateTaskResult,
+        cx: &RequestContext,
+    ) -> Result<CreateTaskResult, ErrorObject> {
+        let theirs = created.task.task_id.clone();
+        let ours = {
+            let mut tasks = self.host_tasks.lock();
+            forget_expired(&mut tasks);
+            let owner = Owner::of(cx);
+            let mine = tasks
+                .values()
+                .filter(|e| e.owner.name == owner.name && e.owner.peer.same_connection(&owner.peer))
+                .count();
+            match new_id() {
+                Some(id) if mine < MAX_TASKS_PER_HOST && tasks.len() < MAX_TASKS => {
+                    let mut task = created.task.clone();
+                    task.task_id = id.clone();
+                    tasks.insert(
+                        id.clone(),
+                        Entry {
+                            owner,
+                            created: Instant::now(),
+                            task,
+                            answers: InputResponses::new(),
+                            resume: None,
+                            work: None,
+                            backend: Some((server.to_owned(), theirs.clone())),
+                        },
+                    );
+                    Some(id)
+                }
+                _ => None,
+            }
+        };
+        let Some(ours) = ours else {
+            if let Ok(client) = self.hub.client(server) {
+                let _ = client.cancel_task(&theirs).await;
+            }
+            return Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "too many tasks (at most {MAX_TASKS_PER_HOST} of one host, {MAX_TASKS} in all): `{server}`'s task was cancelled; call the tool again once tasks have ended"
+                ),
+            ));
+        };
+        created.task.task_id = ours;
+        Ok(created)
+    }
+
+    /// The backend task behind the host's task `id`, if it is one.
+    fn followed(
+        &self,
+        id: &str,
+        cx: &RequestContext,
+    ) -> Result<Option<(String, String)>, ErrorObject> {
+        self.host_tasks.with(id, cx, |entry| entry.backend.clone())
     }
 
     /// Creates the task and starts its call; `None` when the host has as
@@ -251,6 +345,7 @@ impl HubServer {
                     answers: InputResponses::new(),
                     resume: None,
                     work: None,
+                    backend: None,
                 },
             );
         }
@@ -336,6 +431,26 @@ impl HubServer {
         params: GetTaskRequestParams,
         cx: RequestContext,
     ) -> Reply<GetTaskResult> {
+        match self.followed(&params.task_id, &cx) {
+            Err(error) => return Box::pin(async move { Err(error) }),
+            Ok(Some((server, theirs))) => {
+                let this = self.clone();
+                return Box::pin(async move {
+                    let client = this.backend(&server)?;
+                    let mut task = client
+                        .get_task(&theirs)
+                        .await
+                        .map_err(|e| backend_error(&server, &e))?;
+                    task.task_id = params.task_id;
+                    Ok(GetTaskResult {
+                        result_type: None,
+                        task,
+                        meta: None,
+                    })
+                });
+            }
+            Ok(None) => {}
+        }
         let found = self
             .host_tasks
             .with(&params.task_id, &cx, |entry| GetTaskResult {
@@ -353,6 +468,23 @@ impl HubServer {
         params: UpdateTaskRequestParams,
         cx: RequestContext,
     ) -> Reply<EmptyResult> {
+        match self.followed(&params.task_id, &cx) {
+            Err(error) => return Box::pin(async move { Err(error) }),
+            Ok(Some((server, theirs))) => {
+                let this = self.clone();
+                return Box::pin(async move {
+                    let client = this.backend(&server)?;
+                    let mut params = params;
+                    params.task_id = theirs;
+                    client
+                        .update_task(&params)
+                        .await
+                        .map_err(|e| backend_error(&server, &e))?;
+                    Ok(EmptyResult::default())
+                });
+            }
+            Ok(None) => {}
+        }
         let done = self.host_tasks.with(&params.task_id, &cx, |entry| {
             let Some(outstanding) = entry.task.input_requests.as_mut() else {
                 return;
@@ -381,6 +513,21 @@ impl HubServer {
         params: CancelTaskRequestParams,
         cx: RequestContext,
     ) -> Reply<EmptyResult> {
+        match self.followed(&params.task_id, &cx) {
+            Err(error) => return Box::pin(async move { Err(error) }),
+            Ok(Some((server, theirs))) => {
+                let this = self.clone();
+                return Box::pin(async move {
+                    let client = this.backend(&server)?;
+                    client
+                        .cancel_task(&theirs)
+                        .await
+                        .map_err(|e| backend_error(&server, &e))?;
+                    Ok(EmptyResult::default())
+                });
+            }
+            Ok(None) => {}
+        }
         let done = self.host_tasks.with(&params.task_id, &cx, |entry| {
             if entry.task.status.is_terminal() {
                 return;
@@ -392,6 +539,29 @@ impl HubServer {
         });
         Box::pin(async move { done.map(|()| EmptyResult::default()) })
     }
+}
+
+impl HubServer {
+    /// The live client of `server`, for a followed task's requests.
+    fn backend(&self, server: &str) -> Result<switchboard::Client, ErrorObject> {
+        self.hub.client(server).map_err(|e| {
+            ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("the task's server `{server}` is not reachable now: {e}"),
+            )
+        })
+    }
+}
+
+/// A backend's answer to a followed task's request, for the host: its own
+/// JSON-RPC error as it is, anything else saying which server failed.
+fn backend_error(server: &str, error: &switchboard::Error) -> ErrorObject {
+    error.error_object().cloned().unwrap_or_else(|| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the task's server `{server}` did not answer: {error}"),
+        )
+    })
 }
 
 /// Now in ISO 8601 (`2026-07-28T10:30:00.123Z`).

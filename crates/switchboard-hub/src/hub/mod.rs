@@ -1082,9 +1082,12 @@ async fn send_call(
         ..Default::default()
     };
     let options = request_options(client, options);
+    // A 2026-07-28 server's round goes as it is: answered with its own
+    // `input_required` round, or — for a caller that takes tasks (the
+    // gateway for such a host) — with its own task handle.
     if let Some(round) = round
         && client.era() == switchboard::types::Era::Modern
-        && !task_required(client, tool)
+        && (!task_required(client, tool) || takes_tasks(&options))
     {
         params.input_responses = round.input_responses.clone();
         params.request_state = round.request_state.clone();
@@ -1116,6 +1119,17 @@ fn request_options(client: &Client, options: RequestOptions) -> RequestOptions {
     }
     let _ = client;
     options
+}
+
+/// Whether the caller's per-request client capabilities (`_meta`) take
+/// the tasks extension.
+fn takes_tasks(options: &RequestOptions) -> bool {
+    options
+        .meta
+        .get(switchboard::types::meta::META_CLIENT_CAPABILITIES)
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(switchboard::types::tasks::TASKS_EXTENSION))
+        .is_some()
 }
 
 /// Whether `client`'s `tool` is known to run only as a task.

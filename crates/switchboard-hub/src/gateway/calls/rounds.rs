@@ -21,18 +21,20 @@ use crate::hub::audit::{self, AuditKind};
 /// The capabilities a passed-through round is sent to the backend with:
 /// the host's own, as it declared them on its request — the backend asks
 /// for what the host can give, and answers -32021 for what it cannot —
-/// but for the tasks extension (the gateway does not serve task handles
-/// yet, so a backend must not answer the host with one).
-pub(in super::super) fn host_capabilities(cx: &RequestContext) -> Value {
+/// but for the tasks extension unless `tasks` (the gateway follows the
+/// backend's task handles only for a `tools/call` of a host that takes
+/// them: `tasks.rs`).
+pub(in super::super) fn host_capabilities(cx: &RequestContext, tasks: bool) -> Value {
     let mut capabilities = cx
         .meta
         .get(META_CLIENT_CAPABILITIES)
         .filter(|c| c.is_object())
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
-    if let Some(extensions) = capabilities
-        .get_mut("extensions")
-        .and_then(Value::as_object_mut)
+    if !tasks
+        && let Some(extensions) = capabilities
+            .get_mut("extensions")
+            .and_then(Value::as_object_mut)
     {
         extensions.remove(switchboard::types::tasks::TASKS_EXTENSION);
     }
@@ -157,9 +159,10 @@ impl HubServer {
             }
             let digest = sealed::digest(Some(&params.arguments));
             let mut options = RequestOptions::default();
-            options
-                .meta
-                .insert(META_CLIENT_CAPABILITIES.to_owned(), host_capabilities(&cx));
+            options.meta.insert(
+                META_CLIENT_CAPABILITIES.to_owned(),
+                host_capabilities(&cx, false),
+            );
             let backend = GetPromptRequestParams {
                 name,
                 arguments: params.arguments,
