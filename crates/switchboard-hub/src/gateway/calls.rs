@@ -27,7 +27,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
 use super::HubServer;
-use super::forward::{Ask, AskAnswer, BackendAsks, HostId, Refusal, Registration};
+use super::forward::{Ask, AskAnswer, HostId, Refusal, Registration};
 use super::login::AUTHENTICATE_TOOL;
 use super::names::without_identity;
 use super::search::SEARCH_TOOL;
@@ -95,12 +95,70 @@ impl ProgressQueue {
     }
 }
 
+/// Log lines of a backend waiting for the host, at most this many (more
+/// are dropped, with a warning).
+const LOGS_WAITING: usize = 256;
+
+/// The backend's log lines on their way to the host of a call: filled by
+/// the backend connection's reader as it reads them, so every line read
+/// before the call's answer is here when the call completes.
+#[derive(Clone, Default)]
+pub(super) struct LogQueue(Arc<(Mutex<LogsWaiting>, Notify)>);
+
+/// The lines waiting, and how many were dropped.
+#[derive(Default)]
+struct LogsWaiting {
+    lines: std::collections::VecDeque<Value>,
+    dropped: u64,
+}
+
+impl LogQueue {
+    fn send(&self, line: Value) {
+        {
+            let mut waiting = self.0.0.lock().unwrap_or_else(|e| e.into_inner());
+            if waiting.lines.len() >= LOGS_WAITING {
+                if waiting.dropped == 0 {
+                    tracing::warn!(
+                        "a host reads its call's log lines slower than the backend writes them; \
+                         dropping lines"
+                    );
+                }
+                waiting.dropped += 1;
+                return;
+            }
+            waiting.lines.push_back(line);
+        }
+        self.0.1.notify_one();
+    }
+
+    fn try_recv(&self) -> Option<Value> {
+        self.0
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .lines
+            .pop_front()
+    }
+
+    /// The next line. Cancel safe: nothing is taken unless returned.
+    async fn recv(&self) -> Value {
+        loop {
+            if let Some(line) = self.try_recv() {
+                return line;
+            }
+            self.0.1.notified().await;
+        }
+    }
+}
+
 /// A host's call in progress: the backend's call and what comes on the way.
 pub(super) struct Flight {
     pub(super) name: String,
     pub(super) server: Option<String>,
     pub(super) call: BoxFuture<'static, Result<RequestOutcome<CallToolResult>, HubError>>,
     pub(super) progress: ProgressQueue,
+    /// The backend's log lines the host hears.
+    pub(super) logs: LogQueue,
     pub(super) asks: mpsc::UnboundedReceiver<Ask>,
     /// Asks of the gateway's own: the policy's question, the login page.
     pub(super) own: mpsc::UnboundedReceiver<Ask>,
@@ -515,6 +573,40 @@ impl HubServer {
         if let Some(registration) = &registration {
             options = options.with_tag(registration.tag());
         }
+        // A host that takes log lines (every session-era one, a
+        // 2026-07-28 one that asked) hears the backend's while its call
+        // runs, when its calls are the only ones running there (a line
+        // names no call: never another host's). The backend's reader hands
+        // them over as it reads them: all those before the answer are in
+        // the queue when the call completes.
+        let logs = LogQueue::default();
+        if log_level(&cx).is_some()
+            && let (Some(server), Some(registration), Some(backend_asks)) =
+                (&server, &registration, &self.asks)
+        {
+            let (queue, server, tag, asks) = (
+                logs.clone(),
+                server.clone(),
+                registration.tag(),
+                backend_asks.clone(),
+            );
+            options = options.on_log(move |params| {
+                if !asks.alone_on(&server, tag) {
+                    return;
+                }
+                let line = params
+                    .and_then(|p| {
+                        serde_json::from_str::<
+                                switchboard::types::LoggingMessageNotificationParams,
+                            >(p.get())
+                            .ok()
+                    })
+                    .and_then(|line| serde_json::to_value(line).ok());
+                if let Some(line) = line {
+                    queue.send(line);
+                }
+            });
+        }
         // A 2026-07-28 backend logs only when asked, per request: at the
         // level a 2026-07-28 host asked for, everything for a session-era
         // host (which hears what a session-era server sends unasked).
@@ -600,6 +692,7 @@ impl HubServer {
             server: server.clone(),
             call,
             progress,
+            logs,
             asks,
             own,
             rounds: 0,
@@ -623,28 +716,13 @@ impl HubServer {
             Log(Value),
             Done(Box<Result<RequestOutcome<CallToolResult>, HubError>>),
         }
-        // A host that takes log lines (every session-era one, a
-        // 2026-07-28 one that asked) hears the backend's while its call
-        // runs, when its calls are the only ones running there (a line
-        // names no call: never another host's).
-        let mut logs = match (&flight.server, &flight._registration, &self.asks) {
-            (Some(server), Some(registration), Some(asks)) if log_level(&cx).is_some() => {
-                Some(Logs {
-                    events: self.hub.events(),
-                    server: server.clone(),
-                    tag: registration.tag(),
-                    asks: asks.clone(),
-                })
-            }
-            _ => None,
-        };
         loop {
             let step = tokio::select! {
                 biased;
                 p = flight.progress.recv() => Step::Progress(p),
                 Some(ask) = flight.own.recv() => Step::Ask(ask),
                 Some(ask) = flight.asks.recv() => Step::Ask(ask),
-                Some(line) = next_log(&mut logs) => Step::Log(line),
+                line = flight.logs.recv() => Step::Log(line),
                 outcome = &mut flight.call => Step::Done(Box::new(outcome)),
             };
             match step {
@@ -743,24 +821,10 @@ impl HubServer {
                     while let Some(p) = flight.progress.try_recv() {
                         let _ = cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
-                    // Log lines already heard go before the result: those
-                    // the hub passed on by now, and those it passes on
-                    // while this task yields once (the backend sent them
-                    // before its answer, so their forwarding was woken
-                    // first). Not `timeout(ZERO, …)`: a timer fires on the
-                    // next millisecond tick, ~1 ms added to every call.
-                    let mut yielded = false;
-                    loop {
-                        match ready_now(next_log(&mut logs)).await {
-                            Some(Some(line)) => {
-                                let _ = cx.notify("notifications/message", Some(line)).await;
-                            }
-                            None if !yielded && logs.is_some() => {
-                                yielded = true;
-                                tokio::task::yield_now().await;
-                            }
-                            Some(None) | None => break,
-                        }
+                    // Log lines read before the answer go before the
+                    // result (the backend's reader queued them first).
+                    while let Some(line) = flight.logs.try_recv() {
+                        let _ = cx.notify("notifications/message", Some(line)).await;
                     }
                     let outcome = match *outcome {
                         Ok(RequestOutcome::Complete(result)) => Ok(result),
@@ -818,48 +882,6 @@ fn log_level(cx: &RequestContext) -> Option<Value> {
             .get(switchboard::types::meta::META_LOG_LEVEL)
             .filter(|level| level.is_string())
             .cloned(),
-    }
-}
-
-/// `future`'s output if it is ready now; `None` without waiting. Outside
-/// the task's cooperative budget, so a drained budget cannot make a ready
-/// line look missing.
-async fn ready_now<F: std::future::Future>(future: F) -> Option<F::Output> {
-    let mut future = std::pin::pin!(future);
-    tokio::task::unconstrained(std::future::poll_fn(move |cx| {
-        std::task::Poll::Ready(match future.as_mut().poll(cx) {
-            std::task::Poll::Ready(output) => Some(output),
-            std::task::Poll::Pending => None,
-        })
-    }))
-    .await
-}
-
-/// What a call's host may hear of its backend's log lines.
-struct Logs {
-    events: crate::hub::HubEvents,
-    server: String,
-    tag: u64,
-    asks: BackendAsks,
-}
-
-/// The next log line of the call's backend that its host may hear (see
-/// [`BackendAsks::alone_on`]); pending for ever without `logs`, `None`
-/// once the hub's events end.
-async fn next_log(logs: &mut Option<Logs>) -> Option<Value> {
-    let Some(logs) = logs.as_mut() else {
-        return std::future::pending().await;
-    };
-    loop {
-        match logs.events.next().await? {
-            crate::hub::HubEvent::Server {
-                server: from,
-                event: switchboard::Event::Log(line),
-            } if from == logs.server && logs.asks.alone_on(&logs.server, logs.tag) => {
-                return serde_json::to_value(line).ok();
-            }
-            _ => {}
-        }
     }
 }
 

@@ -170,6 +170,7 @@ impl HubServer {
             server: None,
             call: super::calls::whole(call),
             progress: ProgressQueue::default(),
+            logs: super::calls::LogQueue::default(),
             asks: mpsc::unbounded_channel().1,
             own,
             rounds: 0,

@@ -189,6 +189,7 @@ impl TaskOptions {
             progress: None,
             meta: self.request.meta.clone(),
             tag: self.request.tag,
+            log: self.request.log.clone(),
         }
     }
 }

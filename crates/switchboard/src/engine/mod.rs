@@ -32,6 +32,10 @@ use reader::Reader;
 /// A callback for `notifications/progress` of one request.
 pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// A callback for the server's log lines (`notifications/message`, their
+/// params) heard while one request is in flight.
+pub type LogCallback = Arc<dyn Fn(Option<&RawValue>) + Send + Sync>;
+
 /// One progress update for a request.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -96,6 +100,12 @@ pub struct RequestOptions {
     /// `HandlerContext::request_tag`), so a gateway can route it to whoever
     /// made the call.
     pub tag: Option<u64>,
+    /// Hears every log line (`notifications/message`) the server sends
+    /// while this request is in flight — in order with its answer: all
+    /// the lines read before the answer are heard before the request
+    /// completes. Log lines name no request, so they may be about another
+    /// request in flight at the time.
+    pub log: Option<LogCallback>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -105,6 +115,7 @@ impl fmt::Debug for RequestOptions {
             .field("progress", &self.progress.is_some())
             .field("meta", &self.meta)
             .field("tag", &self.tag)
+            .field("log", &self.log.is_some())
             .finish()
     }
 }
@@ -137,6 +148,13 @@ impl RequestOptions {
     #[must_use]
     pub fn with_tag(mut self, tag: u64) -> Self {
         self.tag = Some(tag);
+        self
+    }
+
+    /// Adds a log callback ([`RequestOptions::log`]).
+    #[must_use]
+    pub fn on_log(mut self, callback: impl Fn(Option<&RawValue>) + Send + Sync + 'static) -> Self {
+        self.log = Some(Arc::new(callback));
         self
     }
 
@@ -234,6 +252,7 @@ struct Pending {
     tx: oneshot::Sender<Answer>,
     progress: Option<(ProgressCallback, Arc<Mutex<Option<Instant>>>)>,
     tag: Option<u64>,
+    log: Option<LogCallback>,
 }
 
 /// State shared by callers and the reader task.
@@ -609,6 +628,7 @@ impl Engine {
                     tx,
                     progress: options.progress.zip(progress_seen.clone()),
                     tag: options.tag,
+                    log: options.log,
                 },
             );
         }

@@ -320,6 +320,7 @@ impl Reader {
     fn on_notification(&mut self, notification: JsonRpcNotification) {
         match notification.method.as_str() {
             "notifications/progress" => self.on_progress(notification.params.as_deref()),
+            "notifications/message" => self.on_log(notification.params.as_deref()),
             "notifications/cancelled" => {
                 if let Some(id) = cancelled_request_id(notification.params.as_deref())
                     && let Some(handle) = self.running.remove(&id)
@@ -339,6 +340,20 @@ impl Reader {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         subscribers.retain_mut(|sub| sub.deliver(&notification, &self.shared.server));
+    }
+
+    /// A log line, to the requests in flight that listen for them.
+    fn on_log(&self, params: Option<&RawValue>) {
+        let listeners: Vec<_> = self
+            .shared
+            .lock()
+            .map
+            .values()
+            .filter_map(|p| p.log.clone())
+            .collect();
+        for listener in listeners {
+            listener(params);
+        }
     }
 
     fn on_progress(&self, params: Option<&RawValue>) {

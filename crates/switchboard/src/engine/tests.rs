@@ -586,3 +586,44 @@ async fn an_answer_given_back_with_the_send_is_routed_there_or_by_the_reader() {
         "{garbage}"
     );
 }
+
+/// A request's log callback hears every `notifications/message` read
+/// before its answer, in order, by the time the request completes — not
+/// later, on another task's time — and none after it.
+#[tokio::test]
+async fn a_requests_log_lines_are_heard_before_it_completes() {
+    let (engine, mut peer) = start(EngineConfig::default());
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    let options = RequestOptions::default().on_log(move |params| {
+        let line: Value = serde_json::from_str(params.map_or("null", |p| p.get())).unwrap();
+        sink.lock().unwrap().push(line["data"].clone());
+    });
+    let id = engine.allocate_id();
+    let request = engine.request(id, "tools/call", None, options);
+    let script = async {
+        let call = next_json(&mut peer).await;
+        for n in 0..3 {
+            let line = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": n}});
+            peer.send(line.to_string()).await.unwrap();
+        }
+        reply(&peer, &call["id"], json!({})).await;
+    };
+    let (answer, ()) = tokio::join!(request, script);
+    answer.unwrap();
+    assert_eq!(*heard.lock().unwrap(), [json!(0), json!(1), json!(2)]);
+    // After the request: no longer heard.
+    let line = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": 3}});
+    peer.send(line.to_string()).await.unwrap();
+    let ping = engine.allocate_id();
+    let ping = engine.request(ping, "ping", None, RequestOptions::default());
+    let answer_ping = async {
+        let request = next_json(&mut peer).await;
+        reply(&peer, &request["id"], json!({})).await;
+    };
+    let (pong, ()) = tokio::join!(ping, answer_ping);
+    pong.unwrap();
+    assert_eq!(heard.lock().unwrap().len(), 3);
+}
