@@ -963,8 +963,9 @@ impl Hub {
     ) -> Result<RequestOutcome<CallToolResult>, HubError> {
         let server = slot.config.name.as_str();
         let (client, generation, read_only) = slot.ready_client(tool)?;
-        let replay_args = read_only.then(|| arguments.clone());
-        let first = send_call(&client, tool, arguments, options.clone(), round).await;
+        // Kept for a second sending only when there can be one.
+        let replay = read_only.then(|| (arguments.clone(), options.clone()));
+        let first = send_call(&client, tool, arguments, options, round).await;
         drop(client);
         let error = match first {
             Ok(result) => return Ok(result),
@@ -982,7 +983,7 @@ impl Hub {
             tool: tool.into(),
             source: Box::new(source),
         };
-        let Some(arguments) = replay_args else {
+        let Some((arguments, options)) = replay else {
             return Err(closed(error));
         };
         let settings = &self.inner.shared.settings;
