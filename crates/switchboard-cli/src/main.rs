@@ -945,7 +945,9 @@ enum Command {
     /// `{"mcpServers": {"switchboard": {"command": "switchboard", "args": ["serve"]}}}`
     Serve {
         /// How long the host's first requests wait for the servers to
-        /// start (seconds); later ones never wait. Short enough for a
+        /// start (seconds); later ones do not wait, except a call of a
+        /// tool no ready server has, which waits for the servers still
+        /// starting before it is an unknown tool. Short enough for a
         /// host's health check (Claude Code gives a server ~5 s): a server
         /// that starts later has its tools listed then, and the host is
         /// told (`list_changed`).

@@ -162,6 +162,45 @@ async fn a_backend_slow_to_start_does_not_hold_the_first_tools_list() {
     }
 }
 
+/// A call of a tool whose backend is still starting — past the gateway's
+/// `--wait-ready` (0 here, as a backend slower than the 4 s default would
+/// be) — waits for the backend and is answered, instead of failing as an
+/// unknown tool.
+#[tokio::test]
+async fn a_call_made_while_its_backend_starts_waits_for_it() {
+    let sandbox = Sandbox::new("fronted-early");
+    let held = HeldBackend::new(&sandbox, "early");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(
+            switchboard::transport::stdio::StdioConfig::new(BIN)
+                .args(["serve", "--wait-ready", "0", "--"])
+                .args(held.command())
+                .env("HOME", sandbox.home())
+                .env("SWITCHBOARD_CREDENTIALS", sandbox.credentials())
+                .cwd(sandbox.work()),
+        )
+        .await
+        .unwrap();
+    // Not started: nothing is listed yet.
+    assert!(tool_names(&host).await.is_empty());
+    let early = host.clone();
+    let call = tokio::spawn(async move {
+        early
+            .call_tool(
+                "echo",
+                serde_json::json!({"text": "early"}).as_object().cloned(),
+            )
+            .await
+    });
+    // The call is in the gateway before the backend may start.
+    tokio::task::yield_now().await;
+    held.release();
+    let result = call.await.unwrap().expect("the early call is answered");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    host.close().await;
+}
+
 /// Claude Code adds `serve -- npx -y @modelcontextprotocol/server-everything`,
 /// `serve --url` in front of an HTTP server, and `serve --` a backend that
 /// never starts, and `claude mcp list` reports each of them connected.

@@ -530,7 +530,12 @@ impl HubServer {
             let result = self.search_tools(search, &params, &cx).await;
             return (None, Ok(RequestOutcome::Complete(result)));
         }
-        let server = self.hub.tool_server(&params.name);
+        let mut server = self.hub.tool_server(&params.name);
+        if server.is_none() {
+            // Perhaps the tool of a server still starting.
+            self.start_over().await;
+            server = self.hub.tool_server(&params.name);
+        }
         // A backend's state goes back to that backend only.
         if let Some(round) = &prior
             && server.as_deref() != Some(round.server.as_str())

@@ -218,6 +218,20 @@ impl HubServer {
         }
     }
 
+    /// Resolves when the hub's first start is over, however long it takes
+    /// (each server's startup timeout bounds it; at once without
+    /// [`HubServer::wait_for_start`]): a call of a tool no ready server
+    /// has waits for it before it is an unknown tool, as the tool may be
+    /// of a server still starting.
+    fn start_over(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let started = self.started.clone();
+        async move {
+            if let Some((mut started, _)) = started {
+                let _ = started.wait_for(|s| *s).await;
+            }
+        }
+    }
+
     /// How URIs are served now (`uris.rs`).
     fn uris(&self) -> Uris {
         self.uris.now(self.hub.server_names())
