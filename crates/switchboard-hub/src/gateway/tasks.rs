@@ -160,6 +160,15 @@ impl HostTasks {
     }
 }
 
+/// Whether one more task of `owner` may be kept.
+fn has_room(tasks: &HashMap<String, Entry>, owner: &Owner) -> bool {
+    let mine = tasks
+        .values()
+        .filter(|e| e.owner.name == owner.name && e.owner.peer.same_connection(&owner.peer))
+        .count();
+    mine < MAX_TASKS_PER_HOST && tasks.len() < MAX_TASKS
+}
+
 fn forget_expired(tasks: &mut HashMap<String, Entry>) {
     tasks.retain(|_, entry| {
         let keep = entry.created.elapsed() < TASK_TTL;
@@ -253,12 +262,9 @@ impl HubServer {
             let mut tasks = self.host_tasks.lock();
             forget_expired(&mut tasks);
             let owner = Owner::of(cx);
-            let mine = tasks
-                .values()
-                .filter(|e| e.owner.name == owner.name && e.owner.peer.same_connection(&owner.peer))
-                .count();
+            let room = has_room(&tasks, &owner);
             match new_id() {
-                Some(id) if mine < MAX_TASKS_PER_HOST && tasks.len() < MAX_TASKS => {
+                Some(id) if room => {
                     let mut task = created.task.clone();
                     task.task_id = id.clone();
                     tasks.insert(
@@ -293,15 +299,6 @@ impl HubServer {
         Ok(created)
     }
 
-    /// The backend task behind the host's task `id`, if it is one.
-    fn followed(
-        &self,
-        id: &str,
-        cx: &RequestContext,
-    ) -> Result<Option<(String, String)>, ErrorObject> {
-        self.host_tasks.with(id, cx, |entry| entry.backend.clone())
-    }
-
     /// Creates the task and starts its call; `None` when the host has as
     /// many tasks as it may (the call is then answered whole).
     fn start_task(
@@ -325,11 +322,8 @@ impl HubServer {
             let mut tasks = self.host_tasks.lock();
             forget_expired(&mut tasks);
             let owner = Owner::of(cx);
-            let mine = tasks
-                .values()
-                .filter(|e| e.owner.name == owner.name && e.owner.peer.same_connection(&owner.peer))
-                .count();
-            if mine >= MAX_TASKS_PER_HOST || tasks.len() >= MAX_TASKS {
+            let room = has_room(&tasks, &owner);
+            if !room {
                 tracing::warn!(
                     tool = %params.name,
                     "too many tasks (at most {MAX_TASKS_PER_HOST} of one host, {MAX_TASKS} in all): the call is answered whole"
@@ -431,25 +425,17 @@ impl HubServer {
         params: GetTaskRequestParams,
         cx: RequestContext,
     ) -> Reply<GetTaskResult> {
-        match self.followed(&params.task_id, &cx) {
-            Err(error) => return Box::pin(async move { Err(error) }),
-            Ok(Some((server, theirs))) => {
-                let this = self.clone();
-                return Box::pin(async move {
-                    let client = this.backend(&server)?;
-                    let mut task = client
-                        .get_task(&theirs)
-                        .await
-                        .map_err(|e| backend_error(&server, &e))?;
-                    task.task_id = params.task_id;
-                    Ok(GetTaskResult {
-                        result_type: None,
-                        task,
-                        meta: None,
-                    })
-                });
-            }
-            Ok(None) => {}
+        let task_id = params.task_id.clone();
+        if let Some(forwarded) = self.forward(&params.task_id, &cx, |client, theirs| async move {
+            let mut task = client.get_task(&theirs).await?;
+            task.task_id = task_id;
+            Ok(GetTaskResult {
+                result_type: None,
+                task,
+                meta: None,
+            })
+        }) {
+            return forwarded;
         }
         let found = self
             .host_tasks
@@ -468,22 +454,13 @@ impl HubServer {
         params: UpdateTaskRequestParams,
         cx: RequestContext,
     ) -> Reply<EmptyResult> {
-        match self.followed(&params.task_id, &cx) {
-            Err(error) => return Box::pin(async move { Err(error) }),
-            Ok(Some((server, theirs))) => {
-                let this = self.clone();
-                return Box::pin(async move {
-                    let client = this.backend(&server)?;
-                    let mut params = params;
-                    params.task_id = theirs;
-                    client
-                        .update_task(&params)
-                        .await
-                        .map_err(|e| backend_error(&server, &e))?;
-                    Ok(EmptyResult::default())
-                });
-            }
-            Ok(None) => {}
+        let mut forwarded = params.clone();
+        if let Some(forwarded) = self.forward(&params.task_id, &cx, |client, theirs| async move {
+            forwarded.task_id = theirs;
+            client.update_task(&forwarded).await?;
+            Ok(EmptyResult::default())
+        }) {
+            return forwarded;
         }
         let done = self.host_tasks.with(&params.task_id, &cx, |entry| {
             let Some(outstanding) = entry.task.input_requests.as_mut() else {
@@ -513,20 +490,11 @@ impl HubServer {
         params: CancelTaskRequestParams,
         cx: RequestContext,
     ) -> Reply<EmptyResult> {
-        match self.followed(&params.task_id, &cx) {
-            Err(error) => return Box::pin(async move { Err(error) }),
-            Ok(Some((server, theirs))) => {
-                let this = self.clone();
-                return Box::pin(async move {
-                    let client = this.backend(&server)?;
-                    client
-                        .cancel_task(&theirs)
-                        .await
-                        .map_err(|e| backend_error(&server, &e))?;
-                    Ok(EmptyResult::default())
-                });
-            }
-            Ok(None) => {}
+        if let Some(forwarded) = self.forward(&params.task_id, &cx, |client, theirs| async move {
+            client.cancel_task(&theirs).await?;
+            Ok(EmptyResult::default())
+        }) {
+            return forwarded;
         }
         let done = self.host_tasks.with(&params.task_id, &cx, |entry| {
             if entry.task.status.is_terminal() {
@@ -542,14 +510,38 @@ impl HubServer {
 }
 
 impl HubServer {
-    /// The live client of `server`, for a followed task's requests.
-    fn backend(&self, server: &str) -> Result<switchboard::Client, ErrorObject> {
-        self.hub.client(server).map_err(|e| {
-            ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("the task's server `{server}` is not reachable now: {e}"),
-            )
-        })
+    /// For the host's task `id` that is a backend's own, followed: `request`
+    /// sent to that backend with the backend's id, its errors the host's
+    /// (`None`: the gateway's own task, answered here; unknown: -32602).
+    fn forward<R, F>(
+        &self,
+        id: &str,
+        cx: &RequestContext,
+        request: impl FnOnce(switchboard::Client, String) -> F,
+    ) -> Option<Reply<R>>
+    where
+        R: Send + 'static,
+        F: Future<Output = Result<R, switchboard::Error>> + Send + 'static,
+    {
+        let (server, theirs) = match self.host_tasks.with(id, cx, |entry| entry.backend.clone()) {
+            Err(error) => return Some(Box::pin(async move { Err(error) })),
+            Ok(None) => return None,
+            Ok(Some(backend)) => backend,
+        };
+        let client = match self.hub.client(&server) {
+            Ok(client) => client,
+            Err(e) => {
+                let error = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the task's server `{server}` is not reachable now: {e}"),
+                );
+                return Some(Box::pin(async move { Err(error) }));
+            }
+        };
+        let sent = request(client, theirs);
+        Some(Box::pin(async move {
+            sent.await.map_err(|e| backend_error(&server, &e))
+        }))
     }
 }
 

@@ -25,7 +25,17 @@ pub(super) struct SseBody {
 }
 
 pub(super) fn sse_event(message: &[u8]) -> Bytes {
-    let mut event = Vec::with_capacity(message.len() + 24);
+    sse_event_with_id(None, message)
+}
+
+/// One `message` event, with its `id:` line when it has one.
+pub(super) fn sse_event_with_id(id: Option<&str>, message: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(message.len() + 48);
+    if let Some(id) = id {
+        event.extend_from_slice(b"id: ");
+        event.extend_from_slice(id.as_bytes());
+        event.push(b'\n');
+    }
     event.extend_from_slice(b"event: message\ndata: ");
     event.extend_from_slice(message);
     event.extend_from_slice(b"\n\n");

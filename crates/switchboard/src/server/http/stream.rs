@@ -206,14 +206,8 @@ impl Stream {
     }
 
     fn event(&self, n: u64, message: &[u8]) -> Bytes {
-        let mut event = Vec::with_capacity(message.len() + 48);
-        if self.resumable() {
-            event.extend_from_slice(format!("id: s{}-{n}\n", self.number).as_bytes());
-        }
-        event.extend_from_slice(b"event: message\ndata: ");
-        event.extend_from_slice(message);
-        event.extend_from_slice(b"\n\n");
-        Bytes::from(event)
+        let id = self.resumable().then(|| format!("s{}-{n}", self.number));
+        super::body::sse_event_with_id(id.as_deref(), message)
     }
 }
 
