@@ -950,7 +950,9 @@ enum Command {
         /// starting before it is an unknown tool. Short enough for a
         /// host's health check (Claude Code gives a server ~5 s): a server
         /// that starts later has its tools listed then, and the host is
-        /// told (`list_changed`).
+        /// told (`list_changed`). A client that lists once and does not
+        /// hear `list_changed` (the Inspector's CLI) in front of a server
+        /// slower to start than this: raise it.
         #[arg(long, value_name = "SECONDS", default_value_t = 4)]
         wait_ready: u64,
         /// Record every tool call, resource read, prompt get, forwarded

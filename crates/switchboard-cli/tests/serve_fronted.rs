@@ -270,7 +270,21 @@ fn the_mcp_inspector_cli_lists_and_calls_through_the_one_liners() {
     let remote = HttpServer::start(&[]);
     let url = format!("{}/mcp", remote.1);
     let npm = npm_folder().display().to_string();
-    let mut everything_line = vec!["--cwd", npm.as_str(), "--", BIN, "serve", "--"];
+    // The Inspector's CLI lists once and leaves, deaf to `list_changed`:
+    // with a server that may start slower than the default 4 s (npx on a
+    // loaded machine), its user raises `--wait-ready`, as `serve --help`
+    // says; the default's answer-what-is-ready is
+    // a_backend_slow_to_start_does_not_hold_the_first_tools_list's.
+    let mut everything_line = vec![
+        "--cwd",
+        npm.as_str(),
+        "--",
+        BIN,
+        "serve",
+        "--wait-ready",
+        "60",
+        "--",
+    ];
     everything_line.extend(&EVERYTHING[..3]);
     let remote_line = vec!["--", BIN, "serve", "--url", url.as_str()];
     for era in ["legacy", "modern"] {
