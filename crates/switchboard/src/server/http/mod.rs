@@ -60,6 +60,7 @@
 //! stream, resumable or not), `seal` (sealed session ids),
 //! `stateless` (the 2026-07-28 checks of a request without a session).
 
+mod answer;
 mod body;
 mod conn;
 mod guard;

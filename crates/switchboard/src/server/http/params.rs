@@ -6,6 +6,7 @@ use hyper::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
 
 use super::body::{ResponseBody, rpc_error};
+use super::stateless::Peek;
 use crate::param_headers::{argument_text, decode_header_value, header_params};
 use crate::server::ServerHandler;
 
@@ -18,29 +19,18 @@ use crate::server::ServerHandler;
 pub(super) fn check_params(
     handler: &dyn ServerHandler,
     headers: &HeaderMap,
-    body: &[u8],
+    peek: &Peek,
     id: Option<&str>,
 ) -> Option<Response<ResponseBody>> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        method: String,
-        #[serde(default)]
-        params: Option<Params>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        name: String,
-        #[serde(default)]
-        arguments: Option<Value>,
-    }
-    let peek: Peek = serde_json::from_slice(body).ok()?;
     if peek.method != "tools/call" {
         return None;
     }
-    let params = peek.params?;
-    let schema = handler.tool_input_schema(&params.name)?;
+    let params = peek.params.as_ref()?;
+    let name = params.name.as_ref()?.as_str()?;
+    let schema = handler.tool_input_schema(name)?;
     let mirrored = header_params(&schema).ok()?;
-    let arguments = params.arguments.unwrap_or(Value::Null);
+    let null = Value::Null;
+    let arguments = params.arguments.as_ref().unwrap_or(&null);
     let mismatch = |what: String| {
         Some(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -54,7 +44,7 @@ pub(super) fn check_params(
         let sent = headers
             .get(header.as_str())
             .map(|v| v.to_str().map(str::trim));
-        match (argument_text(param, &arguments), sent) {
+        match (argument_text(param, arguments), sent) {
             (None, None) => {}
             (Some(_), None) => return mismatch(format!("the {header} header is missing")),
             (_, Some(Err(_))) => {
@@ -116,8 +106,8 @@ mod tests {
         if let Some(header) = header {
             headers.insert("mcp-param-region", header.parse().unwrap());
         }
-        check_params(&Geo, &headers, body.to_string().as_bytes(), Some("1"))
-            .map(|response| response.status())
+        let peek = serde_json::from_value(body).unwrap();
+        check_params(&Geo, &headers, &peek, Some("1")).map(|response| response.status())
     }
 
     #[test]

@@ -28,6 +28,29 @@ pub(super) fn contains_text(haystack: &[u8], needle: &str) -> bool {
         .any(|window| window == needle.as_bytes())
 }
 
+/// What the checks of a stateless request read of its body (parsed once
+/// for all of them).
+#[derive(serde::Deserialize)]
+pub(super) struct Peek {
+    pub(super) method: String,
+    #[serde(default)]
+    pub(super) params: Option<PeekParams>,
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct PeekParams {
+    #[serde(default)]
+    pub(super) name: Option<serde_json::Value>,
+    #[serde(default)]
+    uri: Option<serde_json::Value>,
+    #[serde(rename = "taskId", default)]
+    task_id: Option<serde_json::Value>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    pub(super) arguments: Option<serde_json::Value>,
+}
+
 /// The 2026-07-28 revision's checks of a stateless request: `Mcp-Method`
 /// (and `Mcp-Name` for a call, a prompt, a read or a task's
 /// `tasks/get|update|cancel`) must repeat the body,
@@ -38,30 +61,10 @@ pub(super) fn contains_text(haystack: &[u8], needle: &str) -> bool {
 /// to send, if any.
 pub(super) fn check_stateless(
     headers: &hyper::HeaderMap,
-    body: &[u8],
+    peek: &Peek,
     id: Option<&str>,
 ) -> Option<Response<ResponseBody>> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        method: String,
-        #[serde(default)]
-        params: Option<Params>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(default)]
-        name: Option<serde_json::Value>,
-        #[serde(default)]
-        uri: Option<serde_json::Value>,
-        #[serde(rename = "taskId", default)]
-        task_id: Option<serde_json::Value>,
-        #[serde(rename = "_meta", default)]
-        meta: Option<serde_json::Map<String, serde_json::Value>>,
-    }
     use switchboard_types::{codes, meta};
-    let Ok(peek) = serde_json::from_slice::<Peek>(body) else {
-        return None;
-    };
     let header = |name: &str| {
         headers
             .get(name)
