@@ -57,12 +57,7 @@ struct ServedTool {
 impl Hub {
     /// The tool the hub-wide `name` is, and its server.
     fn served_tool(&self, name: &str) -> Option<ServedTool> {
-        let routes = self
-            .inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let routes = self.routes();
         routes.get(name).map(|route| ServedTool {
             server: route.slot.config.name.clone(),
             tool: route.tool().clone(),
@@ -72,12 +67,7 @@ impl Hub {
     /// The hub-wide name of `server`'s tool that the server itself names
     /// `own`, when the gateway serves it under another name.
     fn served_name_of(&self, server: &str, own: &str) -> Option<String> {
-        let routes = self
-            .inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let routes = self.routes();
         routes
             .iter()
             .find(|route| route.slot.config.name == server && route.tool().name == own)

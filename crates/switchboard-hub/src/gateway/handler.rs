@@ -129,13 +129,7 @@ impl ServerHandler for HubServer {
     /// from the route table's text, parsed only when it names
     /// `x-mcp-header`.
     fn tool_input_schema(&self, name: &str) -> Option<serde_json::Value> {
-        let routes = self
-            .hub
-            .inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let routes = self.hub.routes();
         let schema = &routes.get(name)?.tool().input_schema;
         if !schema.as_str().contains("x-mcp-header") {
             return None;

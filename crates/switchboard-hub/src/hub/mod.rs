@@ -748,7 +748,7 @@ impl Hub {
     pub fn tools(&self) -> Vec<HubTool> {
         let shared = &self.inner.shared;
         let policy = shared.policy.current();
-        let routes = shared.routes.read().unwrap_or_else(|e| e.into_inner());
+        let routes = self.routes();
         routes
             .iter()
             .filter_map(|route| {
@@ -768,15 +768,20 @@ impl Hub {
             .collect()
     }
 
-    /// The server whose tool the hub-wide `name` is (see [`Hub::tools`]),
-    /// without copying any tool list.
-    pub fn tool_server(&self, name: &str) -> Option<String> {
-        let routes = self
-            .inner
+    /// The table of hub-wide tool names, read: every lookup of a tool by
+    /// the name it is served under goes through it.
+    pub(crate) fn routes(&self) -> std::sync::RwLockReadGuard<'_, routes::Routes> {
+        self.inner
             .shared
             .routes
             .read()
-            .unwrap_or_else(|e| e.into_inner());
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The server whose tool the hub-wide `name` is (see [`Hub::tools`]),
+    /// without copying any tool list.
+    pub fn tool_server(&self, name: &str) -> Option<String> {
+        let routes = self.routes();
         routes.get(name).map(|route| route.slot.config.name.clone())
     }
 
@@ -784,12 +789,7 @@ impl Hub {
     /// [`Hub::tools`]), without copying any tool list: `None` for a name
     /// no server lists or a tool that does not say.
     pub fn tool_task_support(&self, name: &str) -> Option<switchboard::types::TaskSupport> {
-        let routes = self
-            .inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let routes = self.routes();
         routes
             .get(name)
             .and_then(|route| route.tool().execution.as_ref()?.task_support.clone())

@@ -333,11 +333,7 @@ impl Hub {
     /// The server slot behind the hub-wide tool `name`, and the tool's own
     /// name there.
     fn routed(&self, name: &str) -> Result<(Arc<Slot>, String), HubError> {
-        self.inner
-            .shared
-            .routes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        self.routes()
             .get(name)
             .map(|r| (r.slot.clone(), r.tool().name.clone()))
             .ok_or_else(|| HubError::UnknownTool { name: name.into() })
