@@ -135,13 +135,23 @@ impl HubServer {
             .client_capabilities
             .ui()
             .is_some_and(|ui| ui.renders_html());
-        match self.hub.served_tool(name) {
-            Some(tool) if tool.tool.is_app_only() && !renders => Err(refused(format!(
-                "Invalid params: `{name}` is an app-only tool of server `{}` (_meta.ui.visibility \
-                 [\"app\"]): only an app's view calls it, and this host renders no apps",
-                tool.server
+        if renders {
+            return Ok(());
+        }
+        // Read in place: nothing of the tool is copied on a call's way.
+        let app_only_of = self.hub.routes().get(name).and_then(|route| {
+            route
+                .tool()
+                .is_app_only()
+                .then(|| route.slot.config.name.clone())
+        });
+        match app_only_of {
+            Some(server) => Err(refused(format!(
+                "Invalid params: `{name}` is an app-only tool of server `{server}` \
+                 (_meta.ui.visibility [\"app\"]): only an app's view calls it, and this host \
+                 renders no apps"
             ))),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }
