@@ -107,10 +107,14 @@ impl ServerHandler for HubServer {
     }
 
     /// Each connection (stdio, every HTTP session, in process) hears of
-    /// list changes from a forwarder the gateway owns.
+    /// list changes from a forwarder the gateway owns, and a session-era
+    /// host's roots are followed for the backends (`roots.rs`).
     fn connected(&self, peer: &Peer) {
         self.tasks
             .spawn(forward_list_changes(self.hub.events(), peer.clone()));
+        if let Some(asks) = &self.asks {
+            self.tasks.spawn(asks.host_roots().follow(peer));
+        }
     }
 
     /// A served tool's schema when it mirrors arguments into headers (the

@@ -259,16 +259,11 @@ impl HubServer {
     }
 
     /// Serves the hub on `connection` until the host goes away, telling a
-    /// session-era host when the tool list changes, and following its
-    /// roots for the backends (`roots.rs`).
+    /// session-era host when the lists change, and following its roots
+    /// for the backends (`roots.rs`; both started for every connection by
+    /// `ServerHandler::connected`).
     pub fn serve(self, connection: Connection, options: ServeOptions) -> Served {
-        let tasks = self.tasks.clone();
-        let roots = self.asks.as_ref().map(|asks| asks.host_roots().clone());
-        let served = server::serve(Arc::new(self), connection, options);
-        if let Some(roots) = roots {
-            tasks.spawn(roots.follow(&served));
-        }
-        served
+        server::serve(Arc::new(self), connection, options)
     }
 
     /// A client of this gateway in this process: what a host gets over

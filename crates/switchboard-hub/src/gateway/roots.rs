@@ -13,10 +13,13 @@
 //! - otherwise (a backend asking at its start or after a
 //!   `roots/list_changed`, with no call to ask about) from one shared list
 //!   ([`HostRoots`]) the gateway keeps from its hosts:
-//!   - a session-era host connected to the gateway (stdio, or in process)
+//!   - a session-era host connected to the gateway (stdio, in process, or
+//!     an HTTP session: `ServerHandler::connected` starts the following)
 //!     that declares roots is asked `roots/list` once it has sent
 //!     `notifications/initialized`, and again on each of its
-//!     `notifications/roots/list_changed`;
+//!     `notifications/roots/list_changed` (over HTTP the request goes on
+//!     the session's standalone stream: a host that never opens one is
+//!     not heard, and counts as having no roots after [`ASK_WITHIN`]);
 //!   - the list is the roots of the one such host; with none, or several
 //!     (whose roots one shared backend cannot honour apart, and must not
 //!     see mixed), it is empty. Each change sends every backend
@@ -25,9 +28,9 @@
 //! - At most [`MAX_ROOTS`] roots of a host are passed on; an answer that is
 //!   not a roots list counts as none.
 //!
-//! Limits: hosts over HTTP and 2026-07-28 hosts feed no shared list (the
-//! gateway sees no connection of theirs to ask on), so their roots reach a
-//! backend only when it asks during their calls.
+//! Limits: 2026-07-28 hosts feed no shared list (they have no connection
+//! to ask on), so their roots reach a backend only when it asks during
+//! their calls.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchboard::Roots;
-use switchboard::server::Served;
+use switchboard::server::Peer;
 use switchboard::types::{ListRootsResult, Root};
 
 /// Most roots of one host the gateway keeps (the rest are left out).
@@ -76,17 +79,17 @@ impl HostRoots {
         }
     }
 
-    /// Follows the roots of the host on `served` until it goes away: its
-    /// list after `notifications/initialized` and after each
+    /// Follows the roots of the host on `peer`'s connection until it goes
+    /// away: its list after `notifications/initialized` and after each
     /// `notifications/roots/list_changed`, when it declares roots.
     pub(crate) fn follow(
         &self,
-        served: &Served,
+        peer: &Peer,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let this = self.clone();
-        let capabilities = served.initialized_capabilities();
-        let mut notes = served.notifications();
-        let peer = served.peer().clone();
+        let capabilities = peer.initialized_capabilities();
+        let mut notes = peer.notifications();
+        let peer = peer.clone();
         async move {
             let Some(capabilities) = capabilities.await else {
                 return;

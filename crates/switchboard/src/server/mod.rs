@@ -211,6 +211,8 @@ impl RequestContext {
 #[derive(Clone, Default)]
 pub struct Peer {
     engine: Arc<OnceLock<Weak<Engine>>>,
+    /// The connection's session (its handshake): what the client declared.
+    dispatch: Arc<OnceLock<Weak<Dispatch>>>,
     /// Flips to `true` when a session-era client sends
     /// `notifications/initialized`.
     initialized: Arc<tokio::sync::watch::Sender<bool>>,
@@ -243,6 +245,36 @@ impl Peer {
                 () = closed => false,
             };
             seen || *initialized.borrow()
+        }
+    }
+
+    /// The capabilities a session-era client declared in `initialize`,
+    /// once it has sent `notifications/initialized`; `None` when the
+    /// connection ends first (a 2026-07-28 client never sends it: it
+    /// declares its capabilities on each request).
+    pub fn initialized_capabilities(
+        &self,
+    ) -> impl std::future::Future<Output = Option<ClientCapabilities>> + Send + 'static {
+        let initialized = self.session_initialized();
+        let dispatch = self.dispatch.clone();
+        async move {
+            if !initialized.await {
+                return None;
+            }
+            let dispatch = dispatch.get().and_then(Weak::upgrade)?;
+            let state = dispatch.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.initialized.as_ref().map(|(_, caps, _)| caps.clone())
+        }
+    }
+
+    /// The client's notifications from now on
+    /// (`notifications/roots/list_changed`, say), as the engine's
+    /// subscribers get them (a bounded buffer; a slow reader loses the
+    /// overflow). Ends when the connection does (at once if it is gone).
+    pub fn notifications(&self) -> tokio::sync::mpsc::Receiver<crate::engine::ServerNotification> {
+        match self.engine.get().and_then(Weak::upgrade) {
+            Some(engine) => engine.subscribe(),
+            None => tokio::sync::mpsc::channel(1).1,
         }
     }
 
@@ -439,15 +471,7 @@ impl Served {
     pub fn initialized_capabilities(
         &self,
     ) -> impl std::future::Future<Output = Option<ClientCapabilities>> + Send + 'static {
-        let initialized = self.peer.session_initialized();
-        let dispatch = self.dispatch.clone();
-        async move {
-            if !initialized.await {
-                return None;
-            }
-            let state = dispatch.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.initialized.as_ref().map(|(_, caps, _)| caps.clone())
-        }
+        self.peer.initialized_capabilities()
     }
 
     /// The client's notifications from now on
@@ -455,7 +479,7 @@ impl Served {
     /// subscribers get them (a bounded buffer; a slow reader loses the
     /// overflow). Ends when the connection does.
     pub fn notifications(&self) -> tokio::sync::mpsc::Receiver<crate::engine::ServerNotification> {
-        self.engine.subscribe()
+        self.peer.notifications()
     }
 
     /// Answers a request of the client on the caller's task, not through
@@ -522,6 +546,7 @@ pub fn serve(
         Some(dispatch.clone()),
     ));
     let _ = peer.engine.set(Arc::downgrade(&engine));
+    let _ = peer.dispatch.set(Arc::downgrade(&dispatch));
     dispatch.handler.connected(&peer);
     if options.session.is_some() {
         // Initialized on another connection already.

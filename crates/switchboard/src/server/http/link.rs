@@ -44,6 +44,11 @@ pub(super) struct Routes {
     pub(super) waiting: HashMap<String, mpsc::Sender<Sent>>,
     /// The session's standalone stream (`GET`), when one is open.
     pub(super) standalone: Option<mpsc::Sender<Sent>>,
+    /// What the server said outside any request while no standalone
+    /// stream was open (the host opens it just after the handshake, and
+    /// the server may speak first: a list change, a `roots/list`): the
+    /// last [`STREAM_CAPACITY`], handed to the stream when it opens.
+    pub(super) unsent: std::collections::VecDeque<Vec<u8>>,
     /// How to stop each running request of a session, by id.
     pub(super) cancels: HashMap<String, oneshot::Sender<()>>,
     /// The session's resumable request streams, by number (see `stream`).
@@ -75,24 +80,37 @@ impl MessageSink for LinkSink {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
         // Answers never come this way (a POST's request is answered on its
         // own task): what comes is said about a request, and goes on its
-        // stream, else on the standalone stream, else nowhere (the client
-        // opened none). A host that leaves either stream full for `stall`
+        // stream, else on the standalone stream, else is kept (the last
+        // few) until the client opens one. A host that leaves either stream full for `stall`
         // is cut off from it (its request stopped), never buffered for.
         let related = crate::server::related_request();
         let target = {
-            let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+            let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
             match related
                 .as_deref()
                 .and_then(|id| routes.waiting.get(id).cloned())
             {
                 Some(target) => Some((target, related)),
-                None => routes.standalone.clone().map(|target| (target, None)),
+                None => match routes.standalone.clone().filter(|tx| !tx.is_closed()) {
+                    Some(target) => Some((target, None)),
+                    None => {
+                        // Kept for the standalone stream to come.
+                        if routes.unsent.len() >= STREAM_CAPACITY {
+                            tracing::debug!(
+                                "no standalone stream is open: the oldest message kept for it \
+                                 was dropped"
+                            );
+                            routes.unsent.pop_front();
+                        }
+                        routes.unsent.push_back(message.to_vec());
+                        None
+                    }
+                },
             }
         };
         let stall = self.stall;
         Box::pin(async move {
             let Some((target, request)) = target else {
-                tracing::debug!("no stream to the client takes it; a message was dropped");
                 return Ok(());
             };
             if let Err(mpsc::error::SendTimeoutError::Timeout(_)) =
@@ -283,6 +301,11 @@ impl Link {
             return None;
         }
         let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
+        // What was said before it opened goes first (at most its capacity
+        // was kept).
+        for message in routes.unsent.drain(..) {
+            let _ = tx.try_send((false, message));
+        }
         routes.standalone = Some(tx);
         Some(rx)
     }
