@@ -366,9 +366,9 @@ pub(super) fn host_approver(
                 Ok(Ok(_)) | Err(_) => {
                     ToolAnswer::Refuse(format!("the user did not allow `{name}` to run"))
                 }
-                Ok(Err(Refusal::Declined(why))) => ToolAnswer::Refuse(format!(
-                    "switchboard's policy asks the user before `{name}` runs, and {why}"
-                )),
+                Ok(Err(Refusal::Declined(why) | Refusal::Ended(why))) => ToolAnswer::Refuse(
+                    format!("switchboard's policy asks the user before `{name}` runs, and {why}"),
+                ),
                 Ok(Err(Refusal::Error(error))) => ToolAnswer::Refuse(format!(
                     "asking the user before `{name}` runs failed: {}",
                     error.message

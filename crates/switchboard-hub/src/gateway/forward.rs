@@ -46,6 +46,8 @@ pub(crate) type AskAnswer = Result<Value, Refusal>;
 pub(crate) enum Refusal {
     /// Declined on the host's behalf (it cannot answer); says why.
     Declined(String),
+    /// The host call the ask went to ended before answering; says so.
+    Ended(String),
     /// The host's error, or its failure to answer.
     Error(ErrorObject),
 }
@@ -325,12 +327,12 @@ impl BackendAsks {
             })
             .is_err()
         {
-            return Err(Refusal::Declined(format!(
+            return Err(Refusal::Ended(format!(
                 "the host call on server `{server}` ended before `{method}` could reach it"
             )));
         }
         answered.await.unwrap_or_else(|_| {
-            Err(Refusal::Declined(format!(
+            Err(Refusal::Ended(format!(
                 "the host call on server `{server}` ended before answering `{method}`"
             )))
         })
@@ -363,7 +365,7 @@ impl Forward {
                 Ok(value) => serde_json::from_value(value).map_err(|e| {
                     HandlerError::Failed(format!("the host's elicitation answer is malformed: {e}"))
                 }),
-                Err(Refusal::Declined(_)) => Ok(ElicitResult::decline()),
+                Err(Refusal::Declined(_) | Refusal::Ended(_)) => Ok(ElicitResult::decline()),
                 Err(Refusal::Error(error)) => Err(HandlerError::Rpc(error)),
             }
         })
@@ -414,7 +416,9 @@ impl SamplingHandler for Forward {
                 Ok(value) => serde_json::from_value(value).map_err(|e| {
                     HandlerError::Failed(format!("the host's sampling answer is malformed: {e}"))
                 }),
-                Err(Refusal::Declined(why)) => Err(HandlerError::Rejected(why)),
+                Err(Refusal::Declined(why) | Refusal::Ended(why)) => {
+                    Err(HandlerError::Rejected(why))
+                }
                 Err(Refusal::Error(error)) => Err(HandlerError::Rpc(error)),
             }
         })
@@ -455,7 +459,16 @@ impl switchboard::RootsHandler for Forward {
                     .map_err(|e| {
                         HandlerError::Failed(format!("the host's roots answer is malformed: {e}"))
                     }),
-                Err(Refusal::Declined(why)) => Err(HandlerError::Rejected(why)),
+                // Asked about no call, put to the one host whose call ran
+                // there, and that call ended first: the backend asked on
+                // its own (after a `roots/list_changed`, say), and is
+                // answered as one with no call to ask about — a refusal
+                // would leave it on its old roots for good, as nothing
+                // makes it ask again.
+                Err(Refusal::Ended(_)) if tag.is_none() => Ok(forward.asks.roots.roots().get()),
+                Err(Refusal::Declined(why) | Refusal::Ended(why)) => {
+                    Err(HandlerError::Rejected(why))
+                }
                 Err(Refusal::Error(error)) => Err(HandlerError::Rpc(error)),
             }
         })
