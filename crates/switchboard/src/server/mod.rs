@@ -435,8 +435,8 @@ impl ServeOptions {
 pub struct Served {
     engine: Arc<Engine>,
     peer: Peer,
-    /// For answering a request on the caller's task (the HTTP server),
-    /// and the session's handshake.
+    /// For answering a request on the caller's task (the HTTP server).
+    #[cfg(feature = "http-server")]
     dispatch: Arc<Dispatch>,
 }
 
@@ -554,6 +554,7 @@ pub fn serve(
         return Served {
             engine,
             peer,
+            #[cfg(feature = "http-server")]
             dispatch,
         };
     }
@@ -572,6 +573,7 @@ pub fn serve(
     Served {
         engine,
         peer,
+        #[cfg(feature = "http-server")]
         dispatch,
     }
 }
