@@ -81,8 +81,9 @@ impl MessageSink for LinkSink {
         // Answers never come this way (a POST's request is answered on its
         // own task): what comes is said about a request, and goes on its
         // stream, else on the standalone stream, else is kept (the last
-        // few) until the client opens one. A host that leaves either stream full for `stall`
-        // is cut off from it (its request stopped), never buffered for.
+        // few) until the client opens one. A host that leaves either
+        // stream full for `stall` is cut off from it (its request
+        // stopped), never buffered for.
         let related = crate::server::related_request();
         let target = {
             let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
