@@ -163,11 +163,6 @@ impl ServerHandler for Backend {
 /// session era), and a 2026-07-28 host on a gateway in front of it (the
 /// server `s`, its names prefixed `s__`).
 async fn host_over_gateway(modern: bool) -> (Client, HttpServer, Hub) {
-    host_of_era_over_gateway(modern, EraMode::Modern).await
-}
-
-/// [`host_over_gateway`] with a host of `era`.
-async fn host_of_era_over_gateway(modern: bool, era: EraMode) -> (Client, HttpServer, Hub) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let mut options = HttpServeOptions::default();
     if !modern {
@@ -194,7 +189,7 @@ async fn host_of_era_over_gateway(modern: bool, era: EraMode) -> (Client, HttpSe
         .unwrap();
     hub.start().await.unwrap();
     let host = HubServer::new(hub.clone(), Implementation::new("gateway", "1.0.0"))
-        .connect(Client::builder().era_mode(era))
+        .connect(Client::builder().era_mode(EraMode::Modern))
         .await
         .unwrap();
     (host, server, hub)
@@ -265,45 +260,6 @@ async fn a_2026_host_gets_the_changes_it_listens_for_through_the_gateway() {
         matches!(change, Event::ListChanged(ListKind::Prompts)),
         "{change:?}"
     );
-}
-
-/// A session-era host hears every list change unasked: the gateway
-/// declares `listChanged` for tools, prompts and resources, and passes a
-/// backend's prompt-list change on as it passes tool-list changes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_era_host_hears_prompt_and_tool_list_changes() {
-    let (host, _backend, _hub) = host_of_era_over_gateway(false, EraMode::Legacy).await;
-    let declared = host.capabilities();
-    for (list, changes) in [
-        (
-            "tools",
-            declared.tools.as_ref().and_then(|c| c.list_changed),
-        ),
-        (
-            "prompts",
-            declared.prompts.as_ref().and_then(|c| c.list_changed),
-        ),
-        (
-            "resources",
-            declared.resources.as_ref().and_then(|c| c.list_changed),
-        ),
-    ] {
-        assert_eq!(changes, Some(true), "{list}: {declared:?}");
-    }
-    let mut events = host.events();
-    let mut next_list_change = async move || loop {
-        let event = tokio::time::timeout(Duration::from_secs(20), events.next())
-            .await
-            .expect("no list change came to the host")
-            .expect("the host's connection closed");
-        if let Event::ListChanged(kind) = event {
-            return kind;
-        }
-    };
-    host.call_tool("s__touch", None).await.unwrap();
-    assert_eq!(next_list_change().await, ListKind::Prompts);
-    host.call_tool("s__grow", None).await.unwrap();
-    assert_eq!(next_list_change().await, ListKind::Tools);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,8 +26,8 @@ use super::names::{
     RAW_MARK, URI_PREFIX, as_gateway_read, gateway_skill, prompt_route, resource_template_uri,
     skill_origin,
 };
-use crate::hub::HubError;
 use crate::hub::audit::{self, AuditKind};
+use crate::hub::{HubError, HubEvent};
 
 /// A hub error from a request routed to one server, for the host: the
 /// backend's own error as it answered it (its code, message and data: a
@@ -63,11 +63,10 @@ fn not_found_in_era(mut error: ErrorObject, modern: bool, uri: &str) -> ErrorObj
     error
 }
 
-/// The `notifications/…/list_changed` of every list a hub event changes
-/// (`subscriptions::lists_changed`: tools, prompts, resources), from the
-/// session-era host's `notifications/initialized` until it goes away. (A
-/// 2026-07-28 host hears of the changes it asks for on a
-/// `subscriptions/listen` stream: `subscriptions.rs`.)
+/// One `notifications/tools/list_changed` per hub event that changes what
+/// `tools/list` shows, from the session-era host's
+/// `notifications/initialized` until it goes away. (A 2026-07-28 host
+/// hears of changes on a `subscriptions/listen` stream: `subscriptions.rs`.)
 pub(super) async fn forward_list_changes(mut events: crate::hub::HubEvents, peer: Peer) {
     if !peer.session_initialized().await {
         return;
@@ -80,10 +79,21 @@ pub(super) async fn forward_list_changes(mut events: crate::hub::HubEvents, peer
             event = events.next() => event,
         };
         let Some(event) = event else { return };
-        for (_, method) in super::subscriptions::lists_changed(&event) {
-            if peer.notify(method, None).await.is_err() {
-                return;
-            }
+        let changes = matches!(
+            event,
+            HubEvent::StateChanged { .. }
+                | HubEvent::ToolsChanged { .. }
+                | HubEvent::ServerAdded { .. }
+                | HubEvent::ServerRemoved { .. }
+                | HubEvent::Lagged(_)
+        );
+        if changes
+            && peer
+                .notify("notifications/tools/list_changed", None)
+                .await
+                .is_err()
+        {
+            return;
         }
     }
 }
@@ -134,8 +144,8 @@ impl ServerHandler for HubServer {
     fn capabilities(&self) -> ServerCapabilities {
         serde_json::from_value(serde_json::json!({
             "tools": { "listChanged": true },
-            "prompts": { "listChanged": true },
-            "resources": { "subscribe": true, "listChanged": true },
+            "prompts": {},
+            "resources": { "subscribe": true },
             "completions": {},
             // Skills and MCP Apps of the backends that offer them (an
             // empty list, no app, when none does): declared always, as

@@ -11,9 +11,7 @@
 //!   server that failed, needs a login or is reconnecting has none listed);
 //!   a session-era host gets `notifications/tools/list_changed` whenever
 //!   that set changes (a server becomes ready or fails, a server's list
-//!   changes, a server joins or leaves), and `prompts/list_changed` and
-//!   `resources/list_changed` on those and when a backend says its prompt
-//!   or resource list changed (all three declared `listChanged`).
+//!   changes, a server joins or leaves).
 //! - `tools/call` routes by the hub-wide name. A backend that is not
 //!   ready, closes during the call or fails it answers with an `isError`
 //!   result saying which server and why, so one backend never fails the

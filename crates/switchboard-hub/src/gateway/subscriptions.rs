@@ -133,41 +133,6 @@ impl Drop for Listening {
     }
 }
 
-/// The lists `event` changes, with the notification that says so:
-/// whatever changes which servers are up changes every list; a tool list
-/// is changed once the hub has the new one, a prompt or resource list
-/// when its backend says so.
-pub(super) fn lists_changed(event: &HubEvent) -> Vec<(ListKind, &'static str)> {
-    let every = matches!(
-        event,
-        HubEvent::StateChanged { .. }
-            | HubEvent::ServerAdded { .. }
-            | HubEvent::ServerRemoved { .. }
-            | HubEvent::Lagged(_)
-    );
-    let said = |kind: ListKind| matches!(event, HubEvent::Server { event: Event::ListChanged(k), .. } if *k == kind);
-    [
-        (
-            ListKind::Tools,
-            "notifications/tools/list_changed",
-            every || matches!(event, HubEvent::ToolsChanged { .. }),
-        ),
-        (
-            ListKind::Prompts,
-            "notifications/prompts/list_changed",
-            every || said(ListKind::Prompts),
-        ),
-        (
-            ListKind::Resources,
-            "notifications/resources/list_changed",
-            every || said(ListKind::Resources),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(kind, method, changed)| changed.then_some((kind, method)))
-    .collect()
-}
-
 /// What a listen stream that agreed to `agreed` (and watches `watched`:
 /// backend, its URI, the host's URI) is told of `event`: each
 /// notification's method and params.
@@ -180,16 +145,28 @@ fn listened(
 ) -> Vec<(&'static str, Value)> {
     let empty = || Value::Object(Default::default());
     let mut said = Vec::new();
-    for (kind, method) in lists_changed(event) {
-        let asked = match kind {
-            ListKind::Tools => agreed.tools_list_changed,
-            ListKind::Prompts => agreed.prompts_list_changed,
-            ListKind::Resources => agreed.resources_list_changed,
-            _ => None,
-        };
-        if asked == Some(true) {
-            said.push((method, empty()));
-        }
+    // Whatever changes which servers are up changes every list.
+    let every = matches!(
+        event,
+        HubEvent::StateChanged { .. }
+            | HubEvent::ServerAdded { .. }
+            | HubEvent::ServerRemoved { .. }
+            | HubEvent::Lagged(_)
+    );
+    let list = |kind: ListKind| {
+        every
+            || matches!(event, HubEvent::Server { event: Event::ListChanged(k), .. } if *k == kind)
+    };
+    if agreed.tools_list_changed == Some(true)
+        && (every || matches!(event, HubEvent::ToolsChanged { .. }))
+    {
+        said.push(("notifications/tools/list_changed", empty()));
+    }
+    if agreed.prompts_list_changed == Some(true) && list(ListKind::Prompts) {
+        said.push(("notifications/prompts/list_changed", empty()));
+    }
+    if agreed.resources_list_changed == Some(true) && list(ListKind::Resources) {
+        said.push(("notifications/resources/list_changed", empty()));
     }
     if let HubEvent::Server {
         server: from,
