@@ -149,29 +149,22 @@ async fn an_http_hosts_roots_reach_a_backend_that_asks_on_its_own() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let served = serve_http(Arc::new(gateway), listener, HttpServeOptions::default()).unwrap();
 
-    // Before any host: none.
+    // A session-era host over HTTP, with `roots` or none.
+    let url = format!("http://{}/mcp", served.local_addr());
+    let connect = |roots: Option<Roots>| {
+        let mut builder = Client::builder().era_mode(EraMode::Legacy);
+        if let Some(roots) = roots {
+            builder = builder.roots(roots);
+        }
+        builder.connect(HttpConfig::new(url.clone()))
+    };
     let roots = Roots::new(vec![root("file:///work/a")]);
-    let host = Client::builder()
-        .era_mode(EraMode::Legacy)
-        .roots(roots.clone())
-        .connect(HttpConfig::new(format!(
-            "http://{}/mcp",
-            served.local_addr()
-        )))
-        .await
-        .unwrap();
+    let host = connect(Some(roots.clone())).await.unwrap();
     assert_eq!(known_roots(&host, "file:///work/a").await, "file:///work/a");
     roots.set(vec![root("file:///work/b")]);
     assert_eq!(known_roots(&host, "file:///work/b").await, "file:///work/b");
     // The host gone, its roots are no one's.
     host.close().await;
-    let other = Client::builder()
-        .era_mode(EraMode::Legacy)
-        .connect(HttpConfig::new(format!(
-            "http://{}/mcp",
-            served.local_addr()
-        )))
-        .await
-        .unwrap();
+    let other = connect(None).await.unwrap();
     assert_eq!(known_roots(&other, "").await, "");
 }

@@ -201,7 +201,9 @@ pub(super) async fn answer(asked: Asked<'_>) -> Response<ResponseBody> {
             let outcome = Err(ErrorObject::new(-32800, "Request cancelled"));
             json(StatusCode::OK, respond(outcome))
         }
-        First::TimedOut => reply_timeout(),
+        First::TimedOut => {
+            super::body::reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n")
+        }
     }
 }
 
@@ -288,8 +290,4 @@ fn seal_session(
         .unwrap_or_else(|e| e.into_inner())
         .insert(id.clone(), link.clone());
     Ok(id)
-}
-
-fn reply_timeout() -> Response<ResponseBody> {
-    super::body::reply(StatusCode::GATEWAY_TIMEOUT, "the request took too long\n")
 }

@@ -98,6 +98,18 @@ pub(super) fn reply(status: StatusCode, body: &'static str) -> Response<Response
     response
 }
 
+/// `response` with one more header.
+pub(super) fn with_header(
+    mut response: Response<ResponseBody>,
+    name: hyper::header::HeaderName,
+    value: &'static str,
+) -> Response<ResponseBody> {
+    response
+        .headers_mut()
+        .insert(name, hyper::header::HeaderValue::from_static(value));
+    response
+}
+
 pub(super) fn json(status: StatusCode, body: Vec<u8>) -> Response<ResponseBody> {
     let mut response = Response::new(http_body_util::Either::Left(Full::new(Bytes::from(body))));
     *response.status_mut() = status;

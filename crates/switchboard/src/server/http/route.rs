@@ -12,7 +12,7 @@ use switchboard_types::jsonrpc::RequestId;
 use tokio::time::Instant;
 
 use super::answer::{Asked, answer};
-use super::body::{ResponseBody, SseBody, json, reply, sse, sse_stream};
+use super::body::{ResponseBody, SseBody, json, reply, sse, sse_stream, with_header};
 use super::guard;
 use super::link::{Link, request_id, session_id};
 use super::params::check_params;
@@ -73,23 +73,22 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
 fn metrics_page(Metrics(render): &Metrics) -> Response<ResponseBody> {
     let mut response = reply(StatusCode::OK, "");
     *response.body_mut() = http_body_util::Either::Left(Full::new(Bytes::from(render())));
-    response.headers_mut().insert(
+    with_header(
+        response,
         hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
-    );
-    response
+        "text/plain; version=0.0.4",
+    )
 }
 
 fn not_allowed() -> Response<ResponseBody> {
-    let mut response = reply(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "POST, DELETE, or GET with a session and Accept: text/event-stream\n",
-    );
-    response.headers_mut().insert(
+    with_header(
+        reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "POST, DELETE, or GET with a session and Accept: text/event-stream\n",
+        ),
         hyper::header::ALLOW,
-        hyper::header::HeaderValue::from_static("GET, POST, DELETE"),
-    );
-    response
+        "GET, POST, DELETE",
+    )
 }
 
 /// `DELETE`: the session ends; a sealed one is remembered as ended, so
@@ -238,17 +237,14 @@ async fn read_body(state: &State, body: Body) -> Result<Vec<u8>, Refused> {
             StatusCode::PAYLOAD_TOO_LARGE,
             "the body is too large\n",
         ))),
-        Err(_) => {
-            let mut response = reply(
+        Err(_) => Err(Box::new(with_header(
+            reply(
                 StatusCode::REQUEST_TIMEOUT,
                 "the request's body did not arrive in time\n",
-            );
-            response.headers_mut().insert(
-                hyper::header::CONNECTION,
-                hyper::header::HeaderValue::from_static("close"),
-            );
-            Err(Box::new(response))
-        }
+            ),
+            hyper::header::CONNECTION,
+            "close",
+        ))),
     }
 }
 
