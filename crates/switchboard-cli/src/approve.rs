@@ -4,20 +4,19 @@
 //! approvals) and `untrust`.
 
 use std::io::IsTerminal as _;
-use std::path::Path;
 
 use serde_json::{Value, json};
 use switchboard_hub::config::{ApprovalChange, Approvals, LoadedConfig, Trust, trust};
 use switchboard_hub::{ServerConfig, TransportConfig};
 
-use crate::Failure;
 use crate::configure::Context;
-use crate::output::print_json;
+use crate::failure::Failure;
+use crate::term::output::print_json;
 
 /// Text from a config file as it may be shown on a terminal: control
 /// characters (escape sequences among them) written as `\u{…}`.
 pub(crate) fn clean(text: &str) -> String {
-    crate::sanitize::line(text).into_owned()
+    crate::term::sanitize::line(text).into_owned()
 }
 
 /// One word of a command line, quoted the way a POSIX shell would need it.
@@ -402,7 +401,7 @@ pub(crate) fn list(context: &Context, every_project: bool, json: bool) -> Result
             }
         );
     } else {
-        let mut table = crate::output::table(&["server", "state", "file", "project"]);
+        let mut table = crate::term::output::table(&["server", "state", "file", "project"]);
         for row in &rows {
             let text = |k: &str| clean(row[k].as_str().unwrap_or_default());
             table.add_row(vec![
@@ -475,27 +474,8 @@ pub(crate) fn untrust(
     Ok(if unknown.is_empty() || !revoked.is_empty() {
         0
     } else {
-        crate::exit::USAGE
+        crate::failure::exit::USAGE
     })
-}
-
-/// After `add` wrote `name` into a project file: the user typed it, so it
-/// is approved as written.
-pub(crate) fn remember_written(context: &Context, name: &str, file: &Path) {
-    let loaded = context.load_quiet();
-    let Some(server) = loaded.get(name).filter(|s| s.origin.file == file) else {
-        return;
-    };
-    if !trust::is_project_server(&context.locations, server) {
-        return;
-    }
-    let mut approvals = Approvals::open(&loaded.approvals);
-    approvals.approve(context.locations.project_root(), server);
-    if let Err(error) = approvals.save() {
-        eprintln!(
-            "warning: could not record the approval of `{name}` ({error}); `switchboard approve {name}` does it"
-        );
-    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@ use switchboard_hub::config::{
 };
 use switchboard_hub::{Dialect, HttpKind, Origin, Scope, ServerConfig, TransportConfig};
 
-use crate::Failure;
-use crate::output::print_json;
+use crate::cli::{AddArgs, AddTransport, ClientArg, ScopeArg};
+use crate::failure::Failure;
+use crate::term::output::print_json;
 
 /// Where configuration is read from: the process's home and working
 /// directory, and the `--config` file if one was given.
@@ -121,25 +122,15 @@ pub(crate) fn report_diagnostic(diagnostic: &Diagnostic, json: bool) {
         }
         eprintln!(
             "{}",
-            crate::sanitize::json(json!({ "diagnostic": object }).to_string())
+            crate::term::sanitize::json(json!({ "diagnostic": object }).to_string())
         );
     } else {
         // A config file's text (names, values) is quoted in diagnostics.
         eprintln!(
             "{severity}: {}",
-            crate::sanitize::term(&diagnostic.to_string())
+            crate::term::sanitize::term(&diagnostic.to_string())
         );
     }
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ScopeArg {
-    /// This project, for you only (ROOT/switchboard.local.toml).
-    Local,
-    /// This project, checked in (ROOT/switchboard.toml).
-    Project,
-    /// Every project (~/.config/switchboard/config.toml on Linux).
-    User,
 }
 
 impl From<ScopeArg> for Scope {
@@ -150,25 +141,6 @@ impl From<ScopeArg> for Scope {
             ScopeArg::User => Scope::User,
         }
     }
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ClientArg {
-    /// Claude Desktop's claude_desktop_config.json.
-    ClaudeDesktop,
-    /// Claude Code's .mcp.json files and ~/.claude.json.
-    ClaudeCode,
-    /// VS Code's mcp.json (user and .vscode/).
-    #[value(name = "vscode")]
-    VsCode,
-    /// Cursor's mcp.json (~/.cursor and .cursor/).
-    Cursor,
-    /// Codex's config.toml.
-    Codex,
-    /// Gemini CLI's settings.json.
-    Gemini,
-    /// goose's config.yaml.
-    Goose,
 }
 
 impl From<ClientArg> for Dialect {
@@ -210,56 +182,6 @@ pub(crate) fn scope_name(scope: Scope) -> &'static str {
         Scope::Managed => "managed",
         _ => "other",
     }
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub(crate) enum AddTransport {
-    /// Streamable HTTP, falling back to legacy HTTP+SSE.
-    Http,
-    /// The legacy HTTP+SSE transport.
-    Sse,
-    /// WebSocket.
-    Ws,
-}
-
-#[derive(clap::Args, Debug)]
-pub(crate) struct AddArgs {
-    /// Where to write it (default local: this project, for you only).
-    #[arg(short = 's', long, value_enum)]
-    scope: Option<ScopeArg>,
-    /// An environment variable for the server, KEY=VALUE (repeatable).
-    /// Write secrets as references, '${VAR}', so the file never holds them.
-    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
-    env: Vec<String>,
-    /// The server's name (letters, digits, '-', '_', '.').
-    name: String,
-    /// A remote server's URL (as --url): `add NAME URL`, as `claude mcp add`
-    /// takes it.
-    #[arg(
-        value_name = "URL",
-        conflicts_with_all = ["command", "url"],
-        value_parser = crate::add_url
-    )]
-    target: Option<String>,
-    /// A remote server's URL, instead of a command.
-    #[arg(long, value_name = "URL", conflicts_with = "command", value_parser = crate::server_url)]
-    url: Option<String>,
-    /// A header for the remote server, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
-    headers: Vec<String>,
-    /// The remote transport (default: detect).
-    #[arg(short = 't', long, value_enum)]
-    transport: Option<AddTransport>,
-    /// The server command and its arguments, after `--`.
-    #[arg(
-        last = true,
-        value_name = "COMMAND",
-        required_unless_present_any = ["url", "target"]
-    )]
-    command: Vec<String>,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
 }
 
 fn check_name(name: &str) -> anyhow::Result<()> {
@@ -377,7 +299,7 @@ fn write_new(
         .map_err(|e| Failure::usage(e.into()))?;
     // The user typed this server: in a project file it is approved as
     // written.
-    crate::approve::remember_written(context, &server.name, &edited.file);
+    remember_written(context, &server.name, &edited.file);
     let ignored = created
         .then(|| git_ignore_local(context, &edited.file))
         .flatten();
@@ -620,7 +542,7 @@ pub(crate) fn import(
     // What the user chose to import into a project file is approved
     // there as written.
     for (name, _) in &imported {
-        crate::approve::remember_written(context, name, &target.file);
+        remember_written(context, name, &target.file);
     }
     let ignored = if created && target.file.exists() {
         git_ignore_local(context, &target.file)
@@ -1228,7 +1150,7 @@ pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failu
         print_json(&doc);
         return Ok(0);
     }
-    let mut table = crate::output::pairs_table();
+    let mut table = crate::term::output::pairs_table();
     let object = doc.as_object().cloned().unwrap_or_default();
     for (key, value) in object {
         let shown = match value {
@@ -1267,6 +1189,25 @@ pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failu
     }
     println!("{table}");
     Ok(0)
+}
+
+/// After `add` wrote `name` into a project file: the user typed it, so it
+/// is approved as written.
+pub(crate) fn remember_written(context: &Context, name: &str, file: &Path) {
+    let loaded = context.load_quiet();
+    let Some(server) = loaded.get(name).filter(|s| s.origin.file == file) else {
+        return;
+    };
+    if !switchboard_hub::config::trust::is_project_server(&context.locations, server) {
+        return;
+    }
+    let mut approvals = switchboard_hub::config::Approvals::open(&loaded.approvals);
+    approvals.approve(context.locations.project_root(), server);
+    if let Err(error) = approvals.save() {
+        eprintln!(
+            "warning: could not record the approval of `{name}` ({error}); `switchboard approve {name}` does it"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 use switchboard::Client;
 use switchboard::transport::stdio::StdioConfig;
 
-use crate::Failure;
+use crate::failure::Failure;
 use crate::lifecycle::Servers;
-use crate::output::{describe_block, millis};
+use crate::term::output::{describe_block, millis};
 
 struct Scenario {
     title: &'static str,
@@ -189,7 +189,7 @@ pub(crate) async fn run(json_output: bool, servers: &Servers) -> Result<u8, Fail
         }));
     }
     if json_output {
-        crate::output::print_json(&json!({ "demo": report }));
+        crate::term::output::print_json(&json!({ "demo": report }));
     } else {
         println!();
         println!(

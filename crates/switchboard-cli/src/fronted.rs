@@ -10,7 +10,7 @@ use switchboard_hub::config::{
     Dialect, HttpKind, LoadedConfig, Origin, Scope, ServerConfig, TransportConfig,
 };
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// What `serve` fronts besides (or instead of) the configuration.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ impl Fronted {
         if let Some(url) = url {
             let mut parsed = BTreeMap::new();
             for header in headers {
-                let (name, value) = crate::parse_header(header)?;
+                let (name, value) = crate::direct::parse_header(header)?;
                 parsed.insert(name.to_owned(), value.to_owned());
             }
             let websocket = url.starts_with("ws://") || url.starts_with("wss://");
@@ -91,12 +91,12 @@ impl Fronted {
                     let known: Vec<String> = loaded
                         .servers
                         .iter()
-                        .map(|s| crate::sanitize::line(&s.name).into_owned())
+                        .map(|s| crate::term::sanitize::line(&s.name).into_owned())
                         .collect();
                     return Err(Failure::usage(anyhow::anyhow!(
                         "--server {}: no configured server has that name (configured: {}; \
                          `switchboard list` shows them)",
-                        crate::sanitize::line(missing),
+                        crate::term::sanitize::line(missing),
                         if known.is_empty() {
                             "none".to_owned()
                         } else {

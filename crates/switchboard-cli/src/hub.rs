@@ -20,14 +20,14 @@ use switchboard_hub::{
 
 use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_reason};
 use crate::lifecycle::Servers;
-use crate::{Failure, exit, login, output};
+use crate::{failure::Failure, failure::exit, login, term::output};
 
 mod one;
 mod serve;
 
 pub(crate) use serve::{ServeSettings, serve};
 
-pub(crate) use one::{Answer, Completion, call, complete, info, prompt, read};
+pub(crate) use one::{Completion, call, client_setup, complete, info, prompt, read};
 
 /// The servers to hand to the hub: enabled ones expanded (runnable),
 /// disabled ones as configured (the hub lists them as disabled); and those
@@ -335,8 +335,9 @@ pub(crate) async fn list(
     }
     let mut hidden = std::collections::BTreeMap::<String, usize>::new();
     for row in &rows {
-        let text =
-            |key: &str| crate::sanitize::term(row[key].as_str().unwrap_or_default()).into_owned();
+        let text = |key: &str| {
+            crate::term::sanitize::term(row[key].as_str().unwrap_or_default()).into_owned()
+        };
         let state = match row["skipped"].as_str() {
             Some(why) => {
                 if !view.all {
@@ -355,7 +356,7 @@ pub(crate) async fn list(
         let mut why = text("reason");
         let source = if view.wide {
             if let Some(last) = row["stderr"].as_str().and_then(|s| s.lines().last()) {
-                why = format!("{why}\nstderr: {}", crate::sanitize::line(last));
+                why = format!("{why}\nstderr: {}", crate::term::sanitize::line(last));
             }
             format!("{} ({})", text("source"), text("scope"))
         } else {
@@ -394,8 +395,8 @@ pub(crate) async fn list(
 /// The configured servers asked for (every one, or only `only`), started
 /// through one hub. Each server that is not started, or did not get
 /// ready, is warned about on stderr (its `noun` are not listed).
-struct Opened {
-    hub: Hub,
+pub(crate) struct Opened {
+    pub(crate) hub: Hub,
     /// The ready servers.
     ready: BTreeSet<String>,
     /// How many servers were asked: those the hub tried to start and
@@ -405,7 +406,7 @@ struct Opened {
     failed: usize,
 }
 
-async fn open_all(
+pub(crate) async fn open_all(
     context: &Context,
     only: Option<&str>,
     noun: &str,
@@ -434,8 +435,8 @@ async fn open_all(
     for (name, why) in &prepared.unusable {
         eprintln!(
             "warning: server `{}` cannot start, its {noun} are not listed: {}",
-            crate::sanitize::line(name),
-            crate::sanitize::term(why)
+            crate::term::sanitize::line(name),
+            crate::term::sanitize::term(why)
         );
     }
     let hub = hub_of(
@@ -448,7 +449,7 @@ async fn open_all(
             ),
             context,
             &loaded,
-            Some(crate::ui::Ui::new(json, false)),
+            Some(crate::term::ui::Ui::new(json, false)),
         ),
         servers,
     )?;
@@ -470,25 +471,12 @@ async fn open_all(
             opened.failed += 1;
             eprintln!(
                 "warning: server `{}` is {}; its {noun} are not listed",
-                crate::sanitize::line(&status.name),
-                crate::sanitize::line(&status.state.to_string())
+                crate::term::sanitize::line(&status.name),
+                crate::term::sanitize::line(&status.state.to_string())
             );
         }
     }
     Ok(opened)
-}
-
-/// `shell [NAME]`: one configured server, or all, started once; then the
-/// prompt.
-pub(crate) async fn shell(
-    context: &Context,
-    only: Option<&str>,
-    credentials: Option<&Path>,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    let Opened { hub, .. } =
-        open_all(context, only, "tools", false, credentials, None, servers).await?;
-    crate::shell::run(hub).await
 }
 
 /// The hub `builder` makes, closed when the command ends.
@@ -512,7 +500,7 @@ fn listing_code(opened: &Opened, failed: &[HubError]) -> u8 {
             cause = inner.source();
         }
         // The error names its server and method.
-        eprintln!("warning: {}", crate::sanitize::term(&message));
+        eprintln!("warning: {}", crate::term::sanitize::term(&message));
     }
     if opened.asked > 0 && opened.failed + failed.len() >= opened.asked {
         exit::UNREACHABLE
@@ -790,7 +778,7 @@ pub(crate) fn pick_skill<'a>(
                 _ => None,
             };
             let hint = match crate::suggest::closest(target, names()).or(prefix) {
-                Some(near) => format!(" (did you mean `{}`?)", crate::sanitize::line(near)),
+                Some(near) => format!(" (did you mean `{}`?)", crate::term::sanitize::line(near)),
                 None if skills.is_empty() => {
                     " (no server offers skills; `switchboard skills` lists them)".into()
                 }
@@ -798,18 +786,18 @@ pub(crate) fn pick_skill<'a>(
             };
             Err(Failure::usage(anyhow::anyhow!(
                 "no skill named `{}`{hint}",
-                crate::sanitize::line(target)
+                crate::term::sanitize::line(target)
             )))
         }
         several => Err(Failure::usage(anyhow::anyhow!(
             "more than one server has a skill named `{}`: give one of {}",
-            crate::sanitize::line(target),
+            crate::term::sanitize::line(target),
             several
                 .iter()
                 .map(|(server, entry, _)| format!(
                     "`{}/{}`",
-                    crate::sanitize::line(server),
-                    crate::sanitize::line(entry.name().unwrap_or(target))
+                    crate::term::sanitize::line(server),
+                    crate::term::sanitize::line(entry.name().unwrap_or(target))
                 ))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -821,7 +809,7 @@ pub(crate) fn pick_skill<'a>(
 pub(crate) async fn tools(
     context: &Context,
     only: Option<&str>,
-    model: &crate::ModelArgs,
+    model: &crate::cli::ModelArgs,
     json: bool,
     credentials: Option<&Path>,
     max_message_size: Option<usize>,

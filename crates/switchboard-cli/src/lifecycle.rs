@@ -166,9 +166,9 @@ impl Signals {
     /// The next signal, as the exit code a shell gives for it (128 + n).
     async fn next(&mut self) -> u8 {
         tokio::select! {
-            _ = self.interrupt.recv() => crate::exit::SIGINT,
-            _ = self.terminate.recv() => crate::exit::SIGTERM,
-            _ = self.hangup.recv() => crate::exit::SIGHUP,
+            _ = self.interrupt.recv() => crate::failure::exit::SIGINT,
+            _ = self.terminate.recv() => crate::failure::exit::SIGTERM,
+            _ = self.hangup.recv() => crate::failure::exit::SIGHUP,
         }
     }
 }
@@ -184,7 +184,7 @@ impl Signals {
 
     async fn next(&mut self) -> u8 {
         let _ = tokio::signal::ctrl_c().await;
-        crate::exit::SIGINT
+        crate::failure::exit::SIGINT
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// The environment variable a token may come from.
 pub(crate) const TOKEN_VAR: &str = "SWITCHBOARD_TOKEN";

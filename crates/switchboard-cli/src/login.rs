@@ -26,7 +26,8 @@ use switchboard_hub::config::OAuthSettings;
 use switchboard_hub::private_file;
 use switchboard_hub::{ServerConfig, TransportConfig};
 
-use crate::sanitize::line;
+use crate::cli::LoginArgs;
+use crate::term::sanitize::line;
 use url::Url;
 
 /// The variable naming a credentials file to use instead of the default
@@ -36,38 +37,6 @@ pub(crate) const CREDENTIALS_ENV: &str = "SWITCHBOARD_CREDENTIALS";
 const CLIENT_NAME: &str = "switchboard";
 /// The redirect URI of flows that only refresh (never sent anywhere).
 const REFRESH_ONLY_REDIRECT: &str = "http://127.0.0.1/callback";
-
-/// `switchboard login`'s options.
-#[derive(clap::Args, Debug)]
-pub(crate) struct LoginArgs {
-    /// The server: its URL (its MCP endpoint, e.g.
-    /// https://mcp.example.com/mcp), or the name of a configured HTTP server
-    /// (its URL and its `oauth` block: client id and secret, scopes,
-    /// callback port; the options below win over the block).
-    #[arg(value_name = "URL|NAME")]
-    pub(crate) server: String,
-    /// Do not open a browser: print the URL and read the URL the browser was
-    /// redirected to, pasted on stdin (for SSH sessions).
-    #[arg(long)]
-    no_browser: bool,
-    /// The loopback port the browser is redirected to (default: any free
-    /// port; fix one for servers that register redirect URIs exactly).
-    #[arg(long, value_name = "PORT")]
-    port: Option<u16>,
-    /// How long to wait for the authorization, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 300)]
-    timeout: u64,
-    /// A scope to ask for instead of those the server names (repeatable).
-    #[arg(long = "scope", value_name = "SCOPE")]
-    scopes: Vec<String>,
-    /// A client id registered with the authorization server beforehand
-    /// (for servers without dynamic client registration).
-    #[arg(long, value_name = "ID")]
-    client_id: Option<String>,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
 
 /// Where credentials live: the store and the CLI's index of logins.
 pub(crate) struct Credentials {
@@ -392,13 +361,13 @@ pub(crate) async fn login(
             request.issuer
         )
     })?;
-    let warnings = crate::ask::url_warnings(&shown);
+    let warnings = crate::term::ask::url_warnings(&shown);
     let url = shown.url.as_str();
 
     if args.json {
         eprintln!(
             "{}",
-            crate::sanitize::json(
+            crate::term::sanitize::json(
                 json!({ "authorizationUrl": url, "host": shown.host, "warnings": warnings })
                     .to_string()
             )
@@ -440,7 +409,7 @@ pub(crate) async fn login(
 
     let entry = status_json(&server, &stored);
     if args.json {
-        crate::output::print_json(&json!({ "loggedIn": entry }));
+        crate::term::output::print_json(&json!({ "loggedIn": entry }));
     } else {
         println!(
             "Logged in to {} (issuer {}, client {}); credentials kept in {}.",
@@ -668,7 +637,7 @@ pub(crate) async fn logout(target: &str, flag: Option<&Path>, json: bool) -> any
             .iter()
             .map(|l| json!({ "server": l.server, "resource": l.resource, "issuer": l.issuer }))
             .collect();
-        crate::output::print_json(&json!({ "loggedOut": removed }));
+        crate::term::output::print_json(&json!({ "loggedOut": removed }));
     } else {
         for login in &gone {
             println!(
@@ -691,7 +660,7 @@ pub(crate) async fn status(flag: Option<&Path>, json: bool) -> anyhow::Result<u8
         }
     }
     if json {
-        crate::output::print_json(
+        crate::term::output::print_json(
             &json!({ "store": credentials.described, "credentials": entries }),
         );
         return Ok(0);
@@ -700,7 +669,8 @@ pub(crate) async fn status(flag: Option<&Path>, json: bool) -> anyhow::Result<u8
         println!("Not logged in anywhere (store: {}).", credentials.described);
         return Ok(0);
     }
-    let mut table = crate::output::table(&["SERVER", "ISSUER", "CLIENT ID", "SCOPES", "TOKEN"]);
+    let mut table =
+        crate::term::output::table(&["SERVER", "ISSUER", "CLIENT ID", "SCOPES", "TOKEN"]);
     for entry in &entries {
         let text = |key: &str| line(entry[key].as_str().unwrap_or("")).into_owned();
         let scopes: Vec<&str> = entry["scopes"]

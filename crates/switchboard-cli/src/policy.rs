@@ -13,8 +13,8 @@ use switchboard_hub::hub::policy::REMEMBERED_ALLOWS_FILE;
 use switchboard_hub::hub::{HubBuilder, RememberedAllows, ToolAnswer, ToolApprover, ToolAsk};
 
 use crate::configure::Context;
-use crate::ui::Ui;
-use crate::{Failure, output, sanitize};
+use crate::term::ui::Ui;
+use crate::{failure::Failure, term::output, term::sanitize};
 
 /// Where the "always allow" answers are kept: beside `approvals.json`.
 pub(crate) fn allows_file(context: &Context) -> PathBuf {

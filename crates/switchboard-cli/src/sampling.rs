@@ -14,7 +14,7 @@ use switchboard::{HandlerContext, HandlerError, SamplingHandler};
 use switchboard_models::chat::{ChatClient, ChatError, completions_url};
 use switchboard_models::sampling::{chat_request, sampling_result};
 
-use crate::ui::Ui;
+use crate::term::ui::Ui;
 
 /// Where sampling requests go.
 #[derive(Clone)]
@@ -177,7 +177,7 @@ fn summary(
     let mut out = String::new();
     let head = format!(
         "Server `{}` wants model {} to answer {} message(s) (at most {} tokens):",
-        crate::sanitize::line(server),
+        crate::term::sanitize::line(server),
         endpoint.model,
         params.messages.len(),
         params.max_tokens
@@ -200,14 +200,14 @@ fn summary(
             let shown = match block {
                 ContentBlock::Text(t) => shorten(&t.text),
                 ContentBlock::Image(i) => {
-                    format!("[image {}]", crate::sanitize::line(&i.mime_type))
+                    format!("[image {}]", crate::term::sanitize::line(&i.mime_type))
                 }
                 ContentBlock::Audio(a) => {
-                    format!("[audio {}]", crate::sanitize::line(&a.mime_type))
+                    format!("[audio {}]", crate::term::sanitize::line(&a.mime_type))
                 }
                 other => format!(
                     "[{}]",
-                    crate::sanitize::line(other.kind().unwrap_or("unknown"))
+                    crate::term::sanitize::line(other.kind().unwrap_or("unknown"))
                 ),
             };
             out.push_str(&format!("\n  {role}: {shown}"));
@@ -218,7 +218,7 @@ fn summary(
 
 fn shorten(text: &str) -> String {
     const MAX: usize = 400;
-    let one_line = crate::sanitize::line(&text.replace('\n', " ⏎ ")).into_owned();
+    let one_line = crate::term::sanitize::line(&text.replace('\n', " ⏎ ")).into_owned();
     if one_line.chars().count() > MAX {
         let cut: String = one_line.chars().take(MAX).collect();
         format!("{cut}…")

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 
-use crate::{Failure, exit};
+use crate::{failure::Failure, failure::exit};
 
 /// How long `up` waits for the daemon to listen.
 const START_WAIT: Duration = Duration::from_secs(60);
@@ -185,7 +185,7 @@ pub(crate) async fn down(json: bool) -> Result<u8, Failure> {
     let paths = Paths::locate();
     let Some(pid) = running(&paths).await else {
         if json {
-            crate::output::print_json(&serde_json::json!({"state": "not running"}));
+            crate::term::output::print_json(&serde_json::json!({"state": "not running"}));
         } else {
             println!("no session is running");
         }
@@ -220,7 +220,7 @@ pub(crate) async fn down(json: bool) -> Result<u8, Failure> {
 
 fn say(json: bool, state: &str, pid: u32, paths: &Paths, text: &str) {
     if json {
-        crate::output::print_json(&serde_json::json!({
+        crate::term::output::print_json(&serde_json::json!({
             "state": state,
             "pid": pid,
             "socket": paths.socket,

@@ -14,15 +14,17 @@ use switchboard::types::completion::{
     CompleteArgument, CompleteContext, CompleteRequestParams, PromptReference, Reference,
     ResourceTemplateReference,
 };
-use switchboard::{ClientBuilder, RequestOptions};
+use switchboard::{ClientBuilder, EraMode, RequestOptions};
 use switchboard_hub::config::LoadedConfig;
 use switchboard_hub::{Hub, HubTool, ServerConfig};
 
 use super::{DEFAULT_STARTUP, builder, hub_failure, merge, prepare, source, start};
+use crate::cli::{EraArg, ServerArgs};
 use crate::configure::{Context, not_configured, scope_name};
+use crate::direct::{answer_setup, answering};
 use crate::lifecycle::Servers;
-use crate::ui::Ui;
-use crate::{Failure, exit, output};
+use crate::term::ui::Ui;
+use crate::{failure::Failure, failure::exit, term::output};
 
 /// `SERVER/TOOL`, or `SERVER__TOOL` for a configured server's name.
 fn split_target<'a>(
@@ -227,7 +229,7 @@ async fn with_server_events<T>(
     work: impl std::future::Future<Output = T>,
 ) -> T {
     match hub.client(server) {
-        Ok(client) => crate::with_events(&client, ui, work).await,
+        Ok(client) => crate::direct::with_events(&client, ui, work).await,
         // Not ready: `work` fails at once, saying why.
         Err(_) => work.await,
     }
@@ -241,7 +243,7 @@ async fn close(hub: &Hub, server: &str, server_logs: bool) {
     // has exited and its stderr has been read to the end.
     hub.shutdown().await;
     if let Some(client) = client {
-        crate::show_stderr(&client);
+        crate::direct::show_stderr(&client);
     }
 }
 
@@ -307,7 +309,7 @@ pub(crate) async fn call(
             ..Default::default()
         };
         let options = RequestOptions::default().on_progress(|_| {});
-        let result = crate::with_events(
+        let result = crate::direct::with_events(
             &session,
             &answer.ui,
             session.call_tool_with(&params, options),
@@ -416,7 +418,8 @@ pub(crate) async fn read(
     if let Some(session) = through_session(context, &loaded, server, &answer.customize).await {
         use switchboard_hub::hub::{resource_origin, resource_uri, skill_origin, skill_uri};
         let gateway = skill_uri(server, uri).unwrap_or_else(|| resource_uri(server, uri));
-        let result = crate::with_events(&session, &answer.ui, session.read_resource(gateway)).await;
+        let result =
+            crate::direct::with_events(&session, &answer.ui, session.read_resource(gateway)).await;
         session.close().await;
         let mut result = result.map_err(Failure::from_client)?;
         for contents in &mut result.contents {
@@ -489,7 +492,7 @@ pub(crate) async fn prompt(
         && let Some(session) = through_session(context, &loaded, &server, &answer.customize).await
     {
         let gateway = switchboard_hub::hub::namespaced(&server, &name);
-        let result = crate::with_events(
+        let result = crate::direct::with_events(
             &session,
             &answer.ui,
             session.get_prompt(gateway, Some(arguments)),
@@ -558,7 +561,7 @@ pub(crate) async fn info(
         scope_name(config.origin.scope)
     );
     if json {
-        let mut info = crate::output::info_json(&client, Duration::ZERO);
+        let mut info = crate::term::output::info_json(&client, Duration::ZERO);
         if let Some(object) = info.as_object_mut() {
             object.remove("connectMs");
         }
@@ -661,6 +664,45 @@ pub(crate) async fn complete(
     Ok(0)
 }
 
+/// How the hub's clients for `call`, `read`, `prompt`, `info` and
+/// `complete` are set up: answering the server as for a server given after
+/// `--`; `--timeout` and `--era` where the configuration does not say; and
+/// the terminal that shows what the server says.
+pub(crate) fn client_setup(
+    server: &ServerArgs,
+) -> Result<
+    Answer<
+        impl Fn(
+            &switchboard_hub::ServerConfig,
+            switchboard::ClientBuilder,
+        ) -> switchboard::ClientBuilder
+        + Send
+        + Sync
+        + 'static,
+    >,
+    Failure,
+> {
+    let (timeout, ui, roots) = answer_setup(server)?;
+    let shown = ui.clone();
+    let server_logs = server.server_logs;
+    let server = server.clone();
+    let customize = move |config: &switchboard_hub::ServerConfig, builder| {
+        let mut builder = answering(builder, &server, &ui, roots.as_ref());
+        if config.request_timeout.is_none() {
+            builder = builder.request_timeout(timeout);
+        }
+        match server.era {
+            EraArg::Auto => builder,
+            EraArg::Modern => builder.era_mode(EraMode::Modern),
+            EraArg::Legacy => builder.era_mode(EraMode::Legacy),
+        }
+    };
+    Ok(Answer {
+        customize,
+        ui: shown,
+        server_logs,
+    })
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use switchboard_hub::{Hub, HubServer, ServerConfig, ServerState, TransportConfig
 use super::{DEFAULT_STARTUP, builder, hub_failure, prepare_asking};
 use crate::configure::Context;
 use crate::lifecycle::Servers;
-use crate::{Failure, exit, login};
+use crate::{failure::Failure, failure::exit, login};
 
 /// What `serve` was told besides the config.
 pub(crate) struct ServeSettings {
@@ -68,8 +68,8 @@ pub(crate) async fn serve(
     for (name, why) in &prepared.unusable {
         eprintln!(
             "warning: server `{}` cannot start: {}",
-            crate::sanitize::line(name),
-            crate::sanitize::term(why)
+            crate::term::sanitize::line(name),
+            crate::term::sanitize::term(why)
         );
     }
     let remote = remote_servers(&prepared.runnable);
@@ -136,7 +136,7 @@ fn served_config(
         if itself && say {
             eprintln!(
                 "warning: server `{}` is not started: it is this gateway itself",
-                crate::sanitize::line(&server.name)
+                crate::term::sanitize::line(&server.name)
             );
         }
         !itself
@@ -242,7 +242,7 @@ async fn say_logins_needed(mut events: switchboard_hub::hub::HubEvents) {
             state: ServerState::NeedsAuth { .. },
         } = event
         {
-            let server = crate::sanitize::line(&server);
+            let server = crate::term::sanitize::line(&server);
             eprintln!(
                 "warning: server `{server}` needs a login: the host can call \
                  `{server}__authenticate`, or run `switchboard login {server}`"
@@ -346,7 +346,7 @@ async fn serve_stdio(
         other => {
             eprintln!(
                 "error: the host's connection failed: {}",
-                crate::sanitize::line(&other.to_string())
+                crate::term::sanitize::line(&other.to_string())
             );
             Ok(exit::UNREACHABLE)
         }
@@ -412,7 +412,7 @@ async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
                     if !names.is_empty() {
                         let names: Vec<String> = names
                             .iter()
-                            .map(|n| crate::sanitize::line(n).into_owned())
+                            .map(|n| crate::term::sanitize::line(n).into_owned())
                             .collect();
                         said.push(format!("{what} {}", names.join(", ")));
                     }
@@ -426,7 +426,7 @@ async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
             }
             Err(error) => eprintln!(
                 "warning: config changed but could not be reloaded: {}",
-                crate::sanitize::line(&error.to_string())
+                crate::term::sanitize::line(&error.to_string())
             ),
         }
     }

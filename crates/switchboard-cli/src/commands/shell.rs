@@ -20,7 +20,11 @@ use serde_json::{Map, Value};
 use switchboard::{Event, RequestOptions};
 use switchboard_hub::{Hub, HubEvent};
 
-use crate::{Failure, output, sanitize};
+use std::path::Path;
+
+use crate::configure::Context;
+use crate::lifecycle::Servers;
+use crate::{failure::Failure, term::output, term::sanitize};
 
 const COMMANDS: [&str; 10] = [
     "call", "exit", "help", "prompt", "read", "servers", "skill", "skills", "tools", "quit",
@@ -109,6 +113,19 @@ fn history_file() -> Option<std::path::PathBuf> {
     let dir = state.join("switchboard");
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join("shell-history"))
+}
+
+/// `shell [NAME]`: one configured server, or all, started once; then the
+/// prompt.
+pub(crate) async fn shell(
+    context: &Context,
+    only: Option<&str>,
+    credentials: Option<&Path>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let crate::hub::Opened { hub, .. } =
+        crate::hub::open_all(context, only, "tools", false, credentials, None, servers).await?;
+    run(hub).await
 }
 
 /// The REPL over `hub`, already started.
@@ -341,7 +358,7 @@ async fn call(hub: &Hub, rest: &str) {
     if has_fields {
         let mut given = std::mem::take(&mut arguments);
         let asked = tokio::task::spawn_blocking(move || {
-            crate::ask::ask_arguments(&schema, &mut given).map(|done| (done, given))
+            crate::term::ask::ask_arguments(&schema, &mut given).map(|done| (done, given))
         })
         .await;
         match asked {

@@ -170,9 +170,9 @@ impl Ui {
         // Log data and progress messages are the server's words; a JSON
         // line's strings are escaped the same way (still valid JSON).
         let line = if self.json {
-            crate::sanitize::json(line)
+            crate::term::sanitize::json(line)
         } else {
-            crate::sanitize::term(&line).into_owned()
+            crate::term::sanitize::term(&line).into_owned()
         };
         let mut state = self.state();
         if state.prompting {
@@ -260,7 +260,7 @@ fn draw(bar: &ProgressBar, progress: &ProgressNotificationParams) {
     }
     bar.set_prefix(fraction(progress));
     bar.set_message(
-        crate::sanitize::line(progress.message.as_deref().unwrap_or_default()).into_owned(),
+        crate::term::sanitize::line(progress.message.as_deref().unwrap_or_default()).into_owned(),
     );
 }
 

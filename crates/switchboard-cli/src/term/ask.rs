@@ -16,8 +16,8 @@ use switchboard::types::elicitation::{ElicitResult, NumberType, PrimitiveSchemaD
 use switchboard::url_display::{DisplayUrl, UrlWarning};
 use switchboard::{ElicitationHandler, FormRequest, HandlerContext, HandlerError, UrlRequest};
 
-use crate::sanitize;
-use crate::ui::Ui;
+use crate::term::sanitize;
+use crate::term::ui::Ui;
 
 /// Answers `elicitation/create` by asking the user.
 #[derive(Debug)]

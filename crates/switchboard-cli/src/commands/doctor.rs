@@ -10,8 +10,12 @@ use serde_json::{Value, json};
 use switchboard_hub::config::{Diagnostic, LoadedConfig, Severity};
 use switchboard_hub::{ServerConfig, TransportConfig};
 
-use crate::configure::Context;
-use crate::{Failure, sanitize};
+use super::Run;
+use crate::cli::seconds;
+use crate::configure::{self, Context};
+use crate::failure::Failure;
+use crate::hub;
+use crate::term::sanitize;
 
 /// One thing found, where.
 struct Finding {
@@ -133,7 +137,7 @@ pub(crate) async fn doctor(
         .filter(|f| f.severity != Severity::Info)
         .count();
     if json {
-        crate::output::print_json(&json!({
+        crate::term::output::print_json(&json!({
             "files": loaded.files,
             "servers": loaded.servers.len(),
             "findings": findings.iter().map(Finding::json).collect::<Vec<_>>(),
@@ -167,7 +171,11 @@ pub(crate) async fn doctor(
             println!("{bad} problem(s) found");
         }
     }
-    let mut code = if bad == 0 { 0 } else { crate::exit::USAGE };
+    let mut code = if bad == 0 {
+        0
+    } else {
+        crate::failure::exit::USAGE
+    };
     if check {
         if !json {
             println!();
@@ -267,4 +275,27 @@ fn on_path(command: &str, path: Option<&str>, cwd: Option<&Path>) -> bool {
         .or_else(|| std::env::var_os("PATH"))
         .unwrap_or_default();
     std::env::split_paths(&path).any(|dir| runnable(&dir.join(command)))
+}
+
+/// `doctor`: the config files checked, then (`--check`) every server started.
+pub(crate) async fn run(
+    run: Run<'_>,
+    check: bool,
+    timeout: f64,
+    json: bool,
+) -> Result<u8, Failure> {
+    let timeout = seconds("--timeout", timeout)?;
+    let context = configure::Context::new(run.config)?;
+    let list = hub::list(
+        &context,
+        json,
+        timeout,
+        run.creds,
+        run.servers,
+        hub::ListView {
+            strict: true,
+            ..hub::ListView::default()
+        },
+    );
+    doctor(&context, check, json, list).await
 }

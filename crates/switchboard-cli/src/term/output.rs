@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use switchboard::Client;
 use switchboard::types::apps::{APP_MIME_TYPE, ToolUi, Visibility, is_app_mime_type, is_ui_uri};
 
-use crate::sanitize;
+use crate::term::sanitize;
 
 pub(crate) fn print_json(value: &Value) {
     println!(

@@ -1,0 +1,184 @@
+//! Each subcommand, run.
+
+mod act;
+mod audit;
+mod docs;
+mod doctor;
+mod inspect;
+mod serve;
+mod shell;
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::{AuditCommand, AuthCommand, Cli, Command, PolicyCommand, seconds};
+use crate::failure::Failure;
+use crate::{approve, configure, demo, hub, lifecycle, login, policy, session};
+
+/// What every command may use besides its own arguments.
+pub(crate) struct Run<'a> {
+    /// `--config FILE`.
+    pub(crate) config: Option<PathBuf>,
+    /// `--credentials FILE`.
+    pub(crate) creds: Option<&'a Path>,
+    /// Every server the command starts, closed when it ends.
+    pub(crate) servers: &'a lifecycle::Servers,
+}
+
+/// Runs `cli`'s command.
+pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Failure> {
+    let creds = cli.credentials.as_deref();
+    let run = Run {
+        config: cli.config.clone(),
+        creds,
+        servers,
+    };
+    match cli.command {
+        Command::Demo { json } => demo::run(json, servers).await,
+        Command::Serve(args) => serve::serve(run, args).await,
+        Command::Up { idle, json } => session::up(idle, json, cli.config.as_deref()).await,
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man => docs::man(),
+        Command::Shell { name } => {
+            let context = configure::Context::new(cli.config)?;
+            shell::shell(&context, name.as_deref(), creds, servers).await
+        }
+        Command::Doctor {
+            check,
+            timeout,
+            json,
+        } => doctor::run(run, check, timeout, json).await,
+        Command::Down { json } => session::down(json).await,
+        Command::Session { idle } => serve::session(run, idle).await,
+        Command::Audit {
+            command: AuditCommand::Verify { file },
+        } => audit::verify(&file),
+        Command::Info { name, only, server } => inspect::info(run, name, only, server).await,
+        Command::Tools {
+            only,
+            model,
+            server,
+        } => inspect::tools(run, only, model, server).await,
+        Command::Resources { only, server } => inspect::resources(run, only, server).await,
+        Command::Prompts { only, server } => inspect::prompts(run, only, server).await,
+        Command::Skills { only, server } => inspect::skills(run, only, server).await,
+        Command::Skill {
+            name,
+            file,
+            only,
+            server,
+        } => inspect::skill(run, name, file, only, server).await,
+        Command::Call {
+            tool,
+            json_args,
+            args,
+            args_json,
+            server,
+        } => act::call(run, tool, json_args, args, args_json, server).await,
+        Command::Read {
+            uri,
+            only,
+            output: to,
+            server,
+        } => act::read(run, uri, only, to, server).await,
+        Command::Prompt {
+            name,
+            only,
+            args,
+            server,
+        } => act::prompt(run, name, only, args, server).await,
+        Command::Complete {
+            target,
+            argument,
+            resource,
+            context,
+            only,
+            server,
+        } => act::complete(run, target, argument, resource, context, only, server).await,
+        Command::Login(args) => login::login(args, creds, cli.config)
+            .await
+            .map_err(Failure::usage),
+        Command::Logout { server, json } => login::logout(&server, creds, json)
+            .await
+            .map_err(Failure::usage),
+        Command::Auth {
+            command: AuthCommand::Status { json },
+        } => login::status(creds, json).await.map_err(Failure::usage),
+        Command::Policy { command } => {
+            let context = configure::Context::new(cli.config)?;
+            match command {
+                PolicyCommand::List { json } => policy::list(&context, json),
+                PolicyCommand::Revoke { target } => policy::revoke(&context, &target),
+            }
+        }
+        Command::List {
+            json,
+            timeout,
+            wide,
+            all,
+        } => {
+            let timeout = seconds("--timeout", timeout)?;
+            let context = configure::Context::new(cli.config)?;
+            let view = hub::ListView {
+                wide,
+                all,
+                strict: false,
+            };
+            hub::list(&context, json, timeout, creds, servers, view).await
+        }
+        Command::Add(args) => configure::add(&configure::Context::new(cli.config)?, args),
+        Command::AddJson {
+            name,
+            entry,
+            scope,
+            json,
+        } => configure::add_json(
+            &configure::Context::new(cli.config)?,
+            &name,
+            &entry,
+            scope,
+            json,
+        ),
+        Command::Import { from, scope, json } => {
+            configure::import(&configure::Context::new(cli.config)?, from, scope, json)
+        }
+        Command::Remove(args) => configure::remove(
+            &configure::Context::new(cli.config)?,
+            &args.name,
+            args.scope,
+            args.json,
+        ),
+        Command::Enable(args) => configure::set_enabled(
+            &configure::Context::new(cli.config)?,
+            &args.name,
+            true,
+            args.scope,
+            args.json,
+        ),
+        Command::Disable(args) => configure::set_enabled(
+            &configure::Context::new(cli.config)?,
+            &args.name,
+            false,
+            args.scope,
+            args.json,
+        ),
+        Command::Get { name, json } => {
+            configure::get(&configure::Context::new(cli.config)?, &name, json)
+        }
+        Command::Approve(pick) => approve::approve(
+            &configure::Context::new(cli.config)?,
+            &pick.names,
+            pick.all,
+            pick.json,
+        ),
+        Command::Trust { all, json } => {
+            approve::list(&configure::Context::new(cli.config)?, all, json)
+        }
+        Command::Untrust(pick) => approve::untrust(
+            &configure::Context::new(cli.config)?,
+            &pick.names,
+            pick.all,
+            pick.json,
+        ),
+        Command::TestServer { args } => switchboard_testserver::run_stdio_main(args),
+    }
+}

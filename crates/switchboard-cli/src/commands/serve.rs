@@ -1,0 +1,98 @@
+//! `serve` (the configured servers as one MCP server, on stdio or HTTP)
+//! and the background session's daemon (`up` starts it).
+
+use std::time::Duration;
+
+use super::Run;
+use crate::cli::{MAX_IDLE_SECONDS, ServeArgs};
+use crate::failure::Failure;
+use crate::{configure, fronted, hub, listen, session};
+
+/// `serve`: the configured servers as one MCP server, on stdio or `--http`.
+pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> {
+    let ServeArgs {
+        wait_ready,
+        audit,
+        audit_arguments,
+        audit_keep,
+        http,
+        token,
+        token_file,
+        no_auth,
+        allow_host,
+        max_connections,
+        threads: _,
+        session_key_file,
+        max_tools,
+        max_message_size,
+        only,
+        url,
+        headers,
+        command,
+    } = args;
+    let token = listen::token_source(token.as_deref(), token_file.as_deref(), no_auth)?;
+    let fronted = fronted::Fronted::from_args(only, url, &headers, command)?;
+    let session_key = session_key_file
+        .map(|path| {
+            listen::read_private(&path, "session key file").and_then(|text| {
+                switchboard::server::http::SessionKey::from_hex(&text).map_err(|e| {
+                    Failure::usage(anyhow::anyhow!(
+                        "cannot use the session key in {}: {e}",
+                        path.display()
+                    ))
+                })
+            })
+        })
+        .transpose()?;
+    let context = configure::Context::new(run.config)?;
+    let audit = audit
+        .map(|path| {
+            let mut options = switchboard_hub::hub::audit::AuditOptions::default();
+            options.arguments = audit_arguments;
+            options.keep = audit_keep;
+            switchboard_hub::hub::audit::AuditLog::open(&path, options).map_err(|e| {
+                // The chain: an I/O error's cause is its source.
+                Failure::usage(
+                    anyhow::Error::new(e)
+                        .context(format!("cannot open the audit log {}", path.display())),
+                )
+            })
+        })
+        .transpose()?;
+    let settings = hub::ServeSettings {
+        wait_ready: Duration::from_secs(wait_ready),
+        http: http.map(|addr| listen::Listener {
+            addr,
+            token,
+            session_key,
+            allowed_hosts: allow_host,
+            max_connections,
+        }),
+        session: None,
+        audit,
+        max_tools,
+        max_message_size: max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
+        fronted,
+    };
+    hub::serve(&context, run.creds, settings, run.servers).await
+}
+
+/// `__session`: the background session's daemon, behind the session socket.
+pub(crate) async fn session(run: Run<'_>, idle: u64) -> Result<u8, Failure> {
+    let context = configure::Context::new(run.config)?;
+    let daemon = session::Daemon::bind(
+        Duration::from_secs(idle.clamp(1, MAX_IDLE_SECONDS)),
+        context.explicit.as_deref(),
+    )
+    .await?;
+    let settings = hub::ServeSettings {
+        wait_ready: Duration::from_secs(10),
+        http: None,
+        session: Some(daemon),
+        audit: None,
+        max_tools: None,
+        max_message_size: None,
+        fronted: fronted::Fronted::All,
+    };
+    hub::serve(&context, run.creds, settings, run.servers).await
+}
