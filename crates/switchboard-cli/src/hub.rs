@@ -889,7 +889,7 @@ pub(crate) async fn tools(
 /// it and says why).
 #[cfg(unix)]
 async fn session_tools(context: &Context, only: Option<&str>) -> Option<Vec<Value>> {
-    let session = crate::session::connect(context.explicit.as_deref(), |builder| builder).await?;
+    let session = crate::session::connect(context, |builder| builder).await?;
     let listed = session.list_tools().await;
     session.close().await;
     let tools: Vec<Value> = listed

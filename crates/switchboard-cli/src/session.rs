@@ -4,13 +4,22 @@
 //! milliseconds instead of starting servers each time; `switchboard down`
 //! stops it; it stops by itself after an idle period.
 //!
+//! One session a project: a session serves the servers of the files it
+//! read, which depend on the project (its root, and the `.mcp.json` files
+//! from there down to the working directory) and on `--config FILE`. So
+//! the session's place is keyed on those: `up` in a subdirectory of a
+//! project whose session runs finds it running, and every command in the
+//! project uses it; `up` in another project starts that project's own.
+//!
 //! Where: `$SWITCHBOARD_SESSION_DIR`, else `$XDG_RUNTIME_DIR/switchboard`,
 //! else `/tmp/switchboard-UID` — a directory of the user's own, mode 0700
-//! (refused when it is anyone else's or open to others), holding
-//! `session.sock` (0600), `session.pid` and `session.log` (the daemon's
-//! stderr). Only the same user can connect: the socket's mode, and the
-//! daemon checks every connection's peer credentials and drops another
-//! uid's.
+//! (refused when it is anyone else's or open to others) — then a
+//! directory for the project (the first 16 hex digits of the SHA-256 of
+//! what the key is made of, 0700), holding `session.sock` (0600),
+//! `session.pid`, `session.log` (the daemon's stderr) and
+//! `session.project` (the project root, for messages). Only the same user
+//! can connect: the modes, and the daemon checks every connection's peer
+//! credentials and drops another uid's.
 
 use std::io::BufRead as _;
 use std::os::unix::fs::{
@@ -23,6 +32,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 
+use crate::configure::Context;
 use crate::{failure::Failure, failure::exit};
 
 /// How long `up` waits for the daemon to listen.
@@ -32,22 +42,21 @@ const READY: &str = "switchboard session ready";
 
 /// The session's files.
 pub(crate) struct Paths {
+    /// Every session of this user is below it.
+    base: PathBuf,
     pub(crate) dir: PathBuf,
     pub(crate) socket: PathBuf,
     pub(crate) pid: PathBuf,
     pub(crate) log: PathBuf,
-    /// The directory the session reads project files in: another
-    /// project's commands do not use it.
+    /// The project root the session serves (shown in messages).
     pub(crate) project: PathBuf,
-    /// The `--config FILE` the session was started with (empty: none): a
-    /// command with another one does not use it.
-    pub(crate) config: PathBuf,
 }
 
 impl Paths {
-    /// Where the session lives (nothing is created).
-    pub(crate) fn locate() -> Self {
-        let dir = if let Some(dir) = std::env::var_os("SWITCHBOARD_SESSION_DIR") {
+    /// Where the session of `context`'s project (and `--config`) lives
+    /// (nothing is created).
+    pub(crate) fn locate(context: &Context) -> Self {
+        let base = if let Some(dir) = std::env::var_os("SWITCHBOARD_SESSION_DIR") {
             PathBuf::from(dir)
         } else if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR")
             && Path::new(&runtime).is_absolute()
@@ -59,50 +68,98 @@ impl Paths {
                 rustix::process::getuid().as_raw()
             ))
         };
+        let dir = base.join(key(context));
         Self {
             socket: dir.join("session.sock"),
             pid: dir.join("session.pid"),
             log: dir.join("session.log"),
-            project: dir.join("session.cwd"),
-            config: dir.join("session.config"),
+            project: dir.join("session.project"),
             dir,
+            base,
         }
     }
 
-    /// Creates the directory (0700) or checks the one there: a directory,
-    /// not a link, ours, and closed to everyone else.
+    /// Creates the directories (0700) or checks those there: directories,
+    /// not links, ours, and closed to everyone else.
     fn prepare(&self) -> Result<(), Failure> {
-        match std::fs::DirBuilder::new().mode(0o700).create(&self.dir) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => self.check(),
-            Err(error) => Err(Failure::usage(anyhow!(
-                "cannot create the session directory {}: {error}",
-                self.dir.display()
-            ))),
+        for dir in [&self.base, &self.dir] {
+            match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => check(dir)?,
+                Err(error) => {
+                    return Err(Failure::usage(anyhow!(
+                        "cannot create the session directory {}: {error}",
+                        dir.display()
+                    )));
+                }
+            }
         }
+        Ok(())
     }
 
+    /// Both directories are safe to use (see [`Paths::prepare`]).
     fn check(&self) -> Result<(), Failure> {
-        let meta = std::fs::symlink_metadata(&self.dir)
-            .map_err(|e| Failure::usage(anyhow!("cannot read {}: {e}", self.dir.display())))?;
-        let uid = rustix::process::getuid().as_raw();
-        let why = if !meta.is_dir() {
-            Some("it is not a directory")
-        } else if meta.uid() != uid {
-            Some("another user owns it")
-        } else if meta.mode() & 0o077 != 0 {
-            Some("other users can open it (its mode should be 0700)")
-        } else {
-            None
-        };
-        match why {
-            Some(why) => Err(Failure::usage(anyhow!(
-                "will not use {} for the session: {why}; remove it, or set \
-                 SWITCHBOARD_SESSION_DIR to a directory of your own",
-                self.dir.display()
-            ))),
-            None => Ok(()),
+        check(&self.base)?;
+        check(&self.dir)
+    }
+}
+
+/// What keys a project's session: the project root, the `.mcp.json`
+/// files read from the working directory (a subdirectory with one of its
+/// own reads other servers), and `--config FILE` (canonical), as 16 hex
+/// digits of their SHA-256.
+fn key(context: &Context) -> String {
+    use sha2::Digest as _;
+    let mut digest = sha2::Sha256::new();
+    let canonical =
+        |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut part = |bytes: &[u8]| {
+        digest.update((bytes.len() as u64).to_le_bytes());
+        digest.update(bytes);
+    };
+    part(
+        canonical(context.locations.project_root())
+            .as_os_str()
+            .as_encoded_bytes(),
+    );
+    for file in context.locations.mcp_json_files() {
+        if file.is_file() {
+            part(canonical(&file).as_os_str().as_encoded_bytes());
         }
+    }
+    part(b"--config");
+    if let Some(config) = &context.explicit {
+        part(canonical(config).as_os_str().as_encoded_bytes());
+    }
+    digest
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `dir` is a directory, not a link, ours, and closed to everyone else.
+fn check(dir: &Path) -> Result<(), Failure> {
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| Failure::usage(anyhow!("cannot read {}: {e}", dir.display())))?;
+    let uid = rustix::process::getuid().as_raw();
+    let why = if !meta.is_dir() {
+        Some("it is not a directory")
+    } else if meta.uid() != uid {
+        Some("another user owns it")
+    } else if meta.mode() & 0o077 != 0 {
+        Some("other users can open it (its mode should be 0700)")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(Failure::usage(anyhow!(
+            "will not use {} for the session: {why}; remove it, or set \
+             SWITCHBOARD_SESSION_DIR to a directory of your own",
+            dir.display()
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -116,8 +173,8 @@ pub(crate) async fn running(paths: &Paths) -> Option<u32> {
 
 /// `switchboard up`: starts the daemon (this program's hidden `__session`)
 /// in its own process group, and returns once it listens.
-pub(crate) async fn up(idle: Duration, json: bool, config: Option<&Path>) -> Result<u8, Failure> {
-    let paths = Paths::locate();
+pub(crate) async fn up(context: &Context, idle: Duration, json: bool) -> Result<u8, Failure> {
+    let paths = Paths::locate(context);
     paths.prepare()?;
     if let Some(pid) = running(&paths).await {
         say(
@@ -142,7 +199,7 @@ pub(crate) async fn up(idle: Duration, json: bool, config: Option<&Path>) -> Res
         .arg("__session")
         .arg("--idle")
         .arg(idle.as_secs().to_string());
-    if let Some(config) = config {
+    if let Some(config) = &context.explicit {
         command.arg("--config").arg(config);
     }
     use std::os::unix::process::CommandExt as _;
@@ -181,13 +238,16 @@ pub(crate) async fn up(idle: Duration, json: bool, config: Option<&Path>) -> Res
 }
 
 /// `switchboard down`: stops the daemon (SIGTERM; it closes its servers).
-pub(crate) async fn down(json: bool) -> Result<u8, Failure> {
-    let paths = Paths::locate();
+pub(crate) async fn down(context: &Context, json: bool) -> Result<u8, Failure> {
+    let paths = Paths::locate(context);
     let Some(pid) = running(&paths).await else {
         if json {
             crate::term::output::print_json(&serde_json::json!({"state": "not running"}));
         } else {
-            println!("no session is running");
+            println!(
+                "no session is running for {}",
+                context.locations.project_root().display()
+            );
         }
         return Ok(0);
     };
@@ -219,15 +279,24 @@ pub(crate) async fn down(json: bool) -> Result<u8, Failure> {
 }
 
 fn say(json: bool, state: &str, pid: u32, paths: &Paths, text: &str) {
+    let project = std::fs::read(&paths.project)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .map_or_else(|| paths.dir.clone(), PathBuf::from);
     if json {
         crate::term::output::print_json(&serde_json::json!({
             "state": state,
             "pid": pid,
             "socket": paths.socket,
             "log": paths.log,
+            "project": project,
         }));
     } else {
-        println!("{text} (pid {pid}, socket {})", paths.socket.display());
+        println!(
+            "{text} for {} (pid {pid}, socket {})",
+            project.display(),
+            paths.socket.display()
+        );
     }
 }
 
@@ -241,8 +310,8 @@ pub(crate) struct Daemon {
 impl Daemon {
     /// Binds the socket (0600) and writes the pid file. A socket left by a
     /// session that died is replaced; a live one is an error.
-    pub(crate) async fn bind(idle: Duration, config: Option<&Path>) -> Result<Self, Failure> {
-        let paths = Paths::locate();
+    pub(crate) async fn bind(context: &Context, idle: Duration) -> Result<Self, Failure> {
+        let paths = Paths::locate(context);
         paths.prepare()?;
         if let Some(pid) = running(&paths).await {
             return Err(Failure::usage(anyhow!(
@@ -255,14 +324,10 @@ impl Daemon {
         })?;
         std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| Failure::usage(anyhow!("cannot restrict the socket: {e}")))?;
-        let cwd = std::env::current_dir()
-            .and_then(std::fs::canonicalize)
-            .map_err(|e| Failure::usage(anyhow!("cannot read the working directory: {e}")))?;
-        std::fs::write(&paths.project, cwd.as_os_str().as_encoded_bytes()).map_err(|e| {
+        let root = context.locations.project_root();
+        std::fs::write(&paths.project, root.as_os_str().as_encoded_bytes()).map_err(|e| {
             Failure::usage(anyhow!("cannot write {}: {e}", paths.project.display()))
         })?;
-        std::fs::write(&paths.config, config_key(config))
-            .map_err(|e| Failure::usage(anyhow!("cannot write {}: {e}", paths.config.display())))?;
         std::fs::write(&paths.pid, format!("{}\n", std::process::id()))
             .map_err(|e| Failure::usage(anyhow!("cannot write {}: {e}", paths.pid.display())))?;
         Ok(Self {
@@ -283,7 +348,6 @@ impl Daemon {
             self.paths.socket.clone(),
             self.paths.pid.clone(),
             self.paths.project.clone(),
-            self.paths.config.clone(),
         ]);
         let uid = rustix::process::getuid().as_raw();
         let connected = Arc::new(AtomicUsize::new(0));
@@ -364,44 +428,17 @@ impl Drop for Cleanup {
     }
 }
 
-/// What names a `--config FILE` in `session.config`: its canonical path,
-/// or nothing.
-fn config_key(config: Option<&Path>) -> Vec<u8> {
-    config
-        .map(|file| {
-            std::fs::canonicalize(file)
-                .unwrap_or_else(|_| file.to_path_buf())
-                .into_os_string()
-                .into_encoded_bytes()
-        })
-        .unwrap_or_default()
-}
-
-/// A client connected to the running session, if one runs in this
-/// directory with the same `--config` (`config`) as this command.
+/// A client connected to the running session of this command's project
+/// (and `--config`), if one runs.
 pub(crate) async fn connect(
-    config: Option<&Path>,
+    context: &Context,
     customize: impl FnOnce(switchboard::ClientBuilder) -> switchboard::ClientBuilder,
 ) -> Option<switchboard::Client> {
     if std::env::var_os("SWITCHBOARD_NO_SESSION").is_some() {
         return None;
     }
-    let paths = Paths::locate();
+    let paths = Paths::locate(context);
     paths.check().ok()?;
-    // The session read the config files of the directory it was started
-    // in; a command run in another project has other project files.
-    let here = std::env::current_dir()
-        .and_then(std::fs::canonicalize)
-        .ok()?;
-    let there = std::fs::read(&paths.project).ok()?;
-    if here.as_os_str().as_encoded_bytes() != there.as_slice() {
-        return None;
-    }
-    // The session serves the servers of the files it read: a command given
-    // another `--config` (or none, when the session had one) reads others.
-    if std::fs::read(&paths.config).ok()? != config_key(config) {
-        return None;
-    }
     let stream = tokio::net::UnixStream::connect(&paths.socket).await.ok()?;
     let (read, write) = stream.into_split();
     let connector = switchboard::transport::framing::IoConnector::new(read, write);

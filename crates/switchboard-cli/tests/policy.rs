@@ -272,7 +272,14 @@ fn the_session_honours_deny_and_ask_and_a_deny_added_while_it_runs() {
     let mut file = std::fs::read_to_string(home.config()).unwrap();
     file.push_str("deny = [\"s/echo\"]\n");
     std::fs::write(home.config(), file).unwrap();
-    let log = dir.join("session.log");
+    // The project's session directory, the one below `dir`.
+    let log = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("the session's directory")
+        .path()
+        .join("session.log");
     wait_until("the session applied the new policy", || {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains("tool policy applied"))
     });

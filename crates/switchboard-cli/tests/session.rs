@@ -36,8 +36,27 @@ impl Sandbox {
         Self { home }
     }
 
-    fn dir(&self) -> PathBuf {
+    /// `SWITCHBOARD_SESSION_DIR`: every session of the user is below it.
+    fn base(&self) -> PathBuf {
         self.home.root.join("session")
+    }
+
+    /// The directory of the one session below [`Sandbox::base`] (of the
+    /// project `up` ran in); a path that does not exist before `up`.
+    fn dir(&self) -> PathBuf {
+        let sessions = self.sessions();
+        assert!(sessions.len() <= 1, "more than one session: {sessions:?}");
+        sessions
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| self.base().join("none"))
+    }
+
+    /// Every session's directory.
+    fn sessions(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.base())
+            .map(|dir| dir.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
     }
 
     fn socket(&self) -> PathBuf {
@@ -48,7 +67,7 @@ impl Sandbox {
     fn command(&self) -> Command {
         let mut command = self.home.command();
         command
-            .env("SWITCHBOARD_SESSION_DIR", self.dir())
+            .env("SWITCHBOARD_SESSION_DIR", self.base())
             .env_remove("SWITCHBOARD_NO_SESSION");
         command
     }
@@ -69,18 +88,25 @@ impl Sandbox {
     }
 
     fn pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.dir().join("session.pid"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        pid_in(&self.dir())
     }
+}
+
+/// The pid a session directory's pid file names.
+fn pid_in(dir: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(dir.join("session.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        if let Some(pid) = self.pid() {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
+        for dir in self.sessions() {
+            if let Some(pid) = pid_in(&dir) {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
         }
     }
 }
@@ -118,6 +144,7 @@ fn calls_go_through_the_session_to_one_server_process_and_down_stops_it() {
     );
     // Only this user: the directory 0700, the socket 0600.
     let mode = |path: PathBuf| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(sandbox.base()), 0o700);
     assert_eq!(mode(sandbox.dir()), 0o700);
     assert_eq!(mode(sandbox.socket()), 0o600);
     // A second `up` finds it running.
@@ -229,7 +256,9 @@ fn a_connection_from_another_user_is_refused() {
     assert!(up.status.success(), "{}", text(&up));
     // Opened up on purpose, so that only the session's own check stands
     // between the other user and the servers.
-    std::fs::set_permissions(sandbox.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for dir in [sandbox.base(), sandbox.dir()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     std::fs::set_permissions(sandbox.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
     let probe = r#"
 import socket, sys
@@ -261,7 +290,9 @@ except (ConnectionResetError, BrokenPipeError):
     let log = std::fs::read_to_string(sandbox.dir().join("session.log")).unwrap();
     assert!(log.contains("refused a connection from uid 65534"), "{log}");
     // This user still gets in.
-    std::fs::set_permissions(sandbox.dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for dir in [sandbox.base(), sandbox.dir()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
     let call = sandbox.switchboard(&["call", "t/echo", r#"{"text":"mine"}"#]);
     assert!(call.status.success(), "{}", text(&call));
     assert_eq!(sandbox.spawns().len(), 1);
@@ -493,4 +524,78 @@ fn an_idle_period_past_the_clock_is_refused_with_a_clear_error() {
     assert!(text(&up).contains("at most 365d"), "{}", text(&up));
     assert!(!text(&up).contains("panicked"), "{}", text(&up));
     assert_eq!(sandbox.pid(), None);
+}
+
+#[test]
+fn a_projects_session_serves_its_subdirectories_and_another_project_gets_its_own() {
+    let sandbox = Sandbox::new("projects");
+    let up = sandbox.switchboard(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    // From a subdirectory of the project (the git checkout): the same
+    // session, found running, and used.
+    let sub = sandbox.home.work().join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    let again = sandbox
+        .command()
+        .current_dir(&sub)
+        .arg("up")
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again));
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(said.contains("already running"), "{}", text(&again));
+    assert!(
+        said.contains(&*sandbox.home.work().to_string_lossy()),
+        "the project is named: {}",
+        text(&again)
+    );
+    let call = sandbox
+        .command()
+        .current_dir(&sub)
+        .args(["call", "t/echo", r#"{"text":"from below"}"#])
+        .output()
+        .unwrap();
+    assert!(call.status.success(), "{}", text(&call));
+    assert_eq!(sandbox.spawns().len(), 1, "spawns: {:?}", sandbox.spawns());
+    // Another project (another checkout): `up` there starts its own
+    // session; not "already running", then ignored.
+    let other = sandbox.home.root.join("other");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    let up_other = sandbox
+        .command()
+        .current_dir(&other)
+        .arg("up")
+        .output()
+        .unwrap();
+    assert!(up_other.status.success(), "{}", text(&up_other));
+    assert!(
+        String::from_utf8_lossy(&up_other.stdout).contains("the session is up"),
+        "{}",
+        text(&up_other)
+    );
+    assert_eq!(sandbox.sessions().len(), 2, "{:?}", sandbox.sessions());
+    let call = sandbox
+        .command()
+        .current_dir(&other)
+        .args(["call", "t/echo", r#"{"text":"other"}"#])
+        .output()
+        .unwrap();
+    assert!(call.status.success(), "{}", text(&call));
+    assert_eq!(sandbox.spawns().len(), 2, "spawns: {:?}", sandbox.spawns());
+    // `down` there stops that one only.
+    let down = sandbox
+        .command()
+        .current_dir(&other)
+        .arg("down")
+        .output()
+        .unwrap();
+    assert!(down.status.success(), "{}", text(&down));
+    let call = sandbox
+        .command()
+        .current_dir(&sub)
+        .args(["call", "t/echo", r#"{"text":"still"}"#])
+        .output()
+        .unwrap();
+    assert!(call.status.success(), "{}", text(&call));
+    assert_eq!(sandbox.spawns().len(), 2, "spawns: {:?}", sandbox.spawns());
 }

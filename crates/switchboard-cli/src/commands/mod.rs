@@ -35,7 +35,9 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
     match cli.command {
         Command::Demo { json } => demo::run(json, servers).await,
         Command::Serve(args) => serve::serve(run, args).await,
-        Command::Up { idle, json } => session::up(idle, json, cli.config.as_deref()).await,
+        Command::Up { idle, json } => {
+            session::up(&configure::Context::new(cli.config)?, idle, json).await
+        }
         Command::Completions { shell } => docs::completions(shell),
         Command::Man => docs::man(),
         Command::Shell { name } => {
@@ -47,7 +49,7 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             timeout,
             json,
         } => doctor::run(run, check, timeout, json).await,
-        Command::Down { json } => session::down(json).await,
+        Command::Down { json } => session::down(&configure::Context::new(cli.config)?, json).await,
         Command::Session { idle } => serve::session(run, idle).await,
         Command::Audit {
             command: AuditCommand::Verify { file },

@@ -81,8 +81,8 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
 pub(crate) async fn session(run: Run<'_>, idle: u64) -> Result<u8, Failure> {
     let context = configure::Context::new(run.config)?;
     let daemon = session::Daemon::bind(
+        &context,
         Duration::from_secs(idle.clamp(1, MAX_IDLE_SECONDS)),
-        context.explicit.as_deref(),
     )
     .await?;
     let settings = hub::ServeSettings {

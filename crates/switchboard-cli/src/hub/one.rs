@@ -267,10 +267,7 @@ async fn through_session(
     if !config.trust.allows_start() {
         return None;
     }
-    crate::session::connect(context.explicit.as_deref(), |builder| {
-        customize(&config, builder)
-    })
-    .await
+    crate::session::connect(context, |builder| customize(&config, builder)).await
 }
 
 /// `call SERVER/TOOL [JSON]` on a configured server.
