@@ -415,6 +415,28 @@ pub(crate) async fn open_all(
     max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<Opened, Failure> {
+    let (loaded, prepared) = check_all(context, only, noun, json)?;
+    open_checked(
+        context,
+        &loaded,
+        prepared,
+        noun,
+        json,
+        credentials,
+        max_message_size,
+        servers,
+    )
+    .await
+}
+
+/// [`open_all`]'s checks and expansion: each server not started said on
+/// stderr — the same with or without the background session.
+fn check_all(
+    context: &Context,
+    only: Option<&str>,
+    noun: &str,
+    json: bool,
+) -> Result<(LoadedConfig, Prepared), Failure> {
     let mut loaded = context.load(json);
     if let Some(name) = only
         && loaded.get(name).is_none()
@@ -439,6 +461,24 @@ pub(crate) async fn open_all(
             crate::term::sanitize::term(why)
         );
     }
+    Ok((loaded, prepared))
+}
+
+/// [`open_all`]'s hub, of the servers [`check_all`] expanded, started.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+async fn open_checked(
+    context: &Context,
+    loaded: &LoadedConfig,
+    prepared: Prepared,
+    noun: &str,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<Opened, Failure> {
     let hub = hub_of(
         crate::policy::apply(
             builder(
@@ -448,7 +488,7 @@ pub(crate) async fn open_all(
                 max_message_size,
             ),
             context,
-            &loaded,
+            loaded,
             Some(crate::term::ui::Ui::new(json, false)),
         ),
         servers,
@@ -815,8 +855,11 @@ pub(crate) async fn tools(
     max_message_size: Option<usize>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
+    let (loaded, prepared) = check_all(context, only, "tools", json)?;
     #[cfg(unix)]
     if model.provider.is_none()
+        && prepared.unusable.is_empty()
+        && session_serves_all(context, &prepared).await
         && let Some(tools) = session_tools(context, only).await
     {
         if json {
@@ -831,9 +874,10 @@ pub(crate) async fn tools(
         ready,
         asked,
         failed,
-    } = open_all(
+    } = open_checked(
         context,
-        only,
+        &loaded,
+        prepared,
         "tools",
         json,
         credentials,
@@ -881,6 +925,23 @@ pub(crate) async fn tools(
     } else {
         0
     })
+}
+
+/// Whether the background session runs every server `prepared` would
+/// start, ready, as this command expanded them (`session::serves`): only
+/// then does it list them, so that a server that failed is said and
+/// counted as without a session.
+#[cfg(unix)]
+async fn session_serves_all(context: &Context, prepared: &Prepared) -> bool {
+    for server in &prepared.runnable {
+        if server.enabled
+            && server.trust.allows_start()
+            && !crate::session::serves(context, server, crate::session::Needs::Server).await
+        {
+            return false;
+        }
+    }
+    true
 }
 
 /// The tools as the background session lists them (each with its server

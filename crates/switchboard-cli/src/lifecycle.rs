@@ -22,17 +22,38 @@ pub(crate) struct Servers {
     started: Arc<Mutex<Vec<Started>>>,
     /// Told the first signal, when the command drains on it.
     drain: Arc<Mutex<Option<tokio::sync::oneshot::Sender<u8>>>>,
+    /// Told each SIGINT (Ctrl-C), when the command handles them itself.
+    interrupts: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<()>>>>,
 }
 
 enum Started {
     Client(Client),
     Hub(Hub),
+    /// A connection to the background session, whose servers are not
+    /// this command's to stop.
+    Session(Client),
 }
 
 impl Servers {
     /// `client` is closed when the command ends.
     pub(crate) fn client(&self, client: &Client) {
         self.push(Started::Client(client.clone()));
+    }
+
+    /// `client`, connected to the background session, is closed when the
+    /// command ends (the session's servers run on).
+    pub(crate) fn session(&self, client: &Client) {
+        self.push(Started::Session(client.clone()));
+    }
+
+    /// Whether the command started servers of its own (not only used the
+    /// background session's).
+    fn own_servers(&self) -> bool {
+        self.started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|s| !matches!(s, Started::Session(_)))
     }
 
     /// `hub`'s servers are shut down when the command ends.
@@ -47,6 +68,25 @@ impl Servers {
         let (tell, told) = tokio::sync::oneshot::channel();
         *self.drain.lock().unwrap_or_else(|e| e.into_inner()) = Some(tell);
         told
+    }
+
+    /// The command handles Ctrl-C itself (the shell: it cancels the
+    /// command running, not the shell): each SIGINT is sent here instead
+    /// of ending the command, while the receiver lives. SIGTERM and SIGHUP
+    /// still end it.
+    pub(crate) fn interrupts(&self) -> tokio::sync::mpsc::UnboundedReceiver<()> {
+        let (tell, told) = tokio::sync::mpsc::unbounded_channel();
+        *self.interrupts.lock().unwrap_or_else(|e| e.into_inner()) = Some(tell);
+        told
+    }
+
+    /// Hands a SIGINT to the command, if it takes them.
+    fn interrupted(&self) -> bool {
+        self.interrupts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|tell| tell.send(()).is_ok())
     }
 
     fn push(&self, started: Started) {
@@ -64,7 +104,9 @@ impl Servers {
         let mut closing = tokio::task::JoinSet::new();
         for started in started {
             match started {
-                Started::Client(client) => closing.spawn(async move { client.close().await }),
+                Started::Client(client) | Started::Session(client) => {
+                    closing.spawn(async move { client.close().await })
+                }
                 Started::Hub(hub) => closing.spawn(async move { hub.shutdown().await }),
             };
         }
@@ -104,7 +146,7 @@ pub(crate) async fn run<T>(servers: &Servers, command: impl Future<Output = T>) 
         };
         tokio::select! {
             biased;
-            code = next(&mut signals) => {
+            code = ending(&mut signals, servers) => {
                 let drain = servers.drain.lock().unwrap_or_else(|e| e.into_inner()).take();
                 match drain.map(|drain| drain.send(code)) {
                     // It stops by itself; a second signal stops waiting.
@@ -123,10 +165,14 @@ pub(crate) async fn run<T>(servers: &Servers, command: impl Future<Output = T>) 
         && std::io::stderr().is_terminal()
     {
         // Closing may take the servers' grace periods; say why it waits.
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            "\nstopping the servers… (again to kill them now)\n".as_bytes(),
-        );
+        // A command that used the background session's servers cancelled
+        // its request (dropped above: the server is told) and stops none.
+        let said: &[u8] = if servers.own_servers() {
+            "\nstopping the servers… (again to kill them now)\n".as_bytes()
+        } else {
+            "\ncancelled\n".as_bytes()
+        };
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), said);
     }
     tokio::select! {
         biased;
@@ -135,6 +181,17 @@ pub(crate) async fn run<T>(servers: &Servers, command: impl Future<Output = T>) 
             Ended::Signal(code)
         }
         () = servers.close() => ended,
+    }
+}
+
+/// The next signal that ends the command: a SIGINT the command takes
+/// itself ([`Servers::interrupts`]) is handed to it instead.
+async fn ending(signals: &mut Option<Signals>, servers: &Servers) -> u8 {
+    loop {
+        let code = next(signals).await;
+        if code != crate::failure::exit::SIGINT || !servers.interrupted() {
+            return code;
+        }
     }
 }
 

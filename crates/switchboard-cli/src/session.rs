@@ -308,6 +308,11 @@ pub(crate) struct Daemon {
 }
 
 impl Daemon {
+    /// The session's directory (where [`write_status`] writes).
+    pub(crate) fn dir(&self) -> PathBuf {
+        self.paths.dir.clone()
+    }
+
     /// Binds the socket (0600) and writes the pid file. A socket left by a
     /// session that died is replaced; a live one is an error.
     pub(crate) async fn bind(context: &Context, idle: Duration) -> Result<Self, Failure> {
@@ -348,6 +353,7 @@ impl Daemon {
             self.paths.socket.clone(),
             self.paths.pid.clone(),
             self.paths.project.clone(),
+            self.paths.dir.join(STATUS),
         ]);
         let uid = rustix::process::getuid().as_raw();
         let connected = Arc::new(AtomicUsize::new(0));
@@ -452,5 +458,199 @@ pub(crate) async fn connect(
             eprintln!("warning: {error:#}; starting the servers here instead");
             None
         }
+    }
+}
+
+/// The name of the file (in the session's directory, 0600) where the
+/// daemon says what each of its servers is: its state, the fingerprint
+/// of the configuration it runs, and its tools' names. A command uses the
+/// session for a server only when the session runs that very server,
+/// ready: the same configuration, `${VAR}`s expanded with the command's
+/// own environment. Otherwise the command starts the server itself, so
+/// its words and exit code are those it has without a session (a server
+/// that crashed on start, an unknown tool, another `WEATHER_KEY`).
+const STATUS: &str = "servers.json";
+
+/// What the daemon says of its servers (see [`STATUS`]).
+#[derive(serde::Serialize, serde::Deserialize, Default, Debug)]
+pub(crate) struct Status {
+    servers: std::collections::BTreeMap<String, ServerStatus>,
+}
+
+/// One server in [`Status`].
+#[derive(serde::Serialize, serde::Deserialize, Debug)]
+struct ServerStatus {
+    /// [`switchboard_hub::ServerState::name`].
+    state: String,
+    /// [`fingerprint`] of the configuration it runs.
+    fingerprint: String,
+    /// Its tools' own names (as the server lists them).
+    tools: Vec<String>,
+    /// Its prompts' own names.
+    #[serde(default)]
+    prompts: Vec<String>,
+}
+
+/// What tells one configuration of a server from another: the SHA-256
+/// (hex) of its name and [`identity`](switchboard_hub::ServerConfig::identity)
+/// (command, arguments, env and headers with their values, …) as
+/// expanded. Kept in a file only this user can read.
+pub(crate) fn fingerprint(config: &switchboard_hub::ServerConfig) -> String {
+    use sha2::Digest as _;
+    let mut digest = sha2::Sha256::new();
+    digest.update(config.name.as_bytes());
+    digest.update([0]);
+    digest.update(config.identity().as_bytes());
+    digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The fingerprints of the configurations the session's hub runs, by
+/// server, as the daemon last read the files.
+pub(crate) type Fingerprints = Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>;
+
+/// The daemon's side: writes [`STATUS`] now and again at every change of
+/// a server's state or tools, until the hub goes.
+pub(crate) async fn write_status(
+    hub: switchboard_hub::Hub,
+    fingerprints: Fingerprints,
+    dir: PathBuf,
+) {
+    let mut events = hub.events();
+    loop {
+        let mut prompts: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for listed in hub.prompts().await.items {
+            prompts
+                .entry(listed.server)
+                .or_default()
+                .push(listed.prompt.name);
+        }
+        let status = Status {
+            servers: hub
+                .list()
+                .into_iter()
+                .filter_map(|server| {
+                    let fingerprint = fingerprints
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get(&server.name)?
+                        .clone();
+                    Some((
+                        server.name.clone(),
+                        ServerStatus {
+                            state: server.state.name().to_owned(),
+                            fingerprint,
+                            tools: server.tools.iter().map(|t| t.name.clone()).collect(),
+                            prompts: prompts.remove(&server.name).unwrap_or_default(),
+                        },
+                    ))
+                })
+                .collect(),
+        };
+        if let Err(error) = write_private(
+            &dir,
+            STATUS,
+            &serde_json::to_vec(&status).unwrap_or_default(),
+        ) {
+            eprintln!("switchboard session: cannot write its status: {error}");
+        }
+        // The next change of a state, a tool list or a prompt list.
+        loop {
+            match events.next().await {
+                None => return,
+                Some(
+                    switchboard_hub::HubEvent::StateChanged { .. }
+                    | switchboard_hub::HubEvent::ToolsChanged { .. }
+                    | switchboard_hub::HubEvent::Server {
+                        event:
+                            switchboard::Event::ListChanged(switchboard::events::ListKind::Prompts),
+                        ..
+                    },
+                ) => break,
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Writes `name` in `dir` whole (a temporary file renamed over it), 0600.
+fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let temporary = dir.join(format!(".{name}.{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(bytes)?;
+    drop(file);
+    std::fs::rename(&temporary, dir.join(name))
+}
+
+/// How long a command waits for the session to pick up a server it does
+/// not run yet (one just added: the session reads the files again every
+/// 2 s), and for one it is starting.
+const RELOAD_WAIT: Duration = Duration::from_secs(5);
+const START_WAIT_FOR_SERVER: Duration = Duration::from_secs(30);
+
+/// What a command asks of the session's server, besides being ready.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Needs<'a> {
+    /// Nothing more.
+    Server,
+    /// That it lists this tool.
+    Tool(&'a str),
+    /// That it lists this prompt.
+    Prompt(&'a str),
+}
+
+/// Whether this project's session runs `config` (as this command expanded
+/// it) ready, and has what `needs` says — waiting for a reload that adds
+/// it and for its start. `false` when no session runs, when the
+/// session runs another configuration of it (`${VAR}` with other values,
+/// a file changed since), when the server failed or waits for a login in
+/// the session, or has no such tool: the command then starts the server
+/// itself.
+pub(crate) async fn serves(
+    context: &Context,
+    config: &switchboard_hub::ServerConfig,
+    needs: Needs<'_>,
+) -> bool {
+    if std::env::var_os("SWITCHBOARD_NO_SESSION").is_some() {
+        return false;
+    }
+    let paths = Paths::locate(context);
+    if paths.check().is_err() || running(&paths).await.is_none() {
+        return false;
+    }
+    let ours = fingerprint(config);
+    let started = std::time::Instant::now();
+    loop {
+        let status: Status = std::fs::read(paths.dir.join(STATUS))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        match status.servers.get(&config.name) {
+            None if started.elapsed() < RELOAD_WAIT => {}
+            None => return false,
+            Some(server) if server.fingerprint != ours => return false,
+            Some(server) => match server.state.as_str() {
+                "ready" => {
+                    return match needs {
+                        Needs::Server => true,
+                        Needs::Tool(tool) => server.tools.iter().any(|n| n == tool),
+                        Needs::Prompt(prompt) => server.prompts.iter().any(|n| n == prompt),
+                    };
+                }
+                "pending" | "connecting" | "reconnecting"
+                    if started.elapsed() < START_WAIT_FOR_SERVER => {}
+                _ => return false,
+            },
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

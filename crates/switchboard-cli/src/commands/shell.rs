@@ -125,11 +125,30 @@ pub(crate) async fn shell(
 ) -> Result<u8, Failure> {
     let crate::hub::Opened { hub, .. } =
         crate::hub::open_all(context, only, "tools", false, credentials, None, servers).await?;
-    run(hub).await
+    run(hub, servers.interrupts()).await
 }
 
-/// The REPL over `hub`, already started.
-pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
+/// Runs one command of the shell; Ctrl-C (`interrupts`) cancels it — the
+/// server is told (`notifications/cancelled`) — and the prompt comes back.
+async fn interruptible(
+    command: impl std::future::Future<Output = ()>,
+    interrupts: &mut tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    // A Ctrl-C from before (typed at the prompt, where it is a key) is not
+    // this command's.
+    while interrupts.try_recv().is_ok() {}
+    tokio::select! {
+        () = command => {}
+        Some(()) = interrupts.recv() => eprintln!("\ncancelled"),
+    }
+}
+
+/// The REPL over `hub`, already started; Ctrl-C while a command runs
+/// cancels that command.
+pub(crate) async fn run(
+    hub: Hub,
+    mut interrupts: tokio::sync::mpsc::UnboundedReceiver<()>,
+) -> Result<u8, Failure> {
     let names = Arc::new(Mutex::new(Names::default()));
     let mut editor: Editor<ShellHelper, DefaultHistory> = Editor::new()
         .map_err(|e| Failure::usage(anyhow::anyhow!("cannot start the line editor: {e}")))?;
@@ -239,23 +258,30 @@ pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
                     .collect();
                 output::print_tools(&tools);
             }
-            "call" => call(&hub, rest).await,
+            "call" => interruptible(call(&hub, rest), &mut interrupts).await,
             "read" => match rest.split_once(' ') {
-                Some((server, uri)) => match hub.read_resource(server, uri.trim()).await {
-                    Ok(result) => {
-                        if let Err(refused) = output::print_read_result(&result) {
-                            eprintln!("error: {refused}");
+                Some((server, uri)) => {
+                    let read = async {
+                        match hub.read_resource(server, uri.trim()).await {
+                            Ok(result) => {
+                                if let Err(refused) = output::print_read_result(&result) {
+                                    eprintln!("error: {refused}");
+                                }
+                            }
+                            Err(error) => {
+                                eprintln!("error: {}", sanitize::line(&chain(&error)));
+                            }
                         }
-                    }
-                    Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
-                },
+                    };
+                    interruptible(read, &mut interrupts).await;
+                }
                 None => eprintln!("usage: read SERVER URI"),
             },
-            "prompt" => prompt(&hub, rest).await,
+            "prompt" => interruptible(prompt(&hub, rest), &mut interrupts).await,
             "skills" => {
                 let listing = hub.skills().await;
                 for error in &listing.failed {
-                    eprintln!("warning: {}", sanitize::line(&error.to_string()));
+                    eprintln!("warning: {}", sanitize::line(&chain(&error)));
                 }
                 let skills: Vec<_> = listing
                     .items
@@ -272,7 +298,7 @@ pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
                     .collect();
                 output::print_skills(&items);
             }
-            "skill" => skill(&hub, rest).await,
+            "skill" => interruptible(skill(&hub, rest), &mut interrupts).await,
             other => {
                 let near = crate::suggest::closest(other, COMMANDS.into_iter());
                 match near {
@@ -287,6 +313,20 @@ pub(crate) async fn run(hub: Hub) -> Result<u8, Failure> {
     }
     printing.abort();
     Ok(0)
+}
+
+/// An error and its causes on one line, as a command's error is printed.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// `k=v …` (values as JSON when they parse) or one JSON object.
@@ -396,7 +436,7 @@ async fn call(hub: &Hub, rest: &str) {
         .await
     {
         Ok(result) => output::print_call_result(&result, started.elapsed()),
-        Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
+        Err(error) => eprintln!("error: {}", sanitize::line(&chain(&error))),
     }
 }
 
@@ -466,6 +506,6 @@ async fn prompt(hub: &Hub, rest: &str) {
     };
     match hub.get_prompt(server, name, Some(arguments)).await {
         Ok(result) => output::print_prompt_result(&result),
-        Err(error) => eprintln!("error: {}", sanitize::line(&error.to_string())),
+        Err(error) => eprintln!("error: {}", sanitize::line(&chain(&error))),
     }
 }

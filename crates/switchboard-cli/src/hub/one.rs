@@ -16,7 +16,7 @@ use switchboard::types::completion::{
 };
 use switchboard::{ClientBuilder, EraMode, RequestOptions};
 use switchboard_hub::config::LoadedConfig;
-use switchboard_hub::{Hub, HubTool, ServerConfig};
+use switchboard_hub::{Hub, HubError, HubTool, ServerConfig};
 
 use super::{DEFAULT_STARTUP, builder, hub_failure, merge, prepare, source, start};
 use crate::cli::{EraArg, ServerArgs};
@@ -162,6 +162,45 @@ async fn open_one(
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
     servers: &Servers,
 ) -> Result<(Hub, ServerConfig), Failure> {
+    let one = check_one(context, server, loaded, json)?;
+    let hub = open_checked(
+        context,
+        one.runnable,
+        loaded,
+        json,
+        credentials,
+        max_message_size,
+        customize,
+        servers,
+    )
+    .await?;
+    Ok((hub, one.config))
+}
+
+/// A configured server a command is about to use, checked (configured,
+/// enabled, approved — the approval asked for) and expanded, warnings
+/// said: the same with or without the background session.
+struct One {
+    /// As written.
+    config: ServerConfig,
+    /// What the hub is given: the server expanded.
+    runnable: Vec<ServerConfig>,
+}
+
+impl One {
+    /// The server as expanded.
+    fn expanded(&self) -> Option<&ServerConfig> {
+        self.runnable.iter().find(|s| s.name == self.config.name)
+    }
+}
+
+/// [`open_one`]'s checks and expansion.
+fn check_one(
+    context: &Context,
+    server: &str,
+    loaded: &mut LoadedConfig,
+    json: bool,
+) -> Result<One, Failure> {
     let Some(config) = loaded.get(server) else {
         return Err(not_configured(server, loaded));
     };
@@ -186,9 +225,30 @@ async fn open_one(
     if let Some(why) = prepared.unusable.get(server) {
         return Err(Failure::usage(anyhow!("{why}")));
     }
+    Ok(One {
+        config,
+        runnable: prepared.runnable,
+    })
+}
+
+/// [`open_one`]'s hub, of the server [`check_one`] expanded.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's own settings, each used once"
+)]
+async fn open_checked(
+    context: &Context,
+    runnable: Vec<ServerConfig>,
+    loaded: &LoadedConfig,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    servers: &Servers,
+) -> Result<Hub, Failure> {
     let hub = crate::policy::apply(
         builder(
-            prepared.runnable,
+            runnable,
             DEFAULT_STARTUP,
             credentials.map(Path::to_path_buf),
             max_message_size,
@@ -202,7 +262,7 @@ async fn open_one(
     .map_err(|e| hub_failure(e, None, None))?;
     servers.hub(&hub);
     start(&hub, json).await;
-    Ok((hub, config))
+    Ok(hub)
 }
 
 /// How a command on one configured server answers it and shows what it
@@ -248,26 +308,26 @@ async fn close(hub: &Hub, server: &str, server_logs: bool) {
 }
 
 /// A client of the background session (`switchboard up`) for a command on
-/// configured `server`, when the session runs (and was started here, with
-/// the same `--config`), answering the server as this command would. Not
-/// for a server whose name holds `__` (its gateway names could be another
-/// pair's), nor for one this command sees as needing approval: that one
-/// is refused (or asked about) here, never sent to the session.
+/// the configured server `one` (checked and expanded as without a
+/// session), when the session runs that very server, ready (and, given a
+/// `tool`, lists it: `session::serves`), answering the server as this
+/// command would and naming it in messages. Not for a server whose name
+/// holds `__` (its gateway names could be another pair's). Otherwise the
+/// command starts the server itself, and says what it says without a
+/// session.
 #[cfg(unix)]
 async fn through_session(
     context: &Context,
-    loaded: &LoadedConfig,
-    server: &str,
+    one: &One,
+    needs: crate::session::Needs<'_>,
     customize: &(impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static),
 ) -> Option<switchboard::Client> {
-    if server.contains("__") {
+    let name = one.config.name.as_str();
+    let expanded = one.expanded()?;
+    if name.contains("__") || !crate::session::serves(context, expanded, needs).await {
         return None;
     }
-    let config = loaded.get(server)?.clone();
-    if !config.trust.allows_start() {
-        return None;
-    }
-    crate::session::connect(context, |builder| customize(&config, builder)).await
+    crate::session::connect(context, |builder| customize(expanded, builder).name(name)).await
 }
 
 /// `call SERVER/TOOL [JSON]` on a configured server.
@@ -293,12 +353,20 @@ pub(crate) async fn call(
     // So is a call the tool policy denies or asks about: refused or asked
     // here, with the same words and exit code whether a session runs or
     // not (the gateway could only answer an error result).
+    let one = check_one(context, &server, &mut loaded, json)?;
     #[cfg(unix)]
     if !tool.contains("__")
         && loaded.policy.tools.decide(&server, &tool)
             == switchboard_hub::config::policy::ToolDecision::Allow
-        && let Some(session) = through_session(context, &loaded, &server, &answer.customize).await
+        && let Some(session) = through_session(
+            context,
+            &one,
+            crate::session::Needs::Tool(&tool),
+            &answer.customize,
+        )
+        .await
     {
+        servers.session(&session);
         let started = Instant::now();
         let params = switchboard::types::CallToolRequestParams {
             name: switchboard_hub::hub::namespaced(&server, &tool),
@@ -314,13 +382,32 @@ pub(crate) async fn call(
         .await;
         let elapsed = started.elapsed();
         session.close().await;
-        let result = result.map_err(Failure::from_client)?;
+        // The backend's JSON-RPC error, which the gateway made an error
+        // result of (for a model to read), fails the command as it does
+        // without a session.
+        let result = result.and_then(|result| match backends_error(&result) {
+            Some(error) => Err(switchboard::Error::Server {
+                server: server.as_str().into(),
+                method: "tools/call".to_owned(),
+                error: Box::new(error),
+            }),
+            None => Ok(result),
+        });
+        let result = result.map_err(|source| {
+            let error = HubError::Call {
+                server: server.clone(),
+                tool: tool.clone(),
+                source: Box::new(source),
+            };
+            hub_failure(error, Some(&one.config), credentials)
+        })?;
         return Ok(print_call(&result, json, elapsed));
     }
-    let (hub, config) = open_one(
+    let config = one.config;
+    let hub = open_checked(
         context,
-        &server,
-        &mut loaded,
+        one.runnable,
+        &loaded,
         json,
         credentials,
         max_message_size,
@@ -373,6 +460,22 @@ pub(crate) async fn call(
     Ok(print_call(&result, json, elapsed))
 }
 
+/// The backend's JSON-RPC error a gateway's error result carries
+/// (`BACKEND_ERROR_META`).
+#[cfg(unix)]
+fn backends_error(
+    result: &switchboard::types::CallToolResult,
+) -> Option<switchboard::types::jsonrpc::ErrorObject> {
+    if result.is_error != Some(true) {
+        return None;
+    }
+    let object = result
+        .meta
+        .as_ref()?
+        .get(switchboard_hub::hub::BACKEND_ERROR_META)?;
+    serde_json::from_value(object.clone()).ok()
+}
+
 /// Prints a call's result; the exit code it makes.
 fn print_call(
     result: &switchboard::types::CallToolResult,
@@ -411,14 +514,30 @@ pub(crate) async fn read(
     let mut loaded = context.load(json);
     // Through the background session when it runs, as `call`: the
     // gateway's URI for it, and the server's URIs back in the answer.
+    let one = check_one(context, server, &mut loaded, json)?;
     #[cfg(unix)]
-    if let Some(session) = through_session(context, &loaded, server, &answer.customize).await {
+    if let Some(session) = through_session(
+        context,
+        &one,
+        crate::session::Needs::Server,
+        &answer.customize,
+    )
+    .await
+    {
+        servers.session(&session);
         use switchboard_hub::hub::{resource_origin, resource_uri, skill_origin, skill_uri};
         let gateway = skill_uri(server, uri).unwrap_or_else(|| resource_uri(server, uri));
         let result =
             crate::direct::with_events(&session, &answer.ui, session.read_resource(gateway)).await;
         session.close().await;
-        let mut result = result.map_err(Failure::from_client)?;
+        let mut result = result.map_err(|source| {
+            let error = HubError::Request {
+                server: server.to_owned(),
+                method: "resources/read",
+                source: Box::new(source),
+            };
+            hub_failure(error, Some(&one.config), credentials)
+        })?;
         for contents in &mut result.contents {
             let uri = match contents {
                 switchboard::types::ResourceContents::Text(c) => &mut c.uri,
@@ -431,10 +550,11 @@ pub(crate) async fn read(
         output::emit_read_result(&result, json, to).map_err(Failure::usage)?;
         return Ok(0);
     }
-    let (hub, config) = open_one(
+    let config = one.config;
+    let hub = open_checked(
         context,
-        server,
-        &mut loaded,
+        one.runnable,
+        &loaded,
         json,
         credentials,
         max_message_size,
@@ -484,10 +604,18 @@ pub(crate) async fn prompt(
         }
     };
     // Through the background session when it runs, as `call`.
+    let one = check_one(context, &server, &mut loaded, json)?;
     #[cfg(unix)]
     if !name.contains("__")
-        && let Some(session) = through_session(context, &loaded, &server, &answer.customize).await
+        && let Some(session) = through_session(
+            context,
+            &one,
+            crate::session::Needs::Prompt(&name),
+            &answer.customize,
+        )
+        .await
     {
+        servers.session(&session);
         let gateway = switchboard_hub::hub::namespaced(&server, &name);
         let result = crate::direct::with_events(
             &session,
@@ -496,13 +624,22 @@ pub(crate) async fn prompt(
         )
         .await;
         session.close().await;
-        print_prompt(&result.map_err(Failure::from_client)?, json);
+        let result = result.map_err(|source| {
+            let error = HubError::Request {
+                server: server.clone(),
+                method: "prompts/get",
+                source: Box::new(source),
+            };
+            hub_failure(error, Some(&one.config), credentials)
+        })?;
+        print_prompt(&result, json);
         return Ok(0);
     }
-    let (hub, config) = open_one(
+    let config = one.config;
+    let hub = open_checked(
         context,
-        &server,
-        &mut loaded,
+        one.runnable,
+        &loaded,
         json,
         credentials,
         max_message_size,

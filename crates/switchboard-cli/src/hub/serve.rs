@@ -73,6 +73,10 @@ pub(crate) async fn serve(
         );
     }
     let remote = remote_servers(&prepared.runnable);
+    // The background session says what it runs, for commands to tell
+    // whether it runs the server they would start (`session::serves`).
+    let fingerprints = crate::session::Fingerprints::default();
+    remember(&fingerprints, &prepared.runnable);
     // What backends ask of their client goes to the host.
     let asks = BackendAsks::new();
     let hub = served_hub(
@@ -82,6 +86,7 @@ pub(crate) async fn serve(
         prepared.runnable,
         &settings,
         &asks,
+        &fingerprints,
     )?;
     servers.hub(&hub);
     // Heard from before the start, so no early "needs a login" is missed.
@@ -103,6 +108,13 @@ pub(crate) async fn serve(
         );
     }
     gateway.spawn(say_logins_needed(login_events));
+    if let Some(daemon) = &settings.session {
+        gateway.spawn(crate::session::write_status(
+            hub.clone(),
+            fingerprints,
+            daemon.dir(),
+        ));
+    }
     if settings.fronted.reads_files() {
         gateway.spawn(watch_config(hub, watched_files(context, &loaded)));
     }
@@ -181,6 +193,7 @@ fn served_hub(
     runnable: Vec<ServerConfig>,
     settings: &ServeSettings,
     asks: &BackendAsks,
+    fingerprints: &crate::session::Fingerprints,
 ) -> Result<Hub, Failure> {
     let prefix = if runnable.len() == 1 && settings.session.is_none() {
         Prefix::OnCollision
@@ -191,6 +204,7 @@ fn served_hub(
     let source = context.clone();
     let fronted = settings.fronted.clone();
     let forwarding = asks.clone();
+    let fingerprints = fingerprints.clone();
     let hub =
         crate::policy::apply(
             builder(
@@ -221,7 +235,9 @@ fn served_hub(
         .config_source(move || {
             let loaded =
                 served_config(&source, &fronted, false).map_err(|e| format!("{:#}", e.error))?;
-            Ok(prepare_asking(&source, &loaded, None, false, false).runnable)
+            let runnable = prepare_asking(&source, &loaded, None, false, false).runnable;
+            remember(&fingerprints, &runnable);
+            Ok(runnable)
         })
         .client(move |server, client| forwarding.client(&server.name, client));
     // A login made in a terminal (`switchboard login NAME`) while serving
@@ -232,6 +248,16 @@ fn served_hub(
     }
     .build()
     .map_err(|e| hub_failure(e, None, None))
+}
+
+/// Notes the fingerprint of each configuration the hub is given.
+fn remember(fingerprints: &crate::session::Fingerprints, runnable: &[ServerConfig]) {
+    *fingerprints
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = runnable
+        .iter()
+        .map(|server| (server.name.clone(), crate::session::fingerprint(server)))
+        .collect();
 }
 
 /// Says on stderr which servers wait for a login, and how to give it.

@@ -931,6 +931,10 @@ fn finish(
         // The backend's trouble is the call's result, not the
         // host's session's: the model reads why.
         Err(error) => {
+            let backends = match &error {
+                HubError::Call { source, .. } => source.error_object().cloned(),
+                _ => None,
+            };
             let mut text = error.to_string();
             let mut source = std::error::Error::source(&error);
             while let Some(cause) = source {
@@ -940,7 +944,19 @@ fn finish(
                 }
                 source = cause_of(source);
             }
-            Ok(error_result(text))
+            let mut result = error_result(text);
+            if let Some(object) = backends
+                .and_then(|object| serde_json::to_value(object).ok())
+                .and_then(|value| value.as_object().cloned())
+            {
+                let mut meta = switchboard::types::JsonObject::new();
+                meta.insert(
+                    super::names::BACKEND_ERROR_META.to_owned(),
+                    serde_json::Value::Object(object),
+                );
+                result.meta = Some(meta);
+            }
+            Ok(result)
         }
     }
 }

@@ -11,6 +11,13 @@ use crate::hub::Hub;
 /// name there: `{"server": …, "tool": …}`.
 pub const ORIGIN_META: &str = "switchboard/origin";
 
+/// The `_meta` key of a call's error result that the gateway made of the
+/// backend's JSON-RPC error (the model reads the text; a client that
+/// wants the error as the backend said it, `switchboard`'s own commands
+/// among them, reads this): the error object, `{"code", "message",
+/// "data"}`.
+pub const BACKEND_ERROR_META: &str = "switchboard/backendError";
+
 /// The server and own name of the prompt the hub lists as `name`.
 pub(super) async fn prompt_route(hub: &Hub, name: &str) -> Result<(String, String), ErrorObject> {
     hub.prompts()
