@@ -23,6 +23,9 @@ pub const DEFAULT_MAX_LIST_ITEMS: usize = 100_000;
 /// Default for [`ClientBuilder::probe_timeout`].
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Default for [`ClientBuilder::probe_start_timeout`].
+pub const DEFAULT_PROBE_START_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Default for [`ClientBuilder::probe_notice_after`].
 pub const DEFAULT_PROBE_NOTICE_AFTER: Duration = Duration::from_secs(1);
 
@@ -68,6 +71,7 @@ pub struct ClientBuilder {
     pub(super) mode: EraMode,
     pub(super) era_hint: Option<Era>,
     pub(super) probe_timeout: Duration,
+    pub(super) probe_start_timeout: Duration,
     pub(super) probe_notice_after: Duration,
     pub(super) on_probe_wait: Option<Arc<dyn Fn(ProbeWait) + Send + Sync>>,
     pub(super) engine: EngineConfig,
@@ -92,6 +96,7 @@ impl fmt::Debug for ClientBuilder {
             .field("mode", &self.mode)
             .field("era_hint", &self.era_hint)
             .field("probe_timeout", &self.probe_timeout)
+            .field("probe_start_timeout", &self.probe_start_timeout)
             .field("probe_notice_after", &self.probe_notice_after)
             .field("engine", &self.engine)
             .field("page_cap", &self.page_cap)
@@ -115,6 +120,7 @@ impl Default for ClientBuilder {
             mode: EraMode::Auto,
             era_hint: None,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            probe_start_timeout: DEFAULT_PROBE_START_TIMEOUT,
             probe_notice_after: DEFAULT_PROBE_NOTICE_AFTER,
             on_probe_wait: None,
             engine: EngineConfig::default(),
@@ -183,12 +189,37 @@ impl ClientBuilder {
         self
     }
 
-    /// How long the `server/discover` probe waits before falling back to
-    /// `initialize` (default [`DEFAULT_PROBE_TIMEOUT`], 3 s). Only the first
-    /// connection to a session-era server that ignores the probe pays it:
-    /// the verdict is remembered ([`ClientBuilder::era_hint`]).
+    /// How long the `server/discover` probe waits for an answer from a
+    /// server that is up before `initialize` is sent as well (default
+    /// [`DEFAULT_PROBE_TIMEOUT`], 3 s). A server process counts as up from
+    /// its first output (a byte on stderr); until then see
+    /// [`probe_start_timeout`](Self::probe_start_timeout). Over the
+    /// network the wait counts from the probe, and silence is an outage,
+    /// not a reason to fall back.
+    ///
+    /// The wait only decides when `initialize` follows: on a local server
+    /// the probe stays pending, and a `DiscoverResult` that comes later
+    /// (a modern server that was still starting, and then refuses
+    /// `initialize` with -32022) still makes the connection modern, as
+    /// does an `initialize` refused with -32022. Only the first connection
+    /// to a session-era server that ignores the probe pays the wait: the
+    /// verdict is remembered ([`ClientBuilder::era_hint`]).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
+        self
+    }
+
+    /// How long the `server/discover` probe waits for a server process
+    /// that has written nothing at all yet, before `initialize` is sent as
+    /// well (default [`DEFAULT_PROBE_START_TIMEOUT`], 10 s): it may still be
+    /// starting (an interpreter loading, `npx` or `uvx` fetching). Its first
+    /// byte on stderr starts [`probe_timeout`](Self::probe_timeout) instead.
+    /// A server silent for longer still gets its answer heard (see
+    /// `probe_timeout`); what bounds the whole negotiation is the request
+    /// timeout, or the caller's own timeout around
+    /// [`connect`](Self::connect) (the hub's startup timeout).
+    pub fn probe_start_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_start_timeout = timeout;
         self
     }
 
@@ -357,6 +388,7 @@ impl ClientBuilder {
         };
         for (setting, value) in [
             ("probe_timeout", self.probe_timeout),
+            ("probe_start_timeout", self.probe_start_timeout),
             ("probe_notice_after", self.probe_notice_after),
             ("request_timeout", self.engine.request_timeout),
             ("max_request_time", self.engine.max_request_time),
@@ -372,6 +404,7 @@ impl ClientBuilder {
             }
         }
         zero("probe_timeout", self.probe_timeout)?;
+        zero("probe_start_timeout", self.probe_start_timeout)?;
         zero("probe_notice_after", self.probe_notice_after)?;
         zero("output_validation_budget", self.output_validation_budget)?;
         zero("request_timeout", self.engine.request_timeout)?;

@@ -36,6 +36,8 @@ mod limits_tests;
 mod mrtr;
 mod negotiate;
 pub mod output_schema;
+#[cfg(test)]
+mod probe_tests;
 mod prompts;
 mod raw_list;
 mod resources;
@@ -52,8 +54,8 @@ mod utility;
 
 pub use builder::{
     ClientBuilder, DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_SERVER_REQUESTS,
-    DEFAULT_PROBE_NOTICE_AFTER, DEFAULT_PROBE_TIMEOUT, MAX_SETTING_DURATION,
-    TOO_MANY_SERVER_REQUESTS,
+    DEFAULT_PROBE_NOTICE_AFTER, DEFAULT_PROBE_START_TIMEOUT, DEFAULT_PROBE_TIMEOUT,
+    MAX_SETTING_DURATION, TOO_MANY_SERVER_REQUESTS,
 };
 pub use negotiate::{EraMode, ProbeWait, ServerSession};
 pub use raw_list::RawList;

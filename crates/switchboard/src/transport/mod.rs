@@ -451,6 +451,9 @@ pub fn escaped_preview(bytes: &[u8]) -> String {
 #[derive(Clone)]
 pub struct StderrBuffer {
     inner: Arc<Mutex<StderrRing>>,
+    /// Becomes `true` at the first byte: the process is running (the era
+    /// probe's wait starts then, see `ClientBuilder::probe_start_timeout`).
+    written: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 struct StderrRing {
@@ -468,11 +471,16 @@ impl StderrBuffer {
                 capacity,
                 dropped: 0,
             })),
+            written: Arc::new(tokio::sync::watch::Sender::new(false)),
         }
     }
 
     /// Appends output, dropping the oldest bytes beyond the capacity.
     pub fn push(&self, chunk: &[u8]) {
+        if !chunk.is_empty() {
+            self.written
+                .send_if_modified(|written| !std::mem::replace(written, true));
+        }
         let mut ring = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let capacity = ring.capacity;
         let chunk = if chunk.len() > capacity {
@@ -515,6 +523,21 @@ impl StderrBuffer {
     /// How many bytes were dropped because the buffer was full.
     pub fn dropped_bytes(&self) -> u64 {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).dropped
+    }
+
+    /// Whether anything was written yet.
+    pub(crate) fn has_output(&self) -> bool {
+        *self.written.borrow()
+    }
+
+    /// Completes once anything has been written.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches.
+    pub(crate) async fn first_output(&self) {
+        let mut written = self.written.subscribe();
+        // The sender lives as long as `self`: `wait_for` cannot fail here.
+        let _ = written.wait_for(|written| *written).await;
     }
 }
 
