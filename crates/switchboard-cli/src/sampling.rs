@@ -70,10 +70,6 @@ pub(crate) struct CliSampling {
 /// `reqwest::Client::new()` reads them at once and panics when there are
 /// none (`SSL_CERT_FILE` naming a missing or empty file), which failed
 /// every command, stdio ones included (exit 101).
-#[allow(
-    dead_code,
-    reason = "main.rs's `answering` is to build `CliSampling::http` with it (issue 30 item 5)"
-)]
 pub(crate) fn http_client() -> reqwest::Client {
     // Built from fixed settings with no roots, identity or resolver of
     // its own: what could fail here fails every run, and the test below

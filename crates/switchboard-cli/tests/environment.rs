@@ -115,7 +115,6 @@ fn a_server_that_never_answers_is_told_apart_by_the_environment_it_got() {
 }
 
 #[test]
-#[ignore = "needs main.rs `Failure::from_client` to say how to pass more (issue 30 item 5)"]
 fn a_server_that_never_answers_says_how_to_pass_it_more() {
     let home = Home::new("env-timeout-hint", "");
     let mut args = vec!["tools", "--era", "legacy", "--timeout", "0.5", "--"];
@@ -158,7 +157,6 @@ fn bad_cert_files(home: &Home) -> [PathBuf; 2] {
 }
 
 #[test]
-#[ignore = "needs main.rs `answering` to use `sampling::http_client()` (issue 30 item 5)"]
 fn a_bad_ssl_cert_file_does_not_stop_a_stdio_server() {
     let home = Home::new("env-cert-stdio", "");
     for file in bad_cert_files(&home) {
@@ -181,7 +179,6 @@ fn a_bad_ssl_cert_file_does_not_stop_a_stdio_server() {
 }
 
 #[test]
-#[ignore = "needs main.rs `answering` to use `sampling::http_client()` (issue 30 item 5)"]
 fn a_bad_ssl_cert_file_does_not_stop_a_plain_http_server() {
     let home = Home::new("env-cert-http", "");
     let server = HttpServer::start(&[]);
@@ -205,7 +202,6 @@ fn a_bad_ssl_cert_file_does_not_stop_a_plain_http_server() {
 }
 
 #[test]
-#[ignore = "needs main.rs `answering` to use `sampling::http_client()` (issue 30 item 5)"]
 fn a_bad_ssl_cert_file_fails_an_https_server_naming_it() {
     let home = Home::new("env-cert-https", "");
     // Nothing listens: the certificates are found missing before a
