@@ -346,6 +346,7 @@ impl RedirectAgent {
     /// [`OAuthError::Config`] if the HTTP client cannot be built.
     pub fn new() -> Result<Self, OAuthError> {
         let http = grant::client_builder()
+            .map_err(OAuthError::Config)?
             .build()
             .map_err(|e| OAuthError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Self { http })

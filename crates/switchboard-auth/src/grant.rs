@@ -870,17 +870,25 @@ pub(crate) fn http_client_resolving(
         None => GuardedResolver::new(guard.clone()),
     };
     client_builder()
+        .map_err(GrantError::Config)?
         .dns_resolver(resolver)
         .build()
         .map_err(|e| GrantError::Config(format!("cannot build the HTTP client: {e}")))
 }
 
 /// A client builder with no redirects and [`REQUEST_TIMEOUT`]; resolving
-/// is left to the caller.
-pub(crate) fn client_builder() -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
+/// is left to the caller. TLS is the transports' own, whose CA roots are
+/// read at the first `https://` handshake: a bad `SSL_CERT_FILE` fails
+/// that handshake, naming the variable, not the client's construction (nor
+/// what never needs TLS).
+///
+/// # Errors
+/// Why TLS cannot be set up, for the caller's `Config` error.
+pub(crate) fn client_builder() -> Result<reqwest::ClientBuilder, String> {
+    let builder = switchboard::transport::http::reqwest_builder().map_err(|e| e.to_string())?;
+    Ok(builder
         .redirect(reqwest::redirect::Policy::none())
-        .timeout(REQUEST_TIMEOUT)
+        .timeout(REQUEST_TIMEOUT))
 }
 
 /// A URL for messages: no credentials, query or fragment.

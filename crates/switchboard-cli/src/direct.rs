@@ -172,7 +172,7 @@ pub(crate) fn answering(
             ui: ui.clone(),
             endpoint,
             preapproved: server.yes,
-            http: reqwest::Client::new(),
+            http: sampling::http_client(),
             max_calls: server.sampling_max_calls,
         });
     if let Some(roots) = roots {

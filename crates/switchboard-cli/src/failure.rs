@@ -60,12 +60,22 @@ impl Failure {
         };
         let stderr_tail = error.stderr_tail().map(str::to_owned);
         let server = error.server().map(str::to_owned);
+        // A server that never answered its handshake: the error names the
+        // variables it got; say how to give it more.
+        let hint = matches!(
+            error.start_environment(),
+            Some(switchboard::transport::ServerEnvironment::Only(_))
+        )
+        .then(|| {
+            "pass a variable it needs with --env KEY=VALUE, or all of yours with --inherit-env"
+                .to_owned()
+        });
         Self {
             code,
             error: anyhow::Error::new(error),
             stderr_tail,
             server,
-            hint: None,
+            hint,
         }
     }
 

@@ -290,7 +290,9 @@ fn configured(name: &str, config_flag: Option<PathBuf>) -> anyhow::Result<(Strin
 /// credentials; `None` when it does not refuse (discovery then goes by the
 /// well-known URLs alone).
 async fn challenge(url: &str) -> Option<String> {
-    let http = reqwest::Client::builder()
+    // The transports' TLS: no CA roots are read until an https:// handshake.
+    let http = switchboard::transport::http::reqwest_builder()
+        .ok()?
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(10))
         .build()

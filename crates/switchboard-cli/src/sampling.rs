@@ -64,6 +64,22 @@ pub(crate) struct CliSampling {
     pub(crate) max_calls: usize,
 }
 
+/// The HTTP client for `--sampling-url` ([`CliSampling::http`]), made for
+/// every command that connects to a server. Its TLS is the transports'
+/// own, whose CA roots are read at the first `https://` request:
+/// `reqwest::Client::new()` reads them at once and panics when there are
+/// none (`SSL_CERT_FILE` naming a missing or empty file), which failed
+/// every command, stdio ones included (exit 101).
+pub(crate) fn http_client() -> reqwest::Client {
+    // Built from fixed settings with no roots, identity or resolver of
+    // its own: what could fail here fails every run, and the test below
+    // builds it.
+    switchboard::transport::http::reqwest_builder()
+        .ok()
+        .and_then(|builder| builder.build().ok())
+        .expect("an HTTP client with the transports' TLS and no CA roots read builds")
+}
+
 /// Model calls made in this run, across every server's client: a server
 /// that keeps asking cannot spend the user's model budget without end.
 static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -275,6 +291,11 @@ async fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sampling_client_builds_without_reading_the_ca_roots() {
+        let _ = http_client();
+    }
 
     #[test]
     fn the_runs_model_calls_stop_at_the_cap() {

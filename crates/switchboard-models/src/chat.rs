@@ -278,7 +278,13 @@ impl ChatClientBuilder {
         let shown = shown_url(&parsed);
         let http = match self.http {
             Some(http) => http,
-            None => reqwest::Client::builder()
+            // TLS as the MCP transports set it up: the CA roots are read at
+            // the first `https://` handshake, so a bad `SSL_CERT_FILE` fails
+            // that request naming the variable, not this build.
+            None => switchboard::transport::http::reqwest_builder()
+                .map_err(|e| ChatError::Client {
+                    source: Box::new(e),
+                })?
                 .connect_timeout(self.connect_timeout)
                 .build()
                 .map_err(|e| ChatError::Client {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use switchboard_types::{ErrorObject, ProtocolVersion, codes};
 
 use crate::engine::EngineError;
-use crate::transport::TransportError;
+use crate::transport::{ServerEnvironment, TransportError};
 
 /// Everything that can go wrong talking to a server. Every message names the
 /// server; the cause, when there is one, is the [`std::error::Error::source`].
@@ -49,6 +49,25 @@ pub enum Error {
         method: String,
         /// How long we waited.
         after: Duration,
+    },
+    /// A server process this client started did not answer the handshake
+    /// (`initialize`) within the request timeout. Apart from
+    /// [`Error::Timeout`] because it says which environment variables the
+    /// server got (names only): one missing a variable it needs (a proxy,
+    /// a CA file, a token) often just hangs.
+    #[error(
+        "server `{server}` did not answer `{method}` within {after:.1?} of starting (raise the request timeout if it needs longer); it was started with {environment}{}",
+        if matches!(environment, ServerEnvironment::Whole) { "" } else { ", so one it needs may be missing" }
+    )]
+    StartTimeout {
+        /// The server's name.
+        server: Arc<str>,
+        /// The handshake's method.
+        method: String,
+        /// How long we waited.
+        after: Duration,
+        /// What the server was started with.
+        environment: ServerEnvironment,
     },
     /// The connection is gone; every pending and later request gets this.
     #[error("server `{server}`: connection lost")]
@@ -283,7 +302,7 @@ impl Error {
     /// The request timed out, or a task did not end within the wait.
     pub fn is_timeout(&self) -> bool {
         match self.looked_through() {
-            Error::Timeout { .. } => true,
+            Error::Timeout { .. } | Error::StartTimeout { .. } => true,
             Error::Task { status, .. } => !status.is_terminal(),
             _ => false,
         }
@@ -301,10 +320,13 @@ impl Error {
 
     /// The server could not be reached or started, or the connection (or a
     /// response on its way) was lost. Never true for
-    /// [`is_protocol_violation`](Self::is_protocol_violation) errors.
+    /// [`is_protocol_violation`](Self::is_protocol_violation) or
+    /// [`is_local_setup`](Self::is_local_setup) errors.
     pub fn is_unreachable(&self) -> bool {
         match self.looked_through() {
-            Error::Transport { source, .. } => !source.is_protocol_violation(),
+            Error::Transport { source, .. } => {
+                !source.is_protocol_violation() && !source.is_local_setup()
+            }
             Error::Disconnected { reason, .. } => !reason.is_protocol_violation(),
             Error::ResponseLost { .. } => true,
             _ => false,
@@ -341,9 +363,11 @@ impl Error {
     /// errors.
     pub fn is_retryable(&self) -> bool {
         match self.looked_through() {
-            Error::Timeout { .. } => true,
+            Error::Timeout { .. } | Error::StartTimeout { .. } => true,
             Error::Transport { source, .. } => {
-                !source.is_protocol_violation() && !source.is_auth_required()
+                !source.is_protocol_violation()
+                    && !source.is_auth_required()
+                    && !source.is_local_setup()
             }
             Error::Disconnected { reason, .. } => {
                 !reason.is_protocol_violation() && !reason.is_auth_required()
@@ -401,11 +425,33 @@ impl Error {
         }
     }
 
+    /// The environment variables (names) a server that never answered its
+    /// handshake was started with ([`Error::StartTimeout`]): what a caller
+    /// says to tell the user how to pass more.
+    pub fn start_environment(&self) -> Option<&ServerEnvironment> {
+        match self.looked_through() {
+            Error::StartTimeout { environment, .. } => Some(environment),
+            _ => None,
+        }
+    }
+
+    /// A setting on this machine is wrong, not the server (no CA
+    /// certificates to check an HTTPS server with: see
+    /// [`TransportError::CaCertificates`]); trying again will not help.
+    pub fn is_local_setup(&self) -> bool {
+        match self.looked_through() {
+            Error::Transport { source, .. } => source.is_local_setup(),
+            Error::Disconnected { reason, .. } => reason.is_local_setup(),
+            _ => false,
+        }
+    }
+
     /// The name of the server the error is about, when it names one.
     pub fn server(&self) -> Option<&str> {
         match self {
             Error::Server { server, .. }
             | Error::Timeout { server, .. }
+            | Error::StartTimeout { server, .. }
             | Error::ResponseLost { server, .. }
             | Error::Disconnected { server, .. }
             | Error::Transport { server, .. }
@@ -499,6 +545,45 @@ mod retry_tests {
             "said twice with its source: {shown}"
         );
         assert!(error.source().unwrap().to_string().contains("weather"));
+    }
+
+    #[test]
+    fn a_start_timeout_names_the_variables_the_server_got() {
+        let error = Error::StartTimeout {
+            server: "s".into(),
+            method: "initialize".into(),
+            after: std::time::Duration::from_secs(1),
+            environment: ServerEnvironment::Only(vec!["HOME".into(), "PATH".into()]),
+        };
+        assert!(error.is_timeout() && error.is_retryable());
+        assert_eq!(error.server(), Some("s"));
+        assert!(error.start_environment().is_some());
+        let shown = error.to_string();
+        assert!(
+            shown.contains("only the environment variables HOME, PATH"),
+            "{shown}"
+        );
+        assert!(shown.contains("may be missing"), "{shown}");
+        let whole = Error::StartTimeout {
+            server: "s".into(),
+            method: "initialize".into(),
+            after: std::time::Duration::from_secs(1),
+            environment: ServerEnvironment::Whole,
+        };
+        assert!(!whole.to_string().contains("missing"), "{whole}");
+    }
+
+    #[cfg(feature = "http")]
+    #[test]
+    fn no_ca_certificates_is_a_setting_to_fix_not_an_outage() {
+        let error = Error::Transport {
+            server: "s".into(),
+            source: Box::new(TransportError::CaCertificates(
+                crate::transport::CaCertificatesError::from_environment(),
+            )),
+        };
+        assert!(error.is_local_setup());
+        assert!(!error.is_unreachable() && !error.is_retryable());
     }
 
     #[test]

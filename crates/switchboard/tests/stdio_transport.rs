@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use switchboard::transport::stdio::StdioConfig;
+use switchboard::transport::stdio::{INHERITED_ENV, StdioConfig};
 use switchboard::transport::{Connection, Connector, TransportError};
 
 /// Generous bound for anything that should happen at once.
@@ -219,22 +219,9 @@ async fn environment_is_a_whitelist_plus_configured() {
     assert_eq!(vars.get("SB_CONFIGURED").map(String::as_str), Some("hello"));
     assert_eq!(vars.get("PATH"), Some(&parent_path));
     assert!(!vars.contains_key("CARGO_MANIFEST_DIR"), "{vars:?}");
-    let whitelist = [
-        "HOME",
-        "LOGNAME",
-        "PATH",
-        "SHELL",
-        "USER",
-        "LANG",
-        "LC_ALL",
-        "TERM",
-        "TMPDIR",
-        "TZ",
-        "SB_CONFIGURED",
-    ];
     for key in vars.keys() {
         assert!(
-            whitelist.contains(&key.as_str()),
+            INHERITED_ENV.contains(&key.as_str()) || key == "SB_CONFIGURED",
             "{key} leaked into the server"
         );
     }

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use switchboard::transport::Connector;
 use switchboard::transport::http::{
     HttpConfig, HttpTransport, HttpVerdict, remember_verdict, remembered_verdicts,
 };
 use switchboard::transport::stdio::StdioConfig;
+use switchboard::transport::{Connector, ServerEnvironment};
 use switchboard::types::{Era, Tool};
 use switchboard::{Client, Error as ClientError, Event, EventStream, ListKind};
 use tokio::sync::watch;
@@ -456,6 +456,7 @@ async fn connect_once(
         builder = customize(config, builder);
     }
     let timeout = slot.startup_timeout(&shared.settings);
+    let environment = connector.environment();
     let attempt = async {
         let client = builder.connect_arc(connector).await?;
         // Subscribed before anything else is asked, so what the server
@@ -474,11 +475,40 @@ async fn connect_once(
         Ok(Err(e)) if e.is_auth_required() => {
             Err(Attempt::NeedsAuth(e.www_authenticate().map(str::to_owned)))
         }
-        Ok(Err(e)) => Err(Attempt::Failed(Failure::from_error(&e))),
-        Err(_) => Err(Attempt::Failed(Failure::message(format!(
-            "did not start within {timeout:?} (raise its startup timeout if it needs longer)"
+        Ok(Err(e)) => {
+            let mut failure = Failure::from_error(&e);
+            if matches!(e.start_environment(), Some(ServerEnvironment::Only(_))) {
+                failure.message.push_str(CONFIGURE_ENV);
+            }
+            Err(Attempt::Failed(failure))
+        }
+        Err(_) => Err(Attempt::Failed(Failure::message(not_started(
+            timeout,
+            environment.as_ref(),
         )))),
     }
+}
+
+/// Where a configured server gets more environment variables.
+const CONFIGURE_ENV: &str = ": set any other it needs under `env` in its configuration";
+
+/// A start-up timeout, with the environment a started process got (names
+/// only) and where to give it more: one missing a proxy or a token often
+/// just hangs.
+fn not_started(timeout: Duration, environment: Option<&ServerEnvironment>) -> String {
+    let mut message =
+        format!("did not start within {timeout:?} (raise its startup timeout if it needs longer)");
+    match environment {
+        Some(ServerEnvironment::Whole) => {
+            message.push_str("; it was started with the whole environment");
+        }
+        Some(environment) => {
+            message.push_str(&format!("; it was started with {environment}"));
+            message.push_str(CONFIGURE_ENV);
+        }
+        None => {}
+    }
+    message
 }
 
 enum Ended {

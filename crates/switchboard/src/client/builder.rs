@@ -484,7 +484,10 @@ impl ClientBuilder {
         // Roots set while the connection is being made may have been read
         // by the server before the listener below exists: it is told then.
         let roots_before = builder.handlers.roots.as_ref().map(Roots::changes);
-        let (engine, mut session) = negotiator.negotiate().await?;
+        let (engine, mut session) = negotiator
+            .negotiate()
+            .await
+            .map_err(|error| said_with_environment(error, &*connector))?;
         // Read after connecting: a remembered verdict may have been dropped.
         session.transport = negotiator
             .fallback_transport
@@ -559,5 +562,26 @@ impl ClientBuilder {
             client.set_logging_level(level).await?;
         }
         Ok(client)
+    }
+}
+
+/// A handshake that timed out on a server process the connector started,
+/// said with the environment the process got ([`Error::StartTimeout`]).
+fn said_with_environment(error: Error, connector: &dyn Connector) -> Error {
+    match (error, connector.environment()) {
+        (
+            Error::Timeout {
+                server,
+                method,
+                after,
+            },
+            Some(environment),
+        ) => Error::StartTimeout {
+            server,
+            method,
+            after,
+            environment,
+        },
+        (error, _) => error,
     }
 }

@@ -237,6 +237,38 @@ pub trait Connector: Send + Sync + 'static {
     fn fallback(&self) -> Option<std::sync::Arc<dyn Connector>> {
         None
     }
+
+    /// The environment a started server process gets, by name, when this
+    /// connector starts one: what a start-up timeout reports, since a
+    /// server missing a variable (a proxy, a token) often just hangs.
+    fn environment(&self) -> Option<ServerEnvironment> {
+        None
+    }
+}
+
+/// The environment variables a server process was started with, by name
+/// only: values are often secrets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerEnvironment {
+    /// The caller's whole environment.
+    Whole,
+    /// Only these variables (sorted, no duplicates).
+    Only(Vec<String>),
+}
+
+impl fmt::Display for ServerEnvironment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerEnvironment::Whole => f.write_str("the whole environment"),
+            ServerEnvironment::Only(names) if names.is_empty() => {
+                f.write_str("no environment variables")
+            }
+            ServerEnvironment::Only(names) => {
+                write!(f, "only the environment variables {}", names.join(", "))
+            }
+        }
+    }
 }
 
 /// How a server process ended.
@@ -366,6 +398,82 @@ pub enum TransportError {
     /// A transport setting is invalid (a bad URL or header).
     #[error("invalid transport setting: {0}")]
     Config(String),
+    /// There are no CA certificates to check an HTTPS server's certificate
+    /// against: the file `SSL_CERT_FILE` names (or the directory of
+    /// `SSL_CERT_DIR`) is missing or holds none, or the system has none.
+    /// A setting to fix, not an outage: never retryable.
+    #[error("cannot check the certificates of HTTPS servers")]
+    CaCertificates(#[source] CaCertificatesError),
+}
+
+/// Why no CA certificates could be loaded, naming the variable that chose
+/// where they were read from.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{}", self.describe())]
+pub struct CaCertificatesError {
+    variable: Option<&'static str>,
+    path: Option<std::path::PathBuf>,
+    missing: bool,
+}
+
+impl CaCertificatesError {
+    /// Why the platform verifier found no roots: on the systems where roots
+    /// are read as `rustls-native-certs` reads them, `SSL_CERT_FILE` or
+    /// `SSL_CERT_DIR`, when set, replace the system's store, so a wrong one
+    /// is the likely cause (`SSL_CERT_FILE` first: it is the one people
+    /// set).
+    #[cfg(any(feature = "http", feature = "websocket"))]
+    pub(crate) fn from_environment() -> Self {
+        #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+        for variable in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
+            if let Some(value) = std::env::var_os(variable) {
+                return Self {
+                    variable: Some(variable),
+                    missing: !std::env::split_paths(&value).any(|p| p.exists()),
+                    path: Some(value.into()),
+                };
+            }
+        }
+        Self {
+            variable: None,
+            path: None,
+            missing: false,
+        }
+    }
+
+    /// The environment variable that chose where the certificates are read
+    /// from (`SSL_CERT_FILE` or `SSL_CERT_DIR`), when one did.
+    pub fn variable(&self) -> Option<&'static str> {
+        self.variable
+    }
+
+    /// What that variable names.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    fn describe(&self) -> String {
+        match (self.variable, &self.path) {
+            (Some(variable), Some(path)) => format!(
+                "{variable} is set to {}, which {}: point {variable} at {} of CA certificates \
+                 in PEM form, or unset it to use the system's",
+                path.display(),
+                if self.missing {
+                    "does not exist"
+                } else {
+                    "holds no usable CA certificate"
+                },
+                if variable == "SSL_CERT_DIR" {
+                    "a directory"
+                } else {
+                    "a file"
+                },
+            ),
+            _ => "no CA certificates were found on this system: install them (the \
+                  `ca-certificates` package), or set SSL_CERT_FILE to a file of them in PEM form"
+                .to_owned(),
+        }
+    }
 }
 
 impl TransportError {
@@ -414,6 +522,12 @@ impl TransportError {
             } => www_authenticate.as_deref(),
             _ => None,
         }
+    }
+
+    /// A setting on this machine is wrong (no CA certificates, see
+    /// [`TransportError::CaCertificates`]): trying again will not help.
+    pub fn is_local_setup(&self) -> bool {
+        matches!(self, TransportError::CaCertificates(_))
     }
 
     /// The exit status, when the server process exited.

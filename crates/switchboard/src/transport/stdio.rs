@@ -50,12 +50,12 @@
 //!
 //! ## Environment
 //! The server does not inherit the parent's environment, which may hold
-//! secrets meant for other programs: only a short list of variables a
-//! program needs to run is passed on (Unix: `HOME`, `LOGNAME`, `PATH`,
-//! `SHELL`, `USER`, `LANG`, `LC_ALL`, `TERM`, `TMPDIR`, `TZ`; Windows:
-//! `PATH`, `PATHEXT`, `SYSTEMROOT`, `USERNAME`, `USERPROFILE`, `APPDATA`,
-//! `TEMP`, `TMP`), plus what [`StdioConfig::env`] sets.
-//! [`StdioConfig::inherit_env`] passes everything on.
+//! secrets meant for other programs: only the variables a program needs to
+//! run and to reach the network as the user's other programs do are passed
+//! on ([`INHERITED_ENV`]: the system's basics, then the proxy and CA
+//! settings), plus what [`StdioConfig::env`] sets.
+//! [`StdioConfig::inherit_env`] passes everything on;
+//! [`StdioConfig::environment`] says what a server gets, by name.
 
 use std::borrow::Cow;
 #[cfg(any(windows, test))]
@@ -79,8 +79,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::framing::{DEFAULT_MAX_MESSAGE_SIZE, LineReader, LineWriter};
 use super::{
-    BoxFuture, Connection, Connector, ExitInfo, Incoming, MessageSink, MessageStream, StderrBuffer,
-    TransportError,
+    BoxFuture, Connection, Connector, ExitInfo, Incoming, MessageSink, MessageStream,
+    ServerEnvironment, StderrBuffer, TransportError,
 };
 
 /// The default stderr capacity: the last 64 KiB are kept.
@@ -90,13 +90,60 @@ pub const DEFAULT_STDERR_CAPACITY: usize = 64 * 1024;
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Parent variables a server inherits unless [`StdioConfig::inherit_env`]
-/// is set.
+/// is set: what a program needs to run, then what it needs to reach the
+/// network the way the user's other programs do.
+///
+/// Proxies and CA certificates are passed because without them a server
+/// behind a corporate proxy or TLS-inspecting firewall cannot fetch
+/// anything: `npx -y` and `uvx` hang downloading the server itself, and the
+/// only symptom is a start-up timeout. A proxy URL may carry the proxy's
+/// credentials (`http://user:pass@proxy:3128`); a server the user runs needs
+/// them to reach the network at all, as every other program of theirs gets
+/// them. The CA variables name files of public certificates, no secret.
+///
+/// Left out on purpose: `NODE_OPTIONS`, which runs code in every Node
+/// server (`--require`, `--import`) and is often set for one tool only (an
+/// IDE's debug terminal sets it to attach a debugger to every Node process,
+/// and `--inspect` opens a port that runs whatever connects to it); package
+/// manager settings (`npm_config_*`, `PIP_INDEX_URL` …), which carry
+/// registry tokens; and everything else. Pass those with
+/// [`StdioConfig::env`].
+///
+/// Unix passes both spellings of the proxy variables (curl and Python
+/// read the lower-case ones first); names are case-insensitive on Windows.
 #[cfg(unix)]
-const INHERITED_ENV: &[&str] = &[
-    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    // Proxies.
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    // CA certificates: OpenSSL and rustls, Node, Python requests, curl, pip.
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_CERT",
 ];
+/// Parent variables a server inherits unless [`StdioConfig::inherit_env`]
+/// is set (see the Unix list for why each is there).
 #[cfg(windows)]
-const INHERITED_ENV: &[&str] = &[
+pub const INHERITED_ENV: &[&str] = &[
     "PATH",
     "PATHEXT",
     "SYSTEMROOT",
@@ -105,7 +152,26 @@ const INHERITED_ENV: &[&str] = &[
     "APPDATA",
     "TEMP",
     "TMP",
+    // Proxies.
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    // CA certificates.
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_CERT",
 ];
+
+/// The [`INHERITED_ENV`] variables this process has, with their values.
+fn inherited() -> impl Iterator<Item = (&'static str, OsString)> {
+    INHERITED_ENV
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (*name, value)))
+}
 
 /// How many stderr lines an error carries.
 const STDERR_TAIL_LINES: usize = 20;
@@ -248,6 +314,27 @@ impl StdioConfig {
         self
     }
 
+    /// The environment a server started now gets, by name: the parent's
+    /// whole one with [`inherit_env`](Self::inherit_env), else the
+    /// [`INHERITED_ENV`] variables the parent has, and what
+    /// [`env`](Self::env) sets.
+    pub fn environment(&self) -> ServerEnvironment {
+        if self.inherit_env {
+            return ServerEnvironment::Whole;
+        }
+        let mut names: Vec<String> = inherited()
+            .map(|(name, _)| name.to_owned())
+            .chain(
+                self.env
+                    .iter()
+                    .map(|(name, _)| name.to_string_lossy().into_owned()),
+            )
+            .collect();
+        names.sort();
+        names.dedup();
+        ServerEnvironment::Only(names)
+    }
+
     /// The program to start: on Windows, resolved through `PATH` and
     /// `PATHEXT`, because `CreateProcess` only ever tries `.exe`.
     #[cfg(windows)]
@@ -285,11 +372,7 @@ impl StdioConfig {
             command.args(&self.args);
             if !self.inherit_env {
                 command.env_clear();
-                for name in INHERITED_ENV {
-                    if let Some(value) = std::env::var_os(name) {
-                        command.env(name, value);
-                    }
-                }
+                command.envs(inherited());
             }
             command.envs(self.env.iter().map(|(key, value)| (key, value)));
             if let Some(dir) = &self.cwd {
@@ -366,6 +449,10 @@ impl Connector for StdioConfig {
 
     fn transport_name(&self) -> &'static str {
         "stdio"
+    }
+
+    fn environment(&self) -> Option<ServerEnvironment> {
+        Some(StdioConfig::environment(self))
     }
 
     fn describe(&self) -> String {
@@ -897,6 +984,37 @@ impl MessageStream for StdioStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxies_and_ca_files_are_passed_on_and_code_for_node_is_not() {
+        for name in [
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "SSL_CERT_FILE",
+            "NODE_EXTRA_CA_CERTS",
+        ] {
+            assert!(INHERITED_ENV.contains(&name), "{name}");
+        }
+        assert!(!INHERITED_ENV.contains(&"NODE_OPTIONS"));
+    }
+
+    #[test]
+    fn the_environment_a_server_gets_is_named_never_shown() {
+        let config = StdioConfig::new("server")
+            .env("API_KEY", "sesame")
+            .env("PATH", "/opt/bin");
+        let ServerEnvironment::Only(names) = config.environment() else {
+            panic!("not inherited whole");
+        };
+        assert!(names.iter().any(|n| n == "API_KEY"), "{names:?}");
+        // Sorted, and PATH (inherited and set) once.
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+        assert!(!config.environment().to_string().contains("sesame"));
+        assert_eq!(
+            config.inherit_env(true).environment(),
+            ServerEnvironment::Whole
+        );
+    }
 
     fn resolve(command: &str, path: &str, pathext: Option<&str>, files: &[&Path]) -> PathBuf {
         resolve_command(

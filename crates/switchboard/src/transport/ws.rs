@@ -40,7 +40,8 @@ use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BoxFuture, Connection, Connector, Incoming, MessageSink, MessageStream, TransportError,
+    BoxFuture, CaCertificatesError, Connection, Connector, Incoming, MessageSink, MessageStream,
+    TransportError,
 };
 
 /// The subprotocol requested in `Sec-WebSocket-Protocol`; a server that
@@ -384,7 +385,8 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, TransportError> {
         .with_safe_default_protocol_versions()
         .map_err(failed)?
         .with_platform_verifier()
-        .map_err(failed)?
+        // It reads the roots now; without any, the variable to fix.
+        .map_err(|_| TransportError::CaCertificates(CaCertificatesError::from_environment()))?
         .with_no_client_auth();
     // The upgrade is an HTTP/1.1 request; never let the server pick h2.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

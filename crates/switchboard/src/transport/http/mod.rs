@@ -314,9 +314,24 @@ impl HttpConfig {
     }
 }
 
+/// A `reqwest` client builder with TLS as the HTTP transports set it up:
+/// the platform's certificate verifier, whose CA roots are read at the first
+/// `https://` handshake rather than by `build()`. So building a client
+/// never fails (or panics, as `reqwest::Client::new()` does) for a bad
+/// `SSL_CERT_FILE`; a command that needs no TLS is not stopped by one, and
+/// an `https://` request that does fails naming it
+/// ([`CaCertificatesError`](crate::transport::CaCertificatesError) in its
+/// error's sources).
+///
+/// # Errors
+/// [`TransportError::Config`] if TLS cannot be set up at all (the crypto
+/// provider supports no TLS version).
+pub fn reqwest_builder() -> Result<reqwest::ClientBuilder, TransportError> {
+    Ok(reqwest::Client::builder().tls_backend_preconfigured(tls::client_config()?))
+}
+
 fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, TransportError> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls::client_config()?)
+    reqwest_builder()?
         .connect_timeout(connect_timeout)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
             // Only same-origin 307/308: other redirects would change the
@@ -398,6 +413,12 @@ impl Connector for HttpConfig {
     fn connect(&self) -> BoxFuture<'_, Result<Connection, TransportError>> {
         Box::pin(async move {
             let url = self.validate()?;
+            // Our own client's roots are read now, so that none is the
+            // setting to fix, not a failed request; a caller's client
+            // brings its own.
+            if url.scheme() == "https" && self.client.is_none() {
+                tls::check_roots()?;
+            }
             let client = self.http_client()?;
             let transport = match self.cached_verdict() {
                 Some(HttpVerdict {

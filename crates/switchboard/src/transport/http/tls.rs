@@ -1,9 +1,11 @@
 //! TLS for the HTTP transports: one rustls configuration per process, handed
 //! to every `reqwest::Client` the transports build. Its certificate verifier
 //! is the platform verifier reqwest would use, but it loads the system's CA
-//! roots at the first TLS handshake rather than when a client is built: a
-//! client for `http://` never reads them, and an `https://` one reads them
-//! once per process (about 2 ms and hundreds of syscalls).
+//! roots at the first TLS handshake (or [`check_roots`]) rather than when a
+//! client is built: a client for `http://` never reads them, and an
+//! `https://` one reads them once per process (about 2 ms and hundreds of
+//! syscalls). So a bad `SSL_CERT_FILE` fails only what needs TLS, with a
+//! [`CaCertificatesError`] naming it, never a client's construction.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,19 +16,43 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::TransportError;
+use crate::transport::CaCertificatesError;
+
+/// The process's verifier and the configuration built around it.
+struct Shared {
+    verifier: Arc<LazyPlatformVerifier>,
+    config: Result<rustls::ClientConfig, String>,
+}
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let provider = CryptoProvider::get_default()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+        let verifier = Arc::new(LazyPlatformVerifier::new(provider));
+        let config = build_config(verifier.clone());
+        Shared { verifier, config }
+    })
+}
 
 /// The process's TLS configuration (cheap: no roots are read to build it).
 pub(super) fn client_config() -> Result<rustls::ClientConfig, TransportError> {
-    static CONFIG: OnceLock<Result<rustls::ClientConfig, String>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let provider = CryptoProvider::get_default()
-                .cloned()
-                .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
-            build_config(Arc::new(LazyPlatformVerifier::new(provider)))
-        })
+    shared()
+        .config
         .clone()
         .map_err(|e| TransportError::Config(format!("cannot set up TLS: {e}")))
+}
+
+/// Reads the CA roots now (once per process), so that an `https://`
+/// server is refused before any request when there are none, with the
+/// variable to fix rather than a failed handshake.
+pub(super) fn check_roots() -> Result<(), TransportError> {
+    shared()
+        .verifier
+        .platform()
+        .map(|_| ())
+        .map_err(|_| TransportError::CaCertificates(CaCertificatesError::from_environment()))
 }
 
 /// As reqwest configures rustls by default: TLS 1.2 and 1.3, ALPN `h2` then
@@ -90,13 +116,15 @@ impl ServerCertVerifier for LazyPlatformVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.platform()?.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        )
+        // The variable to fix reaches the caller through the handshake's
+        // error, whoever built the client.
+        self.platform()
+            .map_err(|_| {
+                rustls::Error::Other(rustls::OtherError(Arc::new(
+                    CaCertificatesError::from_environment(),
+                )))
+            })?
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
     }
 
     fn verify_tls12_signature(
