@@ -774,10 +774,11 @@ fn locate(context: &Context, name: &str, scope: Option<ScopeArg>) -> Result<Targ
     if let Some(scope) = scope {
         return Ok(context.target(scope).0);
     }
-    let loaded = context.load(false);
-    let server = loaded
-        .get(name)
-        .ok_or_else(|| not_configured(name, &loaded))?;
+    let mut loaded = context.load(false);
+    if loaded.named(name).is_none() {
+        return Err(not_configured(name, &loaded));
+    }
+    let server = loaded.get(name).expect("named above");
     let origin = &server.origin;
     Ok(match (origin.dialect, origin.scope) {
         (Dialect::ClaudeCode, Scope::Local) => Target::claude_local(&context.locations),
@@ -1150,10 +1151,11 @@ fn shown_map(map: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 
 /// `get NAME`: the server as configured, references unexpanded.
 pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failure> {
-    let loaded = context.load(json);
-    let server = loaded
-        .get(name)
-        .ok_or_else(|| not_configured(name, &loaded))?;
+    let mut loaded = context.load(json);
+    if loaded.named(name).is_none() {
+        return Err(not_configured(name, &loaded));
+    }
+    let server = loaded.get(name).expect("named above");
     let mut doc = json!({
         "name": server.name,
         "enabled": server.enabled,

@@ -416,7 +416,7 @@ async fn open_all(
 ) -> Result<Opened, Failure> {
     let mut loaded = context.load(json);
     if let Some(name) = only
-        && loaded.get(name).is_none()
+        && loaded.named(name).is_none()
     {
         return Err(not_configured(name, &loaded));
     }

@@ -1471,3 +1471,39 @@ fn a_headers_helper_is_kept_shown_and_its_failure_is_the_servers_state() {
         text(&output.stderr)
     );
 }
+
+/// A name the user types is never refused as a duplicate: `info` and
+/// `call` on the name of another client's copy of a configured server
+/// reach that server.
+#[test]
+fn a_typed_name_of_a_duplicate_reaches_the_server() {
+    let sandbox = Sandbox::new("typed-duplicate");
+    sandbox.write(
+        &sandbox.user_file(),
+        &format!("[servers.fs]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n"),
+    );
+    sandbox.write(
+        &sandbox
+            .home()
+            .join(".config/Claude/claude_desktop_config.json"),
+        &json!({"mcpServers": {"filesystem": test_server(&[])}}).to_string(),
+    );
+    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    let row = list["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "filesystem")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    assert_eq!(row["skipped"], "duplicate", "{row:#}");
+    let output = sandbox.run(&["info", "filesystem"]);
+    ok(&output, "info filesystem");
+    assert!(
+        text(&output.stdout).contains("ready"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = sandbox.run(&["call", "filesystem/echo", r#"{"text": "same server"}"#]);
+    ok(&output, "call filesystem/echo");
+    assert!(text(&output.stdout).contains("same server"));
+}

@@ -160,7 +160,7 @@ async fn open_one(
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
     servers: &Servers,
 ) -> Result<(Hub, ServerConfig), Failure> {
-    let Some(config) = loaded.get(server) else {
+    let Some(config) = loaded.named(server) else {
         return Err(not_configured(server, loaded));
     };
     if !config.enabled {
