@@ -764,6 +764,9 @@ pub(crate) fn skip_reason(
         SkipReason::AwaitsApproval => {
             format!("needs approval to replace {kept} (yours, which runs until then)")
         }
+        SkipReason::Gateway => "this is switchboard's own gateway (`switchboard serve`); \
+                                skipped so it does not start every server twice"
+            .to_owned(),
         _ => "not used".to_owned(),
     }
 }

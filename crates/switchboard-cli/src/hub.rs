@@ -309,6 +309,7 @@ pub(crate) async fn list(
                 SkipReason::Duplicate => "duplicate",
                 SkipReason::Blocked(_) => "blocked",
                 SkipReason::AwaitsApproval => "needs-approval",
+                SkipReason::Gateway => "gateway",
                 _ => "skipped",
             },
             "reason": skip_reason(&skipped.reason, skipped.kept.as_deref(), Some(&loaded)),

@@ -1472,6 +1472,75 @@ fn a_headers_helper_is_kept_shown_and_its_failure_is_the_servers_state() {
     );
 }
 
+/// After `claude mcp add switchboard -- switchboard serve` (what `serve
+/// --help` shows), Claude Code's file lists the gateway: `list`, `tools`
+/// and `doctor` say it is skipped, and never start a nested gateway that
+/// would start every server again.
+#[test]
+fn a_hosts_entry_for_the_gateway_is_skipped_not_started() {
+    let sandbox = Sandbox::new("gateway-entry");
+    sandbox.write(
+        &sandbox.home().join(".claude.json"),
+        &json!({"mcpServers": {
+            "alpha": test_server(&[]),
+            // This very binary, and `switchboard` by name (not on PATH here).
+            "switchboard": {"command": BIN, "args": ["serve"]},
+            "by-name": {"command": "switchboard", "args": ["serve", "--http", "127.0.0.1:0"]},
+        }})
+        .to_string(),
+    );
+    let output = sandbox.run(&["list", "--json"]);
+    ok(&output, "list");
+    let list = stdout_json(&output);
+    for name in ["switchboard", "by-name"] {
+        let row = list["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {list:#}"));
+        assert_eq!(row["skipped"], "gateway", "{row:#}");
+        assert!(
+            row["reason"]
+                .as_str()
+                .unwrap()
+                .contains("switchboard's own gateway"),
+            "{row:#}"
+        );
+    }
+    assert_eq!(entry(&list, "alpha")["state"], "ready", "{list:#}");
+
+    let output = sandbox.run(&["tools", "--json"]);
+    ok(&output, "tools");
+    let tools = stdout_json(&output);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"alpha__echo"), "{names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("alpha__")),
+        "only alpha's tools, none through a nested gateway: {names:?}"
+    );
+
+    let output = sandbox.run(&["doctor"]);
+    let said = text(&output.stdout);
+    assert!(
+        said.contains("server `switchboard`") && said.contains("switchboard's own gateway"),
+        "{said}"
+    );
+    // Typed, the name says why it is not used.
+    let output = sandbox.run(&["call", "switchboard/echo", "{}"]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("switchboard's own gateway"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
 /// A name the user types is never refused as a duplicate: `info` and
 /// `call` on the name of another client's copy of a configured server
 /// reach that server.

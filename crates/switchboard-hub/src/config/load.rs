@@ -39,7 +39,11 @@
 //!    accounts by env or headers) both stay.
 //! 4. Policies (every allow and deny list read, deny wins) block servers;
 //!    blocked servers are reported with the rule and file that block them.
-
+//!
+//! Before all this, an entry that runs switchboard's own gateway
+//! (`switchboard serve`, as `claude mcp add switchboard -- switchboard
+//! serve` writes it) is skipped ([`SkipReason::Gateway`]): a hub that
+//! started it would start every server twice.
 //!
 //! A file that cannot be read or parsed is an error diagnostic with its
 //! line and column; everything else still loads.
@@ -118,6 +122,9 @@ pub enum SkipReason {
     /// user's own files, not approved yet: the user's runs until it is
     /// (`kept` names it; [`LoadedConfig::awaiting_approval`] lists these).
     AwaitsApproval,
+    /// switchboard's own gateway (`switchboard serve`), as a host's file
+    /// lists it: a hub that started it would start every server twice.
+    Gateway,
 }
 
 /// A configured server that does not run, and why.
@@ -350,9 +357,36 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
         }
     }
 
+    skip_gateways(&mut loaded, locations, &mut found);
     resolve(&mut loaded, found);
     one_unprefixed(&mut loaded);
     loaded
+}
+
+/// Leaves out the entries that run switchboard's own gateway (a host's
+/// file after `claude mcp add switchboard -- switchboard serve`), before
+/// names are settled: the gateway never shadows a server, nor is shadowed.
+fn skip_gateways(
+    loaded: &mut LoadedConfig,
+    locations: &Locations,
+    found: &mut Vec<(usize, ServerConfig)>,
+) {
+    let (gateways, servers): (Vec<_>, Vec<_>) = std::mem::take(found)
+        .into_iter()
+        .partition(|(_, s)| super::itself::runs_gateway(s, locations));
+    *found = servers;
+    for (_, server) in gateways {
+        loaded.diagnostics.push(
+            Diagnostic::info(super::itself::WHY)
+                .in_file(&server.origin.file)
+                .server(&server.name),
+        );
+        loaded.skipped.push(Skipped {
+            server,
+            reason: SkipReason::Gateway,
+            kept: None,
+        });
+    }
 }
 
 /// At most one server keeps its own names whatever the others have
@@ -416,6 +450,7 @@ pub fn load_file(
         &mut found,
     );
     loaded.inputs = said.inputs.into_iter().map(|(_, _, i)| i).collect();
+    skip_gateways(&mut loaded, locations, &mut found);
     resolve(&mut loaded, found);
     loaded
 }
