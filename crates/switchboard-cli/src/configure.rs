@@ -686,6 +686,9 @@ pub(crate) fn skip_reason(
         SkipReason::AwaitsApproval => {
             format!("needs approval to replace {kept} (yours, which runs until then)")
         }
+        SkipReason::Gateway => "this is switchboard's own gateway (`switchboard serve`); \
+                                skipped so it does not start every server twice"
+            .to_owned(),
         _ => "not used".to_owned(),
     }
 }
@@ -696,10 +699,11 @@ fn locate(context: &Context, name: &str, scope: Option<ScopeArg>) -> Result<Targ
     if let Some(scope) = scope {
         return Ok(context.target(scope).0);
     }
-    let loaded = context.load(false);
-    let server = loaded
-        .get(name)
-        .ok_or_else(|| not_configured(name, &loaded))?;
+    let mut loaded = context.load(false);
+    if loaded.named(name).is_none() {
+        return Err(not_configured(name, &loaded));
+    }
+    let server = loaded.get(name).expect("named above");
     let origin = &server.origin;
     Ok(match (origin.dialect, origin.scope) {
         (Dialect::ClaudeCode, Scope::Local) => Target::claude_local(&context.locations),
@@ -1072,10 +1076,11 @@ fn shown_map(map: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 
 /// `get NAME`: the server as configured, references unexpanded.
 pub(crate) fn get(context: &Context, name: &str, json: bool) -> Result<u8, Failure> {
-    let loaded = context.load(json);
-    let server = loaded
-        .get(name)
-        .ok_or_else(|| not_configured(name, &loaded))?;
+    let mut loaded = context.load(json);
+    if loaded.named(name).is_none() {
+        return Err(not_configured(name, &loaded));
+    }
+    let server = loaded.get(name).expect("named above");
     let mut doc = json!({
         "name": server.name,
         "enabled": server.enabled,

@@ -87,7 +87,7 @@ impl Fronted {
                 Ok(())
             }
             Self::Named(names) => {
-                if let Some(missing) = names.iter().find(|n| loaded.get(n).is_none()) {
+                if let Some(missing) = names.iter().find(|n| loaded.named(n).is_none()) {
                     let known: Vec<String> = loaded
                         .servers
                         .iter()

@@ -309,6 +309,7 @@ pub(crate) async fn list(
                 SkipReason::Duplicate => "duplicate",
                 SkipReason::Blocked(_) => "blocked",
                 SkipReason::AwaitsApproval => "needs-approval",
+                SkipReason::Gateway => "gateway",
                 _ => "skipped",
             },
             "reason": skip_reason(&skipped.reason, skipped.kept.as_deref(), Some(&loaded)),
@@ -439,7 +440,7 @@ fn check_all(
 ) -> Result<(LoadedConfig, Prepared), Failure> {
     let mut loaded = context.load(json);
     if let Some(name) = only
-        && loaded.get(name).is_none()
+        && loaded.named(name).is_none()
     {
         return Err(not_configured(name, &loaded));
     }

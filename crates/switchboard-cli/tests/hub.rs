@@ -532,14 +532,11 @@ fn import_reports_servers_already_configured_under_another_name() {
         .find(|s| s["name"] == "theirs")
         .unwrap();
     assert_eq!(theirs["skipped"], "duplicate", "{list:#}");
-    // Asked for by name, it says why it is not used.
-    let output = sandbox.run(&["call", "theirs/echo"]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        text(&output.stderr).contains("not used: the same server as `mine`"),
-        "{}",
-        text(&output.stderr)
-    );
+    // Asked for by name, it is that server: a typed name is never
+    // refused as a duplicate.
+    let output = sandbox.run(&["call", "theirs/echo", r#"{"text": "by name"}"#]);
+    ok(&output, "call theirs/echo");
+    assert!(text(&output.stdout).contains("by name"));
     assert!(
         theirs["reason"].as_str().unwrap().contains("`mine`"),
         "{list:#}"
@@ -1470,4 +1467,109 @@ fn a_headers_helper_is_kept_shown_and_its_failure_is_the_servers_state() {
         "{}",
         text(&output.stderr)
     );
+}
+
+/// After `claude mcp add switchboard -- switchboard serve` (what `serve
+/// --help` shows), Claude Code's file lists the gateway: `list`, `tools`
+/// and `doctor` say it is skipped, and never start a nested gateway that
+/// would start every server again.
+#[test]
+fn a_hosts_entry_for_the_gateway_is_skipped_not_started() {
+    let sandbox = Sandbox::new("gateway-entry");
+    sandbox.write(
+        &sandbox.home().join(".claude.json"),
+        &json!({"mcpServers": {
+            "alpha": test_server(&[]),
+            // This very binary, and `switchboard` by name (not on PATH here).
+            "switchboard": {"command": BIN, "args": ["serve"]},
+            "by-name": {"command": "switchboard", "args": ["serve", "--http", "127.0.0.1:0"]},
+        }})
+        .to_string(),
+    );
+    let output = sandbox.run(&["list", "--json"]);
+    ok(&output, "list");
+    let list = stdout_json(&output);
+    for name in ["switchboard", "by-name"] {
+        let row = list["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {list:#}"));
+        assert_eq!(row["skipped"], "gateway", "{row:#}");
+        assert!(
+            row["reason"]
+                .as_str()
+                .unwrap()
+                .contains("switchboard's own gateway"),
+            "{row:#}"
+        );
+    }
+    assert_eq!(entry(&list, "alpha")["state"], "ready", "{list:#}");
+
+    let output = sandbox.run(&["tools", "--json"]);
+    ok(&output, "tools");
+    let tools = stdout_json(&output);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"alpha__echo"), "{names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("alpha__")),
+        "only alpha's tools, none through a nested gateway: {names:?}"
+    );
+
+    let output = sandbox.run(&["doctor"]);
+    let said = text(&output.stdout);
+    assert!(
+        said.contains("server `switchboard`") && said.contains("switchboard's own gateway"),
+        "{said}"
+    );
+    // Typed, the name says why it is not used.
+    let output = sandbox.run(&["call", "switchboard/echo", "{}"]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("switchboard's own gateway"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+/// A name the user types is never refused as a duplicate: `info` and
+/// `call` on the name of another client's copy of a configured server
+/// reach that server.
+#[test]
+fn a_typed_name_of_a_duplicate_reaches_the_server() {
+    let sandbox = Sandbox::new("typed-duplicate");
+    sandbox.write(
+        &sandbox.user_file(),
+        &format!("[servers.fs]\ncommand = {BIN:?}\nargs = [\"__testserver\"]\n"),
+    );
+    sandbox.write(
+        &sandbox
+            .home()
+            .join(".config/Claude/claude_desktop_config.json"),
+        &json!({"mcpServers": {"filesystem": test_server(&[])}}).to_string(),
+    );
+    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    let row = list["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "filesystem")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    assert_eq!(row["skipped"], "duplicate", "{row:#}");
+    let output = sandbox.run(&["info", "filesystem"]);
+    ok(&output, "info filesystem");
+    assert!(
+        text(&output.stdout).contains("ready"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = sandbox.run(&["call", "filesystem/echo", r#"{"text": "same server"}"#]);
+    ok(&output, "call filesystem/echo");
+    assert!(text(&output.stdout).contains("same server"));
 }

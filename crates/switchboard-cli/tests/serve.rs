@@ -600,7 +600,7 @@ async fn the_gateway_never_starts_itself() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("`me` is not started: it is this gateway itself"),
+        stderr.contains("`me` is not started: this is switchboard's own gateway"),
         "{stderr}"
     );
     // The wrapped one starts, sees a gateway among its ancestors and stops;
@@ -615,6 +615,64 @@ async fn the_gateway_never_starts_itself() {
         "{names:?}"
     );
     host.close().await;
+}
+
+/// `serve --http` added to Claude Code by its URL (`claude mcp add
+/// --transport http switchboard http://127.0.0.1:PORT/mcp`) is read by the
+/// gateway itself: its `/healthz` answers the gateway's instance id, and
+/// the gateway does not connect to itself (every tool twice, through
+/// itself).
+#[tokio::test]
+async fn an_http_gateway_in_a_hosts_file_does_not_serve_itself() {
+    let sandbox = Sandbox::new("itself-url");
+    // The port first, so that the host's file can name the gateway's URL.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        sandbox.home().join(".claude.json"),
+        json!({"mcpServers": {"switchboard": {
+            "type": "http",
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {"Authorization": format!("Bearer {TOKEN}")},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let (url, mut gateway) = sandbox.http_gateway_on(&format!("127.0.0.1:{port}"), &[]);
+    let health = reqwest::get(url.replace("/mcp", "/healthz")).await.unwrap();
+    assert_eq!(health.status(), 200);
+    let instance = health.headers()["switchboard-instance"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(instance.len(), 32, "{instance}");
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(authed(url.as_str()))
+        .await
+        .unwrap();
+    // The first list waits for the servers' start, the gateway's own
+    // entry's included.
+    let names = tool_names(&host).await;
+    assert!(names.iter().any(|n| n == "old__echo"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("switchboard__")),
+        "{names:?}"
+    );
+    host.close().await;
+    // Another gateway has another id.
+    let (other, mut second) = sandbox.http_gateway(&[]);
+    let health = reqwest::get(other.replace("/mcp", "/healthz"))
+        .await
+        .unwrap();
+    assert_ne!(health.headers()["switchboard-instance"], instance.as_str());
+    for child in [&mut gateway, &mut second] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 #[tokio::test]

@@ -1260,3 +1260,234 @@ fn prefix_is_read_and_two_unprefixed_servers_are_refused() {
         "{errors:#?}"
     );
 }
+
+fn env_of(s: &ServerConfig) -> BTreeMap<String, String> {
+    match &s.transport {
+        TransportConfig::Stdio { env, .. } => env.clone(),
+        _ => BTreeMap::new(),
+    }
+}
+
+fn header_of(s: &ServerConfig, name: &str) -> Option<String> {
+    match &s.transport {
+        TransportConfig::Http { headers, .. } | TransportConfig::WebSocket { headers, .. } => {
+            headers.get(name).cloned()
+        }
+        _ => None,
+    }
+}
+
+/// Two clients configure one name for two accounts (other headers on one
+/// URL, other env for one command): both are served, the second under
+/// `NAME-CLIENT`, the same name on every run. A third client's copy of
+/// one of them is that server again, not a third.
+#[test]
+fn one_name_for_two_accounts_in_two_clients_keeps_both() {
+    let w = World::new("two-accounts");
+    let url = "https://api.githubcopilot.com/mcp/";
+    w.home.write(
+        ".claude.json",
+        &serde_json::json!({"mcpServers": {
+            "github": {"type": "http", "url": url, "headers": {"Authorization": "Bearer work-token"}},
+        }})
+        .to_string(),
+    );
+    w.home.write(
+        ".cursor/mcp.json",
+        &serde_json::json!({"mcpServers": {
+            "github": {"url": url, "headers": {"Authorization": "Bearer personal-token"}},
+            "db": {"command": "db-mcp", "env": {"DB_ACCOUNT": "staging"}},
+        }})
+        .to_string(),
+    );
+    w.home.write(
+        ".config/Claude/claude_desktop_config.json",
+        &serde_json::json!({"mcpServers": {
+            "db": {"command": "db-mcp", "env": {"DB_ACCOUNT": "production"}},
+            "github": {"command": "never-used"},
+        }})
+        .to_string(),
+    );
+    w.home.write(
+        ".gemini/settings.json",
+        &serde_json::json!({"mcpServers": {
+            "db": {"command": "db-mcp", "env": {"DB_ACCOUNT": "staging"}},
+        }})
+        .to_string(),
+    );
+    let first = load(&w.locations(), &LoadOptions::new());
+    assert!(!first.has_errors(), "{:#?}", first.diagnostics);
+    let github = first.get("github").expect("github");
+    assert_eq!(
+        header_of(github, "Authorization").as_deref(),
+        Some("Bearer work-token")
+    );
+    let personal = first
+        .get("github-cursor")
+        .unwrap_or_else(|| panic!("the second account is served: {:#?}", first.servers));
+    assert_eq!(
+        header_of(personal, "Authorization").as_deref(),
+        Some("Bearer personal-token")
+    );
+    // Claude Desktop's `github` is a third server of that name.
+    assert_eq!(
+        command_of(first.get("github-claude-desktop").expect("desktop's")),
+        "never-used"
+    );
+    // Cursor's db (ranked above Gemini's and Claude Desktop's) keeps the
+    // name; Gemini's is the same server (one), Claude Desktop's another.
+    assert_eq!(env_of(first.get("db").unwrap())["DB_ACCOUNT"], "staging");
+    assert_eq!(
+        env_of(first.get("db-claude-desktop").expect("production"))["DB_ACCOUNT"],
+        "production"
+    );
+    assert!(first.get("db-gemini").is_none(), "{:#?}", first.servers);
+    assert!(
+        first
+            .skipped
+            .iter()
+            .any(|s| s.server.origin.dialect == Dialect::Gemini && s.kept.as_deref() == Some("db"))
+    );
+    assert!(first.diagnostics.iter().any(|d| {
+        d.server.as_deref() == Some("github-cursor")
+            && d.message.contains("served as `github-cursor`")
+    }));
+    // Stable: the same names again.
+    let names = |l: &switchboard_hub::config::LoadedConfig| -> Vec<String> {
+        l.servers.iter().map(|s| s.name.clone()).collect()
+    };
+    assert_eq!(
+        names(&first),
+        names(&load(&w.locations(), &LoadOptions::new()))
+    );
+
+    // The user's own file chose the name: another client's entry of it
+    // is the one it replaces, shadowed.
+    w.home.write(
+        ".config/switchboard/config.toml",
+        &format!(
+            "[servers.github]\nurl = \"{url}\"\nheaders = {{ Authorization = \"Bearer mine\" }}\n"
+        ),
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    assert_eq!(
+        header_of(loaded.get("github").unwrap(), "Authorization").as_deref(),
+        Some("Bearer mine")
+    );
+    assert!(loaded.get("github-cursor").is_none());
+    assert!(loaded.get("github-claude-code").is_none());
+}
+
+/// Three clients' copies of one server: VS Code's asks a `${input:…}`,
+/// Claude Desktop's and Cursor's have the token. The one that starts
+/// unattended is kept; VS Code's is shadowed (not served beside it).
+#[test]
+fn a_copy_that_starts_unattended_is_preferred_over_one_that_asks_an_input() {
+    let w = World::new("inputs");
+    w.home.write(
+        ".config/Code/User/mcp.json",
+        r#"{
+  // VS Code asks for the token on first start.
+  "inputs": [{"type": "promptString", "id": "gh-token", "description": "GitHub token", "password": true}],
+  "servers": {
+    "github": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+               "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${input:gh-token}"}}
+  }
+}"#,
+    );
+    let runnable = serde_json::json!({"mcpServers": {"github": {
+        "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_literal"}}}})
+    .to_string();
+    w.home
+        .write(".config/Claude/claude_desktop_config.json", &runnable);
+    w.home.write(".cursor/mcp.json", &runnable);
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    assert!(!loaded.has_errors(), "{:#?}", loaded.diagnostics);
+    let github = loaded.get("github").unwrap();
+    assert_eq!(
+        env_of(github)["GITHUB_PERSONAL_ACCESS_TOKEN"],
+        "ghp_literal",
+        "{:#?}",
+        loaded.servers
+    );
+    assert_eq!(github.origin.dialect, Dialect::Cursor);
+    assert_eq!(loaded.servers.len(), 1, "{:#?}", loaded.servers);
+    let vscode = loaded
+        .skipped
+        .iter()
+        .find(|s| s.server.origin.dialect == Dialect::VsCode)
+        .unwrap();
+    assert_eq!(vscode.reason, SkipReason::Shadowed);
+    assert!(loaded.diagnostics.iter().any(|d| {
+        d.file.as_deref() == Some(vscode.server.origin.file.as_path())
+            && d.message.contains("without asking")
+    }));
+
+    // Unless switchboard's own file has the copy that asks.
+    w.home.write(
+        ".config/switchboard/config.toml",
+        "[servers.github]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-github\"]\nenv = { GITHUB_PERSONAL_ACCESS_TOKEN = \"${input:gh-token}\" }\n",
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new());
+    let github = loaded.get("github").unwrap();
+    assert_eq!(github.origin.dialect, Dialect::Switchboard);
+}
+
+/// `--config FILE` is read first and keeps its names: an entry of it is
+/// never the skipped duplicate of another file's, nor shadowed by a
+/// copy that starts without an input.
+#[test]
+fn the_config_file_keeps_its_entries_against_duplicates_elsewhere() {
+    let w = World::new("explicit-dups");
+    w.home.write(
+        ".config/switchboard/config.toml",
+        "[servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/srv\"]\n",
+    );
+    w.home.write(
+        ".config/Claude/claude_desktop_config.json",
+        r#"{"mcpServers": {"notes": {"command": "notes-mcp", "env": {"KEY": "literal"}}}}"#,
+    );
+    let explicit = w.home.write(
+        "team/mcp.json",
+        r#"{"mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]},
+            "notes": {"command": "notes-mcp", "env": {"KEY": "${input:key}"}}
+        }}"#,
+    );
+    let loaded = load(&w.locations(), &LoadOptions::new().with_config(&explicit));
+    let files = loaded
+        .get("files")
+        .unwrap_or_else(|| panic!("--config's entry is kept: {:#?}", loaded.skipped));
+    assert_eq!(files.origin.scope, Scope::Explicit);
+    let fs = loaded
+        .skipped
+        .iter()
+        .find(|s| s.server.name == "fs")
+        .expect("the user file's copy is the duplicate");
+    assert_eq!(fs.reason, SkipReason::Duplicate);
+    assert_eq!(fs.kept.as_deref(), Some("files"));
+    assert_eq!(loaded.get("notes").unwrap().origin.scope, Scope::Explicit);
+}
+
+/// A name the user types is never refused as a duplicate: it is the same
+/// server, taken back under that name.
+#[test]
+fn a_typed_name_of_a_duplicate_is_that_server() {
+    let w = World::new("typed-dup");
+    w.home.write(
+        ".config/switchboard/config.toml",
+        "[servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"server-filesystem\"]\n",
+    );
+    w.home.write(
+        ".config/Claude/claude_desktop_config.json",
+        r#"{"mcpServers": {"filesystem": {"command": "npx", "args": ["-y", "server-filesystem"]}}}"#,
+    );
+    let mut loaded = load(&w.locations(), &LoadOptions::new());
+    assert!(loaded.get("filesystem").is_none(), "a duplicate of fs");
+    let named = loaded.named("filesystem").expect("the typed name");
+    assert_eq!(named.identity(), loaded.get("fs").unwrap().identity());
+    assert!(loaded.get("filesystem").is_some());
+    assert!(!loaded.skipped.iter().any(|s| s.server.name == "filesystem"));
+    assert!(loaded.named("nothing-of-that-name").is_none());
+}

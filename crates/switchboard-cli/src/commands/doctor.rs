@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use switchboard_hub::config::{Diagnostic, LoadedConfig, Severity};
+use switchboard_hub::config::{Diagnostic, LoadedConfig, Severity, SkipReason};
 use switchboard_hub::{ServerConfig, TransportConfig};
 
 use super::Run;
@@ -132,6 +132,21 @@ pub(crate) async fn doctor(
         .map(Finding::from_diagnostic)
         .collect();
     findings.extend(servers(context, &loaded));
+    // A host's entry for the gateway is how the gateway is used: said, not
+    // a problem.
+    findings.extend(
+        loaded
+            .skipped
+            .iter()
+            .filter(|s| s.reason == SkipReason::Gateway)
+            .map(|s| {
+                Finding::for_server(
+                    Severity::Info,
+                    &s.server,
+                    crate::configure::skip_reason(&s.reason, None, None),
+                )
+            }),
+    );
     let bad = findings
         .iter()
         .filter(|f| f.severity != Severity::Info)

@@ -201,7 +201,7 @@ fn check_one(
     loaded: &mut LoadedConfig,
     json: bool,
 ) -> Result<One, Failure> {
-    let Some(config) = loaded.get(server) else {
+    let Some(config) = loaded.named(server) else {
         return Err(not_configured(server, loaded));
     };
     if !config.enabled {

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use switchboard::transport::TransportError;
 use switchboard::types::Implementation;
-use switchboard_hub::config::{LoadedConfig, OAuthSettings};
+use switchboard_hub::config::{LoadedConfig, OAuthSettings, SkipReason};
 use switchboard_hub::hub::{Authenticator, BackendAsks, Prefix};
 use switchboard_hub::{Hub, HubServer, ServerConfig, ServerState, TransportConfig};
 
 use super::{DEFAULT_STARTUP, builder, hub_failure, prepare_asking};
-use crate::configure::Context;
+use crate::configure::{Context, skip_reason};
 use crate::lifecycle::Servers;
 use crate::{failure::Failure, failure::exit, login};
 
@@ -139,20 +139,23 @@ fn served_config(
     } else {
         LoadedConfig::default()
     };
-    fronted.apply(&mut loaded)?;
     // An MCP host's file that lists the gateway (`claude mcp add
-    // switchboard -- switchboard serve`) is read here too: never start
-    // ourselves.
-    loaded.servers.retain(|server| {
-        let itself = is_this_gateway(server);
-        if itself && say {
+    // switchboard -- switchboard serve`) is read here too: the loader
+    // leaves it out (`SkipReason::Gateway`), said once.
+    if say {
+        for skipped in loaded
+            .skipped
+            .iter()
+            .filter(|s| s.reason == SkipReason::Gateway)
+        {
             eprintln!(
-                "warning: server `{}` is not started: it is this gateway itself",
-                crate::term::sanitize::line(&server.name)
+                "warning: server `{}` is not started: {}",
+                crate::term::sanitize::line(&skipped.server.name),
+                skip_reason(&skipped.reason, None, None)
             );
         }
-        !itself
-    });
+    }
+    fronted.apply(&mut loaded)?;
     // A project server changed since its approval (or whose approval was
     // revoked) is left out: stopped, never restarted with the new values.
     for server in loaded.needs_approval().filter(|s| s.enabled) {
@@ -456,31 +459,6 @@ async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
             ),
         }
     }
-}
-
-/// Whether `server` runs this very program's `serve`.
-fn is_this_gateway(server: &ServerConfig) -> bool {
-    let TransportConfig::Stdio { command, args, .. } = &server.transport else {
-        return false;
-    };
-    if args.first().map(String::as_str) != Some("serve") {
-        return false;
-    }
-    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
-        return false;
-    };
-    let found = if command.contains('/') {
-        Some(PathBuf::from(command))
-    } else {
-        std::env::var_os("PATH").and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join(command))
-                .find(|candidate| candidate.is_file())
-        })
-    };
-    found
-        .and_then(|path| std::fs::canonicalize(path).ok())
-        .is_some_and(|path| path == me)
 }
 
 /// The pid of a `switchboard serve` (this same program) among this

@@ -90,12 +90,21 @@ impl Sandbox {
     /// [`TOKEN`] (unless `extra` says otherwise); its URL (read from the
     /// line it prints on stderr) and the process, which the caller kills
     /// and waits for.
-    #[allow(clippy::zombie_processes)] // returned: the caller waits
     pub(crate) fn http_gateway(&self, extra: &[&str]) -> (String, std::process::Child) {
+        self.http_gateway_on("127.0.0.1:0", extra)
+    }
+
+    /// [`Sandbox::http_gateway`] listening on `addr`.
+    #[allow(clippy::zombie_processes)] // returned: the caller waits
+    pub(crate) fn http_gateway_on(
+        &self,
+        addr: &str,
+        extra: &[&str],
+    ) -> (String, std::process::Child) {
         use std::io::BufRead as _;
         let mut child = self
             .host(BIN)
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(["serve", "--http", addr])
             .args(extra)
             .env("SWITCHBOARD_TOKEN", TOKEN)
             .env("XDG_RUNTIME_DIR", self.runtime())

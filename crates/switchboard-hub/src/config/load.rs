@@ -11,22 +11,39 @@
 //!    scope, switchboard's own file beats an imported one (another
 //!    client's), imports rank Claude Code, VS Code, Cursor, Gemini CLI,
 //!    Codex, goose, Claude Desktop, and among `.mcp.json` files the one
-//!    nearer the working directory wins. The loser is reported (info) as
-//!    shadowed. But a project entry not approved yet never displaces a
-//!    server the user can start: it waits (`SkipReason::AwaitsApproval`,
-//!    a warning naming `switchboard approve NAME`), and the user's server
-//!    runs until it is approved.
+//!    nearer the working directory wins. Two exceptions: an entry that
+//!    starts unattended beats one that must ask a VS Code `${input:…}`
+//!    (another client's working copy of the same server), unless the one
+//!    that asks is in switchboard's own file or `--config`; and a project
+//!    entry not approved yet never displaces a server the user can start:
+//!    it waits (`SkipReason::AwaitsApproval`, a warning naming
+//!    `switchboard approve NAME`), and the user's server runs until it is
+//!    approved. A loser is reported (info) as shadowed — except another
+//!    client's entry for another server (a different identity, see 3: two
+//!    accounts under one name), which stays, renamed `NAME-CLIENT`
+//!    (`github-cursor`, after [`Dialect::id`]; the same name on every run).
+//!    The user's own choice stands: a name switchboard's file or
+//!    `--config` gives, or one client's own scopes overriding each other,
+//!    shadow as above; an entry that asks an input, or waits for approval,
+//!    is not renamed either.
 //! 3. Two servers of different names with the same **identity**
 //!    ([`ServerConfig::identity`]: the command array, working directory,
 //!    env names and values, or the URL and headers, the transport, headers
 //!    helper and OAuth block) are one server configured twice: one from
 //!    the user's own files beats one from a project file (a project entry
-//!    never displaces the user's server), then one configured by hand in a
-//!    switchboard file beats an imported one; otherwise the higher
-//!    precedence wins. The other is reported as a skipped duplicate. Two
-//!    entries that differ in anything (two accounts by env) both stay.
+//!    never displaces the user's server), then one from `--config`, then
+//!    one configured by hand in a switchboard file beats an imported one;
+//!    otherwise the higher precedence wins. The other is reported as a
+//!    skipped duplicate; a name the user types is still that server
+//!    ([`LoadedConfig::named`]). Two entries that differ in anything (two
+//!    accounts by env or headers) both stay.
 //! 4. Policies (every allow and deny list read, deny wins) block servers;
 //!    blocked servers are reported with the rule and file that block them.
+//!
+//! Before all this, an entry that runs switchboard's own gateway
+//! (`switchboard serve`, as `claude mcp add switchboard -- switchboard
+//! serve` writes it) is skipped ([`SkipReason::Gateway`]): a hub that
+//! started it would start every server twice.
 //!
 //! A file that cannot be read or parsed is an error diagnostic with its
 //! line and column; everything else still loads.
@@ -105,6 +122,9 @@ pub enum SkipReason {
     /// user's own files, not approved yet: the user's runs until it is
     /// (`kept` names it; [`LoadedConfig::awaiting_approval`] lists these).
     AwaitsApproval,
+    /// switchboard's own gateway (`switchboard serve`), as a host's file
+    /// lists it: a hub that started it would start every server twice.
+    Gateway,
 }
 
 /// A configured server that does not run, and why.
@@ -148,6 +168,27 @@ impl LoadedConfig {
     /// The winning server called `name`.
     pub fn get(&self, name: &str) -> Option<&ServerConfig> {
         self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// The server a name the user typed means: the winner of that name,
+    /// else an entry skipped as a [duplicate](SkipReason::Duplicate) of a
+    /// server that runs. A typed name is never refused as a duplicate: that
+    /// entry is the same server, so it is taken back among
+    /// [`servers`](Self::servers) under its own name (still subject to the
+    /// policy) and returned.
+    pub fn named(&mut self, name: &str) -> Option<&ServerConfig> {
+        if self.get(name).is_none() {
+            let at = self.skipped.iter().position(|s| {
+                s.server.name == name
+                    && s.reason == SkipReason::Duplicate
+                    && s.kept.as_deref().is_some_and(|k| self.get(k).is_some())
+                    && self.policy.check(&s.server).is_ok()
+            })?;
+            let server = self.skipped.remove(at).server;
+            let at = self.servers.partition_point(|s| s.name < server.name);
+            self.servers.insert(at, server);
+        }
+        self.get(name)
     }
 
     /// Whether any file or entry could not be read.
@@ -316,9 +357,36 @@ pub fn load(locations: &Locations, options: &LoadOptions) -> LoadedConfig {
         }
     }
 
+    skip_gateways(&mut loaded, locations, &mut found);
     resolve(&mut loaded, found);
     one_unprefixed(&mut loaded);
     loaded
+}
+
+/// Leaves out the entries that run switchboard's own gateway (a host's
+/// file after `claude mcp add switchboard -- switchboard serve`), before
+/// names are settled: the gateway never shadows a server, nor is shadowed.
+fn skip_gateways(
+    loaded: &mut LoadedConfig,
+    locations: &Locations,
+    found: &mut Vec<(usize, ServerConfig)>,
+) {
+    let (gateways, servers): (Vec<_>, Vec<_>) = std::mem::take(found)
+        .into_iter()
+        .partition(|(_, s)| super::itself::runs_gateway(s, locations));
+    *found = servers;
+    for (_, server) in gateways {
+        loaded.diagnostics.push(
+            Diagnostic::info(super::itself::WHY)
+                .in_file(&server.origin.file)
+                .server(&server.name),
+        );
+        loaded.skipped.push(Skipped {
+            server,
+            reason: SkipReason::Gateway,
+            kept: None,
+        });
+    }
 }
 
 /// At most one server keeps its own names whatever the others have
@@ -382,6 +450,7 @@ pub fn load_file(
         &mut found,
     );
     loaded.inputs = said.inputs.into_iter().map(|(_, _, i)| i).collect();
+    skip_gateways(&mut loaded, locations, &mut found);
     resolve(&mut loaded, found);
     loaded
 }
@@ -557,14 +626,41 @@ fn rank(file_index: usize, s: &ServerConfig) -> (Scope, u8, std::cmp::Reverse<us
     (s.origin.scope, dialect, std::cmp::Reverse(file_index))
 }
 
+/// Whether the entry names a VS Code `${input:ID}`: it cannot start
+/// without asking the user.
+fn needs_input(s: &ServerConfig) -> bool {
+    super::trust::approval_fields(s)
+        .values()
+        .any(|v| v.contains("${input:"))
+}
+
+/// Whether the user chose this entry's name for switchboard: written in
+/// switchboard's own file or in the file given with `--config`.
+fn chosen(s: &ServerConfig) -> bool {
+    s.origin.dialect == Dialect::Switchboard || s.origin.scope == Scope::Explicit
+}
+
 fn resolve(loaded: &mut LoadedConfig, mut found: Vec<(usize, ServerConfig)>) {
     // Names: the first of each name wins, except that a project entry not
     // approved yet never displaces the user's own server of that name: it
     // waits (a cloned repository can neither stop nor replace a server the
     // user configured; once approved, the project's wins by its scope).
-    found.sort_by_key(|(i, s)| (!s.trust.allows_start(), rank(*i, s)));
+    // `--config` comes first whatever; then an entry that can start
+    // unattended before one that must ask a `${input:…}` (another client's
+    // copy of the same server that works), unless the user's own file has
+    // it.
+    let configured: std::collections::BTreeSet<String> =
+        found.iter().map(|(_, s)| s.name.clone()).collect();
+    found.sort_by_key(|(i, s)| {
+        (
+            !s.trust.allows_start(),
+            s.origin.scope != Scope::Explicit,
+            needs_input(s) && !chosen(s),
+            rank(*i, s),
+        )
+    });
     let mut winners: Vec<(usize, ServerConfig)> = Vec::new();
-    for (i, s) in found {
+    for (i, mut s) in found {
         if let Some((kept_at, kept)) = winners.iter().find(|(_, w)| w.name == s.name) {
             if !s.trust.allows_start() && rank(i, &s) < rank(*kept_at, kept) {
                 loaded.diagnostics.push(
@@ -585,12 +681,45 @@ fn resolve(loaded: &mut LoadedConfig, mut found: Vec<(usize, ServerConfig)>) {
                 });
                 continue;
             }
+            // Another client's entry of that name for another server (two
+            // accounts: other env or headers) stays reachable under a name
+            // of its own, `NAME-CLIENT`, stable from run to run. Not when
+            // the user's own file chose the name (an import it replaces),
+            // nor within one client (its own scopes override), nor for an
+            // entry that could not start unattended anyway.
+            let own = format!("{}-{}", s.name, s.origin.dialect.id());
+            if !chosen(kept)
+                && kept.origin.dialect != s.origin.dialect
+                && kept.identity() != s.identity()
+                && s.trust == Trust::Trusted
+                && !needs_input(&s)
+                && !configured.contains(&own)
+                && !winners.iter().any(|(_, w)| w.name == own)
+            {
+                loaded.diagnostics.push(
+                    Diagnostic::info(format!(
+                        "this entry of `{}` is served as `{own}`: `{}` in {} is another server (other env, headers or command)",
+                        s.name,
+                        kept.name,
+                        kept.origin.file.display(),
+                    ))
+                    .in_file(&s.origin.file)
+                    .server(&own),
+                );
+                s.name = own;
+                winners.push((i, s));
+                continue;
+            }
+            let why = if needs_input(&s) && !needs_input(kept) && !chosen(&s) {
+                "it can start without asking for a ${input:…}".to_owned()
+            } else {
+                format!("{:?} scope wins", kept.origin.scope)
+            };
             loaded.diagnostics.push(
                 Diagnostic::info(format!(
-                    "shadowed by `{}` in {} ({:?} scope wins)",
+                    "shadowed by `{}` in {} ({why})",
                     kept.name,
                     kept.origin.file.display(),
-                    kept.origin.scope
                 ))
                 .in_file(&s.origin.file)
                 .server(&s.name),
@@ -608,9 +737,12 @@ fn resolve(loaded: &mut LoadedConfig, mut found: Vec<(usize, ServerConfig)>) {
     // Identities: the user's own files first (a project's entry never
     // displaces the user's server, nor escapes the user's rules for it
     // under a new name), then hand-made (switchboard), then precedence.
+    // `--config FILE` is the user's choice for this run: its entries keep
+    // their names.
     winners.sort_by_key(|(i, s)| {
         (
             s.trust != Trust::Trusted,
+            s.origin.scope != Scope::Explicit,
             s.origin.dialect != Dialect::Switchboard,
             rank(*i, s),
         )

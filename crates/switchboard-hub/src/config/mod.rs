@@ -38,6 +38,7 @@ mod diag;
 pub mod dialect;
 pub mod edit;
 pub mod expand;
+pub(crate) mod itself;
 pub mod load;
 pub mod locations;
 mod model;

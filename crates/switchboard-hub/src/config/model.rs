@@ -479,6 +479,24 @@ pub enum Dialect {
     Goose,
 }
 
+impl Dialect {
+    /// The client's short name, as `import --from` says it
+    /// (`claude-code`, `vscode`, …): what a server's name is suffixed with
+    /// when two clients configure different servers under one name.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Switchboard => "switchboard",
+            Self::ClaudeCode => "claude-code",
+            Self::ClaudeDesktop => "claude-desktop",
+            Self::VsCode => "vscode",
+            Self::Cursor => "cursor",
+            Self::Codex => "codex",
+            Self::Gemini => "gemini",
+            Self::Goose => "goose",
+        }
+    }
+}
+
 /// Precedence, highest first: an explicit `--config` file, then local,
 /// project, user; an imported file (another client's) ranks below a
 /// switchboard file of the same scope. A managed (admin) file is exclusive.

@@ -137,6 +137,10 @@ impl std::fmt::Debug for HubServer {
 impl HubServer {
     /// Serves `hub` as the server `info` names.
     pub fn new(hub: Hub, info: Implementation) -> Self {
+        // Before anything starts: a server that is this gateway's own URL
+        // is never connected to.
+        #[cfg(feature = "http-server")]
+        hub.mark_served();
         Self {
             hub,
             info,

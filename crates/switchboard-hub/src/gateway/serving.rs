@@ -51,7 +51,11 @@ impl HubServer {
         options: HttpServeOptions,
     ) -> std::io::Result<HttpGateway> {
         let measured = self.clone();
-        let options = options.metrics(Metrics::new(move || measured.metrics_text()));
+        let mut options = options.metrics(Metrics::new(move || measured.metrics_text()));
+        // What tells the hub its own URL among its servers.
+        options
+            .instance
+            .get_or_insert_with(|| self.hub.instance_id().to_owned());
         let server = serve_http(Arc::new(self), listener, options)?;
         Ok(HttpGateway { server })
     }

@@ -53,6 +53,8 @@ mod changes;
 mod error;
 mod features;
 mod headers_helper;
+#[cfg(feature = "http-server")]
+mod itself;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;
@@ -472,6 +474,10 @@ impl HubBuilder {
                 source: self.source,
             },
             tasks: TaskTracker::new(),
+            #[cfg(feature = "http-server")]
+            instance: itself::new_instance(),
+            #[cfg(feature = "http-server")]
+            served: AtomicBool::new(false),
             writer_started: AtomicBool::new(false),
             started: AtomicBool::new(false),
             login: self.login,
@@ -524,6 +530,14 @@ pub(crate) struct Shared {
     /// and the closing of lost connections (so a reconnection need not
     /// wait for it).
     tasks: TaskTracker,
+    /// This hub's id, random: what a gateway serving it over HTTP answers
+    /// on `/healthz` ([`Hub::instance_id`]).
+    #[cfg(feature = "http-server")]
+    instance: String,
+    /// A gateway serves this hub: before connecting to a loopback URL,
+    /// the hub asks whether it is that gateway ([`itself`]).
+    #[cfg(feature = "http-server")]
+    served: AtomicBool,
     writer_started: AtomicBool,
     /// [`Hub::start`] ran: servers added later start at once.
     started: AtomicBool,
@@ -541,6 +555,23 @@ impl Hub {
             .iter()
             .map(|slot| slot.config.name.clone())
             .collect()
+    }
+
+    /// This hub's instance id, random per hub and no secret: what a
+    /// gateway serving it over HTTP answers on `GET /healthz` (in the
+    /// `switchboard-instance` header), so that the hub, served, recognises
+    /// itself among its servers (a host's file listing the gateway's URL)
+    /// and does not connect to itself.
+    #[cfg(feature = "http-server")]
+    pub fn instance_id(&self) -> &str {
+        &self.inner.shared.instance
+    }
+
+    /// A gateway serves this hub: from now on a loopback URL answering
+    /// this hub's instance id on `/healthz` is not connected to.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn mark_served(&self) {
+        self.inner.shared.served.store(true, Ordering::Release);
     }
 }
 

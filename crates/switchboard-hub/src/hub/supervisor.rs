@@ -370,6 +370,12 @@ async fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, F
             Ok(Arc::new(stdio))
         }
         TransportConfig::Http { url, headers, kind } => {
+            #[cfg(feature = "http-server")]
+            if shared.served.load(Ordering::Acquire)
+                && super::itself::is_itself(url, &shared.instance).await
+            {
+                return Err(Failure::message(super::itself::ITSELF));
+            }
             // The state file's verdict stands in for detection, as one
             // this process made would; a wrong one is detected afresh.
             let known = {

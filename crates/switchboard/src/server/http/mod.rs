@@ -49,7 +49,8 @@
 //!   time (see `conn`); a host that leaves its event stream full for
 //!   [`HttpServeOptions::stream_stall`] is cut off from it. A session's
 //!   request id already in flight is refused at once. `GET /healthz`
-//!   answers `ok` (Host checked, no token); `GET /metrics` answers
+//!   answers `ok` (Host checked, no token), with the
+//!   [`HttpServeOptions::instance`] id in its [`INSTANCE_HEADER`] when set; `GET /metrics` answers
 //!   [`HttpServeOptions::metrics`] when set, behind every check.
 //!
 //! One file per concern: `guard` (the checks every request passes before
@@ -155,7 +156,17 @@ pub struct HttpServeOptions {
     /// answer at the end), so a connection lost while it runs loses
     /// nothing; a quicker answer is plain JSON. Default 50 ms.
     pub stream_after: Duration,
+    /// An id `GET /healthz` answers in its [`INSTANCE_HEADER`] header:
+    /// what tells a client that this endpoint is a given server instance
+    /// (switchboard's gateway recognises itself by it in a host's config).
+    /// Random per process and no secret: `/healthz` needs no token.
+    /// Default none.
+    pub instance: Option<String>,
 }
+
+/// The header of `GET /healthz`'s answer holding
+/// [`HttpServeOptions::instance`].
+pub const INSTANCE_HEADER: &str = "switchboard-instance";
 
 /// Renders the metrics text on each `GET /metrics`.
 #[derive(Clone)]
@@ -197,6 +208,7 @@ impl Default for HttpServeOptions {
             stream_stall: Duration::from_secs(30),
             resume_window: Some(Duration::from_secs(60)),
             stream_after: Duration::from_millis(50),
+            instance: None,
         }
     }
 }
@@ -211,6 +223,12 @@ impl HttpServeOptions {
     /// Sets [`HttpServeOptions::metrics`].
     pub fn metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Sets [`HttpServeOptions::instance`].
+    pub fn instance(mut self, id: impl Into<String>) -> Self {
+        self.instance = Some(id.into());
         self
     }
 

@@ -29,8 +29,7 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     let path = request.uri().path();
     let get = request.method() == Method::GET;
     if path == "/healthz" && get {
-        return guard::host(options, request.headers())
-            .unwrap_or_else(|| reply(StatusCode::OK, "ok\n"));
+        return guard::host(options, request.headers()).unwrap_or_else(|| healthz(options));
     }
     let metrics = options
         .metrics
@@ -67,6 +66,22 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
         },
         _ => not_allowed(),
     }
+}
+
+/// `GET /healthz`: `ok`, and the instance id when there is one.
+fn healthz(options: &super::HttpServeOptions) -> Response<ResponseBody> {
+    let mut ok = reply(StatusCode::OK, "ok\n");
+    if let Some(id) = options
+        .instance
+        .as_deref()
+        .and_then(|id| hyper::header::HeaderValue::from_str(id).ok())
+    {
+        ok.headers_mut().insert(
+            hyper::header::HeaderName::from_static(super::INSTANCE_HEADER),
+            id,
+        );
+    }
+    ok
 }
 
 /// `GET /metrics`: the page the handler renders.
