@@ -2,7 +2,7 @@
 //! changes — arrives in order on one event stream.
 //!
 //! ```sh
-//! cargo run -p switchboard --example events -- npx -y @modelcontextprotocol/server-everything
+//! cargo run -p switchboard-mcp --example events -- npx -y @modelcontextprotocol/server-everything
 //! ```
 //!
 //! It calls the everything server's `trigger-long-running-operation` (progress every

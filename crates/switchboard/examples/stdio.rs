@@ -1,8 +1,8 @@
 //! Connect to any MCP server over stdio, list its tools and call one.
 //!
 //! ```sh
-//! cargo run -p switchboard --example stdio -- npx -y @modelcontextprotocol/server-everything
-//! cargo run -p switchboard --example stdio -- my-server --flag   # any command line
+//! cargo run -p switchboard-mcp --example stdio -- npx -y @modelcontextprotocol/server-everything
+//! cargo run -p switchboard-mcp --example stdio -- my-server --flag   # any command line
 //! ```
 //!
 //! With the `everything` server it also calls `echo`; any other server's
