@@ -69,3 +69,59 @@ fn the_shell_completes_asks_for_arguments_and_shows_progress() {
     assert_eq!(code, 0, "{seen}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Waits (polling a file the server writes, with a deadline) until it
+/// holds `what`.
+fn wait_for(file: &std::path::Path, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(file).is_ok_and(|text| text.contains(what)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never held {what:?}",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_running_call_and_the_prompt_comes_back() {
+    let root = std::env::temp_dir().join(format!("switchboard-shell-c-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let home: PathBuf = root.join("home");
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let record = root.join("record.jsonl");
+    let config = home.join(".config/switchboard/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.t]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--record\", {:?}]\n",
+            record.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut terminal = Terminal::start(
+        &["shell", "t"],
+        &work,
+        &home,
+        &[("SWITCHBOARD_NO_SESSION", "1")],
+    );
+    terminal.expect("switchboard> ");
+    terminal.send("call t__slow ms=60000\r");
+    // The call reached the server; then Ctrl-C.
+    wait_for(&record, "\"tools/call\"");
+    terminal.send("\x03");
+    terminal.expect("cancelled");
+    terminal.expect_times("switchboard> ", 2);
+    // The server was told.
+    wait_for(&record, "notifications/cancelled");
+    // The shell goes on: another call answers.
+    terminal.send("call t__echo text=after\r");
+    terminal.expect("(ok, ");
+    terminal.send("exit\r");
+    let (code, seen) = terminal.finish();
+    assert_eq!(code, 0, "{seen}");
+    let _ = std::fs::remove_dir_all(&root);
+}

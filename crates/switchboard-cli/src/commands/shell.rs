@@ -13,7 +13,7 @@ use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
-use rustyline::history::DefaultHistory;
+use rustyline::history::{DefaultHistory, History as _};
 use rustyline::validate::Validator;
 use rustyline::{Editor, Helper};
 use serde_json::{Map, Value};
@@ -150,14 +150,13 @@ pub(crate) async fn run(
     mut interrupts: tokio::sync::mpsc::UnboundedReceiver<()>,
 ) -> Result<u8, Failure> {
     let names = Arc::new(Mutex::new(Names::default()));
-    let mut editor: Editor<ShellHelper, DefaultHistory> = Editor::new()
-        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot start the line editor: {e}")))?;
-    editor.set_helper(Some(ShellHelper {
-        names: names.clone(),
-    }));
-    let history = history_file();
-    if let Some(file) = &history {
-        let _ = editor.load_history(file);
+    // The editor lives only while a line is typed: rustyline sets its own
+    // SIGINT handler for as long as an editor exists, and Ctrl-C while a
+    // command runs must reach ours (`interrupts`), to cancel it.
+    let mut history = DefaultHistory::new();
+    let history_file = history_file();
+    if let Some(file) = &history_file {
+        let _ = history.load(file);
     }
     // What the servers say: printed at once while a command runs; while a
     // line is being typed, held and printed before the next prompt (a line
@@ -213,14 +212,26 @@ pub(crate) async fn run(
             }
             reading.store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        let helper = ShellHelper {
+            names: names.clone(),
+        };
         let (back, line) = tokio::task::spawn_blocking(move || {
+            let mut editor: Editor<ShellHelper, DefaultHistory> =
+                match Editor::with_history(rustyline::Config::default(), history) {
+                    Ok(editor) => editor,
+                    Err(error) => return (DefaultHistory::new(), Err(error)),
+                };
+            editor.set_helper(Some(helper));
             let line = editor.readline("switchboard> ");
-            (editor, line)
+            (
+                std::mem::replace(editor.history_mut(), DefaultHistory::new()),
+                line,
+            )
         })
         .await
         .map_err(|e| Failure::usage(anyhow::anyhow!("the line editor failed: {e}")))?;
         reading.store(false, std::sync::atomic::Ordering::SeqCst);
-        editor = back;
+        history = back;
         let line = match line {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => continue,
@@ -234,7 +245,7 @@ pub(crate) async fn run(
         if line.is_empty() {
             continue;
         }
-        let _ = editor.add_history_entry(line);
+        let _ = history.add(line);
         let (command, rest) = line.split_once(' ').unwrap_or((line, ""));
         let rest = rest.trim();
         match command {
@@ -308,8 +319,8 @@ pub(crate) async fn run(
             }
         }
     }
-    if let Some(file) = &history {
-        let _ = editor.save_history(file);
+    if let Some(file) = &history_file {
+        let _ = history.save(file);
     }
     printing.abort();
     Ok(0)
