@@ -88,8 +88,8 @@ pub(crate) async fn run(json_output: bool, servers: &Servers) -> Result<u8, Fail
         let (tools, t) = step(&mut steps, "tools/list", client.list_tools()).await?;
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
         say(format!(
-            "  {} tools in {}: {}",
-            tools.len(),
+            "  {} in {}: {}",
+            crate::term::output::count(tools.len(), "tool"),
             millis(t),
             names.join(", ")
         ));

@@ -511,7 +511,7 @@ async fn open_checked(
             opened.asked += 1;
             opened.failed += 1;
             eprintln!(
-                "warning: server `{}` is {}; its {noun} are not listed",
+                "warning: server `{}` is not ready ({}); its {noun} are not listed",
                 crate::term::sanitize::line(&status.name),
                 crate::term::sanitize::line(&status.state.to_string())
             );

@@ -117,7 +117,7 @@ fn an_unset_variable_and_a_missing_command_are_reported_where_they_are_written()
         )),
         "{text}"
     );
-    assert!(text.contains("2 problem(s) found"), "{text}");
+    assert!(text.contains("2 problems found"), "{text}");
     // The same as JSON, for tools.
     let output = sandbox.doctor(&["--json"]);
     assert_eq!(output.status.code(), Some(1));

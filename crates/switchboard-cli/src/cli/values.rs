@@ -18,10 +18,25 @@ pub(crate) fn server_url(text: &str) -> Result<String, String> {
                 ))
             }
         }
-        _ => Err(format!(
-            "`{text}` has no scheme: did you mean https://{}?",
-            text.trim_start_matches(':').trim_start_matches('/')
-        )),
+        _ => {
+            let rest = text.trim_start_matches(':').trim_start_matches('/');
+            // A server on this machine is reached by plain http://.
+            let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let host = host
+                .rsplit_once(':')
+                .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+                .map_or(host, |(host, _)| host);
+            let loopback = host.eq_ignore_ascii_case("localhost")
+                || host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            let scheme = if loopback { "http" } else { "https" };
+            Err(format!(
+                "`{text}` has no scheme: did you mean {scheme}://{rest}?"
+            ))
+        }
     }
 }
 /// `add NAME URL`'s URL: as [`server_url`], but a word that is no host
@@ -78,4 +93,23 @@ pub(crate) fn seconds(flag: &str, value: f64) -> Result<Duration, Failure> {
         )));
     }
     Ok(Duration::from_secs_f64(value.min(YEAR)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_without_a_scheme_is_told_http_on_this_machine_and_https_elsewhere() {
+        for (typed, meant) in [
+            ("127.0.0.1:8765/mcp", "http://127.0.0.1:8765/mcp"),
+            ("localhost:3000/mcp", "http://localhost:3000/mcp"),
+            ("[::1]:9000/mcp", "http://[::1]:9000/mcp"),
+            ("mcp.example.com/mcp", "https://mcp.example.com/mcp"),
+            ("example.com:8443", "https://example.com:8443"),
+        ] {
+            let said = server_url(typed).unwrap_err();
+            assert!(said.contains(&format!("did you mean {meant}?")), "{said}");
+        }
+    }
 }

@@ -183,7 +183,7 @@ pub(crate) async fn doctor(
         if bad == 0 {
             println!("no problems found");
         } else {
-            println!("{bad} problem(s) found");
+            println!("{} found", crate::term::output::count(bad, "problem"));
         }
     }
     let mut code = if bad == 0 {

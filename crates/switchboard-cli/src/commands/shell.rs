@@ -196,8 +196,8 @@ pub(crate) async fn run(
         }
     });
     println!(
-        "switchboard shell: {} tools. `help` lists the commands; Tab completes.",
-        hub.tools().len()
+        "switchboard shell: {}. `help` lists the commands; Tab completes.",
+        output::count(hub.tools().len(), "tool")
     );
     loop {
         {

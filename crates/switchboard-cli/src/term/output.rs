@@ -291,7 +291,16 @@ pub(crate) fn print_tools<T: Serialize>(tools: &[T]) {
         ]);
     }
     println!("{table}");
-    println!("{} tools", tools.len());
+    println!("{}", count(tools.len(), "tool"));
+}
+
+/// `1 tool`, `2 tools`: a number with its noun (a plain `s` plural).
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Whether the items came from configured servers (each with a `server`
@@ -772,6 +781,14 @@ pub(crate) fn print_server_info(state: &str, source: &str, client: &Client) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn counts_say_one_in_the_singular() {
+        assert_eq!(count(1, "tool"), "1 tool");
+        assert_eq!(count(0, "tool"), "0 tools");
+        assert_eq!(count(33, "problem"), "33 problems");
+    }
+
     use super::*;
 
     #[test]
