@@ -28,9 +28,27 @@ pub(crate) fn tool_arguments(
 ) -> anyhow::Result<Map<String, Value>> {
     let mut arguments = match json {
         Some(text) => {
-            match serde_json::from_str::<Value>(text).context("--args-json is not valid JSON")? {
+            let trimmed = text.trim_start();
+            let value = match serde_json::from_str::<Value>(text) {
+                Ok(value) => value,
+                // A word, not JSON: most likely the server's command, typed
+                // without the `--` before it.
+                Err(_) if !trimmed.is_empty() && !trimmed.starts_with(['{', '[', '"']) => bail!(
+                    "the tool's arguments `{text}` are not JSON: give them as one JSON object \
+                     ('{{\"key\": \"value\"}}') or as --arg KEY=VALUE; if `{text}` starts the \
+                     server's command, put `--` before it (switchboard call TOOL -- {text} …)"
+                ),
+                Err(error) => {
+                    return Err(anyhow::Error::new(error)
+                        .context(format!("the tool's arguments `{text}` are not valid JSON")));
+                }
+            };
+            match value {
                 Value::Object(object) => object,
-                other => bail!("--args-json must be a JSON object, not {}", kind(&other)),
+                other => bail!(
+                    "the tool's arguments must be one JSON object, not {}",
+                    kind(&other)
+                ),
             }
         }
         None => Map::new(),
@@ -66,6 +84,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_server_command_given_as_arguments_is_told_its_dashes() {
+        let said = tool_arguments(Some("npx"), &[]).unwrap_err().to_string();
+        assert!(said.contains("put `--` before it"), "{said}");
+        assert!(!said.contains("--args-json"), "{said}");
+        let said = format!("{:#}", tool_arguments(Some("{\"a\": "), &[]).unwrap_err());
+        assert!(said.contains("are not valid JSON"), "{said}");
+        let said = tool_arguments(Some("[1]"), &[]).unwrap_err().to_string();
+        assert!(said.contains("one JSON object, not an array"), "{said}");
+    }
 
     #[test]
     fn coerces_like_the_inspector() {

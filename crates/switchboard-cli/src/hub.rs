@@ -288,7 +288,13 @@ pub(crate) async fn list(
             row["state"] = json!(status.state.name());
             row["reason"] = json!(reason);
             row["stderr"] = json!(stderr);
-            row["tools"] = json!(status.tools.len());
+            // A count only for a server that lists them now: none is
+            // known of one that failed (not 0).
+            row["tools"] = if status.state.is_ready() {
+                json!(status.tools.len())
+            } else {
+                Value::Null
+            };
             row["transport"] = json!(status.transport);
             row["era"] = json!(status.era.map(|e| e.to_string()));
             row["protocolVersion"] = json!(status.protocol_version);
@@ -355,14 +361,22 @@ pub(crate) async fn list(
             String::new()
         };
         let mut why = text("reason");
+        // The last line the server wrote on stderr, under its reason.
+        let last = row["stderr"]
+            .as_str()
+            .and_then(|s| s.lines().rev().find(|l| !l.trim().is_empty()))
+            .map(|last| format!("stderr: {}", crate::term::sanitize::line(last.trim())));
         let source = if view.wide {
-            if let Some(last) = row["stderr"].as_str().and_then(|s| s.lines().last()) {
-                why = format!("{why}\nstderr: {}", crate::term::sanitize::line(last));
+            if let Some(last) = last {
+                why = format!("{why}\n{last}");
             }
             format!("{} ({})", text("source"), text("scope"))
         } else {
             // The reason's gist: `get NAME` or --wide has the rest.
             why = output::short(&why, LIST_REASON);
+            if let Some(last) = last {
+                why = format!("{why}\n{}", output::short(&last, LIST_REASON));
+            }
             output::short_path(&text("source"))
         };
         table.add_row(vec![text("name"), state, tools, source, why]);

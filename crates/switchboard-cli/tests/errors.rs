@@ -165,6 +165,41 @@ fn tools_of_a_broken_server_exit_non_zero_with_its_reason() {
 }
 
 #[test]
+fn list_shows_a_failed_servers_last_stderr_line_and_no_tool_count() {
+    let sandbox = sandbox("list-stderr");
+    let output = sandbox.run(&["list"]);
+    assert!(
+        stdout(&output).contains("stderr: boom"),
+        "{}",
+        stdout(&output)
+    );
+    let output = sandbox.run(&["list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let servers = listed["servers"].as_array().expect("servers");
+    let broken = servers.iter().find(|s| s["name"] == "broken").unwrap();
+    assert!(broken["tools"].is_null(), "{broken}");
+    let t = servers.iter().find(|s| s["name"] == "t").unwrap();
+    assert!(t["tools"].as_u64().unwrap() > 0, "{t}");
+}
+
+#[test]
+fn a_server_command_given_as_a_calls_arguments_is_told_its_dashes() {
+    let sandbox = sandbox("call-dashes");
+    let output = sandbox.run(&["call", "echo", "npx"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("put `--` before it"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        !stderr(&output).contains("--args-json"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn tables_are_plain_aligned_text_when_piped() {
     let sandbox = sandbox("plain");
     for args in [&["tools", "--server", "t"][..], &["list"][..]] {

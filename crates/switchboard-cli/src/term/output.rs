@@ -583,7 +583,17 @@ pub(crate) fn print_call_result<T: Serialize>(result: &T, elapsed: Duration) {
     {
         println!("{}", describe_block(block));
     }
-    if let Some(structured) = result.get("structuredContent") {
+    // Printed unless a text block already says it (servers are told to
+    // send it as JSON text too, for older clients).
+    if let Some(structured) = result.get("structuredContent")
+        && !result
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .any(|text| serde_json::from_str::<Value>(text).is_ok_and(|v| &v == structured))
+    {
         println!("structured: {}", sanitize::json(structured.to_string()));
     }
     let status = if is_error {
