@@ -37,9 +37,9 @@ struct Prepared {
     unusable: BTreeMap<String, String>,
 }
 
-fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>, json: bool) -> Prepared {
+fn prepare(context: &Context, loaded: &LoadedConfig, only: Option<&str>) -> Prepared {
     let ask = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    prepare_asking(context, loaded, only, json, ask)
+    prepare_asking(context, loaded, only, ask)
 }
 
 /// [`prepare`]; `ask`: whether `${input:ID}` may be asked on the terminal.
@@ -47,7 +47,6 @@ fn prepare_asking(
     context: &Context,
     loaded: &LoadedConfig,
     only: Option<&str>,
-    json: bool,
     ask: bool,
 ) -> Prepared {
     let mut expander = loaded.expander(&context.locations);
@@ -70,12 +69,27 @@ fn prepare_asking(
             continue;
         }
         match expander.expand(server) {
-            Ok(expanded) => {
-                for warning in &expanded.warnings {
-                    crate::configure::report_diagnostic(warning, json);
-                }
-                prepared.runnable.push(expanded.config);
+            // A variable it needs is not set: not started (the reference
+            // would reach the server as written), saying which and where.
+            Ok(expanded) if !expanded.warnings.is_empty() => {
+                let why: Vec<String> = expanded
+                    .warnings
+                    .iter()
+                    .map(|w| match &w.key {
+                        Some(key) => format!("{} (its {key})", w.message),
+                        None => w.message.clone(),
+                    })
+                    .collect();
+                prepared.unusable.insert(
+                    server.name.clone(),
+                    format!(
+                        "server `{}` is not started: {}",
+                        server.name,
+                        why.join("; ")
+                    ),
+                );
             }
+            Ok(expanded) => prepared.runnable.push(expanded.config),
             Err(error) => {
                 prepared
                     .unusable
@@ -257,7 +271,7 @@ pub(crate) async fn list(
 ) -> Result<u8, Failure> {
     let mut loaded = context.load(json);
     crate::approve::ask_pending(context, &mut loaded, None);
-    let prepared = prepare(context, &loaded, None, json);
+    let prepared = prepare(context, &loaded, None);
     let hub = crate::policy::apply(
         builder(
             prepared.runnable,
@@ -468,7 +482,7 @@ fn check_all(
             );
         }
     }
-    let prepared = prepare(context, &loaded, only, json);
+    let prepared = prepare(context, &loaded, only);
     for (name, why) in &prepared.unusable {
         eprintln!(
             "warning: server `{}` cannot start, its {noun} are not listed: {}",

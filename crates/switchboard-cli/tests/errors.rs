@@ -330,3 +330,41 @@ fn on_a_terminal_list_fits_100_columns_skipped_entries_are_counted_and_get_has_n
     assert!(lines[top + 1].contains("name"), "{lines:#?}");
     assert!(!lines.iter().any(|l| l.starts_with('╞')), "{lines:#?}");
 }
+
+#[test]
+fn a_server_whose_variable_is_not_set_is_not_started_and_the_variable_is_named() {
+    let root =
+        std::env::temp_dir().join(format!("switchboard-errors-unset-{}", std::process::id()));
+    let started = root.join("started");
+    let home = Home::new(
+        "errors-unset",
+        &format!(
+            "[servers.s]\ncommand = \"sh\"\n\
+             args = [\"-c\", \"touch '{}'; exec '{BIN}' __testserver\"]\n\
+             env = {{ API_KEY = \"${{SWITCHBOARD_TEST_SURELY_UNSET}}\" }}\n",
+            started.display()
+        ),
+    );
+    let output = home
+        .command()
+        .env_remove("SWITCHBOARD_TEST_SURELY_UNSET")
+        .args(["call", "s/echo", r#"{"text":"hi"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("SWITCHBOARD_TEST_SURELY_UNSET is not set"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!started.exists(), "the server was started");
+    // Set, it starts.
+    let output = home
+        .command()
+        .env("SWITCHBOARD_TEST_SURELY_UNSET", "a value")
+        .args(["call", "s/echo", r#"{"text":"hi"}"#])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(started.exists());
+}

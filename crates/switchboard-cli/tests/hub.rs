@@ -124,7 +124,7 @@ fn import_from_claude_desktop_then_list_tools_and_call() {
             "broken": {
                 "command": "sh",
                 "args": ["-c", "echo 'fatal: missing API key' >&2; exit 7"],
-                "env": { "API_KEY": "${BROKEN_API_KEY}" }
+                "env": { "API_KEY": "${BROKEN_API_KEY:-none}" }
             }
         },
         "globalShortcut": "Ctrl+Space"
@@ -140,7 +140,7 @@ fn import_from_claude_desktop_then_list_tools_and_call() {
         assert!(file.contains(&format!("[servers.{name}]")), "{file}");
     }
     // References are copied as written, never expanded.
-    assert!(file.contains("${BROKEN_API_KEY}"), "{file}");
+    assert!(file.contains("${BROKEN_API_KEY:-none}"), "{file}");
 
     // Importing again copies nothing and says why.
     let output = sandbox.run(&["import", "--from", "claude-desktop", "--json"]);
@@ -326,9 +326,19 @@ fn add_get_disable_enable_remove_round_trip() {
     );
 
     ok(&sandbox.run(&["enable", "echoer"]), "enable");
-    let list = stdout_json(&sandbox.run(&["list", "--json"]));
+    // (Its `${MY_SECRET}` set: a server whose variable is not is not
+    // started.)
+    let with_secret = |args: &[&str]| {
+        sandbox
+            .command()
+            .args(args)
+            .env("MY_SECRET", "sk-expanded-secret")
+            .output()
+            .unwrap()
+    };
+    let list = stdout_json(&with_secret(&["list", "--json"]));
     assert_eq!(entry(&list, "echoer")["state"], "ready", "{list:#}");
-    let output = sandbox.run(&["call", "echoer/echo", r#"{"text":"back"}"#]);
+    let output = with_secret(&["call", "echoer/echo", r#"{"text":"back"}"#]);
     ok(&output, "call after enable");
     assert_eq!(text(&output.stdout).trim(), "back");
 
@@ -772,11 +782,12 @@ fn a_remote_server_that_refuses_is_needs_auth_and_its_call_exits_3() {
         "{}",
         text(&output.stderr)
     );
-    // Without the variable the reference is sent as written: refused too.
+    // Without the variable the server is not started (the reference is
+    // never sent as written), and the variable is named.
     let output = sandbox.run(&["call", "open/echo", r#"{"text":"x"}"#]);
-    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     assert!(
-        text(&output.stderr).contains("SESAME"),
+        text(&output.stderr).contains("SESAME is not set"),
         "the unset variable is named"
     );
 }

@@ -397,7 +397,17 @@ fn on_a_terminal_approving_a_whole_file_and_the_variables_shown() {
             args("b")
         ),
     );
-    let mut terminal = sandbox.terminal(&["list"]);
+    // (SECRET set: a server whose variable is not set is not started.)
+    let credentials = sandbox.root.join("credentials.json");
+    let mut terminal = Terminal::start(
+        &["list"],
+        &sandbox.repo(),
+        &sandbox.home(),
+        &[
+            ("SWITCHBOARD_CREDENTIALS", credentials.to_str().unwrap()),
+            ("SECRET", "s3cret"),
+        ],
+    );
     terminal.expect("Server `a`");
     terminal.expect("${SECRET} → env TOKEN");
     terminal.expect("approve all pending servers in this file (2)");

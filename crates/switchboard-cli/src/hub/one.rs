@@ -162,7 +162,7 @@ async fn open_one(
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
     servers: &Servers,
 ) -> Result<(Hub, ServerConfig), Failure> {
-    let one = check_one(context, server, loaded, json)?;
+    let one = check_one(context, server, loaded)?;
     let hub = open_checked(
         context,
         one.runnable,
@@ -195,12 +195,7 @@ impl One {
 }
 
 /// [`open_one`]'s checks and expansion.
-fn check_one(
-    context: &Context,
-    server: &str,
-    loaded: &mut LoadedConfig,
-    json: bool,
-) -> Result<One, Failure> {
+fn check_one(context: &Context, server: &str, loaded: &mut LoadedConfig) -> Result<One, Failure> {
     let Some(config) = loaded.named(server) else {
         return Err(not_configured(server, loaded));
     };
@@ -221,7 +216,7 @@ fn check_one(
     let Some(config) = loaded.get(server).cloned() else {
         return Err(not_configured(server, loaded));
     };
-    let prepared = prepare(context, loaded, Some(server), json);
+    let prepared = prepare(context, loaded, Some(server));
     if let Some(why) = prepared.unusable.get(server) {
         return Err(Failure::usage(anyhow!("{why}")));
     }
@@ -353,7 +348,7 @@ pub(crate) async fn call(
     // So is a call the tool policy denies or asks about: refused or asked
     // here, with the same words and exit code whether a session runs or
     // not (the gateway could only answer an error result).
-    let one = check_one(context, &server, &mut loaded, json)?;
+    let one = check_one(context, &server, &mut loaded)?;
     #[cfg(unix)]
     if !tool.contains("__")
         && loaded.policy.tools.decide(&server, &tool)
@@ -514,7 +509,7 @@ pub(crate) async fn read(
     let mut loaded = context.load(json);
     // Through the background session when it runs, as `call`: the
     // gateway's URI for it, and the server's URIs back in the answer.
-    let one = check_one(context, server, &mut loaded, json)?;
+    let one = check_one(context, server, &mut loaded)?;
     #[cfg(unix)]
     if let Some(session) = through_session(
         context,
@@ -604,7 +599,7 @@ pub(crate) async fn prompt(
         }
     };
     // Through the background session when it runs, as `call`.
-    let one = check_one(context, &server, &mut loaded, json)?;
+    let one = check_one(context, &server, &mut loaded)?;
     #[cfg(unix)]
     if !name.contains("__")
         && let Some(session) = through_session(

@@ -64,7 +64,7 @@ pub(crate) async fn serve(
         return Ok(exit::USAGE);
     }
     let loaded = served_config(context, &settings.fronted, true)?;
-    let prepared = prepare_asking(context, &loaded, None, false, false);
+    let prepared = prepare_asking(context, &loaded, None, false);
     for (name, why) in &prepared.unusable {
         eprintln!(
             "warning: server `{}` cannot start: {}",
@@ -238,7 +238,7 @@ fn served_hub(
         .config_source(move || {
             let loaded =
                 served_config(&source, &fronted, false).map_err(|e| format!("{:#}", e.error))?;
-            let runnable = prepare_asking(&source, &loaded, None, false, false).runnable;
+            let runnable = prepare_asking(&source, &loaded, None, false).runnable;
             remember(&fingerprints, &runnable);
             Ok(runnable)
         })

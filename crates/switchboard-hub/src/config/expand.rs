@@ -295,7 +295,7 @@ impl Run<'_, '_> {
             (None, None) => {
                 self.warnings.push(
                     Diagnostic::warning(format!(
-                        "`{whole}`: the variable {name} is not set, so the reference is passed as written; set {name} or give a default (`${{{name}:-…}}`)"
+                        "`{whole}`: the variable {name} is not set; set {name} or give a default (`${{{name}:-…}}`)"
                     ))
                     .in_file(&self.server.origin.file)
                     .server(&self.server.name)
