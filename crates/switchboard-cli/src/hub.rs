@@ -49,10 +49,33 @@ fn prepare_asking(
     only: Option<&str>,
     ask: bool,
 ) -> Prepared {
+    let mut memory = InputMemory::open(context);
+    let remembered = memory.values.clone();
     let mut expander = loaded.expander(&context.locations);
-    // VS Code's `${input:ID}`: asked on a terminal, as VS Code asks.
+    // VS Code's `${input:ID}`: asked on a terminal, as VS Code asks, and
+    // remembered for this project (a later run, or the gateway, uses the
+    // answer without asking).
     if ask {
-        expander = expander.with_prompt(ask_input);
+        expander = expander.with_prompt(|input| {
+            if let Some(value) = memory.get(&input.id) {
+                return Ok(value.to_owned());
+            }
+            let value = ask_input(input)?;
+            memory.remember(&input.id, &value);
+            Ok(value)
+        });
+    } else if !remembered.is_empty() {
+        let project = InputMemory::key(context, "");
+        expander = expander.with_prompt(move |input| {
+            remembered
+                .get(&format!("{project}{}", input.id))
+                .cloned()
+                .ok_or_else(|| {
+                    "this run cannot ask it (no terminal): run the command once in a terminal, \
+                     where it is asked and then remembered"
+                        .to_owned()
+                })
+        });
     }
     let mut prepared = Prepared {
         runnable: Vec::new(),
@@ -98,6 +121,72 @@ fn prepare_asking(
         }
     }
     prepared
+}
+
+/// The answers given to `${input:ID}`s, per project root and id, in
+/// `inputs.json` in switchboard's data directory (0600 in a 0700
+/// directory; a secret answered is kept there as VS Code keeps it).
+struct InputMemory {
+    file: std::path::PathBuf,
+    prefix: String,
+    values: BTreeMap<String, String>,
+    changed: bool,
+}
+
+impl InputMemory {
+    fn open(context: &Context) -> Self {
+        let file = context.locations.data_dir().join("inputs.json");
+        let values = switchboard_hub::private_file::read_no_follow(&file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Self {
+            file,
+            prefix: Self::key(context, ""),
+            values,
+            changed: false,
+        }
+    }
+
+    /// The key of `id` in this project.
+    fn key(context: &Context, id: &str) -> String {
+        format!("{}\u{0}{id}", context.locations.project_root().display())
+    }
+
+    fn get(&self, id: &str) -> Option<&str> {
+        self.values
+            .get(&format!("{}{id}", self.prefix))
+            .map(String::as_str)
+    }
+
+    fn remember(&mut self, id: &str, value: &str) {
+        self.values
+            .insert(format!("{}{id}", self.prefix), value.to_owned());
+        self.changed = true;
+    }
+}
+
+impl Drop for InputMemory {
+    /// Writes the answers given in this run.
+    fn drop(&mut self) {
+        if !self.changed {
+            return;
+        }
+        let written = self
+            .file
+            .parent()
+            .map_or(Ok(()), switchboard_hub::private_file::create_private_dir)
+            .and_then(|()| {
+                let bytes = serde_json::to_vec(&self.values).unwrap_or_default();
+                switchboard_hub::private_file::write_atomically(&self.file, &bytes, false)
+            });
+        if let Err(error) = written {
+            eprintln!(
+                "warning: the answers to the config's inputs are not remembered ({}): {error}",
+                self.file.display()
+            );
+        }
+    }
 }
 
 fn ask_input(input: &InputSpec) -> Result<String, String> {

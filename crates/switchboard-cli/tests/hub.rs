@@ -1584,3 +1584,50 @@ fn a_typed_name_of_a_duplicate_reaches_the_server() {
     ok(&output, "call filesystem/echo");
     assert!(text(&output.stdout).contains("same server"));
 }
+
+/// A VS Code `${input:…}` is asked once on a terminal and remembered for
+/// the project (0600): the next run, even without a terminal, uses it.
+#[test]
+fn an_input_answered_once_is_remembered_for_the_project() {
+    let sandbox = Sandbox::new("inputs");
+    let got = sandbox.root.join("got");
+    let vscode = json!({
+        "inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": true}],
+        "servers": {"asks": {
+            "command": "sh",
+            "args": ["-c", format!("echo \"$API_KEY\" >> '{}'; exec '{BIN}' __testserver", got.display())],
+            "env": {"API_KEY": "${input:api-key}"}
+        }}
+    });
+    sandbox.write(
+        &sandbox.work().join(".vscode/mcp.json"),
+        &vscode.to_string(),
+    );
+    ok(&sandbox.run(&["approve", "asks"]), "approve asks");
+    let mut terminal = support::pty::Terminal::start(
+        &["call", "asks/echo", r#"{"text":"first"}"#],
+        &sandbox.work(),
+        &sandbox.home(),
+        &[("SWITCHBOARD_NO_SESSION", "1")],
+    );
+    terminal.expect("API key");
+    terminal.send("k-one\r");
+    let (code, shown) = terminal.finish();
+    assert_eq!(code, 0, "{shown}");
+    // Without a terminal now: not asked, the answer given.
+    let output = sandbox.run(&["call", "asks/echo", r#"{"text":"second"}"#]);
+    ok(&output, "the second call");
+    assert_eq!(
+        std::fs::read_to_string(&got)
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
+        ["k-one", "k-one"]
+    );
+    let file = sandbox.home().join(".local/share/switchboard/inputs.json");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    }
+}
