@@ -2,6 +2,10 @@
 //! 2026-07-28 "Authorization"): discovery, client registration, the
 //! authorization URL with PKCE S256, the code exchange and refresh.
 //!
+//! One file: the steps share one state (the pending login with its PKCE
+//! verifier and `state`, the discovered metadata) and read in the order the
+//! specification gives them.
+//!
 //! ```no_run
 //! # async fn run(store: std::sync::Arc<dyn switchboard_auth::store::CredentialStore>) -> Result<(), switchboard_auth::flow::OAuthError> {
 //! use switchboard_auth::flow::{OAuthConfig, OAuthFlow};

@@ -8,6 +8,9 @@
 //! any [`Grant`] the HTTP transport's [`AuthProvider`]. The token request
 //! itself also serves the authorization code flow ([`super::flow`]).
 //!
+//! One file: what the grants share — discovery, client authentication,
+//! DPoP, the token request — is most of it.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use switchboard_auth::client_credentials::ClientCredentials;

@@ -2,6 +2,10 @@
 //! and the commands that change or show them: `add`, `add-json`,
 //! `import`, `remove`, `enable`, `disable`, `get`.
 //!
+//! One file: every command here reads or edits the same configuration
+//! through the same `Context` and the same file-writing rules (the trust
+//! questions are in `approve.rs`, the printing in `term/`).
+//!
 //! Servers are written to switchboard's own TOML file for the chosen scope
 //! (`-s local|project|user`) or to the `--config` file. `remove`,
 //! `enable` and `disable` edit the file the server is configured in,

@@ -1,5 +1,8 @@
 //! Tool results in each provider's form.
 //!
+//! One file: one conversion per provider over the same content blocks, side
+//! by side so that the table below stays true.
+//!
 //! [`tool_result`] turns an MCP [`CallToolResult`] into what answers the
 //! model's call; [`tool_failure`] does the same for a call that failed
 //! before the tool gave a result.

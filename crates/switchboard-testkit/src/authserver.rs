@@ -1,6 +1,9 @@
 //! A built-in OAuth 2.1 authorization server and bearer-token checks for
 //! the HTTP test server (`--auth`, [`ServerConfig::with_auth`]).
 //!
+//! One file: every endpoint works on the same issued codes, clients and
+//! tokens; it is test equipment.
+//!
 //! Everything runs in the test server's own axum app, on its port, so a
 //! client test needs nothing but loopback HTTP:
 //! - protected resource metadata (RFC 9728) at

@@ -2,6 +2,9 @@
 //! 2025-11-25 and the stateless 2026-07-28 era), legacy HTTP+SSE
 //! (2024-11-05) at `/sse` + `/messages`, and WebSocket at `/ws`.
 //!
+//! One file: the three HTTP transports of the test server share one router
+//! and one connection loop; it is test equipment.
+//!
 //! Message handling is the same as on stdio ([`Shared::dispatch`] +
 //! [`Catalog::run_job`](switchboard_testserver::server::Catalog::run_job)); the WebSocket and
 //! legacy SSE transports reuse the stdio connection loop ([`Conn`]).

@@ -1,5 +1,9 @@
 //! Request dispatch: protocol eras, tools, resources, prompts, completion.
 //!
+//! One file, on purpose: the test server's dispatch for both eras and every
+//! fixture behaviour the conformance and interop tests rely on read best as
+//! one table of methods and tools; it is test equipment, not library code.
+//!
 //! Public but hidden: switchboard-testkit's HTTP front end drives it;
 //! nothing here is a stable API.
 

@@ -1,6 +1,10 @@
 //! The [`Hub`]: named servers, each with a state, connected in parallel,
 //! reconnected when they drop, their tools in one namespaced list.
 //!
+//! One file: the `Hub`'s public API (builder, calls, listings, reloads)
+//! over its own modules (supervisor, routes, state, stats), whose methods
+//! share the one locked server table.
+//!
 //! ```no_run
 //! use switchboard_hub::hub::Hub;
 //! use switchboard_hub::{Dialect, Origin, Scope, ServerConfig, TransportConfig};

@@ -6,6 +6,9 @@
 //! the top level gets a `type`; the view's `Serialize` then walks the
 //! borrowed input and writes the rewritten schema.
 //!
+//! One file: the read-only pass and the writer walk the same schema by the
+//! same rules, and must agree keyword by keyword.
+//!
 //! Clean subtrees are written as they are; local `$ref`s are inlined with
 //! the keywords beside them merged in without a copy (through definitions
 //! that are `$ref`s with keywords beside them too), or cut short by the

@@ -4,6 +4,9 @@
 //! borrowed input, without building a new `Value` tree. [`openai_strict`]
 //! and [`openai_strict_noted`] are that view as a `Value`.
 //!
+//! One file: the check pass and the writer follow the same rules, and must
+//! agree keyword by keyword.
+//!
 //! A `$ref` with keywords beside it, which strict mode inlines, is read
 //! through a [`View`]: the definition with those keywords over it, looked
 //! up on the fly (nested inlining chains views on the stack).
