@@ -30,7 +30,9 @@ pub(crate) use serve::{ServeSettings, serve};
 
 use prepare::{Prepared, prepare, prepare_asking};
 
-pub(crate) use one::{Completion, call, client_setup, complete, info, prompt, read};
+pub(crate) use one::{
+    Completion, Listed, call, client_setup, complete, info, prompt, read, the_one_with,
+};
 
 fn builder(
     servers: Vec<ServerConfig>,

@@ -368,3 +368,30 @@ fn a_server_whose_variable_is_not_set_is_not_started_and_the_variable_is_named()
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(started.exists());
 }
+
+#[test]
+fn a_bare_prompt_name_or_resource_uri_finds_the_one_server_that_has_it() {
+    let sandbox = sandbox("bare");
+    let output = sandbox.run(&["prompt", "greeting", "--arg", "name=Ada"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Hello, Ada!"),
+        "{}",
+        stdout(&output)
+    );
+    let output = sandbox.run(&["read", "test://static/hello"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Hello, world!"),
+        "{}",
+        stdout(&output)
+    );
+    // What no server has is said, with what to give instead.
+    let output = sandbox.run(&["read", "test://no/such/thing"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--server NAME"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -221,8 +221,9 @@ pub(crate) enum Command {
         server: ServerArgs,
     },
     /// Read a resource: `read URI -- COMMAND…`, or a configured server's
-    /// as `read URI --server NAME`. An MCP App's HTML (a ui:// resource) is
-    /// not printed on a terminal: give -o FILE, or --raw.
+    /// as `read URI --server NAME` (without --server: the one configured
+    /// server that lists URI). An MCP App's HTML (a ui:// resource) is not
+    /// printed on a terminal: give -o FILE, or --raw.
     Read {
         /// The resource URI.
         uri: String,
@@ -242,8 +243,8 @@ pub(crate) enum Command {
         server: ServerArgs,
     },
     /// Get a prompt: `prompt NAME -- COMMAND…`, or a configured server's
-    /// as `prompt NAME --server SERVER`, `prompt SERVER/NAME` or
-    /// `prompt SERVER__NAME`.
+    /// as `prompt NAME --server SERVER`, `prompt SERVER/NAME`, `prompt
+    /// SERVER__NAME`, or `prompt NAME` (the one server that has it).
     Prompt {
         /// The prompt's name (SERVER/NAME or SERVER__NAME for a configured server).
         name: String,

@@ -78,13 +78,28 @@ pub(crate) async fn read(
     server: ServerArgs,
 ) -> Result<u8, Failure> {
     if server.command.is_empty() && server.url.is_none() {
-        let Some(only) = only else {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "`read` on a configured server needs the server: give --server NAME \
-                 (or a server command after `--`, or --url)"
-            )));
-        };
         let context = configure::Context::new(run.config)?;
+        let only = match only {
+            Some(only) => only,
+            // No server named: the one that lists the URI.
+            None => hub::the_one_with(
+                &context,
+                hub::Listed::Resource(&uri),
+                server.json,
+                run.creds,
+                max_message_size(&server),
+                run.servers,
+            )
+            .await
+            .map_err(|why| {
+                why.unwrap_or_else(|| {
+                    Failure::usage(anyhow::anyhow!(
+                        "no configured server lists the resource `{uri}`: give --server NAME \
+                         (a template's URI, for one), or a server command after `--`, or --url"
+                    ))
+                })
+            })?,
+        };
         let answer = hub::client_setup(&server)?;
         return hub::read(
             &context,

@@ -60,6 +60,92 @@ fn split_target<'a>(
     )))
 }
 
+/// What a bare name or URI is looked up in.
+#[derive(Clone, Copy)]
+pub(crate) enum Listed<'a> {
+    /// A prompt of this name.
+    Prompt(&'a str),
+    /// A resource of this URI.
+    Resource(&'a str),
+}
+
+/// The one configured server whose listing has `listed` (every configured
+/// server started and asked, as `prompts` and `resources` do). `Err(None)`
+/// when none has it (the caller says what to give instead); an error
+/// naming each server's form when several do.
+pub(crate) async fn the_one_with(
+    context: &Context,
+    listed: Listed<'_>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    servers: &Servers,
+) -> Result<String, Option<Failure>> {
+    let noun = match listed {
+        Listed::Prompt(_) => "prompts",
+        Listed::Resource(_) => "resources",
+    };
+    let opened = super::open_all(
+        context,
+        None,
+        noun,
+        json,
+        credentials,
+        max_message_size,
+        servers,
+    )
+    .await
+    .map_err(Some)?;
+    let mut found: Vec<String> = match listed {
+        Listed::Prompt(name) => opened
+            .hub
+            .prompts()
+            .await
+            .items
+            .into_iter()
+            .filter(|p| p.prompt.name == name)
+            .map(|p| p.server)
+            .collect(),
+        Listed::Resource(uri) => opened
+            .hub
+            .resources()
+            .await
+            .items
+            .into_iter()
+            .filter(|r| r.resource.uri == uri)
+            .map(|r| r.server)
+            .collect(),
+    };
+    opened.hub.shutdown().await;
+    found.dedup();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(None),
+        _ => {
+            let (what, forms) = match listed {
+                Listed::Prompt(name) => (
+                    format!("a prompt `{name}`"),
+                    found
+                        .iter()
+                        .map(|s| format!("{s}/{name}"))
+                        .collect::<Vec<_>>(),
+                ),
+                Listed::Resource(uri) => (
+                    format!("the resource `{uri}`"),
+                    found
+                        .iter()
+                        .map(|s| format!("--server {s}"))
+                        .collect::<Vec<_>>(),
+                ),
+            };
+            Err(Some(Failure::usage(anyhow!(
+                "more than one server has {what}: give {}",
+                forms.join(" or ")
+            ))))
+        }
+    }
+}
+
 /// What `call` was given as the server and tool it names: `SERVER/TOOL`,
 /// `SERVER__TOOL` or a hub-wide name `tools` showed, the same with the
 /// `mcp__` prefix Claude Code and `tools --for anthropic` write, or a bare
@@ -593,10 +679,24 @@ pub(crate) async fn prompt(
     let mut loaded = context.load(json);
     let (server, name) = match only {
         Some(server) => (server.to_owned(), target.to_owned()),
-        None => {
-            let (server, name) = split_target(target, &loaded, "prompt")?;
-            (server.to_owned(), name.to_owned())
-        }
+        None => match split_target(target, &loaded, "prompt") {
+            Ok((server, name)) => (server.to_owned(), name.to_owned()),
+            // A bare name: the one server that has that prompt.
+            Err(failure) if !target.contains('/') => {
+                let found = the_one_with(
+                    context,
+                    Listed::Prompt(target),
+                    json,
+                    credentials,
+                    max_message_size,
+                    servers,
+                )
+                .await
+                .map_err(|why| why.unwrap_or(failure))?;
+                (found, target.to_owned())
+            }
+            Err(failure) => return Err(failure),
+        },
     };
     // Through the background session when it runs, as `call`.
     let one = check_one(context, &server, &mut loaded)?;
