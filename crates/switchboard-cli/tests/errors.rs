@@ -395,3 +395,26 @@ fn a_bare_prompt_name_or_resource_uri_finds_the_one_server_that_has_it() {
         stderr(&output)
     );
 }
+
+#[test]
+fn on_a_narrow_terminal_tool_names_are_never_broken() {
+    let sandbox = sandbox("narrow");
+    let env = [("SWITCHBOARD_NO_SESSION", "1")];
+    let (code, seen) = support::pty::Terminal::start_sized(
+        &["tools", "--", BIN, "__testserver"],
+        &sandbox.work(),
+        &sandbox.home(),
+        &env,
+        40,
+    )
+    .finish();
+    assert_eq!(code, 0, "{seen}");
+    let lines = screen_lines(&seen);
+    for name in ["spawn_grandchild", "schema_rich", "long_line"] {
+        assert!(
+            lines.iter().any(|l| l.contains(name)),
+            "`{name}` is broken across lines:\n{}",
+            lines.join("\n")
+        );
+    }
+}

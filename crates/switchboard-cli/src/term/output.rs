@@ -290,6 +290,11 @@ pub(crate) fn print_tools<T: Serialize>(tools: &[T]) {
             arguments.join(", "),
         ]);
     }
+    // A tool's name is what is typed back: never broken across lines
+    // (the description wraps instead).
+    if let Some(column) = table.column_mut(0) {
+        column.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+    }
     println!("{table}");
     println!("{}", count(tools.len(), "tool"));
 }

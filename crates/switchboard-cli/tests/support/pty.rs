@@ -23,10 +23,21 @@ impl Terminal {
     /// `switchboard ARGS` in `cwd` with HOME `home` (and `env`), on a
     /// 250×50 terminal.
     pub(crate) fn start(args: &[&str], cwd: &Path, home: &Path, env: &[(&str, &str)]) -> Self {
+        Self::start_sized(args, cwd, home, env, 250)
+    }
+
+    /// [`Terminal::start`] on a terminal `cols` wide.
+    pub(crate) fn start_sized(
+        args: &[&str],
+        cwd: &Path,
+        home: &Path,
+        env: &[(&str, &str)],
+        cols: u16,
+    ) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 50,
-                cols: 250,
+                cols,
                 pixel_width: 0,
                 pixel_height: 0,
             })
