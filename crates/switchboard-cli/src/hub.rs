@@ -300,10 +300,30 @@ pub(crate) async fn list(
             }
             format!("{} ({})", text("source"), text("scope"))
         } else {
-            // The reason's gist: `get NAME` or --wide has the rest.
-            why = output::short(&why, LIST_REASON);
+            // The reason's gist on a terminal (`get NAME` or --wide has the
+            // rest); piped, nothing is cut. What to run is never cut: a
+            // server waiting for approval says the command first.
+            let cut = |text: &str| {
+                if std::io::stdout().is_terminal() {
+                    output::short(text, LIST_REASON)
+                } else {
+                    crate::term::sanitize::line(text).into_owned()
+                }
+            };
+            if row["state"] == "needs-approval" {
+                why = format!(
+                    "{}: run `switchboard approve {}`",
+                    if why.starts_with("changed") {
+                        "changed since you approved it"
+                    } else {
+                        "not approved yet"
+                    },
+                    crate::approve::clean(&text("name"))
+                );
+            }
+            why = cut(&why);
             if let Some(last) = last {
-                why = format!("{why}\n{}", output::short(&last, LIST_REASON));
+                why = format!("{why}\n{}", cut(&last));
             }
             output::short_path(&text("source"))
         };

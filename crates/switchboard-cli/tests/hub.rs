@@ -1108,11 +1108,12 @@ fn resources_prompts_read_and_prompt_on_configured_servers() {
         );
     }
 
-    // `read` without --server says to give it.
+    // `read` without --server, of a URI both servers list, says which to
+    // give (with one server listing it, that one is read: errors.rs).
     let output = sandbox.run(&["read", "test://static/hello"]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     assert!(
-        text(&output.stderr).contains("--server NAME"),
+        text(&output.stderr).contains("give --server one or --server two"),
         "{}",
         text(&output.stderr)
     );

@@ -177,6 +177,14 @@ fn without_a_terminal_project_servers_wait_for_approve() {
             "{reason}"
         );
     }
+    // The table, piped, says what to run for each, whole.
+    let table = text(&sandbox.run(&["list"]).stdout);
+    for name in ["claude", "vscode", "board"] {
+        assert!(
+            table.contains(&format!("run `switchboard approve {name}`")),
+            "{table}"
+        );
+    }
     let tools = sandbox.run(&["tools"]);
     assert!(text(&tools.stderr).contains("switchboard approve claude"));
     let call = sandbox.run(&["call", "claude/echo", r#"{"text":"x"}"#]);
