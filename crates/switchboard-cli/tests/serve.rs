@@ -569,6 +569,12 @@ async fn a_project_server_not_approved_is_not_started_and_nothing_is_asked() {
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("`evil` is not started"), "{stderr}");
     assert!(stderr.contains("switchboard approve evil"), "{stderr}");
+    // Said once, not twice.
+    assert_eq!(
+        stderr.matches("switchboard approve evil`").count(),
+        1,
+        "{stderr}"
+    );
     // Nothing but protocol on stdout (here: nothing at all), and no command ran.
     assert!(
         output.stdout.is_empty(),

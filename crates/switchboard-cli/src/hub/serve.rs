@@ -159,11 +159,11 @@ fn served_config(
     // A project server changed since its approval (or whose approval was
     // revoked) is left out: stopped, never restarted with the new values.
     for server in loaded.needs_approval().filter(|s| s.enabled) {
+        // (The reason says what to run.)
         eprintln!(
-            "warning: server `{}` is not started: {} (run `switchboard approve {}`)",
+            "warning: server `{}` is not started: {}",
             crate::approve::clean(&server.name),
             crate::approve::pending_reason(server),
-            crate::approve::clean(&server.name),
         );
     }
     Ok(loaded)
