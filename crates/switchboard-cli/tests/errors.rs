@@ -418,3 +418,22 @@ fn on_a_narrow_terminal_tool_names_are_never_broken() {
         );
     }
 }
+
+#[test]
+fn a_typo_on_a_server_after_dashes_gets_the_closest_name() {
+    let sandbox = sandbox("direct-typo");
+    let output = sandbox.run(&["call", "ecko", "{}", "--", BIN, "__testserver"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("did you mean `echo`?"),
+        "{}",
+        stderr(&output)
+    );
+    let output = sandbox.run(&["prompt", "greetin", "--", BIN, "__testserver"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("did you mean `greeting`?"),
+        "{}",
+        stderr(&output)
+    );
+}

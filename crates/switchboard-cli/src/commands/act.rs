@@ -44,7 +44,7 @@ pub(crate) async fn call(
     let (client, _, ui) = connect(&server, run.creds, run.servers).await?;
     let started = Instant::now();
     let params = CallToolRequestParams {
-        name: tool,
+        name: tool.clone(),
         arguments: Some(arguments),
         ..Default::default()
     };
@@ -54,7 +54,11 @@ pub(crate) async fn call(
     // A tool that must run as a task runs as one (and waits for it);
     // any other is a plain call.
     let options = TaskOptions::new().prefer_task(false).request(options);
-    let result = with_events(&client, &ui, client.call_tool_and_wait(&params, options)).await?;
+    let result = with_events(&client, &ui, client.call_tool_and_wait(&params, options)).await;
+    let result = match result {
+        Ok(result) => result,
+        Err(error) => return Err(suggest_name(&client, error, Listed::Tool(&tool)).await),
+    };
     let elapsed = started.elapsed();
     if server.json {
         output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
@@ -150,7 +154,11 @@ pub(crate) async fn prompt(
     }
     no_configured_server(only.as_deref())?;
     let (client, _, ui) = connect(&server, run.creds, run.servers).await?;
-    let result = with_events(&client, &ui, client.get_prompt(&name, Some(arguments))).await?;
+    let result = with_events(&client, &ui, client.get_prompt(&name, Some(arguments))).await;
+    let result = match result {
+        Ok(result) => result,
+        Err(error) => return Err(suggest_name(&client, error, Listed::Prompt(&name)).await),
+    };
     if server.json {
         output::print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {
@@ -201,4 +209,58 @@ pub(crate) async fn complete(
     output::print_completion(&result, server.json);
     finish(&client, &server).await;
     Ok(0)
+}
+
+/// What a name given to `call` or `prompt` names on a server after `--`.
+#[derive(Clone, Copy)]
+enum Listed<'a> {
+    Tool(&'a str),
+    Prompt(&'a str),
+}
+
+/// `error` as the command's failure; when the server refused the name as
+/// invalid and does not list it, with the closest name it lists (or its
+/// names), as for a configured server.
+async fn suggest_name(
+    client: &switchboard::Client,
+    error: switchboard::Error,
+    listed: Listed<'_>,
+) -> Failure {
+    let refused = error
+        .error_object()
+        .is_some_and(|e| e.code == switchboard::types::codes::INVALID_PARAMS);
+    let failure = Failure::from(error);
+    if !refused {
+        return failure;
+    }
+    let (name, kind, names): (&str, &str, Vec<String>) = match listed {
+        Listed::Tool(name) => (
+            name,
+            "tool",
+            client
+                .list_tools()
+                .await
+                .map(|tools| tools.into_iter().map(|t| t.name).collect())
+                .unwrap_or_default(),
+        ),
+        Listed::Prompt(name) => (
+            name,
+            "prompt",
+            client
+                .list_prompts()
+                .await
+                .map(|prompts| prompts.into_iter().map(|p| p.name).collect())
+                .unwrap_or_default(),
+        ),
+    };
+    if names.is_empty() || names.iter().any(|n| n == name) {
+        return failure;
+    }
+    match crate::suggest::closest(name, names.iter().map(String::as_str)) {
+        Some(near) => failure.with_hint(format!("no {kind} `{name}`; did you mean `{near}`?")),
+        None => failure.with_hint(format!(
+            "no {kind} `{name}`; the server's {kind}s: {}",
+            names.join(", ")
+        )),
+    }
 }
