@@ -302,14 +302,21 @@ impl Negotiator<'_> {
             // -32022 proved a modern server, which is then asked again.
             let first = !known_modern;
             let step = if first && self.races(strict) {
-                // The probe's own timeout is the request timeout: when it
-                // has waited long enough `initialize` follows, but a late
-                // answer is still heard.
+                // The probe's own timeout is the request timeout, and never
+                // less than a start's bound (a short request timeout is for
+                // requests, not for a server's start): when it has waited
+                // long enough `initialize` follows, but a late answer is
+                // still heard.
+                let start = self
+                    .builder
+                    .probe_start_timeout
+                    .max(self.builder.probe_timeout)
+                    + self.builder.probe_timeout;
                 let probe = engine.request(
                     id,
                     rq::Discover::METHOD,
                     Some(&params),
-                    RequestOptions::default(),
+                    RequestOptions::timeout(self.builder.engine.request_timeout.max(start)),
                 );
                 self.noticed(
                     engine,
