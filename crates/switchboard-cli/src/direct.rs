@@ -268,15 +268,6 @@ pub(crate) async fn say_if_slow<T>(work: impl Future<Output = T>, ui: &Ui, what:
     work.await
 }
 
-pub(crate) async fn finish(client: &Client, server: &ServerArgs) {
-    // Closed first: the server's last words are in the buffer only once it
-    // has exited and its stderr has been read to the end.
-    client.close().await;
-    if server.server_logs {
-        show_stderr(client);
-    }
-}
-
 /// `--server-logs`: what a closed client's server wrote to stderr.
 pub(crate) fn show_stderr(client: &Client) {
     if let Some(stderr) = client.stderr().filter(|s| !s.is_empty()) {

@@ -1,7 +1,8 @@
 //! The configured servers through the hub: `list` (each server's state,
-//! health-checked in parallel), `tools`, `resources` and `prompts` across
-//! servers; commands on one server (`call`, `read`, `prompt`, `info`,
-//! `complete`) are in [`one`].
+//! health-checked in parallel), and the hub a listing (`tools`,
+//! `resources`, `prompts`, `skills`) or a command on one server starts
+//! ([`one`]), with the warnings and exit codes of servers not started or
+//! not ready. The commands themselves are in `commands/`, on `reach.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal as _;
@@ -30,8 +31,10 @@ pub(crate) use serve::{ServeSettings, serve};
 
 use prepare::{Prepared, prepare, prepare_asking};
 
+#[cfg(unix)]
+pub(crate) use one::through_session;
 pub(crate) use one::{
-    Completion, Listed, call, client_setup, complete, info, prompt, read, the_one_with,
+    Listed, check_one, client_setup, open_one, resolve_tool, split_target, the_one_with,
 };
 
 fn builder(
@@ -144,7 +147,7 @@ fn remote_url(config: &ServerConfig) -> Option<&str> {
     }
 }
 
-fn source(config: &ServerConfig) -> Value {
+pub(crate) fn source(config: &ServerConfig) -> Value {
     json!({
         "source": config.origin.file.display().to_string(),
         "dialect": dialect_name(config.origin.dialect),
@@ -152,7 +155,7 @@ fn source(config: &ServerConfig) -> Value {
     })
 }
 
-fn merge(into: &mut Value, from: Value) {
+pub(crate) fn merge(into: &mut Value, from: Value) {
     if let (Some(into), Value::Object(from)) = (into.as_object_mut(), from) {
         into.extend(from);
     }
@@ -186,6 +189,15 @@ pub(crate) async fn list(
     let mut loaded = context.load(json);
     crate::approve::ask_pending(context, &mut loaded, None);
     let prepared = prepare(context, &loaded, None);
+    // The background session runs every server this command would start,
+    // ready, as this command expanded it: what it says of them is what
+    // starting them would say. Otherwise (one failed there, or runs
+    // another configuration) every one is started here, so that a failure
+    // is said with its stderr as without a session.
+    #[cfg(unix)]
+    let in_session = in_session(context, &prepared).await;
+    #[cfg(not(unix))]
+    let in_session: Option<BTreeMap<String, crate::session::Ready>> = None;
     let hub = crate::policy::apply(
         builder(
             prepared.runnable,
@@ -200,7 +212,9 @@ pub(crate) async fn list(
     .build()
     .map_err(|e| hub_failure(e, None, None))?;
     servers.hub(&hub);
-    start(&hub, json).await;
+    if in_session.is_none() {
+        start(&hub, json).await;
+    }
     let statuses: BTreeMap<String, ServerStatus> = hub
         .list()
         .into_iter()
@@ -211,7 +225,15 @@ pub(crate) async fn list(
     let mut rows = Vec::new();
     for config in &loaded.servers {
         let mut row = json!({ "name": config.name });
-        if let Some(status) = statuses.get(&config.name) {
+        if let Some(ready) = in_session.as_ref().and_then(|s| s.get(&config.name)) {
+            row["state"] = json!("ready");
+            row["reason"] = Value::Null;
+            row["stderr"] = Value::Null;
+            row["tools"] = json!(ready.tools);
+            row["transport"] = json!(ready.transport);
+            row["era"] = json!(ready.era);
+            row["protocolVersion"] = json!(ready.protocol_version);
+        } else if let Some(status) = statuses.get(&config.name) {
             let (reason, stderr) = reason(status, Some(config), credentials);
             row["state"] = json!(status.state.name());
             row["reason"] = json!(reason);
@@ -369,6 +391,13 @@ pub(crate) struct Opened {
     failed: usize,
 }
 
+impl Opened {
+    /// Whether `server` got ready.
+    pub(crate) fn is_ready(&self, server: &str) -> bool {
+        self.ready.contains(server)
+    }
+}
+
 pub(crate) async fn open_all(
     context: &Context,
     only: Option<&str>,
@@ -494,7 +523,7 @@ fn hub_of(builder: HubBuilder, servers: &Servers) -> Result<Hub, Failure> {
 /// failed, to start or to list; 0 when any answered, so that one broken
 /// server among many does not fail a listing of the others (its warning
 /// says what is missing).
-fn listing_code(opened: &Opened, failed: &[HubError]) -> u8 {
+pub(crate) fn listing_code(opened: &Opened, failed: &[HubError]) -> u8 {
     for error in failed {
         let mut message = error.to_string();
         let mut cause = std::error::Error::source(error);
@@ -519,200 +548,6 @@ pub(crate) fn tagged(server: &str, item: &impl serde::Serialize) -> Value {
         object.insert("server".into(), json!(server));
     }
     value
-}
-
-/// `resources` across the configured servers (or one, `--server NAME`):
-/// resources and resource templates, each with its server.
-pub(crate) async fn resources(
-    context: &Context,
-    only: Option<&str>,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    let opened = open_all(
-        context,
-        only,
-        "resources",
-        json,
-        credentials,
-        max_message_size,
-        servers,
-    )
-    .await?;
-    let (resources, templates) =
-        tokio::join!(opened.hub.resources(), opened.hub.resource_templates());
-    opened.hub.shutdown().await;
-    let items: Vec<Value> = resources
-        .items
-        .iter()
-        .map(|r| tagged(&r.server, &r.resource))
-        .collect();
-    let template_items: Vec<Value> = templates
-        .items
-        .iter()
-        .map(|t| tagged(&t.server, &t.template))
-        .collect();
-    // A server whose resources and templates both failed is one failure.
-    let mut failed = resources.failed;
-    for error in templates.failed {
-        if !failed.iter().any(|f| f.server() == error.server()) {
-            failed.push(error);
-        }
-    }
-    if json {
-        output::print_json(&json!({ "resources": items, "resourceTemplates": template_items }));
-    } else {
-        output::print_resources(&items, &template_items);
-    }
-    Ok(listing_code(&opened, &failed))
-}
-
-/// `prompts` across the configured servers (or one, `--server NAME`),
-/// each with its server.
-pub(crate) async fn prompts(
-    context: &Context,
-    only: Option<&str>,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    let open = open_all(
-        context,
-        only,
-        "prompts",
-        json,
-        credentials,
-        max_message_size,
-        servers,
-    );
-    let list = |hub: Hub| async move { hub.prompts().await };
-    let tag = |p: &switchboard_hub::HubPrompt| tagged(&p.server, &p.prompt);
-    print_listing(
-        open.await?,
-        "prompts",
-        json,
-        list,
-        tag,
-        output::print_prompts::<Value>,
-    )
-    .await
-}
-
-/// One listing across the opened servers, each item tagged with its
-/// server: `{KEY: […]}` with `--json`, else `print`'s table. Exit 4 only
-/// when every asked server failed.
-async fn print_listing<T, Fut>(
-    opened: Opened,
-    key: &str,
-    json: bool,
-    list: impl FnOnce(Hub) -> Fut,
-    tag: impl Fn(&T) -> Value,
-    print: fn(&[Value]),
-) -> Result<u8, Failure>
-where
-    Fut: std::future::Future<Output = switchboard_hub::HubListing<T>>,
-{
-    let listing = list(opened.hub.clone()).await;
-    opened.hub.shutdown().await;
-    let items: Vec<Value> = listing.items.iter().map(tag).collect();
-    if json {
-        output::print_json(&json!({ key: items }));
-    } else {
-        print(&items);
-    }
-    Ok(listing_code(&opened, &listing.failed))
-}
-
-/// `skills` across the configured servers (or one, `--server NAME`):
-/// each skill with its server. Reads no skill file.
-pub(crate) async fn skills(
-    context: &Context,
-    only: Option<&str>,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    let open = open_all(
-        context,
-        only,
-        "skills",
-        json,
-        credentials,
-        max_message_size,
-        servers,
-    );
-    let list = |hub: Hub| async move { hub.skills().await };
-    let tag = |s: &switchboard_hub::HubSkill| tagged(&s.server, &s.entry);
-    print_listing(
-        open.await?,
-        "skills",
-        json,
-        list,
-        tag,
-        output::print_skills::<Value>,
-    )
-    .await
-}
-
-/// `skill NAME [--file PATH]` on the configured servers: NAME is
-/// `SERVER/NAME`, `SERVER__NAME`, a skill's URI, or a name one server's
-/// skill has (with `--server`, that server's). Loads and verifies it, and
-/// shows it (or the file).
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the command's own settings, each used once"
-)]
-pub(crate) async fn skill(
-    context: &Context,
-    only: Option<&str>,
-    target: &str,
-    file: Option<&str>,
-    json: bool,
-    credentials: Option<&Path>,
-    max_message_size: Option<usize>,
-    servers: &Servers,
-) -> Result<u8, Failure> {
-    // `SERVER/NAME` (a skill's name has no `/`): start only that server.
-    let (only, target) = match (only, target.split_once('/')) {
-        (None, Some((server, name))) if !target.contains("://") => (Some(server), name),
-        _ => (only, target),
-    };
-    let opened = open_all(
-        context,
-        only,
-        "skills",
-        json,
-        credentials,
-        max_message_size,
-        servers,
-    )
-    .await?;
-    let listing = opened.hub.skills().await;
-    listing_code(&opened, &listing.failed);
-    let picked = pick_skill(
-        listing
-            .items
-            .iter()
-            .map(|s| (s.server.as_str(), &s.entry, s.name.as_str())),
-        target,
-    );
-    let (server, entry) = match picked {
-        Ok(found) => found,
-        Err(failure) => {
-            opened.hub.shutdown().await;
-            return Err(failure);
-        }
-    };
-    let (server, entry) = (server.to_owned(), entry.clone());
-    let shown = load_for_showing(&opened.hub, &server, &entry, file).await;
-    opened.hub.shutdown().await;
-    let (skill, files, contents) = shown.map_err(|e| hub_failure(e, None, credentials))?;
-    output::print_skill(Some(&server), &skill, &files, contents.as_ref(), json);
-    Ok(0)
 }
 
 /// What `skill` shows of `server`'s skill `entry`: the skill, loaded and
@@ -808,36 +643,31 @@ pub(crate) fn pick_skill<'a>(
     }
 }
 
-/// `tools` across the configured servers (or one, `--server NAME`).
-pub(crate) async fn tools(
+/// The configured servers of a `tools` listing (every one, or only
+/// `only`): their tools from the background session when it runs every one
+/// of them as this command would (the same servers said not started as
+/// without it), else started in one hub.
+pub(crate) async fn open_tools(
     context: &Context,
     only: Option<&str>,
-    model: &crate::cli::ModelArgs,
     json: bool,
     credentials: Option<&Path>,
     max_message_size: Option<usize>,
     servers: &Servers,
-) -> Result<u8, Failure> {
+    session: bool,
+) -> Result<Result<Vec<Value>, Opened>, Failure> {
     let (loaded, prepared) = check_all(context, only, "tools", json)?;
     #[cfg(unix)]
-    if model.provider.is_none()
+    if session
         && prepared.unusable.is_empty()
-        && session_serves_all(context, &prepared).await
+        && in_session(context, &prepared).await.is_some()
         && let Some(tools) = session_tools(context, only).await
     {
-        if json {
-            output::print_json(&json!({ "tools": tools }));
-        } else {
-            output::print_tools(&tools);
-        }
-        return Ok(0);
+        return Ok(Ok(tools));
     }
-    let Opened {
-        hub,
-        ready,
-        asked,
-        failed,
-    } = open_checked(
+    #[cfg(not(unix))]
+    let _ = session;
+    open_checked(
         context,
         &loaded,
         prepared,
@@ -847,64 +677,28 @@ pub(crate) async fn tools(
         max_message_size,
         servers,
     )
-    .await?;
-    if let Some(provider) = model.provider {
-        let tools = hub
-            .tools()
-            .into_iter()
-            .filter(|t| ready.contains(t.server.as_str()))
-            .map(|t| (t.server, t.tool))
-            .collect();
-        hub.shutdown().await;
-        model.print(provider, tools);
-        return Ok(if asked > 0 && failed >= asked {
-            exit::UNREACHABLE
-        } else {
-            0
-        });
-    }
-    let tools: Vec<Value> = hub
-        .tools()
-        .into_iter()
-        .filter(|t| ready.contains(t.server.as_str()))
-        .map(|t| {
-            let mut value = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
-            value["tool"] = json!(t.tool.name);
-            value["name"] = json!(t.name);
-            value["server"] = json!(t.server);
-            value
-        })
-        .collect();
-    hub.shutdown().await;
-    if json {
-        output::print_json(&json!({ "tools": tools }));
-    } else {
-        output::print_tools(&tools);
-    }
-    // Every server asked failed (`--server broken`): its reason is on
-    // stderr already; the listing is not a success.
-    Ok(if asked > 0 && failed >= asked {
-        exit::UNREACHABLE
-    } else {
-        0
-    })
+    .await
+    .map(Err)
 }
 
-/// Whether the background session runs every server `prepared` would
-/// start, ready, as this command expanded them (`session::serves`): only
-/// then does it list them, so that a server that failed is said and
-/// counted as without a session.
+/// What the background session says of every server `prepared` would
+/// start (`session::ready`), when it runs every one of them ready, as this
+/// command expanded it.
 #[cfg(unix)]
-async fn session_serves_all(context: &Context, prepared: &Prepared) -> bool {
+async fn in_session(
+    context: &Context,
+    prepared: &Prepared,
+) -> Option<BTreeMap<String, crate::session::Ready>> {
+    let mut ready = BTreeMap::new();
     for server in &prepared.runnable {
-        if server.enabled
-            && server.trust.allows_start()
-            && !crate::session::serves(context, server, crate::session::Needs::Server).await
-        {
-            return false;
+        if server.enabled && server.trust.allows_start() {
+            ready.insert(
+                server.name.clone(),
+                crate::session::ready(context, server).await?,
+            );
         }
     }
-    true
+    Some(ready)
 }
 
 /// The tools as the background session lists them (each with its server
@@ -953,7 +747,7 @@ pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 /// A hub error as a failed command: 3 when the server wants a login (with
 /// the command to run), 4 when it is unreachable or failed, 1 for what
 /// the user asked wrongly.
-fn hub_failure(
+pub(crate) fn hub_failure(
     error: HubError,
     config: Option<&ServerConfig>,
     credentials: Option<&Path>,

@@ -24,6 +24,7 @@ mod login;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod policy;
+mod reach;
 mod sampling;
 mod session;
 mod suggest;

@@ -489,6 +489,19 @@ struct ServerStatus {
     /// Its prompts' own names.
     #[serde(default)]
     prompts: Vec<String>,
+    /// What `list` shows of it: its transport, era and protocol version.
+    #[serde(default)]
+    transport: Option<String>,
+    #[serde(default)]
+    era: Option<String>,
+    #[serde(default)]
+    protocol_version: Option<String>,
+    /// What a 2026-07-28 server says it is on each result
+    /// (`_meta["io.modelcontextprotocol/serverInfo"]`), where the session's
+    /// gateway puts its own (`None` for a session-era server, whose
+    /// results carry none).
+    #[serde(default)]
+    results_server_info: Option<serde_json::Value>,
 }
 
 /// What tells one configuration of a server from another: the SHA-256
@@ -545,6 +558,14 @@ pub(crate) async fn write_status(
                             fingerprint,
                             tools: server.tools.iter().map(|t| t.name.clone()).collect(),
                             prompts: prompts.remove(&server.name).unwrap_or_default(),
+                            transport: server.transport.clone(),
+                            era: server.era.map(|e| e.to_string()),
+                            protocol_version: server.protocol_version.clone(),
+                            results_server_info: hub
+                                .client(&server.name)
+                                .ok()
+                                .filter(|c| c.era() == switchboard::types::Era::Modern)
+                                .and_then(|c| serde_json::to_value(c.server_info()?).ok()),
                         },
                     ))
                 })
@@ -619,36 +640,78 @@ pub(crate) async fn serves(
     context: &Context,
     config: &switchboard_hub::ServerConfig,
     needs: Needs<'_>,
-) -> bool {
+) -> Option<Serving> {
+    let server = ready_in_session(context, config).await?;
+    let has = match needs {
+        Needs::Server => true,
+        Needs::Tool(tool) => server.tools.iter().any(|n| n == tool),
+        Needs::Prompt(prompt) => server.prompts.iter().any(|n| n == prompt),
+    };
+    has.then_some(Serving {
+        results_server_info: server.results_server_info,
+    })
+}
+
+/// What a command through the session needs to say what it says without
+/// it: the server's own `serverInfo` for its results' `_meta`, where the
+/// gateway puts its own (`None`: the server puts none there).
+pub(crate) struct Serving {
+    pub(crate) results_server_info: Option<serde_json::Value>,
+}
+
+/// What `list` shows of a server the session runs ready.
+pub(crate) struct Ready {
+    /// How many tools it lists.
+    pub(crate) tools: usize,
+    pub(crate) transport: Option<String>,
+    pub(crate) era: Option<String>,
+    pub(crate) protocol_version: Option<String>,
+}
+
+/// [`Ready`] of `config` when this project's session runs it ready, as
+/// this command expanded it ([`serves`] with nothing more needed).
+pub(crate) async fn ready(
+    context: &Context,
+    config: &switchboard_hub::ServerConfig,
+) -> Option<Ready> {
+    let server = ready_in_session(context, config).await?;
+    Some(Ready {
+        tools: server.tools.len(),
+        transport: server.transport,
+        era: server.era,
+        protocol_version: server.protocol_version,
+    })
+}
+
+/// The session's status of `config` once it is ready there (see
+/// [`serves`]).
+async fn ready_in_session(
+    context: &Context,
+    config: &switchboard_hub::ServerConfig,
+) -> Option<ServerStatus> {
     if std::env::var_os("SWITCHBOARD_NO_SESSION").is_some() {
-        return false;
+        return None;
     }
     let paths = Paths::locate(context);
     if paths.check().is_err() || running(&paths).await.is_none() {
-        return false;
+        return None;
     }
     let ours = fingerprint(config);
     let started = std::time::Instant::now();
     loop {
-        let status: Status = std::fs::read(paths.dir.join(STATUS))
+        let mut status: Status = std::fs::read(paths.dir.join(STATUS))
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
-        match status.servers.get(&config.name) {
+        match status.servers.remove(&config.name) {
             None if started.elapsed() < RELOAD_WAIT => {}
-            None => return false,
-            Some(server) if server.fingerprint != ours => return false,
+            None => return None,
+            Some(server) if server.fingerprint != ours => return None,
             Some(server) => match server.state.as_str() {
-                "ready" => {
-                    return match needs {
-                        Needs::Server => true,
-                        Needs::Tool(tool) => server.tools.iter().any(|n| n == tool),
-                        Needs::Prompt(prompt) => server.prompts.iter().any(|n| n == prompt),
-                    };
-                }
+                "ready" => return Some(server),
                 "pending" | "connecting" | "reconnecting"
                     if started.elapsed() < START_WAIT_FOR_SERVER => {}
-                _ => return false,
+                _ => return None,
             },
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -233,6 +233,66 @@ fn calls_go_through_the_session_to_one_server_process_and_down_stops_it() {
     );
 }
 
+/// `list` and `complete` go through the session too, and every command
+/// says what it says without it: the same output, no server started.
+#[test]
+fn list_complete_and_results_as_json_are_the_same_through_the_session() {
+    let sandbox = Sandbox::new("list");
+    let alone = |args: &[&str]| {
+        sandbox
+            .command()
+            .env("SWITCHBOARD_NO_SESSION", "1")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let lists = [&["list"][..], &["list", "--json"], &["list", "--wide"]];
+    let completes = [
+        &["complete", "t/greeting", "name=a"][..],
+        &["complete", "greeting", "name", "--server", "t", "--json"],
+        // Results as JSON: the server's own `_meta`, not the gateway's.
+        &["call", "t/echo", r#"{"text":"x"}"#, "--json"],
+        &["prompt", "t/greeting", "--arg", "name=Ada", "--json"],
+        &["read", "test://static/hello", "--server", "t", "--json"],
+    ];
+    let without: Vec<Output> = lists.iter().chain(&completes).map(|a| alone(a)).collect();
+    for output in &without {
+        assert!(output.status.success(), "{}", text(output));
+    }
+    let started = sandbox.spawns().len();
+    assert_eq!(started, lists.len() + completes.len());
+
+    let up = sandbox.switchboard(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    let with: Vec<Output> = lists
+        .iter()
+        .chain(&completes)
+        .map(|a| sandbox.switchboard(a))
+        .collect();
+    for (args, (with, without)) in lists
+        .iter()
+        .chain(&completes)
+        .zip(with.iter().zip(&without))
+    {
+        assert_eq!(
+            (with.status.code(), &with.stdout, &with.stderr),
+            (without.status.code(), &without.stdout, &without.stderr),
+            "{args:?}:\nwith the session: {}\nwithout: {}",
+            text(with),
+            text(without)
+        );
+    }
+    // The session's server answered them all: one start more, its own.
+    assert_eq!(
+        sandbox.spawns().len(),
+        started + 1,
+        "spawns: {:?}",
+        sandbox.spawns()
+    );
+    let down = sandbox.switchboard(&["down"]);
+    assert!(down.status.success(), "{}", text(&down));
+}
+
 #[test]
 fn the_session_stops_by_itself_after_its_idle_period() {
     let sandbox = Sandbox::new("idle");

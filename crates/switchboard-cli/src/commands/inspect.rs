@@ -1,56 +1,73 @@
 //! What a server offers: `info`, `tools`, `resources`, `prompts`,
-//! `skills` and `skill`.
+//! `skills` and `skill` — each written once, for a server given after `--`
+//! and for configured servers alike (`reach.rs`).
 
 use serde_json::json;
 
 use super::Run;
 use crate::cli::{ModelArgs, ServerArgs};
-use crate::direct::{connect, finish, max_message_size, no_configured_server};
+use crate::configure::scope_name;
 use crate::failure::Failure;
+use crate::reach::{Configured, Listing, Reached, is_direct};
 use crate::term::output;
-use crate::{configure, hub};
 
-/// `info`: the server's era, version, identity and capabilities.
+/// `info`: the server's era, version, identity and capabilities; for a
+/// configured server, also its state and where it is configured. A server
+/// that did not get ready fails the command with its state and why (exit 3
+/// or 4).
 pub(crate) async fn info(
     run: Run<'_>,
     name: Option<String>,
     only: Option<String>,
     server: ServerArgs,
 ) -> Result<u8, Failure> {
-    if server.command.is_empty() && server.url.is_none() {
-        let Some(name) = name.or(only) else {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "`info` needs a server: no server command given after `--` (or --url), \
-                 and no configured server's NAME"
-            )));
-        };
-        let context = configure::Context::new(run.config)?;
-        let answer = hub::client_setup(&server)?;
-        return hub::info(
-            &context,
-            &name,
-            server.json,
-            run.creds,
-            max_message_size(&server),
-            answer,
-            run.servers,
-        )
-        .await;
+    let name = name.or(only);
+    if !is_direct(&server) && name.is_none() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "`info` needs a server: no server command given after `--` (or --url), \
+             and no configured server's NAME"
+        )));
     }
-    no_configured_server(name.as_deref().or(only.as_deref()))?;
-    let (client, connect_time, _) = connect(&server, run.creds, run.servers).await?;
+    let reached = match (Configured::of(&run, &server)?, name.as_deref()) {
+        (Some(configured), Some(name)) => configured.reach(name, None).await?,
+        _ => Reached::direct(&run, &server, name.as_deref()).await?,
+    };
+    let client = reached.client();
+    let configured = reached.configured().map(|(state, c)| (state, c.clone()));
     // Its tools, for the apps among them (MCP Apps); `info` stands
     // without them.
-    if client.capabilities().tools.is_some() {
+    if let Ok(Some(client)) = &client
+        && client.capabilities().tools.is_some()
+    {
         let _ = client.list_tools().await;
     }
-    let info = output::info_json(&client, connect_time);
-    if server.json {
-        output::print_json(&info);
-    } else {
-        output::print_info(&client, connect_time);
+    let connect_time = reached.connect_time;
+    reached.finish().await;
+    let Some(client) = client? else {
+        return Err(Failure::usage(anyhow::anyhow!("no server to describe")));
+    };
+    match configured {
+        None if server.json => output::print_json(&output::info_json(&client, connect_time)),
+        None => output::print_info(&client, connect_time),
+        Some((state, config)) if server.json => {
+            // Its start is the hub's, not a connection's: no `connectMs`.
+            let mut info = output::info_json(&client, connect_time);
+            if let Some(object) = info.as_object_mut() {
+                object.remove("connectMs");
+            }
+            info["state"] = json!(state);
+            crate::hub::merge(&mut info, crate::hub::source(&config));
+            output::print_json(&info);
+        }
+        Some((state, config)) => {
+            let origin = format!(
+                "{} ({})",
+                config.origin.file.display(),
+                scope_name(config.origin.scope)
+            );
+            output::print_server_info(&state, &origin, &client);
+        }
     }
-    finish(&client, &server).await;
     Ok(0)
 }
 
@@ -61,39 +78,20 @@ pub(crate) async fn tools(
     model: ModelArgs,
     server: ServerArgs,
 ) -> Result<u8, Failure> {
-    if server.command.is_empty() && server.url.is_none() {
-        let context = configure::Context::new(run.config)?;
-        return hub::tools(
-            &context,
-            only.as_deref(),
-            &model,
-            server.json,
-            run.creds,
-            max_message_size(&server),
-            run.servers,
-        )
-        .await;
-    }
-    no_configured_server(only.as_deref())?;
-    let (client, _, _) = connect(&server, run.creds, run.servers).await?;
-    let tools = client.list_tools().await?;
+    // The session lists its tools with their servers, not as a model API
+    // wants them.
+    let session = model.provider.is_none();
+    let listing = Listing::open(&run, only.as_deref(), &server, "tools", session).await?;
+    let listed = listing.tools().await;
+    let ((tools, by_server), code) = listing.finish(listed).await?;
     if let Some(provider) = model.provider {
-        // The server's own name (the command line is no name).
-        let name = client
-            .server_info()
-            .map_or_else(|| client.server_name(), |info| info.name.as_str())
-            .to_owned();
-        model.print(
-            provider,
-            tools.into_iter().map(|t| (name.clone(), t)).collect(),
-        );
+        model.print(provider, by_server);
     } else if server.json {
         output::print_json(&json!({ "tools": tools }));
     } else {
         output::print_tools(&tools);
     }
-    finish(&client, &server).await;
-    Ok(0)
+    Ok(code)
 }
 
 /// `resources`: the resources and resource templates.
@@ -102,29 +100,15 @@ pub(crate) async fn resources(
     only: Option<String>,
     server: ServerArgs,
 ) -> Result<u8, Failure> {
-    if server.command.is_empty() && server.url.is_none() {
-        let context = configure::Context::new(run.config)?;
-        return hub::resources(
-            &context,
-            only.as_deref(),
-            server.json,
-            run.creds,
-            max_message_size(&server),
-            run.servers,
-        )
-        .await;
-    }
-    no_configured_server(only.as_deref())?;
-    let (client, _, _) = connect(&server, run.creds, run.servers).await?;
-    let resources = client.list_resources().await?;
-    let templates = client.list_resource_templates().await?;
+    let listing = Listing::open(&run, only.as_deref(), &server, "resources", false).await?;
+    let listed = listing.resources().await;
+    let ((resources, templates), code) = listing.finish(listed).await?;
     if server.json {
         output::print_json(&json!({ "resources": resources, "resourceTemplates": templates }));
     } else {
         output::print_resources(&resources, &templates);
     }
-    finish(&client, &server).await;
-    Ok(0)
+    Ok(code)
 }
 
 /// `prompts`: the prompts.
@@ -133,28 +117,7 @@ pub(crate) async fn prompts(
     only: Option<String>,
     server: ServerArgs,
 ) -> Result<u8, Failure> {
-    if server.command.is_empty() && server.url.is_none() {
-        let context = configure::Context::new(run.config)?;
-        return hub::prompts(
-            &context,
-            only.as_deref(),
-            server.json,
-            run.creds,
-            max_message_size(&server),
-            run.servers,
-        )
-        .await;
-    }
-    no_configured_server(only.as_deref())?;
-    let (client, _, _) = connect(&server, run.creds, run.servers).await?;
-    let prompts = client.list_prompts().await?;
-    if server.json {
-        output::print_json(&json!({ "prompts": prompts }));
-    } else {
-        output::print_prompts(&prompts);
-    }
-    finish(&client, &server).await;
-    Ok(0)
+    list_of(run, only, server, Kind::Prompts).await
 }
 
 /// `skills`: the skills (the skills extension), none of them read.
@@ -163,31 +126,45 @@ pub(crate) async fn skills(
     only: Option<String>,
     server: ServerArgs,
 ) -> Result<u8, Failure> {
-    if server.command.is_empty() && server.url.is_none() {
-        let context = configure::Context::new(run.config)?;
-        return hub::skills(
-            &context,
-            only.as_deref(),
-            server.json,
-            run.creds,
-            max_message_size(&server),
-            run.servers,
-        )
-        .await;
-    }
-    no_configured_server(only.as_deref())?;
-    let (client, _, _) = connect(&server, run.creds, run.servers).await?;
-    let skills = client.list_skills().await?;
-    if server.json {
-        output::print_json(&json!({ "skills": skills }));
-    } else {
-        output::print_skills(&skills);
-    }
-    finish(&client, &server).await;
-    Ok(0)
+    list_of(run, only, server, Kind::Skills).await
 }
 
-/// `skill NAME`: one skill loaded, checked against the listing, and shown.
+/// What [`list_of`] lists.
+#[derive(Clone, Copy)]
+enum Kind {
+    Prompts,
+    Skills,
+}
+
+/// One kind of item, as a table or JSON (`{"prompts": […]}`).
+async fn list_of(
+    run: Run<'_>,
+    only: Option<String>,
+    server: ServerArgs,
+    kind: Kind,
+) -> Result<u8, Failure> {
+    let noun = match kind {
+        Kind::Prompts => "prompts",
+        Kind::Skills => "skills",
+    };
+    let listing = Listing::open(&run, only.as_deref(), &server, noun, false).await?;
+    let listed = match kind {
+        Kind::Prompts => listing.prompts().await,
+        Kind::Skills => listing.skills().await,
+    };
+    let (items, code) = listing.finish(listed).await?;
+    match kind {
+        _ if server.json => output::print_json(&json!({ noun: items })),
+        Kind::Prompts => output::print_prompts(&items),
+        Kind::Skills => output::print_skills(&items),
+    }
+    Ok(code)
+}
+
+/// `skill NAME [--file PATH]`: one skill loaded, checked against the
+/// listing, and shown (or the file). On configured servers NAME is
+/// `SERVER/NAME`, `SERVER__NAME`, a skill's URI, or a name one server's
+/// skill has (with `--server`, that server's).
 pub(crate) async fn skill(
     run: Run<'_>,
     name: String,
@@ -195,38 +172,24 @@ pub(crate) async fn skill(
     only: Option<String>,
     server: ServerArgs,
 ) -> Result<u8, Failure> {
-    if server.command.is_empty() && server.url.is_none() {
-        let context = configure::Context::new(run.config)?;
-        return hub::skill(
-            &context,
-            only.as_deref(),
-            &name,
-            file.as_deref(),
-            server.json,
-            run.creds,
-            max_message_size(&server),
-            run.servers,
-        )
-        .await;
-    }
-    no_configured_server(only.as_deref())?;
-    let (client, _, _) = connect(&server, run.creds, run.servers).await?;
-    let skills = client.list_skills().await?;
-    let (_, entry) = hub::pick_skill(
-        skills.iter().map(|e| ("", e, e.name().unwrap_or_default())),
-        &name,
-    )?;
-    let skill = client.load_skill(entry).await?;
-    let files = client.skill_files(&skill).await?;
-    let contents = match &file {
-        Some(path) => Some(
-            client
-                .read_skill_file(&skill, &hub::skill_file_uri(entry, path))
-                .await?,
-        ),
-        None => None,
+    // `SERVER/NAME` (a skill's name has no `/`): start only that server.
+    let (only, target) = match (only.as_deref(), name.split_once('/')) {
+        (None, Some((configured, skill))) if !is_direct(&server) && !name.contains("://") => {
+            (Some(configured), skill)
+        }
+        (only, _) => (only, name.as_str()),
     };
-    output::print_skill(None, &skill, &files, contents.as_ref(), server.json);
-    finish(&client, &server).await;
+    let listing = Listing::open(&run, only, &server, "skills", false).await?;
+    let shown = listing.skill(target, file.as_deref()).await;
+    let ((server_name, skill, files, contents), _) = listing
+        .finish(shown.map(|shown| (shown, Vec::new())))
+        .await?;
+    output::print_skill(
+        server_name.as_deref(),
+        &skill,
+        &files,
+        contents.as_ref(),
+        server.json,
+    );
     Ok(0)
 }

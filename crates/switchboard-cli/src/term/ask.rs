@@ -31,21 +31,13 @@ impl ElicitationHandler for TerminalElicitation {
         context: HandlerContext,
         request: FormRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        let ui = self.ui.clone();
-        Box::pin(async move {
-            let server = context.server.to_string();
-            if let Err(why) = ui.can_prompt() {
-                ui.notice(&format!(
-                    "declined the form server `{server}` sent ({:?}): {}",
-                    request.message,
-                    why.reason()
-                ));
-                return Ok(ElicitResult::decline());
-            }
-            let styled = ui.styled();
-            ui.prompt(move || fill_form(&server, &request, styled))
-                .await
-                .map_err(HandlerError::Failed)?
+        let server = context.server.to_string();
+        let declined = format!(
+            "declined the form server `{server}` sent ({:?})",
+            request.message
+        );
+        ask_or_decline(self.ui.clone(), declined, move |styled| {
+            fill_form(&server, &request, styled)
         })
     }
 
@@ -58,24 +50,35 @@ impl ElicitationHandler for TerminalElicitation {
         context: HandlerContext,
         request: UrlRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        let ui = self.ui.clone();
-        Box::pin(async move {
-            let server = context.server.to_string();
-            if let Err(why) = ui.can_prompt() {
-                ui.notice(&format!(
-                    "declined server `{server}`'s request to open {} (domain {}): {}",
-                    request.shown.url,
-                    request.shown.host,
-                    why.reason()
-                ));
-                return Ok(ElicitResult::decline());
-            }
-            let styled = ui.styled();
-            ui.prompt(move || open_url(&server, &request, styled))
-                .await
-                .map_err(HandlerError::Failed)?
+        let server = context.server.to_string();
+        let declined = format!(
+            "declined server `{server}`'s request to open {} (domain {})",
+            request.shown.url, request.shown.host
+        );
+        ask_or_decline(self.ui.clone(), declined, move |styled| {
+            open_url(&server, &request, styled)
         })
     }
+}
+
+/// Puts `ask` to the user when the terminal is free (`styled`: whether to
+/// use ANSI styling); when no one can be asked, declines, saying
+/// `declined` and why.
+fn ask_or_decline(
+    ui: Arc<Ui>,
+    declined: String,
+    ask: impl FnOnce(bool) -> Result<ElicitResult, HandlerError> + Send + 'static,
+) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+    Box::pin(async move {
+        if let Err(why) = ui.can_prompt() {
+            ui.notice(&format!("{declined}: {}", why.reason()));
+            return Ok(ElicitResult::decline());
+        }
+        let styled = ui.styled();
+        ui.prompt(move || ask(styled))
+            .await
+            .map_err(HandlerError::Failed)?
+    })
 }
 
 fn bold(text: &str, styled: bool) -> String {

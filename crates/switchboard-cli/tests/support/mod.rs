@@ -52,6 +52,7 @@ pub(crate) fn isolated(cwd: &Path, home: &Path, credentials: &Path) -> Command {
 ///
 /// It runs in this test process (switchboard-testkit's `serve_http` on a
 /// thread of its own): the `switchboard` binary links no HTTP server.
+#[allow(dead_code)] // not every test binary that shares `support` runs one
 pub(crate) struct HttpServer(Background, pub(crate) String);
 
 /// The thread serving an [`HttpServer`], and the way to stop it.
@@ -62,6 +63,7 @@ pub(crate) struct Background {
     issuer: Option<String>,
 }
 
+#[allow(dead_code)] // not every test binary that shares `support` runs one
 impl HttpServer {
     pub(crate) fn start(args: &[&str]) -> Self {
         let config = ServerConfig::from_args(args.iter().map(|a| a.to_string()))
