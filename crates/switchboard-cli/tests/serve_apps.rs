@@ -44,7 +44,10 @@ fn sandbox(name: &str, vanilla: &str, react: &str, era: &str) -> Sandbox {
 
 /// A host of `mode` that renders apps, in front of `servers`.
 async fn host(sandbox: &Sandbox, mode: EraMode, servers: &[&str], apps: bool) -> Client {
-    let mut args = vec!["serve"];
+    // The host lists once: each backend (node, on a loaded machine) gets
+    // the time it needs to start, as `serve --help` tells a one-shot
+    // client's user to give it.
+    let mut args = vec!["serve", "--wait-ready", "60"];
     for server in servers {
         args.extend(["--server", server]);
     }

@@ -361,7 +361,10 @@ fn the_sdk_clients_list_and_call_through_the_one_liners() {
     let sandbox = Sandbox::new("fronted-sdks");
     let remote = HttpServer::start(&[]);
     let url = format!("{}/mcp", remote.1);
-    let mut everything_line = vec![BIN, "serve", "--"];
+    // The SDK hosts list once: server-everything (npx, on a loaded
+    // machine) gets the time it needs to start (`serve --help`'s advice to
+    // a one-shot client's user).
+    let mut everything_line = vec![BIN, "serve", "--wait-ready", "60", "--"];
     everything_line.extend(&EVERYTHING[..3]);
     let remote_line = vec![BIN, "serve", "--url", url.as_str()];
     for (what, line, call) in [
