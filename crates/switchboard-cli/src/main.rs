@@ -43,6 +43,8 @@ fn main() -> ExitCode {
     if argv.get(1).map(String::as_str) == Some("__testserver") {
         switchboard_testserver::run_stdio_main(argv[2..].to_vec());
     }
+    // A shell asking for completions at a Tab: answered, then exit.
+    cli::complete::answer_if_asked();
     lifecycle::quiet_print_failures();
     let parsed = cli_command()
         .try_get_matches()

@@ -114,7 +114,7 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     ),
     (
         "completions",
-        "switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\nswitchboard completions zsh > \"${fpath[1]}/_switchboard\"\nswitchboard completions fish > ~/.config/fish/completions/switchboard.fish",
+        "switchboard completions fish > ~/.config/fish/completions/switchboard.fish\necho 'source <(switchboard completions bash)' >> ~/.bashrc\necho 'source <(switchboard completions zsh)' >> ~/.zshrc\n# Tab then completes configured servers' names and their tools (as the\n# last run that started them recorded them)",
     ),
     (
         "man",

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+pub(crate) mod complete;
 mod config;
 mod help;
 mod server;
@@ -108,10 +109,10 @@ pub(crate) enum Command {
     /// server's (with its state) as `info NAME` or `info --server NAME`.
     Info {
         /// The configured server (as --server).
-        #[arg(value_name = "NAME", conflicts_with = "only")]
+        #[arg(value_name = "NAME", conflicts_with = "only", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         name: Option<String>,
         /// The configured server.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
@@ -136,7 +137,7 @@ pub(crate) enum Command {
         #[arg(long = "context", value_name = "KEY=VALUE")]
         context: Vec<String>,
         /// The configured server to ask.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
@@ -145,7 +146,7 @@ pub(crate) enum Command {
     /// server's tools, named SERVER__TOOL.
     Tools {
         /// Only this configured server's tools.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         #[command(flatten)]
         model: ModelArgs,
@@ -156,7 +157,7 @@ pub(crate) enum Command {
     /// server command, every configured server's, with their server.
     Resources {
         /// Only this configured server's resources.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
@@ -165,7 +166,7 @@ pub(crate) enum Command {
     /// configured server's, with their server.
     Prompts {
         /// Only this configured server's prompts.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
@@ -175,7 +176,7 @@ pub(crate) enum Command {
     /// Reads no skill file.
     Skills {
         /// Only this configured server's skills.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
@@ -192,7 +193,7 @@ pub(crate) enum Command {
         #[arg(long, value_name = "PATH")]
         file: Option<String>,
         /// The configured server to ask.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
@@ -206,6 +207,7 @@ pub(crate) enum Command {
     /// refused without one.
     Call {
         /// The tool's name (SERVER/TOOL or SERVER__TOOL for a configured server).
+        #[arg(add = clap_complete::ArgValueCandidates::new(complete::tools))]
         tool: String,
         /// The arguments as one JSON object (as --args-json).
         #[arg(value_name = "JSON", conflicts_with = "args_json")]
@@ -228,7 +230,7 @@ pub(crate) enum Command {
         /// The resource URI.
         uri: String,
         /// The configured server to read from.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         /// Write the contents to FILE (text as is, a blob decoded) instead
         /// of printing them.
@@ -249,7 +251,7 @@ pub(crate) enum Command {
         /// The prompt's name (SERVER/NAME or SERVER__NAME for a configured server).
         name: String,
         /// The configured server to ask.
-        #[arg(long = "server", value_name = "NAME")]
+        #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         only: Option<String>,
         /// An argument, KEY=VALUE (prompt arguments are strings).
         #[arg(long = "arg", value_name = "KEY=VALUE")]
@@ -342,6 +344,7 @@ pub(crate) enum Command {
     /// their values.
     Get {
         /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(complete::servers))]
         name: String,
         /// Print one JSON document.
         #[arg(long)]
@@ -393,7 +396,7 @@ pub(crate) enum Command {
     /// call's progress printed as they arrive.
     Shell {
         /// Only this configured server.
-        #[arg(value_name = "NAME")]
+        #[arg(value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         name: Option<String>,
     },
     /// Print a completion script for your shell.
@@ -464,7 +467,7 @@ pub(crate) enum Command {
 #[derive(clap::Args, Debug)]
 pub(crate) struct ServerNames {
     /// The servers.
-    #[arg(value_name = "NAME", required_unless_present = "all")]
+    #[arg(value_name = "NAME", required_unless_present = "all", add = clap_complete::ArgValueCandidates::new(complete::servers))]
     pub(crate) names: Vec<String>,
     /// Every one of this project (waiting for approval, or approved).
     #[arg(long)]
@@ -476,6 +479,7 @@ pub(crate) struct ServerNames {
 #[derive(clap::Args, Debug)]
 pub(crate) struct NameArgs {
     /// The server's name.
+    #[arg(add = clap_complete::ArgValueCandidates::new(complete::servers))]
     pub(crate) name: String,
     /// Change switchboard's file of this scope instead of the file the
     /// server is configured in.

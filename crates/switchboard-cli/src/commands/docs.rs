@@ -4,13 +4,15 @@
 use crate::cli::cli_command;
 use crate::failure::Failure;
 
-/// `completions SHELL`: the shell's completion script.
+/// `completions SHELL`: the shell's registration of completions, which
+/// asks `switchboard` for the candidates at each Tab (server and tool
+/// names among them: `cli/complete.rs`).
 pub(crate) fn completions(shell: clap_complete::Shell) -> Result<u8, Failure> {
-    // Written whole through print!, whose failure on a closed pipe
-    // ends the command quietly (exit 141), as every output does.
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut cli_command(), "switchboard", &mut script);
-    print!("{}", String::from_utf8_lossy(&script));
+    let script = crate::cli::complete::registration(shell)
+        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot write the completion script: {e}")))?;
+    // Written whole through print!, whose failure on a closed pipe ends
+    // the command quietly (exit 141), as every output does.
+    print!("{script}");
     Ok(0)
 }
 
