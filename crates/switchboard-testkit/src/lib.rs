@@ -35,6 +35,11 @@ use switchboard_testserver::{HTTP_USAGE, exit_with, run_in_runtime};
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExamples;
 
+/// docs/library.md's Rust code blocks, compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryGuideExamples;
+
 /// Entry point of the `switchboard-testkit-server` binary (and of test
 /// binaries that run themselves as a server): parses `args` (without the
 /// program name), serves stdin/stdout (or HTTP with `--http ADDR`) and

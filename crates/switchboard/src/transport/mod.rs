@@ -1,4 +1,10 @@
-//! Transports move whole JSON-RPC messages; they never parse them.
+//! Transports move whole JSON-RPC messages and leave their meaning to the
+//! engine. stdio, WebSocket, legacy HTTP+SSE and the in-memory pair never
+//! parse them; Streamable HTTP reads the few fields its rules need (an
+//! outgoing message's method, id, protocol version and routed name for
+//! its headers, `initialize`'s result, each tool's `x-mcp-header`) and
+//! may rewrite an answer it must (a `tools/list` result without the tools
+//! whose header annotations are invalid, an error answer's id).
 //!
 //! A [`Connector`] knows how to open a connection (spawn a process, dial a
 //! URL) and may be asked again, which is how the client respawns a server
