@@ -12,6 +12,15 @@
 #                     # only the gateway against nginx and the bridges (needs
 #                     # nginx; installs supergateway, mcp-remote, mcp-proxy
 #                     # into ~/.cache/switchboard-ci/bridges on first use)
+#   scripts/bench.sh cli [--quick|--runs N|--rounds N|--only up,list]
+#                     # only whole `switchboard` processes: call, tools, read,
+#                     # prompt, list with `up` against the CLI's start and a
+#                     # minimal client; `list` of 8 servers without `up`
+#                     # against their own start (servers from
+#                     # scripts/install-interop.sh when installed). The CLI
+#                     # is built with the release profile (`cargo install`'s);
+#                     # BENCH_PROFILE=profiling for the same code with line
+#                     # tables (for perf).
 #
 # Pin everything to CPUs with e.g. `taskset -c 0,1 scripts/bench.sh`.
 # Needs cargo, rustc and python3.
@@ -31,6 +40,19 @@ echo
 if [[ "${1:-}" == "gateway" ]]; then
   shift
   cargo bench -q -p switchboard-testkit --bench gateway -- "$@"
+  echo
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
+
+if [[ "${1:-}" == "cli" ]]; then
+  shift
+  profile="${BENCH_PROFILE:-release}"
+  cargo build -q --profile "$profile" --locked -p switchboard-cli --bin switchboard
+  echo "- CLI: \`cargo build --profile $profile\` ($target/$profile/switchboard)"
+  echo
+  SWITCHBOARD_BIN="$target/$profile/switchboard" \
+    cargo bench -q -p switchboard-testkit --bench cli -- "$@"
   echo
   echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit 0

@@ -18,11 +18,25 @@ const MOST_READ: usize = 8 * 1024;
 pub(crate) const ITSELF: &str = "this is switchboard's own gateway (its /healthz answers this gateway's instance id); skipped so it does not serve every server twice";
 
 /// A fresh instance id: 128 random bits in hex.
+///
+/// From the OS (`/dev/urandom`), not `aws_lc_rs::rand`: the id only has to
+/// be unique, and AWS-LC's first draw seeds its generator with CPU jitter
+/// entropy, ~60 ms of CPU that every command building a hub paid before
+/// starting a server (`perf` of `switchboard list`: 80 % of its CPU in
+/// `tree_jitter_initialize_once`).
 pub(crate) fn new_instance() -> String {
+    use std::io::Read as _;
     let mut bytes = [0u8; 16];
-    // Without randomness the id is still this process's own.
-    if aws_lc_rs::rand::fill(&mut bytes).is_err() {
-        bytes[..4].copy_from_slice(&std::process::id().to_be_bytes());
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if read.is_err() {
+        // std's hasher keys are random per process (and per call here):
+        // still this process's own.
+        use std::hash::{BuildHasher as _, Hasher as _};
+        for half in bytes.chunks_mut(8) {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u32(std::process::id());
+            half.copy_from_slice(&hasher.finish().to_le_bytes());
+        }
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
