@@ -701,6 +701,81 @@ async fn in_session(
     Some(ready)
 }
 
+/// What `shell` works with, besides the configuration it loaded: a client
+/// of the background session when the session runs every server the shell
+/// would start, as this command expanded them (none named with `__`,
+/// whose gateway names could be another pair's), each server's name and
+/// the state the shell would give it without starting it (disabled,
+/// waiting for approval); else a hub of the shell's own, started. The
+/// session's client is set up by `connect`.
+pub(crate) async fn open_shell(
+    context: &Context,
+    only: Option<&str>,
+    credentials: Option<&Path>,
+    servers: &Servers,
+    connect: impl Fn(switchboard::ClientBuilder) -> switchboard::ClientBuilder,
+) -> Result<(LoadedConfig, ShellServers), Failure> {
+    let (loaded, prepared) = check_all(context, only, "tools", false)?;
+    #[cfg(unix)]
+    if prepared.unusable.is_empty()
+        && !prepared.runnable.iter().any(|s| s.name.contains("__"))
+        && in_session(context, &prepared).await.is_some()
+        && let Some(client) = crate::session::connect(context, &connect).await
+    {
+        servers.session(&client);
+        let names = prepared
+            .runnable
+            .iter()
+            .map(|server| {
+                let state = if !server.enabled {
+                    Some(ServerState::Disabled.name())
+                } else if !server.trust.allows_start() {
+                    Some("needs-approval")
+                } else {
+                    None
+                };
+                (server.name.clone(), state)
+            })
+            .collect();
+        return Ok((loaded, ShellServers::Session(client, names)));
+    }
+    #[cfg(not(unix))]
+    let _ = connect;
+    let opened = open_checked(
+        context,
+        &loaded,
+        prepared,
+        "tools",
+        false,
+        credentials,
+        None,
+        servers,
+    )
+    .await?;
+    Ok((loaded, ShellServers::Own(opened.hub)))
+}
+
+/// [`open_shell`]'s servers.
+pub(crate) enum ShellServers {
+    /// The shell's own hub.
+    Own(Hub),
+    /// The background session's gateway, and the servers the shell would
+    /// start, each with the state it has without starting (`None`: the
+    /// session's).
+    #[cfg(unix)]
+    Session(switchboard::Client, Vec<(String, Option<&'static str>)>),
+}
+
+/// The server and own name of a tool as a gateway of this crate lists it
+/// (from its `_meta`).
+pub(crate) fn origin(tool: &switchboard::types::Tool) -> Option<(String, String)> {
+    let origin = tool.meta.as_ref()?.get(switchboard_hub::hub::ORIGIN_META)?;
+    Some((
+        origin.get("server")?.as_str()?.to_owned(),
+        origin.get("tool")?.as_str()?.to_owned(),
+    ))
+}
+
 /// The tools as the background session lists them (each with its server
 /// and own name, from the gateway's `_meta`), or `None` when no session
 /// runs — or it has none of `only`'s (which may be down: the caller starts
@@ -714,17 +789,12 @@ async fn session_tools(context: &Context, only: Option<&str>) -> Option<Vec<Valu
         .ok()?
         .into_iter()
         .filter_map(|tool| {
-            let origin = tool
-                .meta
-                .as_ref()?
-                .get(switchboard_hub::hub::ORIGIN_META)?
-                .clone();
-            let server = origin.get("server")?.as_str()?.to_owned();
+            let (server, own) = origin(&tool)?;
             if only.is_some_and(|name| name != server) {
                 return None;
             }
             let mut value = serde_json::to_value(&tool).ok()?;
-            value["tool"] = origin.get("tool")?.clone();
+            value["tool"] = json!(own);
             value["server"] = json!(server);
             if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
                 meta.remove(switchboard_hub::hub::ORIGIN_META);

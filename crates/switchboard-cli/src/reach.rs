@@ -277,18 +277,7 @@ impl Reached {
                 let params = params(switchboard_hub::hub::namespaced(&named.server, tool));
                 let call = client.call_tool_with(&params, options);
                 let result = with_events(client, &self.ui, call).await;
-                // The backend's JSON-RPC error, which the gateway made an
-                // error result of (for a model to read), fails the command
-                // as it does without a session.
-                let result = result.and_then(|result| match backends_error(&result) {
-                    Some(error) => Err(switchboard::Error::Server {
-                        server: named.server.as_str().into(),
-                        method: "tools/call".to_owned(),
-                        error: Box::new(error),
-                    }),
-                    None => Ok(result),
-                });
-                let result = result.map(|mut result| {
+                let result = through_gateway(&named.server, result).map(|mut result| {
                     own_server_info(&mut result.meta, serving);
                     result
                 });
@@ -342,32 +331,12 @@ impl Reached {
             }
             #[cfg(unix)]
             Way::Session(client, named, serving) => {
-                use switchboard_hub::hub::{
-                    resource_origin, resource_uri, skill_origin, skill_uri,
-                };
-                // The gateway's URI for it, and the server's URIs back in
-                // the answer.
-                let gateway = skill_uri(&named.server, uri)
-                    .unwrap_or_else(|| resource_uri(&named.server, uri));
-                let read = client.read_resource(gateway);
+                let read = client.read_resource(gateway_uri(&named.server, uri));
                 let mut result = with_events(client, &self.ui, read)
                     .await
                     .map_err(|e| named.request_failure("resources/read", e))?;
                 own_server_info(&mut result.meta, serving);
-                // The gateway's own caching hints (it drops the server's).
-                result.ttl_ms = None;
-                result.cache_scope = None;
-                for contents in &mut result.contents {
-                    let uri = match contents {
-                        switchboard::types::ResourceContents::Text(c) => &mut c.uri,
-                        switchboard::types::ResourceContents::Blob(c) => &mut c.uri,
-                    };
-                    if let Some((_, original)) = skill_origin(uri).or_else(|| resource_origin(uri))
-                    {
-                        *uri = original;
-                    }
-                }
-                Ok(result)
+                Ok(own_read(result))
             }
             Way::Hub(hub, named) => {
                 let read = hub.read_resource(&named.server, uri);
@@ -478,6 +447,52 @@ impl Reached {
     }
 }
 
+/// A call's answer through a gateway of this crate as the server's: the
+/// backend's JSON-RPC error, which the gateway made an error result of
+/// (for a model to read), is the error it is without the gateway.
+pub(crate) fn through_gateway(
+    server: &str,
+    result: Result<CallToolResult, switchboard::Error>,
+) -> Result<CallToolResult, switchboard::Error> {
+    result.and_then(|result| match backends_error(&result) {
+        Some(error) => Err(switchboard::Error::Server {
+            server: server.into(),
+            method: "tools/call".to_owned(),
+            error: Box::new(error),
+        }),
+        None => Ok(result),
+    })
+}
+
+/// The gateway's URI of `server`'s resource or skill file `uri`.
+pub(crate) fn gateway_uri(server: &str, uri: &str) -> String {
+    use switchboard_hub::hub::{resource_uri, skill_uri};
+    skill_uri(server, uri).unwrap_or_else(|| resource_uri(server, uri))
+}
+
+/// The server's own URI of a gateway URI (as it is when it is none).
+pub(crate) fn own_uri(uri: &str) -> String {
+    use switchboard_hub::hub::{resource_origin, skill_origin};
+    skill_origin(uri)
+        .or_else(|| resource_origin(uri))
+        .map_or_else(|| uri.to_owned(), |(_, original)| original)
+}
+
+/// A read through a gateway as the server answered it: its URIs, and no
+/// caching hints (the gateway's own; it drops the server's).
+pub(crate) fn own_read(mut result: ReadResourceResult) -> ReadResourceResult {
+    result.ttl_ms = None;
+    result.cache_scope = None;
+    for contents in &mut result.contents {
+        let uri = match contents {
+            switchboard::types::ResourceContents::Text(c) => &mut c.uri,
+            switchboard::types::ResourceContents::Blob(c) => &mut c.uri,
+        };
+        *uri = own_uri(uri);
+    }
+    result
+}
+
 /// Runs `work` on `server` while its progress and log lines are shown on
 /// `ui`, as for a server given after `--`. The one place that knows where
 /// a configured server's notifications come from: its live client's event
@@ -527,7 +542,6 @@ fn own_server_info(
 
 /// The backend's JSON-RPC error a gateway's error result carries
 /// (`BACKEND_ERROR_META`).
-#[cfg(unix)]
 fn backends_error(result: &CallToolResult) -> Option<switchboard::types::jsonrpc::ErrorObject> {
     if result.is_error != Some(true) {
         return None;

@@ -683,6 +683,21 @@ pub(crate) async fn ready(
     })
 }
 
+/// Each server's state as the running session of this project last
+/// said it (`ready`, `failed`, …; [`STATUS`]); empty when none runs.
+pub(crate) fn states(context: &Context) -> std::collections::BTreeMap<String, String> {
+    let paths = Paths::locate(context);
+    let status: Status = std::fs::read(paths.dir.join(STATUS))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    status
+        .servers
+        .into_iter()
+        .map(|(name, server)| (name, server.state))
+        .collect()
+}
+
 /// The session's status of `config` once it is ready there (see
 /// [`serves`]).
 async fn ready_in_session(

@@ -659,3 +659,89 @@ fn a_projects_session_serves_its_subdirectories_and_another_project_gets_its_own
     assert!(call.status.success(), "{}", text(&call));
     assert_eq!(sandbox.spawns().len(), 2, "spawns: {:?}", sandbox.spawns());
 }
+
+/// `shell` works with the session's servers when the session runs them
+/// as the shell would start them: it starts none of its own, and every
+/// command says what it says without the session (the same transcript,
+/// timings aside).
+#[test]
+fn the_shell_uses_the_session_and_says_what_it_says_without_it() {
+    let sandbox = Sandbox::new("shell");
+    let base = sandbox.base();
+    let credentials = sandbox.home.root.join("credentials.json");
+    let script = [
+        "servers",
+        "tools",
+        "call t__echo text=through",
+        "call t/echo text=again",
+        "call t__ech",
+        "read t test://static/hello",
+        "read t test://no/such",
+        "read nosuch test://static/hello",
+        "prompt t/greeting name=Ada",
+        "prompt t/nosuch",
+    ];
+    let transcript = |session: bool| {
+        let mut env = vec![
+            ("SWITCHBOARD_SESSION_DIR", base.to_str().unwrap()),
+            ("SWITCHBOARD_CREDENTIALS", credentials.to_str().unwrap()),
+        ];
+        if !session {
+            env.push(("SWITCHBOARD_NO_SESSION", "1"));
+        }
+        let mut terminal = support::pty::Terminal::start(
+            &["shell"],
+            &sandbox.home.work(),
+            &sandbox.home.home(),
+            &env,
+        );
+        terminal.expect("switchboard> ");
+        let greeting = terminal.seen.clone();
+        for (done, line) in script.iter().enumerate() {
+            terminal.send(&format!("{line}\r"));
+            terminal.expect_times("switchboard> ", done + 2);
+        }
+        terminal.send("exit\r");
+        let (code, seen) = terminal.finish();
+        assert_eq!(code, 0, "{seen}");
+        // Timings masked.
+        let commands: String = seen[greeting.len()..]
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect();
+        (greeting, commands)
+    };
+
+    let (alone, without) = transcript(false);
+    assert!(!alone.contains("session"), "{alone}");
+    assert_eq!(sandbox.spawns().len(), 1, "spawns: {:?}", sandbox.spawns());
+    for said in [
+        "t  ready",
+        "t__echo",
+        "through",
+        "again",
+        "did you mean `t__echo`?",
+        "Hello, world!",
+        "test://no/such",
+        "no server `nosuch`",
+        "Hello, Ada!",
+        "prompts/get",
+    ] {
+        assert!(without.contains(said), "{said:?} missing from:\n{without}");
+    }
+
+    let up = sandbox.switchboard(&["up"]);
+    assert!(up.status.success(), "{}", text(&up));
+    // The session's server is started (a call through it waits for that).
+    let call = sandbox.switchboard(&["call", "t/echo", r#"{"text":"ready"}"#]);
+    assert!(call.status.success(), "{}", text(&call));
+    assert_eq!(sandbox.spawns().len(), 2, "spawns: {:?}", sandbox.spawns());
+    let (greeting, through) = transcript(true);
+    assert!(
+        greeting.contains("the background session's servers"),
+        "{greeting}"
+    );
+    // No server of the shell's own: the session's served every command.
+    assert_eq!(sandbox.spawns().len(), 2, "spawns: {:?}", sandbox.spawns());
+    assert_eq!(through, without);
+}

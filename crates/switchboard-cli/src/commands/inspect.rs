@@ -187,6 +187,7 @@ pub(crate) async fn skill(
     output::print_skill(
         server_name.as_deref(),
         &skill,
+        None,
         &files,
         contents.as_ref(),
         server.json,

@@ -15,6 +15,7 @@ use switchboard::handlers::BoxFuture;
 use switchboard::types::elicitation::{ElicitResult, NumberType, PrimitiveSchemaDefinition};
 use switchboard::url_display::{DisplayUrl, UrlWarning};
 use switchboard::{ElicitationHandler, FormRequest, HandlerContext, HandlerError, UrlRequest};
+use switchboard_hub::hub::{ToolAnswer, ToolAsk};
 
 use crate::term::sanitize;
 use crate::term::ui::Ui;
@@ -31,6 +32,26 @@ impl ElicitationHandler for TerminalElicitation {
         context: HandlerContext,
         request: FormRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+        // A switchboard gateway's tool policy asking before a call: asked
+        // as `call` asks it (once, always, no).
+        if let Some(ask) = request
+            .params
+            .meta
+            .as_ref()
+            .and_then(ToolAsk::from_form_meta)
+        {
+            let approver = crate::policy::terminal_approver(self.ui.clone());
+            return Box::pin(async move {
+                let always = match approver.approve(ask).await {
+                    ToolAnswer::Once => false,
+                    ToolAnswer::Always => true,
+                    _ => return Ok(ElicitResult::decline()),
+                };
+                let mut content = Map::new();
+                content.insert("always".to_owned(), Value::Bool(always));
+                Ok(ElicitResult::accept(Some(content)))
+            });
+        }
         let server = context.server.to_string();
         let declined = format!(
             "declined the form server `{server}` sent ({:?})",

@@ -433,9 +433,12 @@ pub(crate) fn print_skills<S: Serialize>(skills: &[S]) {
 /// `skill NAME`: the skill, loaded and verified — its frontmatter, its
 /// files (`files`: their URIs, a `dynamic` skill's as its directory
 /// listed them), then its instructions; or, with `--file`, that file.
+/// `uri`: the skill's URI to show, when not the one it was loaded from
+/// (its server's own, for one loaded through a gateway).
 pub(crate) fn print_skill(
     server: Option<&str>,
     skill: &switchboard::Skill,
+    uri: Option<&str>,
     files: &[String],
     file: Option<&switchboard::SkillFileContents>,
     json: bool,
@@ -489,7 +492,7 @@ pub(crate) fn print_skill(
     }
     pairs.add_row(vec![
         "uri".to_owned(),
-        sanitize::line(&entry.uri).into_owned(),
+        sanitize::line(uri.unwrap_or(&entry.uri)).into_owned(),
     ]);
     pairs.add_row(vec![
         "verified".to_owned(),

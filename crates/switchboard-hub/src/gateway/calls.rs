@@ -331,6 +331,14 @@ pub(super) fn host_approver(
                          {arguments}? (switchboard's policy asks first: {})",
                         ask.server, ask.tool, ask.rule
                     ),
+                    "_meta": {
+                        super::names::TOOL_ASK_META: {
+                            "server": ask.server,
+                            "tool": ask.tool,
+                            "arguments": ask.arguments,
+                            "rule": ask.rule,
+                        },
+                    },
                     "requestedSchema": {
                         "type": "object",
                         "properties": {

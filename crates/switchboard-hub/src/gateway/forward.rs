@@ -354,7 +354,14 @@ impl Forward {
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
         let tag = context.request_tag;
         let forward = self.clone();
-        let params = to_value(params);
+        let mut params = to_value(params);
+        // The gateway's own key is the gateway's to send: a backend's
+        // form dressed as the tool policy's question is sent without it.
+        if let Ok(Value::Object(object)) = &mut params
+            && let Some(Value::Object(meta)) = object.get_mut("_meta")
+        {
+            meta.remove(super::names::TOOL_ASK_META);
+        }
         Box::pin(async move {
             let params = params?;
             match forward

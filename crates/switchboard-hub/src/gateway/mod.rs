@@ -67,8 +67,8 @@ pub use apps::{APP_META, app_call_meta};
 pub use forward::BackendAsks;
 pub use login::{AUTHENTICATE_TOOL, Authenticator};
 pub use names::{
-    BACKEND_ERROR_META, ORIGIN_META, resource_origin, resource_template_uri, resource_uri,
-    skill_origin, skill_uri,
+    BACKEND_ERROR_META, ORIGIN_META, TOOL_ASK_META, resource_origin, resource_template_uri,
+    resource_uri, skill_origin, skill_uri,
 };
 pub use roots::MAX_ROOTS;
 pub use search::{Ranker, SEARCH_TOOL};

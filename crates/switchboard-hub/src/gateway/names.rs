@@ -18,6 +18,13 @@ pub const ORIGIN_META: &str = "switchboard/origin";
 /// "data"}`.
 pub const BACKEND_ERROR_META: &str = "switchboard/backendError";
 
+/// The `_meta` key of the form the gateway sends a host when the tool
+/// policy asks before a call (`ask = [...]`): what is asked about,
+/// `{"server", "tool", "arguments", "rule"}`, for a client that asks its
+/// user in its own words (`switchboard`'s commands ask as `call` does).
+/// The form itself is a plain one any host can fill.
+pub const TOOL_ASK_META: &str = "switchboard/toolAsk";
+
 /// The server and own name of the prompt the hub lists as `name`.
 pub(super) async fn prompt_route(hub: &Hub, name: &str) -> Result<(String, String), ErrorObject> {
     hub.prompts()

@@ -93,8 +93,8 @@ pub use crate::config::Prefix;
 pub use crate::gateway::BackendAsks;
 pub use crate::gateway::{
     AUTHENTICATE_TOOL, Authenticator, BACKEND_ERROR_META, HubServer, MAX_SUBSCRIPTIONS_PER_HOST,
-    ORIGIN_META, Ranker, SEARCH_TOOL, resource_origin, resource_template_uri, resource_uri,
-    skill_origin, skill_uri,
+    ORIGIN_META, Ranker, SEARCH_TOOL, TOOL_ASK_META, resource_origin, resource_template_uri,
+    resource_uri, skill_origin, skill_uri,
 };
 pub use changes::ReloadReport;
 pub use error::HubError;

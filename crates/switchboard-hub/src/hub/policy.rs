@@ -66,6 +66,25 @@ pub struct ToolAsk {
     pub rule: String,
 }
 
+impl ToolAsk {
+    /// The ask a switchboard gateway's form carries in its `_meta`
+    /// ([`TOOL_ASK_META`](crate::hub::TOOL_ASK_META)), when it is that
+    /// question.
+    pub fn from_form_meta(meta: &JsonObject) -> Option<Self> {
+        let ask = meta.get(crate::gateway::TOOL_ASK_META)?;
+        let text = |key: &str| Some(ask.get(key)?.as_str()?.to_owned());
+        Some(Self {
+            server: text("server")?,
+            tool: text("tool")?,
+            arguments: ask
+                .get("arguments")
+                .and_then(serde_json::Value::as_object)
+                .cloned(),
+            rule: text("rule")?,
+        })
+    }
+}
+
 /// Answers the policy's `ask` for the caller (see the module docs). Any
 /// `Fn(ToolAsk) -> BoxFuture<'static, ToolAnswer>` is one.
 pub trait ToolApprover: Send + Sync {

@@ -17,14 +17,16 @@ use rustyline::history::{DefaultHistory, History as _};
 use rustyline::validate::Validator;
 use rustyline::{Editor, Helper};
 use serde_json::{Map, Value};
-use switchboard::{Event, RequestOptions};
-use switchboard_hub::{Hub, HubEvent};
+use switchboard::RequestOptions;
 
 use std::path::Path;
 
 use crate::configure::Context;
-use crate::lifecycle::Servers;
 use crate::{failure::Failure, term::output, term::sanitize};
+
+mod servers;
+
+use servers::{Servers, own_entry};
 
 const COMMANDS: [&str; 10] = [
     "call", "exit", "help", "prompt", "read", "servers", "skill", "skills", "tools", "quit",
@@ -115,17 +117,19 @@ fn history_file() -> Option<std::path::PathBuf> {
     Some(dir.join("shell-history"))
 }
 
-/// `shell [NAME]`: one configured server, or all, started once; then the
-/// prompt.
+/// `shell [NAME]`: one configured server, or all — the background
+/// session's when it runs them as this command would start them, else
+/// started once here; then the prompt.
 pub(crate) async fn shell(
     context: &Context,
     only: Option<&str>,
     credentials: Option<&Path>,
-    servers: &Servers,
+    lifecycle: &crate::lifecycle::Servers,
 ) -> Result<u8, Failure> {
-    let crate::hub::Opened { hub, .. } =
-        crate::hub::open_all(context, only, "tools", false, credentials, None, servers).await?;
-    run(hub, servers.interrupts()).await
+    let servers = Servers::open(context, only, credentials, lifecycle).await?;
+    let code = run(&servers, lifecycle.interrupts()).await;
+    servers.close().await;
+    code
 }
 
 /// Runs one command of the shell; Ctrl-C (`interrupts`) cancels it — the
@@ -143,10 +147,10 @@ async fn interruptible(
     }
 }
 
-/// The REPL over `hub`, already started; Ctrl-C while a command runs
+/// The REPL over `servers`, already started; Ctrl-C while a command runs
 /// cancels that command.
-pub(crate) async fn run(
-    hub: Hub,
+async fn run(
+    servers: &Servers,
     mut interrupts: tokio::sync::mpsc::UnboundedReceiver<()>,
 ) -> Result<u8, Failure> {
     let names = Arc::new(Mutex::new(Names::default()));
@@ -163,30 +167,10 @@ pub(crate) async fn run(
     // printed under the editor would garble what is typed).
     let reading = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let held: Arc<Mutex<Vec<String>>> = Arc::default();
-    let mut events = hub.events();
+    let mut lines = servers.lines();
     let (flag, queue) = (reading.clone(), held.clone());
     let printing = tokio::spawn(async move {
-        while let Some(event) = events.next().await {
-            let line = match event {
-                HubEvent::Server {
-                    server,
-                    event: Event::Log(log),
-                } => {
-                    let data = match &log.data {
-                        Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    };
-                    format!("[{server}] {}: {data}", log.level)
-                }
-                HubEvent::ToolsChanged { server, count, .. } => {
-                    format!("[{server}] the tool list changed: {count} tools")
-                }
-                HubEvent::StateChanged { server, state } => {
-                    format!("[{server}] {}", state.name())
-                }
-                _ => continue,
-            };
-            let line = sanitize::term(&line).into_owned();
+        while let Some(line) = lines.recv().await {
             let mut queue = queue.lock().unwrap_or_else(|e| e.into_inner());
             if flag.load(std::sync::atomic::Ordering::SeqCst) {
                 queue.push(line);
@@ -195,18 +179,25 @@ pub(crate) async fn run(
             }
         }
     });
+    let tools = servers.tools().await.unwrap_or_else(|error| {
+        eprintln!("error: {}", sanitize::line(&error));
+        Vec::new()
+    });
     println!(
-        "switchboard shell: {}. `help` lists the commands; Tab completes.",
-        output::count(hub.tools().len(), "tool")
+        "switchboard shell: {}{}. `help` lists the commands; Tab completes.",
+        output::count(tools.len(), "tool"),
+        servers.whose()
     );
     loop {
+        let tools = servers.tools().await.unwrap_or_default();
         {
             let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
-            names.tools = hub.tools().into_iter().map(|t| t.name).collect();
-            names.servers = hub.list().into_iter().map(|s| s.name).collect();
+            names.tools = tools.iter().map(|t| t.name.clone()).collect();
+            names.servers = servers.states().into_iter().map(|(name, _)| name).collect();
         }
         {
             let mut queue = held.lock().unwrap_or_else(|e| e.into_inner());
+            queue.extend(servers.changed_states());
             for line in queue.drain(..) {
                 eprintln!("{line}");
             }
@@ -252,13 +243,12 @@ pub(crate) async fn run(
             "exit" | "quit" => break,
             "help" | "?" => println!("{HELP}"),
             "servers" => {
-                for status in hub.list() {
-                    println!("{}  {}", status.name, status.state.name());
+                for (name, state) in servers.states() {
+                    println!("{}  {state}", sanitize::line(&name));
                 }
             }
             "tools" => {
-                let tools: Vec<Value> = hub
-                    .tools()
+                let tools: Vec<Value> = tools
                     .into_iter()
                     .filter(|t| rest.is_empty() || t.server == rest)
                     .map(|t| {
@@ -269,34 +259,34 @@ pub(crate) async fn run(
                     .collect();
                 output::print_tools(&tools);
             }
-            "call" => interruptible(call(&hub, rest), &mut interrupts).await,
+            "call" => interruptible(call(servers, &tools, rest), &mut interrupts).await,
             "read" => match rest.split_once(' ') {
                 Some((server, uri)) => {
                     let read = async {
-                        match hub.read_resource(server, uri.trim()).await {
+                        match servers.read(server, uri.trim()).await {
                             Ok(result) => {
                                 if let Err(refused) = output::print_read_result(&result) {
                                     eprintln!("error: {refused}");
                                 }
                             }
-                            Err(error) => {
-                                eprintln!("error: {}", sanitize::line(&chain(&error)));
-                            }
+                            Err(error) => eprintln!("error: {}", sanitize::line(&error)),
                         }
                     };
                     interruptible(read, &mut interrupts).await;
                 }
                 None => eprintln!("usage: read SERVER URI"),
             },
-            "prompt" => interruptible(prompt(&hub, rest), &mut interrupts).await,
+            "prompt" => interruptible(prompt(servers, rest), &mut interrupts).await,
             "skills" => {
-                let listing = hub.skills().await;
-                for error in &listing.failed {
-                    eprintln!("warning: {}", sanitize::line(&chain(&error)));
-                }
-                let skills: Vec<_> = listing
-                    .items
-                    .iter()
+                let skills = match servers.skills().await {
+                    Ok(skills) => skills,
+                    Err(error) => {
+                        eprintln!("error: {}", sanitize::line(&error));
+                        continue;
+                    }
+                };
+                let skills: Vec<_> = skills
+                    .into_iter()
                     .filter(|s| rest.is_empty() || s.server == rest)
                     .collect();
                 names.lock().unwrap_or_else(|e| e.into_inner()).skills = skills
@@ -305,11 +295,11 @@ pub(crate) async fn run(
                     .collect();
                 let items: Vec<Value> = skills
                     .iter()
-                    .map(|s| crate::hub::tagged(&s.server, &s.entry))
+                    .map(|s| crate::hub::tagged(&s.server, &own_entry(&s.entry)))
                     .collect();
                 output::print_skills(&items);
             }
-            "skill" => interruptible(skill(&hub, rest), &mut interrupts).await,
+            "skill" => interruptible(skill(servers, rest), &mut interrupts).await,
             other => {
                 let near = crate::suggest::closest(other, COMMANDS.into_iter());
                 match near {
@@ -324,20 +314,6 @@ pub(crate) async fn run(
     }
     printing.abort();
     Ok(0)
-}
-
-/// An error and its causes on one line, as a command's error is printed.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// `k=v …` (values as JSON when they parse) or one JSON object.
@@ -359,13 +335,12 @@ fn arguments(text: &str) -> Result<Map<String, Value>, String> {
     Ok(map)
 }
 
-async fn call(hub: &Hub, rest: &str) {
+async fn call(servers: &Servers, tools: &[servers::ShellTool], rest: &str) {
     let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
     if name.is_empty() {
         eprintln!("usage: call TOOL [JSON | k=v …]");
         return;
     }
-    let tools = hub.tools();
     let found = tools.iter().find(|t| {
         t.name == name
             || name
@@ -377,7 +352,7 @@ async fn call(hub: &Hub, rest: &str) {
         let pair = name.split_once('/').or_else(|| name.split_once("__"));
         if let Some((server, own)) = pair
             && let switchboard_hub::config::policy::ToolDecision::Deny(reason) =
-                hub.tool_policy().decide(server, own)
+                servers.decide(server, own)
         {
             let denied = switchboard_hub::HubError::ToolDenied {
                 server: server.to_owned(),
@@ -442,58 +417,66 @@ async fn call(hub: &Hub, rest: &str) {
         }
         eprintln!("{}", sanitize::term(&line));
     });
-    match hub
-        .call_tool_with(&tool.name, Some(arguments), options)
-        .await
-    {
+    match servers.call(tool, arguments, options).await {
         Ok(result) => output::print_call_result(&result, started.elapsed()),
-        Err(error) => eprintln!("error: {}", sanitize::line(&chain(&error))),
+        Err(error) => eprintln!("error: {}", sanitize::line(&error)),
     }
 }
 
 /// `skill NAME [PATH]`: NAME as `switchboard skill` takes it.
-async fn skill(hub: &Hub, rest: &str) {
+async fn skill(servers: &Servers, rest: &str) {
     let (target, path) = rest.split_once(' ').unwrap_or((rest, ""));
     if target.is_empty() {
         eprintln!("usage: skill NAME [PATH]");
         return;
     }
-    let listing = hub.skills().await;
+    let skills = match servers.skills().await {
+        Ok(skills) => skills,
+        Err(error) => {
+            eprintln!("error: {}", sanitize::line(&error));
+            return;
+        }
+    };
     let (only, name) = match target.split_once('/') {
         Some((server, name)) if !target.contains("://") => (Some(server), name),
         _ => (None, target),
     };
+    let shown: Vec<_> = skills
+        .iter()
+        .filter(|s| only.is_none_or(|o| s.server == o))
+        .map(|s| (s, own_entry(&s.entry)))
+        .collect();
     let found = crate::hub::pick_skill(
-        listing
-            .items
+        shown
             .iter()
-            .filter(|s| only.is_none_or(|o| s.server == o))
-            .map(|s| (s.server.as_str(), &s.entry, s.name.as_str())),
+            .map(|(s, own)| (s.server.as_str(), own, s.name.as_str())),
         name,
     );
-    let (server, entry) = match found {
-        Ok(found) => found,
+    let found = match found {
+        Ok((_, own)) => shown.iter().find(|(_, o)| std::ptr::eq(o, own)),
         Err(failure) => {
             eprintln!("error: {}", sanitize::term(&format!("{:#}", failure.error)));
             return;
         }
     };
+    let Some((found, own)) = found else {
+        return;
+    };
     let path = Some(path.trim()).filter(|p| !p.is_empty());
-    match crate::hub::load_for_showing(hub, server, entry, path).await {
-        Ok((skill, files, contents)) => {
-            output::print_skill(Some(server), &skill, &files, contents.as_ref(), false)
-        }
-        Err(error) => {
-            let mut text = error.to_string();
-            if let Some(source) = std::error::Error::source(&error) {
-                text = format!("{text}: {source}");
-            }
-            eprintln!("error: {}", sanitize::line(&text));
-        }
+    match servers.load_skill(found, path).await {
+        Ok((skill, files, contents)) => output::print_skill(
+            Some(&found.server),
+            &skill,
+            Some(&own.uri),
+            &files,
+            contents.as_ref(),
+            false,
+        ),
+        Err(error) => eprintln!("error: {}", sanitize::line(&error)),
     }
 }
 
-async fn prompt(hub: &Hub, rest: &str) {
+async fn prompt(servers: &Servers, rest: &str) {
     let (target, args) = rest.split_once(' ').unwrap_or((rest, ""));
     let Some((server, name)) = target.split_once('/') else {
         eprintln!("usage: prompt SERVER/NAME [k=v …]");
@@ -515,8 +498,8 @@ async fn prompt(hub: &Hub, rest: &str) {
             return;
         }
     };
-    match hub.get_prompt(server, name, Some(arguments)).await {
+    match servers.prompt(server, name, arguments).await {
         Ok(result) => output::print_prompt_result(&result),
-        Err(error) => eprintln!("error: {}", sanitize::line(&chain(&error))),
+        Err(error) => eprintln!("error: {}", sanitize::line(&error)),
     }
 }
