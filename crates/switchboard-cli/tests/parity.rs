@@ -129,6 +129,16 @@ const CASES: &[&[&str]] = &[
     &["call", "t/fail", "{}"],
     &["call", "t/ecko", "{}", "--json"],
     &["prompt", "t/greeting"],
+    &["tools", "--server", "tt"],
+    &["call", "t/echo", "{}"],
+    &["call", "t__echo", r#"{"text":"hi"}"#],
+    &["call", "echo", r#"{"text":"hi"}"#],
+    &["read", "test://static/hello"],
+    &["prompt", "greeting", "--arg", "name=Ada"],
+    &["resources", "--server", "crashy"],
+    &["prompts"],
+    &["list"],
+    &["list", "--json"],
 ];
 
 #[test]
