@@ -108,7 +108,7 @@ async fn start(hub: &Hub, json: bool) {
 }
 
 /// Why a server is in its state, for the reason column; its stderr tail.
-fn reason(
+pub(crate) fn reason(
     status: &ServerStatus,
     config: Option<&ServerConfig>,
     credentials: Option<&Path>,

@@ -175,6 +175,28 @@ pub(crate) fn token_for(
     }
 }
 
+/// Writes `text` to `name` in switchboard's private runtime directory
+/// (0600, in a 0700 directory of the user's own, never through a
+/// symlink); the file is removed when the returned guard is dropped.
+pub(crate) fn private_runtime_file(name: &str, text: &str) -> std::io::Result<TokenFile> {
+    let dir = token_dir().ok_or_else(|| {
+        std::io::Error::other("no private directory: XDG_RUNTIME_DIR and HOME are unset")
+    })?;
+    let path = dir.join(name);
+    write_token(&dir, &path, text)?;
+    Ok(TokenFile {
+        path,
+        token: text.trim().to_owned(),
+    })
+}
+
+impl TokenFile {
+    /// Where it is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// A generated token's file: removed when the gateway stops (dropped, as
 /// a signal drops the command), unless another run has written its own
 /// there since.

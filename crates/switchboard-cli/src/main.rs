@@ -13,6 +13,7 @@ mod args;
 mod cli;
 mod commands;
 mod configure;
+mod console;
 mod demo;
 mod direct;
 mod failure;

@@ -399,6 +399,19 @@ pub(crate) enum Command {
         #[arg(value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
         name: Option<String>,
     },
+    /// The configured servers in your browser: each server's state and
+    /// where it is configured; search every tool and call one with a form
+    /// made from its input schema. Served on 127.0.0.1 only, behind a
+    /// token given once in the address it opens (then a cookie); other
+    /// sites' pages and other host names are refused.
+    Console {
+        /// The port on 127.0.0.1 (0: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Print the address instead of opening a browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// Print a completion script for your shell.
     Completions {
         /// The shell.
@@ -529,6 +542,7 @@ impl Command {
             | Self::Serve(_)
             | Self::Session { .. }
             | Self::Shell { .. }
+            | Self::Console { .. }
             | Self::Completions { .. }
             | Self::Man
             | Self::Audit { .. } => false,

@@ -44,6 +44,10 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             let context = configure::Context::new(cli.config)?;
             shell::shell(&context, name.as_deref(), creds, servers).await
         }
+        Command::Console { port, no_open } => {
+            let context = configure::Context::new(cli.config)?;
+            crate::console::console(&context, port, !no_open, creds, servers).await
+        }
         Command::Doctor {
             check,
             timeout,

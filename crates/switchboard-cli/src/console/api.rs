@@ -1,0 +1,90 @@
+//! The console's JSON API over the hub: what the page shows and the calls
+//! it makes. Peer text goes out as JSON strings; the page puts it in the
+//! document as text, never as markup.
+
+use serde_json::{Map, Value, json};
+use switchboard::RequestOptions;
+use switchboard_hub::Hub;
+use switchboard_hub::config::LoadedConfig;
+
+/// Every server the hub has: its state (and why, with the last lines it
+/// wrote on stderr, when it is not ready), transport, era, protocol
+/// version, tool count, and the file it is configured in.
+pub(super) fn servers(
+    hub: &Hub,
+    loaded: &LoadedConfig,
+    credentials: Option<&std::path::Path>,
+) -> Value {
+    let servers: Vec<Value> = hub
+        .list()
+        .into_iter()
+        .map(|status| {
+            let config = loaded.servers.iter().find(|s| s.name == status.name);
+            let source = config.map(|s| s.origin.file.display().to_string());
+            let (reason, stderr) = crate::hub::reason(&status, config, credentials);
+            json!({
+                "name": status.name,
+                "state": status.state.name(),
+                "reason": reason,
+                "stderr": stderr,
+                "transport": status.transport,
+                "era": status.era.map(|e| e.to_string()),
+                "protocolVersion": status.protocol_version,
+                "tools": status.tools.len(),
+                "source": source,
+            })
+        })
+        .collect();
+    json!({ "servers": servers })
+}
+
+/// Every tool, with its hub-wide name, server and own name.
+pub(super) fn tools(hub: &Hub) -> Value {
+    let tools: Vec<Value> = hub
+        .tools()
+        .into_iter()
+        .map(|tool| {
+            let mut value = serde_json::to_value(&tool.tool).unwrap_or(Value::Null);
+            value["tool"] = json!(tool.tool.name);
+            value["name"] = json!(tool.name);
+            value["server"] = json!(tool.server);
+            value
+        })
+        .collect();
+    json!({ "tools": tools })
+}
+
+/// `{"name": "SERVER__TOOL", "arguments": {…}}`: the tool called, its
+/// result; or the status and error to answer.
+pub(super) async fn call(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request: Value =
+        serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+    let name = request
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or((400, "no tool `name`".to_owned()))?;
+    let arguments: Option<Map<String, Value>> = match request.get("arguments") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => Some(map.clone()),
+        Some(_) => return Err((400, "`arguments` must be an object".to_owned())),
+    };
+    let result = hub
+        .call_tool_with(name, arguments, RequestOptions::default())
+        .await
+        .map_err(|e| (422, chain(&e)))?;
+    Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+}
+
+/// An error and its causes on one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}

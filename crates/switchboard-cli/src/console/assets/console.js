@@ -1,0 +1,294 @@
+// switchboard console. Everything a server says is put in the page as
+// text (textContent, attributes), never parsed as markup.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') node.className = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  };
+  const response = await fetch(path, init);
+  const text = await response.text();
+  let value;
+  try { value = JSON.parse(text); } catch { value = { error: text }; }
+  if (!response.ok) throw new Error(value.error || `HTTP ${response.status}`);
+  return value;
+}
+
+function problem(text) {
+  const node = $('problem');
+  node.textContent = text || '';
+  node.hidden = !text;
+}
+
+// ---- tabs
+
+function show(which) {
+  for (const name of ['servers', 'tools']) {
+    $(name).hidden = name !== which;
+    $(`show-${name}`).classList.toggle('current', name === which);
+  }
+}
+
+// ---- servers
+
+async function loadServers() {
+  const { servers } = await api('/api/servers');
+  const body = $('server-table').tBodies[0];
+  body.replaceChildren(...servers.map((server) => el('tr', { 'data-server': server.name },
+    el('td', {}, server.name),
+    el('td', {},
+      el('span', { class: `state ${server.state}` }, server.state),
+      server.reason ? el('span', { class: 'detail-text' }, server.reason) : null,
+      server.stderr ? el('span', { class: 'detail-text stderr' }, `stderr: ${server.stderr}`) : null),
+    el('td', {}, server.transport || ''),
+    el('td', {}, [server.era, server.protocolVersion].filter(Boolean).join(' ')),
+    el('td', {}, server.state === 'ready' ? String(server.tools) : ''),
+    el('td', {}, server.source || ''))));
+}
+
+// ---- tools
+
+let tools = [];
+
+async function loadTools() {
+  ({ tools } = await api('/api/tools'));
+  renderToolList();
+}
+
+function renderToolList() {
+  const query = $('tool-search').value.trim().toLowerCase();
+  const shown = tools.filter((tool) => !query
+    || [tool.name, tool.server, tool.title, tool.description]
+      .some((text) => (text || '').toLowerCase().includes(query)));
+  $('tool-list').replaceChildren(...shown.map((tool) => el('li', {
+    'data-tool': tool.name,
+    onclick: () => pickTool(tool),
+  }, el('span', {}, tool.tool), ' ', el('span', { class: 'server' }, tool.server))));
+}
+
+function pickTool(tool) {
+  for (const item of $('tool-list').children) {
+    item.classList.toggle('current', item.dataset.tool === tool.name);
+  }
+  const schema = tool.inputSchema || { type: 'object' };
+  let form = field(schema, null, true);
+  const raw = el('textarea', { id: 'raw-json', hidden: true, 'aria-label': 'arguments as JSON' });
+  const rawToggle = el('input', { type: 'checkbox', id: 'raw-toggle' });
+  rawToggle.addEventListener('change', () => {
+    if (rawToggle.checked) {
+      raw.value = JSON.stringify(form.read() ?? {}, null, 2);
+    } else {
+      try {
+        const value = JSON.parse(raw.value || '{}');
+        const rebuilt = field(schema, null, true, value);
+        form.node.replaceWith(rebuilt.node);
+        form = rebuilt;
+      } catch (error) {
+        rawToggle.checked = true;
+        problem(`The arguments are not JSON: ${error.message}`);
+        return;
+      }
+    }
+    raw.hidden = !rawToggle.checked;
+    form.node.hidden = rawToggle.checked;
+    problem('');
+  });
+  const result = el('div', { id: 'result', class: 'result' });
+  const call = async () => {
+    let args;
+    try {
+      args = rawToggle.checked ? JSON.parse(raw.value || '{}') : (form.read() ?? {});
+    } catch (error) {
+      problem(`The arguments are not JSON: ${error.message}`);
+      return;
+    }
+    problem('');
+    result.replaceChildren(el('p', { class: 'hint' }, 'calling…'));
+    const started = performance.now();
+    try {
+      const answer = await api('/api/call', { name: tool.name, arguments: args });
+      renderResult(result, answer, performance.now() - started);
+    } catch (error) {
+      result.className = 'result error';
+      result.replaceChildren(el('pre', {}, error.message));
+    }
+  };
+  $('tool-detail').replaceChildren(
+    el('h2', {}, tool.title || tool.tool),
+    el('p', { class: 'field-help' }, `${tool.server} · ${tool.name}`),
+    tool.description ? el('p', {}, tool.description) : null,
+    el('form', { id: 'tool-form', onsubmit: (event) => { event.preventDefault(); call(); } },
+      form.node,
+      raw,
+      el('label', { for: 'raw-toggle', class: 'inline' }, rawToggle, ' raw JSON'),
+      el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'call' }, 'Call'))),
+    result);
+}
+
+// A form field for `schema`: { node, read() } (read gives undefined for
+// an optional field left empty).
+function field(schema, name, required, given) {
+  schema = schema || {};
+  const value = given !== undefined ? given : schema.default;
+  const title = schema.title || name;
+  const label = (id) => (title ? el('label', { for: id, class: required ? 'required' : '' }, title) : null);
+  const help = schema.description ? el('div', { class: 'field-help' }, schema.description) : null;
+  const id = `f${Math.random().toString(36).slice(2)}`;
+  const choices = schema.oneOf || schema.anyOf;
+  if (Array.isArray(choices) && choices.length > 0) {
+    const select = el('select', { id, 'data-field': name || '' },
+      ...choices.map((choice, i) => el('option', { value: i }, choice.title || choice.const || `option ${i + 1}`)));
+    const holder = el('div');
+    let current;
+    const pick = () => {
+      const branch = { ...choices[Number(select.value)] };
+      if (!branch.type && schema.type) branch.type = schema.type;
+      current = field(branch, null, required, undefined);
+      holder.replaceChildren(current.node);
+    };
+    select.addEventListener('change', pick);
+    pick();
+    return { node: el('div', {}, label(id), help, select, holder), read: () => current.read() };
+  }
+  if (Array.isArray(schema.enum)) {
+    const select = el('select', { id, 'data-field': name || '' },
+      required ? null : el('option', { value: '' }, '—'),
+      ...schema.enum.map((option, i) => el('option', { value: String(i), selected: option === value }, JSON.stringify(option))));
+    return {
+      node: el('div', {}, label(id), help, select),
+      read: () => (select.value === '' ? undefined : schema.enum[Number(select.value)]),
+    };
+  }
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : (schema.type || (schema.properties ? 'object' : undefined));
+  if (type === 'object') {
+    const props = schema.properties || {};
+    const needed = new Set(schema.required || []);
+    const children = Object.entries(props).map(([key, sub]) => [key, field(sub, key, needed.has(key), value ? value[key] : undefined)]);
+    const body = children.map(([, child]) => child.node);
+    const node = name === null
+      ? el('div', { class: 'object' }, ...body)
+      : el('fieldset', { 'data-field': name }, el('legend', { class: required ? 'required' : '' }, title), help, ...body);
+    return {
+      node,
+      read: () => {
+        const out = {};
+        for (const [key, child] of children) {
+          const v = child.read();
+          if (v !== undefined) out[key] = v;
+        }
+        return Object.keys(out).length === 0 && !required && name !== null ? undefined : out;
+      },
+    };
+  }
+  if (type === 'array') {
+    const items = [];
+    const list = el('div', { class: 'items' });
+    const add = (v) => {
+      const item = field(schema.items || {}, null, true, v);
+      const row = el('div', { class: 'item' }, item.node,
+        el('button', { type: 'button', onclick: () => { items.splice(items.indexOf(entry), 1); row.remove(); } }, 'remove'));
+      const entry = { item, row };
+      items.push(entry);
+      list.append(row);
+    };
+    for (const v of Array.isArray(value) ? value : []) add(v);
+    const node = el('fieldset', { 'data-field': name || '' },
+      el('legend', { class: required ? 'required' : '' }, title || 'items'), help, list,
+      el('button', { type: 'button', class: 'add', onclick: () => add(undefined) }, 'add'));
+    return {
+      node,
+      read: () => (items.length === 0 && !required ? undefined : items.map(({ item }) => item.read())),
+    };
+  }
+  if (type === 'boolean') {
+    const box = el('input', { type: 'checkbox', id, checked: value === true, 'data-field': name || '' });
+    return { node: el('div', {}, label(id), help, box), read: () => box.checked };
+  }
+  if (type === 'number' || type === 'integer') {
+    const input = el('input', {
+      type: 'number', id, 'data-field': name || '', step: type === 'integer' ? '1' : 'any',
+      min: schema.minimum, max: schema.maximum, value: value ?? '',
+    });
+    return {
+      node: el('div', {}, label(id), help, input),
+      read: () => (input.value === '' ? undefined : Number(input.value)),
+    };
+  }
+  if (type === 'string') {
+    const kinds = { date: 'date', 'date-time': 'datetime-local', email: 'email', uri: 'url', time: 'time' };
+    const input = el('input', {
+      type: kinds[schema.format] || 'text', id, 'data-field': name || '', value: value ?? '',
+      placeholder: schema.format || '',
+    });
+    return {
+      node: el('div', {}, label(id), help, input),
+      read: () => (input.value === '' && !required ? undefined : input.value),
+    };
+  }
+  // Anything else: its JSON.
+  const area = el('textarea', { id, 'data-field': name || '' });
+  area.value = value === undefined ? '' : JSON.stringify(value, null, 2);
+  return {
+    node: el('div', {}, label(id), help, area),
+    read: () => (area.value.trim() === '' ? undefined : JSON.parse(area.value)),
+  };
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+function renderResult(holder, result, ms) {
+  holder.className = result.isError ? 'result error' : 'result';
+  const blocks = (result.content || []).map((block) => {
+    switch (block.type) {
+      case 'text':
+        return el('pre', { class: 'content text' }, block.text);
+      case 'image':
+        return /^image\/[a-z0-9.+-]+$/i.test(block.mimeType || '') && BASE64.test(block.data || '')
+          ? el('img', { class: 'content', alt: 'image', src: `data:${block.mimeType};base64,${block.data}` })
+          : el('pre', {}, '[an image that is not one]');
+      case 'audio':
+        return /^audio\/[a-z0-9.+-]+$/i.test(block.mimeType || '') && BASE64.test(block.data || '')
+          ? el('audio', { class: 'content', controls: true, src: `data:${block.mimeType};base64,${block.data}` })
+          : el('pre', {}, '[audio that is not audio]');
+      case 'resource_link':
+        return el('pre', { class: 'content link' }, `link: ${block.name || ''} ${block.uri || ''}`);
+      case 'resource':
+        return el('pre', { class: 'content resource' }, `${block.resource?.uri || ''}\n${block.resource?.text ?? `[${block.resource?.mimeType || 'binary'}]`}`);
+      default:
+        return el('pre', { class: 'content' }, JSON.stringify(block, null, 2));
+    }
+  });
+  if (result.structuredContent !== undefined) {
+    blocks.push(el('pre', { class: 'content structured' }, JSON.stringify(result.structuredContent, null, 2)));
+  }
+  holder.replaceChildren(...blocks,
+    el('p', { class: 'field-help' }, `${result.isError ? 'error' : 'ok'}, ${Math.round(ms)} ms`));
+}
+
+// ---- start
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('show-servers').addEventListener('click', () => show('servers'));
+  $('show-tools').addEventListener('click', () => show('tools'));
+  $('tool-search').addEventListener('input', renderToolList);
+  Promise.all([loadServers(), loadTools()]).catch((error) => problem(error.message));
+});

@@ -1,0 +1,231 @@
+//! `switchboard console`: the configured servers in a web page, served on
+//! 127.0.0.1 only, behind the checks of [`guard`] on every request. The
+//! page and its script ship inside the binary (`assets/`); it shows every
+//! server with its state and where it is configured, and lists, searches
+//! and calls tools with a form built from each tool's input schema.
+//!
+//! The browser is opened on a private file (0600) that forwards to the
+//! address with the token, so the token never appears on a command line
+//! another local user could read (`/proc/PID/cmdline` of the browser).
+
+mod api;
+mod guard;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use switchboard_hub::Hub;
+use switchboard_hub::config::LoadedConfig;
+
+use crate::configure::Context;
+use crate::failure::Failure;
+use crate::lifecycle::Servers;
+use guard::{Guard, Pass, Seen};
+
+/// The largest request body the console reads (a tool call's arguments).
+const MAX_BODY: usize = 1 << 20;
+
+/// The console's own pages may load only its own script and style, talk
+/// only to itself, and be framed by no one.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    img-src 'self' data:; media-src 'self' data:; connect-src 'self'; \
+    frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+const INDEX: &str = include_str!("assets/index.html");
+const SCRIPT: &str = include_str!("assets/console.js");
+const STYLE: &str = include_str!("assets/console.css");
+
+struct State {
+    hub: Hub,
+    loaded: LoadedConfig,
+    credentials: Option<std::path::PathBuf>,
+    guard: Guard,
+}
+
+/// `console [--port N] [--no-open]`: starts the configured servers, serves
+/// the console until a signal, and opens it in the browser unless told
+/// not to.
+pub(crate) async fn console(
+    context: &Context,
+    port: u16,
+    open: bool,
+    credentials: Option<&Path>,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let usage = |what: String| Failure::usage(anyhow::anyhow!(what));
+    // Bound before the servers start: a port in use fails at once.
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+        .await
+        .map_err(|e| usage(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+    let addr: SocketAddr = listener
+        .local_addr()
+        .map_err(|e| usage(format!("the console's address: {e}")))?;
+    let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
+    let opened =
+        crate::hub::open_all(context, None, "tools", false, credentials, None, servers).await?;
+    let state = Arc::new(State {
+        hub: opened.hub,
+        loaded: context.load_quiet(),
+        credentials: credentials.map(Path::to_path_buf),
+        guard,
+    });
+    let url = state.guard.sign_in_url();
+    println!("switchboard console: {url}");
+    println!("(Ctrl-C stops it and its servers)");
+    // Kept until the console stops, then removed.
+    let _launch = if open {
+        open_browser(&url, addr.port())
+    } else {
+        None
+    };
+    let stop = servers.drain_on_signal();
+    tokio::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = &mut stop => break,
+        };
+        let Ok((stream, _)) = accepted else {
+            continue;
+        };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let state = state.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(&state, request).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
+    Ok(0)
+}
+
+/// Opens the console in the user's browser through a private file that
+/// forwards to `url`; the file, kept while the console runs.
+fn open_browser(url: &str, port: u16) -> Option<crate::listen::TokenFile> {
+    let page = format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\">\
+         <title>switchboard console</title>"
+    );
+    let file = match crate::listen::private_runtime_file(&format!("console-{port}.html"), &page) {
+        Ok(file) => file,
+        Err(error) => {
+            eprintln!(
+                "warning: cannot write the page that opens the console ({error}); open the address above"
+            );
+            return None;
+        }
+    };
+    let target = format!("file://{}", file.path().display());
+    if let Err(error) = webbrowser::open(&target) {
+        eprintln!("warning: cannot open a browser ({error}); open the address above");
+    }
+    Some(file)
+}
+
+fn header<'a>(request: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
+    request.headers().get(name)?.to_str().ok()
+}
+
+/// One request: checked, then answered.
+async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let query_token = request.uri().query().and_then(|query| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("token="))
+    });
+    let seen = Seen {
+        method: request.method().as_str(),
+        host: header(&request, "host"),
+        origin: header(&request, "origin"),
+        cookie: header(&request, "cookie"),
+        authorization: header(&request, "authorization"),
+        content_type: header(&request, "content-type"),
+        query_token,
+    };
+    let pass = match state.guard.check(&seen) {
+        Ok(pass) => pass,
+        Err(refused) => return respond(refused.status(), "text/plain", refused.text().into()),
+    };
+    if pass == Pass::SignIn {
+        // The cookie, then the console by a navigation of its own (a
+        // same-site one: the cookie goes with it), without the token in
+        // the address bar or the history.
+        let mut response = respond(
+            200,
+            "text/html; charset=utf-8",
+            "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=/\">\
+             <title>switchboard console</title>"
+                .into(),
+        );
+        if let Ok(cookie) = state.guard.cookie().parse() {
+            response.headers_mut().insert("set-cookie", cookie);
+        }
+        return response;
+    }
+    let path = request.uri().path().to_owned();
+    match (request.method().as_str(), path.as_str()) {
+        ("GET", "/") => respond(200, "text/html; charset=utf-8", INDEX.into()),
+        ("GET", "/console.js") => respond(200, "text/javascript; charset=utf-8", SCRIPT.into()),
+        ("GET", "/console.css") => respond(200, "text/css; charset=utf-8", STYLE.into()),
+        ("GET", "/api/servers") => json(
+            200,
+            &api::servers(&state.hub, &state.loaded, state.credentials.as_deref()),
+        ),
+        ("GET", "/api/tools") => json(200, &api::tools(&state.hub)),
+        ("POST", "/api/call") => {
+            let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
+                Ok(body) => body.to_bytes(),
+                Err(_) => {
+                    return respond(
+                        413,
+                        "text/plain",
+                        format!("a request body is at most {MAX_BODY} bytes"),
+                    );
+                }
+            };
+            match api::call(&state.hub, &body).await {
+                Ok(result) => json(200, &result),
+                Err((status, error)) => json(status, &serde_json::json!({ "error": error })),
+            }
+        }
+        _ => respond(404, "text/plain", "not found".into()),
+    }
+}
+
+fn json(status: u16, value: &serde_json::Value) -> Response<Full<Bytes>> {
+    respond(
+        status,
+        "application/json",
+        serde_json::to_string(value).unwrap_or_default(),
+    )
+}
+
+/// A response with the console's headers: its CSP, no sniffing, no
+/// referrer, no caching.
+fn respond(status: u16, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    for (name, value) in [
+        ("content-type", content_type),
+        ("content-security-policy", CSP),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+        ("x-frame-options", "DENY"),
+    ] {
+        if let Ok(value) = value.parse() {
+            headers.insert(name, value);
+        }
+    }
+    response
+}

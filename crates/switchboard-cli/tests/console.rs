@@ -1,0 +1,271 @@
+//! `switchboard console` as an attacker meets it: another local process
+//! or another site's page in the user's browser reaching its loopback
+//! port. Raw HTTP/1.1 over a `TcpStream`, so every header is the test's
+//! to forge. Then what the page shows: servers with their states, tools,
+//! a call.
+#![cfg(unix)]
+
+#[allow(dead_code)] // the HTTP test server is not used here
+mod support;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+use support::BIN;
+use support::home::Home;
+
+/// A console over `t` (the bundled test server, noting every message in
+/// `record`) and `crashy` (exits on start, saying why); stopped when
+/// dropped.
+struct Console {
+    child: Child,
+    /// Its stdout, kept open.
+    _stdout: BufReader<std::process::ChildStdout>,
+    home: Home,
+    port: u16,
+    token: String,
+}
+
+impl Console {
+    fn start(name: &str) -> Self {
+        let name = format!("console-{name}");
+        let root = std::env::temp_dir().join(format!("switchboard-{name}-{}", std::process::id()));
+        let home = Home::new(
+            &name,
+            &format!(
+                "[servers.t]\ncommand = \"{BIN}\"\nargs = [\"__testserver\", \"--record\", \"{}\"]\n\n\
+                 [servers.crashy]\ncommand = \"sh\"\n\
+                 args = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n",
+                root.join("record").display()
+            ),
+        );
+        assert_eq!(home.root, root);
+        let mut child = home
+            .command()
+            .args(["console", "--no-open"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut first).unwrap();
+        let url = first
+            .trim()
+            .strip_prefix("switchboard console: ")
+            .unwrap_or_else(|| panic!("no address: {first:?}"))
+            .to_owned();
+        let rest = url
+            .strip_prefix("http://127.0.0.1:")
+            .expect("a loopback address");
+        let (port, token) = rest.split_once("/?token=").unwrap();
+        Self {
+            child,
+            _stdout: stdout,
+            home,
+            port: port.parse().unwrap(),
+            token: token.to_owned(),
+        }
+    }
+
+    /// Sends `request` (with `{port}` and `{token}` filled in) and gives
+    /// the status, the headers and the body.
+    fn send(&self, request: &str) -> (u16, String, String) {
+        let request = request
+            .replace("{port}", &self.port.to_string())
+            .replace("{token}", &self.token);
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap_or(0);
+        (status, head.to_ascii_lowercase(), body.to_owned())
+    }
+
+    fn get(&self, path: &str, headers: &str) -> (u16, String, String) {
+        self.send(&format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{{port}}\r\n{headers}Connection: close\r\n\r\n"
+        ))
+    }
+
+    fn post(&self, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+        self.send(&format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{{port}}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ))
+    }
+
+    fn cookie(&self) -> String {
+        format!("Cookie: switchboard_console={}\r\n", self.token)
+    }
+
+    /// What `t` was sent.
+    fn record(&self) -> String {
+        std::fs::read_to_string(self.home.root.join("record")).unwrap_or_default()
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn without_the_token_from_another_host_or_site_nothing_is_shown_or_done() {
+    let console = Console::start("guard");
+    // No token: 401, on the page and the API alike.
+    for path in ["/", "/api/servers", "/api/tools", "/console.js"] {
+        let (status, _, body) = console.get(path, "");
+        assert_eq!(status, 401, "{path}: {body}");
+    }
+    let (status, _, _) = console.get("/?token=0000", "");
+    assert_eq!(status, 401);
+    // The token in the address signs in: an HttpOnly, SameSite=Strict
+    // cookie.
+    let (status, head, _) = console.get("/?token={token}", "");
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.contains("set-cookie: switchboard_console=")
+            && head.contains("httponly; samesite=strict"),
+        "{head}"
+    );
+    // Another host name (DNS rebinding) or another site's page: 403, even
+    // with the cookie.
+    let cookie = console.cookie();
+    let (status, _, _) = console.send(&format!(
+        "GET /api/servers HTTP/1.1\r\nHost: evil.example:{{port}}\r\n{cookie}Connection: close\r\n\r\n"
+    ));
+    assert_eq!(status, 403);
+    let call = r#"{"name":"t__echo","arguments":{"text":"pwned"}}"#;
+    let (status, _, _) = console.post(
+        "/api/call",
+        &format!("Origin: http://evil.example\r\nContent-Type: application/json\r\n{cookie}"),
+        call,
+    );
+    assert_eq!(status, 403);
+    // A cross-site form POST (no cookie: SameSite; a form's content type).
+    let (status, _, _) = console.post(
+        "/api/call",
+        "Origin: http://evil.example\r\nContent-Type: application/x-www-form-urlencoded\r\n",
+        "name=t__echo",
+    );
+    assert_eq!(status, 403);
+    // Even with the cookie, a form's content type changes nothing.
+    let (status, _, _) = console.post(
+        "/api/call",
+        &format!("Content-Type: text/plain\r\n{cookie}"),
+        call,
+    );
+    assert_eq!(status, 415);
+    // The token in the URL does not authorize a change.
+    let (status, _, _) = console.post(
+        "/api/call?token={token}",
+        "Content-Type: application/json\r\n",
+        call,
+    );
+    assert_eq!(status, 401);
+    // Nothing reached the server.
+    assert!(
+        !console.record().contains("tools/call"),
+        "{}",
+        console.record()
+    );
+
+    // The console's own call goes through.
+    let (status, _, body) = console.post(
+        "/api/call",
+        &format!(
+            "Origin: http://127.0.0.1:{}\r\nContent-Type: application/json\r\n{cookie}",
+            console.port
+        ),
+        r#"{"name":"t__echo","arguments":{"text":"from the console"}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("from the console"), "{body}");
+    assert_eq!(console.record().matches("\"tools/call\"").count(), 1);
+}
+
+#[test]
+fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
+    let console = Console::start("page");
+    // Listening on 127.0.0.1 only (/proc/net/tcp: local 0100007F, LISTEN).
+    let port = format!("{:04X}", console.port);
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let tcp6 = std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+    let listening: Vec<&str> = tcp
+        .lines()
+        .chain(tcp6.lines())
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local = *fields.get(1)?;
+            (local.ends_with(&format!(":{port}")) && fields.get(3) == Some(&"0A")).then_some(local)
+        })
+        .collect();
+    assert_eq!(listening, [format!("0100007F:{port}")], "{listening:?}");
+
+    // The page: its CSP lets it load only its own script and style, talk
+    // only to itself, and be framed by no one.
+    let cookie = console.cookie();
+    let (status, head, body) = console.get("/", &cookie);
+    assert_eq!(status, 200);
+    assert!(body.contains("switchboard console"), "{body}");
+    for needed in [
+        "content-security-policy: default-src 'none'; script-src 'self'",
+        "frame-ancestors 'none'",
+        "x-content-type-options: nosniff",
+        "referrer-policy: no-referrer",
+    ] {
+        assert!(head.contains(needed), "{needed:?} missing: {head}");
+    }
+    assert!(!body.contains("<script>"), "an inline script: {body}");
+
+    // What the page shows: every server with its state, the failed one
+    // with why; the tools of the one that runs.
+    let (status, _, body) = console.get("/api/servers", &cookie);
+    assert_eq!(status, 200, "{body}");
+    let servers: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let state = |name: &str| {
+        servers["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {servers}"))
+            .clone()
+    };
+    assert_eq!(state("t")["state"], "ready", "{servers}");
+    assert_eq!(state("crashy")["state"], "failed", "{servers}");
+    assert!(
+        state("crashy")["stderr"]
+            .as_str()
+            .is_some_and(|d| d.contains("cannot open the database")),
+        "{servers}"
+    );
+    assert!(
+        state("t")["source"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("config.toml")),
+        "{servers}"
+    );
+    let (status, _, body) = console.get("/api/tools", &cookie);
+    assert_eq!(status, 200, "{body}");
+    let tools: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let echo = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "t__echo")
+        .unwrap_or_else(|| panic!("{tools}"));
+    assert_eq!(echo["server"], "t");
+    assert_eq!(echo["tool"], "echo");
+    assert!(
+        echo["inputSchema"]["properties"]["text"].is_object(),
+        "{echo}"
+    );
+}
