@@ -12,6 +12,7 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
 
+use serde_json::json;
 use support::BIN;
 use support::home::Home;
 
@@ -268,4 +269,62 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
         echo["inputSchema"]["properties"]["text"].is_object(),
         "{echo}"
     );
+}
+
+/// The console in a real Chromium: the servers page shows `t` ready and
+/// `crashy` failed with its stderr; on the tools page a search finds
+/// `schema_rich`, its form (a nested object from a `$ref`, an enum, an
+/// array) is filled in and the call's result is the arguments the server
+/// got. A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
+#[test]
+fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
+    let Some(browser) = support::browser::Browser::start(
+        "in_chromium_the_servers_show_and_a_tool_is_called_through_its_form",
+        1280,
+        1150,
+    ) else {
+        return;
+    };
+    let console = Console::start("chromium");
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console");
+    browser.goto(&format!(
+        "http://127.0.0.1:{}/?token={}",
+        console.port, console.token
+    ));
+    browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");
+    browser.wait_text(r#"tr[data-server="crashy"] .state"#, "failed");
+    browser.wait_text(r#"tr[data-server="crashy"]"#, "cannot open the database");
+    browser.screenshot(&shots.join("servers.png"));
+
+    browser.click("#show-tools");
+    browser.type_into("#tool-search", "schema_rich");
+    browser.click(r#"li[data-tool="t__schema_rich"]"#);
+    browser.type_into(r#"input[data-path="target.zone"]"#, "eu-west");
+    browser.type_into(r#"input[data-path="target.id"]"#, "7");
+    browser.script(
+        "const s = document.querySelector('select[data-path=\"mode\"]');\
+         s.value = [...s.options].find((o) => o.text === 'thorough').value;\
+         s.dispatchEvent(new Event('change'));",
+        json!([]),
+    );
+    browser.type_into(r#"input[data-path="options.retries"]"#, "2");
+    browser.click(r#"button[data-add="options.labels"]"#);
+    browser.click(r#"button[data-add="options.labels"]"#);
+    browser.type_into(r#"input[data-path="options.labels.0"]"#, "a");
+    browser.type_into(r#"input[data-path="options.labels.1"]"#, "b");
+    browser.click("#call");
+    let shown = browser.wait_text("#result pre.text", "eu-west");
+    browser.screenshot(&shots.join("tools.png"));
+    let got: serde_json::Value = serde_json::from_str(&shown).unwrap_or_else(|_| panic!("{shown}"));
+    assert_eq!(
+        got,
+        json!({
+            "target": {"zone": "eu-west", "id": 7},
+            "mode": "thorough",
+            "options": {"retries": 2, "labels": ["a", "b"]},
+        })
+    );
+    // The server got exactly that call.
+    assert_eq!(console.record().matches("\"tools/call\"").count(), 1);
+    assert!(console.record().contains("eu-west"), "{}", console.record());
 }

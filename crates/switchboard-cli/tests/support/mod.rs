@@ -1,6 +1,7 @@
 //! What the CLI's integration tests share: the binary and the bundled test
 //! server on loopback HTTP.
 
+pub(crate) mod browser;
 pub(crate) mod gateway;
 pub(crate) mod home;
 pub(crate) mod interop;

@@ -90,7 +90,7 @@ function pickTool(tool) {
     item.classList.toggle('current', item.dataset.tool === tool.name);
   }
   const schema = tool.inputSchema || { type: 'object' };
-  let form = field(schema, null, true);
+  let form = field(schema, { required: true, root: schema });
   const raw = el('textarea', { id: 'raw-json', hidden: true, 'aria-label': 'arguments as JSON' });
   const rawToggle = el('input', { type: 'checkbox', id: 'raw-toggle' });
   rawToggle.addEventListener('change', () => {
@@ -99,7 +99,7 @@ function pickTool(tool) {
     } else {
       try {
         const value = JSON.parse(raw.value || '{}');
-        const rebuilt = field(schema, null, true, value);
+        const rebuilt = field(schema, { required: true, given: value, root: schema });
         form.node.replaceWith(rebuilt.node);
         form = rebuilt;
       } catch (error) {
@@ -144,25 +144,46 @@ function pickTool(tool) {
     result);
 }
 
-// A form field for `schema`: { node, read() } (read gives undefined for
-// an optional field left empty).
-function field(schema, name, required, given) {
+// The schema `ref` points at inside `root` (`#/$defs/x`), if any.
+function resolveRef(root, ref) {
+  if (typeof ref !== 'string' || !ref.startsWith('#')) return undefined;
+  let node = root;
+  for (const part of ref.slice(1).split('/').filter(Boolean)) {
+    const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (node === null || typeof node !== 'object' || !(key in node)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+// A form field for `schema` at `path` (`data-path`: `target.zone`,
+// `options.labels.0`): { node, read() } (read gives undefined for an
+// optional field left empty). `root` resolves local `$ref`s.
+function field(schema, { name = null, required = false, given, root, path = '', depth = 0 } = {}) {
   schema = schema || {};
+  if (schema.$ref && depth < 32) {
+    const target = resolveRef(root, schema.$ref);
+    if (target) {
+      const { $ref, ...rest } = schema;
+      schema = { ...target, ...rest };
+    }
+  }
   const value = given !== undefined ? given : schema.default;
   const title = schema.title || name;
   const label = (id) => (title ? el('label', { for: id, class: required ? 'required' : '' }, title) : null);
   const help = schema.description ? el('div', { class: 'field-help' }, schema.description) : null;
   const id = `f${Math.random().toString(36).slice(2)}`;
+  const inner = (sub, options) => field(sub, { root, depth: depth + 1, ...options });
   const choices = schema.oneOf || schema.anyOf;
   if (Array.isArray(choices) && choices.length > 0) {
-    const select = el('select', { id, 'data-field': name || '' },
+    const select = el('select', { id, 'data-path': `${path}#choice` },
       ...choices.map((choice, i) => el('option', { value: i }, choice.title || choice.const || `option ${i + 1}`)));
     const holder = el('div');
     let current;
     const pick = () => {
       const branch = { ...choices[Number(select.value)] };
       if (!branch.type && schema.type) branch.type = schema.type;
-      current = field(branch, null, required, undefined);
+      current = inner(branch, { required, path });
       holder.replaceChildren(current.node);
     };
     select.addEventListener('change', pick);
@@ -170,9 +191,9 @@ function field(schema, name, required, given) {
     return { node: el('div', {}, label(id), help, select, holder), read: () => current.read() };
   }
   if (Array.isArray(schema.enum)) {
-    const select = el('select', { id, 'data-field': name || '' },
+    const select = el('select', { id, 'data-path': path },
       required ? null : el('option', { value: '' }, '—'),
-      ...schema.enum.map((option, i) => el('option', { value: String(i), selected: option === value }, JSON.stringify(option))));
+      ...schema.enum.map((option, i) => el('option', { value: String(i), selected: option === value }, typeof option === 'string' ? option : JSON.stringify(option))));
     return {
       node: el('div', {}, label(id), help, select),
       read: () => (select.value === '' ? undefined : schema.enum[Number(select.value)]),
@@ -182,11 +203,16 @@ function field(schema, name, required, given) {
   if (type === 'object') {
     const props = schema.properties || {};
     const needed = new Set(schema.required || []);
-    const children = Object.entries(props).map(([key, sub]) => [key, field(sub, key, needed.has(key), value ? value[key] : undefined)]);
+    const children = Object.entries(props).map(([key, sub]) => [key, inner(sub, {
+      name: key,
+      required: needed.has(key),
+      given: value && typeof value === 'object' ? value[key] : undefined,
+      path: path ? `${path}.${key}` : key,
+    })]);
     const body = children.map(([, child]) => child.node);
     const node = name === null
-      ? el('div', { class: 'object' }, ...body)
-      : el('fieldset', { 'data-field': name }, el('legend', { class: required ? 'required' : '' }, title), help, ...body);
+      ? el('div', { class: 'object', 'data-path': path }, ...body)
+      : el('fieldset', { 'data-path': path }, el('legend', { class: required ? 'required' : '' }, title), help, ...body);
     return {
       node,
       read: () => {
@@ -202,30 +228,32 @@ function field(schema, name, required, given) {
   if (type === 'array') {
     const items = [];
     const list = el('div', { class: 'items' });
+    let made = 0;
     const add = (v) => {
-      const item = field(schema.items || {}, null, true, v);
+      const item = inner(schema.items || {}, { required: true, given: v, path: `${path}.${made}` });
+      made += 1;
+      const entry = { item };
       const row = el('div', { class: 'item' }, item.node,
         el('button', { type: 'button', onclick: () => { items.splice(items.indexOf(entry), 1); row.remove(); } }, 'remove'));
-      const entry = { item, row };
       items.push(entry);
       list.append(row);
     };
     for (const v of Array.isArray(value) ? value : []) add(v);
-    const node = el('fieldset', { 'data-field': name || '' },
+    const node = el('fieldset', { 'data-path': path },
       el('legend', { class: required ? 'required' : '' }, title || 'items'), help, list,
-      el('button', { type: 'button', class: 'add', onclick: () => add(undefined) }, 'add'));
+      el('button', { type: 'button', class: 'add', 'data-add': path, onclick: () => add(undefined) }, 'add'));
     return {
       node,
       read: () => (items.length === 0 && !required ? undefined : items.map(({ item }) => item.read())),
     };
   }
   if (type === 'boolean') {
-    const box = el('input', { type: 'checkbox', id, checked: value === true, 'data-field': name || '' });
+    const box = el('input', { type: 'checkbox', id, checked: value === true, 'data-path': path });
     return { node: el('div', {}, label(id), help, box), read: () => box.checked };
   }
   if (type === 'number' || type === 'integer') {
     const input = el('input', {
-      type: 'number', id, 'data-field': name || '', step: type === 'integer' ? '1' : 'any',
+      type: 'number', id, 'data-path': path, step: type === 'integer' ? '1' : 'any',
       min: schema.minimum, max: schema.maximum, value: value ?? '',
     });
     return {
@@ -236,7 +264,7 @@ function field(schema, name, required, given) {
   if (type === 'string') {
     const kinds = { date: 'date', 'date-time': 'datetime-local', email: 'email', uri: 'url', time: 'time' };
     const input = el('input', {
-      type: kinds[schema.format] || 'text', id, 'data-field': name || '', value: value ?? '',
+      type: kinds[schema.format] || 'text', id, 'data-path': path, value: value ?? '',
       placeholder: schema.format || '',
     });
     return {
@@ -245,7 +273,7 @@ function field(schema, name, required, given) {
     };
   }
   // Anything else: its JSON.
-  const area = el('textarea', { id, 'data-field': name || '' });
+  const area = el('textarea', { id, 'data-path': path });
   area.value = value === undefined ? '' : JSON.stringify(value, null, 2);
   return {
     node: el('div', {}, label(id), help, area),
