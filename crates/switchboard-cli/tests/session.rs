@@ -704,11 +704,18 @@ fn the_shell_uses_the_session_and_says_what_it_says_without_it() {
         terminal.send("exit\r");
         let (code, seen) = terminal.finish();
         assert_eq!(code, 0, "{seen}");
-        // Timings masked.
-        let commands: String = seen[greeting.len()..]
-            .chars()
-            .map(|c| if c.is_ascii_digit() { '#' } else { c })
-            .collect();
+        // Numbers (timings among them) masked: each run of digits and
+        // dots is one `#`.
+        let mut commands = String::new();
+        let mut chars = seen[greeting.len()..].chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_ascii_digit() {
+                while chars.next_if(|c| c.is_ascii_digit() || *c == '.').is_some() {}
+                commands.push('#');
+            } else {
+                commands.push(c);
+            }
+        }
         (greeting, commands)
     };
 
