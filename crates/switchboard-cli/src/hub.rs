@@ -421,6 +421,56 @@ pub(crate) async fn open_all(
     .await
 }
 
+/// Every configured server started, as for a listing of tools, but a
+/// project server waiting for approval is not asked about on the
+/// terminal: it waits in the hub (`needs-approval`) for
+/// [`approve_and_start`].
+pub(crate) async fn open_unasked(
+    context: &Context,
+    credentials: Option<&Path>,
+    servers: &Servers,
+) -> Result<Opened, Failure> {
+    let (loaded, prepared) = check_all_asking(context, None, "tools", false, false)?;
+    open_checked(
+        context,
+        &loaded,
+        prepared,
+        "tools",
+        false,
+        credentials,
+        None,
+        servers,
+    )
+    .await
+}
+
+/// Approves the project server `name` for this project (as `switchboard
+/// approve NAME` does), then gives `hub` the configuration read again, so
+/// that it starts; its state then.
+pub(crate) async fn approve_and_start(
+    context: &Context,
+    hub: &Hub,
+    name: &str,
+) -> Result<ServerState, String> {
+    let loaded = context.load_quiet();
+    let server = loaded
+        .needs_approval()
+        .chain(loaded.awaiting_approval())
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("`{name}` is no project server waiting for approval"))?;
+    let mut approvals = switchboard_hub::config::Approvals::open(&loaded.approvals);
+    approvals.approve(context.locations.project_root(), server);
+    approvals
+        .save()
+        .map_err(|e| format!("the approval could not be saved: {e}"))?;
+    let loaded = context.load_quiet();
+    let runnable = prepare_asking(context, &loaded, None, false).runnable;
+    hub.apply(runnable).await.map_err(|e| e.to_string())?;
+    hub.status(name)
+        .map(|status| status.state)
+        .map_err(|e| e.to_string())
+}
+
 /// [`open_all`]'s checks and expansion: each server not started said on
 /// stderr — the same with or without the background session.
 fn check_all(
@@ -429,13 +479,27 @@ fn check_all(
     noun: &str,
     json: bool,
 ) -> Result<(LoadedConfig, Prepared), Failure> {
+    check_all_asking(context, only, noun, json, true)
+}
+
+/// [`check_all`]; `ask`: whether a pending project server is asked about
+/// on the terminal (the console asks in its page instead).
+fn check_all_asking(
+    context: &Context,
+    only: Option<&str>,
+    noun: &str,
+    json: bool,
+    ask: bool,
+) -> Result<(LoadedConfig, Prepared), Failure> {
     let mut loaded = context.load(json);
     if let Some(name) = only
         && loaded.named(name).is_none()
     {
         return Err(not_configured(name, &loaded));
     }
-    crate::approve::ask_pending(context, &mut loaded, only);
+    if ask {
+        crate::approve::ask_pending(context, &mut loaded, only);
+    }
     for server in loaded.needs_approval() {
         if only.is_none_or(|name| name == server.name) && server.enabled {
             eprintln!(

@@ -30,6 +30,11 @@ struct Console {
 
 impl Console {
     fn start(name: &str) -> Self {
+        Self::start_with(name, None)
+    }
+
+    /// [`Console::start`] with a project file `.mcp.json` in the project.
+    fn start_with(name: &str, project: Option<&str>) -> Self {
         let name = format!("console-{name}");
         let root = std::env::temp_dir().join(format!("switchboard-{name}-{}", std::process::id()));
         let home = Home::new(
@@ -42,6 +47,9 @@ impl Console {
             ),
         );
         assert_eq!(home.root, root);
+        if let Some(project) = project {
+            std::fs::write(home.work().join(".mcp.json"), project).unwrap();
+        }
         let mut child = home
             .command()
             .args(["console", "--no-open"])
@@ -271,8 +279,9 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
     );
 }
 
-/// The console in a real Chromium: the servers page shows `t` ready and
-/// `crashy` failed with its stderr; on the tools page a search finds
+/// The console in a real Chromium: the servers page shows `t` ready,
+/// `crashy` failed with its stderr, and the project's `proj` waiting for
+/// approval, which the page approves and starts; on the tools page a search finds
 /// `schema_rich`, its form (a nested object from a `$ref`, an enum, an
 /// array) is filled in and the call's result is the arguments the server
 /// got. A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
@@ -285,7 +294,12 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     ) else {
         return;
     };
-    let console = Console::start("chromium");
+    let console = Console::start_with(
+        "chromium",
+        Some(&format!(
+            r#"{{"mcpServers": {{"proj": {{"command": "{BIN}", "args": ["__testserver"]}}}}}}"#
+        )),
+    );
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console");
     browser.goto(&format!(
         "http://127.0.0.1:{}/?token={}",
@@ -294,7 +308,13 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");
     browser.wait_text(r#"tr[data-server="crashy"] .state"#, "failed");
     browser.wait_text(r#"tr[data-server="crashy"]"#, "cannot open the database");
+    // The project's server waits for approval, showing what it runs.
+    browser.wait_text(r#"tr[data-server="proj"] .state"#, "needs-approval");
+    browser.wait_text(r#"tr[data-server="proj"] pre.pending"#, "__testserver");
     browser.screenshot(&shots.join("servers.png"));
+    // Approved in the page, it starts.
+    browser.click(r#"button[data-approve="proj"]"#);
+    browser.wait_text(r#"tr[data-server="proj"] .state"#, "ready");
 
     browser.click("#show-tools");
     browser.type_into("#tool-search", "schema_rich");

@@ -22,11 +22,20 @@ pub(super) fn servers(
             let config = loaded.servers.iter().find(|s| s.name == status.name);
             let source = config.map(|s| s.origin.file.display().to_string());
             let (reason, stderr) = crate::hub::reason(&status, config, credentials);
+            // A project server waiting for approval: what it runs and
+            // where each variable goes, as `switchboard approve` shows it.
+            let pending = matches!(
+                status.state,
+                switchboard_hub::ServerState::NeedsApproval { .. }
+            )
+            .then(|| config.map(crate::approve::describe))
+            .flatten();
             json!({
                 "name": status.name,
                 "state": status.state.name(),
                 "reason": reason,
                 "stderr": stderr,
+                "pending": pending,
                 "transport": status.transport,
                 "era": status.era.map(|e| e.to_string()),
                 "protocolVersion": status.protocol_version,
@@ -73,6 +82,25 @@ pub(super) async fn call(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)>
         .await
         .map_err(|e| (422, chain(&e)))?;
     Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+}
+
+/// `{"name": "NAME"}`: the project server approved and started; its
+/// state.
+pub(super) async fn approve(
+    context: &crate::configure::Context,
+    hub: &Hub,
+    body: &[u8],
+) -> Result<Value, (u16, String)> {
+    let request: Value =
+        serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+    let name = request
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or((400, "no server `name`".to_owned()))?;
+    let state = crate::hub::approve_and_start(context, hub, name)
+        .await
+        .map_err(|e| (422, e))?;
+    Ok(json!({ "name": name, "state": state.name() }))
 }
 
 /// An error and its causes on one line.

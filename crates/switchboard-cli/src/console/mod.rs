@@ -1,8 +1,10 @@
 //! `switchboard console`: the configured servers in a web page, served on
 //! 127.0.0.1 only, behind the checks of [`guard`] on every request. The
 //! page and its script ship inside the binary (`assets/`); it shows every
-//! server with its state and where it is configured, and lists, searches
-//! and calls tools with a form built from each tool's input schema.
+//! server with its state and where it is configured (a project server
+//! waiting for approval with what it runs, and approved there), and lists,
+//! searches and calls tools with a form built from each tool's input
+//! schema.
 //!
 //! The browser is opened on a private file (0600) that forwards to the
 //! address with the token, so the token never appears on a command line
@@ -41,6 +43,7 @@ const SCRIPT: &str = include_str!("assets/console.js");
 const STYLE: &str = include_str!("assets/console.css");
 
 struct State {
+    context: Context,
     hub: Hub,
     loaded: LoadedConfig,
     credentials: Option<std::path::PathBuf>,
@@ -66,9 +69,10 @@ pub(crate) async fn console(
         .local_addr()
         .map_err(|e| usage(format!("the console's address: {e}")))?;
     let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
-    let opened =
-        crate::hub::open_all(context, None, "tools", false, credentials, None, servers).await?;
+    // A project server waiting for approval is approved in the page.
+    let opened = crate::hub::open_unasked(context, credentials, servers).await?;
     let state = Arc::new(State {
+        context: context.clone(),
         hub: opened.hub,
         loaded: context.load_quiet(),
         credentials: credentials.map(Path::to_path_buf),
@@ -180,7 +184,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
             &api::servers(&state.hub, &state.loaded, state.credentials.as_deref()),
         ),
         ("GET", "/api/tools") => json(200, &api::tools(&state.hub)),
-        ("POST", "/api/call") => {
+        ("POST", "/api/call" | "/api/approve") => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
                 Err(_) => {
@@ -191,7 +195,12 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
                     );
                 }
             };
-            match api::call(&state.hub, &body).await {
+            let answer = if path == "/api/call" {
+                api::call(&state.hub, &body).await
+            } else {
+                api::approve(&state.context, &state.hub, &body).await
+            };
+            match answer {
                 Ok(result) => json(200, &result),
                 Err((status, error)) => json(status, &serde_json::json!({ "error": error })),
             }

@@ -58,11 +58,28 @@ async function loadServers() {
     el('td', {},
       el('span', { class: `state ${server.state}` }, server.state),
       server.reason ? el('span', { class: 'detail-text' }, server.reason) : null,
-      server.stderr ? el('span', { class: 'detail-text stderr' }, `stderr: ${server.stderr}`) : null),
+      server.stderr ? el('span', { class: 'detail-text stderr' }, `stderr: ${server.stderr}`) : null,
+      server.pending ? el('pre', { class: 'pending' }, server.pending.join('\n')) : null,
+      server.pending ? el('button', {
+        type: 'button', class: 'primary', 'data-approve': server.name,
+        onclick: (event) => approve(server.name, event.target),
+      }, 'Approve and start') : null),
     el('td', {}, server.transport || ''),
     el('td', {}, [server.era, server.protocolVersion].filter(Boolean).join(' ')),
     el('td', {}, server.state === 'ready' ? String(server.tools) : ''),
     el('td', {}, server.source || ''))));
+}
+
+async function approve(name, button) {
+  button.disabled = true;
+  button.textContent = 'starting…';
+  try {
+    await api('/api/approve', { name });
+    problem('');
+  } catch (error) {
+    problem(`Approving ${name} failed: ${error.message}`);
+  }
+  await Promise.all([loadServers(), loadTools()]).catch((error) => problem(error.message));
 }
 
 // ---- tools
