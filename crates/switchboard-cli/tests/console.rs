@@ -284,7 +284,8 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
 /// approval, which the page approves and starts; on the tools page a search finds
 /// `schema_rich`, its form (a nested object from a `$ref`, an enum, an
 /// array) is filled in and the call's result is the arguments the server
-/// got. A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
+/// got; a long call's progress moves and Cancel stops it on the server
+/// (`notifications/cancelled` in its record). A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
 #[test]
 fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     let Some(browser) = support::browser::Browser::start(
@@ -347,4 +348,28 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     // The server got exactly that call.
     assert_eq!(console.record().matches("\"tools/call\"").count(), 1);
     assert!(console.record().contains("eu-west"), "{}", console.record());
+
+    // A long call: its progress moves, and Cancel stops it on the server.
+    browser.script(
+        "const s = document.getElementById('tool-search'); s.value = '';\
+         s.dispatchEvent(new Event('input'));",
+        json!([]),
+    );
+    browser.type_into("#tool-search", "progress");
+    browser.click(r#"li[data-tool="t__progress"]"#);
+    browser.type_into(r#"input[data-path="steps"]"#, "1000");
+    browser.type_into(r#"input[data-path="interval_ms"]"#, "50");
+    browser.click("#call");
+    browser.wait_text("#progress-text", "3/1000");
+    browser.click("#cancel");
+    browser.wait_text("#result", "cancelled");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !console.record().contains("notifications/cancelled") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server was never told: {}",
+            console.record()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

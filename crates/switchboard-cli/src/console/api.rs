@@ -2,10 +2,12 @@
 //! it makes. Peer text goes out as JSON strings; the page puts it in the
 //! document as text, never as markup.
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use switchboard::RequestOptions;
 use switchboard_hub::Hub;
 use switchboard_hub::config::LoadedConfig;
+use tokio::sync::mpsc;
 
 /// Every server the hub has: its state (and why, with the last lines it
 /// wrote on stderr, when it is not ready), transport, era, protocol
@@ -63,25 +65,73 @@ pub(super) fn tools(hub: &Hub) -> Value {
     json!({ "tools": tools })
 }
 
-/// `{"name": "SERVER__TOOL", "arguments": {…}}`: the tool called, its
-/// result; or the status and error to answer.
-pub(super) async fn call(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+/// `{"name": "SERVER__TOOL", "arguments": {…}}`: the tool called; what
+/// it says as it runs, a JSON line each — `{"progress": {…}}`, then
+/// `{"result": {…}}` or `{"error": "…"}`. Or the status and error to
+/// answer at once.
+pub(super) fn call(hub: &Hub, body: &[u8]) -> Result<Lines, (u16, String)> {
     let request: Value =
         serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))?;
     let name = request
         .get("name")
         .and_then(Value::as_str)
-        .ok_or((400, "no tool `name`".to_owned()))?;
+        .ok_or((400, "no tool `name`".to_owned()))?
+        .to_owned();
     let arguments: Option<Map<String, Value>> = match request.get("arguments") {
         None | Some(Value::Null) => None,
         Some(Value::Object(map)) => Some(map.clone()),
         Some(_) => return Err((400, "`arguments` must be an object".to_owned())),
     };
-    let result = hub
-        .call_tool_with(name, arguments, RequestOptions::default())
-        .await
-        .map_err(|e| (422, chain(&e)))?;
-    Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+    let (tell, lines) = mpsc::unbounded_channel();
+    let progress = tell.clone();
+    let options = RequestOptions::default().on_progress(move |p| {
+        let _ = progress.send(line(&json!({"progress": {
+            "progress": p.progress, "total": p.total, "message": p.message,
+        }})));
+    });
+    let hub = hub.clone();
+    let call = tokio::spawn(async move {
+        let answer = match hub.call_tool_with(&name, arguments, options).await {
+            Ok(result) => json!({ "result": result }),
+            Err(error) => json!({ "error": chain(&error) }),
+        };
+        let _ = tell.send(line(&answer));
+    });
+    Ok(Lines { lines, call })
+}
+
+fn line(value: &Value) -> Bytes {
+    let mut text = value.to_string();
+    text.push('\n');
+    Bytes::from(text)
+}
+
+/// A call's answer as it comes (see [`call`]). Dropped before its end —
+/// the page cancelled, and its connection closed — it drops the call,
+/// which cancels it on its server (`notifications/cancelled`).
+pub(super) struct Lines {
+    lines: mpsc::UnboundedReceiver<Bytes>,
+    call: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        self.call.abort();
+    }
+}
+
+impl hyper::body::Body for Lines {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        self.lines
+            .poll_recv(cx)
+            .map(|line| line.map(|line| Ok(hyper::body::Frame::data(line))))
+    }
 }
 
 /// `{"name": "NAME"}`: the project server approved and started; its

@@ -18,6 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -28,6 +29,10 @@ use crate::configure::Context;
 use crate::failure::Failure;
 use crate::lifecycle::Servers;
 use guard::{Guard, Pass, Seen};
+
+/// What the console answers with: a whole body, or a call's lines as
+/// they come.
+type Body = BoxBody<Bytes, std::convert::Infallible>;
 
 /// The largest request body the console reads (a tool call's arguments).
 const MAX_BODY: usize = 1 << 20;
@@ -139,7 +144,7 @@ fn header<'a>(request: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
 }
 
 /// One request: checked, then answered.
-async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
     let query_token = request.uri().query().and_then(|query| {
         query
             .split('&')
@@ -195,11 +200,17 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
                     );
                 }
             };
-            let answer = if path == "/api/call" {
-                api::call(&state.hub, &body).await
-            } else {
-                api::approve(&state.context, &state.hub, &body).await
-            };
+            if path == "/api/call" {
+                return match api::call(&state.hub, &body) {
+                    Ok(lines) => {
+                        let mut response = respond(200, "application/x-ndjson", String::new());
+                        *response.body_mut() = lines.boxed();
+                        response
+                    }
+                    Err((status, error)) => json(status, &serde_json::json!({ "error": error })),
+                };
+            }
+            let answer = api::approve(&state.context, &state.hub, &body).await;
             match answer {
                 Ok(result) => json(200, &result),
                 Err((status, error)) => json(status, &serde_json::json!({ "error": error })),
@@ -209,7 +220,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
     }
 }
 
-fn json(status: u16, value: &serde_json::Value) -> Response<Full<Bytes>> {
+fn json(status: u16, value: &serde_json::Value) -> Response<Body> {
     respond(
         status,
         "application/json",
@@ -219,8 +230,8 @@ fn json(status: u16, value: &serde_json::Value) -> Response<Full<Bytes>> {
 
 /// A response with the console's headers: its CSP, no sniffing, no
 /// referrer, no caching.
-fn respond(status: u16, content_type: &str, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+fn respond(status: u16, content_type: &str, body: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() =
         hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();

@@ -130,6 +130,11 @@ function pickTool(tool) {
     problem('');
   });
   const result = el('div', { id: 'result', class: 'result' });
+  const bar = el('progress', { id: 'progress', hidden: true });
+  const said = el('span', { id: 'progress-text', class: 'field-help' });
+  const cancel = el('button', { type: 'button', id: 'cancel', hidden: true }, 'Cancel');
+  let running = null;
+  cancel.addEventListener('click', () => running?.abort());
   const call = async () => {
     let args;
     try {
@@ -139,14 +144,58 @@ function pickTool(tool) {
       return;
     }
     problem('');
+    result.className = 'result';
     result.replaceChildren(el('p', { class: 'hint' }, 'calling…'));
+    bar.hidden = false;
+    bar.removeAttribute('value');
+    said.textContent = '';
+    cancel.hidden = false;
+    running = new AbortController();
     const started = performance.now();
     try {
-      const answer = await api('/api/call', { name: tool.name, arguments: args });
-      renderResult(result, answer, performance.now() - started);
+      // One JSON line per event: progress as it comes, then the result
+      // or the error. Cancel closes the connection: the server is told.
+      const response = await fetch('/api/call', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: tool.name, arguments: args }),
+        signal: running.signal,
+      });
+      if (!response.ok) {
+        const text = await response.text();
+        let error;
+        try { error = JSON.parse(text).error; } catch { error = text; }
+        throw new Error(error || `HTTP ${response.status}`);
+      }
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffered = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffered.indexOf('\n')) >= 0) {
+          const event = JSON.parse(buffered.slice(0, end));
+          buffered = buffered.slice(end + 1);
+          if (event.progress) {
+            const { progress, total, message } = event.progress;
+            if (total) { bar.max = total; bar.value = progress; }
+            said.textContent = `${progress}${total ? `/${total}` : ''}${message ? ` ${message}` : ''}`;
+          } else if (event.result) {
+            renderResult(result, event.result, performance.now() - started);
+          } else if (event.error !== undefined) {
+            throw new Error(event.error);
+          }
+        }
+      }
     } catch (error) {
       result.className = 'result error';
-      result.replaceChildren(el('pre', {}, error.message));
+      result.replaceChildren(el('pre', {}, error.name === 'AbortError' ? 'cancelled' : error.message));
+    } finally {
+      bar.hidden = true;
+      cancel.hidden = true;
+      running = null;
     }
   };
   $('tool-detail').replaceChildren(
@@ -157,7 +206,7 @@ function pickTool(tool) {
       form.node,
       raw,
       el('label', { for: 'raw-toggle', class: 'inline' }, rawToggle, ' raw JSON'),
-      el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'call' }, 'Call'))),
+      el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'call' }, 'Call'), cancel, bar, said)),
     result);
 }
 
