@@ -285,7 +285,9 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
 /// `schema_rich`, its form (a nested object from a `$ref`, an enum, an
 /// array) is filled in and the call's result is the arguments the server
 /// got; a long call's progress moves and Cancel stops it on the server
-/// (`notifications/cancelled` in its record). A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
+/// (`notifications/cancelled` in its record); a resource is read, a
+/// template filled in and read, a prompt got with its argument. A
+/// screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
 #[test]
 fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     let Some(browser) = support::browser::Browser::start(
@@ -363,13 +365,30 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.wait_text("#progress-text", "3/1000");
     browser.click("#cancel");
     browser.wait_text("#result", "cancelled");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let cancelled_by = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !console.record().contains("notifications/cancelled") {
         assert!(
-            std::time::Instant::now() < deadline,
+            std::time::Instant::now() < cancelled_by,
             "the server was never told: {}",
             console.record()
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+
+    // Resources: one read; a template filled in (RFC 6570) and read.
+    browser.click("#show-resources");
+    browser.click(r#"li[data-uri="test://static/hello"]"#);
+    browser.wait_text("#read-result", "Hello, world!");
+    browser.click(r#"li[data-template="test://items/{id}"]"#);
+    browser.type_into(r#"#template-form input[data-path="id"]"#, "42");
+    browser.wait_text("#template-uri", "test://items/42");
+    browser.click("#read");
+    browser.wait_text("#read-result", "item 42");
+    // Prompts: an argument filled in, the messages shown.
+    browser.click("#show-prompts");
+    browser.click(r#"li[data-prompt="t/greeting"]"#);
+    browser.type_into(r#"#prompt-form input[data-path="name"]"#, "Ada");
+    browser.click("#get");
+    browser.wait_text("#prompt-result", "Hello, Ada!");
+    browser.screenshot(&shots.join("prompts.png"));
 }

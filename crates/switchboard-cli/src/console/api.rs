@@ -65,6 +65,98 @@ pub(super) fn tools(hub: &Hub) -> Value {
     json!({ "tools": tools })
 }
 
+/// Every server's resources and resource templates, each with its
+/// server; and the servers whose listing failed, with why.
+pub(super) async fn resources(hub: &Hub) -> Value {
+    let (resources, templates) = tokio::join!(hub.resources(), hub.resource_templates());
+    let tagged = |server: &str, item: Value| {
+        let mut item = item;
+        item["server"] = json!(server);
+        item
+    };
+    let mut failed: Vec<Value> = Vec::new();
+    for error in resources.failed.iter().chain(&templates.failed) {
+        failed.push(json!({ "server": error.server(), "error": chain(error) }));
+    }
+    json!({
+        "resources": resources.items.iter().map(|r| tagged(&r.server, to_json(&r.resource))).collect::<Vec<_>>(),
+        "templates": templates.items.iter().map(|t| tagged(&t.server, to_json(&t.template))).collect::<Vec<_>>(),
+        "failed": failed,
+    })
+}
+
+/// Every server's prompts, each with its server.
+pub(super) async fn prompts(hub: &Hub) -> Value {
+    let listing = hub.prompts().await;
+    let failed: Vec<Value> = listing
+        .failed
+        .iter()
+        .map(|error| json!({ "server": error.server(), "error": chain(error) }))
+        .collect();
+    let prompts: Vec<Value> = listing
+        .items
+        .iter()
+        .map(|p| {
+            let mut item = to_json(&p.prompt);
+            item["server"] = json!(p.server);
+            item
+        })
+        .collect();
+    json!({ "prompts": prompts, "failed": failed })
+}
+
+/// `{"server": "NAME", "uri": "…"}`: the resource read.
+pub(super) async fn read(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request = request(body)?;
+    let (server, uri) = (text(&request, "server")?, text(&request, "uri")?);
+    let result = hub
+        .read_resource(server, uri)
+        .await
+        .map_err(|e| (422, chain(&e)))?;
+    Ok(to_json(&result))
+}
+
+/// `{"server": "NAME", "name": "PROMPT", "arguments": {"k": "v"}}`: the
+/// prompt's messages.
+pub(super) async fn prompt(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request = request(body)?;
+    let (server, name) = (text(&request, "server")?, text(&request, "name")?);
+    let arguments: std::collections::BTreeMap<String, String> = match request.get("arguments") {
+        None | Some(Value::Null) => Default::default(),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.clone(), v)
+            })
+            .collect(),
+        Some(_) => return Err((400, "`arguments` must be an object".to_owned())),
+    };
+    let result = hub
+        .get_prompt(server, name, Some(arguments))
+        .await
+        .map_err(|e| (422, chain(&e)))?;
+    Ok(to_json(&result))
+}
+
+fn request(body: &[u8]) -> Result<Value, (u16, String)> {
+    serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))
+}
+
+fn text<'a>(request: &'a Value, key: &str) -> Result<&'a str, (u16, String)> {
+    request
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| (400, format!("no `{key}`")))
+}
+
+fn to_json(item: &impl serde::Serialize) -> Value {
+    serde_json::to_value(item).unwrap_or(Value::Null)
+}
+
 /// `{"name": "SERVER__TOOL", "arguments": {…}}`: the tool called; what
 /// it says as it runs, a JSON line each — `{"progress": {…}}`, then
 /// `{"result": {…}}` or `{"error": "…"}`. Or the status and error to

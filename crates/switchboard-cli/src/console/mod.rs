@@ -2,9 +2,9 @@
 //! 127.0.0.1 only, behind the checks of [`guard`] on every request. The
 //! page and its script ship inside the binary (`assets/`); it shows every
 //! server with its state and where it is configured (a project server
-//! waiting for approval with what it runs, and approved there), and lists,
+//! waiting for approval with what it runs, and approved there); lists,
 //! searches and calls tools with a form built from each tool's input
-//! schema.
+//! schema; reads resources (templates filled in) and gets prompts.
 //!
 //! The browser is opened on a private file (0600) that forwards to the
 //! address with the token, so the token never appears on a command line
@@ -189,7 +189,9 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             &api::servers(&state.hub, &state.loaded, state.credentials.as_deref()),
         ),
         ("GET", "/api/tools") => json(200, &api::tools(&state.hub)),
-        ("POST", "/api/call" | "/api/approve") => {
+        ("GET", "/api/resources") => json(200, &api::resources(&state.hub).await),
+        ("GET", "/api/prompts") => json(200, &api::prompts(&state.hub).await),
+        ("POST", "/api/call" | "/api/approve" | "/api/read" | "/api/prompt") => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
                 Err(_) => {
@@ -210,7 +212,11 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                     Err((status, error)) => json(status, &serde_json::json!({ "error": error })),
                 };
             }
-            let answer = api::approve(&state.context, &state.hub, &body).await;
+            let answer = match path.as_str() {
+                "/api/read" => api::read(&state.hub, &body).await,
+                "/api/prompt" => api::prompt(&state.hub, &body).await,
+                _ => api::approve(&state.context, &state.hub, &body).await,
+            };
             match answer {
                 Ok(result) => json(200, &result),
                 Err((status, error)) => json(status, &serde_json::json!({ "error": error })),

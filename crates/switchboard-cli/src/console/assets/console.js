@@ -42,7 +42,7 @@ function problem(text) {
 // ---- tabs
 
 function show(which) {
-  for (const name of ['servers', 'tools']) {
+  for (const name of ['servers', 'tools', 'resources', 'prompts']) {
     $(name).hidden = name !== which;
     $(`show-${name}`).classList.toggle('current', name === which);
   }
@@ -378,11 +378,150 @@ function renderResult(holder, result, ms) {
     el('p', { class: 'field-help' }, `${result.isError ? 'error' : 'ok'}, ${Math.round(ms)} ms`));
 }
 
+// ---- resources and prompts
+
+function mark(list, attr, key) {
+  for (const item of list.children) item.classList.toggle('current', item.dataset[attr] === key);
+}
+
+function renderContents(holder, contents) {
+  holder.replaceChildren(...(contents || []).map((item) => {
+    const head = el('div', { class: 'field-help' }, `${item.uri || ''} ${item.mimeType || ''}`);
+    if (typeof item.text === 'string') return el('div', {}, head, el('pre', { class: 'content text' }, item.text));
+    if (/^image\/[a-z0-9.+-]+$/i.test(item.mimeType || '') && BASE64.test(item.blob || '')) {
+      return el('div', {}, head, el('img', { class: 'content', alt: item.uri || 'image', src: `data:${item.mimeType};base64,${item.blob}` }));
+    }
+    return el('div', {}, head, el('pre', {}, `[binary, ${Math.floor(((item.blob || '').length * 3) / 4)} bytes]`));
+  }));
+}
+
+async function readResource(server, uri, holder) {
+  holder.replaceChildren(el('p', { class: 'hint' }, 'reading…'));
+  try {
+    const result = await api('/api/read', { server, uri });
+    holder.className = 'result';
+    renderContents(holder, result.contents);
+  } catch (error) {
+    holder.className = 'result error';
+    holder.replaceChildren(el('pre', {}, error.message));
+  }
+}
+
+// The variables of an RFC 6570 template (`{a}`, `{+b}`, `{?c,d}`).
+function templateVariables(template) {
+  const names = [];
+  for (const [, body] of template.matchAll(/\{([^}]*)\}/g)) {
+    for (const part of body.replace(/^[+#./;?&]/, '').split(',')) {
+      const name = part.replace(/[*]$/, '').replace(/:\d+$/, '');
+      if (name && !names.includes(name)) names.push(name);
+    }
+  }
+  return names;
+}
+
+// RFC 6570 levels 1–3, enough for resource templates.
+function expandTemplate(template, values) {
+  const enc = (v, reserved) => (reserved ? encodeURI(v) : encodeURIComponent(v));
+  return template.replace(/\{([^}]*)\}/g, (_, body) => {
+    const op = /^[+#./;?&]/.test(body) ? body[0] : '';
+    const names = body.slice(op.length).split(',').map((n) => n.replace(/[*]$/, '').replace(/:\d+$/, ''));
+    const defined = names.filter((n) => values[n] !== undefined && values[n] !== '');
+    const reserved = op === '+' || op === '#';
+    const parts = defined.map((n) => (op === '?' || op === '&' || op === ';' ? `${n}=${enc(values[n], false)}` : enc(values[n], reserved)));
+    if (parts.length === 0) return '';
+    const first = { '': '', '+': '', '#': '#', '.': '.', '/': '/', ';': ';', '?': '?', '&': '&' }[op];
+    const sep = { '': ',', '+': ',', '#': ',', '.': '.', '/': '/', ';': ';', '?': '&', '&': '&' }[op];
+    return first + parts.join(sep);
+  });
+}
+
+async function loadResources() {
+  const { resources, templates, failed } = await api('/api/resources');
+  $('resource-list').replaceChildren(...resources.map((resource) => el('li', {
+    'data-uri': resource.uri,
+    onclick: () => {
+      mark($('resource-list'), 'uri', resource.uri);
+      const holder = el('div', { id: 'read-result', class: 'result' });
+      $('resource-detail').replaceChildren(
+        el('h2', {}, resource.title || resource.name || resource.uri),
+        el('p', { class: 'field-help' }, `${resource.server} · ${resource.uri}`),
+        resource.description ? el('p', {}, resource.description) : null,
+        holder);
+      readResource(resource.server, resource.uri, holder);
+    },
+  }, el('span', {}, resource.name || resource.uri), ' ', el('span', { class: 'server' }, resource.server))));
+  $('template-list').replaceChildren(...templates.map((template) => el('li', {
+    'data-template': template.uriTemplate,
+    onclick: () => {
+      mark($('template-list'), 'template', template.uriTemplate);
+      const inputs = templateVariables(template.uriTemplate).map((name) => [name, el('input', { type: 'text', id: `t-${name}`, 'data-path': name })]);
+      const holder = el('div', { id: 'read-result', class: 'result' });
+      const shown = el('p', { class: 'field-help', id: 'template-uri' }, template.uriTemplate);
+      const uri = () => expandTemplate(template.uriTemplate, Object.fromEntries(inputs.map(([n, i]) => [n, i.value])));
+      for (const [, input] of inputs) input.addEventListener('input', () => { shown.textContent = uri(); });
+      $('resource-detail').replaceChildren(
+        el('h2', {}, template.title || template.name || template.uriTemplate),
+        el('p', { class: 'field-help' }, `${template.server} · ${template.uriTemplate}`),
+        template.description ? el('p', {}, template.description) : null,
+        el('form', { id: 'template-form', onsubmit: (event) => { event.preventDefault(); readResource(template.server, uri(), holder); } },
+          ...inputs.map(([name, input]) => el('div', {}, el('label', { for: input.id }, name), input)),
+          shown,
+          el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'read' }, 'Read'))),
+        holder);
+    },
+  }, el('span', {}, template.name || template.uriTemplate), ' ', el('span', { class: 'server' }, template.server))));
+  for (const failure of failed) problem(`${failure.server}: ${failure.error}`);
+}
+
+async function loadPrompts() {
+  const { prompts } = await api('/api/prompts');
+  $('prompt-list').replaceChildren(...prompts.map((prompt) => el('li', {
+    'data-prompt': `${prompt.server}/${prompt.name}`,
+    onclick: () => {
+      mark($('prompt-list'), 'prompt', `${prompt.server}/${prompt.name}`);
+      const inputs = (prompt.arguments || []).map((argument) => [argument, el('input', { type: 'text', id: `p-${argument.name}`, 'data-path': argument.name })]);
+      const holder = el('div', { id: 'prompt-result', class: 'result' });
+      const get = async () => {
+        const args = {};
+        for (const [argument, input] of inputs) if (input.value !== '') args[argument.name] = input.value;
+        holder.replaceChildren(el('p', { class: 'hint' }, 'getting…'));
+        try {
+          const result = await api('/api/prompt', { server: prompt.server, name: prompt.name, arguments: args });
+          holder.className = 'result';
+          holder.replaceChildren(
+            result.description ? el('p', { class: 'field-help' }, result.description) : null,
+            ...(result.messages || []).map((message) => el('div', { class: 'message' },
+              el('strong', {}, `${message.role}: `),
+              message.content?.type === 'text'
+                ? el('pre', { class: 'content text' }, message.content.text)
+                : el('pre', {}, JSON.stringify(message.content, null, 2)))));
+        } catch (error) {
+          holder.className = 'result error';
+          holder.replaceChildren(el('pre', {}, error.message));
+        }
+      };
+      $('prompt-detail').replaceChildren(
+        el('h2', {}, prompt.title || prompt.name),
+        el('p', { class: 'field-help' }, prompt.server),
+        prompt.description ? el('p', {}, prompt.description) : null,
+        el('form', { id: 'prompt-form', onsubmit: (event) => { event.preventDefault(); get(); } },
+          ...inputs.map(([argument, input]) => el('div', {},
+            el('label', { for: input.id, class: argument.required ? 'required' : '' }, argument.name),
+            argument.description ? el('div', { class: 'field-help' }, argument.description) : null,
+            input)),
+          el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'get' }, 'Get'))),
+        holder);
+    },
+  }, el('span', {}, prompt.name), ' ', el('span', { class: 'server' }, prompt.server))));
+}
+
 // ---- start
 
 document.addEventListener('DOMContentLoaded', () => {
   $('show-servers').addEventListener('click', () => show('servers'));
   $('show-tools').addEventListener('click', () => show('tools'));
+  $('show-resources').addEventListener('click', () => { show('resources'); loadResources().catch((error) => problem(error.message)); });
+  $('show-prompts').addEventListener('click', () => { show('prompts'); loadPrompts().catch((error) => problem(error.message)); });
   $('tool-search').addEventListener('input', renderToolList);
   Promise.all([loadServers(), loadTools()]).catch((error) => problem(error.message));
 });
