@@ -286,8 +286,9 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
 /// array) is filled in and the call's result is the arguments the server
 /// got; a long call's progress moves and Cancel stops it on the server
 /// (`notifications/cancelled` in its record); a resource is read, a
-/// template filled in and read, a prompt got with its argument. A
-/// screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
+/// template filled in and read, a prompt got with its argument; the call
+/// shown as a command line a shell runs, and run again from the history.
+/// A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
 #[test]
 fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     let Some(browser) = support::browser::Browser::start(
@@ -350,6 +351,28 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     // The server got exactly that call.
     assert_eq!(console.record().matches("\"tools/call\"").count(), 1);
     assert!(console.record().contains("eu-west"), "{}", console.record());
+    // In the history, and run again from there.
+    browser.wait_text("#history", "t/schema_rich");
+    browser.click(r#"button[data-rerun="0"]"#);
+    browser.wait_text(r#"#history li[data-history="1"]"#, "t/schema_rich");
+    assert_eq!(console.record().matches("\"tools/call\"").count(), 2);
+    // The same call as a command line, which a shell runs as it is (its
+    // own server, after the console's calls are counted).
+    let command = browser.wait_text("#command", "switchboard call t/schema_rich '");
+    let mut shell = std::process::Command::new("sh");
+    shell
+        .arg("-c")
+        .arg(command.replacen("switchboard", BIN, 1))
+        .current_dir(console.home.work())
+        .env("HOME", console.home.home())
+        .env("SWITCHBOARD_NO_SESSION", "1");
+    for var in support::SCRUBBED {
+        shell.env_remove(var);
+    }
+    let ran = shell.output().unwrap();
+    let printed: serde_json::Value = serde_json::from_slice(&ran.stdout)
+        .unwrap_or_else(|_| panic!("{command}: {}", String::from_utf8_lossy(&ran.stderr)));
+    assert_eq!(printed, got, "{command}");
 
     // A long call: its progress moves, and Cancel stops it on the server.
     browser.script(

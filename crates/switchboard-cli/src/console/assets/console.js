@@ -102,12 +102,34 @@ function renderToolList() {
   }, el('span', {}, tool.tool), ' ', el('span', { class: 'server' }, tool.server))));
 }
 
-function pickTool(tool) {
+// A POSIX shell word: single-quoted, a quote inside written '\''.
+function shellWord(text) {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+// The `switchboard call` command line that makes this call from a
+// terminal.
+function callCommand(tool, args) {
+  return `switchboard call ${shellWord(`${tool.server}/${tool.tool}`)} ${shellWord(JSON.stringify(args))}`;
+}
+
+// The calls made from this page, newest first; each can be run again.
+const history = [];
+
+function renderHistory() {
+  $('history').replaceChildren(...history.map((entry, i) => el('li', { 'data-history': i },
+    el('span', { class: entry.ok ? 'state ready' : 'state failed' }, entry.ok ? 'ok' : 'error'), ' ',
+    el('span', {}, `${entry.tool.server}/${entry.tool.tool}`), ' ',
+    el('code', {}, JSON.stringify(entry.args)), ' ',
+    el('button', { type: 'button', 'data-rerun': i, onclick: () => { show('tools'); pickTool(entry.tool, entry.args, true); } }, 'run again'))));
+}
+
+function pickTool(tool, given, run) {
   for (const item of $('tool-list').children) {
     item.classList.toggle('current', item.dataset.tool === tool.name);
   }
   const schema = tool.inputSchema || { type: 'object' };
-  let form = field(schema, { required: true, root: schema });
+  let form = field(schema, { required: true, root: schema, given });
   const raw = el('textarea', { id: 'raw-json', hidden: true, 'aria-label': 'arguments as JSON' });
   const rawToggle = el('input', { type: 'checkbox', id: 'raw-toggle' });
   rawToggle.addEventListener('change', () => {
@@ -130,6 +152,7 @@ function pickTool(tool) {
     problem('');
   });
   const result = el('div', { id: 'result', class: 'result' });
+  const command = el('code', { id: 'command', title: 'the same call from a terminal' });
   const bar = el('progress', { id: 'progress', hidden: true });
   const said = el('span', { id: 'progress-text', class: 'field-help' });
   const cancel = el('button', { type: 'button', id: 'cancel', hidden: true }, 'Cancel');
@@ -144,8 +167,10 @@ function pickTool(tool) {
       return;
     }
     problem('');
+    command.textContent = callCommand(tool, args);
     result.className = 'result';
     result.replaceChildren(el('p', { class: 'hint' }, 'calling…'));
+    const entry = { tool, args, ok: false };
     bar.hidden = false;
     bar.removeAttribute('value');
     said.textContent = '';
@@ -184,6 +209,7 @@ function pickTool(tool) {
             said.textContent = `${progress}${total ? `/${total}` : ''}${message ? ` ${message}` : ''}`;
           } else if (event.result) {
             renderResult(result, event.result, performance.now() - started);
+            entry.ok = !event.result.isError;
           } else if (event.error !== undefined) {
             throw new Error(event.error);
           }
@@ -196,6 +222,9 @@ function pickTool(tool) {
       bar.hidden = true;
       cancel.hidden = true;
       running = null;
+      history.unshift(entry);
+      history.splice(50);
+      renderHistory();
     }
   };
   $('tool-detail').replaceChildren(
@@ -207,7 +236,9 @@ function pickTool(tool) {
       raw,
       el('label', { for: 'raw-toggle', class: 'inline' }, rawToggle, ' raw JSON'),
       el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'call' }, 'Call'), cancel, bar, said)),
+    el('p', { class: 'field-help' }, 'As a command: ', command),
     result);
+  if (run) call();
 }
 
 // The schema `ref` points at inside `root` (`#/$defs/x`), if any.
