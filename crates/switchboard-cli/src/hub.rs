@@ -421,27 +421,35 @@ pub(crate) async fn open_all(
     .await
 }
 
-/// Every configured server started, as for a listing of tools, but a
-/// project server waiting for approval is not asked about on the
-/// terminal: it waits in the hub (`needs-approval`) for
-/// [`approve_and_start`].
-pub(crate) async fn open_unasked(
+/// The hub of every configured server, starting in the background (its
+/// states say how far each got), as for a listing of tools; but a project
+/// server waiting for approval is not asked about on the terminal: it
+/// waits in the hub (`needs-approval`) for [`approve_and_start`].
+pub(crate) fn open_unasked(
     context: &Context,
     credentials: Option<&Path>,
     servers: &Servers,
-) -> Result<Opened, Failure> {
+) -> Result<Hub, Failure> {
     let (loaded, prepared) = check_all_asking(context, None, "tools", false, false)?;
-    open_checked(
-        context,
-        &loaded,
-        prepared,
-        "tools",
-        false,
-        credentials,
-        None,
+    let hub = hub_of(
+        crate::policy::apply(
+            builder(
+                prepared.runnable,
+                DEFAULT_STARTUP,
+                credentials.map(Path::to_path_buf),
+                None,
+            ),
+            context,
+            &loaded,
+            Some(crate::term::ui::Ui::new(false, false)),
+        ),
         servers,
-    )
-    .await
+    )?;
+    let starting = hub.clone();
+    tokio::spawn(async move {
+        let _ = starting.start().await;
+    });
+    Ok(hub)
 }
 
 /// Approves the project server `name` for this project (as `switchboard

@@ -30,11 +30,12 @@ struct Console {
 
 impl Console {
     fn start(name: &str) -> Self {
-        Self::start_with(name, None)
+        Self::start_with(name, None, "")
     }
 
-    /// [`Console::start`] with a project file `.mcp.json` in the project.
-    fn start_with(name: &str, project: Option<&str>) -> Self {
+    /// [`Console::start`] with a project file `.mcp.json` in the project,
+    /// and `more` in the user's config.
+    fn start_with(name: &str, project: Option<&str>, more: &str) -> Self {
         let name = format!("console-{name}");
         let root = std::env::temp_dir().join(format!("switchboard-{name}-{}", std::process::id()));
         let home = Home::new(
@@ -42,7 +43,7 @@ impl Console {
             &format!(
                 "[servers.t]\ncommand = \"{BIN}\"\nargs = [\"__testserver\", \"--record\", \"{}\"]\n\n\
                  [servers.crashy]\ncommand = \"sh\"\n\
-                 args = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n",
+                 args = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n{more}",
                 root.join("record").display()
             ),
         );
@@ -106,6 +107,26 @@ impl Console {
         ))
     }
 
+    /// Waits until no server is still starting (the console answers at
+    /// once; its servers start in the background).
+    fn settled(&self) -> &Self {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let (_, _, body) = self.get("/api/servers", &self.cookie());
+            let starting = ["pending", "connecting", "reconnecting"]
+                .iter()
+                .any(|state| body.contains(&format!("\"state\":\"{state}\"")));
+            if !starting && body.contains("\"servers\"") {
+                return self;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never settled: {body}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     fn cookie(&self) -> String {
         format!("Cookie: switchboard_console={}\r\n", self.token)
     }
@@ -128,6 +149,7 @@ impl Drop for Console {
 #[test]
 fn without_the_token_from_another_host_or_site_nothing_is_shown_or_done() {
     let console = Console::start("guard");
+    console.settled();
     // No token: 401, on the page and the API alike.
     for path in ["/", "/api/servers", "/api/tools", "/console.js"] {
         let (status, _, body) = console.get(path, "");
@@ -203,6 +225,7 @@ fn without_the_token_from_another_host_or_site_nothing_is_shown_or_done() {
 #[test]
 fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
     let console = Console::start("page");
+    console.settled();
     // Listening on 127.0.0.1 only (/proc/net/tcp: local 0100007F, LISTEN).
     let port = format!("{:04X}", console.port);
     let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
@@ -279,7 +302,8 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
     );
 }
 
-/// The console in a real Chromium: the servers page shows `t` ready,
+/// The console in a real Chromium: the page is there while `late` still
+/// starts, and shows it ready once it is; the servers page shows `t` ready,
 /// `crashy` failed with its stderr, and the project's `proj` waiting for
 /// approval, which the page approves and starts; on the tools page a search finds
 /// `schema_rich`, its form (a nested object from a `$ref`, an enum, an
@@ -298,17 +322,31 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     ) else {
         return;
     };
+    // `late` starts once the test says so (a file appears).
+    let go = std::env::temp_dir().join(format!(
+        "switchboard-console-chromium-go-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&go);
     let console = Console::start_with(
         "chromium",
         Some(&format!(
             r#"{{"mcpServers": {{"proj": {{"command": "{BIN}", "args": ["__testserver"]}}}}}}"#
         )),
+        &format!(
+            "\n[servers.late]\ncommand = \"sh\"\nargs = [\"-c\", \"while [ ! -e '{}' ]; do sleep 0.05; done; exec '{BIN}' __testserver\"]\n",
+            go.display()
+        ),
     );
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console");
     browser.goto(&format!(
         "http://127.0.0.1:{}/?token={}",
         console.port, console.token
     ));
+    // The page is there while a server still starts, and follows it.
+    browser.wait_text(r#"tr[data-server="late"] .state"#, "connecting");
+    std::fs::write(&go, "").unwrap();
+    browser.wait_text(r#"tr[data-server="late"] .state"#, "ready");
     browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");
     browser.wait_text(r#"tr[data-server="crashy"] .state"#, "failed");
     browser.wait_text(r#"tr[data-server="crashy"]"#, "cannot open the database");
@@ -321,6 +359,8 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.wait_text(r#"tr[data-server="proj"] .state"#, "ready");
 
     browser.click("#show-tools");
+    // The tools of the server that came up late are listed too.
+    browser.find(r#"li[data-tool="late__echo"]"#);
     browser.type_into("#tool-search", "schema_rich");
     browser.click(r#"li[data-tool="t__schema_rich"]"#);
     browser.type_into(r#"input[data-path="target.zone"]"#, "eu-west");
@@ -414,4 +454,5 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.click("#get");
     browser.wait_text("#prompt-result", "Hello, Ada!");
     browser.screenshot(&shots.join("prompts.png"));
+    let _ = std::fs::remove_file(&go);
 }

@@ -55,9 +55,9 @@ struct State {
     guard: Guard,
 }
 
-/// `console [--port N] [--no-open]`: starts the configured servers, serves
-/// the console until a signal, and opens it in the browser unless told
-/// not to.
+/// `console [--port N] [--no-open]`: serves the console until a signal
+/// while the configured servers start, and opens it in the browser unless
+/// told not to.
 pub(crate) async fn console(
     context: &Context,
     port: u16,
@@ -74,11 +74,12 @@ pub(crate) async fn console(
         .local_addr()
         .map_err(|e| usage(format!("the console's address: {e}")))?;
     let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
-    // A project server waiting for approval is approved in the page.
-    let opened = crate::hub::open_unasked(context, credentials, servers).await?;
+    // The servers start while the page opens (it shows each one's state
+    // as it changes); one waiting for approval is approved in the page.
+    let hub = crate::hub::open_unasked(context, credentials, servers)?;
     let state = Arc::new(State {
         context: context.clone(),
-        hub: opened.hub,
+        hub,
         loaded: context.load_quiet(),
         credentials: credentials.map(Path::to_path_buf),
         guard,

@@ -50,8 +50,21 @@ function show(which) {
 
 // ---- servers
 
+// Servers still starting: the page asks again until each has settled,
+// then lists the tools again.
+const STARTING = new Set(['pending', 'connecting', 'reconnecting']);
+let waiting = null;
+
 async function loadServers() {
   const { servers } = await api('/api/servers');
+  const starting = servers.some((server) => STARTING.has(server.state));
+  clearTimeout(waiting);
+  if (starting) {
+    waiting = setTimeout(() => loadServers().catch((error) => problem(error.message)), 500);
+  } else if (waiting !== null) {
+    waiting = null;
+    loadTools().catch((error) => problem(error.message));
+  }
   const body = $('server-table').tBodies[0];
   body.replaceChildren(...servers.map((server) => el('tr', { 'data-server': server.name },
     el('td', {}, server.name),
