@@ -422,13 +422,18 @@ pub(crate) async fn open_all(
 }
 
 /// The hub of every configured server, starting in the background (its
-/// states say how far each got), as for a listing of tools; but a project
+/// states say how far each got), its clients set up by `client`, as for a
+/// listing of tools; but a project
 /// server waiting for approval is not asked about on the terminal: it
 /// waits in the hub (`needs-approval`) for [`approve_and_start`].
 pub(crate) fn open_unasked(
     context: &Context,
     credentials: Option<&Path>,
     servers: &Servers,
+    client: impl Fn(&ServerConfig, switchboard::ClientBuilder) -> switchboard::ClientBuilder
+    + Send
+    + Sync
+    + 'static,
 ) -> Result<Hub, Failure> {
     let (loaded, prepared) = check_all_asking(context, None, "tools", false, false)?;
     let hub = hub_of(
@@ -442,7 +447,8 @@ pub(crate) fn open_unasked(
             context,
             &loaded,
             Some(crate::term::ui::Ui::new(false, false)),
-        ),
+        )
+        .client(client),
         servers,
     )?;
     let starting = hub.clone();

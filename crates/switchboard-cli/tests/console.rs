@@ -309,7 +309,8 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
 /// `schema_rich`, its form (a nested object from a `$ref`, an enum, an
 /// array) is filled in and the call's result is the arguments the server
 /// got; a long call's progress moves and Cancel stops it on the server
-/// (`notifications/cancelled` in its record); a resource is read, a
+/// (`notifications/cancelled` in its record); a server's form question
+/// is answered in a modal and the answer reaches it; a resource is read, a
 /// template filled in and read, a prompt got with its argument; the call
 /// shown as a command line a shell runs, and run again from the history.
 /// A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
@@ -437,6 +438,25 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+
+    // A server's question (a form, with its defaults) in a modal; the
+    // answer reaches the server, which returns it.
+    browser.retype("#tool-search", "ask");
+    browser.click(r#"li[data-tool="t__ask"]"#);
+    browser.click("#call");
+    browser.wait_text(".modal[data-ask]", "Please tell us about yourself");
+    browser.retype(r#".modal input[data-path="name"]"#, "Ada Lovelace");
+    browser.retype(r#".modal input[data-path="age"]"#, "36");
+    browser.screenshot(&shots.join("ask.png"));
+    browser.click(r#".modal button[data-answer="accept"]"#);
+    let answered = browser.wait_text("#result pre.text", "Ada Lovelace");
+    assert!(answered.contains("accept"), "{answered}");
+    assert!(answered.contains("36"), "{answered}");
+    assert!(answered.contains("green"), "the default kept: {answered}");
+    // Declined, the server hears that.
+    browser.click("#call");
+    browser.click(r#".modal button[data-answer="decline"]"#);
+    browser.wait_text("#result pre.text", "decline");
 
     // Resources: one read; a template filled in (RFC 6570) and read.
     browser.click("#show-resources");

@@ -11,6 +11,7 @@
 //! another local user could read (`/proc/PID/cmdline` of the browser).
 
 mod api;
+mod asks;
 mod guard;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -50,6 +51,7 @@ const STYLE: &str = include_str!("assets/console.css");
 struct State {
     context: Context,
     hub: Hub,
+    asks: Arc<asks::Asks>,
     loaded: LoadedConfig,
     credentials: Option<std::path::PathBuf>,
     guard: Guard,
@@ -76,10 +78,16 @@ pub(crate) async fn console(
     let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
     // The servers start while the page opens (it shows each one's state
     // as it changes); one waiting for approval is approved in the page.
-    let hub = crate::hub::open_unasked(context, credentials, servers)?;
+    // What the servers ask is asked in the page.
+    let questions = Arc::new(asks::Asks::default());
+    let page = asks::PageElicitation(questions.clone());
+    let hub = crate::hub::open_unasked(context, credentials, servers, move |_, client| {
+        client.elicitation(page.clone())
+    })?;
     let state = Arc::new(State {
         context: context.clone(),
         hub,
+        asks: questions,
         loaded: context.load_quiet(),
         credentials: credentials.map(Path::to_path_buf),
         guard,
@@ -192,7 +200,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/api/tools") => json(200, &api::tools(&state.hub)),
         ("GET", "/api/resources") => json(200, &api::resources(&state.hub).await),
         ("GET", "/api/prompts") => json(200, &api::prompts(&state.hub).await),
-        ("POST", "/api/call" | "/api/approve" | "/api/read" | "/api/prompt") => {
+        ("GET", "/api/asks") => json(200, &state.asks.list()),
+        ("POST", "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer") => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
                 Err(_) => {
@@ -216,6 +225,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             let answer = match path.as_str() {
                 "/api/read" => api::read(&state.hub, &body).await,
                 "/api/prompt" => api::prompt(&state.hub, &body).await,
+                "/api/answer" => state.asks.answer(&body),
                 _ => api::approve(&state.context, &state.hub, &body).await,
             };
             match answer {

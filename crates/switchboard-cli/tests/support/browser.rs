@@ -181,6 +181,17 @@ impl Browser {
         );
     }
 
+    /// Empties the field `css` selects, then types `text` into it.
+    pub(crate) fn retype(&self, css: &str, text: &str) {
+        let id = self.find(css);
+        self.call(
+            "POST",
+            &self.session(&format!("/element/{id}/clear")),
+            Some(json!({})),
+        );
+        self.type_into(css, text);
+    }
+
     /// The visible text of the element `css` selects (empty when none).
     pub(crate) fn text(&self, css: &str) -> String {
         let found = self.call(

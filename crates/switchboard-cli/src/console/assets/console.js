@@ -189,6 +189,7 @@ function pickTool(tool, given, run) {
     said.textContent = '';
     cancel.hidden = false;
     running = new AbortController();
+    watchAsks(true);
     const started = performance.now();
     try {
       // One JSON line per event: progress as it comes, then the result
@@ -232,6 +233,8 @@ function pickTool(tool, given, run) {
       result.className = 'result error';
       result.replaceChildren(el('pre', {}, error.name === 'AbortError' ? 'cancelled' : error.message));
     } finally {
+      watchAsks(false);
+      for (const node of document.querySelectorAll('.modal[data-ask]')) node.remove();
       bar.hidden = true;
       cancel.hidden = true;
       running = null;
@@ -420,6 +423,68 @@ function renderResult(holder, result, ms) {
   }
   holder.replaceChildren(...blocks,
     el('p', { class: 'field-help' }, `${result.isError ? 'error' : 'ok'}, ${Math.round(ms)} ms`));
+}
+
+// ---- what servers ask (while a call runs)
+
+const shownAsks = new Set();
+let asking = null;
+
+function watchAsks(on) {
+  clearInterval(asking);
+  asking = on ? setInterval(() => checkAsks().catch((error) => problem(error.message)), 300) : null;
+  if (on) checkAsks().catch((error) => problem(error.message));
+}
+
+async function checkAsks() {
+  const { asks } = await api('/api/asks');
+  for (const ask of asks) {
+    if (!shownAsks.has(ask.id)) {
+      shownAsks.add(ask.id);
+      showAsk(ask);
+    }
+  }
+  // A question whose call ended (cancelled, timed out) goes.
+  for (const node of document.querySelectorAll('.modal[data-ask]')) {
+    if (!asks.some((ask) => String(ask.id) === node.dataset.ask)) node.remove();
+  }
+}
+
+function showAsk(ask) {
+  const modal = el('div', { class: 'modal', 'data-ask': ask.id, role: 'dialog', 'aria-modal': 'true' });
+  const answer = async (action, content) => {
+    modal.remove();
+    await api('/api/answer', { id: ask.id, action, content }).catch((error) => problem(error.message));
+  };
+  const buttons = (...extra) => el('div', { class: 'actions' }, ...extra,
+    el('button', { type: 'button', 'data-answer': 'decline', onclick: () => answer('decline') }, 'Decline'),
+    el('button', { type: 'button', 'data-answer': 'cancel', onclick: () => answer('cancel') }, 'Cancel'));
+  let body;
+  if (ask.mode === 'url') {
+    body = el('div', {},
+      el('p', {}, ask.message),
+      el('p', {}, 'Opens a page on ', el('strong', { class: 'host' }, ask.host)),
+      el('pre', { class: 'url' }, ask.url),
+      ...(ask.warnings || []).map((warning) => el('p', { class: 'warning' }, `⚠ ${warning}`)),
+      buttons(el('button', {
+        type: 'button', class: 'primary', 'data-answer': 'accept',
+        onclick: () => { window.open(ask.url, '_blank', 'noopener,noreferrer'); answer('accept'); },
+      }, `Open ${ask.host}`)));
+  } else {
+    const form = field(ask.schema, { required: true, root: ask.schema });
+    body = el('form', {
+      class: 'ask-form',
+      onsubmit: (event) => {
+        event.preventDefault();
+        let content;
+        try { content = form.read() ?? {}; } catch (error) { problem(error.message); return; }
+        answer('accept', content);
+      },
+    }, el('p', {}, ask.message), form.node,
+    buttons(el('button', { type: 'submit', class: 'primary', 'data-answer': 'accept' }, 'Send')));
+  }
+  modal.append(el('div', { class: 'box' }, el('h3', {}, `${ask.server} asks`), body));
+  document.body.append(modal);
 }
 
 // ---- resources and prompts
