@@ -310,7 +310,8 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
 /// array) is filled in and the call's result is the arguments the server
 /// got; a long call's progress moves and Cancel stops it on the server
 /// (`notifications/cancelled` in its record); a server's form question
-/// is answered in a modal and the answer reaches it; a resource is read, a
+/// is answered in a modal and the answer reaches it, and a sampling
+/// request is shown and answered by the user; a resource is read, a
 /// template filled in and read, a prompt got with its argument; the call
 /// shown as a command line a shell runs, and run again from the history.
 /// A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
@@ -457,6 +458,17 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.click("#call");
     browser.click(r#".modal button[data-answer="decline"]"#);
     browser.wait_text("#result pre.text", "decline");
+
+    // A sampling request: the server's message shown, the user's answer
+    // sent back as the model's.
+    browser.retype("#tool-search", "sample");
+    browser.click(r#"li[data-tool="t__sample"]"#);
+    browser.type_into(r#"input[data-path="prompt"]"#, "Name a colour");
+    browser.click("#call");
+    browser.wait_text(".modal[data-ask]", "Name a colour");
+    browser.type_into("#sampling-answer", "ultramarine, from a person");
+    browser.click(r#".modal button[data-answer="accept"]"#);
+    browser.wait_text("#result pre.text", "ultramarine, from a person");
 
     // Resources: one read; a template filled in (RFC 6570) and read.
     browser.click("#show-resources");

@@ -1,5 +1,6 @@
-//! What servers ask the console's user (elicitation: a form, or a page to
-//! open): held until the page answers it, or until the request that
+//! What servers ask the console's user — elicitation (a form, or a page to
+//! open) and sampling (a message for the model, which the user writes or
+//! refuses): held until the page answers it, or until the request that
 //! caused it goes (a cancelled call takes its question with it). The page
 //! asks for the questions while a call runs and shows each in a modal; a
 //! URL is shown as the browser will open it, its host apart, with what to
@@ -12,7 +13,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use switchboard::handlers::BoxFuture;
 use switchboard::types::elicitation::ElicitResult;
-use switchboard::{ElicitationHandler, FormRequest, HandlerContext, HandlerError, UrlRequest};
+use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use switchboard::{
+    ElicitationHandler, FormRequest, HandlerContext, HandlerError, SamplingHandler, UrlRequest,
+};
 use tokio::sync::oneshot;
 
 /// The questions waiting for the page.
@@ -25,7 +29,8 @@ pub(super) struct Asks {
 struct Pending {
     /// What the page shows.
     shown: Value,
-    answer: oneshot::Sender<ElicitResult>,
+    /// The page's answer, as it sent it.
+    answer: oneshot::Sender<Value>,
 }
 
 impl Asks {
@@ -35,8 +40,9 @@ impl Asks {
         json!({ "asks": pending.values().map(|p| p.shown.clone()).collect::<Vec<_>>() })
     }
 
-    /// `{"id": N, "action": "accept"|"decline"|"cancel", "content": {…}}`:
-    /// the answer to question `id`, given to the server.
+    /// `{"id": N, "action": "accept"|"decline"|"cancel", …}` (a form's
+    /// `content`, a message's `text`): the answer to question `id`, given
+    /// to the server.
     pub(super) fn answer(&self, body: &[u8]) -> Result<Value, (u16, String)> {
         let request: Value = serde_json::from_slice(body)
             .map_err(|e| (400, format!("the request is not JSON: {e}")))?;
@@ -44,16 +50,12 @@ impl Asks {
             .get("id")
             .and_then(Value::as_u64)
             .ok_or((400, "no question `id`".to_owned()))?;
-        let result = match request.get("action").and_then(Value::as_str) {
-            Some("accept") => match request.get("content") {
-                None | Some(Value::Null) => ElicitResult::accept(None),
-                Some(Value::Object(content)) => ElicitResult::accept(Some(content.clone())),
-                Some(_) => return Err((400, "`content` must be an object".to_owned())),
-            },
-            Some("decline") => ElicitResult::decline(),
-            Some("cancel") => ElicitResult::cancel(),
-            _ => return Err((400, "`action` is accept, decline or cancel".to_owned())),
-        };
+        if !matches!(
+            request.get("action").and_then(Value::as_str),
+            Some("accept" | "decline" | "cancel")
+        ) {
+            return Err((400, "`action` is accept, decline or cancel".to_owned()));
+        }
         let pending = self
             .pending
             .lock()
@@ -63,15 +65,12 @@ impl Asks {
                 404,
                 format!("no question {id} waits (answered, or its call ended)"),
             ))?;
-        let _ = pending.answer.send(result);
+        let _ = pending.answer.send(request);
         Ok(json!({ "answered": id }))
     }
 
     /// Holds `shown` for the page; its answer.
-    fn ask(
-        self: &Arc<Self>,
-        mut shown: Value,
-    ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+    fn ask(self: &Arc<Self>, mut shown: Value) -> BoxFuture<'static, Result<Value, HandlerError>> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         shown["id"] = json!(id);
         let (answer, answered) = oneshot::channel();
@@ -107,9 +106,26 @@ impl Drop for Gone {
     }
 }
 
-/// The hub's servers' elicitation handler: every question to the page.
+/// The hub's servers' elicitation and sampling handler: every question to
+/// the page.
 #[derive(Clone)]
 pub(super) struct PageElicitation(pub(super) Arc<Asks>);
+
+/// A form's or a page's answer as the server gets it.
+fn elicit_result(
+    asked: BoxFuture<'static, Result<Value, HandlerError>>,
+) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
+    Box::pin(async move {
+        let answer = asked.await?;
+        Ok(match answer.get("action").and_then(Value::as_str) {
+            Some("accept") => {
+                ElicitResult::accept(answer.get("content").and_then(Value::as_object).cloned())
+            }
+            Some("decline") => ElicitResult::decline(),
+            _ => ElicitResult::cancel(),
+        })
+    })
+}
 
 impl ElicitationHandler for PageElicitation {
     fn elicit_form(
@@ -117,12 +133,12 @@ impl ElicitationHandler for PageElicitation {
         context: HandlerContext,
         request: FormRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        self.0.ask(json!({
+        elicit_result(self.0.ask(json!({
             "mode": "form",
             "server": context.server.to_string(),
             "message": request.message,
             "schema": request.params.requested_schema,
-        }))
+        })))
     }
 
     fn supports_url(&self) -> bool {
@@ -134,13 +150,49 @@ impl ElicitationHandler for PageElicitation {
         context: HandlerContext,
         request: UrlRequest,
     ) -> BoxFuture<'static, Result<ElicitResult, HandlerError>> {
-        self.0.ask(json!({
+        elicit_result(self.0.ask(json!({
             "mode": "url",
             "server": context.server.to_string(),
             "message": request.message,
             "url": request.shown.url,
             "host": request.shown.host,
             "warnings": request.shown.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        }))
+        })))
+    }
+}
+
+/// Sampling: the server's messages are shown; the user writes the
+/// model's answer, or refuses. Nothing goes to a model.
+impl SamplingHandler for PageElicitation {
+    fn create_message(
+        &self,
+        context: HandlerContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'static, Result<CreateMessageResult, HandlerError>> {
+        let asked = self.0.ask(json!({
+            "mode": "sampling",
+            "server": context.server.to_string(),
+            "systemPrompt": params.system_prompt,
+            "messages": params.messages,
+            "maxTokens": params.max_tokens,
+        }));
+        Box::pin(async move {
+            let answer = asked.await?;
+            match (
+                answer.get("action").and_then(Value::as_str),
+                answer.get("text").and_then(Value::as_str),
+            ) {
+                (Some("accept"), Some(text)) => serde_json::from_value(json!({
+                    "role": "assistant",
+                    "content": {"type": "text", "text": text},
+                    "model": "switchboard console (written by its user)",
+                    "stopReason": "endTurn",
+                }))
+                .map_err(|e| HandlerError::Failed(e.to_string())),
+                _ => Err(HandlerError::Rejected(
+                    "the console's user refused the sampling request".to_owned(),
+                )),
+            }
+        })
     }
 }

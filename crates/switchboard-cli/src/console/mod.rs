@@ -78,11 +78,12 @@ pub(crate) async fn console(
     let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
     // The servers start while the page opens (it shows each one's state
     // as it changes); one waiting for approval is approved in the page.
-    // What the servers ask is asked in the page.
+    // What the servers ask (forms, pages to open, sampling) is asked in
+    // the page.
     let questions = Arc::new(asks::Asks::default());
     let page = asks::PageElicitation(questions.clone());
     let hub = crate::hub::open_unasked(context, credentials, servers, move |_, client| {
-        client.elicitation(page.clone())
+        client.elicitation(page.clone()).sampling(page.clone())
     })?;
     let state = Arc::new(State {
         context: context.clone(),

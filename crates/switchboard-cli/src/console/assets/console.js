@@ -452,15 +452,35 @@ async function checkAsks() {
 
 function showAsk(ask) {
   const modal = el('div', { class: 'modal', 'data-ask': ask.id, role: 'dialog', 'aria-modal': 'true' });
-  const answer = async (action, content) => {
+  const answer = async (action, content, text) => {
     modal.remove();
-    await api('/api/answer', { id: ask.id, action, content }).catch((error) => problem(error.message));
+    await api('/api/answer', { id: ask.id, action, content, text }).catch((error) => problem(error.message));
   };
   const buttons = (...extra) => el('div', { class: 'actions' }, ...extra,
     el('button', { type: 'button', 'data-answer': 'decline', onclick: () => answer('decline') }, 'Decline'),
     el('button', { type: 'button', 'data-answer': 'cancel', onclick: () => answer('cancel') }, 'Cancel'));
   let body;
-  if (ask.mode === 'url') {
+  if (ask.mode === 'sampling') {
+    // The server asks for a model's message: shown, and answered by the
+    // user (nothing goes to a model).
+    const text = el('textarea', { id: 'sampling-answer', 'aria-label': 'the answer to send as the model' });
+    body = el('form', {
+      class: 'ask-form',
+      onsubmit: (event) => { event.preventDefault(); answer('accept', undefined, text.value); },
+    },
+    el('p', {}, 'wants a model to answer:'),
+    ask.systemPrompt ? el('p', { class: 'field-help' }, `system: ${ask.systemPrompt}`) : null,
+    ...(ask.messages || []).map((message) => el('div', { class: 'message' },
+      el('strong', {}, `${message.role}: `),
+      message.content?.type === 'text'
+        ? el('pre', { class: 'content text' }, message.content.text)
+        : el('pre', {}, JSON.stringify(message.content, null, 2)))),
+    el('label', { for: 'sampling-answer' }, `Your answer (at most ${ask.maxTokens} tokens)`),
+    text,
+    el('div', { class: 'actions' },
+      el('button', { type: 'submit', class: 'primary', 'data-answer': 'accept' }, 'Send'),
+      el('button', { type: 'button', 'data-answer': 'decline', onclick: () => answer('decline') }, 'Refuse')));
+  } else if (ask.mode === 'url') {
     body = el('div', {},
       el('p', {}, ask.message),
       el('p', {}, 'Opens a page on ', el('strong', { class: 'host' }, ask.host)),
