@@ -113,6 +113,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "switchboard shell\nswitchboard shell everything\n  switchboard> call everything__echo message=hi\n  switchboard> call everything/get-sum        # asks for a and b",
     ),
     (
+        "console",
+        "switchboard console                 # opens your browser on the servers\nswitchboard console --no-open --port 8766\n  switchboard console: http://127.0.0.1:8766/?token=…   (open it yourself)",
+    ),
+    (
         "completions",
         "switchboard completions fish > ~/.config/fish/completions/switchboard.fish\necho 'source <(switchboard completions bash)' >> ~/.bashrc\necho 'source <(switchboard completions zsh)' >> ~/.zshrc\n# Tab then completes configured servers' names and their tools (as the\n# last run that started them recorded them)",
     ),
