@@ -136,3 +136,18 @@ pub(crate) fn message_too_large(error: &anyhow::Error) -> bool {
         )
     })
 }
+
+/// An error and its causes on one line (a cause already in the text is
+/// not said again), as the shell and the console print an error.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -437,16 +437,13 @@ pub(crate) fn open_unasked(
 ) -> Result<Hub, Failure> {
     let (loaded, prepared) = check_all_asking(context, None, "tools", false, false)?;
     let hub = hub_of(
-        crate::policy::apply(
-            builder(
-                prepared.runnable,
-                DEFAULT_STARTUP,
-                credentials.map(Path::to_path_buf),
-                None,
-            ),
+        configured(
             context,
             &loaded,
-            Some(crate::term::ui::Ui::new(false, false)),
+            prepared.runnable,
+            false,
+            credentials,
+            None,
         )
         .client(client),
         servers,
@@ -550,16 +547,13 @@ async fn open_checked(
     servers: &Servers,
 ) -> Result<Opened, Failure> {
     let hub = hub_of(
-        crate::policy::apply(
-            builder(
-                prepared.runnable,
-                DEFAULT_STARTUP,
-                credentials.map(Path::to_path_buf),
-                max_message_size,
-            ),
+        configured(
             context,
             loaded,
-            Some(crate::term::ui::Ui::new(json, false)),
+            prepared.runnable,
+            json,
+            credentials,
+            max_message_size,
         ),
         servers,
     )?;
@@ -587,6 +581,29 @@ async fn open_checked(
         }
     }
     Ok(opened)
+}
+
+/// The hub of a command's own over `runnable`: the start-up bound, the
+/// stored logins, the tool policy (an `ask` put on the terminal).
+fn configured(
+    context: &Context,
+    loaded: &LoadedConfig,
+    runnable: Vec<ServerConfig>,
+    json: bool,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+) -> HubBuilder {
+    crate::policy::apply(
+        builder(
+            runnable,
+            DEFAULT_STARTUP,
+            credentials.map(Path::to_path_buf),
+            max_message_size,
+        ),
+        context,
+        loaded,
+        Some(crate::term::ui::Ui::new(json, false)),
+    )
 }
 
 /// The hub `builder` makes, closed when the command ends.

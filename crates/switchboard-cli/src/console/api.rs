@@ -6,6 +6,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use switchboard::RequestOptions;
 use switchboard_hub::Hub;
+
+use crate::failure::chain;
 use switchboard_hub::config::LoadedConfig;
 use tokio::sync::mpsc;
 
@@ -243,18 +245,4 @@ pub(super) async fn approve(
         .await
         .map_err(|e| (422, e))?;
     Ok(json!({ "name": name, "state": state.name() }))
-}
-
-/// An error and its causes on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
 }

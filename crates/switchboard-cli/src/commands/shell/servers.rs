@@ -21,7 +21,7 @@ use switchboard_hub::{Hub, HubError, HubEvent, HubServer};
 use tokio::sync::mpsc;
 
 use crate::configure::Context;
-use crate::failure::Failure;
+use crate::failure::{Failure, chain};
 use crate::hub::{self, ShellServers};
 use crate::reach::{gateway_uri, own_read, own_uri, through_gateway};
 use crate::term::ask::TerminalElicitation;
@@ -65,20 +65,6 @@ enum Way {
     /// and each one's state when it is not the session's to say.
     #[cfg(unix)]
     Session(Context, Vec<(String, Option<&'static str>)>),
-}
-
-/// An error and its causes on one line, as a command's error is printed.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
 }
 
 impl Servers {
