@@ -86,6 +86,8 @@ pub struct ClientBuilder {
     pub(super) log_level: Option<LoggingLevel>,
     /// The cache, list refreshes and listens (cache.rs, subscriptions.rs).
     pub(super) subs: subscriptions::Settings,
+    /// Shown every message (see [`ClientBuilder::tap`]).
+    pub(super) tap: Option<Arc<dyn crate::transport::tap::Tap>>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -134,6 +136,7 @@ impl Default for ClientBuilder {
             url_elicitation_wait: Duration::from_secs(600),
             log_level: None,
             subs: subscriptions::Settings::default(),
+            tap: None,
         }
     }
 }
@@ -174,6 +177,14 @@ impl ClientBuilder {
         let settings = serde_json::to_value(UiCapability::default())
             .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
         self.extension(UI_EXTENSION, settings)
+    }
+
+    /// Shows `tap` every message of every connection this client opens
+    /// (the era probe's too), in both directions, as sent and received:
+    /// for a protocol view or a trace. See [`crate::transport::tap`].
+    pub fn tap(mut self, tap: Arc<dyn crate::transport::tap::Tap>) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     /// Which era to speak (default [`EraMode::Auto`]).
@@ -453,6 +464,10 @@ impl ClientBuilder {
     /// As [`ClientBuilder::connect`].
     pub async fn connect_arc(self, connector: Arc<dyn Connector>) -> Result<Client> {
         self.validate()?;
+        let connector: Arc<dyn Connector> = match &self.tap {
+            Some(tap) => Arc::new(crate::transport::tap::Tapped::new(connector, tap.clone())),
+            None => connector,
+        };
         let started = Instant::now();
         let server: Arc<str> = self
             .name

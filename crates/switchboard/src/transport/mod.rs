@@ -26,6 +26,7 @@ pub mod memory;
 pub mod sse;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+pub mod tap;
 #[cfg(feature = "websocket")]
 pub mod ws;
 
