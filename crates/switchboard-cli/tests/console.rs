@@ -180,6 +180,21 @@ fn without_the_token_from_another_host_or_site_nothing_is_shown_or_done() {
         call,
     );
     assert_eq!(status, 403);
+    // An app's view (a sandboxed frame: its origin is opaque, `null`)
+    // cannot use the console's API, even were the cookie sent.
+    let (status, _, _) = console.post(
+        "/api/call",
+        &format!("Origin: null\r\nContent-Type: application/json\r\n{cookie}"),
+        call,
+    );
+    assert_eq!(status, 403);
+    // What a view asks goes nowhere without a view the console opened.
+    let (status, _, body) = console.post(
+        "/api/app/request",
+        &format!("Content-Type: application/json\r\n{cookie}"),
+        r#"{"view":"0123","method":"tools/call","params":{"name":"echo","arguments":{}}}"#,
+    );
+    assert_eq!(status, 404, "{body}");
     // A cross-site form POST (no cookie: SameSite; a form's content type).
     let (status, _, _) = console.post(
         "/api/call",
@@ -487,4 +502,138 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.wait_text("#prompt-result", "Hello, Ada!");
     browser.screenshot(&shots.join("prompts.png"));
     let _ = std::fs::remove_file(&go);
+}
+
+#[test]
+fn in_chromium_apps_render_on_their_own_origin_and_keep_to_their_rules() {
+    let test = "in_chromium_apps_render_on_their_own_origin_and_keep_to_their_rules";
+    // The official example app (its view built with the official App
+    // SDK), when npm is there.
+    let vanilla = support::servers::entry(test, "@modelcontextprotocol/server-basic-vanillajs");
+    let Some(browser) = support::browser::Browser::start(test, 1280, 1300) else {
+        return;
+    };
+    let vanilla_config = vanilla
+        .as_ref()
+        .map(|entry| {
+            format!(
+                "\n[servers.vanilla]\ncommand = \"node\"\nargs = [\"{}\", \"--stdio\"]\n",
+                entry.display()
+            )
+        })
+        .unwrap_or_default();
+    let console = Console::start_with(
+        "apps",
+        None,
+        &format!(
+            "\n[servers.apps]\ncommand = \"{BIN}\"\nargs = [\"__testserver\", \"--probe-app\"]\n\n\
+             [servers.weather]\ncommand = \"{BIN}\"\nargs = [\"__testserver\", \"--apps\"]\n{vanilla_config}"
+        ),
+    );
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console");
+    browser.goto(&format!(
+        "http://127.0.0.1:{}/?token={}",
+        console.port, console.token
+    ));
+    browser.wait_text(r#"tr[data-server="apps"] .state"#, "ready");
+    browser.wait_text(r#"tr[data-server="weather"] .state"#, "ready");
+    if vanilla.is_some() {
+        browser.wait_text(r#"tr[data-server="vanilla"] .state"#, "ready");
+    }
+    browser.click("#show-tools");
+
+    if vanilla.is_some() {
+        // Its tool called from the form: the view renders the result.
+        browser.click(r#"li[data-tool="vanilla__get-time"]"#);
+        browser.click("#call");
+        browser.find(r#"iframe[data-app="vanilla__get-time"][data-initialized="true"]"#);
+        browser.enter_frame(r#"iframe[data-app="vanilla__get-time"]"#);
+        let first = browser.wait_text("#server-time", "T");
+        assert!(!first.contains("Loading"), "{first}");
+        // Its button calls the tool through the bridge; the view shows
+        // the new time.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        browser.click("#get-time-btn");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let now = browser.text("#server-time");
+            if now != first && now.contains('T') {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the time never changed: {now}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        browser.leave_frame();
+        browser.wait_text("#app-log", "called get-time");
+        browser.screenshot(&shots.join("app.png"));
+        // At a phone's size, dark.
+        browser.script(
+            "const s = document.getElementById('app-size'); s.value = 'phone'; s.dispatchEvent(new Event('change'));\
+             const t = document.getElementById('app-theme'); t.value = 'dark'; t.dispatchEvent(new Event('change'));",
+            json!([]),
+        );
+        browser.screenshot(&shots.join("app-phone-dark.png"));
+    }
+
+    // The probe: an app that tries what it must not.
+    let beacon = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let beacon_url = format!("http://{}/beacon", beacon.local_addr().unwrap());
+    browser.retype("#tool-search", "probe");
+    browser.click(r#"li[data-tool="apps__probe"]"#);
+    browser.type_into(r#"input[data-path="beacon"]"#, &beacon_url);
+    for (i, name) in ["probe_refresh", "model_only", "dashboard_refresh"]
+        .iter()
+        .enumerate()
+    {
+        browser.click(r#"button[data-add="call"]"#);
+        browser.type_into(&format!(r#"input[data-path="call.{i}"]"#), name);
+    }
+    browser.click("#call");
+    let log = browser.wait_text("#app-log", "probe done");
+    // The page that frames it is out of its reach.
+    assert!(log.contains("top: blocked SecurityError"), "{log}");
+    // An origin its resource does not declare: blocked, and nothing left.
+    assert!(log.contains("beacon: blocked"), "{log}");
+    beacon.set_nonblocking(true).unwrap();
+    assert_eq!(
+        beacon.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "the beacon was reached"
+    );
+    // Its own server's app-only tool: called. A model-only tool, and
+    // another server's app-only tool: refused.
+    assert!(log.contains("call probe_refresh: ok"), "{log}");
+    assert!(log.contains("call model_only: refused"), "{log}");
+    assert!(log.contains("for the model only"), "{log}");
+    assert!(log.contains("call dashboard_refresh: refused"), "{log}");
+    assert!(log.contains("not a tool of server apps"), "{log}");
+    browser.screenshot(&shots.join("app-probe.png"));
+
+    // The protocol view lists what went to each server and back.
+    browser.click("#show-protocol");
+    browser.wait_text("#protocol-table", "tools/call");
+    browser.retype("#protocol-filter", "probe_refresh");
+    let rows = browser.wait_text("#protocol-table tbody", "apps");
+    assert!(rows.contains("tools/call"), "{rows}");
+    browser.retype("#protocol-filter", "");
+    browser.wait_text("#protocol-table", "initialize");
+    browser.screenshot(&shots.join("protocol.png"));
+    let export = console.get("/api/protocol/export", &console.cookie()).2;
+    assert!(
+        export.contains("\"method\":\"tools/call\""),
+        "{export:.400}"
+    );
+    if vanilla.is_some() {
+        let calls = export
+            .lines()
+            .filter(|line| {
+                line.contains("\"server\":\"vanilla\"")
+                    && line.contains("\"method\":\"tools/call\"")
+            })
+            .count();
+        assert_eq!(calls, 2, "the form's call and the view's");
+    }
 }

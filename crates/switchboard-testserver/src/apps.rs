@@ -120,6 +120,95 @@ pub(crate) fn call(name: &str, _args: &Map<String, Value>) -> Value {
     })
 }
 
+/// The probe's view (`--probe-app`).
+pub(crate) const PROBE_URI: &str = "ui://switchboard-testserver/probe";
+
+/// The probe's view: the app side of the bridge written out by hand (no
+/// SDK). Once given its tool input it tries what an app must not do —
+/// reach the page that frames it (`window.top`), fetch `beacon` (an origin
+/// its resource does not declare) — and calls each tool named in `call`;
+/// every outcome goes to the host as a log message, then `probe done`.
+pub(crate) const PROBE_HTML: &str = r#"<!DOCTYPE html>
+<html><head><title>Probe</title></head><body><h1>Probe</h1><p id="said">waiting</p><script>
+const log = (data) => { document.getElementById('said').textContent = data;
+  parent.postMessage({jsonrpc: '2.0', method: 'notifications/message', params: {level: 'info', data}}, '*'); };
+let next = 1; const waiting = {};
+const ask = (method, params) => new Promise((resolve) => { const id = next++; waiting[id] = resolve;
+  parent.postMessage({jsonrpc: '2.0', id, method, params}, '*'); });
+async function probe(args) {
+  try { const title = window.top.document.title; log('top: reachable ' + title); }
+  catch (error) { log('top: blocked ' + error.name); }
+  if (args.beacon) {
+    try { await fetch(args.beacon, {mode: 'no-cors'}); log('beacon: sent'); }
+    catch (error) { log('beacon: blocked'); }
+  }
+  for (const name of args.call || []) {
+    const answer = await ask('tools/call', {name, arguments: {}});
+    log('call ' + name + ': ' + (answer.error ? 'refused: ' + answer.error.message : 'ok ' + JSON.stringify(answer.result.structuredContent)));
+  }
+  log('probe done');
+}
+addEventListener('message', (event) => {
+  if (event.source !== parent) return;
+  const message = event.data;
+  if (message.id !== undefined && message.method === undefined && waiting[message.id]) {
+    waiting[message.id](message); delete waiting[message.id]; return;
+  }
+  if (message.method === 'ui/notifications/tool-input') probe(message.params.arguments || {});
+  if (message.method === 'ui/resource-teardown') parent.postMessage({jsonrpc: '2.0', id: message.id, result: {}}, '*');
+});
+ask('ui/initialize', {protocolVersion: '2026-01-26', appInfo: {name: 'probe', version: '1'}, appCapabilities: {}})
+  .then(() => parent.postMessage({jsonrpc: '2.0', method: 'ui/notifications/initialized'}, '*'));
+</script></body></html>
+"#;
+
+const PROBE_TOOLS: [&str; 3] = ["probe", "probe_refresh", "model_only"];
+
+/// The tools `--probe-app` adds.
+pub(crate) fn probe_tools() -> Vec<Value> {
+    let mut probe = tool(
+        "probe",
+        "An app that tries its host: window.top, a fetch of `beacon`, tools/call of each of `call`",
+        json!({"ui": {"resourceUri": PROBE_URI}}),
+    );
+    probe["inputSchema"] = json!({
+        "type": "object",
+        "properties": {
+            "beacon": {"type": "string", "description": "a URL the view fetches"},
+            "call": {"type": "array", "items": {"type": "string"}, "description": "tools the view calls"},
+        },
+    });
+    vec![
+        probe,
+        tool(
+            "probe_refresh",
+            "For the probe's view only",
+            json!({"ui": {"resourceUri": PROBE_URI, "visibility": ["app"]}}),
+        ),
+        tool(
+            "model_only",
+            "For the model only, never for an app",
+            json!({"ui": {"visibility": ["model"]}}),
+        ),
+    ]
+}
+
+/// The probe's view in `resources/list`.
+pub(crate) fn probe_resource() -> Value {
+    json!({"uri": PROBE_URI, "name": "probe", "mimeType": APP_MIME_TYPE})
+}
+
+/// The probe's view read (no `_meta.ui`: the restrictive default CSP).
+pub(crate) fn read_probe(uri: &str) -> Option<Value> {
+    (uri == PROBE_URI)
+        .then(|| json!({"contents": [{"uri": uri, "mimeType": APP_MIME_TYPE, "text": PROBE_HTML}]}))
+}
+
+/// Whether `name` is one of the tools `--probe-app` adds.
+pub(crate) fn is_probe_tool(name: &str) -> bool {
+    PROBE_TOOLS.contains(&name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

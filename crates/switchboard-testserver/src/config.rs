@@ -63,6 +63,11 @@ flags:
                                 (app-only), legacy_app (ui/resourceUri) and
                                 odd_app (a malformed _meta.ui), and their ui://
                                 views through resources/read and resources/list
+  --probe-app                   MCP Apps: tool probe, whose view tries its host
+                                (window.top, a fetch of the `beacon` URL it is
+                                given, tools/call of each name in `call`) and
+                                logs what happened; probe_refresh (app-only)
+                                and model_only (visibility model)
   --suite-fixture               serve what the official MCP conformance suite's
                                 server scenarios call (test_* tools and prompts,
                                 test:// resources and template, completion,
@@ -367,6 +372,8 @@ pub struct ServerConfig {
     pub suite_fixture: bool,
     /// MCP Apps: tools with `_meta.ui` and their `ui://` views (`--apps`).
     pub apps: bool,
+    /// An app that tests its host (`--probe-app`).
+    pub probe_app: bool,
 }
 
 impl Default for ServerConfig {
@@ -395,6 +402,7 @@ impl Default for ServerConfig {
             skills_directories: false,
             suite_fixture: false,
             apps: false,
+            probe_app: false,
         }
     }
 }
@@ -494,6 +502,7 @@ impl ServerConfig {
                 "--skills" => config.skills = true,
                 "--suite-fixture" => config.suite_fixture = true,
                 "--apps" => config.apps = true,
+                "--probe-app" => config.probe_app = true,
                 "--skills-directories" => {
                     config.skills_directories = true;
                     config.skills = true;

@@ -444,6 +444,10 @@ impl Catalog {
             tools.extend(crate::apps::tools());
             resources.extend(crate::apps::resources());
         }
+        if config.probe_app {
+            tools.extend(crate::apps::probe_tools());
+            resources.push(crate::apps::probe_resource());
+        }
         Ok(Catalog {
             server_info,
             capabilities: Value::Object(caps),
@@ -1041,7 +1045,13 @@ impl Shared {
                             .with_data(json!({"uri": uri}))),
                         }
                     }
-                    _ => match uri.filter(|_| self.config.apps).and_then(crate::apps::read) {
+                    _ => match uri
+                        .filter(|_| self.config.apps)
+                        .and_then(crate::apps::read)
+                        .or_else(|| {
+                            uri.filter(|_| self.config.probe_app)
+                                .and_then(crate::apps::read_probe)
+                        }) {
                         Some(view) => Ok(view),
                         None => read_resource(params.as_ref(), mode),
                     },
@@ -1751,7 +1761,9 @@ impl Shared {
                 text(format!("{name} called"))
             }
             _ if self.config.named_tools.contains(&name) => text(format!("{name} called")),
-            _ if self.config.apps && crate::apps::is_tool(&name) => {
+            _ if (self.config.apps && crate::apps::is_tool(&name))
+                || (self.config.probe_app && crate::apps::is_probe_tool(&name)) =>
+            {
                 ToolOutcome::Done(crate::apps::call(&name, &args))
             }
             _ => match name

@@ -4,15 +4,20 @@
 //! server with its state and where it is configured (a project server
 //! waiting for approval with what it runs, and approved there); lists,
 //! searches and calls tools with a form built from each tool's input
-//! schema; reads resources (templates filled in) and gets prompts.
+//! schema; reads resources (templates filled in) and gets prompts; and
+//! shows every JSON-RPC message each server's connection carried
+//! ([`protocol`]); and hosts MCP Apps, each view on an origin of its own
+//! ([`apps`]).
 //!
 //! The browser is opened on a private file (0600) that forwards to the
 //! address with the token, so the token never appears on a command line
 //! another local user could read (`/proc/PID/cmdline` of the browser).
 
 mod api;
+mod apps;
 mod asks;
 mod guard;
+mod protocol;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -47,11 +52,15 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/console.js");
 const STYLE: &str = include_str!("assets/console.css");
+const PROTOCOL_SCRIPT: &str = include_str!("assets/protocol.js");
+const APPS_SCRIPT: &str = include_str!("assets/apps.js");
 
 struct State {
     context: Context,
     hub: Hub,
     asks: Arc<asks::Asks>,
+    protocol: Arc<protocol::Protocol>,
+    apps: Arc<apps::Apps>,
     loaded: LoadedConfig,
     credentials: Option<std::path::PathBuf>,
     guard: Guard,
@@ -76,19 +85,33 @@ pub(crate) async fn console(
         .local_addr()
         .map_err(|e| usage(format!("the console's address: {e}")))?;
     let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
+    // Apps' views come from an origin of their own.
+    let apps = apps::Apps::start(addr)
+        .await
+        .map_err(|e| usage(format!("cannot listen on 127.0.0.1 for apps' views: {e}")))?;
     // The servers start while the page opens (it shows each one's state
     // as it changes); one waiting for approval is approved in the page.
     // What the servers ask (forms, pages to open, sampling) is asked in
     // the page.
     let questions = Arc::new(asks::Asks::default());
     let page = asks::PageElicitation(questions.clone());
-    let hub = crate::hub::open_unasked(context, credentials, servers, move |_, client| {
-        client.elicitation(page.clone()).sampling(page.clone())
+    // Every message each server's connection carries, for the protocol
+    // view.
+    let protocol = Arc::new(protocol::Protocol::default());
+    let tapped = protocol.clone();
+    let hub = crate::hub::open_unasked(context, credentials, servers, move |config, client| {
+        client
+            .mcp_apps()
+            .elicitation(page.clone())
+            .sampling(page.clone())
+            .tap(tapped.tap(&config.name))
     })?;
     let state = Arc::new(State {
         context: context.clone(),
         hub,
         asks: questions,
+        protocol,
+        apps,
         loaded: context.load_quiet(),
         credentials: credentials.map(Path::to_path_buf),
         guard,
@@ -191,8 +214,22 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
     }
     let path = request.uri().path().to_owned();
     match (request.method().as_str(), path.as_str()) {
-        ("GET", "/") => respond(200, "text/html; charset=utf-8", INDEX.into()),
+        ("GET", "/") => {
+            // The page may frame apps' views, from their origin only.
+            let mut page = respond(200, "text/html; charset=utf-8", INDEX.into());
+            let policy = format!("{CSP}; frame-src {}", state.apps.origin());
+            if let Ok(policy) = policy.parse() {
+                page.headers_mut().insert("content-security-policy", policy);
+            }
+            page
+        }
         ("GET", "/console.js") => respond(200, "text/javascript; charset=utf-8", SCRIPT.into()),
+        ("GET", "/protocol.js") => respond(
+            200,
+            "text/javascript; charset=utf-8",
+            PROTOCOL_SCRIPT.into(),
+        ),
+        ("GET", "/apps.js") => respond(200, "text/javascript; charset=utf-8", APPS_SCRIPT.into()),
         ("GET", "/console.css") => respond(200, "text/css; charset=utf-8", STYLE.into()),
         ("GET", "/api/servers") => json(
             200,
@@ -202,7 +239,27 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/api/resources") => json(200, &api::resources(&state.hub).await),
         ("GET", "/api/prompts") => json(200, &api::prompts(&state.hub).await),
         ("GET", "/api/asks") => json(200, &state.asks.list()),
-        ("POST", "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer") => {
+        ("GET", "/api/protocol") => {
+            let after = request.uri().query().and_then(|query| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix("after="))
+                    .and_then(|after| after.parse().ok())
+            });
+            json(200, &state.protocol.since(after))
+        }
+        ("GET", "/api/protocol/export") => {
+            let mut response = respond(200, "application/x-ndjson", state.protocol.export());
+            if let Ok(value) = "attachment; filename=\"switchboard-protocol.ndjson\"".parse() {
+                response.headers_mut().insert("content-disposition", value);
+            }
+            response
+        }
+        (
+            "POST",
+            "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
+            | "/api/app/open" | "/api/app/request" | "/api/app/close",
+        ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
                 Err(_) => {
@@ -227,6 +284,9 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/read" => api::read(&state.hub, &body).await,
                 "/api/prompt" => api::prompt(&state.hub, &body).await,
                 "/api/answer" => state.asks.answer(&body),
+                "/api/app/open" => state.apps.open(&state.hub, &body).await,
+                "/api/app/request" => state.apps.request(&state.hub, &body).await,
+                "/api/app/close" => state.apps.close(&body),
                 _ => api::approve(&state.context, &state.hub, &body).await,
             };
             match answer {

@@ -82,6 +82,7 @@ impl Browser {
             "/session",
             Some(json!({"capabilities": {"alwaysMatch": {
                 "browserName": "chrome",
+                "goog:loggingPrefs": {"browser": "ALL"},
                 "goog:chromeOptions": {
                     "binary": browser,
                     "args": [
@@ -156,8 +157,9 @@ impl Browser {
             }
             assert!(
                 Instant::now() < deadline,
-                "no element {css:?}; the page: {}",
-                self.text("body")
+                "no element {css:?}; the page: {}\nits console: {}",
+                self.text("body"),
+                self.logs()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -218,11 +220,44 @@ impl Browser {
             }
             assert!(
                 Instant::now() < deadline,
-                "{css:?} never showed {what:?}; it shows {text:?}; the page: {}",
-                self.text("body")
+                "{css:?} never showed {what:?}; it shows {text:?}; the page: {}\nits console: {}",
+                self.text("body"),
+                self.logs()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// What the browser's console said since last asked (a failing
+    /// test's evidence).
+    pub(crate) fn logs(&self) -> String {
+        let logs = self.call(
+            "POST",
+            &self.session("/se/log"),
+            Some(json!({"type": "browser"})),
+        );
+        logs.as_array()
+            .into_iter()
+            .flatten()
+            .map(|entry| format!("{} {}", entry["level"], entry["message"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Goes into the frame `css` selects: later commands act in its
+    /// document, until [`Browser::leave_frame`].
+    pub(crate) fn enter_frame(&self, css: &str) {
+        let id = self.find(css);
+        self.call(
+            "POST",
+            &self.session("/frame"),
+            Some(json!({ "id": { (ELEMENT): id } })),
+        );
+    }
+
+    /// Back to the page's own document.
+    pub(crate) fn leave_frame(&self) {
+        self.call("POST", &self.session("/frame"), Some(json!({ "id": null })));
     }
 
     /// Runs `script` in the page (`arguments` as WebDriver passes them).

@@ -41,11 +41,17 @@ function problem(text) {
 
 // ---- tabs
 
+// Each tab `show-NAME` shows section `NAME`; `onShow[NAME]` runs when it
+// is shown (other scripts add theirs).
+const onShow = {};
+
 function show(which) {
-  for (const name of ['servers', 'tools', 'resources', 'prompts']) {
+  for (const tab of document.querySelectorAll('nav .tab')) {
+    const name = tab.id.slice('show-'.length);
     $(name).hidden = name !== which;
-    $(`show-${name}`).classList.toggle('current', name === which);
+    tab.classList.toggle('current', name === which);
   }
+  onShow[which]?.();
 }
 
 // ---- servers
@@ -112,7 +118,19 @@ function renderToolList() {
   $('tool-list').replaceChildren(...shown.map((tool) => el('li', {
     'data-tool': tool.name,
     onclick: () => pickTool(tool),
-  }, el('span', {}, tool.tool), ' ', el('span', { class: 'server' }, tool.server))));
+  }, el('span', {}, tool.tool), ' ', el('span', { class: 'server' }, tool.server),
+  ...toolBadges(tool))));
+}
+
+// What marks a tool in the list: it has an app; only apps (or only the
+// model) may call it.
+function toolBadges(tool) {
+  const badges = [];
+  if (appUri(tool)) badges.push(el('span', { class: 'badge' }, 'app'));
+  const visibility = appVisibility(tool);
+  if (!visibility.includes('model')) badges.push(el('span', { class: 'badge' }, 'app-only'));
+  if (!visibility.includes('app')) badges.push(el('span', { class: 'badge' }, 'model-only'));
+  return badges.flatMap((badge) => [' ', badge]);
 }
 
 // A POSIX shell word: single-quoted, a quote inside written '\''.
@@ -131,13 +149,14 @@ const history = [];
 
 function renderHistory() {
   $('history').replaceChildren(...history.map((entry, i) => el('li', { 'data-history': i },
-    el('span', { class: entry.ok ? 'state ready' : 'state failed' }, entry.ok ? 'ok' : 'error'), ' ',
+    el('span', { class: entry.ok ? 'state ready' : 'state failed' }, entry.ok ? 'ok' : (entry.cancelled ? 'cancelled' : 'error')), ' ',
     el('span', {}, `${entry.tool.server}/${entry.tool.tool}`), ' ',
     el('code', {}, JSON.stringify(entry.args)), ' ',
     el('button', { type: 'button', 'data-rerun': i, onclick: () => { show('tools'); pickTool(entry.tool, entry.args, true); } }, 'run again'))));
 }
 
 function pickTool(tool, given, run) {
+  if (currentApp) { const closing = currentApp; currentApp = null; closing.close(); }
   for (const item of $('tool-list').children) {
     item.classList.toggle('current', item.dataset.tool === tool.name);
   }
@@ -171,6 +190,8 @@ function pickTool(tool, given, run) {
   const cancel = el('button', { type: 'button', id: 'cancel', hidden: true }, 'Cancel');
   let running = null;
   cancel.addEventListener('click', () => running?.abort());
+  // A tool with an app: its view beside the result.
+  const appHolder = appUri(tool) ? el('div', { id: 'app' }) : null;
   const call = async () => {
     let args;
     try {
@@ -191,7 +212,12 @@ function pickTool(tool, given, run) {
     running = new AbortController();
     watchAsks(true);
     const started = performance.now();
+    let app = null;
     try {
+      if (appHolder) {
+        app = await openApp(tool, appHolder);
+        app?.toolInput(args);
+      }
       // One JSON line per event: progress as it comes, then the result
       // or the error. Cancel closes the connection: the server is told.
       const response = await fetch('/api/call', {
@@ -223,6 +249,7 @@ function pickTool(tool, given, run) {
             said.textContent = `${progress}${total ? `/${total}` : ''}${message ? ` ${message}` : ''}`;
           } else if (event.result) {
             renderResult(result, event.result, performance.now() - started);
+            app?.toolResult(event.result);
             entry.ok = !event.result.isError;
           } else if (event.error !== undefined) {
             throw new Error(event.error);
@@ -230,8 +257,11 @@ function pickTool(tool, given, run) {
         }
       }
     } catch (error) {
+      const cancelled = error.name === 'AbortError';
       result.className = 'result error';
-      result.replaceChildren(el('pre', {}, error.name === 'AbortError' ? 'cancelled' : error.message));
+      result.replaceChildren(el('pre', {}, cancelled ? 'cancelled' : error.message));
+      app?.toolCancelled(cancelled ? 'cancelled by the user' : error.message);
+      entry.cancelled = cancelled;
     } finally {
       watchAsks(false);
       for (const node of document.querySelectorAll('.modal[data-ask]')) node.remove();
@@ -253,7 +283,9 @@ function pickTool(tool, given, run) {
       el('label', { for: 'raw-toggle', class: 'inline' }, rawToggle, ' raw JSON'),
       el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'call' }, 'Call'), cancel, bar, said)),
     el('p', { class: 'field-help' }, 'As a command: ', command),
-    result);
+    result,
+    appHolder ? appControls() : null,
+    appHolder);
   if (run) call();
 }
 
@@ -647,10 +679,11 @@ async function loadPrompts() {
 // ---- start
 
 document.addEventListener('DOMContentLoaded', () => {
-  $('show-servers').addEventListener('click', () => show('servers'));
-  $('show-tools').addEventListener('click', () => show('tools'));
-  $('show-resources').addEventListener('click', () => { show('resources'); loadResources().catch((error) => problem(error.message)); });
-  $('show-prompts').addEventListener('click', () => { show('prompts'); loadPrompts().catch((error) => problem(error.message)); });
+  onShow.resources = () => loadResources().catch((error) => problem(error.message));
+  onShow.prompts = () => loadPrompts().catch((error) => problem(error.message));
+  for (const tab of document.querySelectorAll('nav .tab')) {
+    tab.addEventListener('click', () => show(tab.id.slice('show-'.length)));
+  }
   $('tool-search').addEventListener('input', renderToolList);
   Promise.all([loadServers(), loadTools()]).catch((error) => problem(error.message));
 });

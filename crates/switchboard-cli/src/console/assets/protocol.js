@@ -1,0 +1,109 @@
+// switchboard console: the protocol view. Every JSON-RPC message each
+// server's connection carried, asked for while the tab is shown (what
+// came after the last one this page has), filtered in the page. Rows are
+// added in batches and only the newest are in the document, so a server
+// sending thousands a second does not stall the page.
+'use strict';
+
+const PROTOCOL_KEEP = 20000; // messages held by the page
+const PROTOCOL_ROWS = 1500; // rows in the document
+const protocolMessages = [];
+let protocolNext = null;
+let protocolTimer = null;
+let protocolBusy = false;
+
+function protocolMatches(entry) {
+  const direction = $('protocol-direction').value;
+  if (direction && entry.direction !== direction) return false;
+  const query = $('protocol-filter').value.trim().toLowerCase();
+  if (!query) return true;
+  return [entry.server, entry.method, entry.id, entry.kind, entry.text]
+    .some((text) => (text || '').toLowerCase().includes(query));
+}
+
+function protocolRow(entry) {
+  const row = el('tr', { 'data-seq': entry.seq, class: `dir-${entry.direction} kind-${entry.kind}` },
+    el('td', {}, (entry.atMs / 1000).toFixed(3)),
+    el('td', {}, entry.server),
+    el('td', { title: entry.direction }, entry.direction === 'sent' ? '→' : '←'),
+    el('td', {}, entry.kind),
+    el('td', { class: 'method' }, entry.method || ''),
+    el('td', {}, entry.id ?? ''),
+    el('td', {}, entry.latencyMs == null ? '' : `${entry.latencyMs} ms`),
+    el('td', {}, String(entry.size)));
+  row.addEventListener('click', () => {
+    const shown = $('protocol-message');
+    let text = entry.text;
+    try { text = JSON.stringify(JSON.parse(entry.text), null, 2); } catch { /* as sent */ }
+    shown.textContent = text;
+    shown.hidden = false;
+  });
+  return row;
+}
+
+function protocolCount() {
+  const rows = $('protocol-table').tBodies[0].rows.length;
+  $('protocol-count').textContent = `${protocolMessages.length} messages, ${rows} shown`;
+}
+
+// The whole table again (a filter changed).
+function protocolRender() {
+  const shown = protocolMessages.filter(protocolMatches).slice(-PROTOCOL_ROWS);
+  $('protocol-table').tBodies[0].replaceChildren(...shown.map(protocolRow));
+  protocolCount();
+}
+
+// New messages: appended, the oldest rows dropped.
+function protocolAppend(entries) {
+  protocolMessages.push(...entries);
+  if (protocolMessages.length > PROTOCOL_KEEP) protocolMessages.splice(0, protocolMessages.length - PROTOCOL_KEEP);
+  const body = $('protocol-table').tBodies[0];
+  const fragment = document.createDocumentFragment();
+  for (const entry of entries.slice(-PROTOCOL_ROWS)) {
+    if (protocolMatches(entry)) fragment.append(protocolRow(entry));
+  }
+  body.append(fragment);
+  let extra = body.rows.length - PROTOCOL_ROWS;
+  while (extra-- > 0) body.firstElementChild.remove();
+  protocolCount();
+  if ($('protocol-follow').checked) {
+    const last = body.lastElementChild;
+    if (last) last.scrollIntoView({ block: 'nearest' });
+  }
+}
+
+async function protocolPoll() {
+  if (protocolBusy) return;
+  protocolBusy = true;
+  try {
+    for (;;) {
+      const query = protocolNext === null ? '' : `?after=${protocolNext}`;
+      const page = await api(`/api/protocol${query}`);
+      if (page.next !== null && page.next !== undefined) protocolNext = page.next;
+      if (page.dropped) problem('Some messages were dropped before this page saw them (the console keeps the newest).');
+      if (page.entries.length > 0) protocolAppend(page.entries);
+      // A full page: there is more.
+      if (page.entries.length < 5000) break;
+    }
+  } finally {
+    protocolBusy = false;
+  }
+}
+
+onShow.protocol = () => {
+  protocolPoll().catch((error) => problem(error.message));
+  clearInterval(protocolTimer);
+  protocolTimer = setInterval(() => {
+    if ($('protocol').hidden) {
+      clearInterval(protocolTimer);
+      return;
+    }
+    protocolPoll().catch((error) => problem(error.message));
+  }, 250);
+};
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('protocol-filter').addEventListener('input', protocolRender);
+  $('protocol-filter').addEventListener('change', protocolRender);
+  $('protocol-direction').addEventListener('change', protocolRender);
+});

@@ -1,0 +1,265 @@
+//! The protocol view's record: every JSON-RPC message each server's
+//! connection carried, both ways, as the client's tap
+//! ([`switchboard::transport::tap`]) saw it, with when, what kind, which
+//! method and — for an answer — how long after its request. Bounded: the
+//! newest [`MAX_ENTRIES`] messages, each kept to its first [`MAX_TEXT`]
+//! bytes; the page asks for what came after the last one it has.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use switchboard::transport::tap::{Direction, Tap};
+
+/// How many messages are kept (the oldest go first).
+pub(crate) const MAX_ENTRIES: usize = 20_000;
+/// How much of one message is kept for the view.
+pub(crate) const MAX_TEXT: usize = 16 * 1024;
+/// How many messages one answer to the page carries at most.
+const MAX_PAGE: usize = 5_000;
+/// How many requests awaiting an answer are remembered (for timings).
+const MAX_PENDING: usize = 10_000;
+
+struct Entry {
+    seq: u64,
+    server: Arc<str>,
+    sent: bool,
+    at_ms: f64,
+    kind: &'static str,
+    method: Option<String>,
+    id: Option<String>,
+    latency_ms: Option<f64>,
+    size: usize,
+    text: String,
+}
+
+#[derive(Default)]
+struct Record {
+    entries: VecDeque<Entry>,
+    next: u64,
+    /// When each request still unanswered went: (server, direction it
+    /// went, id).
+    pending: HashMap<(Arc<str>, bool, String), f64>,
+}
+
+/// Every server's messages (see the module docs).
+pub(crate) struct Protocol {
+    started: Instant,
+    record: Mutex<Record>,
+}
+
+impl Default for Protocol {
+    fn default() -> Self {
+        Self {
+            started: Instant::now(),
+            record: Mutex::default(),
+        }
+    }
+}
+
+impl Protocol {
+    /// The tap for `server`'s connections.
+    pub(crate) fn tap(self: &Arc<Self>, server: &str) -> Arc<dyn Tap> {
+        let protocol = self.clone();
+        let server: Arc<str> = server.into();
+        Arc::new(move |direction: Direction, message: &[u8]| {
+            protocol.note(&server, direction == Direction::Sent, message);
+        })
+    }
+
+    fn note(&self, server: &Arc<str>, sent: bool, message: &[u8]) {
+        let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let parsed: Option<Value> = serde_json::from_slice(message).ok();
+        let (kind, method, id) = match &parsed {
+            Some(Value::Object(object)) => {
+                let method = object.get("method").and_then(Value::as_str);
+                let id = object
+                    .get("id")
+                    .filter(|id| !id.is_null())
+                    .map(|id| match id {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    });
+                let kind = match (method, &id) {
+                    (Some(_), Some(_)) => "request",
+                    (Some(_), None) => "notification",
+                    (None, _) if object.contains_key("error") => "error",
+                    (None, _) => "response",
+                };
+                (kind, method.map(str::to_owned), id)
+            }
+            Some(Value::Array(_)) => ("batch", None, None),
+            _ => ("unreadable", None, None),
+        };
+        let mut text =
+            String::from_utf8_lossy(&message[..message.len().min(MAX_TEXT)]).into_owned();
+        if message.len() > MAX_TEXT {
+            text.push_str(&format!(" … ({} bytes in all)", message.len()));
+        }
+        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        let latency_ms = match (kind, &id) {
+            ("request", Some(id)) => {
+                if record.pending.len() >= MAX_PENDING {
+                    record.pending.clear();
+                }
+                record
+                    .pending
+                    .insert((server.clone(), sent, id.clone()), at_ms);
+                None
+            }
+            // An answer goes the other way from its request.
+            ("response" | "error", Some(id)) => record
+                .pending
+                .remove(&(server.clone(), !sent, id.clone()))
+                .map(|asked| at_ms - asked),
+            _ => None,
+        };
+        let seq = record.next;
+        record.next += 1;
+        if record.entries.len() >= MAX_ENTRIES {
+            record.entries.pop_front();
+        }
+        record.entries.push_back(Entry {
+            seq,
+            server: server.clone(),
+            sent,
+            at_ms,
+            kind,
+            method,
+            id,
+            latency_ms,
+            size: message.len(),
+            text,
+        });
+    }
+
+    /// The messages after `after` (a `seq`; none: from the oldest kept),
+    /// at most [`MAX_PAGE`]; `next` is the `after` to ask with next, and
+    /// `dropped` says whether some went before the page saw them.
+    pub(crate) fn since(&self, after: Option<u64>) -> Value {
+        let record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        let first = record.entries.front().map_or(record.next, |e| e.seq);
+        let from = after.map_or(first, |after| after.saturating_add(1));
+        let skip = usize::try_from(from.saturating_sub(first)).unwrap_or(usize::MAX);
+        let entries: Vec<Value> = record
+            .entries
+            .iter()
+            .skip(skip)
+            .take(MAX_PAGE)
+            .map(entry_json)
+            .collect();
+        let next = entries
+            .last()
+            .and_then(|e| e["seq"].as_u64())
+            .or(after)
+            .or_else(|| first.checked_sub(1));
+        json!({
+            "entries": entries,
+            "next": next,
+            "dropped": from < first,
+        })
+    }
+
+    /// Every message kept, one JSON line each, for a download.
+    pub(crate) fn export(&self) -> String {
+        let record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = String::new();
+        for entry in &record.entries {
+            out.push_str(&entry_json(entry).to_string());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn entry_json(entry: &Entry) -> Value {
+    json!({
+        "seq": entry.seq,
+        "server": &*entry.server,
+        "direction": if entry.sent { "sent" } else { "received" },
+        "atMs": (entry.at_ms * 10.0).round() / 10.0,
+        "kind": entry.kind,
+        "method": entry.method,
+        "id": entry.id,
+        "latencyMs": entry.latency_ms.map(|ms| (ms * 10.0).round() / 10.0),
+        "size": entry.size,
+        "text": entry.text,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_answers_and_notifications_are_told_apart_and_timed() {
+        let protocol = Arc::new(Protocol::default());
+        let tap = protocol.tap("t");
+        tap.message(
+            Direction::Sent,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        );
+        tap.message(
+            Direction::Received,
+            br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        );
+        tap.message(
+            Direction::Received,
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        );
+        tap.message(Direction::Received, b"not json");
+        let all = protocol.since(None);
+        let entries = all["entries"].as_array().unwrap();
+        let kinds: Vec<&str> = entries
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["request", "notification", "response", "unreadable"]);
+        assert_eq!(entries[0]["method"], "tools/list");
+        assert_eq!(entries[0]["direction"], "sent");
+        assert!(entries[2]["latencyMs"].as_f64().is_some(), "{}", entries[2]);
+        assert_eq!(all["next"], 3);
+        // Only what came after.
+        let later = protocol.since(Some(1));
+        assert_eq!(later["entries"].as_array().unwrap().len(), 2);
+        assert_eq!(protocol.since(Some(3))["entries"], json!([]));
+        assert_eq!(protocol.since(Some(3))["next"], 3);
+        assert_eq!(protocol.export().lines().count(), 4);
+    }
+
+    #[test]
+    fn it_is_bounded_and_says_what_the_page_missed() {
+        let protocol = Arc::new(Protocol::default());
+        let tap = protocol.tap("t");
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","params":"{}"}}"#,
+            "a".repeat(MAX_TEXT)
+        );
+        tap.message(Direction::Received, big.as_bytes());
+        let first = protocol.since(None);
+        let text = first["entries"][0]["text"].as_str().unwrap();
+        assert!(text.len() < MAX_TEXT + 64, "{}", text.len());
+        assert!(text.ends_with("bytes in all)"), "{text}");
+        for _ in 0..MAX_ENTRIES {
+            tap.message(
+                Direction::Sent,
+                br#"{"jsonrpc":"2.0","method":"ping","id":1}"#,
+            );
+        }
+        let after_first = protocol.since(Some(0));
+        assert_eq!(after_first["dropped"], false);
+        let from_start = protocol.since(None);
+        assert_eq!(from_start["entries"].as_array().unwrap().len(), MAX_PAGE);
+        // One more: the page that saw only the first missed the second,
+        // which is gone, and it is told.
+        tap.message(
+            Direction::Sent,
+            br#"{"jsonrpc":"2.0","method":"ping","id":2}"#,
+        );
+        let missed = protocol.since(Some(0));
+        assert_eq!(missed["dropped"], true);
+        assert_eq!(missed["entries"][0]["seq"], 2);
+        assert_eq!(protocol.since(Some(u64::MAX))["entries"], json!([]));
+    }
+}
