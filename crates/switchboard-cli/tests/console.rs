@@ -345,13 +345,28 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
         std::process::id()
     ));
     let _ = std::fs::remove_file(&go);
+    // npm's server-everything too (an implementation no one here wrote).
+    let everything = support::interop::cache()
+        .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let everything = if everything.is_file() {
+        format!(
+            "\n[servers.everything]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\n",
+            everything.display()
+        )
+    } else {
+        support::interop::skip(
+            "in_chromium_the_servers_show_and_a_tool_is_called_through_its_form (server-everything)",
+            "no server-everything in the interop cache",
+        );
+        String::new()
+    };
     let console = Console::start_with(
         "chromium",
         Some(&format!(
             r#"{{"mcpServers": {{"proj": {{"command": "{BIN}", "args": ["__testserver"]}}}}}}"#
         )),
         &format!(
-            "\n[servers.late]\ncommand = \"sh\"\nargs = [\"-c\", \"while [ ! -e '{}' ]; do sleep 0.05; done; exec '{BIN}' __testserver\"]\n",
+            "\n[servers.late]\ncommand = \"sh\"\nargs = [\"-c\", \"while [ ! -e '{}' ]; do sleep 0.05; done; exec '{BIN}' __testserver\"]\n{everything}",
             go.display()
         ),
     );
@@ -484,6 +499,28 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.type_into("#sampling-answer", "ultramarine, from a person");
     browser.click(r#".modal button[data-answer="accept"]"#);
     browser.wait_text("#result pre.text", "ultramarine, from a person");
+
+    if !everything.is_empty() {
+        // server-everything: an image rendered; a long operation's
+        // progress; its sampling request answered in the page.
+        browser.retype("#tool-search", "everything");
+        browser.click(r#"li[data-tool="everything__get-tiny-image"]"#);
+        browser.click("#call");
+        browser.find("#result img.content");
+        browser.click(r#"li[data-tool="everything__trigger-long-running-operation"]"#);
+        browser.retype(r#"input[data-path="duration"]"#, "2");
+        browser.retype(r#"input[data-path="steps"]"#, "4");
+        browser.click("#call");
+        browser.wait_text("#progress-text", "/4");
+        browser.wait_text("#result pre.text", "Long running operation completed");
+        browser.click(r#"li[data-tool="everything__trigger-sampling-request"]"#);
+        browser.type_into(r#"input[data-path="prompt"]"#, "Say a word");
+        browser.click("#call");
+        browser.wait_text(".modal[data-ask]", "Say a word");
+        browser.type_into("#sampling-answer", "heliotrope");
+        browser.click(r#".modal button[data-answer="accept"]"#);
+        browser.wait_text("#result", "heliotrope");
+    }
 
     // Resources: one read; a template filled in (RFC 6570) and read.
     browser.click("#show-resources");
@@ -636,4 +673,47 @@ fn in_chromium_apps_render_on_their_own_origin_and_keep_to_their_rules() {
             .count();
         assert_eq!(calls, 2, "the form's call and the view's");
     }
+}
+
+#[test]
+fn in_chromium_a_login_finishes_in_the_browser_and_the_server_comes_up() {
+    let test = "in_chromium_a_login_finishes_in_the_browser_and_the_server_comes_up";
+    let Some(browser) = support::browser::Browser::start(test, 1280, 900) else {
+        return;
+    };
+    // An HTTP server behind the testkit's authorization server (which
+    // approves at once).
+    let server = support::HttpServer::start(&["--auth"]);
+    let console = Console::start_with(
+        "login",
+        None,
+        &format!("\n[servers.remote]\nurl = \"{}/mcp\"\n", server.1),
+    );
+    browser.goto(&format!(
+        "http://127.0.0.1:{}/?token={}",
+        console.port, console.token
+    ));
+    browser.wait_text(r#"tr[data-server="remote"] .state"#, "needs-auth");
+    browser.click(r#"button[data-login="remote"]"#);
+    // The consent page's host, as the browser will open it.
+    let issuer_host = server
+        .issuer()
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    browser.wait_text(r#".modal[data-login-page="remote"] .host"#, &issuer_host);
+    browser
+        .screenshot(&std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console/login.png"));
+    browser.click(r#"button[data-open-login="remote"]"#);
+    // The browser went there and came back; the server starts with the
+    // new credentials.
+    browser.wait_text(r#"tr[data-server="remote"] .state"#, "ready");
+    browser.click("#show-tools");
+    browser.find(r#"li[data-tool="remote__echo"]"#);
+    // The tokens are in the store the CLI uses.
+    let credentials =
+        std::fs::read_to_string(console.home.root.join("credentials.json")).unwrap_or_default();
+    assert!(credentials.contains("access_token"), "{credentials}");
 }

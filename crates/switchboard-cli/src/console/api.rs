@@ -18,6 +18,7 @@ pub(super) fn servers(
     hub: &Hub,
     loaded: &LoadedConfig,
     credentials: Option<&std::path::Path>,
+    logins: &super::login::Logins,
 ) -> Value {
     let servers: Vec<Value> = hub
         .list()
@@ -34,8 +35,14 @@ pub(super) fn servers(
             )
             .then(|| config.map(crate::approve::describe))
             .flatten();
+            // An HTTP server may log in from the page.
+            let remote = config.is_some_and(|c| {
+                matches!(c.transport, switchboard_hub::TransportConfig::Http { .. })
+            });
             json!({
                 "name": status.name,
+                "remote": remote,
+                "login": logins.said(&status.name),
                 "state": status.state.name(),
                 "reason": reason,
                 "stderr": stderr,

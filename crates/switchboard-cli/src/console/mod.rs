@@ -6,7 +6,7 @@
 //! searches and calls tools with a form built from each tool's input
 //! schema; reads resources (templates filled in) and gets prompts; and
 //! shows every JSON-RPC message each server's connection carried
-//! ([`protocol`]); and hosts MCP Apps, each view on an origin of its own
+//! ([`protocol`]); logs in to a server ([`login`]); and hosts MCP Apps, each view on an origin of its own
 //! ([`apps`]).
 //!
 //! The browser is opened on a private file (0600) that forwards to the
@@ -17,6 +17,7 @@ mod api;
 mod apps;
 mod asks;
 mod guard;
+mod login;
 mod protocol;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -61,6 +62,7 @@ struct State {
     asks: Arc<asks::Asks>,
     protocol: Arc<protocol::Protocol>,
     apps: Arc<apps::Apps>,
+    logins: Arc<login::Logins>,
     loaded: LoadedConfig,
     credentials: Option<std::path::PathBuf>,
     guard: Guard,
@@ -112,6 +114,7 @@ pub(crate) async fn console(
         asks: questions,
         protocol,
         apps,
+        logins: Arc::default(),
         loaded: context.load_quiet(),
         credentials: credentials.map(Path::to_path_buf),
         guard,
@@ -233,7 +236,12 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/console.css") => respond(200, "text/css; charset=utf-8", STYLE.into()),
         ("GET", "/api/servers") => json(
             200,
-            &api::servers(&state.hub, &state.loaded, state.credentials.as_deref()),
+            &api::servers(
+                &state.hub,
+                &state.loaded,
+                state.credentials.as_deref(),
+                &state.logins,
+            ),
         ),
         ("GET", "/api/tools") => json(200, &api::tools(&state.hub)),
         ("GET", "/api/resources") => json(200, &api::resources(&state.hub).await),
@@ -258,7 +266,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         (
             "POST",
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
-            | "/api/app/open" | "/api/app/request" | "/api/app/close",
+            | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -287,6 +295,12 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/app/open" => state.apps.open(&state.hub, &body).await,
                 "/api/app/request" => state.apps.request(&state.hub, &body).await,
                 "/api/app/close" => state.apps.close(&body),
+                "/api/login" => {
+                    state
+                        .logins
+                        .begin(&state.hub, &state.loaded, state.credentials.clone(), &body)
+                        .await
+                }
                 _ => api::approve(&state.context, &state.hub, &body).await,
             };
             match answer {

@@ -82,11 +82,53 @@ async function loadServers() {
       server.pending ? el('button', {
         type: 'button', class: 'primary', 'data-approve': server.name,
         onclick: (event) => approve(server.name, event.target),
-      }, 'Approve and start') : null),
+      }, 'Approve and start') : null,
+      server.login ? el('span', { class: 'detail-text login' }, server.login) : null,
+      server.remote && server.state === 'needs-auth' ? el('button', {
+        type: 'button', class: 'primary', 'data-login': server.name,
+        onclick: () => login(server.name),
+      }, 'Log in') : null),
     el('td', {}, server.transport || ''),
     el('td', {}, [server.era, server.protocolVersion].filter(Boolean).join(' ')),
     el('td', {}, server.state === 'ready' ? String(server.tools) : ''),
     el('td', {}, server.source || ''))));
+}
+
+// A login: the consent page's host shown as the browser will open it,
+// opened only when the user says so; the page then follows the server.
+async function login(name) {
+  let begun;
+  try {
+    begun = await api('/api/login', { name });
+  } catch (error) {
+    problem(`Logging in to ${name} failed: ${error.message}`);
+    return;
+  }
+  problem('');
+  const modal = el('div', { class: 'modal', 'data-login-page': name, role: 'dialog', 'aria-modal': 'true' });
+  modal.append(el('div', { class: 'box' },
+    el('h3', {}, `Log in to ${name}`),
+    el('p', {}, 'Opens the authorization page on ', el('strong', { class: 'host' }, begun.host)),
+    el('pre', { class: 'url' }, begun.url),
+    ...(begun.warnings || []).map((warning) => el('p', { class: 'warning' }, `⚠ ${warning}`)),
+    el('div', { class: 'actions' },
+      el('button', {
+        type: 'button', class: 'primary', 'data-open-login': name,
+        onclick: () => { window.open(begun.url, '_blank', 'noopener,noreferrer'); modal.remove(); watchServers(); },
+      }, `Open ${begun.host}`),
+      el('button', { type: 'button', onclick: () => modal.remove() }, 'Not now'))));
+  document.body.append(modal);
+}
+
+// Asks for the servers' states until none waits for a login or starts.
+function watchServers() {
+  clearTimeout(waiting);
+  waiting = setTimeout(async () => {
+    const { servers } = await api('/api/servers').catch(() => ({ servers: [] }));
+    await loadServers().catch((error) => problem(error.message));
+    if (servers.some((server) => server.login === 'waiting for the browser' || STARTING.has(server.state))) watchServers();
+    else loadTools().catch((error) => problem(error.message));
+  }, 300);
 }
 
 async function approve(name, button) {
@@ -284,8 +326,7 @@ function pickTool(tool, given, run) {
       el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'call' }, 'Call'), cancel, bar, said)),
     el('p', { class: 'field-help' }, 'As a command: ', command),
     result,
-    appHolder ? appControls() : null,
-    appHolder);
+    ...(appHolder ? [appControls(), appHolder] : []));
   if (run) call();
 }
 
