@@ -500,6 +500,16 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.click(r#".modal button[data-answer="accept"]"#);
     browser.wait_text("#result pre.text", "ultramarine, from a person");
 
+    // structuredContent checked against the tool's outputSchema: shown
+    // as matching, or the call's error says where it does not.
+    browser.retype("#tool-search", "weather");
+    browser.click(r#"li[data-tool="t__weather"]"#);
+    browser.click("#call");
+    browser.wait_text("#schema-checked", "matches the tool's outputSchema");
+    browser.click(r#"li[data-tool="t__bad_weather"]"#);
+    browser.click("#call");
+    browser.wait_text("#result", "outputSchema");
+
     if !everything.is_empty() {
         // server-everything: an image rendered; a long operation's
         // progress; its sampling request answered in the page.
@@ -531,6 +541,7 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.wait_text("#template-uri", "test://items/42");
     browser.click("#read");
     browser.wait_text("#read-result", "item 42");
+    browser.screenshot(&shots.join("resources.png"));
     // Prompts: an argument filled in, the messages shown.
     browser.click("#show-prompts");
     browser.click(r#"li[data-prompt="t/greeting"]"#);
@@ -538,6 +549,25 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.click("#get");
     browser.wait_text("#prompt-result", "Hello, Ada!");
     browser.screenshot(&shots.join("prompts.png"));
+    // A server stopped for this console (its tools leave the list), then
+    // started again.
+    browser.click("#show-servers");
+    browser.click(r#"button[data-server-action="late"][data-action="stop"]"#);
+    browser.wait_text(r#"tr[data-server="late"] .state"#, "disabled");
+    assert!(
+        !console
+            .get("/api/tools", &console.cookie())
+            .2
+            .contains("late__echo")
+    );
+    browser.click(r#"button[data-server-action="late"][data-action="start"]"#);
+    browser.wait_text(r#"tr[data-server="late"] .state"#, "ready");
+    assert!(
+        console
+            .get("/api/tools", &console.cookie())
+            .2
+            .contains("late__echo")
+    );
     let _ = std::fs::remove_file(&go);
 }
 

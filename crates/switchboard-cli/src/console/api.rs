@@ -235,6 +235,26 @@ impl hyper::body::Body for Lines {
     }
 }
 
+/// `{"name": "NAME", "action": "restart" | "stop" | "start"}`: the
+/// server restarted, stopped (disabled in this console's hub: its tools
+/// leave the list; the configuration is not changed) or started again;
+/// its state then.
+pub(super) async fn server_action(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request = request(body)?;
+    let (name, action) = (text(&request, "name")?, text(&request, "action")?);
+    let state = match action {
+        "restart" => hub.restart(name).await,
+        "start" => hub.enable(name).await,
+        "stop" => hub
+            .disable(name)
+            .await
+            .map(|()| switchboard_hub::ServerState::Disabled),
+        other => return Err((400, format!("no action `{other}`: restart, stop or start"))),
+    }
+    .map_err(|e| (422, chain(&e)))?;
+    Ok(json!({ "name": name, "state": state.name() }))
+}
+
 /// `{"name": "NAME"}`: the project server approved and started; its
 /// state.
 pub(super) async fn approve(

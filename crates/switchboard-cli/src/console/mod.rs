@@ -120,8 +120,15 @@ pub(crate) async fn console(
         guard,
     });
     let url = state.guard.sign_in_url();
-    println!("switchboard console: {url}");
-    println!("(Ctrl-C stops it and its servers)");
+    // Written, not printed: a reader that has gone (`| head -1`) must not
+    // stop the console.
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "switchboard console: {url}");
+        let _ = writeln!(out, "(Ctrl-C stops it and its servers)");
+        let _ = out.flush();
+    }
     // Kept until the console stops, then removed.
     let _launch = if open {
         open_browser(&url, addr.port())
@@ -266,7 +273,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         (
             "POST",
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
-            | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login",
+            | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login"
+            | "/api/server",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -292,6 +300,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/read" => api::read(&state.hub, &body).await,
                 "/api/prompt" => api::prompt(&state.hub, &body).await,
                 "/api/answer" => state.asks.answer(&body),
+                "/api/server" => api::server_action(&state.hub, &body).await,
                 "/api/app/open" => state.apps.open(&state.hub, &body).await,
                 "/api/app/request" => state.apps.request(&state.hub, &body).await,
                 "/api/app/close" => state.apps.close(&body),

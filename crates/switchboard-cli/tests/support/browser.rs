@@ -165,13 +165,24 @@ impl Browser {
         }
     }
 
+    /// Clicks the element `css` selects: found again if the page
+    /// replaced it between the finding and the click; any other refusal
+    /// fails the test (a click is never lost quietly).
     pub(crate) fn click(&self, css: &str) {
-        let id = self.find(css);
-        self.call(
-            "POST",
-            &self.session(&format!("/element/{id}/click")),
-            Some(json!({})),
-        );
+        for _ in 0..20 {
+            let id = self.find(css);
+            let answer = self.call(
+                "POST",
+                &self.session(&format!("/element/{id}/click")),
+                Some(json!({})),
+            );
+            match answer.get("error").and_then(Value::as_str) {
+                None => return,
+                Some("stale element reference") => continue,
+                Some(error) => panic!("clicking {css:?}: {error}: {}", answer["message"]),
+            }
+        }
+        panic!("{css:?} was replaced every time it was clicked");
     }
 
     pub(crate) fn type_into(&self, css: &str, text: &str) {

@@ -71,8 +71,22 @@ async function loadServers() {
     waiting = null;
     loadTools().catch((error) => problem(error.message));
   }
+  // A row whose server has not changed is kept as it is: a button is not
+  // swapped for another under the user's pointer.
   const body = $('server-table').tBodies[0];
-  body.replaceChildren(...servers.map((server) => el('tr', { 'data-server': server.name },
+  const kept = new Map([...body.rows].map((row) => [row.dataset.server, row]));
+  body.replaceChildren(...servers.map((server) => {
+    const sig = JSON.stringify(server);
+    const row = kept.get(server.name);
+    if (row && row.dataset.sig === sig) return row;
+    const made = serverRow(server);
+    made.dataset.sig = sig;
+    return made;
+  }));
+}
+
+function serverRow(server) {
+  return (el('tr', { 'data-server': server.name },
     el('td', {}, server.name),
     el('td', {},
       el('span', { class: `state ${server.state}` }, server.state),
@@ -84,6 +98,7 @@ async function loadServers() {
         onclick: (event) => approve(server.name, event.target),
       }, 'Approve and start') : null,
       server.login ? el('span', { class: 'detail-text login' }, server.login) : null,
+      serverActions(server),
       server.remote && server.state === 'needs-auth' ? el('button', {
         type: 'button', class: 'primary', 'data-login': server.name,
         onclick: () => login(server.name),
@@ -91,7 +106,26 @@ async function loadServers() {
     el('td', {}, server.transport || ''),
     el('td', {}, [server.era, server.protocolVersion].filter(Boolean).join(' ')),
     el('td', {}, server.state === 'ready' ? String(server.tools) : ''),
-    el('td', {}, server.source || ''))));
+    el('td', {}, server.source || '')));
+}
+
+// Restart, stop (for this console only) or start a server.
+function serverActions(server) {
+  if (server.pending) return null;
+  const act = (action) => async (event) => {
+    event.target.disabled = true;
+    try {
+      await api('/api/server', { name: server.name, action });
+      problem('');
+    } catch (error) {
+      problem(`${action} ${server.name}: ${error.message}`);
+    }
+    await Promise.all([loadServers(), loadTools()]).catch((error) => problem(error.message));
+  };
+  const button = (action, label) => el('button', { type: 'button', 'data-action': action, 'data-server-action': server.name, onclick: act(action) }, label);
+  return el('span', { class: 'server-actions' },
+    server.state === 'disabled' ? button('start', 'Start') : button('restart', 'Restart'),
+    server.state === 'disabled' ? null : button('stop', 'Stop'));
 }
 
 // A login: the consent page's host shown as the browser will open it,
@@ -150,6 +184,7 @@ let tools = [];
 async function loadTools() {
   ({ tools } = await api('/api/tools'));
   renderToolList();
+  performance.mark('tools-listed');
 }
 
 function renderToolList() {
@@ -290,7 +325,7 @@ function pickTool(tool, given, run) {
             if (total) { bar.max = total; bar.value = progress; }
             said.textContent = `${progress}${total ? `/${total}` : ''}${message ? ` ${message}` : ''}`;
           } else if (event.result) {
-            renderResult(result, event.result, performance.now() - started);
+            renderResult(result, event.result, performance.now() - started, tool);
             app?.toolResult(event.result);
             entry.ok = !event.result.isError;
           } else if (event.error !== undefined) {
@@ -469,7 +504,7 @@ function field(schema, { name = null, required = false, given, root, path = '', 
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-function renderResult(holder, result, ms) {
+function renderResult(holder, result, ms, tool) {
   holder.className = result.isError ? 'result error' : 'result';
   const blocks = (result.content || []).map((block) => {
     switch (block.type) {
@@ -493,6 +528,11 @@ function renderResult(holder, result, ms) {
   });
   if (result.structuredContent !== undefined) {
     blocks.push(el('pre', { class: 'content structured' }, JSON.stringify(result.structuredContent, null, 2)));
+    // The client checks it against the tool's outputSchema: a result
+    // that does not match comes as an error saying where.
+    if (tool?.outputSchema && !result.isError) {
+      blocks.push(el('p', { class: 'field-help', id: 'schema-checked' }, '✓ structuredContent matches the tool\'s outputSchema'));
+    }
   }
   holder.replaceChildren(...blocks,
     el('p', { class: 'field-help' }, `${result.isError ? 'error' : 'ok'}, ${Math.round(ms)} ms`));

@@ -6,7 +6,7 @@
 'use strict';
 
 const PROTOCOL_KEEP = 20000; // messages held by the page
-const PROTOCOL_ROWS = 1500; // rows in the document
+const PROTOCOL_ROWS = 400; // rows in the document (the newest)
 const protocolMessages = [];
 let protocolNext = null;
 let protocolTimer = null;
@@ -31,14 +31,19 @@ function protocolRow(entry) {
     el('td', {}, entry.id ?? ''),
     el('td', {}, entry.latencyMs == null ? '' : `${entry.latencyMs} ms`),
     el('td', {}, String(entry.size)));
-  row.addEventListener('click', () => {
-    const shown = $('protocol-message');
-    let text = entry.text;
-    try { text = JSON.stringify(JSON.parse(entry.text), null, 2); } catch { /* as sent */ }
-    shown.textContent = text;
-    shown.hidden = false;
-  });
+  row.entry = entry;
   return row;
+}
+
+// A row clicked: its whole message (one listener for the table).
+function protocolShow(event) {
+  const entry = event.target.closest('tr')?.entry;
+  if (!entry) return;
+  const shown = $('protocol-message');
+  let text = entry.text;
+  try { text = JSON.stringify(JSON.parse(entry.text), null, 2); } catch { /* as sent */ }
+  shown.textContent = text;
+  shown.hidden = false;
 }
 
 function protocolCount() {
@@ -67,8 +72,8 @@ function protocolAppend(entries) {
   while (extra-- > 0) body.firstElementChild.remove();
   protocolCount();
   if ($('protocol-follow').checked) {
-    const last = body.lastElementChild;
-    if (last) last.scrollIntoView({ block: 'nearest' });
+    const section = $('protocol');
+    section.scrollTop = section.scrollHeight;
   }
 }
 
@@ -103,6 +108,7 @@ onShow.protocol = () => {
 };
 
 document.addEventListener('DOMContentLoaded', () => {
+  $('protocol-table').tBodies[0].addEventListener('click', protocolShow);
   $('protocol-filter').addEventListener('input', protocolRender);
   $('protocol-filter').addEventListener('change', protocolRender);
   $('protocol-direction').addEventListener('change', protocolRender);
