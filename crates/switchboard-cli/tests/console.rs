@@ -331,6 +331,35 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
 /// shown as a command line a shell runs, and run again from the history.
 /// A screenshot of each page is written (`CARGO_TARGET_TMPDIR`).
 #[test]
+fn connections_that_send_nothing_give_their_slots_up() {
+    // Another local process opens as many connections as the console
+    // serves at once (64) and sends nothing on them.
+    let console = Console::start("slots");
+    let idle: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(("127.0.0.1", console.port)).unwrap())
+        .collect();
+    // The user's page is still answered once the idle ones are dropped,
+    // after the header wait (5 s).
+    let started = std::time::Instant::now();
+    let (status, _, body) = console.get("/api/servers", &console.cookie());
+    assert_eq!(status, 200, "{body}");
+    // It waited for a slot (the cap holds), and not for ever.
+    assert!(
+        started.elapsed() > std::time::Duration::from_secs(4)
+            && started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    // And the idle ones were closed by the console.
+    let mut first = &idle[0];
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    assert!(matches!(first.read(&mut byte), Ok(0) | Err(_)));
+}
+
+#[test]
 fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     let Some(browser) = support::browser::Browser::start(
         "in_chromium_the_servers_show_and_a_tool_is_called_through_its_form",
@@ -717,13 +746,46 @@ fn in_chromium_a_login_finishes_in_the_browser_and_the_server_comes_up() {
     let console = Console::start_with(
         "login",
         None,
-        &format!("\n[servers.remote]\nurl = \"{}/mcp\"\n", server.1),
+        // And one whose port nothing listens on (port 9 of loopback).
+        &format!(
+            "\n[servers.remote]\nurl = \"{}/mcp\"\n\n[servers.down]\nurl = \"http://127.0.0.1:9/mcp\"\n",
+            server.1
+        ),
     );
     browser.goto(&format!(
         "http://127.0.0.1:{}/?token={}",
         console.port, console.token
     ));
     browser.wait_text(r#"tr[data-server="remote"] .state"#, "needs-auth");
+    // The doctor: where each server stands, step by step.
+    browser.click(r#"button[data-diagnose="remote"]"#);
+    browser.wait_text(
+        r#".modal[data-doctor="remote"] li[data-step="TCP"].passed"#,
+        "connected",
+    );
+    browser.wait_text(
+        r#".modal[data-doctor="remote"] li[data-step="HTTP"]"#,
+        "answered 401",
+    );
+    browser.wait_text(
+        r#".modal[data-doctor="remote"] li[data-step="authorization"]"#,
+        server.issuer(),
+    );
+    browser.click(r#".modal[data-doctor="remote"] button"#);
+    browser.wait_text(r#"tr[data-server="down"] .state"#, "failed");
+    browser.click(r#"button[data-diagnose="down"]"#);
+    browser.wait_text(
+        r#".modal[data-doctor="down"] li[data-step="DNS"].passed"#,
+        "127.0.0.1",
+    );
+    let tcp = browser.wait_text(
+        r#".modal[data-doctor="down"] li[data-step="TCP"].failed"#,
+        "127.0.0.1:9",
+    );
+    assert!(tcp.contains("is the server running"), "{tcp}");
+    browser
+        .screenshot(&std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console/doctor.png"));
+    browser.click(r#".modal[data-doctor="down"] button"#);
     browser.click(r#"button[data-login="remote"]"#);
     // The consent page's host, as the browser will open it.
     let issuer_host = server

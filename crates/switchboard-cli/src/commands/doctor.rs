@@ -203,6 +203,21 @@ pub(crate) async fn doctor(
     Ok(code)
 }
 
+/// What `doctor` finds about server `name`, as its JSON findings (the
+/// console's connection doctor shows them).
+pub(crate) fn findings(context: &Context, loaded: &LoadedConfig, name: &str) -> Vec<Value> {
+    let diagnostics = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity != Severity::Info && d.server.as_deref() == Some(name))
+        .map(Finding::from_diagnostic);
+    diagnostics
+        .chain(servers(context, loaded))
+        .filter(|f| f.server.as_deref() == Some(name))
+        .map(|f| f.json())
+        .collect()
+}
+
 /// Each server's trust state, unset variables and missing command.
 fn servers(context: &Context, loaded: &LoadedConfig) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -273,7 +288,7 @@ fn servers(context: &Context, loaded: &LoadedConfig) -> Vec<Finding> {
 
 /// Whether `command` can be run: a path that exists, or a name found on
 /// `path` (the server's own PATH, else this process's).
-fn on_path(command: &str, path: Option<&str>, cwd: Option<&Path>) -> bool {
+pub(crate) fn on_path(command: &str, path: Option<&str>, cwd: Option<&Path>) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     let runnable = |file: &Path| {
         std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

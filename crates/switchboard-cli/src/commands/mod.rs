@@ -3,7 +3,7 @@
 mod act;
 mod audit;
 mod docs;
-mod doctor;
+pub(crate) mod doctor;
 mod inspect;
 mod serve;
 mod shell;

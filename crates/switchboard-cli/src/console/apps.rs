@@ -59,17 +59,24 @@ impl Apps {
         });
         let serving = apps.clone();
         tokio::spawn(async move {
+            let slots = Arc::new(tokio::sync::Semaphore::new(super::MAX_CONNECTIONS));
             loop {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
                 let apps = serving.clone();
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let service = hyper::service::service_fn(move |request| {
                         let apps = apps.clone();
                         async move { Ok::<_, std::convert::Infallible>(apps.serve(&request)) }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(super::HEADER_WAIT)
                         .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                         .await;
                 });

@@ -6,8 +6,9 @@
 //! searches and calls tools with a form built from each tool's input
 //! schema; reads resources (templates filled in) and gets prompts; and
 //! shows every JSON-RPC message each server's connection carried
-//! ([`protocol`]); logs in to a server ([`login`]); and hosts MCP Apps, each view on an origin of its own
-//! ([`apps`]).
+//! ([`protocol`]); logs in to a server ([`login`]); says step by step why
+//! a server is not ready ([`doctor`]); and hosts MCP Apps, each view on an
+//! origin of its own ([`apps`]).
 //!
 //! The browser is opened on a private file (0600) that forwards to the
 //! address with the token, so the token never appears on a command line
@@ -16,6 +17,7 @@
 mod api;
 mod apps;
 mod asks;
+mod doctor;
 mod guard;
 mod login;
 mod protocol;
@@ -43,6 +45,15 @@ type Body = BoxBody<Bytes, std::convert::Infallible>;
 
 /// The largest request body the console reads (a tool call's arguments).
 const MAX_BODY: usize = 1 << 20;
+
+/// The most connections each of the console's listeners serves at once
+/// (the page's own, and apps' views): more wait to be accepted, so
+/// another local process cannot exhaust the console's memory or files.
+pub(crate) const MAX_CONNECTIONS: usize = 64;
+
+/// How long a connection may take to send a request's headers (and an
+/// idle one is kept): a connection that sends nothing gives its slot up.
+pub(crate) const HEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The console's own pages may load only its own script and style, talk
 /// only to itself, and be framed by no one.
@@ -137,21 +148,28 @@ pub(crate) async fn console(
     };
     let stop = servers.drain_on_signal();
     tokio::pin!(stop);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+            accepted = async {
+                let slot = slots.clone().acquire_owned().await;
+                (listener.accept().await, slot)
+            } => accepted,
             _ = &mut stop => break,
         };
-        let Ok((stream, _)) = accepted else {
+        let (Ok((stream, _)), Ok(slot)) = accepted else {
             continue;
         };
         let state = state.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let service = hyper::service::service_fn(move |request| {
                 let state = state.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(&state, request).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_WAIT)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
         });
@@ -274,7 +292,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "POST",
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
             | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login"
-            | "/api/server",
+            | "/api/server" | "/api/doctor",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -301,6 +319,9 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/prompt" => api::prompt(&state.hub, &body).await,
                 "/api/answer" => state.asks.answer(&body),
                 "/api/server" => api::server_action(&state.hub, &body).await,
+                "/api/doctor" => {
+                    doctor::diagnose(&state.context, &state.hub, &state.loaded, &body).await
+                }
                 "/api/app/open" => state.apps.open(&state.hub, &body).await,
                 "/api/app/request" => state.apps.request(&state.hub, &body).await,
                 "/api/app/close" => state.apps.close(&body),

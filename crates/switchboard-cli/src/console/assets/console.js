@@ -125,7 +125,31 @@ function serverActions(server) {
   const button = (action, label) => el('button', { type: 'button', 'data-action': action, 'data-server-action': server.name, onclick: act(action) }, label);
   return el('span', { class: 'server-actions' },
     server.state === 'disabled' ? button('start', 'Start') : button('restart', 'Restart'),
-    server.state === 'disabled' ? null : button('stop', 'Stop'));
+    server.state === 'disabled' ? null : button('stop', 'Stop'),
+    server.state === 'ready' ? null : el('button', {
+      type: 'button', 'data-diagnose': server.name, onclick: () => diagnose(server.name),
+    }, 'Diagnose'));
+}
+
+// The connection doctor: each step, where it failed, what to do.
+async function diagnose(name) {
+  const modal = el('div', { class: 'modal', 'data-doctor': name, role: 'dialog', 'aria-modal': 'true' });
+  const list = el('ol', { class: 'doctor' }, el('li', {}, 'checking…'));
+  modal.append(el('div', { class: 'box' }, el('h3', {}, `Why ${name} is not ready`), list,
+    el('div', { class: 'actions' }, el('button', { type: 'button', onclick: () => modal.remove() }, 'Close'))));
+  document.body.append(modal);
+  try {
+    const { steps } = await api('/api/doctor', { name });
+    list.replaceChildren(...steps.map((step) => el('li', {
+      class: step.ok === true ? 'passed' : (step.ok === false ? 'failed' : 'said'),
+      'data-step': step.step,
+    },
+    el('strong', {}, `${step.ok === true ? '✓' : (step.ok === false ? '✗' : '•')} ${step.step}: `),
+    step.detail,
+    step.advice ? el('div', { class: 'advice' }, `→ ${step.advice}`) : null)));
+  } catch (error) {
+    list.replaceChildren(el('li', { class: 'failed' }, error.message));
+  }
 }
 
 // A login: the consent page's host shown as the browser will open it,
