@@ -395,7 +395,8 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
             r#"{{"mcpServers": {{"proj": {{"command": "{BIN}", "args": ["__testserver"]}}}}}}"#
         )),
         &format!(
-            "\n[servers.late]\ncommand = \"sh\"\nargs = [\"-c\", \"while [ ! -e '{}' ]; do sleep 0.05; done; exec '{BIN}' __testserver\"]\n{everything}",
+            "\n[servers.late]\ncommand = \"sh\"\nargs = [\"-c\", \"while [ ! -e '{}' ]; do sleep 0.05; done; exec '{BIN}' __testserver --skills\"]\n\n\
+             [servers.tampered]\ncommand = \"{BIN}\"\nargs = [\"__testserver\", \"--skills-tamper\", \"digest\", \"--name\", \"tampered\"]\n{everything}",
             go.display()
         ),
     );
@@ -574,10 +575,49 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     // Prompts: an argument filled in, the messages shown.
     browser.click("#show-prompts");
     browser.click(r#"li[data-prompt="t/greeting"]"#);
-    browser.type_into(r#"#prompt-form input[data-path="name"]"#, "Ada");
+    // The server's completions of the argument, offered as it is typed.
+    browser.type_into(r#"#prompt-form input[data-path="name"]"#, "a");
+    let offered = browser.script(
+        "const list = document.querySelector('datalist[data-completes=\"p-name\"]');\
+         return list && list.dataset.asked === 'a' ? [...list.options].map((o) => o.value) : null;",
+        json!([]),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut offered = offered;
+    while offered.is_null() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no completions offered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        offered = browser.script(
+            "const list = document.querySelector('datalist[data-completes=\"p-name\"]');\
+             return list && list.dataset.asked === 'a' ? [...list.options].map((o) => o.value) : null;",
+            json!([]),
+        );
+    }
+    assert_eq!(offered, json!(["alice"]));
+    browser.retype(r#"#prompt-form input[data-path="name"]"#, "Ada");
     browser.click("#get");
     browser.wait_text("#prompt-result", "Hello, Ada!");
     browser.screenshot(&shots.join("prompts.png"));
+    // Skills: listed, loaded and checked, a file of one read.
+    browser.click("#show-skills");
+    browser.click(r#"li[data-skill="late/pdf-processing"]"#);
+    browser.wait_text("#skill-verified", "matches what its server lists");
+    browser.wait_text("#skill-text", "references/FORMS.md");
+    browser.click(r#"button[data-skill-file="skill://pdf-processing/references/FORMS.md"]"#);
+    browser.wait_text("#skill-file", "flatten");
+    browser.screenshot(&shots.join("skills.png"));
+    // A server whose SKILL.md is not what it lists: refused, and said.
+    browser.click(r#"li[data-skill="tampered/pdf-processing"]"#);
+    let refused = browser.wait_text("#skill-detail", "refused");
+    assert!(refused.contains("the listing says sha256:"), "{refused}");
+    assert!(
+        !refused.contains("matches what its server lists"),
+        "{refused}"
+    );
+
     // A server stopped for this console (its tools leave the list), then
     // started again.
     browser.click("#show-servers");

@@ -194,7 +194,7 @@ pub(crate) async fn complete(
 /// The request that completes `argument` (typed so far: `partial`) of the
 /// prompt or template `name` (its server's own), with the arguments
 /// already given.
-fn completion(
+pub(crate) fn completion(
     name: &str,
     resource: bool,
     argument: &str,

@@ -1,6 +1,6 @@
 //! Each subcommand, run.
 
-mod act;
+pub(crate) mod act;
 mod audit;
 mod docs;
 pub(crate) mod doctor;

@@ -273,3 +273,97 @@ pub(super) async fn approve(
         .map_err(|e| (422, e))?;
     Ok(json!({ "name": name, "state": state.name() }))
 }
+
+/// `{"server": "NAME", "kind": "prompt" | "template", "name": "…",
+/// "argument": "…", "value": "…", "context": {"other": "given"}}`: the
+/// server's completions of that argument (`completion/complete`), as
+/// `switchboard complete` asks for them.
+pub(super) async fn complete(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request = request(body)?;
+    let server = text(&request, "server")?;
+    let params = crate::commands::act::completion(
+        text(&request, "name")?,
+        text(&request, "kind")? == "template",
+        text(&request, "argument")?,
+        request.get("value").and_then(Value::as_str).unwrap_or(""),
+        request
+            .get("context")
+            .and_then(Value::as_object)
+            .map(|given| {
+                given
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    );
+    let result = hub
+        .complete(server, &params)
+        .await
+        .map_err(|e| (422, chain(&e)))?;
+    Ok(to_json(&result.completion))
+}
+
+/// Every server's skills (the skills extension), each with its server
+/// and hub-wide name; and the servers whose listing failed.
+pub(super) async fn skills(hub: &Hub) -> Value {
+    let listing = hub.skills().await;
+    let failed: Vec<Value> = listing
+        .failed
+        .iter()
+        .map(|error| json!({ "server": error.server(), "error": chain(error) }))
+        .collect();
+    let skills: Vec<Value> = listing
+        .items
+        .iter()
+        .map(|skill| {
+            let mut item = to_json(&skill.entry);
+            item["server"] = json!(skill.server);
+            item["wide"] = json!(skill.name);
+            item["name"] = json!(skill.entry.name());
+            item["description"] = json!(skill.entry.description());
+            item
+        })
+        .collect();
+    json!({ "skills": skills, "failed": failed })
+}
+
+/// `{"server": "NAME", "uri": "SKILL URI", "path": "FILE"?}`: the skill
+/// loaded and verified against its listing (as `switchboard skill`
+/// does): its frontmatter and text, its files; with `path`, that file,
+/// read and verified too.
+pub(super) async fn skill(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request = request(body)?;
+    let (server, uri) = (text(&request, "server")?, text(&request, "uri")?);
+    let path = request.get("path").and_then(Value::as_str);
+    let entry = hub
+        .skills()
+        .await
+        .items
+        .into_iter()
+        .find(|s| s.server == server && s.entry.uri == uri)
+        .map(|s| s.entry)
+        .ok_or_else(|| (404, format!("{server} lists no skill {uri}")))?;
+    let (skill, files, contents) = crate::hub::load_for_showing(hub, server, &entry, path)
+        .await
+        .map_err(|e| (422, chain(&e)))?;
+    let file = contents.map(|file| {
+        let bytes = file.bytes();
+        json!({
+            "uri": file.uri,
+            "mimeType": file.mime_type,
+            "size": bytes.len(),
+            "text": std::str::from_utf8(bytes).ok(),
+        })
+    });
+    Ok(json!({
+        "server": server,
+        "uri": uri,
+        "name": skill.name(),
+        "description": skill.description(),
+        "frontmatter": skill.frontmatter(),
+        "markdown": skill.markdown(),
+        "files": files,
+        "file": file,
+    }))
+}

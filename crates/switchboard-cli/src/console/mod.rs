@@ -272,6 +272,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/api/resources") => json(200, &api::resources(&state.hub).await),
         ("GET", "/api/prompts") => json(200, &api::prompts(&state.hub).await),
         ("GET", "/api/asks") => json(200, &state.asks.list()),
+        ("GET", "/api/skills") => json(200, &api::skills(&state.hub).await),
         ("GET", "/api/protocol") => {
             let after = request.uri().query().and_then(|query| {
                 query
@@ -292,7 +293,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "POST",
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
             | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login"
-            | "/api/server" | "/api/doctor",
+            | "/api/server" | "/api/doctor" | "/api/complete" | "/api/skill",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -319,6 +320,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/prompt" => api::prompt(&state.hub, &body).await,
                 "/api/answer" => state.asks.answer(&body),
                 "/api/server" => api::server_action(&state.hub, &body).await,
+                "/api/complete" => api::complete(&state.hub, &body).await,
+                "/api/skill" => api::skill(&state.hub, &body).await,
                 "/api/doctor" => {
                     doctor::diagnose(&state.context, &state.hub, &state.loaded, &body).await
                 }

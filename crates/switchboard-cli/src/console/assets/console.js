@@ -361,7 +361,9 @@ function pickTool(tool, given, run) {
       const cancelled = error.name === 'AbortError';
       result.className = 'result error';
       result.replaceChildren(el('pre', {}, cancelled ? 'cancelled' : error.message));
-      app?.toolCancelled(cancelled ? 'cancelled by the user' : error.message);
+      // The view is told: cancelled, or the call's error as its result.
+      if (cancelled) app?.toolCancelled('cancelled by the user');
+      else app?.toolResult({ content: [{ type: 'text', text: error.message }], isError: true });
       entry.cancelled = cancelled;
     } finally {
       watchAsks(false);
@@ -721,6 +723,9 @@ async function loadResources() {
     onclick: () => {
       mark($('template-list'), 'template', template.uriTemplate);
       const inputs = templateVariables(template.uriTemplate).map((name) => [name, el('input', { type: 'text', id: `t-${name}`, 'data-path': name })]);
+      const lists = inputs.map(([name, input]) => completeInto(input, (value) => ({
+        server: template.server, kind: 'template', name: template.uriTemplate, argument: name, value, context: givenBesides(inputs, input),
+      })));
       const holder = el('div', { id: 'read-result', class: 'result' });
       const shown = el('p', { class: 'field-help', id: 'template-uri' }, template.uriTemplate);
       const uri = () => expandTemplate(template.uriTemplate, Object.fromEntries(inputs.map(([n, i]) => [n, i.value])));
@@ -730,7 +735,7 @@ async function loadResources() {
         el('p', { class: 'field-help' }, `${template.server} · ${template.uriTemplate}`),
         template.description ? el('p', {}, template.description) : null,
         el('form', { id: 'template-form', onsubmit: (event) => { event.preventDefault(); readResource(template.server, uri(), holder); } },
-          ...inputs.map(([name, input]) => el('div', {}, el('label', { for: input.id }, name), input)),
+          ...inputs.map(([name, input], i) => el('div', {}, el('label', { for: input.id }, name), input, lists[i])),
           shown,
           el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'read' }, 'Read'))),
         holder);
@@ -746,6 +751,9 @@ async function loadPrompts() {
     onclick: () => {
       mark($('prompt-list'), 'prompt', `${prompt.server}/${prompt.name}`);
       const inputs = (prompt.arguments || []).map((argument) => [argument, el('input', { type: 'text', id: `p-${argument.name}`, 'data-path': argument.name })]);
+      const lists = inputs.map(([argument, input]) => completeInto(input, (value) => ({
+        server: prompt.server, kind: 'prompt', name: prompt.name, argument: argument.name, value, context: givenBesides(inputs, input),
+      })));
       const holder = el('div', { id: 'prompt-result', class: 'result' });
       const get = async () => {
         const args = {};
@@ -771,14 +779,87 @@ async function loadPrompts() {
         el('p', { class: 'field-help' }, prompt.server),
         prompt.description ? el('p', {}, prompt.description) : null,
         el('form', { id: 'prompt-form', onsubmit: (event) => { event.preventDefault(); get(); } },
-          ...inputs.map(([argument, input]) => el('div', {},
+          ...inputs.map(([argument, input], i) => el('div', {},
             el('label', { for: input.id, class: argument.required ? 'required' : '' }, argument.name),
             argument.description ? el('div', { class: 'field-help' }, argument.description) : null,
-            input)),
+            input, lists[i])),
           el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', id: 'get' }, 'Get'))),
         holder);
     },
   }, el('span', {}, prompt.name), ' ', el('span', { class: 'server' }, prompt.server))));
+}
+
+// ---- completion
+
+// Offers the server's completions of an argument as the user types (a
+// datalist), the other arguments given as its context; `ask(value)`
+// makes the request.
+function completeInto(input, ask) {
+  const list = el('datalist', { id: `${input.id}-values`, 'data-completes': input.id });
+  input.setAttribute('list', list.id);
+  input.setAttribute('autocomplete', 'off');
+  let timer = null;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      try {
+        const { values } = await api('/api/complete', ask(input.value));
+        list.replaceChildren(...(values || []).slice(0, 100).map((value) => el('option', { value })));
+      } catch {
+        list.replaceChildren();
+      }
+      list.dataset.asked = input.value;
+    }, 150);
+  });
+  return list;
+}
+
+// The other fields' values, by name, for a completion's context.
+function givenBesides(inputs, input) {
+  return Object.fromEntries(inputs.filter(([, other]) => other !== input && other.value !== '')
+    .map(([name, other]) => [typeof name === 'string' ? name : name.name, other.value]));
+}
+
+// ---- skills
+
+async function loadSkills() {
+  const { skills, failed } = await api('/api/skills');
+  $('skill-list').replaceChildren(...skills.map((skill) => el('li', {
+    'data-skill': `${skill.server}/${skill.name || skill.uri}`,
+    onclick: () => showSkill(skill),
+  }, el('span', {}, skill.name || skill.uri), ' ', el('span', { class: 'server' }, skill.server))));
+  if (skills.length === 0) $('skill-list').replaceChildren(el('li', { class: 'hint' }, 'No server offers skills.'));
+  for (const failure of failed) problem(`${failure.server}: ${failure.error}`);
+}
+
+// A skill loaded (its SKILL.md checked against what the server lists: a
+// mismatch is an error) with its files; `path`: one file, read and
+// checked too.
+async function showSkill(skill, path) {
+  mark($('skill-list'), 'skill', `${skill.server}/${skill.name || skill.uri}`);
+  const holder = $('skill-detail');
+  holder.replaceChildren(el('p', { class: 'hint' }, 'loading and checking…'));
+  try {
+    const loaded = await api('/api/skill', { server: skill.server, uri: skill.uri, path });
+    const file = loaded.file ? [el('div', { id: 'skill-file' },
+      el('h3', {}, loaded.file.uri),
+      typeof loaded.file.text === 'string'
+        ? el('pre', { class: 'content text' }, loaded.file.text)
+        : el('p', {}, `[${loaded.file.mimeType || 'binary'}, ${loaded.file.size} bytes]`))] : [];
+    holder.replaceChildren(
+      el('h2', {}, loaded.name),
+      el('p', { class: 'field-help' }, `${skill.server} · ${skill.uri}`),
+      el('p', { class: 'verified', id: 'skill-verified' }, '✓ loaded; it matches what its server lists'),
+      el('p', {}, loaded.description),
+      el('pre', { class: 'content text', id: 'skill-text' }, loaded.markdown),
+      el('h3', {}, 'Files'),
+      el('ul', { id: 'skill-files' }, ...(loaded.files || []).map((uri) => el('li', {},
+        el('button', { type: 'button', 'data-skill-file': uri, onclick: () => showSkill(skill, uri) }, uri)))),
+      ...file);
+  } catch (error) {
+    holder.className = 'detail result error';
+    holder.replaceChildren(el('pre', {}, error.message));
+  }
 }
 
 // ---- start
@@ -786,6 +867,7 @@ async function loadPrompts() {
 document.addEventListener('DOMContentLoaded', () => {
   onShow.resources = () => loadResources().catch((error) => problem(error.message));
   onShow.prompts = () => loadPrompts().catch((error) => problem(error.message));
+  onShow.skills = () => loadSkills().catch((error) => problem(error.message));
   for (const tab of document.querySelectorAll('nav .tab')) {
     tab.addEventListener('click', () => show(tab.id.slice('show-'.length)));
   }
