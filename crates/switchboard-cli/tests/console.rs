@@ -566,12 +566,41 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.click("#show-resources");
     browser.click(r#"li[data-uri="test://static/hello"]"#);
     browser.wait_text("#read-result", "Hello, world!");
+    // Nothing the server leaves out is shown as "null".
+    let detail = browser.text("#resource-detail");
+    assert!(
+        !detail.lines().any(|line| line.trim() == "null"),
+        "{detail}"
+    );
+    // Subscribed: its updates come to the Activity tab.
+    let hello_server = detail
+        .lines()
+        .find_map(|line| line.strip_suffix(" · test://static/hello"))
+        .unwrap_or_else(|| panic!("{detail}"))
+        .to_owned();
+    browser.click("#subscribe");
+    browser.wait_text("#subscribe", "Unsubscribe");
     browser.click(r#"li[data-template="test://items/{id}"]"#);
     browser.type_into(r#"#template-form input[data-path="id"]"#, "42");
     browser.wait_text("#template-uri", "test://items/42");
     browser.click("#read");
     browser.wait_text("#read-result", "item 42");
     browser.screenshot(&shots.join("resources.png"));
+    let (status, _, body) = console.post(
+        "/api/call",
+        &format!("Content-Type: application/json\r\n{}", console.cookie()),
+        &format!(
+            r#"{{"name":"{hello_server}__touch","arguments":{{"uri":"test://static/hello"}}}}"#
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    browser.click("#show-activity");
+    browser.wait_text(
+        r#"#activity-list li[data-kind="resource-updated"]"#,
+        "test://static/hello",
+    );
+    browser.wait_text(r#"#activity-list li[data-kind="state"]"#, "ready");
+    browser.screenshot(&shots.join("activity.png"));
     // Prompts: an argument filled in, the messages shown.
     browser.click("#show-prompts");
     browser.click(r#"li[data-prompt="t/greeting"]"#);

@@ -367,3 +367,22 @@ pub(super) async fn skill(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)
         "file": file,
     }))
 }
+
+/// `{"server": "NAME", "uri": "…", "subscribe": true | false}`: the
+/// resource subscribed to (its updates then show in the Activity tab) or
+/// no more.
+pub(super) async fn subscribe(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request = request(body)?;
+    let (server, uri) = (text(&request, "server")?, text(&request, "uri")?);
+    let on = request
+        .get("subscribe")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let done = if on {
+        hub.subscribe_resource(server, uri).await
+    } else {
+        hub.unsubscribe_resource(server, uri).await
+    };
+    done.map_err(|e| (422, chain(&e)))?;
+    Ok(json!({ "server": server, "uri": uri, "subscribed": on }))
+}

@@ -6,7 +6,7 @@
 //! searches and calls tools with a form built from each tool's input
 //! schema; reads resources (templates filled in) and gets prompts; and
 //! shows every JSON-RPC message each server's connection carried
-//! ([`protocol`]); logs in to a server ([`login`]); says step by step why
+//! ([`protocol`]) and what they say on their own ([`activity`]); logs in to a server ([`login`]); says step by step why
 //! a server is not ready ([`doctor`]); and hosts MCP Apps, each view on an
 //! origin of its own ([`apps`]).
 //!
@@ -14,6 +14,7 @@
 //! address with the token, so the token never appears on a command line
 //! another local user could read (`/proc/PID/cmdline` of the browser).
 
+mod activity;
 mod api;
 mod apps;
 mod asks;
@@ -66,12 +67,14 @@ const SCRIPT: &str = include_str!("assets/console.js");
 const STYLE: &str = include_str!("assets/console.css");
 const PROTOCOL_SCRIPT: &str = include_str!("assets/protocol.js");
 const APPS_SCRIPT: &str = include_str!("assets/apps.js");
+const ACTIVITY_SCRIPT: &str = include_str!("assets/activity.js");
 
 struct State {
     context: Context,
     hub: Hub,
     asks: Arc<asks::Asks>,
     protocol: Arc<protocol::Protocol>,
+    activity: Arc<activity::Activity>,
     apps: Arc<apps::Apps>,
     logins: Arc<login::Logins>,
     loaded: LoadedConfig,
@@ -119,9 +122,11 @@ pub(crate) async fn console(
             .sampling(page.clone())
             .tap(tapped.tap(&config.name))
     })?;
+    let activity = activity::Activity::follow(&hub);
     let state = Arc::new(State {
         context: context.clone(),
         hub,
+        activity,
         asks: questions,
         protocol,
         apps,
@@ -258,6 +263,11 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             PROTOCOL_SCRIPT.into(),
         ),
         ("GET", "/apps.js") => respond(200, "text/javascript; charset=utf-8", APPS_SCRIPT.into()),
+        ("GET", "/activity.js") => respond(
+            200,
+            "text/javascript; charset=utf-8",
+            ACTIVITY_SCRIPT.into(),
+        ),
         ("GET", "/console.css") => respond(200, "text/css; charset=utf-8", STYLE.into()),
         ("GET", "/api/servers") => json(
             200,
@@ -273,15 +283,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/api/prompts") => json(200, &api::prompts(&state.hub).await),
         ("GET", "/api/asks") => json(200, &state.asks.list()),
         ("GET", "/api/skills") => json(200, &api::skills(&state.hub).await),
-        ("GET", "/api/protocol") => {
-            let after = request.uri().query().and_then(|query| {
-                query
-                    .split('&')
-                    .find_map(|pair| pair.strip_prefix("after="))
-                    .and_then(|after| after.parse().ok())
-            });
-            json(200, &state.protocol.since(after))
-        }
+        ("GET", "/api/protocol") => json(200, &state.protocol.since(after(&request))),
+        ("GET", "/api/activity") => json(200, &state.activity.since(after(&request))),
         ("GET", "/api/protocol/export") => {
             let mut response = respond(200, "application/x-ndjson", state.protocol.export());
             if let Ok(value) = "attachment; filename=\"switchboard-protocol.ndjson\"".parse() {
@@ -293,7 +296,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "POST",
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
             | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login"
-            | "/api/server" | "/api/doctor" | "/api/complete" | "/api/skill",
+            | "/api/server" | "/api/doctor" | "/api/complete" | "/api/skill" | "/api/subscribe",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -321,6 +324,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/answer" => state.asks.answer(&body),
                 "/api/server" => api::server_action(&state.hub, &body).await,
                 "/api/complete" => api::complete(&state.hub, &body).await,
+                "/api/subscribe" => api::subscribe(&state.hub, &body).await,
                 "/api/skill" => api::skill(&state.hub, &body).await,
                 "/api/doctor" => {
                     doctor::diagnose(&state.context, &state.hub, &state.loaded, &body).await
@@ -343,6 +347,16 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         }
         _ => respond(404, "text/plain", "not found".into()),
     }
+}
+
+/// `after=N` of the query: the last entry the page has.
+fn after(request: &Request<Incoming>) -> Option<u64> {
+    request.uri().query().and_then(|query| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("after="))
+            .and_then(|after| after.parse().ok())
+    })
 }
 
 fn json(status: u16, value: &serde_json::Value) -> Response<Body> {

@@ -88,7 +88,7 @@ class AppHost {
     this.listener = (event) => this.receive(event);
     window.addEventListener('message', this.listener);
     const notes = (opened.notes || []).map((note) => el('p', { class: 'warning' }, `⚠ ${note}`));
-    holder.replaceChildren(
+    put(holder,
       el('div', { class: 'app-bar' },
         el('span', { class: 'field-help' }, `app ${opened.uri} from ${opened.server}, served from ${opened.origin}`),
         el('details', {}, el('summary', {}, 'its policy'), el('code', { id: 'app-policy' }, opened.policy))),

@@ -33,6 +33,12 @@ async function api(path, body) {
   return value;
 }
 
+// `node`'s children made `children`, leaving out the ones that are not
+// there (null, undefined).
+function put(node, ...children) {
+  node.replaceChildren(...children.filter((child) => child !== null && child !== undefined));
+}
+
 function problem(text) {
   const node = $('problem');
   node.textContent = text || '';
@@ -376,7 +382,7 @@ function pickTool(tool, given, run) {
       renderHistory();
     }
   };
-  $('tool-detail').replaceChildren(
+  put($('tool-detail'),
     el('h2', {}, tool.title || tool.tool),
     el('p', { class: 'field-help' }, `${tool.server} · ${tool.name}`),
     tool.description ? el('p', {}, tool.description) : null,
@@ -710,10 +716,11 @@ async function loadResources() {
     onclick: () => {
       mark($('resource-list'), 'uri', resource.uri);
       const holder = el('div', { id: 'read-result', class: 'result' });
-      $('resource-detail').replaceChildren(
+      put($('resource-detail'),
         el('h2', {}, resource.title || resource.name || resource.uri),
         el('p', { class: 'field-help' }, `${resource.server} · ${resource.uri}`),
         resource.description ? el('p', {}, resource.description) : null,
+        el('div', { class: 'actions' }, subscribeButton(resource.server, resource.uri)),
         holder);
       readResource(resource.server, resource.uri, holder);
     },
@@ -730,7 +737,7 @@ async function loadResources() {
       const shown = el('p', { class: 'field-help', id: 'template-uri' }, template.uriTemplate);
       const uri = () => expandTemplate(template.uriTemplate, Object.fromEntries(inputs.map(([n, i]) => [n, i.value])));
       for (const [, input] of inputs) input.addEventListener('input', () => { shown.textContent = uri(); });
-      $('resource-detail').replaceChildren(
+      put($('resource-detail'),
         el('h2', {}, template.title || template.name || template.uriTemplate),
         el('p', { class: 'field-help' }, `${template.server} · ${template.uriTemplate}`),
         template.description ? el('p', {}, template.description) : null,
@@ -762,7 +769,7 @@ async function loadPrompts() {
         try {
           const result = await api('/api/prompt', { server: prompt.server, name: prompt.name, arguments: args });
           holder.className = 'result';
-          holder.replaceChildren(
+          put(holder,
             result.description ? el('p', { class: 'field-help' }, result.description) : null,
             ...(result.messages || []).map((message) => el('div', { class: 'message' },
               el('strong', {}, `${message.role}: `),
@@ -774,7 +781,7 @@ async function loadPrompts() {
           holder.replaceChildren(el('pre', {}, error.message));
         }
       };
-      $('prompt-detail').replaceChildren(
+      put($('prompt-detail'),
         el('h2', {}, prompt.title || prompt.name),
         el('p', { class: 'field-help' }, prompt.server),
         prompt.description ? el('p', {}, prompt.description) : null,
@@ -846,7 +853,7 @@ async function showSkill(skill, path) {
       typeof loaded.file.text === 'string'
         ? el('pre', { class: 'content text' }, loaded.file.text)
         : el('p', {}, `[${loaded.file.mimeType || 'binary'}, ${loaded.file.size} bytes]`))] : [];
-    holder.replaceChildren(
+    put(holder,
       el('h2', {}, loaded.name),
       el('p', { class: 'field-help' }, `${skill.server} · ${skill.uri}`),
       el('p', { class: 'verified', id: 'skill-verified' }, '✓ loaded; it matches what its server lists'),
