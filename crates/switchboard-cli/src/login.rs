@@ -134,7 +134,7 @@ struct Index {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
-struct Login {
+pub(crate) struct Login {
     /// The URL given to `switchboard login`.
     server: String,
     resource: String,
@@ -617,6 +617,28 @@ async fn wait(
 
 /// `switchboard logout`.
 pub(crate) async fn logout(target: &str, flag: Option<&Path>, json: bool) -> anyhow::Result<u8> {
+    let gone = remove_logins(target, flag).await?;
+    if json {
+        let removed: Vec<Value> = gone
+            .iter()
+            .map(|l| json!({ "server": l.server, "resource": l.resource, "issuer": l.issuer }))
+            .collect();
+        crate::term::output::print_json(&json!({ "loggedOut": removed }));
+    } else {
+        for login in &gone {
+            println!(
+                "Logged out of {} (issuer {}); its credentials were removed.",
+                line(&login.resource),
+                line(&login.issuer)
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// The logins to `target` (a server's URL or its resource) removed, with
+/// their credentials: what `logout` and the console's Log out do.
+pub(crate) async fn remove_logins(target: &str, flag: Option<&Path>) -> anyhow::Result<Vec<Login>> {
     let credentials = Credentials::open(flag)?;
     let wanted = normalize(target);
     let (gone, kept): (Vec<Login>, Vec<Login>) = credentials
@@ -634,22 +656,7 @@ pub(crate) async fn logout(target: &str, flag: Option<&Path>, json: bool) -> any
             .with_context(|| format!("cannot remove the credentials for {}", login.resource))?;
     }
     credentials.save_logins(kept)?;
-    if json {
-        let removed: Vec<Value> = gone
-            .iter()
-            .map(|l| json!({ "server": l.server, "resource": l.resource, "issuer": l.issuer }))
-            .collect();
-        crate::term::output::print_json(&json!({ "loggedOut": removed }));
-    } else {
-        for login in &gone {
-            println!(
-                "Logged out of {} (issuer {}); its credentials were removed.",
-                line(&login.resource),
-                line(&login.issuer)
-            );
-        }
-    }
-    Ok(0)
+    Ok(gone)
 }
 
 /// `switchboard auth status`.

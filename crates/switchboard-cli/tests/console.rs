@@ -540,6 +540,20 @@ fn in_chromium_the_servers_show_and_a_tool_is_called_through_its_form() {
     browser.click("#call");
     browser.wait_text("#result", "outputSchema");
 
+    // A tool that runs as a task: seen in the Tasks tab while it runs,
+    // cancelled from there; the call ends.
+    browser.retype("#tool-search", "must_task");
+    browser.click(r#"li[data-tool="t__must_task"]"#);
+    browser.type_into(r#"input[data-path="ms"]"#, "60000");
+    browser.click("#call");
+    browser.click("#show-tasks");
+    browser.wait_text(r#"tr[data-task^="t/"] .state"#, "working");
+    browser.screenshot(&shots.join("tasks.png"));
+    browser.click(r#"button[data-cancel-task^="t/"]"#);
+    browser.wait_text(r#"tr[data-task^="t/"] .state"#, "cancelled");
+    browser.click("#show-tools");
+    browser.wait_text("#history", "t/must_task");
+
     if !everything.is_empty() {
         // server-everything: an image rendered; a long operation's
         // progress; its sampling request answered in the page.
@@ -877,4 +891,11 @@ fn in_chromium_a_login_finishes_in_the_browser_and_the_server_comes_up() {
     let credentials =
         std::fs::read_to_string(console.home.root.join("credentials.json")).unwrap_or_default();
     assert!(credentials.contains("access_token"), "{credentials}");
+    // Logged out: the tokens are gone, and the server wants a login again.
+    browser.click("#show-servers");
+    browser.click(r#"button[data-logout="remote"]"#);
+    browser.wait_text(r#"tr[data-server="remote"] .state"#, "needs-auth");
+    let credentials =
+        std::fs::read_to_string(console.home.root.join("credentials.json")).unwrap_or_default();
+    assert!(!credentials.contains("access_token"), "{credentials}");
 }

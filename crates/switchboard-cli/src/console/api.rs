@@ -151,11 +151,11 @@ pub(super) async fn prompt(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String
     Ok(to_json(&result))
 }
 
-fn request(body: &[u8]) -> Result<Value, (u16, String)> {
+pub(super) fn request(body: &[u8]) -> Result<Value, (u16, String)> {
     serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))
 }
 
-fn text<'a>(request: &'a Value, key: &str) -> Result<&'a str, (u16, String)> {
+pub(super) fn text<'a>(request: &'a Value, key: &str) -> Result<&'a str, (u16, String)> {
     request
         .get(key)
         .and_then(Value::as_str)
@@ -385,4 +385,23 @@ pub(super) async fn subscribe(hub: &Hub, body: &[u8]) -> Result<Value, (u16, Str
     };
     done.map_err(|e| (422, chain(&e)))?;
     Ok(json!({ "server": server, "uri": uri, "subscribed": on }))
+}
+
+/// `{"server": "NAME", "taskId": "…", "action": "poll" | "cancel"}`: the
+/// task asked for (`tasks/get`) or cancelled (`tasks/cancel`); the task
+/// as the server answers (the Tasks view sees it go by as well).
+pub(super) async fn task(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+    let request = request(body)?;
+    let (server, id) = (text(&request, "server")?, text(&request, "taskId")?);
+    let client = hub.client(server).map_err(|e| (422, chain(&e)))?;
+    let task = match text(&request, "action")? {
+        "poll" => client.get_task(id).await.map(|task| to_json(&task)),
+        "cancel" => client
+            .cancel_task(id)
+            .await
+            .map(|task| task.map_or(json!({ "taskId": id }), |task| to_json(&task))),
+        other => return Err((400, format!("no action `{other}`: poll or cancel"))),
+    }
+    .map_err(|e| (422, chain(&e)))?;
+    Ok(task)
 }

@@ -7,13 +7,38 @@
 //! said on the server's row.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_hub::config::LoadedConfig;
-use switchboard_hub::{Hub, TransportConfig};
+use switchboard_hub::TransportConfig;
+
+use super::State;
+
+/// Configured HTTP server `name`'s URL and OAuth settings, their
+/// variables expanded.
+fn remote(
+    console: &State,
+    name: &str,
+) -> Result<(String, Option<switchboard_hub::config::OAuthSettings>), (u16, String)> {
+    let loaded = &console.loaded;
+    let config = loaded
+        .servers
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| (404, format!("no server `{name}` is configured")))?;
+    let expanded = loaded
+        .expander(&console.context.locations)
+        .expand(config)
+        .map_err(|e| (422, e.to_string()))?;
+    match expanded.config.transport {
+        TransportConfig::Http { url, .. } => Ok((url, expanded.config.oauth)),
+        _ => Err((
+            422,
+            format!("`{name}` is not an HTTP server: only those log in with OAuth"),
+        )),
+    }
+}
 
 /// How long a login waits for the browser to come back.
 const WAIT: Duration = Duration::from_secs(300);
@@ -44,42 +69,40 @@ impl Logins {
         };
     }
 
+    /// `{"name": "NAME"}`: logged out of configured HTTP server NAME (as
+    /// `switchboard logout`: its credentials removed); the server started
+    /// again without them — its state then.
+    pub(super) async fn logout(console: &State, body: &[u8]) -> Result<Value, (u16, String)> {
+        let request = super::api::request(body)?;
+        let name = super::api::text(&request, "name")?;
+        let (url, _) = remote(console, name)?;
+        let gone = crate::login::remove_logins(&url, console.credentials.as_deref())
+            .await
+            .map_err(|e| (422, format!("{e:#}")))?;
+        let state = console
+            .hub
+            .restart(name)
+            .await
+            .map_err(|e| (422, crate::failure::chain(&e)))?;
+        Ok(json!({ "server": name, "removed": gone.len(), "state": state.name() }))
+    }
+
     /// `{"name": "NAME"}`: a login to configured HTTP server NAME begun;
     /// the page to open, its host as the browser will connect to it, and
     /// what to be wary of in it. The login ends in the background.
     pub(super) async fn begin(
         self: &Arc<Self>,
-        hub: &Hub,
-        loaded: &LoadedConfig,
-        credentials: Option<PathBuf>,
+        console: &State,
         body: &[u8],
     ) -> Result<Value, (u16, String)> {
-        let request: Value = serde_json::from_slice(body)
-            .map_err(|e| (400, format!("the request is not JSON: {e}")))?;
-        let name = request
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or((400, "no server `name`".to_owned()))?;
-        let config = loaded
-            .servers
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| (404, format!("no server `{name}` is configured")))?;
-        let TransportConfig::Http { url, .. } = &config.transport else {
-            return Err((
-                422,
-                format!("`{name}` is not an HTTP server: only those log in with OAuth"),
-            ));
-        };
-        let (page, done) = crate::login::gateway_login(
-            name,
-            url,
-            config.oauth.as_ref(),
-            credentials.as_deref(),
-            WAIT,
-        )
-        .await
-        .map_err(|e| (422, format!("{e:#}")))?;
+        let request = super::api::request(body)?;
+        let name = super::api::text(&request, "name")?;
+        let (url, oauth) = remote(console, name)?;
+        let credentials = console.credentials.as_deref();
+        let (page, done) =
+            crate::login::gateway_login(name, &url, oauth.as_ref(), credentials, WAIT)
+                .await
+                .map_err(|e| (422, format!("{e:#}")))?;
         let shown =
             switchboard::url_display::url_display(&page).map_err(|e| (422, e.to_string()))?;
         let warnings = crate::term::ask::url_warnings(&shown);
@@ -90,7 +113,7 @@ impl Logins {
         };
         self.set(name, Some("waiting for the browser".to_owned()));
         let logins = self.clone();
-        let hub = hub.clone();
+        let hub = console.hub.clone();
         let server = name.to_owned();
         tokio::spawn(async move {
             match done.await {

@@ -284,6 +284,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/api/asks") => json(200, &state.asks.list()),
         ("GET", "/api/skills") => json(200, &api::skills(&state.hub).await),
         ("GET", "/api/protocol") => json(200, &state.protocol.since(after(&request))),
+        ("GET", "/api/tasks") => json(200, &state.protocol.tasks()),
         ("GET", "/api/activity") => json(200, &state.activity.since(after(&request))),
         ("GET", "/api/protocol/export") => {
             let mut response = respond(200, "application/x-ndjson", state.protocol.export());
@@ -296,7 +297,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "POST",
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
             | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login"
-            | "/api/server" | "/api/doctor" | "/api/complete" | "/api/skill" | "/api/subscribe",
+            | "/api/server" | "/api/doctor" | "/api/complete" | "/api/skill" | "/api/subscribe"
+            | "/api/logout" | "/api/task",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -325,6 +327,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/server" => api::server_action(&state.hub, &body).await,
                 "/api/complete" => api::complete(&state.hub, &body).await,
                 "/api/subscribe" => api::subscribe(&state.hub, &body).await,
+                "/api/task" => api::task(&state.hub, &body).await,
+                "/api/logout" => login::Logins::logout(state, &body).await,
                 "/api/skill" => api::skill(&state.hub, &body).await,
                 "/api/doctor" => {
                     doctor::diagnose(&state.context, &state.hub, &state.loaded, &body).await
@@ -332,12 +336,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/app/open" => state.apps.open(&state.hub, &body).await,
                 "/api/app/request" => state.apps.request(&state.hub, &body).await,
                 "/api/app/close" => state.apps.close(&body),
-                "/api/login" => {
-                    state
-                        .logins
-                        .begin(&state.hub, &state.loaded, state.credentials.clone(), &body)
-                        .await
-                }
+                "/api/login" => state.logins.begin(state, &body).await,
                 _ => api::approve(&state.context, &state.hub, &body).await,
             };
             match answer {

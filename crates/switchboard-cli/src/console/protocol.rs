@@ -4,6 +4,11 @@
 //! method and — for an answer — how long after its request. Bounded: the
 //! newest [`MAX_ENTRIES`] messages, each kept to its first [`MAX_TEXT`]
 //! bytes; the page asks for what came after the last one it has.
+//!
+//! The record also keeps every task it saw go by (a call answered with a
+//! task, `tasks/get`, `tasks/list`, a status notification), each with its
+//! latest status, for the Tasks view: whoever started it, the console
+//! sees it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -20,6 +25,18 @@ pub(crate) const MAX_TEXT: usize = 16 * 1024;
 const MAX_PAGE: usize = 5_000;
 /// How many requests awaiting an answer are remembered (for timings).
 const MAX_PENDING: usize = 10_000;
+/// How many tasks are remembered.
+const MAX_TASKS: usize = 500;
+/// What of a task is kept (its status, not its result).
+const TASK_FIELDS: [&str; 7] = [
+    "taskId",
+    "status",
+    "statusMessage",
+    "createdAt",
+    "lastUpdatedAt",
+    "ttl",
+    "pollInterval",
+];
 
 struct Entry {
     seq: u64,
@@ -41,6 +58,9 @@ struct Record {
     /// When each request still unanswered went: (server, direction it
     /// went, id).
     pending: HashMap<(Arc<str>, bool, String), f64>,
+    /// Every task seen, by (server, task id), with its latest status; in
+    /// the order first seen.
+    tasks: Vec<((Arc<str>, String), Value)>,
 }
 
 /// Every server's messages (see the module docs).
@@ -98,6 +118,11 @@ impl Protocol {
             text.push_str(&format!(" … ({} bytes in all)", message.len()));
         }
         let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        if !sent && let Some(message) = &parsed {
+            for task in tasks_in(message) {
+                record.note_task(server, task);
+            }
+        }
         let latency_ms = match (kind, &id) {
             ("request", Some(id)) => {
                 if record.pending.len() >= MAX_PENDING {
@@ -161,6 +186,21 @@ impl Protocol {
         })
     }
 
+    /// Every task seen, each with its server and latest status.
+    pub(crate) fn tasks(&self) -> Value {
+        let record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        let tasks: Vec<Value> = record
+            .tasks
+            .iter()
+            .map(|((server, _), task)| {
+                let mut task = task.clone();
+                task["server"] = json!(&**server);
+                task
+            })
+            .collect();
+        json!({ "tasks": tasks })
+    }
+
     /// Every message kept, one JSON line each, for a download.
     pub(crate) fn export(&self) -> String {
         let record = self.record.lock().unwrap_or_else(|e| e.into_inner());
@@ -171,6 +211,55 @@ impl Protocol {
         }
         out
     }
+}
+
+impl Record {
+    fn note_task(&mut self, server: &Arc<str>, task: &serde_json::Map<String, Value>) {
+        let Some(id) = task.get("taskId").and_then(Value::as_str) else {
+            return;
+        };
+        let kept: serde_json::Map<String, Value> = TASK_FIELDS
+            .iter()
+            .filter_map(|field| Some(((*field).to_owned(), task.get(*field)?.clone())))
+            .collect();
+        let key = (server.clone(), id.to_owned());
+        match self.tasks.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, known)) => {
+                if let Some(known) = known.as_object_mut() {
+                    known.extend(kept);
+                }
+            }
+            None => {
+                if self.tasks.len() >= MAX_TASKS {
+                    self.tasks.remove(0);
+                }
+                self.tasks.push((key, Value::Object(kept)));
+            }
+        }
+    }
+}
+
+/// The tasks a received message shows: a call answered with a task (flat,
+/// or `{task}`), `tasks/get`'s task, `tasks/list`'s, a status
+/// notification's.
+fn tasks_in(message: &Value) -> Vec<&serde_json::Map<String, Value>> {
+    fn is_task(v: &Value) -> Option<&serde_json::Map<String, Value>> {
+        v.as_object()
+            .filter(|o| o.get("taskId").is_some_and(Value::is_string) && o.contains_key("status"))
+    }
+    let mut found = Vec::new();
+    if let Some(result) = message.get("result") {
+        found.extend(is_task(result));
+        found.extend(result.get("task").and_then(is_task));
+        if let Some(list) = result.get("tasks").and_then(Value::as_array) {
+            found.extend(list.iter().filter_map(is_task));
+        }
+    }
+    let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+    if method.starts_with("notifications/tasks") {
+        found.extend(message.get("params").and_then(is_task));
+    }
+    found
 }
 
 fn entry_json(entry: &Entry) -> Value {
@@ -226,6 +315,39 @@ mod tests {
         assert_eq!(protocol.since(Some(3))["entries"], json!([]));
         assert_eq!(protocol.since(Some(3))["next"], 3);
         assert_eq!(protocol.export().lines().count(), 4);
+    }
+
+    #[test]
+    fn every_task_seen_is_kept_with_its_latest_status() {
+        let protocol = Arc::new(Protocol::default());
+        let tap = protocol.tap("t");
+        // 2026-07-28: a call answered with a task, flat.
+        tap.message(
+            Direction::Received,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"a","status":"working","createdAt":"x"}}"#,
+        );
+        // 2025-11-25: `{task}`; then a status notification for `a`.
+        tap.message(
+            Direction::Received,
+            br#"{"jsonrpc":"2.0","id":2,"result":{"task":{"taskId":"b","status":"working"}}}"#,
+        );
+        tap.message(
+            Direction::Received,
+            br#"{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"a","status":"completed","result":{"big":1}}}"#,
+        );
+        // What the client sends is not a task's status.
+        tap.message(
+            Direction::Sent,
+            br#"{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"c","status":"x"}}"#,
+        );
+        let tasks = protocol.tasks();
+        assert_eq!(
+            tasks,
+            json!({"tasks": [
+                {"server": "t", "taskId": "a", "status": "completed", "createdAt": "x"},
+                {"server": "t", "taskId": "b", "status": "working"},
+            ]})
+        );
     }
 
     #[test]

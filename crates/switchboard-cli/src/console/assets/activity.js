@@ -1,7 +1,7 @@
 // switchboard console: the Activity tab — what the servers say on their
 // own (log lines, updates of subscribed resources, list changes, task
-// statuses, state changes), asked for while the tab is shown; and the
-// Subscribe button of a resource.
+// statuses, state changes), asked for while the tab is shown; the
+// Subscribe button of a resource; and the Tasks tab.
 'use strict';
 
 let activityNext = null;
@@ -54,3 +54,46 @@ function subscribeButton(server, uri) {
   });
   return button;
 }
+
+// ---- tasks: every task the console saw go by (whoever started it), its
+// latest status; polled or cancelled from here.
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+let tasksTimer = null;
+
+async function loadTasks() {
+  const { tasks } = await api('/api/tasks');
+  const body = $('task-table').tBodies[0];
+  body.replaceChildren(...tasks.map((task) => {
+    const act = (action) => async (event) => {
+      event.target.disabled = true;
+      try {
+        await api('/api/task', { server: task.server, taskId: task.taskId, action });
+        problem('');
+      } catch (error) {
+        problem(`${action} task ${task.taskId} of ${task.server}: ${error.message}`);
+      }
+      loadTasks().catch((error) => problem(error.message));
+    };
+    const key = `${task.server}/${task.taskId}`;
+    return el('tr', { 'data-task': key },
+      el('td', {}, task.server),
+      el('td', {}, task.taskId),
+      el('td', {}, el('span', { class: `state task-${task.status}` }, task.status)),
+      el('td', {}, task.statusMessage || ''),
+      el('td', {}, task.lastUpdatedAt || task.createdAt || ''),
+      el('td', {},
+        el('button', { type: 'button', 'data-poll': key, onclick: act('poll') }, 'Poll'), ' ',
+        TERMINAL.has(task.status) ? null : el('button', { type: 'button', 'data-cancel-task': key, onclick: act('cancel') }, 'Cancel')));
+  }));
+  if (tasks.length === 0) body.replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'hint' }, 'No task seen yet: a tool that runs as a task shows here while it runs.')));
+}
+
+onShow.tasks = () => {
+  loadTasks().catch((error) => problem(error.message));
+  clearInterval(tasksTimer);
+  tasksTimer = setInterval(() => {
+    if ($('tasks').hidden) { clearInterval(tasksTimer); return; }
+    loadTasks().catch((error) => problem(error.message));
+  }, 500);
+};

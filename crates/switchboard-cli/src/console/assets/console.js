@@ -108,7 +108,20 @@ function serverRow(server) {
       server.remote && server.state === 'needs-auth' ? el('button', {
         type: 'button', class: 'primary', 'data-login': server.name,
         onclick: () => login(server.name),
-      }, 'Log in') : null),
+      }, 'Log in') : null,
+      server.remote && server.state === 'ready' ? el('button', {
+        type: 'button', 'data-logout': server.name,
+        onclick: async (event) => {
+          event.target.disabled = true;
+          try {
+            await api('/api/logout', { name: server.name });
+            problem('');
+          } catch (error) {
+            problem(`Logging out of ${server.name}: ${error.message}`);
+          }
+          await Promise.all([loadServers(), loadTools()]).catch((error) => problem(error.message));
+        },
+      }, 'Log out') : null),
     el('td', {}, server.transport || ''),
     el('td', {}, [server.era, server.protocolVersion].filter(Boolean).join(' ')),
     el('td', {}, server.state === 'ready' ? String(server.tools) : ''),
