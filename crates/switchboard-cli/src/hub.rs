@@ -430,6 +430,7 @@ pub(crate) fn open_unasked(
     context: &Context,
     credentials: Option<&Path>,
     servers: &Servers,
+    approver: impl switchboard_hub::hub::ToolApprover + 'static,
     client: impl Fn(&ServerConfig, switchboard::ClientBuilder) -> switchboard::ClientBuilder
     + Send
     + Sync
@@ -445,7 +446,8 @@ pub(crate) fn open_unasked(
             credentials,
             None,
         )
-        .client(client),
+        .client(client)
+        .tool_approver(approver),
         servers,
     )?;
     let starting = hub.clone();

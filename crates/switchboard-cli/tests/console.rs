@@ -899,3 +899,37 @@ fn in_chromium_a_login_finishes_in_the_browser_and_the_server_comes_up() {
         std::fs::read_to_string(console.home.root.join("credentials.json")).unwrap_or_default();
     assert!(!credentials.contains("access_token"), "{credentials}");
 }
+
+#[test]
+fn in_chromium_a_tool_the_policy_asks_about_is_asked_in_the_page() {
+    let test = "in_chromium_a_tool_the_policy_asks_about_is_asked_in_the_page";
+    let Some(browser) = support::browser::Browser::start(test, 1280, 900) else {
+        return;
+    };
+    let console = Console::start_with("policy", None, "\n[policy.tools]\nask = [\"t/echo\"]\n");
+    browser.goto(&format!(
+        "http://127.0.0.1:{}/?token={}",
+        console.port, console.token
+    ));
+    browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");
+    browser.click("#show-tools");
+    browser.click(r#"li[data-tool="t__echo"]"#);
+    browser.type_into(r#"input[data-path="text"]"#, "asked first");
+    browser.click("#call");
+    // The question, with the rule and the arguments; nothing ran yet.
+    browser.wait_text(".modal[data-ask]", "The tool policy asks first");
+    browser.wait_text(".modal[data-ask] pre", "asked first");
+    assert!(
+        !console.record().contains("tools/call"),
+        "{}",
+        console.record()
+    );
+    browser.click(r#".modal button[data-answer="once"]"#);
+    browser.wait_text("#result pre.text", "asked first");
+    assert_eq!(console.record().matches("\"tools/call\"").count(), 1);
+    // Refused: the call does not reach the server, and says why.
+    browser.click("#call");
+    browser.click(r#".modal button[data-answer="decline"]"#);
+    browser.wait_text("#result", "did not allow `t/echo`");
+    assert_eq!(console.record().matches("\"tools/call\"").count(), 1);
+}

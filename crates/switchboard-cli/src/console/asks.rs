@@ -1,6 +1,6 @@
 //! What servers ask the console's user — elicitation (a form, or a page to
 //! open) and sampling (a message for the model, which the user writes or
-//! refuses): held until the page answers it, or until the request that
+//! refuses) — and what the tool policy asks (`ask` rules): held until the page answers it, or until the request that
 //! caused it goes (a cancelled call takes its question with it). The page
 //! asks for the questions while a call runs and shows each in a modal; a
 //! URL is shown as the browser will open it, its host apart, with what to
@@ -17,6 +17,7 @@ use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResu
 use switchboard::{
     ElicitationHandler, FormRequest, HandlerContext, HandlerError, SamplingHandler, UrlRequest,
 };
+use switchboard_hub::hub::{ToolAnswer, ToolAsk};
 use tokio::sync::oneshot;
 
 /// The questions waiting for the page.
@@ -110,6 +111,36 @@ impl Drop for Gone {
 /// the page.
 #[derive(Clone)]
 pub(super) struct PageElicitation(pub(super) Arc<Asks>);
+
+impl PageElicitation {
+    /// The tool policy's `ask` (`[policy.tools]`), put to the page: run
+    /// once, always (remembered as `call` remembers it), or not.
+    pub(super) fn approve(&self, ask: ToolAsk) -> BoxFuture<'static, ToolAnswer> {
+        let pair = format!("{}/{}", ask.server, ask.tool);
+        let asked = self.0.ask(json!({
+            "mode": "policy",
+            "server": ask.server,
+            "tool": ask.tool,
+            "rule": ask.rule,
+            "arguments": ask.arguments,
+        }));
+        Box::pin(async move {
+            match asked.await {
+                Ok(answer) => match (
+                    answer.get("action").and_then(Value::as_str),
+                    answer.get("text").and_then(Value::as_str),
+                ) {
+                    (Some("accept"), Some("always")) => ToolAnswer::Always,
+                    (Some("accept"), _) => ToolAnswer::Once,
+                    _ => ToolAnswer::Refuse(format!(
+                        "the console's user did not allow `{pair}` to run"
+                    )),
+                },
+                Err(error) => ToolAnswer::Refuse(format!("the question went unanswered: {error}")),
+            }
+        })
+    }
+}
 
 /// A form's or a page's answer as the server gets it.
 fn elicit_result(

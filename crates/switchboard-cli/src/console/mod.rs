@@ -115,13 +115,21 @@ pub(crate) async fn console(
     // view.
     let protocol = Arc::new(protocol::Protocol::default());
     let tapped = protocol.clone();
-    let hub = crate::hub::open_unasked(context, credentials, servers, move |config, client| {
-        client
-            .mcp_apps()
-            .elicitation(page.clone())
-            .sampling(page.clone())
-            .tap(tapped.tap(&config.name))
-    })?;
+    let approver = page.clone();
+    let approve = move |ask| approver.approve(ask);
+    let hub = crate::hub::open_unasked(
+        context,
+        credentials,
+        servers,
+        approve,
+        move |config, client| {
+            client
+                .mcp_apps()
+                .elicitation(page.clone())
+                .sampling(page.clone())
+                .tap(tapped.tap(&config.name))
+        },
+    )?;
     let activity = activity::Activity::follow(&hub);
     let state = Arc::new(State {
         context: context.clone(),

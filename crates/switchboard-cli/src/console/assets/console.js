@@ -588,9 +588,11 @@ function renderResult(holder, result, ms, tool) {
 const shownAsks = new Set();
 let asking = null;
 
+// Asked often while a call of the page runs; once a second otherwise (a
+// call an app's view makes can bring a question too).
 function watchAsks(on) {
   clearInterval(asking);
-  asking = on ? setInterval(() => checkAsks().catch((error) => problem(error.message)), 300) : null;
+  asking = setInterval(() => checkAsks().catch((error) => problem(error.message)), on ? 300 : 1000);
   if (on) checkAsks().catch((error) => problem(error.message));
 }
 
@@ -618,7 +620,17 @@ function showAsk(ask) {
     el('button', { type: 'button', 'data-answer': 'decline', onclick: () => answer('decline') }, 'Decline'),
     el('button', { type: 'button', 'data-answer': 'cancel', onclick: () => answer('cancel') }, 'Cancel'));
   let body;
-  if (ask.mode === 'sampling') {
+  if (ask.mode === 'policy') {
+    // The tool policy's `ask` rule: run once, always, or not.
+    body = el('div', {},
+      el('p', {}, `The tool policy asks first (${ask.rule}).`),
+      el('p', {}, 'Run ', el('code', {}, ask.tool), ' of server ', el('strong', {}, ask.server), ' with:'),
+      el('pre', {}, JSON.stringify(ask.arguments ?? {}, null, 2)),
+      el('div', { class: 'actions' },
+        el('button', { type: 'button', class: 'primary', 'data-answer': 'once', onclick: () => answer('accept', undefined, 'once') }, 'Run once'),
+        el('button', { type: 'button', 'data-answer': 'always', onclick: () => answer('accept', undefined, 'always') }, 'Always (this server as configured now)'),
+        el('button', { type: 'button', 'data-answer': 'decline', onclick: () => answer('decline') }, 'No')));
+  } else if (ask.mode === 'sampling') {
     // The server asks for a model's message: shown, and answered by the
     // user (nothing goes to a model).
     const text = el('textarea', { id: 'sampling-answer', 'aria-label': 'the answer to send as the model' });
@@ -661,7 +673,7 @@ function showAsk(ask) {
     }, el('p', {}, ask.message), form.node,
     buttons(el('button', { type: 'submit', class: 'primary', 'data-answer': 'accept' }, 'Send')));
   }
-  modal.append(el('div', { class: 'box' }, el('h3', {}, `${ask.server} asks`), body));
+  modal.append(el('div', { class: 'box' }, el('h3', {}, ask.mode === 'policy' ? 'Allow this call?' : `${ask.server} asks`), body));
   document.body.append(modal);
 }
 
@@ -891,6 +903,7 @@ document.addEventListener('DOMContentLoaded', () => {
   for (const tab of document.querySelectorAll('nav .tab')) {
     tab.addEventListener('click', () => show(tab.id.slice('show-'.length)));
   }
+  watchAsks(false);
   $('tool-search').addEventListener('input', renderToolList);
   Promise.all([loadServers(), loadTools()]).catch((error) => problem(error.message));
 });
