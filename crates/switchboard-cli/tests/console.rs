@@ -932,4 +932,25 @@ fn in_chromium_a_tool_the_policy_asks_about_is_asked_in_the_page() {
     browser.click(r#".modal button[data-answer="decline"]"#);
     browser.wait_text("#result", "did not allow `t/echo`");
     assert_eq!(console.record().matches("\"tools/call\"").count(), 1);
+
+    // Roots: none until the page names some; then the server gets those.
+    browser.retype("#tool-search", "roots");
+    browser.click(r#"li[data-tool="t__roots"]"#);
+    browser.click("#call");
+    browser.wait_text("#result pre.text", "[]");
+    browser.click("#show-servers");
+    browser.click(r#"button[data-roots="t"]"#);
+    browser.type_into("#roots-text", "file:///tmp/project-a\nnot a root");
+    browser.click(r#"button[data-save-roots="t"]"#);
+    browser.wait_text(r#".modal[data-roots-of="t"] .warning"#, "not a file:// URI");
+    browser.retype(
+        "#roots-text",
+        "file:///tmp/project-a\nfile:///tmp/project-b",
+    );
+    browser.click(r#"button[data-save-roots="t"]"#);
+    browser.click("#show-tools");
+    browser.click(r#"li[data-tool="t__roots"]"#);
+    browser.click("#call");
+    let roots = browser.wait_text("#result pre.text", "project-a");
+    assert!(roots.contains("file:///tmp/project-b"), "{roots}");
 }

@@ -6,7 +6,8 @@
 //! searches and calls tools with a form built from each tool's input
 //! schema; reads resources (templates filled in) and gets prompts; and
 //! shows every JSON-RPC message each server's connection carried
-//! ([`protocol`]) and what they say on their own ([`activity`]); logs in to a server ([`login`]); says step by step why
+//! ([`protocol`]) and what they say on their own ([`activity`]); gives
+//! each server the roots the page sets ([`roots`]); logs in to a server ([`login`]); says step by step why
 //! a server is not ready ([`doctor`]); and hosts MCP Apps, each view on an
 //! origin of its own ([`apps`]).
 //!
@@ -22,6 +23,7 @@ mod doctor;
 mod guard;
 mod login;
 mod protocol;
+mod roots;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -77,6 +79,7 @@ struct State {
     activity: Arc<activity::Activity>,
     apps: Arc<apps::Apps>,
     logins: Arc<login::Logins>,
+    roots: Arc<roots::RootsBook>,
     loaded: LoadedConfig,
     credentials: Option<std::path::PathBuf>,
     guard: Guard,
@@ -115,6 +118,9 @@ pub(crate) async fn console(
     // view.
     let protocol = Arc::new(protocol::Protocol::default());
     let tapped = protocol.clone();
+    // Each server's roots, none until the page sets them.
+    let roots = Arc::new(roots::RootsBook::default());
+    let rooted = roots.clone();
     let approver = page.clone();
     let approve = move |ask| approver.approve(ask);
     let hub = crate::hub::open_unasked(
@@ -128,6 +134,7 @@ pub(crate) async fn console(
                 .elicitation(page.clone())
                 .sampling(page.clone())
                 .tap(tapped.tap(&config.name))
+                .roots(rooted.of(&config.name))
         },
     )?;
     let activity = activity::Activity::follow(&hub);
@@ -139,6 +146,7 @@ pub(crate) async fn console(
         protocol,
         apps,
         logins: Arc::default(),
+        roots,
         loaded: context.load_quiet(),
         credentials: credentials.map(Path::to_path_buf),
         guard,
@@ -293,6 +301,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/api/skills") => json(200, &api::skills(&state.hub).await),
         ("GET", "/api/protocol") => json(200, &state.protocol.since(after(&request))),
         ("GET", "/api/tasks") => json(200, &state.protocol.tasks()),
+        ("GET", "/api/roots") => json(200, &state.roots.list()),
         ("GET", "/api/activity") => json(200, &state.activity.since(after(&request))),
         ("GET", "/api/protocol/export") => {
             let mut response = respond(200, "application/x-ndjson", state.protocol.export());
@@ -306,7 +315,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
             | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login"
             | "/api/server" | "/api/doctor" | "/api/complete" | "/api/skill" | "/api/subscribe"
-            | "/api/logout" | "/api/task",
+            | "/api/logout" | "/api/task" | "/api/roots",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -336,6 +345,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/complete" => api::complete(&state.hub, &body).await,
                 "/api/subscribe" => api::subscribe(&state.hub, &body).await,
                 "/api/task" => api::task(&state.hub, &body).await,
+                "/api/roots" => state.roots.set(&body),
                 "/api/logout" => login::Logins::logout(state, &body).await,
                 "/api/skill" => api::skill(&state.hub, &body).await,
                 "/api/doctor" => {

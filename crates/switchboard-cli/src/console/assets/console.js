@@ -147,7 +147,35 @@ function serverActions(server) {
     server.state === 'disabled' ? null : button('stop', 'Stop'),
     server.state === 'ready' ? null : el('button', {
       type: 'button', 'data-diagnose': server.name, onclick: () => diagnose(server.name),
-    }, 'Diagnose'));
+    }, 'Diagnose'),
+    el('button', { type: 'button', 'data-roots': server.name, onclick: () => editRoots(server.name) }, 'Roots'));
+}
+
+// The roots this server is offered (`roots/list`): none until set here.
+async function editRoots(name) {
+  const { roots } = await api('/api/roots');
+  const text = el('textarea', { id: 'roots-text', 'aria-label': 'roots, one file:// URI a line' });
+  text.value = (roots[name] || []).map((root) => root.uri).join('\n');
+  const modal = el('div', { class: 'modal', 'data-roots-of': name, role: 'dialog', 'aria-modal': 'true' });
+  const said = el('p', { class: 'warning' });
+  const save = async () => {
+    const uris = text.value.split('\n').map((line) => line.trim()).filter(Boolean);
+    try {
+      await api('/api/roots', { server: name, roots: uris });
+      modal.remove();
+      problem('');
+    } catch (error) {
+      said.textContent = error.message;
+    }
+  };
+  modal.append(el('div', { class: 'box' },
+    el('h3', {}, `Roots of ${name}`),
+    el('p', {}, 'The directories this server may know about, one file:// URI a line (none: it is told of none).'),
+    text, said,
+    el('div', { class: 'actions' },
+      el('button', { type: 'button', class: 'primary', 'data-save-roots': name, onclick: save }, 'Save'),
+      el('button', { type: 'button', onclick: () => modal.remove() }, 'Cancel'))));
+  document.body.append(modal);
 }
 
 // The connection doctor: each step, where it failed, what to do.
