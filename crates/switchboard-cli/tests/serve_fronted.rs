@@ -86,20 +86,28 @@ async fn tool_names(host: &Client) -> Vec<String> {
         .collect()
 }
 
-/// Waits for the host's next `notifications/tools/list_changed`.
-async fn tools_changed(events: &mut switchboard::EventStream) {
-    let heard = async {
+/// Waits for the host's next `notifications/tools/list_changed`; `what`
+/// and the events heard meanwhile say, on failure, where it stopped.
+async fn tools_changed(events: &mut switchboard::EventStream, what: &str) {
+    let heard = std::sync::Mutex::new(Vec::new());
+    let waited = async {
         loop {
             match events.next().await {
                 Some(switchboard::Event::ListChanged(switchboard::ListKind::Tools)) => return,
-                Some(_) => continue,
-                None => panic!("the connection ended before list_changed"),
+                Some(other) => heard.lock().unwrap().push(format!("{other:?}")),
+                None => panic!("{what}: the connection ended before list_changed"),
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(60), heard)
+    if tokio::time::timeout(Duration::from_secs(60), waited)
         .await
-        .expect("no list_changed within a minute of the backend's start");
+        .is_err()
+    {
+        panic!(
+            "{what}: no list_changed within a minute of the backend's start; heard meanwhile: {:?}",
+            heard.lock().unwrap()
+        );
+    }
 }
 
 /// A session-era host of `serve -- (a held backend)`, over stdio and over
@@ -151,7 +159,7 @@ async fn a_backend_slow_to_start_does_not_hold_the_first_tools_list() {
             "{what}: the first tools/list took {took:?}"
         );
         held.release();
-        tools_changed(&mut events).await;
+        tools_changed(&mut events, what).await;
         let names = tool_names(&host).await;
         assert!(names.iter().any(|n| n == "echo"), "{what}: {names:?}");
         host.close().await;
