@@ -438,16 +438,9 @@ pub(crate) fn open_unasked(
 ) -> Result<Hub, Failure> {
     let (loaded, prepared) = check_all_asking(context, None, "tools", false, false)?;
     let hub = hub_of(
-        configured(
-            context,
-            &loaded,
-            prepared.runnable,
-            false,
-            credentials,
-            None,
-        )
-        .client(client)
-        .tool_approver(approver),
+        with_policy(context, &loaded, prepared.runnable, credentials, None, None)
+            .client(client)
+            .tool_approver(approver),
         servers,
     )?;
     let starting = hub.clone();
@@ -595,6 +588,27 @@ fn configured(
     credentials: Option<&Path>,
     max_message_size: Option<usize>,
 ) -> HubBuilder {
+    with_policy(
+        context,
+        loaded,
+        runnable,
+        credentials,
+        max_message_size,
+        Some(crate::term::ui::Ui::new(json, false)),
+    )
+}
+
+/// The hub builder of `runnable` with the configuration's tool policy;
+/// with `ui`, its `ask` put on the terminal (without, a caller sets its
+/// own approver or calls are refused).
+fn with_policy(
+    context: &Context,
+    loaded: &LoadedConfig,
+    runnable: Vec<ServerConfig>,
+    credentials: Option<&Path>,
+    max_message_size: Option<usize>,
+    ui: Option<std::sync::Arc<crate::term::ui::Ui>>,
+) -> HubBuilder {
     crate::policy::apply(
         builder(
             runnable,
@@ -604,7 +618,7 @@ fn configured(
         ),
         context,
         loaded,
-        Some(crate::term::ui::Ui::new(json, false)),
+        ui,
     )
 }
 

@@ -290,13 +290,7 @@ fn configured(name: &str, config_flag: Option<PathBuf>) -> anyhow::Result<(Strin
 /// credentials; `None` when it does not refuse (discovery then goes by the
 /// well-known URLs alone).
 async fn challenge(url: &str) -> Option<String> {
-    // The transports' TLS: no CA roots are read until an https:// handshake.
-    let http = switchboard::transport::http::reqwest_builder()
-        .ok()?
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(10))
-        .build()
-        .ok()?;
+    let http = probe_client(Duration::from_secs(10))?;
     let response = http
         .post(url)
         .header("Content-Type", "application/json")
@@ -313,6 +307,18 @@ async fn challenge(url: &str) -> Option<String> {
         .get("www-authenticate")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
+}
+
+/// An HTTP client for asking a server something without credentials:
+/// the transports' TLS (no CA roots are read until an https://
+/// handshake), no redirect followed, `timeout` for the whole exchange.
+pub(crate) fn probe_client(timeout: Duration) -> Option<reqwest::Client> {
+    switchboard::transport::http::reqwest_builder()
+        .ok()?
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .build()
+        .ok()
 }
 
 /// `switchboard login`.

@@ -171,8 +171,7 @@ fn to_json(item: &impl serde::Serialize) -> Value {
 /// `{"result": {…}}` or `{"error": "…"}`. Or the status and error to
 /// answer at once.
 pub(super) fn call(hub: &Hub, body: &[u8]) -> Result<Lines, (u16, String)> {
-    let request: Value =
-        serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+    let request = request(body)?;
     let name = request
         .get("name")
         .and_then(Value::as_str)
@@ -262,8 +261,7 @@ pub(super) async fn approve(
     hub: &Hub,
     body: &[u8],
 ) -> Result<Value, (u16, String)> {
-    let request: Value =
-        serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+    let request = request(body)?;
     let name = request
         .get("name")
         .and_then(Value::as_str)

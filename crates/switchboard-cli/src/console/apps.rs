@@ -121,8 +121,7 @@ impl Apps {
     /// `{"name": "SERVER__TOOL"}`: the tool's app fetched, checked and
     /// put on the sandbox origin; where to frame it and how.
     pub(super) async fn open(&self, hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
-        let request: Value = serde_json::from_slice(body)
-            .map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+        let request = super::api::request(body)?;
         let name = request
             .get("name")
             .and_then(Value::as_str)
@@ -184,8 +183,7 @@ impl Apps {
 
     /// `{"view": ID}`: the view closed; its address serves nothing more.
     pub(super) fn close(&self, body: &[u8]) -> Result<Value, (u16, String)> {
-        let request: Value = serde_json::from_slice(body)
-            .map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+        let request = super::api::request(body)?;
         let id = request.get("view").and_then(Value::as_str).unwrap_or("");
         let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
         views.0.remove(id);
@@ -196,8 +194,7 @@ impl Apps {
     /// `{"view": ID, "method": "…", "params": {…}}`: what the view asked
     /// of its server, answered as JSON-RPC's `result` or `error`.
     pub(super) async fn request(&self, hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
-        let request: Value = serde_json::from_slice(body)
-            .map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+        let request = super::api::request(body)?;
         let id = request.get("view").and_then(Value::as_str).unwrap_or("");
         let server = {
             let views = self.views.lock().unwrap_or_else(|e| e.into_inner());

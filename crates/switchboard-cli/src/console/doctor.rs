@@ -32,8 +32,7 @@ pub(super) async fn diagnose(
     loaded: &LoadedConfig,
     body: &[u8],
 ) -> Result<Value, (u16, String)> {
-    let request: Value =
-        serde_json::from_slice(body).map_err(|e| (400, format!("the request is not JSON: {e}")))?;
+    let request = super::api::request(body)?;
     let name = request
         .get("name")
         .and_then(Value::as_str)
@@ -252,14 +251,7 @@ async fn network(url: &str, steps: &mut Vec<Value>) {
             return;
         }
     }
-    let client = switchboard::transport::http::reqwest_builder()
-        .ok()
-        .map(|b| {
-            b.redirect(reqwest::redirect::Policy::none())
-                .timeout(STEP)
-                .build()
-        })
-        .and_then(Result::ok);
+    let client = crate::login::probe_client(STEP);
     let Some(client) = client else {
         steps.push(step("HTTP", None, "no HTTP client here".to_owned(), None));
         return;

@@ -13,7 +13,7 @@ use switchboard::{ClientBuilder, EraMode};
 use switchboard_hub::config::LoadedConfig;
 use switchboard_hub::{Hub, HubTool, ServerConfig};
 
-use super::{DEFAULT_STARTUP, builder, hub_failure, prepare, start};
+use super::{hub_failure, prepare, start};
 use crate::cli::{EraArg, ServerArgs};
 use crate::configure::{Context, not_configured};
 use crate::direct::{answer_setup, answering};
@@ -300,15 +300,12 @@ pub(crate) async fn open_one(
     customize: impl Fn(&ServerConfig, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
     servers: &Servers,
 ) -> Result<Hub, Failure> {
-    let hub = crate::policy::apply(
-        builder(
-            runnable,
-            DEFAULT_STARTUP,
-            credentials.map(Path::to_path_buf),
-            max_message_size,
-        ),
+    let hub = super::with_policy(
         context,
         loaded,
+        runnable,
+        credentials,
+        max_message_size,
         None,
     )
     .client(customize)
