@@ -228,6 +228,13 @@ fn pairs(
 }
 
 pub(crate) fn add(context: &Context, args: AddArgs) -> Result<u8, Failure> {
+    let json = args.json;
+    let (server, target) = added(context, &args)?;
+    write_new(context, &target, server, json)
+}
+
+/// The server `args` describe and the file it goes to (nothing written).
+pub(crate) fn added(context: &Context, args: &AddArgs) -> Result<(ServerConfig, Target), Failure> {
     check_name(&args.name).map_err(Failure::usage)?;
     let target = context.target(args.scope.unwrap_or(ScopeArg::Local));
     let url = args.url.as_ref().or(args.target.as_ref());
@@ -279,7 +286,7 @@ pub(crate) fn add(context: &Context, args: AddArgs) -> Result<u8, Failure> {
         )));
     }
     let server = ServerConfig::new(&args.name, transport, origin(&target));
-    write_new(context, &target.0, server, args.json)
+    Ok((server, target.0))
 }
 
 fn origin((target, scope): &(Target, Scope)) -> Origin {
@@ -290,6 +297,47 @@ fn origin((target, scope): &(Target, Scope)) -> Origin {
     }
 }
 
+/// What adding a server did.
+pub(crate) struct Written {
+    /// The file it was written to.
+    pub(crate) file: PathBuf,
+    /// What the edit says (a file made, a format kept).
+    pub(crate) note: Option<String>,
+    /// Another file that configures a server of that name.
+    pub(crate) also_in: Option<String>,
+    /// What was done so git ignores a local file made for it.
+    pub(crate) git_ignored: Option<String>,
+}
+
+/// Adds `server` to `target`, approved as written when it is a project
+/// file (the person adding it typed it).
+pub(crate) fn write_added(
+    context: &Context,
+    target: &Target,
+    server: &ServerConfig,
+) -> Result<Written, Failure> {
+    let before = config::load(&context.locations, &LoadOptions::new());
+    let created = !target.file.exists();
+    let edited = config::add_server(&context.locations, target, server)
+        .map_err(|e| Failure::usage(e.into()))?;
+    // The user typed this server: in a project file it is approved as
+    // written.
+    remember_written(context, &server.name, &edited.file);
+    let git_ignored = created
+        .then(|| git_ignore_local(context, &edited.file))
+        .flatten();
+    let also_in = before
+        .get(&server.name)
+        .filter(|s| s.origin.file != edited.file)
+        .map(|s| s.origin.file.display().to_string());
+    Ok(Written {
+        file: edited.file,
+        note: edited.note,
+        also_in,
+        git_ignored,
+    })
+}
+
 /// Adds `server` to `target`, saying where, and what it shadows.
 fn write_new(
     context: &Context,
@@ -297,37 +345,24 @@ fn write_new(
     server: ServerConfig,
     json: bool,
 ) -> Result<u8, Failure> {
-    let before = config::load(&context.locations, &LoadOptions::new());
-    let created = !target.file.exists();
-    let edited = config::add_server(&context.locations, target, &server)
-        .map_err(|e| Failure::usage(e.into()))?;
-    // The user typed this server: in a project file it is approved as
-    // written.
-    remember_written(context, &server.name, &edited.file);
-    let ignored = created
-        .then(|| git_ignore_local(context, &edited.file))
-        .flatten();
-    let other = before
-        .get(&server.name)
-        .filter(|s| s.origin.file != edited.file)
-        .map(|s| s.origin.file.display().to_string());
+    let written = write_added(context, target, &server)?;
     if json {
         print_json(&json!({
             "added": server.name,
-            "file": edited.file.display().to_string(),
-            "note": edited.note,
-            "alsoConfiguredIn": other,
-            "gitIgnored": ignored,
+            "file": written.file.display().to_string(),
+            "note": written.note,
+            "alsoConfiguredIn": written.also_in,
+            "gitIgnored": written.git_ignored,
         }));
     } else {
-        println!("added `{}` to {}", server.name, edited.file.display());
-        if let Some(note) = &edited.note {
+        println!("added `{}` to {}", server.name, written.file.display());
+        if let Some(note) = &written.note {
             println!("note: {note}");
         }
-        if let Some(ignored) = &ignored {
+        if let Some(ignored) = &written.git_ignored {
             println!("note: {ignored}");
         }
-        if let Some(file) = other {
+        if let Some(file) = written.also_in {
             println!(
                 "note: `{}` is also configured in {file}; the one with the higher scope \
                  (local > project > user) is used",
@@ -699,11 +734,20 @@ pub(crate) fn skip_reason(
 
 /// Where a change to the configured server `name` goes: the switchboard
 /// file of `scope` when given, else the file it is configured in.
-fn locate(context: &Context, name: &str, scope: Option<ScopeArg>) -> Result<Target, Failure> {
+fn locate(
+    context: &Context,
+    name: &str,
+    scope: Option<ScopeArg>,
+    quiet: bool,
+) -> Result<Target, Failure> {
     if let Some(scope) = scope {
         return Ok(context.target(scope).0);
     }
-    let mut loaded = context.load(false);
+    let mut loaded = if quiet {
+        context.load_quiet()
+    } else {
+        context.load(false)
+    };
     if loaded.named(name).is_none() {
         return Err(not_configured(name, &loaded));
     }
@@ -744,11 +788,7 @@ pub(crate) fn remove(
     scope: Option<ScopeArg>,
     json: bool,
 ) -> Result<u8, Failure> {
-    let target = locate(context, name, scope)?;
-    let edited = config::remove_server(&context.locations, &target, name)
-        .map_err(|e| Failure::usage(e.into()))?;
-    let after = config::load(&context.locations, &LoadOptions::new());
-    let now = after.get(name).map(|s| s.origin.file.display().to_string());
+    let (edited, now) = removed(context, name, scope, false)?;
     if json {
         print_json(&json!({
             "removed": name,
@@ -768,6 +808,23 @@ pub(crate) fn remove(
     Ok(0)
 }
 
+/// Removes `name` from the file it is configured in (or `scope`'s); the
+/// edit, and the file that configures a server of that name now, if one
+/// does. `quiet`: the load's diagnostics are not printed.
+pub(crate) fn removed(
+    context: &Context,
+    name: &str,
+    scope: Option<ScopeArg>,
+    quiet: bool,
+) -> Result<(config::Edited, Option<String>), Failure> {
+    let target = locate(context, name, scope, quiet)?;
+    let edited = config::remove_server(&context.locations, &target, name)
+        .map_err(|e| Failure::usage(e.into()))?;
+    let after = config::load(&context.locations, &LoadOptions::new());
+    let now = after.get(name).map(|s| s.origin.file.display().to_string());
+    Ok((edited, now))
+}
+
 pub(crate) fn set_enabled(
     context: &Context,
     name: &str,
@@ -775,9 +832,7 @@ pub(crate) fn set_enabled(
     scope: Option<ScopeArg>,
     json: bool,
 ) -> Result<u8, Failure> {
-    let target = locate(context, name, scope)?;
-    let edited = config::set_enabled(&context.locations, &target, name, enabled)
-        .map_err(|e| Failure::usage(e.into()))?;
+    let edited = enabled_in(context, name, enabled, scope, false)?;
     let verb = if enabled { "enabled" } else { "disabled" };
     if json {
         print_json(&json!({
@@ -792,6 +847,20 @@ pub(crate) fn set_enabled(
         }
     }
     Ok(0)
+}
+
+/// Enables or disables `name` in the file it is configured in (or
+/// `scope`'s); the edit. `quiet`: the load's diagnostics are not printed.
+pub(crate) fn enabled_in(
+    context: &Context,
+    name: &str,
+    enabled: bool,
+    scope: Option<ScopeArg>,
+    quiet: bool,
+) -> Result<config::Edited, Failure> {
+    let target = locate(context, name, scope, quiet)?;
+    config::set_enabled(&context.locations, &target, name, enabled)
+        .map_err(|e| Failure::usage(e.into()))
 }
 
 /// Words that make a name (a variable, a header, a query parameter, an

@@ -469,12 +469,20 @@ pub(crate) async fn approve_and_start(
     approvals
         .save()
         .map_err(|e| format!("the approval could not be saved: {e}"))?;
-    let loaded = context.load_quiet();
-    let runnable = prepare_asking(context, &loaded, None, false).runnable;
-    hub.apply(runnable).await.map_err(|e| e.to_string())?;
+    reapply(context, hub).await?;
     hub.status(name)
         .map(|status| status.state)
         .map_err(|e| e.to_string())
+}
+
+/// Gives `hub` the configuration read again (a server added, removed,
+/// enabled, disabled or approved in the files starts or stops as they now
+/// say, the others untouched); the configuration read.
+pub(crate) async fn reapply(context: &Context, hub: &Hub) -> Result<LoadedConfig, String> {
+    let loaded = context.load_quiet();
+    let runnable = prepare_asking(context, &loaded, None, false).runnable;
+    hub.apply(runnable).await.map_err(|e| e.to_string())?;
+    Ok(loaded)
 }
 
 /// [`open_all`]'s checks and expansion: each server not started said on

@@ -954,3 +954,168 @@ fn in_chromium_a_tool_the_policy_asks_about_is_asked_in_the_page() {
     let roots = browser.wait_text("#result pre.text", "project-a");
     assert!(roots.contains("file:///tmp/project-b"), "{roots}");
 }
+
+/// Waits until `/api/servers` says `test` of the console's servers.
+fn servers_until(console: &Console, what: &str, test: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, _, body) = console.get("/api/servers", &console.cookie());
+        let servers: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        if test(&servers["servers"]) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "never {what}: {body}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn in_chromium_servers_are_added_disabled_enabled_and_removed_in_the_files() {
+    let test = "in_chromium_servers_are_added_disabled_enabled_and_removed_in_the_files";
+    let Some(browser) = support::browser::Browser::start(test, 1280, 900) else {
+        return;
+    };
+    let console = Console::start("config");
+    let local = console.home.work().join("switchboard.local.toml");
+    browser.goto(&format!(
+        "http://127.0.0.1:{}/?token={}",
+        console.port, console.token
+    ));
+    browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");
+
+    // Added through the form: written to this project's local file, and
+    // running at once.
+    browser.click("#add-box summary");
+    browser.type_into("#add-name", "added");
+    browser.type_into("#add-command", BIN);
+    browser.type_into("#add-args", "__testserver\n--name\nadded");
+    browser.type_into("#add-env", "GREETING=hello");
+    browser.click("#add-form button[type=\"submit\"]");
+    browser.wait_text("#config-said", "added added to");
+    browser.wait_text(r#"tr[data-server="added"] .state"#, "ready");
+    let written = std::fs::read_to_string(&local).unwrap();
+    assert!(written.contains("[servers.added]"), "{written}");
+    assert!(written.contains("GREETING = \"hello\""), "{written}");
+    browser.click("#show-tools");
+    browser.wait_text(r#"li[data-tool="added__echo"]"#, "echo");
+    browser.click("#show-servers");
+
+    // Disabled in the file: stopped, and the file says so; enabled again.
+    browser.click(r#"button[data-config="disable"][data-config-server="added"]"#);
+    browser.wait_text(r#"tr[data-server="added"] .state"#, "disabled");
+    assert!(
+        std::fs::read_to_string(&local)
+            .unwrap()
+            .contains("enabled = false")
+    );
+    browser.wait_text("#config-said", "disabled added in");
+    browser.click(r#"button[data-config="enable"][data-config-server="added"]"#);
+    browser.wait_text(r#"tr[data-server="added"] .state"#, "ready");
+    assert!(
+        !std::fs::read_to_string(&local)
+            .unwrap()
+            .contains("enabled = false")
+    );
+
+    // Removed, after the page's own question: gone from the file and the
+    // page. The user's file was not touched.
+    let user = std::fs::read_to_string(console.home.config()).unwrap();
+    browser.click(r#"button[data-config="remove"][data-config-server="added"]"#);
+    browser.click(r#".modal button[data-confirm-yes="Remove"]"#);
+    // The page follows: the row goes.
+    assert_eq!(
+        browser.script(
+            "return new Promise((done) => { const t0 = Date.now(); (function look() {              if (!document.querySelector('tr[data-server=\"added\"]')) done('gone');              else if (Date.now() - t0 > 20000) done('still there');              else setTimeout(look, 50); })(); });",
+            json!([])
+        ),
+        "gone"
+    );
+    assert!(
+        !std::fs::read_to_string(&local)
+            .unwrap()
+            .contains("[servers.added]")
+    );
+    assert_eq!(
+        std::fs::read_to_string(console.home.config()).unwrap(),
+        user
+    );
+    browser.wait_text("#config-said", "removed added from");
+    browser.click("#add-box summary");
+    browser.screenshot(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("console")
+            .join("add.png"),
+    );
+}
+
+#[test]
+fn what_the_page_adds_is_checked_as_the_cli_checks_it() {
+    let console = Console::start("add-checks");
+    console.settled();
+    let cookie = console.cookie();
+    let headers = format!("{cookie}Content-Type: application/json\r\n");
+    // A name `call` could not tell from a tool, a URL of another scheme,
+    // an environment variable for a remote server: refused, nothing
+    // written.
+    for (body, says) in [
+        (
+            json!({"name": "a/b", "command": ["true"]}),
+            "cannot be a server name",
+        ),
+        (
+            json!({"name": "remote", "url": "ftp://example.com/mcp"}),
+            "is not a scheme",
+        ),
+        (
+            json!({"name": "remote", "url": "https://example.com/mcp", "env": ["A=1"]}),
+            "--env is for a local server",
+        ),
+        (json!({"name": "nothing"}), "no server command"),
+        (
+            json!({"name": "x", "command": ["true"], "scope": "everywhere"}),
+            "no scope",
+        ),
+    ] {
+        let (status, _, answer) = console.post("/api/add", &headers, &body.to_string());
+        assert!(status == 422 || status == 400, "{status} {answer}");
+        assert!(answer.contains(says), "{body}: {answer}");
+    }
+    assert!(!console.home.work().join("switchboard.local.toml").exists());
+    // Without the cookie, from another site: refused before anything.
+    let (status, _, _) = console.post(
+        "/api/add",
+        "Content-Type: application/json\r\n",
+        &json!({"name": "sneaky", "command": ["true"]}).to_string(),
+    );
+    assert_eq!(status, 401);
+    let (status, _, _) = console.post(
+        "/api/config",
+        &format!("{headers}Origin: https://evil.example\r\n"),
+        &json!({"name": "t", "action": "disable"}).to_string(),
+    );
+    assert_eq!(status, 403);
+    assert!(
+        !std::fs::read_to_string(console.home.config())
+            .unwrap()
+            .contains("enabled = false")
+    );
+    // Added to the project's shared file by the person at the page: run
+    // as typed, like `switchboard add -s project`.
+    let (status, _, answer) = console.post(
+        "/api/add",
+        &headers,
+        &json!({
+            "name": "shared", "scope": "project",
+            "command": [BIN, "__testserver", "--name", "shared"],
+        })
+        .to_string(),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("switchboard.toml"), "{answer}");
+    servers_until(&console, "with `shared` ready", |servers| {
+        servers.as_array().is_some_and(|s| {
+            s.iter()
+                .any(|s| s["name"] == "shared" && s["state"] == "ready")
+        })
+    });
+}

@@ -52,9 +52,34 @@ pub(super) fn servers(
                 "protocolVersion": status.protocol_version,
                 "tools": status.tools.len(),
                 "source": source,
+                "enabledInFile": config.is_none_or(|c| c.enabled),
             })
         })
         .collect();
+    // Configured entries the hub does not run: left out (shadowed, a
+    // duplicate, blocked by policy), with why.
+    let mut servers = servers;
+    for skipped in &loaded.skipped {
+        if servers
+            .iter()
+            .any(|s| s["name"] == skipped.server.name.as_str())
+        {
+            continue;
+        }
+        servers.push(json!({
+            "name": skipped.server.name,
+            "state": "skipped",
+            "reason": crate::configure::skip_reason(&skipped.reason, skipped.kept.as_deref(), Some(loaded)),
+            "transport": match &skipped.server.transport {
+                switchboard_hub::TransportConfig::Stdio { .. } => "stdio",
+                switchboard_hub::TransportConfig::WebSocket { .. } => "websocket",
+                _ => "http",
+            },
+            "tools": 0,
+            "source": skipped.server.origin.file.display().to_string(),
+            "skipped": true,
+        }));
+    }
     json!({ "servers": servers })
 }
 

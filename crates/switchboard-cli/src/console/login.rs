@@ -21,7 +21,7 @@ fn remote(
     console: &State,
     name: &str,
 ) -> Result<(String, Option<switchboard_hub::config::OAuthSettings>), (u16, String)> {
-    let loaded = &console.loaded;
+    let loaded = console.loaded();
     let config = loaded
         .servers
         .iter()

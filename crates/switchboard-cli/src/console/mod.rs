@@ -20,6 +20,7 @@ mod api;
 mod apps;
 mod asks;
 mod doctor;
+mod edit;
 mod guard;
 mod login;
 mod protocol;
@@ -70,6 +71,7 @@ const STYLE: &str = include_str!("assets/console.css");
 const PROTOCOL_SCRIPT: &str = include_str!("assets/protocol.js");
 const APPS_SCRIPT: &str = include_str!("assets/apps.js");
 const ACTIVITY_SCRIPT: &str = include_str!("assets/activity.js");
+const CONFIG_SCRIPT: &str = include_str!("assets/config.js");
 
 struct State {
     context: Context,
@@ -80,9 +82,45 @@ struct State {
     apps: Arc<apps::Apps>,
     logins: Arc<login::Logins>,
     roots: Arc<roots::RootsBook>,
-    loaded: LoadedConfig,
+    /// The configuration as last read (again after each change the page
+    /// makes).
+    loaded: std::sync::RwLock<Arc<LoadedConfig>>,
     credentials: Option<std::path::PathBuf>,
     guard: Guard,
+}
+
+impl State {
+    /// The configuration as last read.
+    fn loaded(&self) -> Arc<LoadedConfig> {
+        self.loaded
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The files read again.
+    fn reread(&self) {
+        let loaded = Arc::new(self.context.load_quiet());
+        *self
+            .loaded
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = loaded;
+    }
+
+    /// The files read again after the page changed them, and the running
+    /// servers brought in line in the background (the page follows each
+    /// server's state as it starts or stops).
+    fn refresh(&self) {
+        self.reread();
+        let (context, hub) = (self.context.clone(), self.hub.clone());
+        tokio::spawn(async move {
+            if let Err(error) = crate::hub::reapply(&context, &hub).await {
+                eprintln!(
+                    "switchboard console: the servers were not brought in line with the files: {error}"
+                );
+            }
+        });
+    }
 }
 
 /// `console [--port N] [--no-open]`: serves the console until a signal
@@ -147,7 +185,7 @@ pub(crate) async fn console(
         apps,
         logins: Arc::default(),
         roots,
-        loaded: context.load_quiet(),
+        loaded: std::sync::RwLock::new(Arc::new(context.load_quiet())),
         credentials: credentials.map(Path::to_path_buf),
         guard,
     });
@@ -284,12 +322,15 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "text/javascript; charset=utf-8",
             ACTIVITY_SCRIPT.into(),
         ),
+        ("GET", "/config.js") => {
+            respond(200, "text/javascript; charset=utf-8", CONFIG_SCRIPT.into())
+        }
         ("GET", "/console.css") => respond(200, "text/css; charset=utf-8", STYLE.into()),
         ("GET", "/api/servers") => json(
             200,
             &api::servers(
                 &state.hub,
-                &state.loaded,
+                &state.loaded(),
                 state.credentials.as_deref(),
                 &state.logins,
             ),
@@ -315,7 +356,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "/api/call" | "/api/approve" | "/api/read" | "/api/prompt" | "/api/answer"
             | "/api/app/open" | "/api/app/request" | "/api/app/close" | "/api/login"
             | "/api/server" | "/api/doctor" | "/api/complete" | "/api/skill" | "/api/subscribe"
-            | "/api/logout" | "/api/task" | "/api/roots",
+            | "/api/logout" | "/api/task" | "/api/roots" | "/api/add" | "/api/config",
         ) => {
             let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -346,16 +387,22 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/subscribe" => api::subscribe(&state.hub, &body).await,
                 "/api/task" => api::task(&state.hub, &body).await,
                 "/api/roots" => state.roots.set(&body),
+                "/api/add" => edit::add(state, &body).await,
+                "/api/config" => edit::change(state, &body).await,
                 "/api/logout" => login::Logins::logout(state, &body).await,
                 "/api/skill" => api::skill(&state.hub, &body).await,
                 "/api/doctor" => {
-                    doctor::diagnose(&state.context, &state.hub, &state.loaded, &body).await
+                    doctor::diagnose(&state.context, &state.hub, &state.loaded(), &body).await
                 }
                 "/api/app/open" => state.apps.open(&state.hub, &body).await,
                 "/api/app/request" => state.apps.request(&state.hub, &body).await,
                 "/api/app/close" => state.apps.close(&body),
                 "/api/login" => state.logins.begin(state, &body).await,
-                _ => api::approve(&state.context, &state.hub, &body).await,
+                _ => {
+                    let answer = api::approve(&state.context, &state.hub, &body).await;
+                    state.reread();
+                    answer
+                }
             };
             match answer {
                 Ok(result) => json(200, &result),

@@ -130,7 +130,7 @@ function serverRow(server) {
 
 // Restart, stop (for this console only) or start a server.
 function serverActions(server) {
-  if (server.pending) return null;
+  if (server.pending || server.skipped) return null;
   const act = (action) => async (event) => {
     event.target.disabled = true;
     try {
@@ -148,7 +148,8 @@ function serverActions(server) {
     server.state === 'ready' ? null : el('button', {
       type: 'button', 'data-diagnose': server.name, onclick: () => diagnose(server.name),
     }, 'Diagnose'),
-    el('button', { type: 'button', 'data-roots': server.name, onclick: () => editRoots(server.name) }, 'Roots'));
+    el('button', { type: 'button', 'data-roots': server.name, onclick: () => editRoots(server.name) }, 'Roots'),
+    configActions(server));
 }
 
 // The roots this server is offered (`roots/list`): none until set here.
@@ -225,13 +226,16 @@ async function login(name) {
   document.body.append(modal);
 }
 
-// Asks for the servers' states until none waits for a login or starts.
-function watchServers() {
+// Asks for the servers' states until none waits for a login or starts,
+// and (for a minute at most) until `until(servers)` holds: a change made
+// in the files shows once the servers are in line with them.
+function watchServers(until = () => true, deadline = Date.now() + 60000) {
   clearTimeout(waiting);
   waiting = setTimeout(async () => {
     const { servers } = await api('/api/servers').catch(() => ({ servers: [] }));
     await loadServers().catch((error) => problem(error.message));
-    if (servers.some((server) => server.login === 'waiting for the browser' || STARTING.has(server.state))) watchServers();
+    const busy = servers.some((server) => server.login === 'waiting for the browser' || STARTING.has(server.state));
+    if (busy || (!until(servers) && Date.now() < deadline)) watchServers(until, deadline);
     else loadTools().catch((error) => problem(error.message));
   }, 300);
 }
