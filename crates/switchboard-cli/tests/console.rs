@@ -36,6 +36,11 @@ impl Console {
     /// [`Console::start`] with a project file `.mcp.json` in the project,
     /// and `more` in the user's config.
     fn start_with(name: &str, project: Option<&str>, more: &str) -> Self {
+        Self::start_args(name, project, more, &[])
+    }
+
+    /// [`Console::start_with`], `args` given to `console` too.
+    fn start_args(name: &str, project: Option<&str>, more: &str, args: &[&str]) -> Self {
         let name = format!("console-{name}");
         let root = std::env::temp_dir().join(format!("switchboard-{name}-{}", std::process::id()));
         let home = Home::new(
@@ -54,6 +59,7 @@ impl Console {
         let mut child = home
             .command()
             .args(["console", "--no-open"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -1118,4 +1124,68 @@ fn what_the_page_adds_is_checked_as_the_cli_checks_it() {
                 .any(|s| s["name"] == "shared" && s["state"] == "ready")
         })
     });
+}
+
+#[test]
+fn in_chromium_the_audit_tab_shows_the_pages_calls_and_a_broken_chain() {
+    let test = "in_chromium_the_audit_tab_shows_the_pages_calls_and_a_broken_chain";
+    let Some(browser) = support::browser::Browser::start(test, 1280, 900) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-console-audit-log-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("audit.jsonl");
+    let console = Console::start_args("audit", None, "", &["--audit", log.to_str().unwrap()]);
+    console.settled();
+    browser.goto(&format!(
+        "http://127.0.0.1:{}/?token={}",
+        console.port, console.token
+    ));
+    // A call made in the page, and a read through the API.
+    browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");
+    browser.click("#show-tools");
+    browser.click(r#"li[data-tool="t__echo"]"#);
+    browser.type_into(r#"input[data-path="text"]"#, "for the record");
+    browser.click("#call");
+    browser.wait_text("#result pre.text", "for the record");
+    let cookie = console.cookie();
+    let (status, _, answer) = console.post(
+        "/api/read",
+        &format!("{cookie}Content-Type: application/json\r\n"),
+        &json!({"server": "t", "uri": "test://static/hello"}).to_string(),
+    );
+    assert_eq!(status, 200, "{answer}");
+    browser.click("#show-audit");
+    let verdict = browser.wait_text("#audit-verdict", "intact");
+    assert!(verdict.contains("2 records"), "{verdict}");
+    let rows = browser.wait_text("#audit-table", "tool_call");
+    assert!(
+        rows.contains("t__echo") && rows.contains("resource_read"),
+        "{rows}"
+    );
+    // The CLI's check agrees, while the console still writes the log.
+    let verified = console
+        .home
+        .command()
+        .args(["audit", "verify", log.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(verified.status.success(), "{verified:?}");
+    browser.screenshot(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("console")
+            .join("audit.png"),
+    );
+    // A record changed behind the console's back: the view says where.
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("t__echo"), "{text}");
+    std::fs::write(&log, text.replace("t__echo", "t__gone")).unwrap();
+    browser.click("#audit-verify");
+    let verdict = browser.wait_text("#audit-verdict", "does not verify");
+    assert!(verdict.contains("line"), "{verdict}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -411,6 +411,15 @@ pub(crate) enum Command {
         /// Print the address instead of opening a browser.
         #[arg(long)]
         no_open: bool,
+        /// Write the page's calls, reads and prompts to this audit log
+        /// (JSON lines, chained as `serve --audit` chains them) and show
+        /// it, verified, in the Audit tab. A log a running gateway writes
+        /// is shown and verified, not written.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Write the calls' arguments into the audit log too.
+        #[arg(long, requires = "audit")]
+        audit_arguments: bool,
     },
     /// Print a completion script for your shell.
     Completions {

@@ -44,9 +44,20 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             let context = configure::Context::new(cli.config)?;
             shell::shell(&context, name.as_deref(), creds, servers).await
         }
-        Command::Console { port, no_open } => {
+        Command::Console {
+            port,
+            no_open,
+            audit,
+            audit_arguments,
+        } => {
             let context = configure::Context::new(cli.config)?;
-            crate::console::console(&context, port, !no_open, creds, servers).await
+            let settings = crate::console::Settings {
+                port,
+                open: !no_open,
+                audit,
+                audit_arguments,
+            };
+            crate::console::console(&context, settings, creds, servers).await
         }
         Command::Doctor {
             check,

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use switchboard::RequestOptions;
 use switchboard_hub::Hub;
+use switchboard_hub::hub::audit::AuditKind;
 
 use crate::failure::chain;
 use switchboard_hub::config::LoadedConfig;
@@ -140,19 +141,65 @@ pub(super) async fn prompts(hub: &Hub) -> Value {
 }
 
 /// `{"server": "NAME", "uri": "…"}`: the resource read.
-pub(super) async fn read(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+pub(super) async fn read(
+    hub: &Hub,
+    audit: Option<&super::audit::Audit>,
+    body: &[u8],
+) -> Result<Value, (u16, String)> {
     let request = request(body)?;
     let (server, uri) = (text(&request, "server")?, text(&request, "uri")?);
+    let started = std::time::Instant::now();
     let result = hub
         .read_resource(server, uri)
         .await
-        .map_err(|e| (422, chain(&e)))?;
-    Ok(to_json(&result))
+        .map(|result| to_json(&result))
+        .map_err(|e| (422, chain(&e)));
+    audited(
+        audit,
+        AuditKind::ResourceRead,
+        server,
+        uri,
+        None,
+        &result,
+        started,
+    );
+    result
+}
+
+/// A read or a prompt the page asked for, written to the audit log.
+fn audited(
+    audit: Option<&super::audit::Audit>,
+    kind: AuditKind,
+    server: &str,
+    name: &str,
+    arguments: Option<&Map<String, Value>>,
+    result: &Result<Value, (u16, String)>,
+    started: std::time::Instant,
+) {
+    let Some(audit) = audit else { return };
+    let (outcome, message, bytes) = match result {
+        Ok(value) => ("ok", None, serde_json::to_vec(value).map_or(0, |v| v.len())),
+        Err((_, error)) => ("error", Some(error.as_str()), 0),
+    };
+    audit.record(
+        kind,
+        Some(server),
+        name,
+        arguments,
+        outcome,
+        message,
+        started,
+        bytes,
+    );
 }
 
 /// `{"server": "NAME", "name": "PROMPT", "arguments": {"k": "v"}}`: the
 /// prompt's messages.
-pub(super) async fn prompt(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String)> {
+pub(super) async fn prompt(
+    hub: &Hub,
+    audit: Option<&super::audit::Audit>,
+    body: &[u8],
+) -> Result<Value, (u16, String)> {
     let request = request(body)?;
     let (server, name) = (text(&request, "server")?, text(&request, "name")?);
     let arguments: std::collections::BTreeMap<String, String> = match request.get("arguments") {
@@ -169,11 +216,26 @@ pub(super) async fn prompt(hub: &Hub, body: &[u8]) -> Result<Value, (u16, String
             .collect(),
         Some(_) => return Err((400, "`arguments` must be an object".to_owned())),
     };
+    let given: Map<String, Value> = arguments
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let started = std::time::Instant::now();
     let result = hub
         .get_prompt(server, name, Some(arguments))
         .await
-        .map_err(|e| (422, chain(&e)))?;
-    Ok(to_json(&result))
+        .map(|result| to_json(&result))
+        .map_err(|e| (422, chain(&e)));
+    audited(
+        audit,
+        AuditKind::PromptGet,
+        server,
+        name,
+        Some(&given),
+        &result,
+        started,
+    );
+    result
 }
 
 pub(super) fn request(body: &[u8]) -> Result<Value, (u16, String)> {
@@ -195,7 +257,11 @@ fn to_json(item: &impl serde::Serialize) -> Value {
 /// it says as it runs, a JSON line each — `{"progress": {…}}`, then
 /// `{"result": {…}}` or `{"error": "…"}`. Or the status and error to
 /// answer at once.
-pub(super) fn call(hub: &Hub, body: &[u8]) -> Result<Lines, (u16, String)> {
+pub(super) fn call(
+    hub: &Hub,
+    audit: Option<&std::sync::Arc<super::audit::Audit>>,
+    body: &[u8],
+) -> Result<Lines, (u16, String)> {
     let request = request(body)?;
     let name = request
         .get("name")
@@ -214,12 +280,23 @@ pub(super) fn call(hub: &Hub, body: &[u8]) -> Result<Lines, (u16, String)> {
             "progress": p.progress, "total": p.total, "message": p.message,
         }})));
     });
+    let audited = audit.map(|audit| {
+        super::audit::Pending::new(
+            audit.clone(),
+            hub.tool_server(&name),
+            &name,
+            arguments.as_ref(),
+        )
+    });
     let hub = hub.clone();
     let call = tokio::spawn(async move {
         let answer = match hub.call_tool_with(&name, arguments, options).await {
             Ok(result) => json!({ "result": result }),
             Err(error) => json!({ "error": chain(&error) }),
         };
+        if let Some(audited) = audited {
+            audited.finish(&answer);
+        }
         let _ = tell.send(line(&answer));
     });
     Ok(Lines { lines, call })

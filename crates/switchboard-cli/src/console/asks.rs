@@ -25,6 +25,8 @@ use tokio::sync::oneshot;
 pub(super) struct Asks {
     next: AtomicU64,
     pending: Mutex<BTreeMap<u64, Pending>>,
+    /// Where each answer is written, if the console keeps a log.
+    audit: Option<Arc<super::audit::Audit>>,
 }
 
 struct Pending {
@@ -35,6 +37,14 @@ struct Pending {
 }
 
 impl Asks {
+    /// Questions whose answers are written to `audit`.
+    pub(super) fn audited(audit: Option<Arc<super::audit::Audit>>) -> Self {
+        Self {
+            audit,
+            ..Self::default()
+        }
+    }
+
     /// The questions waiting, oldest first.
     pub(super) fn list(&self) -> Value {
         let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -66,6 +76,30 @@ impl Asks {
                 404,
                 format!("no question {id} waits (answered, or its call ended)"),
             ))?;
+        if let Some(audit) = &self.audit {
+            use switchboard_hub::hub::audit::AuditKind;
+            let shown = &pending.shown;
+            let (kind, name) = match shown["mode"].as_str() {
+                Some("policy") => (AuditKind::Policy, shown["tool"].as_str()),
+                Some("sampling") => (AuditKind::Sampling, Some("sampling/createMessage")),
+                _ => (AuditKind::Elicitation, Some("elicitation/create")),
+            };
+            let outcome = match (request["action"].as_str(), request["text"].as_str()) {
+                (Some("accept"), Some("always")) if kind == AuditKind::Policy => "always",
+                (Some(action), _) => action,
+                _ => "cancel",
+            };
+            audit.record(
+                kind,
+                shown["server"].as_str(),
+                name.unwrap_or_default(),
+                None,
+                outcome,
+                Some("answered in the console"),
+                std::time::Instant::now(),
+                0,
+            );
+        }
         let _ = pending.answer.send(request);
         Ok(json!({ "answered": id }))
     }

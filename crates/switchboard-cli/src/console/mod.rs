@@ -19,6 +19,7 @@ mod activity;
 mod api;
 mod apps;
 mod asks;
+mod audit;
 mod doctor;
 mod edit;
 mod guard;
@@ -72,6 +73,7 @@ const PROTOCOL_SCRIPT: &str = include_str!("assets/protocol.js");
 const APPS_SCRIPT: &str = include_str!("assets/apps.js");
 const ACTIVITY_SCRIPT: &str = include_str!("assets/activity.js");
 const CONFIG_SCRIPT: &str = include_str!("assets/config.js");
+const AUDIT_SCRIPT: &str = include_str!("assets/audit.js");
 
 struct State {
     context: Context,
@@ -86,7 +88,21 @@ struct State {
     /// makes).
     loaded: std::sync::RwLock<Arc<LoadedConfig>>,
     credentials: Option<std::path::PathBuf>,
+    /// The audit log the page's calls are written to and shown from.
+    audit: Option<Arc<audit::Audit>>,
     guard: Guard,
+}
+
+/// What `switchboard console` was told.
+pub(crate) struct Settings {
+    /// The port on 127.0.0.1 (0: any free one).
+    pub(crate) port: u16,
+    /// Whether the browser is opened.
+    pub(crate) open: bool,
+    /// The audit log (`--audit FILE`).
+    pub(crate) audit: Option<std::path::PathBuf>,
+    /// Whether calls' arguments are written to it too.
+    pub(crate) audit_arguments: bool,
 }
 
 impl State {
@@ -128,12 +144,24 @@ impl State {
 /// told not to.
 pub(crate) async fn console(
     context: &Context,
-    port: u16,
-    open: bool,
+    settings: Settings,
     credentials: Option<&Path>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
+    let Settings { port, open, .. } = settings;
     let usage = |what: String| Failure::usage(anyhow::anyhow!(what));
+    let audit = settings
+        .audit
+        .map(|path| {
+            audit::Audit::open(path.clone(), settings.audit_arguments).map_err(|e| {
+                Failure::usage(
+                    anyhow::Error::new(e)
+                        .context(format!("cannot open the audit log {}", path.display())),
+                )
+            })
+        })
+        .transpose()?
+        .map(Arc::new);
     // Bound before the servers start: a port in use fails at once.
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
         .await
@@ -150,7 +178,7 @@ pub(crate) async fn console(
     // as it changes); one waiting for approval is approved in the page.
     // What the servers ask (forms, pages to open, sampling) is asked in
     // the page.
-    let questions = Arc::new(asks::Asks::default());
+    let questions = Arc::new(asks::Asks::audited(audit.clone()));
     let page = asks::PageElicitation(questions.clone());
     // Every message each server's connection carries, for the protocol
     // view.
@@ -187,6 +215,7 @@ pub(crate) async fn console(
         roots,
         loaded: std::sync::RwLock::new(Arc::new(context.load_quiet())),
         credentials: credentials.map(Path::to_path_buf),
+        audit,
         guard,
     });
     let url = state.guard.sign_in_url();
@@ -322,6 +351,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             "text/javascript; charset=utf-8",
             ACTIVITY_SCRIPT.into(),
         ),
+        ("GET", "/audit.js") => respond(200, "text/javascript; charset=utf-8", AUDIT_SCRIPT.into()),
         ("GET", "/config.js") => {
             respond(200, "text/javascript; charset=utf-8", CONFIG_SCRIPT.into())
         }
@@ -343,6 +373,10 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
         ("GET", "/api/protocol") => json(200, &state.protocol.since(after(&request))),
         ("GET", "/api/tasks") => json(200, &state.protocol.tasks()),
         ("GET", "/api/roots") => json(200, &state.roots.list()),
+        ("GET", "/api/audit") => json(
+            200,
+            &state.audit.as_ref().map_or_else(audit::none, |a| a.view()),
+        ),
         ("GET", "/api/activity") => json(200, &state.activity.since(after(&request))),
         ("GET", "/api/protocol/export") => {
             let mut response = respond(200, "application/x-ndjson", state.protocol.export());
@@ -369,7 +403,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 }
             };
             if path == "/api/call" {
-                return match api::call(&state.hub, &body) {
+                return match api::call(&state.hub, state.audit.as_ref(), &body) {
                     Ok(lines) => {
                         let mut response = respond(200, "application/x-ndjson", String::new());
                         *response.body_mut() = lines.boxed();
@@ -379,8 +413,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 };
             }
             let answer = match path.as_str() {
-                "/api/read" => api::read(&state.hub, &body).await,
-                "/api/prompt" => api::prompt(&state.hub, &body).await,
+                "/api/read" => api::read(&state.hub, state.audit.as_deref(), &body).await,
+                "/api/prompt" => api::prompt(&state.hub, state.audit.as_deref(), &body).await,
                 "/api/answer" => state.asks.answer(&body),
                 "/api/server" => api::server_action(&state.hub, &body).await,
                 "/api/complete" => api::complete(&state.hub, &body).await,
