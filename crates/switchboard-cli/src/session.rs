@@ -98,7 +98,7 @@ impl Paths {
     }
 
     /// Both directories are safe to use (see [`Paths::prepare`]).
-    fn check(&self) -> Result<(), Failure> {
+    pub(crate) fn check(&self) -> Result<(), Failure> {
         check(&self.base)?;
         check(&self.dir)
     }
@@ -303,6 +303,9 @@ fn say(json: bool, state: &str, pid: u32, paths: &Paths, text: &str) {
 /// The daemon's listening side, given to `serve`.
 pub(crate) struct Daemon {
     listener: tokio::net::UnixListener,
+    /// Where `switchboard console` asks for the session's console
+    /// (`console::attach`).
+    consoles: tokio::net::UnixListener,
     paths: Paths,
     idle: Duration,
 }
@@ -329,6 +332,16 @@ impl Daemon {
         })?;
         std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| Failure::usage(anyhow!("cannot restrict the socket: {e}")))?;
+        let console_socket = paths.dir.join(crate::console::attach::CONSOLE_SOCKET);
+        let _ = std::fs::remove_file(&console_socket);
+        let consoles = tokio::net::UnixListener::bind(&console_socket).map_err(|e| {
+            Failure::usage(anyhow!(
+                "cannot listen on {}: {e}",
+                console_socket.display()
+            ))
+        })?;
+        std::fs::set_permissions(&console_socket, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| Failure::usage(anyhow!("cannot restrict the console socket: {e}")))?;
         let root = context.locations.project_root();
         std::fs::write(&paths.project, root.as_os_str().as_encoded_bytes()).map_err(|e| {
             Failure::usage(anyhow!("cannot write {}: {e}", paths.project.display()))
@@ -337,6 +350,7 @@ impl Daemon {
             .map_err(|e| Failure::usage(anyhow!("cannot write {}: {e}", paths.pid.display())))?;
         Ok(Self {
             listener,
+            consoles,
             paths,
             idle,
         })
@@ -348,8 +362,11 @@ impl Daemon {
         self,
         gateway: switchboard_hub::HubServer,
         audit: Option<Arc<switchboard_hub::hub::audit::AuditLog>>,
+        attach: Arc<crate::console::attach::Attach>,
+        taps: crate::console::attach::Taps,
     ) -> Result<u8, Failure> {
         let _cleanup = Cleanup(vec![
+            self.paths.dir.join(crate::console::attach::CONSOLE_SOCKET),
             self.paths.socket.clone(),
             self.paths.pid.clone(),
             self.paths.project.clone(),
@@ -365,7 +382,8 @@ impl Daemon {
             tokio::pin!(idle);
             let accepted = loop {
                 tokio::select! {
-                    accepted = self.listener.accept() => break Some(accepted),
+                    accepted = self.listener.accept() => break Some((accepted, false)),
+                    accepted = self.consoles.accept() => break Some((accepted, true)),
                     () = changed.notified() => {
                         if connected.load(Ordering::SeqCst) == 0 {
                             idle.as_mut().reset(tokio::time::Instant::now() + self.idle);
@@ -381,6 +399,7 @@ impl Daemon {
                 );
                 return Ok(0);
             };
+            let (accepted, console) = accepted;
             let stream = match accepted {
                 Ok((stream, _)) => stream,
                 Err(error) => {
@@ -403,9 +422,26 @@ impl Daemon {
                     continue;
                 }
             }
+            if console {
+                // A console open counts as a client: the session does not
+                // stop under it.
+                connected.fetch_add(1, Ordering::SeqCst);
+                let (connected, changed, attach) =
+                    (connected.clone(), changed.clone(), attach.clone());
+                tokio::spawn(async move {
+                    attach.control(stream).await;
+                    connected.fetch_sub(1, Ordering::SeqCst);
+                    changed.notify_one();
+                });
+                continue;
+            }
             n += 1;
             let (read, write) = stream.into_split();
-            let connection = switchboard::transport::framing::io_connection(read, write);
+            // What the host sent and was sent, for a console attached.
+            let connection = switchboard::transport::tap::tap_connection(
+                switchboard::transport::framing::io_connection(read, write),
+                taps.host(&format!("session-{n}")),
+            );
             let mut served = gateway.clone();
             if let Some(log) = &audit {
                 served = served.audit(log.clone(), format!("session-{n}"));

@@ -134,7 +134,10 @@ impl Console {
     }
 
     fn cookie(&self) -> String {
-        format!("Cookie: switchboard_console={}\r\n", self.token)
+        format!(
+            "Cookie: switchboard_console_{}={}\r\n",
+            self.port, self.token
+        )
     }
 
     /// What `t` was sent.
@@ -168,8 +171,10 @@ fn without_the_token_from_another_host_or_site_nothing_is_shown_or_done() {
     let (status, head, _) = console.get("/?token={token}", "");
     assert_eq!(status, 200, "{head}");
     assert!(
-        head.contains("set-cookie: switchboard_console=")
-            && head.contains("httponly; samesite=strict"),
+        head.contains(&format!(
+            "set-cookie: switchboard_console_{}=",
+            console.port
+        )) && head.contains("httponly; samesite=strict"),
         "{head}"
     );
     // Another host name (DNS rebinding) or another site's page: 403, even
@@ -1188,4 +1193,297 @@ fn in_chromium_the_audit_tab_shows_the_pages_calls_and_a_broken_chain() {
     let verdict = browser.wait_text("#audit-verdict", "does not verify");
     assert!(verdict.contains("line"), "{verdict}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `switchboard console` while the project's background session runs: the
+/// session's console (started from `home`, the session's directories
+/// below `sessions`).
+fn session_console(
+    home: &Home,
+    sessions: &std::path::Path,
+) -> (Child, BufReader<std::process::ChildStdout>, u16, String) {
+    let mut child = home
+        .command()
+        .env("SWITCHBOARD_SESSION_DIR", sessions)
+        .env_remove("SWITCHBOARD_NO_SESSION")
+        .args(["console", "--no-open"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut first, mut second) = (String::new(), String::new());
+    stdout.read_line(&mut first).unwrap();
+    stdout.read_line(&mut second).unwrap();
+    assert!(second.contains("background session"), "{first}{second}");
+    let url = first
+        .trim()
+        .strip_prefix("switchboard console: http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("no address: {first:?}"))
+        .to_owned();
+    let (port, token) = url.split_once("/?token=").unwrap();
+    (child, stdout, port.parse().unwrap(), token.to_owned())
+}
+
+#[test]
+fn the_sessions_console_shows_what_its_hosts_sent_and_what_it_forwarded() {
+    let home = Home::new(
+        "console-session",
+        &format!(
+            "[servers.t]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $$ >> \\\"$0\\\"; exec '{BIN}' __testserver\", \"SPAWNS\"]\n"
+        ),
+    );
+    // The test server's starts, one pid a line.
+    let spawns = home.root.join("spawns");
+    let config = std::fs::read_to_string(home.config()).unwrap();
+    std::fs::write(
+        home.config(),
+        config.replace("SPAWNS", spawns.to_str().unwrap()),
+    )
+    .unwrap();
+    let sessions = home.root.join("sessions");
+    let session = |args: &[&str]| {
+        home.command()
+            .env("SWITCHBOARD_SESSION_DIR", &sessions)
+            .env_remove("SWITCHBOARD_NO_SESSION")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let up = session(&["up"]);
+    assert!(up.status.success(), "{up:?}");
+    let (mut child, _stdout, port, token) = session_console(&home, &sessions);
+    let console = Attached { port, token };
+    // A command served by the session, as a host of it.
+    let call = session(&["call", "t/echo", r#"{"text":"sent by a command"}"#]);
+    assert!(call.status.success(), "{call:?}");
+    // The console's servers are the session's: nothing started twice.
+    let servers = console.get("/api/servers");
+    assert!(servers.contains("\"session\":true"), "{servers}");
+    assert!(servers.contains("\"state\":\"ready\""), "{servers}");
+    // A call from the page, as one more host of the session.
+    let (status, answer) = console.post(
+        "/api/call",
+        &json!({"name": "t__echo", "arguments": {"text": "sent from the page"}}).to_string(),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("sent from the page"), "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(&spawns).unwrap().lines().count(),
+        1,
+        "the console started a server of its own"
+    );
+    // What each host sent the session, and what the session forwarded.
+    let record: serde_json::Value = serde_json::from_str(&console.get("/api/protocol")).unwrap();
+    let entries = record["entries"].as_array().unwrap();
+    let find = |host: bool, text: &str, direction: &str| {
+        entries.iter().any(|e| {
+            e["host"] == host
+                && e["direction"] == direction
+                && e["method"] == "tools/call"
+                && e["text"].as_str().unwrap().contains(text)
+        })
+    };
+    assert!(find(true, "sent by a command", "received"), "{record}");
+    assert!(find(false, "sent by a command", "sent"), "{record}");
+    assert!(find(true, "sent from the page", "received"), "{record}");
+    assert!(find(false, "sent from the page", "sent"), "{record}");
+    let hosts: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .filter(|e| e["host"] == true)
+        .map(|e| e["server"].as_str().unwrap())
+        .collect();
+    assert!(
+        hosts.contains("console-1") && hosts.iter().any(|h| h.starts_with("session-")),
+        "{hosts:?}"
+    );
+    // Roots are the hosts' in the session: the page cannot set them.
+    let (status, _) = console.post("/api/roots", r#"{"server":"t","roots":[]}"#);
+    assert_eq!(status, 409);
+    // Closing the console closes its port; the session runs on.
+    let _ = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the console still listens"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let again = session(&["call", "t/echo", r#"{"text":"still here"}"#]);
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(std::fs::read_to_string(&spawns).unwrap().lines().count(), 1);
+    let down = session(&["down"]);
+    assert!(down.status.success(), "{down:?}");
+}
+
+/// A console reached with its cookie (no `Console` process of the test's
+/// own: the session serves it).
+struct Attached {
+    port: u16,
+    token: String,
+}
+
+impl Attached {
+    fn send(&self, request: String) -> (u16, String) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap_or(0);
+        (status, body.to_owned())
+    }
+
+    fn get(&self, path: &str) -> String {
+        self.send(format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: switchboard_console_{port}={token}\r\nConnection: close\r\n\r\n",
+            port = self.port,
+            token = self.token
+        ))
+        .1
+    }
+
+    fn post(&self, path: &str, body: &str) -> (u16, String) {
+        self.send(format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: switchboard_console_{port}={token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len(),
+            port = self.port,
+            token = self.token
+        ))
+    }
+}
+
+#[test]
+fn another_user_cannot_open_the_sessions_console() {
+    if !std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+    {
+        eprintln!("skipped: needs root, to connect as another user");
+        return;
+    }
+    let home = Home::new(
+        "console-session-peer",
+        &format!("[servers.t]\ncommand = \"{BIN}\"\nargs = [\"__testserver\"]\n"),
+    );
+    let sessions = home.root.join("sessions");
+    let session = |args: &[&str]| {
+        home.command()
+            .env("SWITCHBOARD_SESSION_DIR", &sessions)
+            .env_remove("SWITCHBOARD_NO_SESSION")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let up = session(&["up"]);
+    assert!(up.status.success(), "{up:?}");
+    let dir = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let socket = dir.join("console.sock");
+    // Opened up on purpose: only the session's own check stands between
+    // the other user and a console that could call every tool.
+    use std::os::unix::fs::PermissionsExt as _;
+    for path in [&sessions, &dir] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let probe = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b'{"port": 0}\n')
+    s.settimeout(20)
+    print("answer:" + repr(s.recv(4096)))
+except (ConnectionResetError, BrokenPipeError):
+    print("answer:reset")
+"#;
+    use std::os::unix::process::CommandExt as _;
+    let output = std::process::Command::new("python3")
+        .args(["-c", probe])
+        .arg(&socket)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("python3 runs");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.contains("answer:b''") || said.contains("answer:reset"),
+        "no address for another user: {said}"
+    );
+    let log = std::fs::read_to_string(dir.join("session.log")).unwrap();
+    assert!(log.contains("refused a connection from uid 65534"), "{log}");
+    let down = session(&["down"]);
+    assert!(down.status.success(), "{down:?}");
+}
+
+#[test]
+fn in_chromium_the_sessions_console_answers_a_servers_question_and_shows_its_hosts() {
+    let test = "in_chromium_the_sessions_console_answers_a_servers_question_and_shows_its_hosts";
+    let Some(browser) = support::browser::Browser::start(test, 1280, 900) else {
+        return;
+    };
+    let home = Home::new(
+        "console-session-page",
+        &format!("[servers.t]\ncommand = \"{BIN}\"\nargs = [\"__testserver\"]\n"),
+    );
+    let sessions = home.root.join("sessions");
+    let session = |args: &[&str]| {
+        home.command()
+            .env("SWITCHBOARD_SESSION_DIR", &sessions)
+            .env_remove("SWITCHBOARD_NO_SESSION")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let up = session(&["up"]);
+    assert!(up.status.success(), "{up:?}");
+    let (mut child, _stdout, port, token) = session_console(&home, &sessions);
+    browser.goto(&format!("http://127.0.0.1:{port}/?token={token}"));
+    browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");
+    browser.wait_text("#session-note", "background session");
+    // A server's question during the page's call comes to the page,
+    // through the session (the page is one of its hosts).
+    browser.click("#show-tools");
+    browser.click(r#"li[data-tool="t__ask"]"#);
+    browser.click("#call");
+    browser.wait_text(".modal[data-ask]", "Please tell us about yourself");
+    browser.retype(r#".modal input[data-path="name"]"#, "Grace Hopper");
+    browser.click(r#".modal button[data-answer="accept"]"#);
+    browser.wait_text("#result pre.text", "Grace Hopper");
+    // A command's call, in the protocol view beside what was forwarded.
+    let call = session(&["call", "t/echo", r#"{"text":"from the terminal"}"#]);
+    assert!(call.status.success(), "{call:?}");
+    browser.click("#show-protocol");
+    browser.retype("#protocol-filter", "from the terminal");
+    browser.wait_text("#protocol-table", "host session-");
+    // Both sides of it: what the command sent the session (a host row)
+    // and what the session sent `t`.
+    let sides = browser.script(
+        "return [...document.querySelectorAll('#protocol-table tbody tr')] \
+         .filter((row) => row.cells[4].textContent === 'tools/call') \
+         .map((row) => `${row.classList.contains('host') ? 'host' : row.cells[1].textContent} ${row.cells[2].textContent}`);",
+        json!([]),
+    );
+    let sides: Vec<String> = serde_json::from_value(sides).unwrap();
+    assert!(sides.contains(&"host ←".to_owned()), "{sides:?}");
+    assert!(sides.contains(&"t →".to_owned()), "{sides:?}");
+    browser.retype("#protocol-filter", "");
+    browser.screenshot(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("console")
+            .join("session.png"),
+    );
+    let _ = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+    let down = session(&["down"]);
+    assert!(down.status.success(), "{down:?}");
 }

@@ -28,6 +28,8 @@ struct Record {
 pub(crate) struct Activity {
     started: Instant,
     record: Mutex<Record>,
+    /// The task that follows the hub.
+    following: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Activity {
@@ -36,17 +38,31 @@ impl Activity {
         let activity = Arc::new(Self {
             started: Instant::now(),
             record: Mutex::default(),
+            following: Mutex::default(),
         });
         let mut events = hub.events();
         let noting = activity.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             while let Some(event) = events.next().await {
                 if let Some((server, kind, text)) = describe(event) {
                     noting.note(&server, kind, text);
                 }
             }
         });
+        *activity.following.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
         activity
+    }
+
+    /// Stops following the hub.
+    pub(crate) fn stop(&self) {
+        if let Some(task) = self
+            .following
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
     }
 
     fn note(&self, server: &str, kind: &str, mut text: String) {

@@ -259,6 +259,7 @@ fn to_json(item: &impl serde::Serialize) -> Value {
 /// answer at once.
 pub(super) fn call(
     hub: &Hub,
+    host: Option<&switchboard::Client>,
     audit: Option<&std::sync::Arc<super::audit::Audit>>,
     body: &[u8],
 ) -> Result<Lines, (u16, String)> {
@@ -289,10 +290,25 @@ pub(super) fn call(
         )
     });
     let hub = hub.clone();
+    let host = host.cloned();
     let call = tokio::spawn(async move {
-        let answer = match hub.call_tool_with(&name, arguments, options).await {
-            Ok(result) => json!({ "result": result }),
-            Err(error) => json!({ "error": chain(&error) }),
+        let answer = match host {
+            // In a gateway: as one of its hosts.
+            Some(host) => {
+                let params = switchboard::types::CallToolRequestParams {
+                    name,
+                    arguments,
+                    ..Default::default()
+                };
+                match host.call_tool_with(&params, options).await {
+                    Ok(result) => json!({ "result": result }),
+                    Err(error) => json!({ "error": chain(&error) }),
+                }
+            }
+            None => match hub.call_tool_with(&name, arguments, options).await {
+                Ok(result) => json!({ "result": result }),
+                Err(error) => json!({ "error": chain(&error) }),
+            },
         };
         if let Some(audited) = audited {
             audited.finish(&answer);

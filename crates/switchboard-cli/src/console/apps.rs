@@ -45,20 +45,23 @@ pub(super) struct Apps {
     sandbox: SocketAddr,
     console: SocketAddr,
     views: Mutex<(HashMap<String, View>, VecDeque<String>)>,
+    /// The listener's task.
+    serving: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Apps {
     /// Listens on the sandbox origin (a port of its own on 127.0.0.1) and
-    /// serves views from it until the process ends.
+    /// serves views from it until [`Apps::stop`].
     pub(super) async fn start(console: SocketAddr) -> std::io::Result<Arc<Self>> {
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let apps = Arc::new(Self {
             sandbox: listener.local_addr()?,
             console,
             views: Mutex::default(),
+            serving: Mutex::default(),
         });
         let serving = apps.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let slots = Arc::new(tokio::sync::Semaphore::new(super::MAX_CONNECTIONS));
             loop {
                 let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -82,7 +85,20 @@ impl Apps {
                 });
             }
         });
+        *apps.serving.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
         Ok(apps)
+    }
+
+    /// Stops serving views (their listener closes).
+    pub(super) fn stop(&self) {
+        if let Some(task) = self
+            .serving
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
     }
 
     /// The sandbox origin (`http://127.0.0.1:PORT`).

@@ -44,6 +44,17 @@ impl Audit {
         })
     }
 
+    /// A gateway's log, shown by a console attached to it (the gateway
+    /// writes it; the console's calls reach it as a host's).
+    pub(super) fn of(log: &Arc<AuditLog>) -> Self {
+        Self {
+            path: log.path().to_path_buf(),
+            log: None,
+            options: audit::AuditOptions::default(),
+            session: String::new(),
+        }
+    }
+
     /// Records one thing the page did: its kind, server, name (tool, URI,
     /// prompt, method), arguments, outcome and message, and how long it
     /// took.
@@ -109,7 +120,7 @@ impl Audit {
             .collect();
         json!({
             "file": self.path.display().to_string(),
-            "writing": self.log.is_some(),
+            "writing": self.log.is_some() || self.session.is_empty(),
             "verdict": verdict,
             "records": records,
         })

@@ -17,7 +17,9 @@
 
 use std::net::SocketAddr;
 
-/// The cookie that carries the token after the first page.
+/// The cookie that carries the token after the first page, with the
+/// console's port after it: cookies are kept per host, not per port, so
+/// two consoles at once (the session's and another) each keep their own.
 pub(crate) const COOKIE: &str = "switchboard_console";
 
 /// Why a request is refused, with its HTTP status.
@@ -100,6 +102,11 @@ impl Guard {
         }
     }
 
+    /// The console's port.
+    pub(crate) fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
     /// The address to open: the first page, with the token.
     pub(crate) fn sign_in_url(&self) -> String {
         format!("http://{}/?token={}", self.addr, self.token)
@@ -107,7 +114,16 @@ impl Guard {
 
     /// The `Set-Cookie` value that signs a browser in.
     pub(crate) fn cookie(&self) -> String {
-        format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", self.token)
+        format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie_name(),
+            self.token
+        )
+    }
+
+    /// This console's cookie's name.
+    fn cookie_name(&self) -> String {
+        format!("{COOKIE}_{}", self.addr.port())
     }
 
     /// Checks a request: its host, origin, token and method.
@@ -138,7 +154,7 @@ impl Guard {
             .and_then(|cookies| {
                 cookies.split(';').find_map(|pair| {
                     let (name, value) = pair.trim().split_once('=')?;
-                    (name == COOKIE).then_some(value)
+                    (name == self.cookie_name()).then_some(value)
                 })
             })
             .or_else(|| seen.authorization?.strip_prefix("Bearer "));
@@ -199,7 +215,7 @@ mod tests {
             ..seen("GET")
         };
         assert_eq!(guard.check(&first), Ok(Pass::SignIn));
-        let cookie = format!("a=b; {COOKIE}={TOKEN}");
+        let cookie = format!("a=b; {COOKIE}_4321={TOKEN}; {COOKIE}_9999=other");
         let later = Seen {
             cookie: Some(&cookie),
             ..seen("GET")
@@ -220,7 +236,7 @@ mod tests {
         let guard = guard();
         assert_eq!(guard.check(&seen("GET")), Err(Refusal::Unauthorized));
         for wrong in ["0123456789abcdee", "0123456789abcde", ""] {
-            let cookie = format!("{COOKIE}={wrong}");
+            let cookie = format!("{COOKIE}_4321={wrong}");
             let request = Seen {
                 cookie: Some(&cookie),
                 query_token: Some(wrong),
@@ -233,7 +249,7 @@ mod tests {
     #[test]
     fn another_host_or_origin_is_403_even_with_the_token() {
         let guard = guard();
-        let cookie = format!("{COOKIE}={TOKEN}");
+        let cookie = format!("{COOKIE}_4321={TOKEN}");
         for host in [
             None,
             Some("evil.example:4321"),
@@ -273,7 +289,7 @@ mod tests {
     #[test]
     fn a_change_is_a_json_post_with_the_cookie_never_a_form_or_the_url_token() {
         let guard = guard();
-        let cookie = format!("{COOKIE}={TOKEN}");
+        let cookie = format!("{COOKIE}_4321={TOKEN}");
         for content_type in [
             None,
             Some("application/x-www-form-urlencoded"),

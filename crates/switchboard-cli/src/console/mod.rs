@@ -19,6 +19,7 @@ mod activity;
 mod api;
 mod apps;
 mod asks;
+pub(crate) mod attach;
 mod audit;
 mod doctor;
 mod edit;
@@ -90,6 +91,8 @@ struct State {
     credentials: Option<std::path::PathBuf>,
     /// The audit log the page's calls are written to and shown from.
     audit: Option<Arc<audit::Audit>>,
+    /// In a gateway, its host client the page calls tools through.
+    host: Option<switchboard::Client>,
     guard: Guard,
 }
 
@@ -129,8 +132,16 @@ impl State {
     fn refresh(&self) {
         self.reread();
         let (context, hub) = (self.context.clone(), self.hub.clone());
+        let gateway = self.host.is_some();
         tokio::spawn(async move {
-            if let Err(error) = crate::hub::reapply(&context, &hub).await {
+            // A gateway reads its files as it reads them on a change
+            // (the servers it fronts, approvals, policy).
+            let done = if gateway {
+                hub.reload().await.map(drop).map_err(|e| e.to_string())
+            } else {
+                crate::hub::reapply(&context, &hub).await.map(drop)
+            };
+            if let Err(error) = done {
                 eprintln!(
                     "switchboard console: the servers were not brought in line with the files: {error}"
                 );
@@ -141,15 +152,21 @@ impl State {
 
 /// `console [--port N] [--no-open]`: serves the console until a signal
 /// while the configured servers start, and opens it in the browser unless
-/// told not to.
+/// told not to. When the project's background session runs, the console
+/// is the session's instead ([`attach`]): its servers, and what its hosts
+/// sent.
 pub(crate) async fn console(
     context: &Context,
     settings: Settings,
     credentials: Option<&Path>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
+    if settings.audit.is_none()
+        && let Some(code) = attach::through_session(context, &settings).await?
+    {
+        return Ok(code);
+    }
     let Settings { port, open, .. } = settings;
-    let usage = |what: String| Failure::usage(anyhow::anyhow!(what));
     let audit = settings
         .audit
         .map(|path| {
@@ -163,17 +180,7 @@ pub(crate) async fn console(
         .transpose()?
         .map(Arc::new);
     // Bound before the servers start: a port in use fails at once.
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
-        .await
-        .map_err(|e| usage(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
-    let addr: SocketAddr = listener
-        .local_addr()
-        .map_err(|e| usage(format!("the console's address: {e}")))?;
-    let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
-    // Apps' views come from an origin of their own.
-    let apps = apps::Apps::start(addr)
-        .await
-        .map_err(|e| usage(format!("cannot listen on 127.0.0.1 for apps' views: {e}")))?;
+    let bound = Bound::listen(port).await?;
     // The servers start while the page opens (it shows each one's state
     // as it changes); one waiting for approval is approved in the page.
     // What the servers ask (forms, pages to open, sampling) is asked in
@@ -203,40 +210,121 @@ pub(crate) async fn console(
                 .roots(rooted.of(&config.name))
         },
     )?;
-    let activity = activity::Activity::follow(&hub);
-    let state = Arc::new(State {
+    let parts = Parts {
         context: context.clone(),
         hub,
-        activity,
         asks: questions,
         protocol,
-        apps,
-        logins: Arc::default(),
         roots,
-        loaded: std::sync::RwLock::new(Arc::new(context.load_quiet())),
         credentials: credentials.map(Path::to_path_buf),
         audit,
-        guard,
-    });
-    let url = state.guard.sign_in_url();
+        host: None,
+    };
+    let (state, listener, url) = bound.state(parts);
     // Written, not printed: a reader that has gone (`| head -1`) must not
     // stop the console.
-    {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "switchboard console: {url}");
-        let _ = writeln!(out, "(Ctrl-C stops it and its servers)");
-        let _ = out.flush();
-    }
+    say(&[
+        &format!("switchboard console: {url}"),
+        "(Ctrl-C stops it and its servers)",
+    ]);
     // Kept until the console stops, then removed.
     let _launch = if open {
-        open_browser(&url, addr.port())
+        open_browser(&url, state.guard.port())
     } else {
         None
     };
-    let stop = servers.drain_on_signal();
+    serve(state, listener, servers.drain_on_signal()).await;
+    Ok(0)
+}
+
+/// Lines on stdout, written whatever becomes of its reader.
+fn say(lines: &[&str]) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+}
+
+/// What a console shows, over a hub made by whoever made it.
+struct Parts {
+    context: Context,
+    hub: Hub,
+    asks: Arc<asks::Asks>,
+    protocol: Arc<protocol::Protocol>,
+    roots: Arc<roots::RootsBook>,
+    credentials: Option<std::path::PathBuf>,
+    audit: Option<Arc<audit::Audit>>,
+    /// In a gateway: a host client of it, through which the page calls
+    /// tools (so what a server asks during a call comes to the page, and
+    /// the gateway's policy and audit apply as to any host).
+    host: Option<switchboard::Client>,
+}
+
+/// A console's listeners, bound: its page's and its apps' views'.
+struct Bound {
+    listener: tokio::net::TcpListener,
+    guard: Guard,
+    apps: Arc<apps::Apps>,
+}
+
+impl Bound {
+    /// 127.0.0.1:`port` (0: any free one) and a port for apps' views.
+    async fn listen(port: u16) -> Result<Self, Failure> {
+        let usage = |what: String| Failure::usage(anyhow::anyhow!(what));
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+            .await
+            .map_err(|e| usage(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+        let addr: SocketAddr = listener
+            .local_addr()
+            .map_err(|e| usage(format!("the console's address: {e}")))?;
+        let guard = Guard::new(addr).map_err(|e| usage(format!("cannot make a token: {e}")))?;
+        // Apps' views come from an origin of their own.
+        let apps = apps::Apps::start(addr)
+            .await
+            .map_err(|e| usage(format!("cannot listen on 127.0.0.1 for apps' views: {e}")))?;
+        Ok(Self {
+            listener,
+            guard,
+            apps,
+        })
+    }
+
+    /// The console over `parts`: its state, its listener, and the address
+    /// with the token to open it at.
+    fn state(self, parts: Parts) -> (Arc<State>, tokio::net::TcpListener, String) {
+        let activity = activity::Activity::follow(&parts.hub);
+        let state = Arc::new(State {
+            loaded: std::sync::RwLock::new(Arc::new(parts.context.load_quiet())),
+            context: parts.context,
+            hub: parts.hub,
+            activity,
+            asks: parts.asks,
+            protocol: parts.protocol,
+            apps: self.apps,
+            logins: Arc::default(),
+            roots: parts.roots,
+            credentials: parts.credentials,
+            audit: parts.audit,
+            host: parts.host,
+            guard: self.guard,
+        });
+        let url = state.guard.sign_in_url();
+        (state, self.listener, url)
+    }
+}
+
+/// Serves the console until `stop`; then its apps' listener and what
+/// follows the hub for it stop too.
+async fn serve(
+    state: Arc<State>,
+    listener: tokio::net::TcpListener,
+    stop: impl std::future::Future,
+) {
     tokio::pin!(stop);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut connections = tokio::task::JoinSet::new();
     loop {
         let accepted = tokio::select! {
             accepted = async {
@@ -249,7 +337,7 @@ pub(crate) async fn console(
             continue;
         };
         let state = state.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let _slot = slot;
             let service = hyper::service::service_fn(move |request| {
                 let state = state.clone();
@@ -261,8 +349,12 @@ pub(crate) async fn console(
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
         });
+        // Ended connections are let go of as they end.
+        while connections.try_join_next().is_some() {}
     }
-    Ok(0)
+    connections.abort_all();
+    state.apps.stop();
+    state.activity.stop();
 }
 
 /// Opens the console in the user's browser through a private file that
@@ -356,15 +448,17 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
             respond(200, "text/javascript; charset=utf-8", CONFIG_SCRIPT.into())
         }
         ("GET", "/console.css") => respond(200, "text/css; charset=utf-8", STYLE.into()),
-        ("GET", "/api/servers") => json(
-            200,
-            &api::servers(
+        ("GET", "/api/servers") => {
+            let mut servers = api::servers(
                 &state.hub,
                 &state.loaded(),
                 state.credentials.as_deref(),
                 &state.logins,
-            ),
-        ),
+            );
+            // The background session's servers, not the console's own.
+            servers["session"] = state.host.is_some().into();
+            json(200, &servers)
+        }
         ("GET", "/api/tools") => json(200, &api::tools(&state.hub)),
         ("GET", "/api/resources") => json(200, &api::resources(&state.hub).await),
         ("GET", "/api/prompts") => json(200, &api::prompts(&state.hub).await),
@@ -403,7 +497,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 }
             };
             if path == "/api/call" {
-                return match api::call(&state.hub, state.audit.as_ref(), &body) {
+                return match api::call(&state.hub, state.host.as_ref(), state.audit.as_ref(), &body)
+                {
                     Ok(lines) => {
                         let mut response = respond(200, "application/x-ndjson", String::new());
                         *response.body_mut() = lines.boxed();
@@ -420,6 +515,11 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "/api/complete" => api::complete(&state.hub, &body).await,
                 "/api/subscribe" => api::subscribe(&state.hub, &body).await,
                 "/api/task" => api::task(&state.hub, &body).await,
+                "/api/roots" if state.host.is_some() => Err((
+                    409,
+                    "the session's servers get the roots of the hosts it serves, not the console's"
+                        .to_owned(),
+                )),
                 "/api/roots" => state.roots.set(&body),
                 "/api/add" => edit::add(state, &body).await,
                 "/api/config" => edit::change(state, &body).await,

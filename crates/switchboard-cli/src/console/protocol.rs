@@ -5,12 +5,20 @@
 //! newest [`MAX_ENTRIES`] messages, each kept to its first [`MAX_TEXT`]
 //! bytes; the page asks for what came after the last one it has.
 //!
+//! In a gateway (`switchboard serve`, the background session) the record
+//! also holds what each host sent the gateway and what the gateway sent it
+//! (`host` entries, [`Protocol::host_tap`]), beside what the gateway
+//! forwarded to each server; there it records only while a console is
+//! attached ([`Protocol::set_on`]), so a gateway nobody watches pays one
+//! atomic load a message.
+//!
 //! The record also keeps every task it saw go by (a call answered with a
 //! task, `tasks/get`, `tasks/list`, a status notification), each with its
 //! latest status, for the Tasks view: whoever started it, the console
 //! sees it.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -40,7 +48,10 @@ const TASK_FIELDS: [&str; 7] = [
 
 struct Entry {
     seq: u64,
+    /// The server's name, or the host connection's.
     server: Arc<str>,
+    /// A host's connection to the gateway, not a server's.
+    host: bool,
     sent: bool,
     at_ms: f64,
     kind: &'static str,
@@ -55,9 +66,9 @@ struct Entry {
 struct Record {
     entries: VecDeque<Entry>,
     next: u64,
-    /// When each request still unanswered went: (server, direction it
-    /// went, id).
-    pending: HashMap<(Arc<str>, bool, String), f64>,
+    /// When each request still unanswered went: (server or host, whether
+    /// a host's, direction it went, id).
+    pending: HashMap<(Arc<str>, bool, bool, String), f64>,
     /// Every task seen, by (server, task id), with its latest status; in
     /// the order first seen.
     tasks: Vec<((Arc<str>, String), Value)>,
@@ -66,6 +77,8 @@ struct Record {
 /// Every server's messages (see the module docs).
 pub(crate) struct Protocol {
     started: Instant,
+    /// Whether messages are recorded now.
+    on: AtomicBool,
     record: Mutex<Record>,
 }
 
@@ -73,22 +86,53 @@ impl Default for Protocol {
     fn default() -> Self {
         Self {
             started: Instant::now(),
+            on: AtomicBool::new(true),
             record: Mutex::default(),
         }
     }
 }
 
 impl Protocol {
+    /// A record that notes nothing until [`Protocol::set_on`] (a
+    /// gateway's, until a console attaches).
+    pub(crate) fn off() -> Self {
+        let protocol = Self::default();
+        protocol.on.store(false, Ordering::Relaxed);
+        protocol
+    }
+
+    /// Records from now on (`true`), or stops and forgets (`false`).
+    pub(crate) fn set_on(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+        if !on {
+            *self.record.lock().unwrap_or_else(|e| e.into_inner()) = Record::default();
+        }
+    }
+
     /// The tap for `server`'s connections.
     pub(crate) fn tap(self: &Arc<Self>, server: &str) -> Arc<dyn Tap> {
         let protocol = self.clone();
         let server: Arc<str> = server.into();
         Arc::new(move |direction: Direction, message: &[u8]| {
-            protocol.note(&server, direction == Direction::Sent, message);
+            if protocol.on.load(Ordering::Relaxed) {
+                protocol.note(&server, false, direction == Direction::Sent, message);
+            }
         })
     }
 
-    fn note(&self, server: &Arc<str>, sent: bool, message: &[u8]) {
+    /// The tap for a host's connection to the gateway, `name` (what the
+    /// gateway sent the host is `sent`).
+    pub(crate) fn host_tap(self: &Arc<Self>, name: &str) -> Arc<dyn Tap> {
+        let protocol = self.clone();
+        let name: Arc<str> = name.into();
+        Arc::new(move |direction: Direction, message: &[u8]| {
+            if protocol.on.load(Ordering::Relaxed) {
+                protocol.note(&name, true, direction == Direction::Sent, message);
+            }
+        })
+    }
+
+    fn note(&self, server: &Arc<str>, host: bool, sent: bool, message: &[u8]) {
         let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let parsed: Option<Value> = serde_json::from_slice(message).ok();
         let (kind, method, id) = match &parsed {
@@ -118,7 +162,10 @@ impl Protocol {
             text.push_str(&format!(" … ({} bytes in all)", message.len()));
         }
         let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
-        if !sent && let Some(message) = &parsed {
+        if !sent
+            && !host
+            && let Some(message) = &parsed
+        {
             for task in tasks_in(message) {
                 record.note_task(server, task);
             }
@@ -130,13 +177,13 @@ impl Protocol {
                 }
                 record
                     .pending
-                    .insert((server.clone(), sent, id.clone()), at_ms);
+                    .insert((server.clone(), host, sent, id.clone()), at_ms);
                 None
             }
             // An answer goes the other way from its request.
             ("response" | "error", Some(id)) => record
                 .pending
-                .remove(&(server.clone(), !sent, id.clone()))
+                .remove(&(server.clone(), host, !sent, id.clone()))
                 .map(|asked| at_ms - asked),
             _ => None,
         };
@@ -148,6 +195,7 @@ impl Protocol {
         record.entries.push_back(Entry {
             seq,
             server: server.clone(),
+            host,
             sent,
             at_ms,
             kind,
@@ -266,6 +314,7 @@ fn entry_json(entry: &Entry) -> Value {
     json!({
         "seq": entry.seq,
         "server": &*entry.server,
+        "host": entry.host,
         "direction": if entry.sent { "sent" } else { "received" },
         "atMs": (entry.at_ms * 10.0).round() / 10.0,
         "kind": entry.kind,

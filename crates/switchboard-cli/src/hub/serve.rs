@@ -79,7 +79,7 @@ pub(crate) async fn serve(
     remember(&fingerprints, &prepared.runnable);
     // What backends ask of their client goes to the host.
     let asks = BackendAsks::new();
-    let hub = served_hub(
+    let (hub, taps) = served_hub(
         context,
         credentials,
         &loaded,
@@ -116,13 +116,23 @@ pub(crate) async fn serve(
         ));
     }
     if settings.fronted.reads_files() {
-        gateway.spawn(watch_config(hub, watched_files(context, &loaded)));
+        gateway.spawn(watch_config(hub.clone(), watched_files(context, &loaded)));
     }
     let audit = settings.audit.map(Arc::new);
-    match (settings.http, settings.session) {
-        (Some(listener), _) => serve_http(gateway, listener, audit, servers).await,
-        (None, Some(daemon)) => daemon.run(gateway, audit).await,
-        (None, None) => serve_stdio(gateway, audit).await,
+    match (settings.http, settings.session, taps) {
+        (Some(listener), _, _) => serve_http(gateway, listener, audit, servers).await,
+        (None, Some(daemon), Some(taps)) => {
+            let attach = crate::console::attach::Attach::new(
+                context.clone(),
+                hub,
+                gateway.clone(),
+                credentials.map(Path::to_path_buf),
+                audit.clone(),
+                taps.clone(),
+            );
+            daemon.run(gateway, audit, attach, taps).await
+        }
+        (None, _, _) => serve_stdio(gateway, audit).await,
     }
 }
 
@@ -188,7 +198,8 @@ fn remote_servers(runnable: &[ServerConfig]) -> HashMap<String, (String, Option<
 /// when several, unless their entries say otherwise (`prefix`); the
 /// background session keeps `server__name` (the CLI's commands name tools
 /// so with it or without). Every call follows `[policy.tools]`; the files
-/// are read again when they change, the same way.
+/// are read again when they change, the same way. For the background
+/// session, also the taps a console attached to it records with.
 fn served_hub(
     context: &Context,
     credentials: Option<&Path>,
@@ -197,7 +208,14 @@ fn served_hub(
     settings: &ServeSettings,
     asks: &BackendAsks,
     fingerprints: &crate::session::Fingerprints,
-) -> Result<Hub, Failure> {
+) -> Result<(Hub, Option<crate::console::attach::Taps>), Failure> {
+    // The session records what a console attached to it shows (nothing
+    // until one is).
+    let taps = settings
+        .session
+        .is_some()
+        .then(crate::console::attach::Taps::new);
+    let tapping = taps.clone();
     let prefix = if runnable.len() == 1 && settings.session.is_none() {
         Prefix::OnCollision
     } else {
@@ -242,7 +260,13 @@ fn served_hub(
             remember(&fingerprints, &runnable);
             Ok(runnable)
         })
-        .client(move |server, client| forwarding.client(&server.name, client));
+        .client(move |server, client| {
+            let client = forwarding.client(&server.name, client);
+            match &tapping {
+                Some(taps) => client.tap(taps.server(&server.name)),
+                None => client,
+            }
+        });
     // A login made in a terminal (`switchboard login NAME`) while serving
     // brings its server up.
     match login::login_index(credentials) {
@@ -250,6 +274,7 @@ fn served_hub(
         None => hub,
     }
     .build()
+    .map(|hub| (hub, taps))
     .map_err(|e| hub_failure(e, None, None))
 }
 

@@ -17,9 +17,9 @@ use super::{
 /// Which way a message went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
-    /// From this client to the server.
+    /// From this end (the client, on a client's connection) to the peer.
     Sent,
-    /// From the server to this client.
+    /// From the peer to this end.
     Received,
 }
 
@@ -56,21 +56,28 @@ impl Tapped {
     }
 }
 
+/// `connection` with every message it carries shown to `tap`: a server's
+/// side of a connection as well as a client's ([`Direction::Sent`] is
+/// always what this end sent).
+pub fn tap_connection(connection: Connection, tap: Arc<dyn Tap>) -> Connection {
+    Connection {
+        sink: Arc::new(TappedSink {
+            inner: connection.sink,
+            tap: tap.clone(),
+        }),
+        stream: Box::new(TappedStream {
+            inner: connection.stream,
+            tap,
+        }),
+        stderr: connection.stderr,
+    }
+}
+
 impl Connector for Tapped {
     fn connect(&self) -> BoxFuture<'_, Result<Connection, TransportError>> {
         Box::pin(async move {
             let connection = self.inner.connect().await?;
-            Ok(Connection {
-                sink: Arc::new(TappedSink {
-                    inner: connection.sink,
-                    tap: self.tap.clone(),
-                }),
-                stream: Box::new(TappedStream {
-                    inner: connection.stream,
-                    tap: self.tap.clone(),
-                }),
-                stderr: connection.stderr,
-            })
+            Ok(tap_connection(connection, self.tap.clone()))
         })
     }
 

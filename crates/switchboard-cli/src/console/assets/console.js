@@ -67,8 +67,14 @@ function show(which) {
 const STARTING = new Set(['pending', 'connecting', 'reconnecting']);
 let waiting = null;
 
+// Whether the console is the background session's (its servers are the
+// session's; roots come from its hosts).
+let inSession = false;
+
 async function loadServers() {
-  const { servers } = await api('/api/servers');
+  const { servers, session } = await api('/api/servers');
+  inSession = Boolean(session);
+  $('session-note').hidden = !inSession;
   const starting = servers.some((server) => STARTING.has(server.state));
   clearTimeout(waiting);
   if (starting) {
@@ -148,7 +154,7 @@ function serverActions(server) {
     server.state === 'ready' ? null : el('button', {
       type: 'button', 'data-diagnose': server.name, onclick: () => diagnose(server.name),
     }, 'Diagnose'),
-    el('button', { type: 'button', 'data-roots': server.name, onclick: () => editRoots(server.name) }, 'Roots'),
+    inSession ? null : el('button', { type: 'button', 'data-roots': server.name, onclick: () => editRoots(server.name) }, 'Roots'),
     configActions(server));
 }
 

@@ -1,5 +1,6 @@
 // switchboard console: the protocol view. Every JSON-RPC message each
-// server's connection carried, asked for while the tab is shown (what
+// server's connection carried (and, in the background session's console,
+// each host's connection to the session), asked for while the tab is shown (what
 // came after the last one this page has), filtered in the page. Rows are
 // added in batches and only the newest are in the document, so a server
 // sending thousands a second does not stall the page.
@@ -17,14 +18,16 @@ function protocolMatches(entry) {
   if (direction && entry.direction !== direction) return false;
   const query = $('protocol-filter').value.trim().toLowerCase();
   if (!query) return true;
-  return [entry.server, entry.method, entry.id, entry.kind, entry.text]
+  return [entry.server, entry.host ? 'host' : 'server', entry.method, entry.id, entry.kind, entry.text]
     .some((text) => (text || '').toLowerCase().includes(query));
 }
 
 function protocolRow(entry) {
-  const row = el('tr', { 'data-seq': entry.seq, class: `dir-${entry.direction} kind-${entry.kind}` },
+  // Arrows are switchboard's: → it sent, ← it received; a host's
+  // connection to the gateway is named "host …".
+  const row = el('tr', { 'data-seq': entry.seq, 'data-host': entry.host ? entry.server : null, class: `dir-${entry.direction} kind-${entry.kind}${entry.host ? ' host' : ''}` },
     el('td', {}, (entry.atMs / 1000).toFixed(3)),
-    el('td', {}, entry.server),
+    el('td', {}, entry.host ? `host ${entry.server}` : entry.server),
     el('td', { title: entry.direction }, entry.direction === 'sent' ? '→' : '←'),
     el('td', {}, entry.kind),
     el('td', { class: 'method' }, entry.method || ''),
