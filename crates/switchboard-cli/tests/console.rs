@@ -1259,7 +1259,10 @@ fn the_sessions_console_shows_what_its_hosts_sent_and_what_it_forwarded() {
     assert!(call.status.success(), "{call:?}");
     // The console's servers are the session's: nothing started twice.
     let servers = console.get("/api/servers");
-    assert!(servers.contains("\"session\":true"), "{servers}");
+    assert!(
+        servers.contains("\"gateway\":\"the background session"),
+        "{servers}"
+    );
     assert!(servers.contains("\"state\":\"ready\""), "{servers}");
     // A call from the page, as one more host of the session.
     let (status, answer) = console.post(
@@ -1486,4 +1489,71 @@ fn in_chromium_the_sessions_console_answers_a_servers_question_and_shows_its_hos
     let _ = child.wait();
     let down = session(&["down"]);
     assert!(down.status.success(), "{down:?}");
+}
+
+#[test]
+fn serve_with_a_console_shows_what_its_host_sent_and_what_it_forwarded() {
+    let home = Home::new(
+        "console-serve",
+        &format!(
+            "[servers.t]\ncommand = \"{BIN}\"\nargs = [\"__testserver\"]\n\n\
+             [servers.u]\ncommand = \"{BIN}\"\nargs = [\"__testserver\", \"--name\", \"u\"]\n"
+        ),
+    );
+    let mut serve = home
+        .command()
+        .args(["serve", "--console"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(serve.stderr.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no console said");
+        if let Some(rest) = line.trim().strip_prefix("switchboard serve: console at ") {
+            break rest.split(' ').next().unwrap().to_owned();
+        }
+    };
+    let (port, token) = url
+        .strip_prefix("http://127.0.0.1:")
+        .unwrap()
+        .split_once("/?token=")
+        .unwrap();
+    let console = Attached {
+        port: port.parse().unwrap(),
+        token: token.to_owned(),
+    };
+    // The host, on stdio.
+    let mut stdin = serve.stdin.take().unwrap();
+    let mut stdout = BufReader::new(serve.stdout.take().unwrap());
+    for message in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"a host","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t__echo","arguments":{"text":"the host's words"}}}"#,
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let mut answered = String::new();
+    while !answered.contains("\"id\":2") {
+        answered.clear();
+        assert!(stdout.read_line(&mut answered).unwrap() > 0);
+    }
+    assert!(answered.contains("the host's words"), "{answered}");
+    let record: serde_json::Value = serde_json::from_str(&console.get("/api/protocol")).unwrap();
+    let entries = record["entries"].as_array().unwrap();
+    let seen = |host: bool, server: &str, direction: &str| {
+        entries.iter().any(|e| {
+            e["host"] == host
+                && e["server"] == server
+                && e["direction"] == direction
+                && e["method"] == "tools/call"
+                && e["text"].as_str().unwrap().contains("the host's words")
+        })
+    };
+    assert!(seen(true, "stdio", "received"), "{record}");
+    assert!(seen(false, "t", "sent"), "{record}");
+    drop(stdin);
+    let _ = serve.wait();
 }

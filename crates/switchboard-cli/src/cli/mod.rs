@@ -590,6 +590,12 @@ pub(crate) struct ServeArgs {
     /// slower to start than this: raise it.
     #[arg(long, value_name = "SECONDS", default_value_t = 4)]
     pub(crate) wait_ready: u64,
+    /// Also serve `switchboard console` over this gateway, on 127.0.0.1
+    /// (a free port; its address, with its token, said on stderr and kept
+    /// in a private file while it runs): the servers it fronts, and — for
+    /// a host on stdio — what the host sent beside what was forwarded.
+    #[arg(long)]
+    pub(crate) console: bool,
     /// Record every tool call, resource read, prompt get, forwarded
     /// elicitation and sampling, policy decision and login in FILE:
     /// JSON lines, 0600, chained by a keyed MAC (`switchboard audit

@@ -12,6 +12,7 @@ use crate::{configure, fronted, hub, listen, session};
 pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> {
     let ServeArgs {
         wait_ready,
+        console,
         audit,
         audit_arguments,
         audit_keep,
@@ -69,6 +70,7 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
             max_connections,
         }),
         session: None,
+        console,
         audit,
         max_tools,
         max_message_size: max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
@@ -89,6 +91,7 @@ pub(crate) async fn session(run: Run<'_>, idle: u64) -> Result<u8, Failure> {
         wait_ready: Duration::from_secs(10),
         http: None,
         session: Some(daemon),
+        console: false,
         audit: None,
         max_tools: None,
         max_message_size: None,

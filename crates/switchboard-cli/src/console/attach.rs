@@ -65,6 +65,8 @@ pub(crate) struct Attach {
     credentials: Option<PathBuf>,
     audit: Option<Arc<AuditLog>>,
     taps: Taps,
+    /// What the gateway is called in the page.
+    called: &'static str,
     /// Consoles open now (the record is kept while any is).
     open: AtomicUsize,
     /// Consoles opened so far, to name each one's host connection.
@@ -72,7 +74,10 @@ pub(crate) struct Attach {
 }
 
 impl Attach {
+    /// A console over `gateway` (called `called` in the page: "the
+    /// background session", "this `switchboard serve`").
     pub(crate) fn new(
+        called: &'static str,
         context: Context,
         hub: Hub,
         gateway: HubServer,
@@ -81,6 +86,7 @@ impl Attach {
         taps: Taps,
     ) -> Arc<Self> {
         Arc::new(Self {
+            called,
             context,
             hub,
             gateway,
@@ -148,7 +154,7 @@ impl Attach {
                 .audit
                 .as_ref()
                 .map(|log| Arc::new(audit::Audit::of(log))),
-            host: Some(host.clone()),
+            host: Some((host.clone(), self.called)),
         };
         let (state, listener, url) = bound.state(parts);
         opened(&url);

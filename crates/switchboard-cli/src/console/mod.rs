@@ -93,6 +93,8 @@ struct State {
     audit: Option<Arc<audit::Audit>>,
     /// In a gateway, its host client the page calls tools through.
     host: Option<switchboard::Client>,
+    /// In a gateway, what it is called in the page.
+    gateway: Option<&'static str>,
     guard: Guard,
 }
 
@@ -258,8 +260,9 @@ struct Parts {
     audit: Option<Arc<audit::Audit>>,
     /// In a gateway: a host client of it, through which the page calls
     /// tools (so what a server asks during a call comes to the page, and
-    /// the gateway's policy and audit apply as to any host).
-    host: Option<switchboard::Client>,
+    /// the gateway's policy and audit apply as to any host), and what the
+    /// gateway is called in the page.
+    host: Option<(switchboard::Client, &'static str)>,
 }
 
 /// A console's listeners, bound: its page's and its apps' views'.
@@ -307,7 +310,8 @@ impl Bound {
             roots: parts.roots,
             credentials: parts.credentials,
             audit: parts.audit,
-            host: parts.host,
+            host: parts.host.as_ref().map(|(host, _)| host.clone()),
+            gateway: parts.host.map(|(_, gateway)| gateway),
             guard: self.guard,
         });
         let url = state.guard.sign_in_url();
@@ -455,8 +459,8 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 state.credentials.as_deref(),
                 &state.logins,
             );
-            // The background session's servers, not the console's own.
-            servers["session"] = state.host.is_some().into();
+            // A gateway's servers (the session's), not the console's own.
+            servers["gateway"] = state.gateway.into();
             json(200, &servers)
         }
         ("GET", "/api/tools") => json(200, &api::tools(&state.hub)),

@@ -29,6 +29,8 @@ pub(crate) struct ServeSettings {
     pub(crate) http: Option<crate::listen::Listener>,
     /// On the background session's Unix socket instead of stdio.
     pub(crate) session: Option<crate::session::Daemon>,
+    /// Also a console over the gateway (`--console`).
+    pub(crate) console: bool,
     /// Where tool calls are recorded.
     pub(crate) audit: Option<switchboard_hub::hub::audit::AuditLog>,
     /// The host's tool budget (tool-search mode past it).
@@ -119,20 +121,56 @@ pub(crate) async fn serve(
         gateway.spawn(watch_config(hub.clone(), watched_files(context, &loaded)));
     }
     let audit = settings.audit.map(Arc::new);
-    match (settings.http, settings.session, taps) {
-        (Some(listener), _, _) => serve_http(gateway, listener, audit, servers).await,
-        (None, Some(daemon), Some(taps)) => {
-            let attach = crate::console::attach::Attach::new(
-                context.clone(),
-                hub,
-                gateway.clone(),
-                credentials.map(Path::to_path_buf),
-                audit.clone(),
-                taps.clone(),
-            );
+    let attach = taps.as_ref().map(|taps| {
+        crate::console::attach::Attach::new(
+            if settings.session.is_some() {
+                "the background session (`switchboard up`)"
+            } else {
+                "this `switchboard serve`"
+            },
+            context.clone(),
+            hub,
+            gateway.clone(),
+            credentials.map(Path::to_path_buf),
+            audit.clone(),
+            taps.clone(),
+        )
+    });
+    // `--console`: served beside the gateway while it runs; its address
+    // said on stderr (a host keeps that in its log) and kept in a
+    // private file.
+    if settings.console
+        && let Some(attach) = &attach
+    {
+        let attach = attach.clone();
+        gateway.spawn(async move {
+            let mut kept = None;
+            let served = attach
+                .serve(
+                    0,
+                    |url| {
+                        let name = format!("console-serve-{}.url", std::process::id());
+                        kept = crate::listen::private_runtime_file(&name, url).ok();
+                        let place = kept
+                            .as_ref()
+                            .map(|file| format!(" (also in {})", file.path().display()))
+                            .unwrap_or_default();
+                        eprintln!("switchboard serve: console at {url}{place}");
+                    },
+                    std::future::pending::<()>(),
+                )
+                .await;
+            if let Err(failure) = served {
+                eprintln!("warning: no console: {:#}", failure.error);
+            }
+        });
+    }
+    match (settings.http, settings.session, attach, taps) {
+        (Some(listener), _, _, _) => serve_http(gateway, listener, audit, servers).await,
+        (None, Some(daemon), Some(attach), Some(taps)) => {
             daemon.run(gateway, audit, attach, taps).await
         }
-        (None, _, _) => serve_stdio(gateway, audit).await,
+        (None, _, _, taps) => serve_stdio(gateway, audit, taps).await,
     }
 }
 
@@ -211,10 +249,8 @@ fn served_hub(
 ) -> Result<(Hub, Option<crate::console::attach::Taps>), Failure> {
     // The session records what a console attached to it shows (nothing
     // until one is).
-    let taps = settings
-        .session
-        .is_some()
-        .then(crate::console::attach::Taps::new);
+    let taps =
+        (settings.session.is_some() || settings.console).then(crate::console::attach::Taps::new);
     let tapping = taps.clone();
     let prefix = if runnable.len() == 1 && settings.session.is_none() {
         Prefix::OnCollision
@@ -388,11 +424,15 @@ async fn serve_http(
 async fn serve_stdio(
     mut gateway: HubServer,
     audit: Option<Arc<switchboard_hub::hub::audit::AuditLog>>,
+    taps: Option<crate::console::attach::Taps>,
 ) -> Result<u8, Failure> {
     if let Some(log) = audit {
         gateway = gateway.audit(log, format!("stdio-{}", std::process::id()));
     }
-    let connection = switchboard::transport::framing::stdio_connection();
+    let mut connection = switchboard::transport::framing::stdio_connection();
+    if let Some(taps) = taps {
+        connection = switchboard::transport::tap::tap_connection(connection, taps.host("stdio"));
+    }
     let served = gateway.serve(connection, switchboard::server::ServeOptions::default());
     let reason = served.closed().await;
     match &*reason {

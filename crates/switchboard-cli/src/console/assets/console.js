@@ -67,14 +67,16 @@ function show(which) {
 const STARTING = new Set(['pending', 'connecting', 'reconnecting']);
 let waiting = null;
 
-// Whether the console is the background session's (its servers are the
-// session's; roots come from its hosts).
+// Whether the console is a gateway's — the background session's, or a
+// `switchboard serve --console` — (its servers are the gateway's; roots
+// come from its hosts).
 let inSession = false;
 
 async function loadServers() {
-  const { servers, session } = await api('/api/servers');
-  inSession = Boolean(session);
+  const { servers, gateway } = await api('/api/servers');
+  inSession = Boolean(gateway);
   $('session-note').hidden = !inSession;
+  $('session-name').textContent = gateway || '';
   const starting = servers.some((server) => STARTING.has(server.state));
   clearTimeout(waiting);
   if (starting) {
