@@ -774,6 +774,7 @@ fn in_chromium_apps_render_on_their_own_origin_and_keep_to_their_rules() {
     browser.retype("#tool-search", "probe");
     browser.click(r#"li[data-tool="apps__probe"]"#);
     browser.type_into(r#"input[data-path="beacon"]"#, &beacon_url);
+    browser.type_into(r#"input[data-path="download"]"#, "../../etc/evil name.txt");
     for (i, name) in ["probe_refresh", "model_only", "dashboard_refresh"]
         .iter()
         .enumerate()
@@ -782,7 +783,35 @@ fn in_chromium_apps_render_on_their_own_origin_and_keep_to_their_rules() {
         browser.type_into(&format!(r#"input[data-path="call.{i}"]"#), name);
     }
     browser.click("#call");
+    // A file the view asks to save: named by the console, not the view
+    // (no way out of the downloads folder), and only once the user says.
+    browser.wait_text(".modal[data-app-confirm]", "wants to save a file");
+    let name = browser.text(".modal[data-app-confirm] [data-download]");
+    assert_eq!(name, "evil_name.txt");
+    browser.click(r#".modal[data-app-confirm] button[data-confirm="yes"]"#);
     let log = browser.wait_text("#app-log", "probe done");
+    assert!(log.contains("download: ok"), "{log}");
+    let saved = browser.downloads().join("evil_name.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !saved.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing saved in {}: {:?}",
+            browser.downloads().display(),
+            std::fs::read_dir(browser.downloads())
+                .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        "what the probe saved"
+    );
+    // The host's look, given to the view.
+    assert!(
+        log.contains("styles: 12 variables, text light-dark("),
+        "{log}"
+    );
     // The page that frames it is out of its reach.
     assert!(log.contains("top: blocked SecurityError"), "{log}");
     // An origin its resource does not declare: blocked, and nothing left.

@@ -128,6 +128,8 @@ pub(crate) const PROBE_URI: &str = "ui://switchboard-testserver/probe";
 /// reach the page that frames it (`window.top`), fetch `beacon` (an origin
 /// its resource does not declare) — and calls each tool named in `call`;
 /// every outcome goes to the host as a log message, then `probe done`.
+/// It says how many style variables the host gave it, and, given
+/// `download` (a file name), asks the host to save a file of that name.
 pub(crate) const PROBE_HTML: &str = r#"<!DOCTYPE html>
 <html><head><title>Probe</title></head><body><h1>Probe</h1><p id="said">waiting</p><script>
 const log = (data) => { document.getElementById('said').textContent = data;
@@ -141,6 +143,11 @@ async function probe(args) {
   if (args.beacon) {
     try { await fetch(args.beacon, {mode: 'no-cors'}); log('beacon: sent'); }
     catch (error) { log('beacon: blocked'); }
+  }
+  if (args.download) {
+    const answer = await ask('ui/download-file', {contents: [{type: 'resource',
+      resource: {uri: 'file:///' + args.download, mimeType: 'text/plain', text: 'what the probe saved'}}]});
+    log('download: ' + (answer.error ? 'refused: ' + answer.error.message : 'ok'));
   }
   for (const name of args.call || []) {
     const answer = await ask('tools/call', {name, arguments: {}});
@@ -158,7 +165,11 @@ addEventListener('message', (event) => {
   if (message.method === 'ui/resource-teardown') parent.postMessage({jsonrpc: '2.0', id: message.id, result: {}}, '*');
 });
 ask('ui/initialize', {protocolVersion: '2026-01-26', appInfo: {name: 'probe', version: '1'}, appCapabilities: {}})
-  .then(() => parent.postMessage({jsonrpc: '2.0', method: 'ui/notifications/initialized'}, '*'));
+  .then((answer) => {
+    const variables = ((answer.result || {}).hostContext || {}).styles?.variables || {};
+    log('styles: ' + Object.keys(variables).length + ' variables, text ' + variables['--color-text-primary']);
+    parent.postMessage({jsonrpc: '2.0', method: 'ui/notifications/initialized'}, '*');
+  });
 </script></body></html>
 "#;
 
@@ -176,6 +187,7 @@ pub(crate) fn probe_tools() -> Vec<Value> {
         "properties": {
             "beacon": {"type": "string", "description": "a URL the view fetches"},
             "call": {"type": "array", "items": {"type": "string"}, "description": "tools the view calls"},
+            "download": {"type": "string", "description": "a file the view asks the host to save"},
         },
     });
     vec![

@@ -18,6 +18,15 @@
 //! What the view asks of its server goes through [`request`]: only to the
 //! server whose app it is, `tools/call` only of tools whose visibility
 //! includes `app`, and through the hub, so policy applies as to any call.
+//!
+//! The page's side of the bridge (`assets/apps.js`) gives the view the
+//! host's look (`hostContext.styles`, the spec's variables in
+//! `light-dark()`), saves what it offers with `ui/download-file` (embedded
+//! content only, under a name the console makes from the URI's last
+//! segment, after the user says yes), and does not send
+//! `tool-input-partial`: the console's arguments come whole from its form,
+//! never streamed by a model. A view's `_meta.ui.domain` is not honoured
+//! (said in the page): every view already has an opaque origin of its own.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -155,6 +164,14 @@ impl Apps {
         let ui = app.ui.clone().unwrap_or_default();
         let mut notes = Vec::new();
         let policy = policy(ui.csp.as_ref(), self.console, &mut notes);
+        // A dedicated origin is for allow-lists of a hosted domain, which
+        // a loopback port cannot be; each view has an opaque origin of
+        // its own instead (no two views share one).
+        if let Some(domain) = ui.domain.as_deref().filter(|d| !d.is_empty()) {
+            notes.push(format!(
+                "it asks for the origin {domain:?}: the console gives every view an opaque origin of its own instead (a loopback port cannot be that domain)"
+            ));
+        }
         let allow = allow(&ui.permissions);
         let id = token();
         {

@@ -21,6 +21,8 @@ pub(crate) struct Browser {
     driver: Child,
     port: u16,
     session: String,
+    /// Where the browser saves what a page downloads (removed on drop).
+    downloads: std::path::PathBuf,
 }
 
 /// `chromedriver` and `chromium` on PATH (or `CHROMEDRIVER`,
@@ -67,10 +69,17 @@ impl Browser {
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver starts");
+        let downloads = std::env::temp_dir().join(format!(
+            "switchboard-downloads-{test}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&downloads);
+        std::fs::create_dir_all(&downloads).unwrap();
         let mut browser_started = Self {
             driver,
             port,
             session: String::new(),
+            downloads: downloads.clone(),
         };
         let deadline = Instant::now() + WAIT;
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -90,6 +99,10 @@ impl Browser {
                         "--disable-dev-shm-usage", "--no-first-run",
                         format!("--window-size={width},{height}"),
                     ],
+                    "prefs": {
+                        "download.default_directory": downloads,
+                        "download.prompt_for_download": false,
+                    },
                 },
             }}})),
         );
@@ -98,6 +111,11 @@ impl Browser {
             .unwrap_or_else(|| panic!("no session: {session}"))
             .to_owned();
         Some(browser_started)
+    }
+
+    /// Where what a page downloads is saved.
+    pub(crate) fn downloads(&self) -> &std::path::Path {
+        &self.downloads
     }
 
     /// One WebDriver command; its `value`.
@@ -303,5 +321,6 @@ impl Drop for Browser {
         }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        let _ = std::fs::remove_dir_all(&self.downloads);
     }
 }

@@ -13,6 +13,50 @@ const APP_SIZES = {
   tablet: { width: 768, height: 1024 },
   desktop: { width: null, height: 800 },
 };
+// The host's look, for views that follow it (the spec's standard
+// variables; light-dark() follows the theme).
+const APP_STYLES = {
+  '--color-background-primary': 'light-dark(#ffffff, #1b1b1b)',
+  '--color-background-secondary': 'light-dark(#f4f4f5, #262626)',
+  '--color-text-primary': 'light-dark(#1b1b1b, #f4f4f5)',
+  '--color-text-secondary': 'light-dark(#52525b, #a1a1aa)',
+  '--color-text-danger': 'light-dark(#c0392b, #f87171)',
+  '--color-text-success': 'light-dark(#1e8449, #4ade80)',
+  '--color-border-primary': 'light-dark(#d4d4d8, #3f3f46)',
+  '--color-ring-primary': 'light-dark(#2a6fdb, #60a5fa)',
+  '--font-sans': 'system-ui, sans-serif',
+  '--font-mono': 'ui-monospace, monospace',
+  '--font-text-md-size': '14px',
+  '--border-radius-md': '6px',
+};
+// The most a view may hand the console to save at once.
+const APP_MAX_DOWNLOAD = 16 * 1024 * 1024;
+
+// A name to save `uri`'s content under: its last segment, with nothing
+// that could climb out of the downloads folder or hide what it is.
+function appFileName(uri) {
+  let last = '';
+  try { last = decodeURIComponent(new URL(uri).pathname.split('/').pop() || ''); } catch { last = String(uri).split('/').pop() || ''; }
+  const name = last.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[.]+/, '').slice(0, 120);
+  return name || 'download';
+}
+
+// What one `ui/download-file` entry saves: an embedded resource's text or
+// bytes (a link is not fetched by the console).
+function appDownloadable(item, refuse) {
+  if (item?.type !== 'resource' || typeof item.resource !== 'object' || item.resource === null) {
+    refuse(-32602, 'the console saves embedded resources only (a link is not fetched: open it with ui/open-link)');
+  }
+  const { uri, mimeType, text, blob } = item.resource;
+  const type = typeof mimeType === 'string' ? mimeType : 'application/octet-stream';
+  let bytes;
+  if (typeof text === 'string') bytes = new TextEncoder().encode(text);
+  else if (typeof blob === 'string') {
+    try { bytes = Uint8Array.from(atob(blob), (c) => c.charCodeAt(0)); } catch { refuse(-32602, 'the resource\'s blob is not base64'); }
+  } else refuse(-32602, 'the resource has neither text nor blob');
+  return { name: appFileName(uri), type, bytes };
+}
+
 let appTheme = matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
 let appSize = 'desktop';
 let currentApp = null;
@@ -50,6 +94,7 @@ function appContext(frame) {
     platform: appSize === 'desktop' ? 'web' : 'mobile',
     userAgent: 'switchboard console',
     deviceCapabilities: { touch: appSize !== 'desktop', hover: appSize === 'desktop' },
+    styles: { variables: APP_STYLES },
   };
 }
 
@@ -179,7 +224,7 @@ class AppHost {
           protocolVersion: APP_PROTOCOL,
           hostInfo: { name: 'switchboard console', version: '1' },
           hostCapabilities: {
-            openLinks: {}, serverTools: {}, serverResources: {}, logging: {},
+            openLinks: {}, downloadFile: {}, serverTools: {}, serverResources: {}, logging: {},
             message: { text: {} }, updateModelContext: { text: {} },
             sandbox: { csp: this.opened.csp || {}, permissions: this.opened.permissions || {} },
           },
@@ -212,6 +257,28 @@ class AppHost {
           el('pre', { class: 'url' }, url.href)], `Open ${url.host}`);
         if (!yes) refuse(-32000, 'the user declined to open the link');
         window.open(url.href, '_blank', 'noopener,noreferrer');
+        return {};
+      }
+      case 'ui/download-file': {
+        const items = Array.isArray(params.contents) ? params.contents : [];
+        if (items.length === 0 || items.length > 16) refuse(-32602, 'between 1 and 16 files at once');
+        const files = items.map((item) => appDownloadable(item, refuse));
+        const size = files.reduce((sum, file) => sum + file.bytes.length, 0);
+        if (size > APP_MAX_DOWNLOAD) refuse(-32000, `${size} bytes: the console saves at most ${APP_MAX_DOWNLOAD} at once`);
+        const yes = await appConfirm(`The app wants to save ${files.length === 1 ? 'a file' : `${files.length} files`}`,
+          [el('ul', { class: 'downloads' }, ...files.map((file) => el('li', {},
+            el('strong', { 'data-download': file.name }, file.name), ` (${file.bytes.length} bytes, ${file.type})`)))],
+          'Save');
+        if (!yes) refuse(-32000, 'the user declined the download');
+        for (const file of files) {
+          const url = URL.createObjectURL(new Blob([file.bytes], { type: 'application/octet-stream' }));
+          const link = el('a', { href: url, download: file.name, hidden: true });
+          document.body.append(link);
+          link.click();
+          link.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 60000);
+          appLog(`saved ${file.name} (${file.bytes.length} bytes)`, 'download');
+        }
         return {};
       }
       case 'ui/message': {
