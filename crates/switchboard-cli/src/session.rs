@@ -17,7 +17,9 @@
 //! directory for the project (the first 16 hex digits of the SHA-256 of
 //! what the key is made of, 0700), holding `session.sock` (0600),
 //! `session.pid`, `session.log` (the daemon's stderr) and
-//! `session.project` (the project root, for messages). Only the same user
+//! `session.project` (the project root, for messages), and `console.sock`
+//! (0600), where `switchboard console` asks for the session's console
+//! (`console::attach`). Only the same user
 //! can connect: the modes, and the daemon checks every connection's peer
 //! credentials and drops another uid's.
 

@@ -1224,6 +1224,28 @@ fn in_chromium_the_audit_tab_shows_the_pages_calls_and_a_broken_chain() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `switchboard` in `home`, its sessions below `sessions`.
+fn session_command(home: &Home, sessions: &std::path::Path) -> std::process::Command {
+    let mut command = home.command();
+    command
+        .env("SWITCHBOARD_SESSION_DIR", sessions)
+        .env_remove("SWITCHBOARD_NO_SESSION");
+    command
+}
+
+/// `switchboard ARGS` in `home`, through its session.
+fn in_session(home: &Home, sessions: &std::path::Path, args: &[&str]) -> std::process::Output {
+    session_command(home, sessions).args(args).output().unwrap()
+}
+
+/// `switchboard up` in `home`; where its sessions are.
+fn up(home: &Home) -> std::path::PathBuf {
+    let sessions = home.root.join("sessions");
+    let up = in_session(home, &sessions, &["up"]);
+    assert!(up.status.success(), "{up:?}");
+    sessions
+}
+
 /// `switchboard console` while the project's background session runs: the
 /// session's console (started from `home`, the session's directories
 /// below `sessions`).
@@ -1231,10 +1253,7 @@ fn session_console(
     home: &Home,
     sessions: &std::path::Path,
 ) -> (Child, BufReader<std::process::ChildStdout>, u16, String) {
-    let mut child = home
-        .command()
-        .env("SWITCHBOARD_SESSION_DIR", sessions)
-        .env_remove("SWITCHBOARD_NO_SESSION")
+    let mut child = session_command(home, sessions)
         .args(["console", "--no-open"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -1270,17 +1289,8 @@ fn the_sessions_console_shows_what_its_hosts_sent_and_what_it_forwarded() {
         config.replace("SPAWNS", spawns.to_str().unwrap()),
     )
     .unwrap();
-    let sessions = home.root.join("sessions");
-    let session = |args: &[&str]| {
-        home.command()
-            .env("SWITCHBOARD_SESSION_DIR", &sessions)
-            .env_remove("SWITCHBOARD_NO_SESSION")
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let up = session(&["up"]);
-    assert!(up.status.success(), "{up:?}");
+    let sessions = up(&home);
+    let session = |args: &[&str]| in_session(&home, &sessions, args);
     let (mut child, _stdout, port, token) = session_console(&home, &sessions);
     let console = Attached { port, token };
     // A command served by the session, as a host of it.
@@ -1391,8 +1401,7 @@ impl Attached {
 
 #[test]
 fn another_user_cannot_open_the_sessions_console() {
-    if !std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-    {
+    if !support::intruder::can_switch_user() {
         eprintln!("skipped: needs root, to connect as another user");
         return;
     }
@@ -1400,17 +1409,8 @@ fn another_user_cannot_open_the_sessions_console() {
         "console-session-peer",
         &format!("[servers.t]\ncommand = \"{BIN}\"\nargs = [\"__testserver\"]\n"),
     );
-    let sessions = home.root.join("sessions");
-    let session = |args: &[&str]| {
-        home.command()
-            .env("SWITCHBOARD_SESSION_DIR", &sessions)
-            .env_remove("SWITCHBOARD_NO_SESSION")
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let up = session(&["up"]);
-    assert!(up.status.success(), "{up:?}");
+    let sessions = up(&home);
+    let session = |args: &[&str]| in_session(&home, &sessions, args);
     let dir = std::fs::read_dir(&sessions)
         .unwrap()
         .flatten()
@@ -1425,26 +1425,7 @@ fn another_user_cannot_open_the_sessions_console() {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let probe = r#"
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-try:
-    s.sendall(b'{"port": 0}\n')
-    s.settimeout(20)
-    print("answer:" + repr(s.recv(4096)))
-except (ConnectionResetError, BrokenPipeError):
-    print("answer:reset")
-"#;
-    use std::os::unix::process::CommandExt as _;
-    let output = std::process::Command::new("python3")
-        .args(["-c", probe])
-        .arg(&socket)
-        .uid(65534)
-        .gid(65534)
-        .output()
-        .expect("python3 runs");
-    let said = String::from_utf8_lossy(&output.stdout);
+    let said = support::intruder::send_as_nobody(&socket, r#"{"port": 0}"#);
     assert!(
         said.contains("answer:b''") || said.contains("answer:reset"),
         "no address for another user: {said}"
@@ -1465,17 +1446,8 @@ fn in_chromium_the_sessions_console_answers_a_servers_question_and_shows_its_hos
         "console-session-page",
         &format!("[servers.t]\ncommand = \"{BIN}\"\nargs = [\"__testserver\"]\n"),
     );
-    let sessions = home.root.join("sessions");
-    let session = |args: &[&str]| {
-        home.command()
-            .env("SWITCHBOARD_SESSION_DIR", &sessions)
-            .env_remove("SWITCHBOARD_NO_SESSION")
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let up = session(&["up"]);
-    assert!(up.status.success(), "{up:?}");
+    let sessions = up(&home);
+    let session = |args: &[&str]| in_session(&home, &sessions, args);
     let (mut child, _stdout, port, token) = session_console(&home, &sessions);
     browser.goto(&format!("http://127.0.0.1:{port}/?token={token}"));
     browser.wait_text(r#"tr[data-server="t"] .state"#, "ready");

@@ -403,7 +403,9 @@ pub(crate) enum Command {
     /// where it is configured; search every tool and call one with a form
     /// made from its input schema. Served on 127.0.0.1 only, behind a
     /// token given once in the address it opens (then a cookie); other
-    /// sites' pages and other host names are refused.
+    /// sites' pages and other host names are refused. While the project's
+    /// background session runs, it is the session's console: its servers,
+    /// and what each command sent it.
     Console {
         /// The port on 127.0.0.1 (0: any free one).
         #[arg(long, default_value_t = 0)]

@@ -1,5 +1,6 @@
 //! A console over a running gateway: the background session's, which
-//! `switchboard console` opens while the project's session runs. It shows
+//! `switchboard console` opens while the project's session runs, or a
+//! `switchboard serve --console`'s (its host on stdio tapped too). It shows
 //! the session's own servers (the processes `call` and `tools` use), what
 //! each host connected to the session sent it and was sent back (`host`
 //! entries of the protocol view: every CLI command served by the session,

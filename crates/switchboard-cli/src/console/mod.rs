@@ -8,8 +8,12 @@
 //! shows every JSON-RPC message each server's connection carried
 //! ([`protocol`]) and what they say on their own ([`activity`]); gives
 //! each server the roots the page sets ([`roots`]); logs in to a server ([`login`]); says step by step why
-//! a server is not ready ([`doctor`]); and hosts MCP Apps, each view on an
-//! origin of its own ([`apps`]).
+//! a server is not ready ([`doctor`]); hosts MCP Apps, each view on an
+//! origin of its own ([`apps`]); adds, enables, disables and removes
+//! servers in the files ([`edit`]); shows an audit log, verified
+//! ([`audit`]); and is served over a running gateway — the background
+//! session's, or `serve --console`'s — with what its hosts sent
+//! ([`attach`]).
 //!
 //! The browser is opened on a private file (0600) that forwards to the
 //! address with the token, so the token never appears on a command line

@@ -5,6 +5,7 @@ pub(crate) mod browser;
 pub(crate) mod gateway;
 pub(crate) mod home;
 pub(crate) mod interop;
+pub(crate) mod intruder;
 pub(crate) mod pty;
 pub(crate) mod servers;
 
