@@ -759,6 +759,49 @@ fn locate(
     })
 }
 
+/// Where server `name`'s entry starts in a config file's `text` (a byte
+/// offset), in any of the formats read: a JSON or YAML key (`"name":`,
+/// `name:` at a line's start), a TOML table (`[servers.name]`,
+/// `[mcp_servers."name"]`); the earliest. `None` when none is found.
+pub(crate) fn entry_offset(text: &str, name: &str) -> Option<usize> {
+    let quoted = format!("\"{name}\"");
+    let mut found: Vec<usize> = Vec::new();
+    // A JSON (or quoted YAML/TOML) key: the name in quotes, then `:` or
+    // `=`, or a TOML table header's last part.
+    for (at, _) in text.match_indices(&quoted) {
+        let after = text[at + quoted.len()..].trim_start_matches([' ', '\t']);
+        let header = text[..at].ends_with('.') && after.starts_with(']');
+        if after.starts_with(':') || after.starts_with('=') || header {
+            found.push(at);
+        }
+    }
+    for (at, _) in text.match_indices(name) {
+        let before = text[..at].chars().next_back();
+        let after = &text[at + name.len()..];
+        // `[servers.name]` (TOML), `name:` or `name =` at a line's start.
+        let header = before == Some('.') && after.starts_with(']');
+        let line_start = text[..at]
+            .rsplit('\n')
+            .next()
+            .is_some_and(|l| l.trim().is_empty());
+        let key = line_start
+            && after
+                .trim_start_matches([' ', '\t'])
+                .starts_with([':', '=']);
+        if header || key {
+            found.push(at);
+        }
+    }
+    found.into_iter().min()
+}
+
+/// The 1-based line of server `name`'s entry in `file`, if it is found.
+pub(crate) fn entry_line(file: &Path, name: &str) -> Option<usize> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let at = entry_offset(&text, name)?;
+    Some(text[..at].matches('\n').count() + 1)
+}
+
 pub(crate) fn not_configured(name: &str, loaded: &LoadedConfig) -> Failure {
     if let Some(skipped) = loaded.skipped.iter().find(|s| s.server.name == name) {
         return Failure::usage(anyhow!(
@@ -1371,6 +1414,24 @@ mod tests {
                 "files",
             ])
         );
+    }
+
+    #[test]
+    fn an_entry_is_found_by_its_key_not_by_its_name_elsewhere() {
+        let toml =
+            "[servers.other]\ncommand = \"t\"\nargs = [\"t\"]\n\n[servers.t]\ncommand = \"x\"\n";
+        let at = entry_offset(toml, "t").unwrap();
+        assert!(toml[at..].starts_with("t]"), "{}", &toml[at..]);
+        let json =
+            "{\"mcpServers\": {\"a\": {\"command\": \"t\"},\n  \"t\": {\"command\": \"u\"}}}";
+        let at = entry_offset(json, "t").unwrap();
+        assert!(json[..at].ends_with("\n  "), "{}", &json[..at]);
+        let quoted = "[mcp_servers.\"my.server\"]\ncommand = \"x\"\n";
+        assert_eq!(entry_offset(quoted, "my.server"), Some(13));
+        let yaml = "extensions:\n  fetch:\n    cmd: fetch\n";
+        let at = entry_offset(yaml, "fetch").unwrap();
+        assert_eq!(&yaml[at..at + 6], "fetch:");
+        assert_eq!(entry_offset("nothing here", "t"), None);
     }
 
     #[test]

@@ -305,10 +305,18 @@ fn the_listener_is_loopback_only_and_the_pages_are_locked_down() {
             .is_some_and(|d| d.contains("cannot open the database")),
         "{servers}"
     );
+    // Where each is configured, to the line (as `switchboard doctor`
+    // says it).
     assert!(
         state("t")["source"]
             .as_str()
-            .is_some_and(|s| s.ends_with("config.toml")),
+            .is_some_and(|s| s.ends_with("config.toml:1")),
+        "{servers}"
+    );
+    assert!(
+        state("crashy")["source"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("config.toml:5")),
         "{servers}"
     );
     let (status, _, body) = console.get("/api/tools", &cookie);

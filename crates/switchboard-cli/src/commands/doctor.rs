@@ -69,7 +69,9 @@ impl Finding {
         let from = self
             .server
             .as_deref()
-            .and_then(|name| text.find(name))
+            .and_then(|name| {
+                crate::configure::entry_offset(&text, name).or_else(|| text.find(name))
+            })
             .unwrap_or(0);
         let at = text[from..]
             .find(needle)

@@ -26,7 +26,14 @@ pub(super) fn servers(
         .into_iter()
         .map(|status| {
             let config = loaded.servers.iter().find(|s| s.name == status.name);
-            let source = config.map(|s| s.origin.file.display().to_string());
+            // file:line, as `switchboard doctor` says where.
+            let source =
+                config.map(
+                    |s| match crate::configure::entry_line(&s.origin.file, &s.name) {
+                        Some(line) => format!("{}:{line}", s.origin.file.display()),
+                        None => s.origin.file.display().to_string(),
+                    },
+                );
             let (reason, stderr) = crate::hub::reason(&status, config, credentials);
             // A project server waiting for approval: what it runs and
             // where each variable goes, as `switchboard approve` shows it.
@@ -53,6 +60,7 @@ pub(super) fn servers(
                 "protocolVersion": status.protocol_version,
                 "tools": status.tools.len(),
                 "source": source,
+                "file": config.map(|s| s.origin.file.display().to_string()),
                 "enabledInFile": config.is_none_or(|c| c.enabled),
             })
         })
@@ -77,7 +85,11 @@ pub(super) fn servers(
                 _ => "http",
             },
             "tools": 0,
-            "source": skipped.server.origin.file.display().to_string(),
+            "source": match crate::configure::entry_line(&skipped.server.origin.file, &skipped.server.name) {
+                Some(line) => format!("{}:{line}", skipped.server.origin.file.display()),
+                None => skipped.server.origin.file.display().to_string(),
+            },
+            "file": skipped.server.origin.file.display().to_string(),
             "skipped": true,
         }));
     }

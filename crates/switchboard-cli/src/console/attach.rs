@@ -108,7 +108,6 @@ impl Attach {
         opened: impl FnOnce(&str),
         stop: impl std::future::Future,
     ) -> Result<(), Failure> {
-        let bound = Bound::listen(port).await?;
         let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
         let questions = Arc::new(asks::Asks::audited(None));
         let page = asks::PageElicitation(questions.clone());
@@ -144,6 +143,15 @@ impl Attach {
                     "the console cannot connect to the gateway: {e}"
                 ))
             })?;
+        // Bound once connected: nothing listens for a console that could
+        // not be made.
+        let bound = match Bound::listen(port).await {
+            Ok(bound) => bound,
+            Err(failure) => {
+                host.close().await;
+                return Err(failure);
+            }
+        };
         let parts = Parts {
             context: self.context.clone(),
             hub: self.hub.clone(),

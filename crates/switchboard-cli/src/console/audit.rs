@@ -22,6 +22,9 @@ pub(super) struct Audit {
     options: audit::AuditOptions,
     /// The `session` of this console's records.
     session: String,
+    /// Whether this process writes the log (this console, or the gateway
+    /// it is attached to), not another one.
+    ours: bool,
 }
 
 impl Audit {
@@ -38,6 +41,7 @@ impl Audit {
         };
         Ok(Self {
             path,
+            ours: log.is_some(),
             log,
             options,
             session: format!("console-{}", std::process::id()),
@@ -52,6 +56,7 @@ impl Audit {
             log: None,
             options: audit::AuditOptions::default(),
             session: String::new(),
+            ours: true,
         }
     }
 
@@ -120,7 +125,7 @@ impl Audit {
             .collect();
         json!({
             "file": self.path.display().to_string(),
-            "writing": self.log.is_some() || self.session.is_empty(),
+            "writing": self.ours,
             "verdict": verdict,
             "records": records,
         })

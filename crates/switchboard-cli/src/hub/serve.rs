@@ -237,7 +237,8 @@ fn remote_servers(runnable: &[ServerConfig]) -> HashMap<String, (String, Option<
 /// background session keeps `server__name` (the CLI's commands name tools
 /// so with it or without). Every call follows `[policy.tools]`; the files
 /// are read again when they change, the same way. For the background
-/// session, also the taps a console attached to it records with.
+/// session and `--console`, also the taps a console attached to it
+/// records with.
 fn served_hub(
     context: &Context,
     credentials: Option<&Path>,
@@ -247,8 +248,8 @@ fn served_hub(
     asks: &BackendAsks,
     fingerprints: &crate::session::Fingerprints,
 ) -> Result<(Hub, Option<crate::console::attach::Taps>), Failure> {
-    // The session records what a console attached to it shows (nothing
-    // until one is).
+    // The session (and `serve --console`) records what a console
+    // attached to it shows (nothing until one is).
     let taps =
         (settings.session.is_some() || settings.console).then(crate::console::attach::Taps::new);
     let tapping = taps.clone();

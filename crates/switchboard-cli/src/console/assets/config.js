@@ -23,7 +23,7 @@ function configActions(server) {
     watchServers({
       enable: (servers) => named(servers)?.state !== 'disabled',
       disable: (servers) => named(servers)?.state === 'disabled',
-      remove: (servers) => named(servers)?.source !== server.source,
+      remove: (servers) => named(servers)?.file !== server.file,
     }[action]);
   };
   const button = (action, label, question) => el('button', {
@@ -88,7 +88,7 @@ function addForm() {
       form.reset();
       sync();
       $('add-box').open = false;
-      watchServers((servers) => servers.some((s) => s.name === added.added && s.source === added.file));
+      watchServers((servers) => servers.some((s) => s.name === added.added && s.file === added.file));
     } catch (error) {
       problem(`Adding ${request.name || 'a server'}: ${error.message}`);
     } finally {
