@@ -287,6 +287,16 @@ pub enum StoreError {
         #[source]
         source: keyring::Error,
     },
+    /// A store of another kind (a database, see [`StoreError::backend`])
+    /// failed.
+    #[error("{what}")]
+    Backend {
+        /// What failed, and where.
+        what: String,
+        /// Why, when another error says.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// An entry in the OS keyring is not valid JSON of the expected shape.
     #[error(
         "the OS keyring entry for {key} is corrupt; delete it (service \"{KEYRING_SERVICE}\") and log in again"
@@ -301,6 +311,18 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A failure of a store of another kind (a database): `what` says what
+    /// failed and where, for a person to read (never a secret).
+    pub fn backend(
+        what: impl Into<String>,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Backend {
+            what: what.into(),
+            source,
+        }
+    }
+
     fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Self + 'a {
         move |source| Self::Io {
             action,

@@ -2,7 +2,8 @@
 //! re-exported, so `switchboard_testkit::serve` and friends are the same items)
 //! plus what only tests need: HTTP transports in front of it (Streamable
 //! HTTP, legacy HTTP+SSE and WebSocket, see [`serve_http`]) and a built-in
-//! OAuth 2.1 authorization server (`--auth`, see [`AuthConfig`]).
+//! OAuth 2.1 authorization server (`--auth`, see [`AuthConfig`]); and a
+//! real PostgreSQL started for a test ([`postgres`]).
 //!
 //! Not published. The `switchboard-testkit-server` binary is
 //! `switchboard-testserver` with `--http` (see [`run_stdio_main`]); the
@@ -14,6 +15,8 @@
 
 mod authserver;
 mod http;
+#[cfg(unix)]
+pub mod postgres;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_host;
 
