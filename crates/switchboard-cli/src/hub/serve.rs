@@ -66,6 +66,11 @@ pub(crate) async fn serve(
         return Ok(exit::USAGE);
     }
     let loaded = served_config(context, &settings.fronted, true)?;
+    // The files as they were read, taken now: a change made as soon as the
+    // gateway says it is ready (or before its watcher first runs) is a
+    // change, not the watcher's starting point.
+    let watched = watched_files(context, &loaded);
+    let read_as = stamp(&watched);
     let prepared = prepare_asking(context, &loaded, None, false);
     for (name, why) in &prepared.unusable {
         eprintln!(
@@ -118,7 +123,7 @@ pub(crate) async fn serve(
         ));
     }
     if settings.fronted.reads_files() {
-        gateway.spawn(watch_config(hub.clone(), watched_files(context, &loaded)));
+        gateway.spawn(watch_config(hub.clone(), watched, read_as));
     }
     let audit = settings.audit.map(Arc::new);
     let attach = taps.as_ref().map(|taps| {
@@ -462,19 +467,24 @@ fn watched_files(context: &Context, loaded: &LoadedConfig) -> Vec<PathBuf> {
     files
 }
 
+/// Each file's modification time and size (none: absent).
+type Stamps = Vec<Option<(std::time::SystemTime, u64)>>;
+
+fn stamp(files: &[PathBuf]) -> Stamps {
+    files
+        .iter()
+        .map(|file| {
+            let meta = std::fs::metadata(file).ok()?;
+            Some((meta.modified().ok()?, meta.len()))
+        })
+        .collect()
+}
+
 /// Reloads `hub` whenever one of `files` changes (size or modification
-/// time), saying on stderr what changed.
-async fn watch_config(hub: Hub, files: Vec<PathBuf>) {
-    let stamp = |files: &[PathBuf]| -> Vec<Option<(std::time::SystemTime, u64)>> {
-        files
-            .iter()
-            .map(|file| {
-                let meta = std::fs::metadata(file).ok()?;
-                Some((meta.modified().ok()?, meta.len()))
-            })
-            .collect()
-    };
-    let mut last = stamp(&files);
+/// time) from how they were when read (`read_as`), saying on stderr what
+/// changed.
+async fn watch_config(hub: Hub, files: Vec<PathBuf>, read_as: Stamps) {
+    let mut last = read_as;
     loop {
         tokio::time::sleep(CONFIG_POLL).await;
         let now = stamp(&files);
