@@ -447,6 +447,20 @@ impl Engine {
         config: EngineConfig,
         handler: Option<Arc<dyn RequestHandler>>,
     ) -> Self {
+        Self::start_held(server, connection, config, handler).0
+    }
+
+    /// [`Engine::start`], but nothing is read from the connection until
+    /// the returned sender is used or dropped: what the peer sent first
+    /// (a client's `notifications/initialized` right behind its
+    /// `initialize`) is not read before the caller has subscribed.
+    pub(crate) fn start_held(
+        server: Arc<str>,
+        connection: Connection,
+        config: EngineConfig,
+        handler: Option<Arc<dyn RequestHandler>>,
+    ) -> (Self, oneshot::Sender<()>) {
+        let (release, held) = oneshot::channel();
         let shared = Arc::new(Shared {
             server,
             pending: Mutex::new(PendingMap {
@@ -468,8 +482,12 @@ impl Engine {
             single_pipe: false,
             relating: None,
         };
-        let task = tokio::spawn(reader.run(connection.stream, control_rx));
-        Self {
+        let task = tokio::spawn(async move {
+            // Used or dropped, either way the caller is ready.
+            let _ = held.await;
+            reader.run(connection.stream, control_rx).await;
+        });
+        let engine = Self {
             shared,
             sink: connection.sink,
             in_flight: Semaphore::new(config.max_in_flight.max(1)),
@@ -478,7 +496,8 @@ impl Engine {
             control,
             stderr: connection.stderr,
             _reader: AbortOnDropHandle::new(task),
-        }
+        };
+        (engine, release)
     }
 
     pub(crate) fn server(&self) -> &Arc<str> {

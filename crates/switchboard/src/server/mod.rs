@@ -539,18 +539,24 @@ pub fn serve(
         request_timeout: Duration::from_secs(60),
         ..EngineConfig::default()
     };
-    let engine = Arc::new(Engine::start(
+    // Nothing is read from the client until the peer is set, the handler
+    // has been told (and subscribed to what it listens for) and the
+    // `initialized` watch below listens: a client's first messages are
+    // often already waiting.
+    let (engine, release) = Engine::start_held(
         options.peer_name.as_str().into(),
         connection,
         config,
         Some(dispatch.clone()),
-    ));
+    );
+    let engine = Arc::new(engine);
     let _ = peer.engine.set(Arc::downgrade(&engine));
     let _ = peer.dispatch.set(Arc::downgrade(&dispatch));
     dispatch.handler.connected(&peer);
     if options.session.is_some() {
         // Initialized on another connection already.
         peer.initialized.send_replace(true);
+        let _ = release.send(());
         return Served {
             engine,
             peer,
@@ -561,6 +567,7 @@ pub fn serve(
     // A session-era client's `notifications/initialized`: the moment the
     // server may speak first.
     let mut notes = engine.subscribe();
+    let _ = release.send(());
     let initialized = peer.initialized.clone();
     tokio::spawn(async move {
         while let Some(note) = notes.recv().await {

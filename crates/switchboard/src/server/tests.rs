@@ -881,6 +881,61 @@ async fn progress_reaches_the_caller_in_both_eras() {
     }
 }
 
+/// A client that sent `notifications/initialized` before the server's own
+/// side of `serve` was done setting up (its thread preempted right after
+/// the connection started being read, as on a loaded machine) is still
+/// initialized: nothing the client sends is read before the server is
+/// listening for it. (The gateway's `list_changed` forwarder waits on
+/// this; a lost `initialized` left a host hearing of no change ever.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_initialized_while_the_server_sets_up_is_initialized() {
+    #[derive(Default)]
+    struct Slow(Mutex<Option<Peer>>);
+    impl ServerHandler for Slow {
+        fn info(&self) -> Implementation {
+            Implementation::new("slow", "1")
+        }
+        fn capabilities(&self) -> ServerCapabilities {
+            ServerCapabilities::default()
+        }
+        fn connected(&self, peer: &Peer) {
+            *self.0.lock().unwrap() = Some(peer.clone());
+            // The thread that called `serve` loses the CPU here.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+    let (server_end, mut client) = crate::transport::memory::pair();
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "early", "version": "1"}}})
+            .to_string(),
+        )
+        .await
+        .unwrap();
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+        .await
+        .unwrap();
+    let handler = Arc::new(Slow::default());
+    let served = serve(
+        handler.clone(),
+        server_end.into_connection(),
+        ServeOptions::default(),
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&client.recv().await.unwrap()).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    let peer = handler.0.lock().unwrap().clone().unwrap();
+    let initialized = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        peer.session_initialized(),
+    )
+    .await;
+    assert_eq!(initialized, Ok(true), "the client's initialized was lost");
+    drop(served);
+}
+
 #[tokio::test]
 async fn closed_says_when_the_client_goes() {
     let (_fixture, served, connector) = served(ServeOptions::default());
