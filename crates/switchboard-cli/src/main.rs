@@ -28,6 +28,7 @@ mod policy;
 mod reach;
 mod sampling;
 mod session;
+mod state;
 mod suggest;
 mod term;
 

@@ -16,6 +16,10 @@
 //!   be replayed until it expires unless every replica also remembers the
 //!   ones used — which is this table again.
 //!
+//! - [`PgAudit`]: the audit log as one ordered, tamper-evident chain every
+//!   replica appends to (the hub's `AuditLog::shared`), checked by
+//!   [`PgState::verify_audit`].
+//!
 //! The schema is versioned and migrated when [`PgState::connect`] runs
 //! (`migrations/`; replicas starting at once take PostgreSQL's lock in
 //! turn). The stores' methods block, as the trait says (from async code,
@@ -24,6 +28,7 @@
 //!
 //! [`CredentialStore`]: switchboard_auth::store::CredentialStore
 
+mod audit;
 mod credentials;
 mod pending;
 mod seal;
@@ -33,6 +38,7 @@ use std::sync::Arc;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use switchboard_auth::store::StoreError;
 
+pub use audit::{ChainError, ChainVerified, PgAudit};
 pub use credentials::PgCredentialStore;
 pub use pending::PgPendingStore;
 pub use seal::{SealError, StateKey};

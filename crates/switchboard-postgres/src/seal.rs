@@ -9,7 +9,14 @@ use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
 /// The key that seals what the database keeps: 32 bytes, given as 64 hex
 /// digits (`StateKey::from_hex`); every replica sharing the database needs
 /// the same one. The database never sees it.
-pub struct StateKey(LessSafeKey);
+pub struct StateKey {
+    aead: LessSafeKey,
+    /// Keys for other uses, derived from the same 32 bytes (HMAC-SHA256
+    /// of the key over a label): the audit chain's MAC key and its
+    /// arguments' salt. The bytes themselves are not kept.
+    audit_key: [u8; 32],
+    audit_salt: [u8; 32],
+}
 
 impl std::fmt::Debug for StateKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,7 +74,27 @@ impl StateKey {
 
     fn from_bytes(bytes: &[u8]) -> Result<Self, SealError> {
         let key = UnboundKey::new(&AES_256_GCM, bytes).map_err(|_| SealError::BadKey)?;
-        Ok(Self(LessSafeKey::new(key)))
+        let derive = |label: &[u8]| -> [u8; 32] {
+            let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, bytes);
+            let mut out = [0u8; 32];
+            out.copy_from_slice(aws_lc_rs::hmac::sign(&key, label).as_ref());
+            out
+        };
+        Ok(Self {
+            aead: LessSafeKey::new(key),
+            audit_key: derive(b"switchboard audit chain key v1"),
+            audit_salt: derive(b"switchboard audit arguments salt v1"),
+        })
+    }
+
+    /// The audit chain's MAC key.
+    pub(crate) fn audit_key(&self) -> &[u8; 32] {
+        &self.audit_key
+    }
+
+    /// The salt the audit chain MACs arguments under.
+    pub(crate) fn audit_salt(&self) -> &[u8; 32] {
+        &self.audit_salt
     }
 
     /// `plain` sealed for the row `row` names: a fresh nonce, then the
@@ -78,7 +105,7 @@ impl StateKey {
             .fill(&mut nonce)
             .map_err(|_| SealError::Random)?;
         let mut sealed = plain.to_vec();
-        self.0
+        self.aead
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(associated(row)),
@@ -99,7 +126,7 @@ impl StateKey {
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| SealError::Tampered)?;
         let mut body = body.to_vec();
         let plain = self
-            .0
+            .aead
             .open_in_place(nonce, Aad::from(associated(row)), &mut body)
             .map_err(|_| SealError::Tampered)?;
         Ok(plain.to_vec())

@@ -13,13 +13,10 @@ use serde_json::json;
 use switchboard_auth::pending::{PendingLogin, PendingStore};
 use switchboard_auth::store::{CredentialKey, CredentialStore, Secret, StoredCredentials};
 use switchboard_postgres::{PgState, StateKey};
-use switchboard_testkit::postgres::Postgres;
 
-const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+mod support;
 
-fn key() -> StateKey {
-    StateKey::from_hex(KEY).unwrap()
-}
+use support::{SCHEMA, Sql, database, key};
 
 fn credentials(resource: &str, access: &str, refresh: &str) -> StoredCredentials {
     let mut stored = StoredCredentials::new(resource, "https://as.example", "client-1");
@@ -52,13 +49,6 @@ fn login(state: &str, begun: SystemTime) -> PendingLogin {
     .expect("a pending login")
 }
 
-/// A database of its own for `test` on a fresh PostgreSQL.
-fn database(test: &str) -> Option<(Postgres, String)> {
-    let postgres = Postgres::start(test)?;
-    let url = postgres.database("switchboard");
-    Some((postgres, url))
-}
-
 #[test]
 fn each_user_sees_only_their_own_credentials_and_they_survive_a_restart() {
     let Some((postgres, url)) = database("credentials") else {
@@ -67,7 +57,7 @@ fn each_user_sees_only_their_own_credentials_and_they_survive_a_restart() {
     let key_of = CredentialKey::new("https://mcp.example/mcp", "https://as.example");
     {
         let state = PgState::connect(&url, key()).unwrap();
-        assert_eq!(state.schema_version().unwrap(), 1);
+        assert_eq!(state.schema_version().unwrap(), SCHEMA);
         let alice = state.credentials("alice");
         let bob = state.credentials("bob");
         alice
@@ -332,30 +322,6 @@ fn replicas_starting_together_migrate_the_schema_once() {
         })
         .collect();
     for start in starts {
-        assert_eq!(start.join().unwrap().unwrap().unwrap(), 1);
-    }
-}
-
-/// Plain SQL on the test's database, as an attacker with write access to
-/// it would send it.
-struct Sql {
-    runtime: tokio::runtime::Runtime,
-    pool: sqlx::PgPool,
-}
-
-impl Sql {
-    fn new(url: &str) -> Self {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let pool = runtime.block_on(sqlx::PgPool::connect(url)).unwrap();
-        Self { runtime, pool }
-    }
-
-    fn exec(&self, sql: &str) {
-        self.runtime
-            .block_on(sqlx::query(sql).execute(&self.pool))
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(start.join().unwrap().unwrap().unwrap(), SCHEMA);
     }
 }

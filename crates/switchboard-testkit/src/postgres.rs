@@ -124,6 +124,26 @@ impl Postgres {
         )
     }
 
+    /// Runs `sql` with `psql` on database `name` (as an administrator
+    /// with write access would) and gives what it printed, unaligned.
+    ///
+    /// # Panics
+    /// When `psql` fails.
+    pub fn psql(&self, name: &str, sql: &str) -> String {
+        let output = self
+            .command("psql")
+            .args(["-h", &self.dir.to_string_lossy(), "-U", "postgres"])
+            .args(["-v", "ON_ERROR_STOP=1", "-At", "-d", name, "-c", sql])
+            .output()
+            .unwrap_or_else(|e| panic!("psql does not run: {e}"));
+        assert!(
+            output.status.success(),
+            "psql {sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// The directory its socket is in.
     pub fn socket_dir(&self) -> &Path {
         &self.dir

@@ -90,10 +90,24 @@ pub(crate) enum AuditCommand {
     /// hold and where (an edited line, a cut tail, a removed head, a
     /// missing rotated file, a file of another user).
     ///
+    /// With --database, the chain gateway replicas keep in their shared
+    /// state (`serve --state URL --audit-database`) is checked instead:
+    /// numbered without a gap, each record linked to the one before, its
+    /// end where the head says.
+    ///
     /// Example: `switchboard audit verify ~/switchboard-audit.jsonl`
     Verify {
         /// The log (the file `serve --audit` writes, not a rotated one).
-        file: PathBuf,
+        #[arg(required_unless_present = "database", conflicts_with = "database")]
+        file: Option<PathBuf>,
+        /// Check the audit chain in this PostgreSQL database (the URL
+        /// `serve --state` was given) instead of a file.
+        #[arg(long, value_name = "URL", requires = "state_key_file")]
+        database: Option<String>,
+        /// The state key the replicas share (64 hex digits in a file of
+        /// your own, mode 0600).
+        #[arg(long, value_name = "FILE", requires = "database")]
+        state_key_file: Option<PathBuf>,
     },
 }
 #[derive(Subcommand, Debug)]
@@ -612,8 +626,25 @@ pub(crate) struct ServeArgs {
     pub(crate) audit_keep: u64,
     /// Write the calls' arguments into the audit log too (they may hold
     /// secrets).
-    #[arg(long, requires = "audit")]
+    #[arg(long)]
     pub(crate) audit_arguments: bool,
+    /// Keep what replicas of this gateway share in the PostgreSQL
+    /// database at URL (postgres://USER@HOST/DB, or ?host=DIR for a Unix
+    /// socket; no password on the command line — use ~/.pgpass): its
+    /// schema is migrated at start. Needs --state-key-file. Shared now:
+    /// the audit chain (--audit-database).
+    #[arg(long, value_name = "URL", requires = "state_key_file")]
+    pub(crate) state: Option<String>,
+    /// The key every replica sharing --state uses (64 hex digits, e.g.
+    /// `openssl rand -hex 32`, in a file of your own, mode 0600); the
+    /// database never sees it.
+    #[arg(long, value_name = "FILE", requires = "state")]
+    pub(crate) state_key_file: Option<PathBuf>,
+    /// Record the audit log (as --audit does) in the --state database:
+    /// one chain every replica appends to, checked with `switchboard
+    /// audit verify --database URL`.
+    #[arg(long, requires = "state", conflicts_with = "audit")]
+    pub(crate) audit_database: bool,
     /// Serve Streamable HTTP at ADDR (path /mcp) instead of stdio, e.g.
     /// 127.0.0.1:8080 (port 0 picks one; the address is printed on
     /// stderr). Every request must carry a bearer token: one is

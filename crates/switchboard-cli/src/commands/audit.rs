@@ -36,3 +36,23 @@ pub(crate) fn verify(file: &Path) -> Result<u8, Failure> {
         )),
     }
 }
+
+/// `audit verify --database URL --state-key-file FILE`.
+pub(crate) async fn verify_database(url: &str, key_file: &Path) -> Result<u8, Failure> {
+    let state = crate::state::connect(url, key_file).await?;
+    let verified = tokio::task::spawn_blocking(move || state.verify_audit())
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("verifying the audit chain: {e}")))?;
+    match verified {
+        Ok(verified) => {
+            println!(
+                "the audit chain in the database: intact: {} records",
+                verified.records
+            );
+            Ok(0)
+        }
+        Err(error) => Err(Failure::usage(
+            anyhow::Error::new(error).context("the audit chain in the database does not verify"),
+        )),
+    }
+}

@@ -67,8 +67,17 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
         Command::Down { json } => session::down(&configure::Context::new(cli.config)?, json).await,
         Command::Session { idle } => serve::session(run, idle).await,
         Command::Audit {
-            command: AuditCommand::Verify { file },
-        } => audit::verify(&file),
+            command:
+                AuditCommand::Verify {
+                    file,
+                    database,
+                    state_key_file,
+                },
+        } => match (file, database, state_key_file) {
+            (_, Some(url), Some(key)) => audit::verify_database(&url, &key).await,
+            (Some(file), ..) => audit::verify(&file),
+            _ => unreachable!("clap requires a file or --database with its key"),
+        },
         Command::Info { name, only, server } => inspect::info(run, name, only, server).await,
         Command::Tools {
             only,

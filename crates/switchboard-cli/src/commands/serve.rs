@@ -13,9 +13,12 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
     let ServeArgs {
         wait_ready,
         console,
-        audit,
+        audit: audit_file,
         audit_arguments,
         audit_keep,
+        state,
+        state_key_file,
+        audit_database,
         http,
         token,
         token_file,
@@ -46,20 +49,34 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
         })
         .transpose()?;
     let context = configure::Context::new(run.config)?;
-    let audit = audit
-        .map(|path| {
-            let mut options = switchboard_hub::hub::audit::AuditOptions::default();
-            options.arguments = audit_arguments;
-            options.keep = audit_keep;
+    let mut options = switchboard_hub::hub::audit::AuditOptions::default();
+    options.arguments = audit_arguments;
+    options.keep = audit_keep;
+    if audit_arguments && audit_file.is_none() && !audit_database {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--audit-arguments says what the audit log records: give --audit FILE or --audit-database"
+        )));
+    }
+    let shared = match (&state, &state_key_file) {
+        (Some(url), Some(key)) => Some(crate::state::connect(url, key).await?),
+        _ => None,
+    };
+    let audit = match (shared, audit_file) {
+        (Some(shared), _) if audit_database => Some(switchboard_hub::hub::audit::AuditLog::shared(
+            std::sync::Arc::new(shared.audit()),
+            options,
+        )),
+        (_, Some(path)) => Some(
             switchboard_hub::hub::audit::AuditLog::open(&path, options).map_err(|e| {
                 // The chain: an I/O error's cause is its source.
                 Failure::usage(
                     anyhow::Error::new(e)
                         .context(format!("cannot open the audit log {}", path.display())),
                 )
-            })
-        })
-        .transpose()?;
+            })?,
+        ),
+        _ => None,
+    };
     let settings = hub::ServeSettings {
         wait_ready: Duration::from_secs(wait_ready),
         http: http.map(|addr| listen::Listener {

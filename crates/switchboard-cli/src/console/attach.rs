@@ -159,10 +159,7 @@ impl Attach {
             protocol: self.taps.0.clone(),
             roots: Arc::new(roots::RootsBook::default()),
             credentials: self.credentials.clone(),
-            audit: self
-                .audit
-                .as_ref()
-                .map(|log| Arc::new(audit::Audit::of(log))),
+            audit: self.audit.as_ref().and_then(audit::Audit::of).map(Arc::new),
             host: Some((host.clone(), self.called)),
         };
         let (state, listener, url) = bound.state(parts);

@@ -49,15 +49,17 @@ impl Audit {
     }
 
     /// A gateway's log, shown by a console attached to it (the gateway
-    /// writes it; the console's calls reach it as a host's).
-    pub(super) fn of(log: &Arc<AuditLog>) -> Self {
-        Self {
-            path: log.path().to_path_buf(),
+    /// writes it; the console's calls reach it as a host's). `None` for a
+    /// shared chain (a database's): `switchboard audit verify --database`
+    /// checks that one.
+    pub(super) fn of(log: &Arc<AuditLog>) -> Option<Self> {
+        Some(Self {
+            path: log.path()?.to_path_buf(),
             log: None,
             options: audit::AuditOptions::default(),
             session: String::new(),
             ours: true,
-        }
+        })
     }
 
     /// Records one thing the page did: its kind, server, name (tool, URI,

@@ -466,7 +466,7 @@ pub(super) fn record(
         bytes,
     };
     if let Err(error) = log.record(&entry) {
-        tracing::error!(path = %log.path().display(), %error, "could not write the audit log");
+        tracing::error!(log = %log.describe(), %error, "could not write the audit log");
     }
 }
 

@@ -243,6 +243,15 @@ pub enum AuditError {
         /// The missing file.
         path: PathBuf,
     },
+    /// A shared store could not keep a record, or be read.
+    #[error("{what}")]
+    Store {
+        /// What failed, and where.
+        what: String,
+        /// Why.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The log does not match its anchor (or the anchor itself changed).
     #[error(
         "{}: {why}; run `switchboard audit verify` on the log, and move the log and its rotated files aside to start a new one",
@@ -270,13 +279,16 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     files::hex(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes).as_ref())
 }
 
-fn mac_hex(key: &[u8], bytes: &[u8]) -> String {
+/// The MAC that links a record to the next one (its `prev`): HMAC-SHA256
+/// of the record's bytes under the chain's key, in hex. Shared with the
+/// chains kept elsewhere ([`AuditStore`]).
+pub fn mac_hex(key: &[u8], bytes: &[u8]) -> String {
     let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, key);
     files::hex(aws_lc_rs::hmac::sign(&key, bytes).as_ref())
 }
 
 /// Compares two MACs in constant time.
-fn mac_eq(a: &str, b: &str) -> bool {
+pub fn mac_eq(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())
@@ -317,13 +329,43 @@ struct State {
     anchor: Anchor,
 }
 
-/// An open audit log, its single-writer lock held until dropped.
+/// A chain of audit records kept somewhere other than a file — a
+/// database several gateways share — that orders and links the records
+/// itself: [`AuditLog::shared`] builds each record as for a file and hands
+/// it here.
+pub trait AuditStore: Send + Sync + 'static {
+    /// The salt arguments are MACed under (`args_mac`): the same for every
+    /// gateway writing the chain, secret from whoever reads it.
+    fn salt(&self) -> &[u8];
+
+    /// Appends `record` (a JSON object without `prev`) at the chain's end,
+    /// linked to the record before it. Blocks until it is kept.
+    ///
+    /// # Errors
+    /// [`AuditError::Store`] when it could not be kept.
+    fn append(&self, record: serde_json::Map<String, Value>) -> Result<(), AuditError>;
+
+    /// The chain as messages name it (`the PostgreSQL audit chain`).
+    fn describe(&self) -> String;
+}
+
+/// An open audit log: a file with its single-writer lock held until
+/// dropped, or a shared [`AuditStore`].
 pub struct AuditLog {
-    path: PathBuf,
     options: AuditOptions,
+    salt: Vec<u8>,
+    sink: Sink,
+}
+
+enum Sink {
+    File(FileLog),
+    Shared(Arc<dyn AuditStore>),
+}
+
+struct FileLog {
+    path: PathBuf,
     dir: PathBuf,
     key: Vec<u8>,
-    salt: Vec<u8>,
     state: Mutex<State>,
     _lock: File,
 }
@@ -331,7 +373,7 @@ pub struct AuditLog {
 impl std::fmt::Debug for AuditLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuditLog")
-            .field("path", &self.path)
+            .field("log", &self.describe())
             .finish_non_exhaustive()
     }
 }
@@ -419,30 +461,56 @@ impl AuditLog {
         };
         let anchor_file = anchor.reset(&dir, &key)?;
         Ok(Self {
-            path,
             options,
-            dir,
-            key,
             salt,
-            state: Mutex::new(State {
-                file,
-                anchor_file,
-                anchor_lines: 1,
-                written,
-                anchor,
+            sink: Sink::File(FileLog {
+                path,
+                dir,
+                key,
+                state: Mutex::new(State {
+                    file,
+                    anchor_file,
+                    anchor_lines: 1,
+                    written,
+                    anchor,
+                }),
+                _lock: lock,
             }),
-            _lock: lock,
         })
     }
 
-    /// Where the log is (its resolved path).
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// A log whose records go to `store` (built as for a file: bounded,
+    /// arguments MACed under the store's salt).
+    pub fn shared(store: Arc<dyn AuditStore>, options: AuditOptions) -> Self {
+        Self {
+            options,
+            salt: store.salt().to_vec(),
+            sink: Sink::Shared(store),
+        }
     }
 
-    /// Where its key, salt and anchor are.
-    pub fn state_dir(&self) -> &Path {
-        &self.dir
+    /// Where the log is (its resolved path); `None` for a shared one.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.sink {
+            Sink::File(file) => Some(&file.path),
+            Sink::Shared(_) => None,
+        }
+    }
+
+    /// Where its key, salt and anchor are; `None` for a shared one.
+    pub fn state_dir(&self) -> Option<&Path> {
+        match &self.sink {
+            Sink::File(file) => Some(&file.dir),
+            Sink::Shared(_) => None,
+        }
+    }
+
+    /// The log as messages name it: its path, or the shared chain.
+    pub fn describe(&self) -> String {
+        match &self.sink {
+            Sink::File(file) => file.path.display().to_string(),
+            Sink::Shared(store) => store.describe(),
+        }
     }
 
     /// Appends one event's line, rotating first when the file is full.
@@ -494,9 +562,18 @@ impl AuditLog {
             line["name"] = bounded(entry.name, 32).into();
             line["outcome"] = bounded(entry.outcome, 32).into();
         }
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let log = match &self.sink {
+            Sink::File(log) => log,
+            Sink::Shared(store) => {
+                let Value::Object(record) = line else {
+                    unreachable!("built as an object")
+                };
+                return store.append(record);
+            }
+        };
+        let mut state = log.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.written >= self.options.max_bytes {
-            self.rotate(&mut state)?;
+            log.rotate(&mut state, self.options.keep)?;
         }
         line["prev"] = state.anchor.mac.clone().into();
         let text = serde_json::to_vec(&line).unwrap_or_default();
@@ -507,25 +584,24 @@ impl AuditLog {
             written,
             anchor,
         } = &mut *state;
-        *written += append(&mut &*file, &self.path, &self.key, &text, anchor)?;
+        *written += append(&mut &*file, &log.path, &log.key, &text, anchor)?;
         if *anchor_lines >= ANCHOR_LINES {
-            *anchor_file = anchor.reset(&self.dir, &self.key)?;
+            *anchor_file = anchor.reset(&log.dir, &log.key)?;
             *anchor_lines = 1;
             return Ok(());
         }
         *anchor_lines += 1;
-        anchor.append(&mut &*anchor_file, &self.key)
+        anchor.append(&mut &*anchor_file, &log.key)
     }
+}
 
+impl FileLog {
     /// `FILE` → `FILE.1` → … → `FILE.keep`, older ones removed, and a new
     /// `FILE` with its header.
-    fn rotate(&self, state: &mut State) -> Result<(), AuditError> {
+    fn rotate(&self, state: &mut State, keep: u64) -> Result<(), AuditError> {
         let seq = state.anchor.seq;
         let next = seq + 1;
-        let oldest = state
-            .anchor
-            .oldest
-            .max(next.saturating_sub(self.options.keep));
+        let oldest = state.anchor.oldest.max(next.saturating_sub(keep));
         for dropped in state.anchor.oldest..oldest {
             let name = rotated(&self.path, seq - dropped);
             match std::fs::remove_file(&name) {
@@ -628,7 +704,7 @@ pub(crate) fn note(
     if let Some((log, session)) = audit {
         let entry = AuditEntry::event(kind, session, server, name, outcome, message);
         if let Err(error) = log.record(&entry) {
-            tracing::error!(path = %log.path().display(), %error, "could not write the audit log");
+            tracing::error!(log = %log.describe(), %error, "could not write the audit log");
         }
     }
 }

@@ -69,6 +69,7 @@ fn an_intact_log_verifies_and_survives_reopening() {
         let state = AuditLog::open(&path, options.clone())
             .unwrap()
             .state_dir()
+            .unwrap()
             .to_owned();
         assert_eq!(mode(&state), 0o700);
         for name in ["key", "salt", "anchor"] {
@@ -342,7 +343,7 @@ fn an_exposed_key_and_a_symlink_are_refused() {
     let (path, dir, options) = scratch("exposed");
     let state = {
         let log = AuditLog::open(&path, options.clone()).unwrap();
-        log.state_dir().to_owned()
+        log.state_dir().unwrap().to_owned()
     };
     std::fs::set_permissions(state.join("key"), std::fs::Permissions::from_mode(0o644)).unwrap();
     assert!(matches!(
@@ -427,7 +428,7 @@ fn a_cut_anchor_line_is_a_crash_not_tampering() {
         for _ in 0..3 {
             log.record(&call("a", "s__t", None)).unwrap();
         }
-        log.state_dir().to_owned()
+        log.state_dir().unwrap().to_owned()
     };
     let anchor = std::fs::read(state.join("anchor")).unwrap();
     let upto = anchor[..anchor.len() - 1]
@@ -450,7 +451,7 @@ fn the_anchor_file_stays_bounded() {
     for _ in 0..limit + 10 {
         log.record(&call("a", "s__t", None)).unwrap();
     }
-    let anchor = std::fs::read_to_string(log.state_dir().join("anchor")).unwrap();
+    let anchor = std::fs::read_to_string(log.state_dir().unwrap().join("anchor")).unwrap();
     assert!(anchor.lines().count() < limit, "{}", anchor.lines().count());
     drop(log);
     assert_eq!(verify(&path, &options).unwrap().unanchored, 0);
