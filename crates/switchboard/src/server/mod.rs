@@ -84,10 +84,8 @@ use crate::transport::{BoxFuture, Connection, TransportError};
 
 mod answer;
 mod handler;
-mod user;
 pub use answer::exact_json;
-pub use handler::ServerHandler;
-pub use user::HostUser;
+pub use handler::{HostUser, ServerHandler};
 #[cfg(feature = "http-server")]
 pub mod http;
 pub mod tasks;
