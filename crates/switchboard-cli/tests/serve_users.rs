@@ -274,6 +274,7 @@ fn every_bad_token_is_refused_with_a_challenge_naming_the_metadata() {
     let challenge = none.header("www-authenticate").unwrap();
     assert!(challenge.starts_with("Bearer "), "{challenge}");
     assert!(challenge.contains(METADATA), "{challenge}");
+    assert!(challenge.contains("scope=\"mcp:read\""), "{challenge}");
     assert!(
         !challenge.contains("error="),
         "no token, no error code: {challenge}"

@@ -255,6 +255,7 @@ async fn a_missing_or_refused_token_is_challenged_with_the_metadata() {
     let challenge = none.challenge.unwrap();
     assert!(challenge.starts_with("Bearer "), "{challenge}");
     assert!(challenge.contains(&metadata), "{challenge}");
+    assert!(challenge.contains("scope=\"mcp\""), "{challenge}");
     // No token sent: no error code (RFC 6750 §3.1).
     assert!(!challenge.contains("error="), "{challenge}");
 

@@ -150,7 +150,7 @@ pub(super) async fn user(
     }
 }
 
-/// 401 with its challenge: the metadata's address, and — when a token was
+/// 401 with its challenge: the metadata's address and scopes, and — when a token was
 /// sent — `invalid_token` and why (RFC 6750 §3: no error code for a
 /// request that sent none).
 fn challenge(options: &HttpServeOptions, refused: Option<&str>) -> Response<ResponseBody> {
@@ -160,6 +160,11 @@ fn challenge(options: &HttpServeOptions, refused: Option<&str>) -> Response<Resp
             "resource_metadata=\"{}\"",
             quotable(&metadata.url())
         ));
+        // The scopes to ask for (the MCP spec's SHOULD): all it knows of.
+        if !metadata.scopes_supported.is_empty() {
+            let scopes = metadata.scopes_supported.join(" ");
+            params.push(format!("scope=\"{}\"", quotable(&scopes)));
+        }
     }
     if let Some(why) = refused {
         params.push("error=\"invalid_token\"".to_owned());
