@@ -231,7 +231,12 @@ struct Keys {
     /// The issuer identifier as its metadata writes it (what `iss` must be).
     issuer: Option<String>,
     set: Vec<Jwk>,
+    /// When the keys were last fetched, or that was tried: a failed
+    /// fetch is not tried again sooner than a successful one, so an
+    /// issuer that is down is not asked once per request.
     fetched: Option<Instant>,
+    /// Why the last fetch failed, if it did.
+    failed: Option<String>,
 }
 
 /// One public key of a JWK Set, as far as it is used.
@@ -312,17 +317,28 @@ impl JwtValidator {
                 .is_some_and(|at| at.elapsed() < self.inner.refetch_after)
         };
         if !recent {
-            let (issuer, set) = self.fetch().await?;
+            let fetched = self.fetch().await;
             let mut keys = self.inner.keys.lock().unwrap_or_else(|e| e.into_inner());
-            *keys = Keys {
-                issuer: Some(issuer),
-                set,
-                fetched: Some(Instant::now()),
-            };
+            keys.fetched = Some(Instant::now());
+            match fetched {
+                Ok((issuer, set)) => {
+                    keys.issuer = Some(issuer);
+                    keys.set = set;
+                    keys.failed = None;
+                }
+                // The keys known before (if any) are kept.
+                Err(TokenError::Keys(why)) => keys.failed = Some(why),
+                Err(other) => return Err(other),
+            }
         }
         let keys = self.inner.keys.lock().unwrap_or_else(|e| e.into_inner());
-        let issuer = keys.issuer.clone().ok_or(TokenError::UnknownKey)?;
-        Ok((issuer, token.fitting(&keys.set)))
+        let fitting = token.fitting(&keys.set);
+        match (&keys.issuer, &keys.failed) {
+            (Some(issuer), _) if !fitting.is_empty() => Ok((issuer.clone(), fitting)),
+            (_, Some(why)) => Err(TokenError::Keys(why.clone())),
+            (Some(issuer), None) => Ok((issuer.clone(), fitting)),
+            (None, None) => Err(TokenError::UnknownKey),
+        }
     }
 
     /// The issuer's metadata, then its JWK Set.
@@ -830,6 +846,33 @@ mod tests {
             }
         });
         (base, fetched)
+    }
+
+    #[tokio::test]
+    async fn an_issuer_out_of_reach_is_not_asked_once_per_token() {
+        // A port nothing listens on: every fetch fails at once.
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let guard = UrlGuard::builder()
+            .allow_http_loopback(true)
+            .build()
+            .unwrap();
+        let validator = JwtValidator::builder(&base, AUDIENCE)
+            .guard(guard)
+            .build()
+            .unwrap();
+        let (signer, _) = es256();
+        let token = signer.sign(Map::new(), &claims(&base, "alice")).unwrap();
+        let first = validator.validate(&token).await.unwrap_err();
+        assert!(!first.is_invalid_token(), "{first}");
+        let attempted = validator.inner.keys.lock().unwrap().fetched;
+        assert!(attempted.is_some());
+        // The second check is refused for the same reason, without a new
+        // attempt (its time is the first one's).
+        let second = validator.validate(&token).await.unwrap_err();
+        assert_eq!(second.to_string(), first.to_string());
+        assert_eq!(validator.inner.keys.lock().unwrap().fetched, attempted);
     }
 
     #[tokio::test]
