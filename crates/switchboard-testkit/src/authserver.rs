@@ -1555,6 +1555,70 @@ mod tests {
         assert_eq!(m["authorization_response_iss_parameter_supported"], true);
     }
 
+    /// A JWT's header and claims, unverified.
+    fn jwt_parts(token: &str) -> (Value, Value) {
+        use base64::Engine as _;
+        let part = |p: &str| -> Value {
+            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p)
+                .unwrap();
+            serde_json::from_slice(&bytes).unwrap()
+        };
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3, "{token}");
+        (part(parts[0]), part(parts[1]))
+    }
+
+    #[tokio::test]
+    async fn access_tokens_are_jwts_of_the_published_key_and_tests_mint_forgeries() {
+        let srv = start(AuthConfig::default()).await;
+        let m = srv
+            .get("/.well-known/oauth-authorization-server")
+            .await
+            .json();
+        assert_eq!(m["jwks_uri"], json!(format!("{}/jwks", srv.base)));
+        let jwks = srv.get("/jwks").await.json();
+        assert_eq!(jwks["keys"][0]["kid"], crate::jwt_issuer::KEY_ID);
+        assert_eq!(jwks["keys"][0]["kty"], "EC");
+        assert!(jwks["keys"][0].get("d").is_none(), "no private part");
+
+        let client = srv.public_client().await;
+        let tokens = srv.code_flow(&client, SCOPE_READ).await;
+        let access = tokens["access_token"].as_str().unwrap();
+        let (header, claims) = jwt_parts(access);
+        assert_eq!(header["alg"], "ES256");
+        assert_eq!(header["kid"], crate::jwt_issuer::KEY_ID);
+        assert_eq!(claims["iss"], json!(srv.base));
+        assert_eq!(claims["aud"], json!(srv.resource()));
+        assert_eq!(claims["sub"], "user");
+        assert_eq!(claims["client_id"], json!(client));
+        // The test server still takes it.
+        srv.session(access).await;
+
+        let mint = |asked: Value| {
+            let http = srv.http.clone();
+            let url = format!("{}/auth/mint", srv.base);
+            async move { read(http.post(url).body(asked.to_string())).await }
+        };
+        let minted = mint(json!({"claims": {"sub": "bob", "exp": 5, "scope": null}})).await;
+        assert_eq!(minted.status, 200, "{}", minted.body);
+        let (_, claims) = jwt_parts(minted.json()["access_token"].as_str().unwrap());
+        assert_eq!(claims["sub"], "bob");
+        assert_eq!(claims["exp"], 5);
+        assert!(claims.get("scope").is_none());
+        for (forge, alg, kid) in [
+            ("alg-none", "none", None),
+            ("hs256-public-key", "HS256", Some(crate::jwt_issuer::KEY_ID)),
+            ("unknown-kid", "ES256", Some("not-ours")),
+        ] {
+            let minted = mint(json!({"forge": forge})).await.json();
+            let (header, _) = jwt_parts(minted["access_token"].as_str().unwrap());
+            assert_eq!(header["alg"], alg, "{forge}");
+            assert_eq!(header["kid"].as_str(), kid, "{forge}");
+        }
+        assert_eq!(mint(json!({"forge": "made-up"})).await.status, 400);
+    }
+
     #[tokio::test]
     async fn issuer_suffix_moves_the_issuer_and_its_metadata() {
         let srv = start(AuthConfig::default().with_issuer_suffix("run-2")).await;
