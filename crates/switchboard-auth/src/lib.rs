@@ -33,7 +33,8 @@
 //! ([`flow`], [`loopback`]), stored tokens as an `AuthProvider` that can
 //! also log in itself when a server asks ([`provider`]), grants without a
 //! user ([`grant`], [`client_credentials`], [`jwt_bearer`], [`enterprise`]),
-//! and signed JWTs and DPoP proofs ([`jwt`], [`dpop`]).
+//! and signed JWTs and DPoP proofs ([`jwt`], [`dpop`]); on the resource's
+//! side, checking the JWT access tokens hosts send ([`access_token`]).
 //!
 //! ## Cargo features
 //! None: the crate is the OAuth part of switchboard's `http` feature, and
@@ -41,6 +42,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod access_token;
 pub mod client_credentials;
 pub mod dpop;
 pub mod enterprise;

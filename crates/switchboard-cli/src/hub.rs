@@ -23,6 +23,7 @@ use crate::configure::{Context, dialect_name, not_configured, scope_name, skip_r
 use crate::lifecycle::Servers;
 use crate::{failure::Failure, failure::exit, login, term::output};
 
+pub(crate) mod host_auth;
 mod one;
 mod prepare;
 mod serve;

@@ -31,6 +31,8 @@ pub(crate) struct Listener {
     pub(crate) session_key: Option<switchboard::server::http::SessionKey>,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) max_connections: Option<usize>,
+    /// Hosts as users (`--issuer`): no static token then.
+    pub(crate) users: Option<crate::hub::host_auth::HostUsers>,
 }
 
 /// The token source from the flags and the environment.

@@ -16,9 +16,13 @@
 //!   auto-approving `/authorize` (PKCE S256, RFC 9207 `iss`), `/token`
 //!   (`authorization_code`, rotating `refresh_token`, `client_credentials`);
 //! - `/auth/stats`: counters a test uses to prove a refresh happened, and
-//!   that no rotated refresh token was presented again.
+//!   that no rotated refresh token was presented again;
+//! - `/jwks` (the metadata's `jwks_uri`) and `POST /auth/mint`, which signs
+//!   any token a test asks for (`crate::jwt_issuer`).
 //!
-//! Tokens are opaque random strings kept in memory. The MCP endpoints then
+//! Access tokens are JWTs (ES256, `sub` `user`, `aud` the resource asked
+//! for) that are also kept in memory: the test server checks them by
+//! lookup, a resource of its own by signature. The MCP endpoints then
 //! require `Authorization: Bearer <access token>` (401 otherwise) with the
 //! `mcp:read` scope (403 `insufficient_scope` otherwise); the `admin_echo`
 //! tool also needs `mcp:admin` (403 `insufficient_scope` naming only that
@@ -47,6 +51,8 @@ use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 use switchboard_testserver::auth::{base_url, issuer};
 use switchboard_testserver::{AuthConfig, AuthQuirk};
+
+use crate::jwt_issuer::{Forgery, Signer, merged, now_secs};
 
 /// The scope every MCP request needs.
 pub const SCOPE_READ: &str = "mcp:read";
@@ -170,6 +176,8 @@ pub(crate) struct AuthServer {
     resource: String,
     store: Mutex<Store>,
     stats: Stats,
+    /// Signs the access tokens.
+    signer: Signer,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -186,6 +194,7 @@ impl AuthServer {
             config,
             store: Mutex::new(Store::default()),
             stats: Stats::default(),
+            signer: Signer::generate(),
         }
     }
 
@@ -323,7 +332,9 @@ pub(crate) fn router(auth: Arc<AuthServer>) -> Router {
         .route("/register", post(register))
         .route("/authorize", get(authorize))
         .route("/token", post(token))
-        .route("/auth/stats", get(stats));
+        .route("/auth/stats", get(stats))
+        .route("/jwks", get(jwks))
+        .route("/auth/mint", post(mint));
     app = match &auth.config.issuer_suffix {
         Some(s) => app.route(
             &format!("/.well-known/oauth-authorization-server/{s}"),
@@ -382,7 +393,38 @@ async fn as_metadata(State(auth): State<Arc<AuthServer>>) -> Response {
                 ["none", "client_secret_basic", "client_secret_post"],
             "scopes_supported": [SCOPE_READ, SCOPE_ADMIN, "offline_access"],
             "authorization_response_iss_parameter_supported": true,
+            "jwks_uri": format!("{base}/jwks"),
         }),
+    )
+}
+
+async fn jwks(State(auth): State<Arc<AuthServer>>) -> Response {
+    json_ok(StatusCode::OK, &auth.signer.jwks())
+}
+
+/// `POST /auth/mint` `{"claims": {…}, "forge": "…"}`: a token of the
+/// default claims (`iss` the issuer, `sub` `user`, `aud` the test server's
+/// resource, `exp` a token lifetime away) with `claims` applied (`null`
+/// removes one), signed — or forged — as `forge` says
+/// ([`Forgery::parse`]). Not kept: the test server itself does not take it.
+async fn mint(State(auth): State<Arc<AuthServer>>, body: Bytes) -> Response {
+    let Ok(asked) = serde_json::from_slice::<Value>(&body) else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "not JSON");
+    };
+    let forgery = match asked.get("forge").and_then(Value::as_str) {
+        None => Forgery::None,
+        Some(name) => match Forgery::parse(name) {
+            Some(forgery) => forgery,
+            None => return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "forge?"),
+        },
+    };
+    let claims = merged(
+        auth.claims("user", &auth.resource, &[]),
+        asked.get("claims").and_then(Value::as_object),
+    );
+    json_ok(
+        StatusCode::OK,
+        &json!({ "access_token": auth.signer.sign(&claims, forgery) }),
     )
 }
 
@@ -1000,6 +1042,20 @@ impl AuthServer {
         self.issue(client_id, self.resource.clone(), scopes, None)
     }
 
+    /// An access token's claims.
+    fn claims(&self, sub: &str, resource: &str, scopes: &[String]) -> Value {
+        let now = now_secs();
+        json!({
+            "iss": self.issuer,
+            "sub": sub,
+            "aud": resource,
+            "iat": now,
+            "exp": now + self.config.token_ttl_secs,
+            "jti": random_token(),
+            "scope": scopes.join(" "),
+        })
+    }
+
     /// Issue an access token, and a refresh token in `family` when given
     /// ([`NEW_FAMILY`] starts one).
     fn issue(
@@ -1009,7 +1065,9 @@ impl AuthServer {
         scopes: Vec<String>,
         family: Option<u64>,
     ) -> Response {
-        let access = random_token();
+        let mut claims = self.claims("user", &resource, &scopes);
+        claims["client_id"] = client_id.into();
+        let access = self.signer.sign(&claims, Forgery::None);
         let refresh = family.map(|f| (random_token(), f));
         {
             let mut store = lock(&self.store);
@@ -1495,6 +1553,70 @@ mod tests {
                 .contains(&json!("offline_access"))
         );
         assert_eq!(m["authorization_response_iss_parameter_supported"], true);
+    }
+
+    /// A JWT's header and claims, unverified.
+    fn jwt_parts(token: &str) -> (Value, Value) {
+        use base64::Engine as _;
+        let part = |p: &str| -> Value {
+            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p)
+                .unwrap();
+            serde_json::from_slice(&bytes).unwrap()
+        };
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3, "{token}");
+        (part(parts[0]), part(parts[1]))
+    }
+
+    #[tokio::test]
+    async fn access_tokens_are_jwts_of_the_published_key_and_tests_mint_forgeries() {
+        let srv = start(AuthConfig::default()).await;
+        let m = srv
+            .get("/.well-known/oauth-authorization-server")
+            .await
+            .json();
+        assert_eq!(m["jwks_uri"], json!(format!("{}/jwks", srv.base)));
+        let jwks = srv.get("/jwks").await.json();
+        assert_eq!(jwks["keys"][0]["kid"], crate::jwt_issuer::KEY_ID);
+        assert_eq!(jwks["keys"][0]["kty"], "EC");
+        assert!(jwks["keys"][0].get("d").is_none(), "no private part");
+
+        let client = srv.public_client().await;
+        let tokens = srv.code_flow(&client, SCOPE_READ).await;
+        let access = tokens["access_token"].as_str().unwrap();
+        let (header, claims) = jwt_parts(access);
+        assert_eq!(header["alg"], "ES256");
+        assert_eq!(header["kid"], crate::jwt_issuer::KEY_ID);
+        assert_eq!(claims["iss"], json!(srv.base));
+        assert_eq!(claims["aud"], json!(srv.resource()));
+        assert_eq!(claims["sub"], "user");
+        assert_eq!(claims["client_id"], json!(client));
+        // The test server still takes it.
+        srv.session(access).await;
+
+        let mint = |asked: Value| {
+            let http = srv.http.clone();
+            let url = format!("{}/auth/mint", srv.base);
+            async move { read(http.post(url).body(asked.to_string())).await }
+        };
+        let minted = mint(json!({"claims": {"sub": "bob", "exp": 5, "scope": null}})).await;
+        assert_eq!(minted.status, 200, "{}", minted.body);
+        let (_, claims) = jwt_parts(minted.json()["access_token"].as_str().unwrap());
+        assert_eq!(claims["sub"], "bob");
+        assert_eq!(claims["exp"], 5);
+        assert!(claims.get("scope").is_none());
+        for (forge, alg, kid) in [
+            ("alg-none", "none", None),
+            ("hs256-public-key", "HS256", Some(crate::jwt_issuer::KEY_ID)),
+            ("unknown-kid", "ES256", Some("not-ours")),
+        ] {
+            let minted = mint(json!({"forge": forge})).await.json();
+            let (header, _) = jwt_parts(minted["access_token"].as_str().unwrap());
+            assert_eq!(header["alg"], alg, "{forge}");
+            assert_eq!(header["kid"].as_str(), kid, "{forge}");
+        }
+        assert_eq!(mint(json!({"forge": "made-up"})).await.status, 400);
     }
 
     #[tokio::test]

@@ -2,7 +2,8 @@
 //! re-exported, so `switchboard_testkit::serve` and friends are the same items)
 //! plus what only tests need: HTTP transports in front of it (Streamable
 //! HTTP, legacy HTTP+SSE and WebSocket, see [`serve_http`]) and a built-in
-//! OAuth 2.1 authorization server (`--auth`, see [`AuthConfig`]); and a
+//! OAuth 2.1 authorization server (`--auth`, see [`AuthConfig`]) whose
+//! access tokens are JWTs ([`jwt_issuer`]); and a
 //! real PostgreSQL started for a test ([`postgres`]).
 //!
 //! Not published. The `switchboard-testkit-server` binary is
@@ -15,6 +16,7 @@
 
 mod authserver;
 mod http;
+pub mod jwt_issuer;
 #[cfg(unix)]
 pub mod postgres;
 #[cfg(feature = "rmcp")]

@@ -683,6 +683,9 @@ pub(crate) struct ServeArgs {
     /// same file serve each other's sessions with no shared store.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub(crate) session_key_file: Option<PathBuf>,
+    /// Hosts as users (`--issuer`, `--audience`, `--scope`).
+    #[command(flatten)]
+    pub(crate) users: crate::hub::host_auth::HostUserArgs,
     /// The host's tool budget: with more tools than N, list only
     /// `search_tools` and the tools found with it so far (hosts cap
     /// their tools at 40–128).

@@ -27,6 +27,7 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
         max_connections,
         threads: _,
         session_key_file,
+        users,
         max_tools,
         max_message_size,
         only,
@@ -35,6 +36,7 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
         command,
     } = args;
     let token = listen::token_source(token.as_deref(), token_file.as_deref(), no_auth)?;
+    let users = hub::host_auth::HostUsers::from_args(users, &token)?;
     let fronted = fronted::Fronted::from_args(only, url, &headers, command)?;
     let session_key = session_key_file
         .map(|path| {
@@ -85,6 +87,7 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
             session_key,
             allowed_hosts: allow_host,
             max_connections,
+            users,
         }),
         session: None,
         console,

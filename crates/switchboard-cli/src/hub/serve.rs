@@ -394,13 +394,17 @@ async fn serve_http(
         session_key,
         allowed_hosts,
         max_connections,
+        users,
     } = listener;
     let bound = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
     let port = bound.local_addr().map_or(addr.port(), |a| a.port());
     // The generated token's file goes when the gateway stops.
-    let (token, _token_file) = crate::listen::token_for(token, port)?;
+    let (token, _token_file) = match users {
+        Some(_) => (None, None),
+        None => crate::listen::token_for(token, port)?,
+    };
     if let Some(log) = audit {
         gateway = gateway.audit(log, "http");
     }
@@ -414,6 +418,9 @@ async fn serve_http(
     }
     if let Some(key) = session_key {
         options = options.session_key(key);
+    }
+    if let Some(users) = users {
+        options = users.apply(options);
     }
     let signal = servers.drain_on_signal();
     let served = gateway

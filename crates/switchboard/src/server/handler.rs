@@ -1,5 +1,7 @@
 //! [`ServerHandler`]: what a server offers, one method per request, each
-//! with a default.
+//! with a default; and [`HostUser`], who a request is made for when the
+//! endpoint authenticates hosts as users (Streamable HTTP with
+//! `HttpServeOptions::host_auth`).
 
 use serde_json::value::RawValue;
 use switchboard_types::jsonrpc::ErrorObject;
@@ -289,4 +291,27 @@ fn unknown_task(id: &str) -> ErrorObject {
         codes::INVALID_PARAMS,
         format!("Invalid params: unknown task `{id}`"),
     )
+}
+
+/// The user a host request carries, as its bearer token names them: the
+/// token's subject and all of its claims, checked by the endpoint's
+/// authenticator before the handler sees the request.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct HostUser {
+    /// The token's subject (`sub`): who the user is to the issuer.
+    pub sub: String,
+    /// The token's claims (a JWT's payload, an introspection's answer),
+    /// as the authenticator got them.
+    pub claims: serde_json::Value,
+}
+
+impl HostUser {
+    /// The user `sub`, with `claims`.
+    pub fn new(sub: impl Into<String>, claims: serde_json::Value) -> Self {
+        Self {
+            sub: sub.into(),
+            claims,
+        }
+    }
 }

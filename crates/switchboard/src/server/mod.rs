@@ -85,7 +85,7 @@ use crate::transport::{BoxFuture, Connection, TransportError};
 mod answer;
 mod handler;
 pub use answer::exact_json;
-pub use handler::ServerHandler;
+pub use handler::{HostUser, ServerHandler};
 #[cfg(feature = "http-server")]
 pub mod http;
 pub mod tasks;
@@ -114,6 +114,8 @@ pub struct RequestContext {
     /// This request's id (JSON text), so that what is sent about it can
     /// travel with it (on HTTP, on the POST's own stream).
     related: Option<Arc<str>>,
+    /// The user the host's token names, when the endpoint checks one.
+    user: Option<Arc<HostUser>>,
 }
 
 tokio::task_local! {
@@ -131,6 +133,14 @@ pub(crate) fn related_request() -> Option<Arc<str>> {
 }
 
 impl RequestContext {
+    /// The user this request is made for: the one its host's access token
+    /// names, when the endpoint authenticates hosts as users
+    /// (`HttpServeOptions::host_auth`); `None` otherwise (stdio, a static
+    /// bearer token, no token).
+    pub fn user(&self) -> Option<&HostUser> {
+        self.user.as_deref()
+    }
+
     /// The request's progress token, if it asked for progress.
     pub fn progress_token(&self) -> Option<&Value> {
         self.meta.get(meta::PROGRESS_TOKEN)
@@ -493,6 +503,7 @@ impl Served {
         id: switchboard_types::jsonrpc::RequestId,
         method: String,
         params: Option<Box<RawValue>>,
+        user: Option<Arc<HostUser>>,
     ) -> BoxFuture<'static, HandlerResult> {
         if method == "ping" {
             return Box::pin(async { answer(Value::Object(JsonObject::new())) });
@@ -501,12 +512,13 @@ impl Served {
             codes::METHOD_NOT_FOUND,
             format!("Method not found: {method}"),
         );
-        match self.dispatch.handle(ServerRequest {
+        let request = ServerRequest {
             id,
             method,
             params,
             related_tag: None,
-        }) {
+        };
+        match self.dispatch.handle_as(request, user) {
             Some(answer) => answer,
             None => Box::pin(async move { Err(not_found) }),
         }
@@ -783,6 +795,7 @@ impl Dispatch {
             meta,
             peer: self.peer.clone(),
             related: None,
+            user: None,
         })
     }
 
@@ -802,6 +815,7 @@ impl Dispatch {
             meta,
             peer: self.peer.clone(),
             related: None,
+            user: None,
         })
     }
 
@@ -834,6 +848,18 @@ fn answer(value: Value) -> HandlerResult {
 
 impl RequestHandler for Dispatch {
     fn handle(&self, request: ServerRequest) -> Option<BoxFuture<'static, HandlerResult>> {
+        self.handle_as(request, None)
+    }
+}
+
+impl Dispatch {
+    /// Answers `request`, made for `user` when the transport authenticated
+    /// one.
+    fn handle_as(
+        &self,
+        request: ServerRequest,
+        user: Option<Arc<HostUser>>,
+    ) -> Option<BoxFuture<'static, HandlerResult>> {
         let params = request.params.as_deref();
         let meta = request_meta(params);
         let modern_asked = meta.contains_key(meta::META_PROTOCOL_VERSION);
@@ -877,6 +903,7 @@ impl RequestHandler for Dispatch {
         };
         let related: Option<Arc<str>> = serde_json::to_string(&request.id).ok().map(Arc::from);
         cx.related = related.clone();
+        cx.user = user;
         let handler = self.handler.clone();
         // A list the handler writes itself, if it does.
         let listed = match method {

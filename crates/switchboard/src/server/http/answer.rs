@@ -34,6 +34,8 @@ pub(super) struct Asked<'a> {
     /// The client takes an event stream.
     pub(super) events: bool,
     pub(super) body: Vec<u8>,
+    /// The user the host's token names, when hosts are users.
+    pub(super) user: Option<Arc<crate::server::HostUser>>,
 }
 
 /// What came first from the handler.
@@ -58,6 +60,7 @@ pub(super) async fn answer(asked: Asked<'_>) -> Response<ResponseBody> {
         stateless,
         events,
         body,
+        user,
     } = asked;
     let options = &state.options;
     let request = match JsonRpcMessage::from_slice(&body) {
@@ -114,7 +117,9 @@ pub(super) async fn answer(asked: Asked<'_>) -> Response<ResponseBody> {
         }
     });
     link.touch();
-    let mut answer = link.served.answer(ours, request.method, request.params);
+    let mut answer = link
+        .served
+        .answer(ours, request.method, request.params, user);
     let running = Running {
         link: link.clone(),
         id: ours_text,
@@ -261,11 +266,14 @@ fn seal_session(
         initialize
             .zip(serde_json::from_slice::<InitializeAnswer>(answer).ok())
             .and_then(|(request, answer)| {
-                key.seal(&SessionState::new(
-                    answer.result.protocol_version,
-                    request.params.capabilities,
-                    request.params.client_info,
-                ))
+                key.seal(
+                    &SessionState::new(
+                        answer.result.protocol_version,
+                        request.params.capabilities,
+                        request.params.client_info,
+                    ),
+                    link.owner.as_deref(),
+                )
             })
     });
     let Some(id) = sealed else {

@@ -115,7 +115,7 @@ pub(super) fn all(
 
 /// The token of an `Authorization: Bearer …` value; the scheme is
 /// matched case-insensitively (RFC 9110 §11.1).
-fn bearer(value: &str) -> Option<&str> {
+pub(super) fn bearer(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")

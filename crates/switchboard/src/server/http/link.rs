@@ -36,6 +36,9 @@ pub(super) struct Link {
     pub(super) to_handler: mpsc::Sender<Vec<u8>>,
     pub(super) routes: Arc<Mutex<Routes>>,
     pub(super) last_used: Mutex<Instant>,
+    /// The user (`sub`) whose session this is, when hosts are users: no
+    /// other user's request reaches it.
+    pub(super) owner: Option<String>,
 }
 
 #[derive(Default)]
@@ -157,12 +160,14 @@ impl MessageStream for LinkStream {
 }
 
 impl Link {
-    /// A connection to `handler`; a host that leaves a request's stream
-    /// full for `stall` is cut off from it.
+    /// A connection to `handler`, of user `owner` when hosts are users; a
+    /// host that leaves a request's stream full for `stall` is cut off
+    /// from it.
     pub(super) fn open(
         handler: Arc<dyn ServerHandler>,
         options: ServeOptions,
         stall: std::time::Duration,
+        owner: Option<String>,
     ) -> Self {
         let (to_handler, rx) = mpsc::channel(64);
         let routes = Arc::new(Mutex::new(Routes::default()));
@@ -178,7 +183,14 @@ impl Link {
             to_handler,
             routes,
             last_used: Mutex::new(Instant::now()),
+            owner,
         }
+    }
+
+    /// Whether a request made for `user` may use this connection: the
+    /// session's own user's, or any when hosts are not users.
+    pub(super) fn serves(&self, user: Option<&crate::server::HostUser>) -> bool {
+        self.owner.as_deref() == user.map(|u| u.sub.as_str())
     }
 
     pub(super) fn touch(&self) {

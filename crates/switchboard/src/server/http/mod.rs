@@ -53,8 +53,15 @@
 //!   [`HttpServeOptions::instance`] id in its [`INSTANCE_HEADER`] when set; `GET /metrics` answers
 //!   [`HttpServeOptions::metrics`] when set, behind every check.
 //!
+//! - **Hosts as users**: with [`HttpServeOptions::host_auth`] each
+//!   request's token is checked by a [`HostAuth`] and its user reaches the
+//!   handler; a refusal is 401 naming [`HttpServeOptions::resource_metadata`]
+//!   (RFC 9728), served at `/.well-known/oauth-protected-resource`. A
+//!   session belongs to the user who opened it: another user's request
+//!   naming it gets 404, as for an unknown session.
+//!
 //! One file per concern: `guard` (the checks every request passes before
-//! its body is read: Host, Origin, bearer token), `conn` (the accept loop
+//! its body is read: Host, Origin, bearer token), `auth` (hosts as users), `conn` (the accept loop
 //! and each connection's limits and deadlines), `route` (the endpoint's
 //! routes), `link` (a connection to the handler and where what it says
 //! goes), `body` (answers and event streams), `stream` (a request's event
@@ -62,6 +69,7 @@
 //! `stateless` (the 2026-07-28 checks of a request without a session).
 
 mod answer;
+mod auth;
 mod body;
 mod conn;
 mod guard;
@@ -83,6 +91,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use super::{ServeOptions, ServerHandler};
+pub use auth::{Authenticator, HostAuth, ResourceMetadata, TokenRefused};
 pub use guard::{MIN_TOKEN_LEN, check_token, generate_token};
 use link::Link;
 pub use seal::SessionKey;
@@ -162,6 +171,17 @@ pub struct HttpServeOptions {
     /// Random per process and no secret: `/healthz` needs no token.
     /// Default none.
     pub instance: Option<String>,
+    /// Hosts as users: each request's bearer token is checked by this
+    /// authenticator, and the user it names reaches the handler
+    /// (`RequestContext::user`); a session is bound to the user who
+    /// opened it. Exclusive with [`HttpServeOptions::bearer_token`].
+    /// Default none.
+    pub host_auth: Option<Authenticator>,
+    /// What the endpoint says of itself as an OAuth protected resource:
+    /// served at `/.well-known/oauth-protected-resource` (and with the
+    /// endpoint's path after it), and named in every 401's challenge.
+    /// Default none.
+    pub resource_metadata: Option<ResourceMetadata>,
 }
 
 /// The header of `GET /healthz`'s answer holding
@@ -209,6 +229,8 @@ impl Default for HttpServeOptions {
             resume_window: Some(Duration::from_secs(60)),
             stream_after: Duration::from_millis(50),
             instance: None,
+            host_auth: None,
+            resource_metadata: None,
         }
     }
 }
@@ -235,6 +257,18 @@ impl HttpServeOptions {
     /// Sets [`HttpServeOptions::bearer_token`].
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Sets [`HttpServeOptions::host_auth`].
+    pub fn host_auth(mut self, auth: impl HostAuth) -> Self {
+        self.host_auth = Some(Authenticator::new(auth));
+        self
+    }
+
+    /// Sets [`HttpServeOptions::resource_metadata`].
+    pub fn resource_metadata(mut self, metadata: ResourceMetadata) -> Self {
+        self.resource_metadata = Some(metadata);
         self
     }
 
@@ -282,6 +316,7 @@ impl State {
                     self.handler.clone(),
                     self.options.serve.clone(),
                     self.options.stream_stall,
+                    None,
                 ));
                 *shared = Some(link.clone());
                 link
@@ -355,14 +390,21 @@ impl HttpServer {
 /// Serves `handler` on `listener` (see the module documentation).
 ///
 /// # Errors
-/// When the listener's address cannot be read, or the bearer token is
-/// too short ([`check_token`]).
+/// When the listener's address cannot be read, the bearer token is
+/// too short ([`check_token`]), or both a bearer token and a
+/// [`HostAuth`] are set.
 pub fn serve_http(
     handler: Arc<dyn ServerHandler>,
     listener: TcpListener,
     options: HttpServeOptions,
 ) -> std::io::Result<HttpServer> {
     let local_addr = listener.local_addr()?;
+    if options.bearer_token.is_some() && options.host_auth.is_some() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a static bearer token and a host authenticator are exclusive: one user, or users",
+        ));
+    }
     if let Some(token) = &options.bearer_token {
         guard::check_token(token)
             .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;

@@ -12,6 +12,7 @@ use switchboard_types::jsonrpc::RequestId;
 use tokio::time::Instant;
 
 use super::answer::{Asked, answer};
+use super::auth;
 use super::body::{ResponseBody, SseBody, json, reply, sse, sse_stream, with_header};
 use super::guard;
 use super::link::{Link, request_id, session_id};
@@ -20,6 +21,10 @@ use super::seal::SEALED_PREFIX;
 use super::stateless::{Peek, check_stateless, contains_text};
 use super::stream;
 use super::{MAX_ENDED, Metrics, SESSION_HEADER, State, accepts_events};
+use crate::server::HostUser;
+
+/// The user a request is made for, when hosts are users.
+type User = Option<Arc<HostUser>>;
 
 /// A request refused before its handler saw it: the response to send.
 pub(super) type Refused = Box<Response<ResponseBody>>;
@@ -30,6 +35,9 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     let get = request.method() == Method::GET;
     if path == "/healthz" && get {
         return guard::host(options, request.headers()).unwrap_or_else(|| healthz(options));
+    }
+    if get && let Some(page) = auth::metadata_page(options, path) {
+        return guard::host(options, request.headers()).unwrap_or(page);
     }
     let metrics = options
         .metrics
@@ -42,6 +50,10 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     if let Some(refused) = guard::all(options, request.headers()) {
         return refused;
     }
+    let user = match auth::user(options, request.headers()).await {
+        Ok(user) => user,
+        Err(refused) => return *refused,
+    };
     if let Some(metrics) = metrics {
         return metrics_page(metrics);
     }
@@ -55,13 +67,13 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     // of the header map.
     let (head, body) = request.into_parts();
     match head.method {
-        Method::POST => post(state, &head.headers, session, events, body).await,
-        Method::DELETE => end_session(state, session),
+        Method::POST => post(state, &head.headers, session, events, body, user).await,
+        Method::DELETE => end_session(state, session, user.as_deref()),
         // A session's standalone stream: what the server says outside any
         // request (list changes). The 2026-07-28 era has no sessions and
         // listens with `subscriptions/listen` instead.
         Method::GET if events => match session {
-            Some(session) => session_stream(state, &head.headers, &session),
+            Some(session) => session_stream(state, &head.headers, &session, user.as_deref()),
             None => not_allowed(),
         },
         _ => not_allowed(),
@@ -106,15 +118,21 @@ fn not_allowed() -> Response<ResponseBody> {
     )
 }
 
-/// `DELETE`: the session ends; a sealed one is remembered as ended, so
-/// that its id is not taken up again.
-fn end_session(state: &State, session: Option<String>) -> Response<ResponseBody> {
+/// `DELETE`: the session ends — only for its own user; a sealed one is
+/// remembered as ended, so that its id is not taken up again.
+fn end_session(
+    state: &State,
+    session: Option<String>,
+    user: Option<&HostUser>,
+) -> Response<ResponseBody> {
     let removed = session.and_then(|id| {
-        let removed = state
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
+        let removed = {
+            let mut sessions = state.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            match sessions.get(&id) {
+                Some(link) if link.serves(user) => sessions.remove(&id),
+                _ => None,
+            }
+        };
         if removed.is_some() && id.starts_with(SEALED_PREFIX) {
             let mut ended = state.ended.lock().unwrap_or_else(|e| e.into_inner());
             if ended.len() >= MAX_ENDED
@@ -137,12 +155,18 @@ fn end_session(state: &State, session: Option<String>) -> Response<ResponseBody>
 
 /// `GET` with a session: its standalone stream, or — with
 /// `Last-Event-ID` — a request's stream taken up where the host lost it.
-fn session_stream(state: &State, headers: &HeaderMap, session: &str) -> Response<ResponseBody> {
+fn session_stream(
+    state: &State,
+    headers: &HeaderMap,
+    session: &str,
+    user: Option<&HostUser>,
+) -> Response<ResponseBody> {
     let link = state
         .sessions
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get(session)
+        .filter(|link| link.serves(user))
         .cloned();
     let Some(link) = link else {
         return reply(StatusCode::NOT_FOUND, "no such session\n");
@@ -185,6 +209,7 @@ async fn post(
     session: Option<String>,
     events: bool,
     body: Body,
+    user: User,
 ) -> Response<ResponseBody> {
     let body = match read_body(state, body).await {
         Ok(body) => body,
@@ -211,7 +236,13 @@ async fn post(
     {
         return response;
     }
-    let (link, new_session) = match find_link(state, session.as_deref(), method.as_deref()) {
+    let found = find_link(
+        state,
+        session.as_deref(),
+        method.as_deref(),
+        user.as_deref(),
+    );
+    let (link, new_session) = match found {
         Ok(found) => found,
         Err(refused) => return *refused,
     };
@@ -233,6 +264,7 @@ async fn post(
         new_session,
         events,
         body,
+        user,
     })
     .await
 }
@@ -267,11 +299,20 @@ async fn read_body(state: &State, body: Body) -> Result<Vec<u8>, Refused> {
 /// (empty: to be sealed from the `initialize` answer): its session's (a
 /// sealed one taken up here when this process does not hold it), a new
 /// session's for a session-era `initialize`, else the stateless one.
+///
+/// A session is its user's: a request of another user naming it is
+/// answered 404, exactly as for an id that names no session, not 403 —
+/// a 403 would tell that user the id is live (someone else's session),
+/// and 404 is what sends a spec-following host to open a session of its
+/// own.
 fn find_link(
     state: &State,
     session: Option<&str>,
     method: Option<&str>,
+    user: Option<&HostUser>,
 ) -> Result<(Arc<Link>, Option<String>), Refused> {
+    let no_session = || Box::new(reply(StatusCode::NOT_FOUND, "no such session\n"));
+    let owner = user.map(|u| u.sub.clone());
     let options = &state.options;
     match (session, method) {
         (Some(id), _) => {
@@ -282,7 +323,11 @@ fn find_link(
                 .get(id)
                 .cloned();
             if let Some(link) = link {
-                return Ok((link, None));
+                return if link.serves(user) {
+                    Ok((link, None))
+                } else {
+                    Err(no_session())
+                };
             }
             // A session sealed by a replica (or by this process before a
             // restart) is taken up here.
@@ -297,9 +342,12 @@ fn find_link(
                 Some(key) if !ended() => key.open(id, options.session_lifetime),
                 _ => None,
             };
-            let Some(resumed) = resumed else {
-                return Err(Box::new(reply(StatusCode::NOT_FOUND, "no such session\n")));
+            let Some((resumed, sealed_for)) = resumed else {
+                return Err(no_session());
             };
+            if sealed_for != owner {
+                return Err(no_session());
+            }
             let mut serve = options.serve.clone();
             serve.session = Some(resumed);
             let mut sessions = state.sessions.lock().unwrap_or_else(|e| e.into_inner());
@@ -316,6 +364,7 @@ fn find_link(
                         state.handler.clone(),
                         serve,
                         options.stream_stall,
+                        owner,
                     ))
                 })
                 .clone();
@@ -333,6 +382,7 @@ fn find_link(
                 state.handler.clone(),
                 options.serve.clone(),
                 options.stream_stall,
+                owner,
             ));
             if options.session_key.is_some() {
                 // Sealed once the answer says which version was chosen.

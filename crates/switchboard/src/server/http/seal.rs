@@ -26,6 +26,9 @@ pub(super) struct Sealed {
     state: SessionState,
     /// Issued at, in seconds since the Unix epoch.
     t: u64,
+    /// The user whose session it is, when hosts are users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    u: Option<String>,
 }
 
 /// The most of a client info field a sealed id keeps, in characters.
@@ -76,11 +79,11 @@ impl SessionKey {
         Ok(Self::new(&bytes))
     }
 
-    /// The session id that carries `state` — of its client info only
+    /// The session id that carries `state` and its user `owner` — of its client info only
     /// the name, version and title, each cut to [`MAX_SEALED_FIELD`]
     /// characters — unless that is still more than [`MAX_SEALED_STATE`]
     /// bytes (a header that large would not be sent back).
-    pub(super) fn seal(&self, state: &SessionState) -> Option<String> {
+    pub(super) fn seal(&self, state: &SessionState, owner: Option<&str>) -> Option<String> {
         use base64::Engine as _;
         let info = &state.client_info;
         let mut kept = switchboard_types::Implementation::new(cut(&info.name), cut(&info.version));
@@ -93,6 +96,7 @@ impl SessionKey {
         let mut data = serde_json::to_vec(&Sealed {
             state,
             t: now_secs(),
+            u: owner.map(str::to_owned),
         })
         .ok()?;
         if data.len() > MAX_SEALED_STATE {
@@ -115,9 +119,13 @@ impl SessionKey {
         ))
     }
 
-    /// The state a session id sealed with this key carries, unless it was
-    /// issued longer than `lifetime` ago.
-    pub(super) fn open(&self, id: &str, lifetime: Duration) -> Option<SessionState> {
+    /// The state a session id sealed with this key carries, and its user,
+    /// unless it was issued longer than `lifetime` ago.
+    pub(super) fn open(
+        &self,
+        id: &str,
+        lifetime: Duration,
+    ) -> Option<(SessionState, Option<String>)> {
         use base64::Engine as _;
         let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(id.strip_prefix(SEALED_PREFIX)?)
@@ -133,7 +141,8 @@ impl SessionKey {
             .open_in_place(nonce, aws_lc_rs::aead::Aad::from(SEALED_AAD), &mut data)
             .ok()?;
         let sealed: Sealed = serde_json::from_slice(plain).ok()?;
-        (now_secs().saturating_sub(sealed.t) <= lifetime.as_secs()).then_some(sealed.state)
+        (now_secs().saturating_sub(sealed.t) <= lifetime.as_secs())
+            .then_some((sealed.state, sealed.u))
     }
 }
 

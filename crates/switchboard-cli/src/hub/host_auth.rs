@@ -1,0 +1,155 @@
+//! `serve --http --issuer URL --audience URL`: hosts as users. Each
+//! request's bearer token is a JWT access token of the issuer meant for
+//! the gateway (`switchboard_auth::access_token`); its user reaches the
+//! gateway's handler, and the gateway serves RFC 9728 metadata naming the
+//! issuer, so a host that knows MCP authorization finds where to log in.
+//! The static token (`--token-file`, `SWITCHBOARD_TOKEN`, a generated one)
+//! is the one-user case and excludes this.
+
+use std::sync::Arc;
+
+use switchboard::server::HostUser;
+use switchboard::server::http::{HostAuth, HttpServeOptions, ResourceMetadata, TokenRefused};
+use switchboard::transport::BoxFuture;
+use switchboard_auth::access_token::{JwtValidator, TokenAlgorithm};
+use switchboard_auth::ssrf::UrlGuard;
+
+use crate::failure::Failure;
+use crate::listen::TokenSource;
+
+/// `serve`'s flags for hosts as users.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct HostUserArgs {
+    /// Hosts as users: every request must carry a JWT access token of
+    /// this OAuth issuer (its keys found through its metadata's
+    /// jwks_uri), and the gateway serves
+    /// /.well-known/oauth-protected-resource naming it. Instead of a
+    /// static token; needs --audience.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires_all = ["http", "audience"],
+        conflicts_with_all = ["token_file", "no_auth"]
+    )]
+    pub(crate) issuer: Option<String>,
+    /// The gateway's own URL as hosts reach it (https://gw.example/mcp):
+    /// tokens must name it in `aud`, and the metadata says it is the
+    /// resource.
+    #[arg(long, value_name = "URL", requires = "issuer")]
+    pub(crate) audience: Option<String>,
+    /// A scope the gateway's metadata lists (repeatable).
+    #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
+    pub(crate) scopes: Vec<String>,
+}
+
+/// Hosts as users, checked: the issuer's token checks and the metadata.
+pub(crate) struct HostUsers {
+    validator: JwtValidator,
+    metadata: ResourceMetadata,
+}
+
+impl HostUsers {
+    /// The settings `args` give, if any; `token` is where a static token
+    /// would come from, refused beside an issuer unless none was given.
+    ///
+    /// # Errors
+    /// A static token in the environment beside `--issuer`, or an issuer
+    /// or audience that is not a usable URL.
+    pub(crate) fn from_args(
+        args: HostUserArgs,
+        token: &TokenSource,
+    ) -> Result<Option<Self>, Failure> {
+        let HostUserArgs {
+            issuer,
+            audience,
+            scopes,
+        } = args;
+        let (Some(issuer), Some(audience)) = (issuer, audience) else {
+            return Ok(None);
+        };
+        if let TokenSource::Given(_) = token {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--issuer makes each host's token a user's, so there is no static token: unset \
+                 {} (one user: a static token; users: --issuer)",
+                crate::listen::TOKEN_VAR
+            )));
+        }
+        let url = |what: &str, text: &str| {
+            url::Url::parse(text)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "https" | "http") && u.host().is_some())
+                .ok_or_else(|| {
+                    Failure::usage(anyhow::anyhow!(
+                        "{what} {} is not an http(s) URL",
+                        crate::term::sanitize::line(text)
+                    ))
+                })
+        };
+        let issuer_url = url("--issuer", &issuer)?;
+        url("--audience", &audience)?;
+        let loopback = match issuer_url.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        };
+        // An issuer on this machine is reached over plain http as `login`
+        // reaches one; any other must be https at a public address.
+        let guard = UrlGuard::builder()
+            .allow_http_loopback(loopback)
+            .build()
+            .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?;
+        let validator = JwtValidator::builder(issuer.clone(), audience.clone())
+            .algorithms(vec![
+                TokenAlgorithm::Rs256,
+                TokenAlgorithm::Es256,
+                TokenAlgorithm::EdDsa,
+            ])
+            .guard(guard)
+            .build()
+            .map_err(|e| {
+                Failure::usage(anyhow::anyhow!(
+                    "cannot use the issuer {}: {e}",
+                    crate::term::sanitize::line(&issuer)
+                ))
+            })?;
+        let metadata = ResourceMetadata::new(audience, vec![issuer]).scopes_supported(scopes);
+        Ok(Some(Self {
+            validator,
+            metadata,
+        }))
+    }
+
+    /// `options` checking hosts' tokens as these settings say.
+    pub(crate) fn apply(self, mut options: HttpServeOptions) -> HttpServeOptions {
+        options.bearer_token = None;
+        options
+            .host_auth(Validated(Arc::new(self.validator)))
+            .resource_metadata(self.metadata)
+    }
+}
+
+/// A [`HostAuth`] of JWT access tokens.
+struct Validated(Arc<JwtValidator>);
+
+impl HostAuth for Validated {
+    fn check<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<HostUser, TokenRefused>> {
+        Box::pin(async move {
+            match self.0.validate(token).await {
+                Ok(valid) => Ok(HostUser::new(
+                    valid.sub,
+                    serde_json::Value::Object(valid.claims),
+                )),
+                Err(refused) if refused.is_invalid_token() => {
+                    Err(TokenRefused(refused.to_string()))
+                }
+                Err(unreachable) => {
+                    tracing::warn!("cannot check a host's token: {unreachable}");
+                    Err(TokenRefused(
+                        "the gateway cannot reach its issuer's keys to check the token".to_owned(),
+                    ))
+                }
+            }
+        })
+    }
+}

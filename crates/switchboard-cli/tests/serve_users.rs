@@ -1,0 +1,382 @@
+//! `switchboard serve --http --issuer URL --audience URL`: hosts as users,
+//! against the testkit's authorization server (its JWT access tokens, and
+//! the forgeries it mints on request). Two users' tokens both work; an
+//! expired, wrong-audience, wrong-issuer, `alg: none`, HS256-with-the-
+//! public-key, unknown-kid and garbage token are each refused with 401
+//! and a challenge naming the resource metadata, which is served; one
+//! user cannot use another's session; flags that make no sense together
+//! are refused.
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+#[allow(dead_code)] // the sandbox and the test server are used here
+mod support;
+
+use support::gateway::Sandbox;
+use support::{BIN, HttpServer};
+
+/// The gateway's URL as hosts reach it (it sits behind a proxy, say).
+const AUDIENCE: &str = "https://gateway.test/mcp";
+const METADATA: &str =
+    "resource_metadata=\"https://gateway.test/.well-known/oauth-protected-resource/mcp\"";
+
+struct Gateway {
+    child: Child,
+    address: String,
+    stderr: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `serve --http 127.0.0.1:0 [extra]` in `sandbox`, with no static token
+/// in its environment.
+fn serve(sandbox: &Sandbox, extra: &[&str]) -> Command {
+    let mut command = sandbox.host(BIN);
+    command
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .env("XDG_RUNTIME_DIR", sandbox.runtime())
+        .env_remove("SWITCHBOARD_TOKEN");
+    command
+}
+
+impl Gateway {
+    /// `command`, once it says where it listens.
+    #[allow(clippy::zombie_processes)] // kept in the `Gateway`, which waits
+    fn start(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        loop {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "no address printed:\n{said}"
+            );
+            if let Some(url) = line.trim().strip_prefix("listening on http://") {
+                let address = url.trim_end_matches("/mcp").to_owned();
+                std::thread::spawn(move || for _ in stderr.lines() {});
+                return Self {
+                    child,
+                    address,
+                    stderr: said,
+                };
+            }
+            said.push_str(&line);
+        }
+    }
+}
+
+/// A response: its status, lower-cased head, and body.
+struct Response {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// One HTTP/1.1 exchange on a fresh connection.
+fn exchange(address: &str, method: &str, path: &str, head: &[String], body: &str) -> Response {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nhost: {address}\r\n");
+    for line in head {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str(&format!(
+        "content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    Response {
+        status: head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// A POST of `message` to the gateway's endpoint with `token` (and a
+/// session, when given).
+fn post(
+    gateway: &Gateway,
+    token: Option<&str>,
+    session: Option<&str>,
+    message: &Value,
+) -> Response {
+    let mut head = vec![
+        "content-type: application/json".to_owned(),
+        "accept: application/json, text/event-stream".to_owned(),
+        "mcp-protocol-version: 2025-06-18".to_owned(),
+    ];
+    if let Some(token) = token {
+        head.push(format!("authorization: Bearer {token}"));
+    }
+    if let Some(session) = session {
+        head.push(format!("mcp-session-id: {session}"));
+    }
+    exchange(
+        &gateway.address,
+        "POST",
+        "/mcp",
+        &head,
+        &message.to_string(),
+    )
+}
+
+/// A token the test authorization server signs: its defaults (`sub`
+/// `user`, a lifetime ahead) with `claims` applied, forged as `forge` says.
+fn mint(issuer: &HttpServer, claims: Value, forge: Option<&str>) -> String {
+    let address = issuer.1.trim_start_matches("http://");
+    let mut asked = json!({ "claims": claims });
+    if let Some(forge) = forge {
+        asked["forge"] = forge.into();
+    }
+    let response = exchange(
+        address,
+        "POST",
+        "/auth/mint",
+        &["content-type: application/json".to_owned()],
+        &asked.to_string(),
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    let minted: Value = serde_json::from_str(&response.body).unwrap();
+    minted["access_token"].as_str().unwrap().to_owned()
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "host", "version": "1"}}})
+}
+
+fn list_tools() -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+}
+
+/// A session of `token`'s user, initialized.
+fn open_session(gateway: &Gateway, token: &str) -> String {
+    let answer = post(gateway, Some(token), None, &initialize());
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let session = answer.header("mcp-session-id").expect("a session id");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(gateway, Some(token), Some(&session), &note).status,
+        202
+    );
+    session
+}
+
+fn users_gateway(name: &str, issuer: &HttpServer) -> (Sandbox, Gateway) {
+    let sandbox = Sandbox::new(name);
+    let gateway = Gateway::start(serve(
+        &sandbox,
+        &[
+            "--issuer",
+            issuer.issuer(),
+            "--audience",
+            AUDIENCE,
+            "--scope",
+            "mcp:read",
+        ],
+    ));
+    (sandbox, gateway)
+}
+
+#[test]
+fn each_users_token_works_and_a_session_is_its_users_alone() {
+    let issuer = HttpServer::start(&["--auth"]);
+    let (_sandbox, gateway) = users_gateway("users-two", &issuer);
+    assert!(
+        !gateway.stderr.contains("token:"),
+        "no static token is made beside --issuer:\n{}",
+        gateway.stderr
+    );
+    let alice = mint(&issuer, json!({"sub": "alice", "aud": AUDIENCE}), None);
+    let bob = mint(
+        &issuer,
+        json!({"sub": "bob", "aud": [AUDIENCE, "other"]}),
+        None,
+    );
+
+    let alices = open_session(&gateway, &alice);
+    let listed = post(&gateway, Some(&alice), Some(&alices), &list_tools());
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(listed.body.contains("\"tools\""), "{}", listed.body);
+    let bobs = open_session(&gateway, &bob);
+    assert_ne!(alices, bobs);
+
+    // Bob's good token, Alice's session: as if there were no such session.
+    let stolen = post(&gateway, Some(&bob), Some(&alices), &list_tools());
+    assert_eq!(stolen.status, 404, "{}", stolen.body);
+    let ended = exchange(
+        &gateway.address,
+        "DELETE",
+        "/mcp",
+        &[
+            format!("authorization: Bearer {bob}"),
+            format!("mcp-session-id: {alices}"),
+        ],
+        "",
+    );
+    assert_eq!(ended.status, 404);
+    // Alice's session is whole, and still hers.
+    let listed = post(&gateway, Some(&alice), Some(&alices), &list_tools());
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let listed = post(&gateway, Some(&bob), Some(&bobs), &list_tools());
+    assert_eq!(listed.status, 200, "{}", listed.body);
+}
+
+#[test]
+fn every_bad_token_is_refused_with_a_challenge_naming_the_metadata() {
+    let issuer = HttpServer::start(&["--auth"]);
+    let (_sandbox, gateway) = users_gateway("users-refused", &issuer);
+    // A good token first: the keys are fetched, so each refusal below is
+    // the token's own.
+    let good = mint(&issuer, json!({"aud": AUDIENCE}), None);
+    assert_eq!(post(&gateway, Some(&good), None, &initialize()).status, 200);
+
+    let none = post(&gateway, None, None, &initialize());
+    assert_eq!(none.status, 401);
+    let challenge = none.header("www-authenticate").unwrap();
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(challenge.contains(METADATA), "{challenge}");
+    assert!(challenge.contains("scope=\"mcp:read\""), "{challenge}");
+    assert!(
+        !challenge.contains("error="),
+        "no token, no error code: {challenge}"
+    );
+
+    let bad = [
+        (
+            "expired",
+            mint(&issuer, json!({"aud": AUDIENCE, "exp": 1000}), None),
+        ),
+        (
+            "another audience",
+            mint(&issuer, json!({"aud": "https://other.test/mcp"}), None),
+        ),
+        ("no audience", mint(&issuer, json!({"aud": null}), None)),
+        (
+            "another issuer",
+            mint(
+                &issuer,
+                json!({"aud": AUDIENCE, "iss": "https://evil.test"}),
+                None,
+            ),
+        ),
+        (
+            "alg none",
+            mint(&issuer, json!({"aud": AUDIENCE}), Some("alg-none")),
+        ),
+        (
+            "HS256 keyed with the public key",
+            mint(&issuer, json!({"aud": AUDIENCE}), Some("hs256-public-key")),
+        ),
+        (
+            "unknown kid",
+            mint(&issuer, json!({"aud": AUDIENCE}), Some("unknown-kid")),
+        ),
+        ("garbage", "abc.def.ghi".to_owned()),
+        ("opaque", "0123456789abcdef0123456789abcdef".to_owned()),
+        ("oversized", format!("{good}{}", "A".repeat(9000))),
+    ];
+    for (what, token) in bad {
+        let refused = post(&gateway, Some(&token), None, &initialize());
+        assert_eq!(refused.status, 401, "{what}: {}", refused.body);
+        assert_eq!(refused.header("mcp-session-id"), None, "{what}");
+        let challenge = refused.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.contains(METADATA), "{what}: {challenge}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+    }
+    // The good token still works: no refusal above spoiled the keys.
+    assert_eq!(post(&gateway, Some(&good), None, &initialize()).status, 200);
+}
+
+#[test]
+fn the_resource_metadata_names_the_audience_and_the_issuer() {
+    let issuer = HttpServer::start(&["--auth"]);
+    let (_sandbox, gateway) = users_gateway("users-metadata", &issuer);
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let response = exchange(&gateway.address, "GET", path, &[], "");
+        assert_eq!(response.status, 200, "{path}: {}", response.body);
+        let document: Value = serde_json::from_str(&response.body).unwrap();
+        assert_eq!(document["resource"], AUDIENCE);
+        assert_eq!(document["authorization_servers"], json!([issuer.issuer()]));
+        assert_eq!(document["bearer_methods_supported"], json!(["header"]));
+        assert_eq!(document["scopes_supported"], json!(["mcp:read"]));
+    }
+}
+
+#[test]
+fn an_issuer_excludes_a_static_token() {
+    let sandbox = Sandbox::new("users-flags");
+    let issuer_flags = ["--issuer", "http://127.0.0.1:9/", "--audience", AUDIENCE];
+    let mut with_env = serve(&sandbox, &issuer_flags);
+    with_env.env(
+        "SWITCHBOARD_TOKEN",
+        "test-token-0123456789abcdefghijklmnopqrstuv",
+    );
+    let output = with_env.stdin(Stdio::null()).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    // A usage failure (1), said plainly.
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("unset SWITCHBOARD_TOKEN"), "{said}");
+
+    for extra in [&["--no-auth"][..], &["--token-file", "/nonexistent"][..]] {
+        let output = serve(&sandbox, &issuer_flags)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{extra:?}: {said}");
+        assert!(said.contains("cannot be used with"), "{extra:?}: {said}");
+    }
+    let output = serve(&sandbox, &["--issuer", "http://127.0.0.1:9/"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("--audience"), "{said}");
+}
