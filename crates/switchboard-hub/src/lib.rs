@@ -18,7 +18,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `otel` | off | a call made inside a span that has an OpenTelemetry context (`tracing-opentelemetry`) carries its W3C `traceparent` (and `tracestate`) in `_meta` to servers of the 2026-07-28 revision |
-//! | `oauth` | off | OAuth logins for HTTP servers through `switchboard-auth`: `HubBuilder::oauth` (stored tokens sent and refreshed), `Hub::connect` (ready, or the authorization URL), `Hub::finish_login` (in this process or another, with a shared pending store), `Hub::login` (an `Authorizer` shows the URL and waits) |
+//! | `oauth` | off | OAuth logins for HTTP servers through `switchboard-auth`: `HubBuilder::oauth` (stored tokens sent and refreshed), `Hub::connect` (ready, or the authorization URL), `Hub::finish_login` (in this process or another, with a shared pending store), `Hub::login` (an `Authorizer` shows the URL and waits); `hub::users::Users`, a hub per user of a web application, their state in a shared `UserStore` |
 
 pub mod config;
 pub mod gateway;

@@ -150,6 +150,7 @@ impl CredentialStore for PgCredentialStore {
             }
         };
         let (user, key_owned) = (self.user.clone(), key.clone());
+        let user_for_notice = user.clone();
         self.state.run(async move {
             let mut tx = tx;
             let query = match sealed {
@@ -175,6 +176,9 @@ impl CredentialStore for PgCredentialStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| database("write credentials", e))?;
+            // Every instance with a hub for this user connects its servers
+            // again (a login finished here, a token refreshed).
+            crate::users::notify(&mut tx, &user_for_notice).await?;
             tx.commit()
                 .await
                 .map_err(|e| database("commit credentials", e))

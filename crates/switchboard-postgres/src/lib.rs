@@ -16,6 +16,10 @@
 //!   be replayed until it expires unless every replica also remembers the
 //!   ones used — which is this table again.
 //!
+//! - Each user's servers, for a web application's `Users` (the hub's
+//!   `UserStore`, implemented by [`PgState`]): a server added, a login
+//!   finished or a token refreshed on one instance is announced to every
+//!   other (`NOTIFY` on [`CHANNEL`]), which connects the user's server too.
 //! - [`PgAudit`]: the audit log as one ordered, tamper-evident chain every
 //!   replica appends to (the hub's `AuditLog::shared`), checked by
 //!   [`PgState::verify_audit`].
@@ -32,6 +36,7 @@ mod audit;
 mod credentials;
 mod pending;
 mod seal;
+mod users;
 
 use std::sync::Arc;
 
@@ -42,6 +47,7 @@ pub use audit::{ChainError, ChainVerified, PgAudit};
 pub use credentials::PgCredentialStore;
 pub use pending::PgPendingStore;
 pub use seal::{SealError, StateKey};
+pub use users::CHANNEL;
 
 /// The most connections one process keeps open to the database.
 pub const MAX_CONNECTIONS: u32 = 8;
@@ -153,6 +159,14 @@ impl PgState {
             .await
             .map_err(|e| database("read the schema version", e))
         })
+    }
+
+    /// Runs `work` on the state's own runtime, in the background, until it
+    /// ends or the state is dropped.
+    pub(crate) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        if let Some(runtime) = &self.inner.runtime {
+            runtime.spawn(work);
+        }
     }
 
     /// The connection pool (a handle: cheap to clone, for a task).

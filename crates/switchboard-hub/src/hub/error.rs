@@ -143,6 +143,16 @@ pub enum HubError {
         /// The name.
         server: String,
     },
+    /// A user's shared state (their servers, tokens or pending logins in
+    /// a `UserStore`, feature `oauth`) could not be used.
+    #[error("the shared state of user `{user}` could not be used; nothing was changed")]
+    UserState {
+        /// The user.
+        user: String,
+        /// What the store said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// [`Hub::reload`](super::Hub::reload) could not read the servers
     /// (nothing was changed).
     #[error("could not reload the configuration (nothing changed): {reason}")]

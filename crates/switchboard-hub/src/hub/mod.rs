@@ -69,6 +69,8 @@ mod stats;
 mod store;
 mod subscriptions;
 pub(crate) mod supervisor;
+#[cfg(feature = "oauth")]
+pub mod users;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -106,6 +108,8 @@ pub use policy::{RememberedAllow, RememberedAllows, ToolAnswer, ToolApprover, To
 pub use routes::MAX_NAME_LEN;
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::{LATENCY_BOUNDS, ServerStats};
+#[cfg(feature = "oauth")]
+pub use users::{Added, UserServer, UserStore, Users, UsersBuilder};
 
 use stats::InFlight;
 use store::Store;
