@@ -3,13 +3,17 @@
 //! --state-key-file FILE`). Their audit records make one chain, which
 //! `switchboard audit verify --database` checks, and which a change made
 //! in the database breaks; a password on the command line and a key file
-//! others can read are refused.
+//! others can read are refused. Behind nginx (the sample config of
+//! `docs/team-gateway.nginx.conf`, run as it is), two replicas serve one
+//! host of each era round robin, and one killed mid-call fails that call
+//! and no other.
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use switchboard::{Client, EraMode};
+use switchboard_testkit::nginx::Nginx;
 use switchboard_testkit::postgres::Postgres;
 
 #[allow(dead_code)] // the pty helpers are not used here
@@ -25,6 +29,92 @@ fn key_file(sandbox: &Sandbox) -> PathBuf {
     std::fs::write(&path, "0f".repeat(32)).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path
+}
+
+/// A replica, killed when dropped (a failed assertion leaves no gateway
+/// running).
+struct Replica {
+    url: String,
+    child: std::process::Child,
+}
+
+impl Replica {
+    fn start(sandbox: &Sandbox, shared: &[&str]) -> Self {
+        let (url, child) = sandbox.http_gateway(shared);
+        Self { url, child }
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh PostgreSQL, its database's URL, a sandbox and a state key
+/// for `test`; `None` without PostgreSQL.
+fn team(test: &str) -> Option<(Postgres, String, Sandbox, PathBuf)> {
+    let postgres = Postgres::start(test)?;
+    let url = postgres.database("switchboard");
+    let sandbox = Sandbox::new(test);
+    let key = key_file(&sandbox);
+    Some((postgres, url, sandbox, key))
+}
+
+/// A session key in a file of the sandbox's own, mode 0600.
+fn session_key_file(sandbox: &Sandbox) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = sandbox.work().join("session.key");
+    std::fs::write(&path, "a5".repeat(32)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+/// `docs/team-gateway.nginx.conf` for replicas at `upstreams`
+/// (`http://127.0.0.1:PORT/mcp`), in `prefix`, on `port`.
+fn nginx_config(prefix: &Path, port: u16, upstreams: &[String]) -> String {
+    let sample = include_str!("../../../docs/team-gateway.nginx.conf");
+    let authority = |url: &str| {
+        url.trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let config = sample
+        .replace("PREFIX", &prefix.display().to_string())
+        .replace("LISTEN", &format!("127.0.0.1:{port}"))
+        .replace("127.0.0.1:8001", &authority(&upstreams[0]))
+        .replace("127.0.0.1:8002", &authority(&upstreams[1]));
+    assert!(
+        !config.contains(":800"),
+        "the sample's upstreams changed: {config}"
+    );
+    config
+}
+
+/// A replica's Prometheus text.
+async fn metrics(replica: &str) -> String {
+    let url = replica.replace("/mcp", "/metrics");
+    reqwest::Client::new()
+        .get(url)
+        .bearer_auth(support::gateway::TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// A metric's value for `server` in Prometheus text.
+fn metric(text: &str, name: &str, server: &str) -> u64 {
+    let line = format!("{name}{{server=\"{server}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&line))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn verify(sandbox: &Sandbox, url: &str, key: &Path) -> (bool, String) {
@@ -46,12 +136,9 @@ fn verify(sandbox: &Sandbox, url: &str, key: &Path) -> (bool, String) {
 
 #[tokio::test]
 async fn two_replicas_write_one_audit_chain_in_the_database() {
-    let Some(postgres) = Postgres::start("team-audit") else {
+    let Some((postgres, url, sandbox, key)) = team("team-audit") else {
         return;
     };
-    let url = postgres.database("switchboard");
-    let sandbox = Sandbox::new("team-audit");
-    let key = key_file(&sandbox);
     let shared = [
         "--state",
         &url,
@@ -59,13 +146,16 @@ async fn two_replicas_write_one_audit_chain_in_the_database() {
         key.to_str().unwrap(),
         "--audit-database",
     ];
-    let replicas = [sandbox.http_gateway(&shared), sandbox.http_gateway(&shared)];
+    let replicas = [
+        Replica::start(&sandbox, &shared),
+        Replica::start(&sandbox, &shared),
+    ];
     let mut hosts = Vec::new();
-    for (address, _) in &replicas {
+    for replica in &replicas {
         hosts.push(
             Client::builder()
                 .era_mode(EraMode::Legacy)
-                .connect(authed(address))
+                .connect(authed(&replica.url))
                 .await
                 .unwrap(),
         );
@@ -99,10 +189,7 @@ async fn two_replicas_write_one_audit_chain_in_the_database() {
     let (intact, said) = verify(&sandbox, &url, &key);
     assert!(!intact, "{said}");
     assert!(said.contains("breaks at record 4"), "{said}");
-    for (_, mut child) in replicas {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    drop(replicas);
 }
 
 #[test]
@@ -144,4 +231,125 @@ fn a_password_on_the_command_line_and_an_open_key_file_are_refused() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_call() {
+    let Some((_postgres, url, sandbox, key)) = team("team-nginx") else {
+        return;
+    };
+    let session_key = session_key_file(&sandbox);
+    let shared = [
+        "--state",
+        &url,
+        "--state-key-file",
+        key.to_str().unwrap(),
+        "--audit-database",
+        "--session-key-file",
+        session_key.to_str().unwrap(),
+    ];
+    let mut replicas = vec![
+        Replica::start(&sandbox, &shared),
+        Replica::start(&sandbox, &shared),
+    ];
+    let upstreams: Vec<String> = replicas.iter().map(|r| r.url.clone()).collect();
+    let Some(nginx) = Nginx::start("team-nginx", |prefix, port| {
+        nginx_config(prefix, port, &upstreams)
+    }) else {
+        return;
+    };
+    let front = format!("http://127.0.0.1:{}/mcp", nginx.port());
+    let legacy = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(authed(&front))
+        .await
+        .unwrap();
+    let modern = Client::builder()
+        .era_mode(EraMode::Modern)
+        .connect(authed(&front))
+        .await
+        .unwrap();
+    // Round robin: the session's requests land on both replicas, which
+    // serve it from its sealed id (three calls a round, so each host's
+    // calls alternate between the two).
+    for n in 0..6 {
+        let text = format!("call {n}");
+        for (host, tool) in [
+            (&legacy, "old__echo"),
+            (&modern, "new__echo"),
+            (&modern, "new__echo"),
+        ] {
+            let result = host
+                .call_tool(tool, json!({ "text": text }).as_object().cloned())
+                .await
+                .unwrap_or_else(|e| panic!("{tool} {n}: {e:#}\nnginx: {}", nginx.log()));
+            assert!(
+                serde_json::to_string(&result.content)
+                    .unwrap()
+                    .contains(&text)
+            );
+        }
+    }
+    for replica in &replicas {
+        let text = metrics(&replica.url).await;
+        assert!(
+            metric(&text, "switchboard_calls_total", "old") > 0
+                && metric(&text, "switchboard_calls_total", "new") > 0,
+            "{} served no call of one era:\n{text}",
+            replica.url
+        );
+    }
+
+    // A slow call; the replica running it is killed.
+    let slow = {
+        let legacy = legacy.clone();
+        tokio::spawn(async move {
+            legacy
+                .call_tool("old__slow", json!({"ms": 120_000}).as_object().cloned())
+                .await
+        })
+    };
+    let running = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            for (n, replica) in replicas.iter().enumerate() {
+                if metric(
+                    &metrics(&replica.url).await,
+                    "switchboard_calls_in_flight",
+                    "old",
+                ) > 0
+                {
+                    return n;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the slow call never started on a replica");
+    drop(replicas.remove(running));
+    let failed = tokio::time::timeout(std::time::Duration::from_secs(30), slow)
+        .await
+        .expect("the call on the killed replica never ended")
+        .unwrap();
+    assert!(failed.is_err(), "{failed:?}");
+    // The next calls go to the replica left, in the same session.
+    for n in 0..3 {
+        let text = format!("after {n}");
+        for (host, tool) in [(&legacy, "old__echo"), (&modern, "new__echo")] {
+            let result = host
+                .call_tool(tool, json!({ "text": text }).as_object().cloned())
+                .await
+                .unwrap_or_else(|e| panic!("{tool} after the kill: {e:#}"));
+            assert!(
+                serde_json::to_string(&result.content)
+                    .unwrap()
+                    .contains(&text)
+            );
+        }
+    }
+    legacy.close().await;
+    modern.close().await;
+    // One chain, records of both replicas in it, intact.
+    let (intact, said) = verify(&sandbox, &url, &key);
+    assert!(intact, "{said}");
 }

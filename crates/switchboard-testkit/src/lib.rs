@@ -17,6 +17,7 @@
 mod authserver;
 mod http;
 pub mod jwt_issuer;
+pub mod nginx;
 #[cfg(unix)]
 pub mod postgres;
 #[cfg(feature = "rmcp")]

@@ -121,13 +121,7 @@ fn authority(url: &str) -> &str {
 
 /// nginx, if installed: its path.
 pub(crate) fn nginx_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("NGINX") {
-        return Some(PathBuf::from(p));
-    }
-    ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+    switchboard_testkit::nginx::path()
 }
 
 /// nginx as a plain reverse proxy in front of `backend_url`, one worker,
@@ -140,15 +134,6 @@ pub(crate) fn start_nginx(
 ) -> Result<(String, Owned), String> {
     let port = free_port()?;
     let d = dir.display();
-    for sub in [
-        "tmp/body",
-        "tmp/proxy",
-        "tmp/fastcgi",
-        "tmp/uwsgi",
-        "tmp/scgi",
-    ] {
-        std::fs::create_dir_all(dir.join(sub)).map_err(fail)?;
-    }
     let config = format!(
         r#"worker_processes 1;
 pid {d}/nginx.pid;
@@ -188,25 +173,7 @@ http {{
 "#,
         backend = authority(backend_url),
     );
-    let conf = dir.join("nginx.conf");
-    std::fs::write(&conf, config).map_err(fail)?;
-    let mut child = Command::new(nginx)
-        .arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(&conf)
-        .args(["-g", "daemon off;"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(fail)?;
-    if let Err(e) = wait_for_port(port, &mut child, "nginx") {
-        let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(format!("{e}; error.log: {}", log.trim()));
-    }
+    let child = switchboard_testkit::nginx::run(nginx, dir, &config, port)?;
     Ok((format!("http://127.0.0.1:{port}/mcp"), Owned(child)))
 }
 
