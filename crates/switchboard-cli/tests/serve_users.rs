@@ -5,7 +5,8 @@
 //! public-key, unknown-kid and garbage token are each refused with 401
 //! and a challenge naming the resource metadata, which is served; one
 //! user cannot use another's session; flags that make no sense together
-//! are refused.
+//! are refused. The TypeScript SDK's client, given only the gateway's URL,
+//! finds the issuer through the metadata, registers, logs in and calls.
 #![cfg(target_os = "linux")]
 
 use std::io::{BufRead as _, Read as _, Write as _};
@@ -42,9 +43,14 @@ impl Drop for Gateway {
 /// `serve --http 127.0.0.1:0 [extra]` in `sandbox`, with no static token
 /// in its environment.
 fn serve(sandbox: &Sandbox, extra: &[&str]) -> Command {
+    serve_at(sandbox, "127.0.0.1:0", extra)
+}
+
+/// [`serve`] on `address`.
+fn serve_at(sandbox: &Sandbox, address: &str, extra: &[&str]) -> Command {
     let mut command = sandbox.host(BIN);
     command
-        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["serve", "--http", address])
         .args(extra)
         .env("XDG_RUNTIME_DIR", sandbox.runtime())
         .env_remove("SWITCHBOARD_TOKEN");
@@ -379,4 +385,50 @@ fn an_issuer_excludes_a_static_token() {
     let said = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(said.contains("--audience"), "{said}");
+}
+
+#[test]
+fn the_typescript_sdk_client_discovers_the_issuer_logs_in_and_calls() {
+    let test = "the_typescript_sdk_client_discovers_the_issuer_logs_in_and_calls";
+    let sdk =
+        support::interop::cache().join("npm/node_modules/@modelcontextprotocol/sdk/package.json");
+    if !sdk.exists() {
+        return support::interop::skip(test, "the TypeScript SDK is not installed");
+    }
+    // The gateway's own URL is its audience: the SDK checks that the
+    // metadata names the URL it connects to; the issuer issues tokens for
+    // it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let issuer = HttpServer::start(&["--auth", "--auth-resource", &audience]);
+    let sandbox = Sandbox::new("users-ts");
+    let _gateway = Gateway::start(serve_at(
+        &sandbox,
+        &format!("127.0.0.1:{port}"),
+        &["--issuer", issuer.issuer(), "--audience", &audience],
+    ));
+    let mut host = sandbox.host("node");
+    host.env("SWITCHBOARD_CACHE", support::interop::cache())
+        .env("TS_HOST_OAUTH", "http://127.0.0.1:9/callback")
+        .arg(support::interop::root().join("crates/switchboard-testkit/interop/ts_host.mjs"))
+        .args([r#"old__echo={"text":"as a user"}"#, "--", &audience]);
+    let output = support::interop::finish(host, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let answer: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| {
+            panic!(
+                "not JSON ({e}): {stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    assert!(output.status.success(), "{answer}");
+    assert_eq!(answer["logged_in"], true, "{answer}");
+    assert_eq!(
+        answer["calls"]["old__echo"]["content"][0]["text"], "as a user",
+        "{answer}"
+    );
 }

@@ -12,6 +12,13 @@
 // JSON line: {"server": serverInfo, "protocol": version, "tools": [names],
 // "calls": {TOOL: result}}. A failure prints {"error": message} and exits 1.
 //
+// With TS_HOST_OAUTH=REDIRECT_URI (HTTP only), the client logs in the SDK's
+// way when the server answers 401: protected resource metadata, the
+// authorization server's metadata, dynamic registration, PKCE; the
+// authorization page is opened without a browser (an authorization server
+// that approves at once, as the testkit's does), the code taken from its
+// redirect, `finishAuth` called, and the client connected again.
+//
 // The SDK is loaded from the interop cache ($SWITCHBOARD_CACHE/npm, default
 // <repo>/.cache/npm); the SDK 1.x speaks the session era only.
 
@@ -26,6 +33,8 @@ const require = createRequire(join(cache, 'npm', 'package.json'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { UnauthorizedError } = require('@modelcontextprotocol/sdk/client/auth.js');
+const { randomBytes } = require('node:crypto');
 
 const argv = process.argv.slice(2);
 const split = argv.indexOf('--');
@@ -39,12 +48,55 @@ const calls = argv.slice(0, split).map((spec) => {
 });
 const [command, ...args] = argv.slice(split + 1);
 
-const transport = /^https?:\/\//.test(command)
-    ? new StreamableHTTPClientTransport(new URL(command))
+// An OAuth client provider kept in memory; the "user" approves at once.
+function memoryProvider(redirect) {
+    const kept = { code: undefined };
+    return {
+        kept,
+        get redirectUrl() { return redirect; },
+        get clientMetadata() {
+            return {
+                client_name: 'ts-host',
+                redirect_uris: [redirect],
+                grant_types: ['authorization_code', 'refresh_token'],
+                response_types: ['code'],
+                token_endpoint_auth_method: 'none',
+            };
+        },
+        state() { return randomBytes(16).toString('hex'); },
+        clientInformation() { return kept.client; },
+        saveClientInformation(info) { kept.client = info; },
+        tokens() { return kept.tokens; },
+        saveTokens(tokens) { kept.tokens = tokens; },
+        saveCodeVerifier(verifier) { kept.verifier = verifier; },
+        codeVerifier() { return kept.verifier; },
+        async redirectToAuthorization(url) {
+            const answer = await fetch(url, { redirect: 'manual' });
+            const back = new URL(answer.headers.get('location'), url);
+            kept.code = back.searchParams.get('code');
+            if (!kept.code) throw new Error(`no code in the redirect: ${back}`);
+        },
+    };
+}
+
+const oauth = process.env.TS_HOST_OAUTH;
+const http = /^https?:\/\//.test(command);
+const provider = http && oauth ? memoryProvider(oauth) : undefined;
+const connectTo = () => http
+    ? new StreamableHTTPClientTransport(new URL(command), provider ? { authProvider: provider } : {})
     : new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
-const client = new Client({ name: 'ts-host', version: '1.0.0' }, { capabilities: {} });
+let transport = connectTo();
+let client = new Client({ name: 'ts-host', version: '1.0.0' }, { capabilities: {} });
 try {
-    await client.connect(transport);
+    try {
+        await client.connect(transport);
+    } catch (error) {
+        if (!(provider && error instanceof UnauthorizedError)) throw error;
+        await transport.finishAuth(provider.kept.code);
+        transport = connectTo();
+        client = new Client({ name: 'ts-host', version: '1.0.0' }, { capabilities: {} });
+        await client.connect(transport);
+    }
     const tools = [];
     let cursor;
     do {
@@ -59,6 +111,7 @@ try {
     console.log(JSON.stringify({
         server: client.getServerVersion(),
         protocol: transport._protocolVersion ?? null,
+        logged_in: provider ? Boolean(provider.kept.tokens) : undefined,
         tools,
         calls: results,
     }));

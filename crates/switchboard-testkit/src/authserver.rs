@@ -674,9 +674,10 @@ async fn authorize(State(auth): State<Arc<AuthServer>>, uri: Uri) -> Response {
     if p("code_challenge_method") != Some("S256") || !is_pkce_value(challenge, 43, 43) {
         return fail("invalid_request");
     }
-    if p("resource") != Some(auth.resource.as_str()) {
-        return fail("invalid_target");
-    }
+    let resource = match p("resource") {
+        Some(r) if r == auth.resource || auth.config.resources.iter().any(|o| o == r) => r,
+        _ => return fail("invalid_target"),
+    };
     let scopes = match requested_scopes(p("scope"), true) {
         Some(s) => s,
         None => return fail("invalid_scope"),
@@ -696,7 +697,7 @@ async fn authorize(State(auth): State<Arc<AuthServer>>, uri: Uri) -> Response {
                 client_id: client_id.to_owned(),
                 redirect_uri: redirect_uri.to_owned(),
                 challenge: challenge.to_owned(),
-                resource: auth.resource.clone(),
+                resource: resource.to_owned(),
                 scopes,
                 expires: now + CODE_TTL,
             },
@@ -1513,6 +1514,9 @@ mod tests {
         );
         assert!(args(&["--auth-quirk", "nope"]).is_err());
         assert!(args(&["--auth-issuer-suffix", "a b"]).is_err());
+        let gateway = args(&["--auth-resource", "http://127.0.0.1:9/mcp"]).unwrap();
+        assert_eq!(gateway.auth.unwrap().resources, ["http://127.0.0.1:9/mcp"]);
+        assert!(args(&["--auth-resource", "not a url"]).is_err());
         let addr: SocketAddr = "0.0.0.0:8080".parse().unwrap();
         assert_eq!(
             c.auth.unwrap().issuer_for(addr),

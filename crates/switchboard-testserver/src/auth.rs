@@ -70,6 +70,10 @@ pub struct AuthConfig {
     /// A path appended to the issuer (`--auth-issuer-suffix`), to simulate
     /// an issuer change between runs.
     pub issuer_suffix: Option<String>,
+    /// Protected resources beside the server's own `/mcp` that access
+    /// tokens may be asked for (`--auth-resource`, repeatable): a gateway
+    /// in front that takes this server's issuer as its own.
+    pub resources: Vec<String>,
 }
 
 impl Default for AuthConfig {
@@ -78,6 +82,7 @@ impl Default for AuthConfig {
             token_ttl_secs: DEFAULT_TOKEN_TTL_SECS,
             quirks: Vec::new(),
             issuer_suffix: None,
+            resources: Vec::new(),
         }
     }
 }

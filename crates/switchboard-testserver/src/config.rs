@@ -141,6 +141,8 @@ HTTP flags (switchboard-testkit: Streamable HTTP at /mcp, legacy HTTP+SSE at
                                 step-up-loop: admin_echo is refused (403
                                   insufficient_scope) whatever the scopes
   --auth-issuer-suffix X        issuer is http://IP:PORT/X (implies --auth)
+  --auth-resource URL           tokens may also be asked for resource URL (aud URL;
+                                repeatable; implies --auth)
 ";
 
 /// Which protocol era(s) the server speaks.
@@ -532,6 +534,17 @@ impl ServerConfig {
                         .auth
                         .get_or_insert_with(AuthConfig::default)
                         .issuer_suffix = Some(suffix);
+                }
+                "--auth-resource" => {
+                    let resource = value()?;
+                    if !resource.starts_with("http://") && !resource.starts_with("https://") {
+                        return Err(format!("--auth-resource expects a URL, got {resource:?}"));
+                    }
+                    config
+                        .auth
+                        .get_or_insert_with(AuthConfig::default)
+                        .resources
+                        .push(resource);
                 }
                 other => return Err(format!("unknown argument {other:?}")),
             }
