@@ -4,7 +4,8 @@
 //! first hears of it and connects the server too, and after both restart
 //! the user's server comes back without a new login. A replayed callback,
 //! another user's callback and user ids that look like SQL are refused or
-//! kept as plain values, and nothing is lost.
+//! kept as plain values, and nothing is lost; a user's URL on the
+//! application's own network is refused.
 
 mod support;
 
@@ -257,16 +258,32 @@ async fn user_ids_that_look_like_sql_are_only_ids_and_idle_hubs_are_let_go() {
     .expect("the idle hub was never let go");
     assert!(echo(&users, sly, &server).await.contains("DROP TABLE"));
 
-    // Ids and URLs that cannot be used are refused before the database.
+    // Ids and URLs that cannot be used are refused before the database
+    // (and before any connection).
     for (user, server_url) in [
         ("", mcp.as_str()),
         ("a\nb", mcp.as_str()),
         ("alice", "http://example.com/mcp"),
         ("alice", "https://user:pw@example.com/mcp"),
         ("alice", "not a url"),
+        // The application's own network is not a user's to reach.
+        ("alice", "https://10.0.0.7/mcp"),
+        ("alice", "https://169.254.169.254/latest/meta-data"),
+        ("alice", "https://[fd00::1]/mcp"),
+        ("alice", "https://0xc0a80001/mcp"),
     ] {
         let refused = users.add_server_for(user, server_url).await.unwrap_err();
         assert!(matches!(refused, HubError::Config { .. }), "{refused:?}");
     }
+    // A server that cannot be reached is said so, and not kept.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}/mcp", closed.local_addr().unwrap());
+    drop(closed);
+    let failed = users.add_server_for(sly, &gone).await.unwrap_err();
+    assert!(matches!(failed, HubError::Unavailable { .. }), "{failed:?}");
+    assert_eq!(
+        rows(&url, "SELECT url FROM switchboard_user_servers"),
+        [mcp.as_str()]
+    );
     users.shutdown().await;
 }

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use switchboard_auth::loopback::parse_redirect;
 use switchboard_auth::pending::PendingStore;
+use switchboard_auth::ssrf::UrlGuard;
 use switchboard_auth::store::{CredentialStore, StoreError};
 use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
@@ -127,6 +128,7 @@ pub struct UsersBuilder {
     client_name: String,
     redirect_uri: String,
     allow_http_loopback: bool,
+    allow_private: bool,
     idle_limit: Duration,
     max_users: usize,
     max_servers: usize,
@@ -164,6 +166,15 @@ impl UsersBuilder {
     /// machine (local servers, tests); default `false`.
     pub fn allow_http_loopback(mut self, allow: bool) -> Self {
         self.allow_http_loopback = allow;
+        self
+    }
+
+    /// Allows servers at private addresses (`10/8`, `192.168/16`,
+    /// link-local, loopback…): for an application whose users' servers
+    /// are on its own network. Off by default: a user's URL is the
+    /// user's choice, and the application's server connects to it.
+    pub fn allow_private(mut self, allow: bool) -> Self {
+        self.allow_private = allow;
         self
     }
 
@@ -313,6 +324,7 @@ impl Users {
             client_name: "switchboard".into(),
             redirect_uri: String::new(),
             allow_http_loopback: false,
+            allow_private: false,
             idle_limit: DEFAULT_IDLE_LIMIT,
             max_users: DEFAULT_MAX_USERS,
             max_servers: DEFAULT_MAX_SERVERS_PER_USER,
@@ -344,7 +356,8 @@ impl Users {
 
     /// Adds the server at `url` for `user` (or finds the one they have at
     /// that URL) and connects it: ready, or the authorization URL to send
-    /// the user to. Every instance sharing the store sees the server.
+    /// the user to. Every instance sharing the store sees the server. A
+    /// server added by this call that fails is removed again.
     ///
     /// # Errors
     /// [`HubError::Config`] for an unusable user id or URL, or one server
@@ -352,11 +365,13 @@ impl Users {
     /// [`HubError::Unavailable`] when the server failed;
     /// [`HubError::Login`] when its login cannot begin.
     pub async fn add_server_for(&self, user: &str, url: &str) -> Result<Added, HubError> {
-        let url = self.check_url(url)?;
+        let url = self.check_url(url).await?;
         let hub = self.hub(user).await?;
         let stored = self.stored_servers(user).await?;
-        let server = match stored.iter().find(|s| s.url == url) {
-            Some(server) => server.clone(),
+        let known = stored.iter().find(|s| s.url == url).cloned();
+        let added = known.is_none();
+        let server = match known {
+            Some(server) => server,
             None => {
                 if stored.len() >= self.inner.settings.max_servers {
                     return Err(HubError::Config {
@@ -373,7 +388,18 @@ impl Users {
             }
         };
         sync_servers(&hub, &self.stored_servers(user).await?).await;
-        match hub.connect(&server.name).await? {
+        let connected = match hub.connect(&server.name).await {
+            Ok(connected) => connected,
+            Err(error) => {
+                // A server added now that cannot be reached is not kept:
+                // the user sees why and may add it again.
+                if added {
+                    let _ = self.remove_server_for(user, &server.name).await;
+                }
+                return Err(error);
+            }
+        };
+        match connected {
             Connect::Ready => Ok(Added::Ready {
                 server: server.name,
             }),
@@ -510,7 +536,14 @@ impl Users {
         Ok(hub)
     }
 
-    fn check_url(&self, url: &str) -> Result<String, HubError> {
+    /// `url` if the application may connect to it for a user: https (or
+    /// http to loopback when allowed), no user or password in it, and —
+    /// unless private addresses are allowed — neither its host nor any
+    /// address its name resolves to in a private, loopback or link-local
+    /// range (the SSRF guard of the OAuth code). The name is resolved
+    /// again when the server connects: a name that changes its answer in
+    /// between is not caught here.
+    async fn check_url(&self, url: &str) -> Result<String, HubError> {
         let bad = |reason: String| HubError::Config {
             setting: "url",
             reason,
@@ -518,20 +551,26 @@ impl Users {
         if url.len() > MAX_URL_LEN {
             return Err(bad(format!("a server URL is at most {MAX_URL_LEN} bytes")));
         }
-        let parsed = Url::parse(url).map_err(|e| bad(format!("not a URL: {e}")))?;
+        let settings = &self.inner.settings;
+        let guard = UrlGuard::builder()
+            .allow_http_loopback(settings.allow_http_loopback)
+            .allow_private(settings.allow_private)
+            .build()
+            .map_err(|e| bad(e.to_string()))?;
+        let parsed = guard.check(url, None).map_err(|e| bad(e.to_string()))?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return Err(bad("a server URL may not carry a user or password".into()));
         }
-        let loopback = match parsed.host() {
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            Some(url::Host::Domain(host)) => host == "localhost",
-            None => false,
-        };
-        match parsed.scheme() {
-            "https" => {}
-            "http" if loopback && self.inner.settings.allow_http_loopback => {}
-            _ => return Err(bad("a server URL must be https".into())),
+        if let Some(url::Host::Domain(name)) = parsed.host() {
+            let port = parsed.port_or_known_default().unwrap_or(443);
+            let addresses = tokio::net::lookup_host((name, port))
+                .await
+                .map_err(|e| bad(format!("`{name}` does not resolve: {e}")))?;
+            for address in addresses {
+                guard
+                    .check_resolved(address.ip())
+                    .map_err(|e| bad(e.to_string()))?;
+            }
         }
         Ok(parsed.to_string())
     }
