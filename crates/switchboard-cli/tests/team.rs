@@ -213,6 +213,28 @@ fn a_password_on_the_command_line_and_an_open_key_file_are_refused() {
     assert_eq!(refused.status.code(), Some(1), "{said}");
     assert!(said.contains("password"), "{said}");
     assert!(!said.contains("s3cret-pw"), "the password repeated: {said}");
+    // --state alone says that it shares nothing yet.
+    let alone = sandbox
+        .host(BIN)
+        .args(["serve", "--http", "127.0.0.1:0", "--state"])
+        .arg("postgres://team@localhost/switchboard?host=/nonexistent")
+        .arg("--state-key-file")
+        .arg(&key)
+        .env("SWITCHBOARD_TOKEN", support::gateway::TOKEN)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&alone.stderr);
+    assert!(
+        said.contains("--state shares nothing without --audit-database"),
+        "{said}"
+    );
+    // The database cannot be reached (exit 4), each cause said once.
+    assert_eq!(alone.status.code(), Some(4), "{said}");
+    assert_eq!(
+        said.matches("No such file or directory").count(),
+        1,
+        "{said}"
+    );
     // A key others can read is not a key.
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
     let refused = serve("postgres://team@localhost/switchboard?host=/nonexistent");

@@ -57,12 +57,15 @@ pub const MAX_CONNECTIONS: u32 = 8;
 #[non_exhaustive]
 pub enum PgError {
     /// The database cannot be reached (the URL is not repeated: it may
-    /// hold a password).
+    /// hold a password). The error is said whole in the message, its
+    /// causes included, and is not also the `source` (a report that walks
+    /// the chain would say each cause twice).
     #[error("cannot connect to the database: {0}")]
-    Connect(#[source] sqlx::Error),
-    /// The schema could not be brought to this version.
+    Connect(sqlx::Error),
+    /// The schema could not be brought to this version (said whole, as
+    /// [`PgError::Connect`]).
     #[error("cannot migrate the database's schema: {0}")]
-    Migrate(#[source] sqlx::migrate::MigrateError),
+    Migrate(sqlx::migrate::MigrateError),
     /// No runtime for the queries could be made.
     #[error("cannot start the database's runtime: {0}")]
     Runtime(#[source] std::io::Error),

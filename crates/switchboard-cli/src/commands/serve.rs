@@ -59,6 +59,14 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
             "--audit-arguments says what the audit log records: give --audit FILE or --audit-database"
         )));
     }
+    if state.is_some() && !audit_database {
+        // Checked and migrated all the same: a wrong URL or key is found
+        // now, not when the next flag is added.
+        eprintln!(
+            "warning: --state shares nothing without --audit-database yet (backend logins, \
+             pending logins and parked rounds are still each replica's own)"
+        );
+    }
     let shared = match (&state, &state_key_file) {
         (Some(url), Some(key)) => Some(crate::state::connect(url, key).await?),
         _ => None,
