@@ -197,12 +197,23 @@ impl PgState {
         runtime.spawn(async move {
             let _ = done.send(work.await);
         });
-        answer.recv().unwrap_or_else(|_| {
-            Err(StoreError::backend(
-                "the PostgreSQL state store's runtime stopped",
-                None,
-            ))
-        })
+        let wait = || {
+            answer.recv().unwrap_or_else(|_| {
+                Err(StoreError::backend(
+                    "the PostgreSQL state store's runtime stopped",
+                    None,
+                ))
+            })
+        };
+        // On a worker of a multi-thread runtime (an audit record appended
+        // as a call ends), its other tasks move to another worker while
+        // this one waits for the database.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        }
     }
 }
 
