@@ -111,36 +111,13 @@ fn serve(sandbox: &Sandbox, extra: &[&str]) -> Command {
     command
 }
 
-/// One raw HTTP/1.1 exchange: the request's head lines (after the request
-/// line) and body; the status and the whole response.
+/// One raw exchange (see `support::raw`): the status (0 when nothing
+/// listens) and the whole response.
 fn exchange(address: &str, request_line: &str, head: &[&str], body: &str) -> (u16, String) {
-    let addr: std::net::SocketAddr = address.parse().unwrap();
-    // Not served: status 0.
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(5)) else {
-        return (0, "not connected".to_owned());
-    };
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut request = format!("{request_line}\r\n");
-    for line in head {
-        request.push_str(line);
-        request.push_str("\r\n");
-    }
-    request.push_str(&format!(
-        "content-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, response)
+    support::raw::exchange(address, request_line, head, body)
+        .map_or((0, "not connected".to_owned()), |raw| {
+            (raw.status, raw.text())
+        })
 }
 
 const DISCOVER: &str = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;

@@ -9,8 +9,7 @@
 //! finds the issuer through the metadata, registers, logs in and calls.
 #![cfg(target_os = "linux")]
 
-use std::io::{BufRead as _, Read as _, Write as _};
-use std::net::TcpStream;
+use std::io::BufRead as _;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -88,51 +87,16 @@ impl Gateway {
     }
 }
 
-/// A response: its status, lower-cased head, and body.
-struct Response {
-    status: u16,
-    head: String,
-    body: String,
-}
+use support::raw::Raw as Response;
 
-impl Response {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|line| {
-            let (n, v) = line.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
-    }
-}
-
-/// One HTTP/1.1 exchange on a fresh connection.
+/// One raw exchange (see `support::raw`) with the `Host` the gateway
+/// checks.
 fn exchange(address: &str, method: &str, path: &str, head: &[String], body: &str) -> Response {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nhost: {address}\r\n");
-    for line in head {
-        request.push_str(line);
-        request.push_str("\r\n");
-    }
-    request.push_str(&format!(
-        "content-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).unwrap();
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    Response {
-        status: head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
+    let host = format!("host: {address}");
+    let mut lines = vec![host.as_str()];
+    lines.extend(head.iter().map(String::as_str));
+    support::raw::exchange(address, &format!("{method} {path} HTTP/1.1"), &lines, body)
+        .expect("the gateway listens")
 }
 
 /// A POST of `message` to the gateway's endpoint with `token` (and a

@@ -7,6 +7,7 @@ pub(crate) mod home;
 pub(crate) mod interop;
 pub(crate) mod intruder;
 pub(crate) mod pty;
+pub(crate) mod raw;
 pub(crate) mod servers;
 
 use std::path::Path;
