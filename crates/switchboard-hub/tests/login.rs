@@ -24,14 +24,9 @@ const WAIT: Duration = Duration::from_secs(60);
 
 /// The test server with its authorization server, on a loopback port of
 /// this process; stopped when the handle drops.
-async fn auth_server() -> (AbortOnDropHandle<()>, String) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = switchboard_testkit::ServerConfig::from_args(["--auth".to_owned()]).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        let _ = switchboard_testkit::serve_http(config, listener).await;
-    });
-    (AbortOnDropHandle::new(task), format!("http://{addr}/mcp"))
+async fn auth_server() -> (AbortOnDropHandle<std::io::Result<()>>, String) {
+    let (task, url) = switchboard_testkit::spawn_http(&["--auth"]).await;
+    (AbortOnDropHandle::new(task), url)
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -1015,10 +1015,7 @@ async fn a_server_that_needs_a_login_offers_an_authenticate_tool() {
     use switchboard_hub::hub::OAuthLogins;
     use switchboard_models::toolset::ToolsetOptions;
 
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mcp = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let config = switchboard_testkit::ServerConfig::from_args(["--auth".to_owned()]).unwrap();
-    let server = tokio::spawn(switchboard_testkit::serve_http(config, listener));
+    let (server, mcp) = switchboard_testkit::spawn_http(&["--auth"]).await;
     let dir = scratch_dir("authenticate");
 
     let login_url = Arc::new(Mutex::new(None::<String>));

@@ -150,13 +150,7 @@ fn tool_calls(url: &str, calls: usize) {
         .expect("runtime");
     let url = url.to_owned();
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
-        let config = switchboard_testkit::ServerConfig::from_args(["--auth".to_owned()])
-            .expect("the test server's settings");
-        let mcp = format!("http://{}/mcp", listener.local_addr().expect("its address"));
-        tokio::spawn(async move {
-            let _ = switchboard_testkit::serve_http(config, listener).await;
-        });
+        let (_server, mcp) = switchboard_testkit::spawn_http(&["--auth"]).await;
         let agent = RedirectAgent::new().expect("an agent");
         let redirect = "http://127.0.0.1:9/callback";
 

@@ -12,8 +12,8 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_hub::hub::users::{Added, Users};
-use switchboard_hub::{Hub, HubError, HubEvent, ServerState};
+use switchboard_hub::hub::users::{Added, Users, UsersBuilder};
+use switchboard_hub::{Hub, HubError, ServerState};
 use switchboard_postgres::PgState;
 
 use support::{Sql, database, key};
@@ -29,28 +29,26 @@ const WAIT: Duration = Duration::from_secs(60);
 /// The test MCP server with its authorization server (which approves at
 /// once), on a loopback port of this process.
 async fn auth_server() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = switchboard_testkit::ServerConfig::from_args(["--auth".to_owned()]).unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = switchboard_testkit::serve_http(config, listener).await;
-    });
-    format!("http://{addr}/mcp")
+    switchboard_testkit::spawn_http(&["--auth"]).await.1
 }
 
 /// One instance of the application: its own connection to the database.
 async fn instance(url: &str) -> Users {
+    instance_with(url, |users| users).await
+}
+
+/// [`instance`] with more settings.
+async fn instance_with(url: &str, settings: impl FnOnce(UsersBuilder) -> UsersBuilder) -> Users {
     let url = url.to_owned();
     let state = tokio::task::spawn_blocking(move || PgState::connect(&url, key()).unwrap())
         .await
         .unwrap();
-    Users::builder(Arc::new(state))
+    let users = Users::builder(Arc::new(state))
         .client_name("switchboard-web-test")
         .redirect_uri("http://127.0.0.1:9/callback")
         .allow_http_loopback(true)
-        .startup_timeout(WAIT)
-        .build()
-        .unwrap()
+        .startup_timeout(WAIT);
+    settings(users).build().unwrap()
 }
 
 /// Plays the user's browser: opens the authorization URL (the test
@@ -86,10 +84,8 @@ async fn ready(hub: &Hub, server: &str) {
             if hub.status(server).unwrap().state == ServerState::Ready {
                 return;
             }
-            match events.next().await {
-                Some(HubEvent::StateChanged { .. } | HubEvent::Lagged(_)) => {}
-                Some(_) => {}
-                None => panic!("the hub is gone"),
+            if events.next().await.is_none() {
+                panic!("the hub is gone");
             }
         }
     })
@@ -221,19 +217,7 @@ async fn user_ids_that_look_like_sql_are_only_ids_and_idle_hubs_are_let_go() {
     };
     let mcp = auth_server().await;
     let sly = "alice'); DROP TABLE switchboard_user_servers; --";
-    let state = {
-        let url = url.clone();
-        tokio::task::spawn_blocking(move || PgState::connect(&url, key()).unwrap())
-            .await
-            .unwrap()
-    };
-    let users = Users::builder(Arc::new(state))
-        .redirect_uri("http://127.0.0.1:9/callback")
-        .allow_http_loopback(true)
-        .startup_timeout(WAIT)
-        .idle_limit(Duration::from_millis(200))
-        .build()
-        .unwrap();
+    let users = instance_with(&url, |users| users.idle_limit(Duration::from_millis(200))).await;
 
     let (server, callback) = begin(&users, sly, &mcp).await;
     users.finish_login(sly, &callback).await.unwrap();

@@ -52,6 +52,25 @@ const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
 const LAST_EVENT_ID: &str = "last-event-id";
 
+/// The test server over HTTP with `args` (its command line, e.g.
+/// `["--auth"]`) on a free loopback port, served by a task of the current
+/// runtime: that task and the server's `/mcp` URL.
+///
+/// # Panics
+/// When `args` are not the server's, or no port can be had.
+pub async fn spawn_http(args: &[&str]) -> (tokio::task::JoinHandle<io::Result<()>>, String) {
+    let config = ServerConfig::from_args(args.iter().map(|a| (*a).to_owned()))
+        .unwrap_or_else(|e| panic!("the test server's arguments {args:?}: {e}"));
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!(
+        "http://{}/mcp",
+        listener.local_addr().expect("the port's address")
+    );
+    (tokio::spawn(serve_http(config, listener)), url)
+}
+
 /// Serve the test server over HTTP on `listener` until the `exit` tool (or
 /// the `exit-before-init` fault) asks for termination, which is returned as
 /// an error wrapping [`ServerExit`]. Dropping the future stops the server

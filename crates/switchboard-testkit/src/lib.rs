@@ -24,7 +24,7 @@ pub mod postgres;
 pub mod rmcp_host;
 
 pub use authserver::{ADMIN_TOOL, SCOPE_ADMIN, SCOPE_READ};
-pub use http::serve_http;
+pub use http::{serve_http, spawn_http};
 pub use switchboard_testserver::{
     ALL_HTTP_TRANSPORTS, AuthConfig, AuthQuirk, DEFAULT_MODERN_VERSION, DEFAULT_SERVER_NAME,
     DEFAULT_TOKEN_TTL_SECS, Era, Fault, GARBAGE_LINE, HttpResponseMode, HttpTransport,

@@ -297,22 +297,28 @@ impl Drop for UsersInner {
 }
 
 /// A user's hub, made once, and when it was last used.
-#[derive(Default)]
 struct Entry {
     hub: OnceCell<Hub>,
-    used: Mutex<Option<Instant>>,
+    used: Mutex<Instant>,
 }
 
 impl Entry {
+    fn new() -> Self {
+        Self {
+            hub: OnceCell::new(),
+            used: Mutex::new(Instant::now()),
+        }
+    }
+
     fn touch(&self) {
-        *self.used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        *self.used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 
     fn idle_for(&self) -> Duration {
         self.used
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .map_or(Duration::ZERO, |used| used.elapsed())
+            .elapsed()
     }
 }
 
@@ -497,7 +503,7 @@ impl Users {
                 shut_down(entry);
             }
         }
-        let entry = Arc::new(Entry::default());
+        let entry = Arc::new(Entry::new());
         hubs.insert(user.to_owned(), entry.clone());
         entry
     }
