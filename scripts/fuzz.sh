@@ -45,6 +45,7 @@ echo "fuzz: building ${targets[*]}"
 cargo +nightly fuzz build
 
 failed=()
+summary=()
 for target in "${targets[@]}"; do
     corpus="corpus/$target"
     artifacts="artifacts/$target"
@@ -58,27 +59,38 @@ for target in "${targets[@]}"; do
     # compare listings to find this run's.
     before="$(ls "$artifacts")"
     status=0
+    log="$(mktemp)"
     cargo +nightly fuzz run "$target" "${inputs[@]}" -- \
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -seed="${FUZZ_SEED:-0}" \
-        -print_final_stats=1 || status=$?
+        -print_final_stats=1 2>&1 | tee "$log" || status=${PIPESTATUS[0]}
     if [ "$status" -eq 0 ]; then
+        rm -f "$log"
         continue
     fi
     failed+=("$target")
+    # What the target said when it failed (the panic, libFuzzer's reason),
+    # kept for the summary at the end: a CI log is often read from its tail.
+    why="$(grep -E -m 8 "panicked at|^thread '|ERROR: libFuzzer|SUMMARY: libFuzzer|==[0-9]+== ERROR" "$log" || true)"
+    rm -f "$log"
     new="$(comm -13 <(echo "$before") <(ls "$artifacts"))"
     if [ -z "$new" ]; then
         # No input to blame: the fuzzer itself ended badly (killed, out of
         # memory before libFuzzer noticed, a build failure).
-        echo "fuzz: $target exited with status $status and left no input in fuzz/$artifacts"
+        summary+=("$target exited with status $status and left no input in fuzz/$artifacts")
     fi
     for name in $new; do
-        echo "fuzz: $target crashed on fuzz/$artifacts/$name"
-        echo "      replay:   (cd fuzz && cargo +nightly fuzz run $target $artifacts/$name)"
-        echo "      minimise: (cd fuzz && cargo +nightly fuzz tmin $target $artifacts/$name)"
+        summary+=("$target crashed on fuzz/$artifacts/$name"
+            "  replay:   (cd fuzz && cargo +nightly fuzz run $target $artifacts/$name)"
+            "  minimise: (cd fuzz && cargo +nightly fuzz tmin $target $artifacts/$name)"
+            "  input (base64): $(base64 -w0 "$artifacts/$name" | head -c 4000)")
     done
+    while IFS= read -r line; do
+        [ -n "$line" ] && summary+=("  $line")
+    done <<<"$why"
 done
 
 if [ "${#failed[@]}" -gt 0 ]; then
+    printf 'fuzz: %s\n' "${summary[@]}" >&2
     echo "fuzz: crashed: ${failed[*]}" >&2
     exit 1
 fi

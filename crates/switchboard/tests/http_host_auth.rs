@@ -305,3 +305,68 @@ async fn a_static_token_and_an_authenticator_are_exclusive() {
     let refused = serve_http(Arc::new(WhoAmI), listener, options).unwrap_err();
     assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+/// A browser's page beside the endpoint: answered without a token (a
+/// browser has none), with its query and cookies; other paths are still
+/// 404; a foreign `Host` is refused before the page is asked.
+#[tokio::test]
+async fn pages_beside_the_endpoint_are_served_to_a_browser_without_a_token() {
+    use switchboard::server::http::{Page, Pages};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = asked.clone();
+    let options = HttpServeOptions::default()
+        .host_auth(Names)
+        .pages(Pages::new(move |request| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            (request.path == "/oauth/callback").then(|| {
+                let page = Page::text(
+                    200,
+                    format!(
+                        "state {} cookie {}",
+                        request.param("state").unwrap_or_default(),
+                        request.cookie("login").unwrap_or("-")
+                    ),
+                )
+                .set_cookie("login=; Max-Age=0");
+                Box::pin(async move { page }) as BoxFuture<'static, Page>
+            })
+        }));
+    let _server = serve_http(Arc::new(WhoAmI), listener, options).unwrap();
+    let client = reqwest::Client::new();
+    let page = client
+        .get(format!("{base}/oauth/callback?code=c&state=a%20b"))
+        .header("cookie", "x=1; login=sealed")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers()["set-cookie"], "login=; Max-Age=0");
+    assert_eq!(page.headers()["referrer-policy"], "no-referrer");
+    assert_eq!(page.text().await.unwrap(), "state a b cookie sealed");
+    let other = client
+        .get(format!("{base}/elsewhere"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    let before = asked.load(std::sync::atomic::Ordering::SeqCst);
+    let foreign = client
+        .get(format!("{base}/oauth/callback?state=x"))
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), before);
+    // The endpoint itself still wants a token.
+    let endpoint = post(
+        &base,
+        None,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    )
+    .await;
+    assert_eq!(endpoint.status, 401);
+}

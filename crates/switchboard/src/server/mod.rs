@@ -226,6 +226,9 @@ pub struct Peer {
     /// Flips to `true` when a session-era client sends
     /// `notifications/initialized`.
     initialized: Arc<tokio::sync::watch::Sender<bool>>,
+    /// The user (`sub`) the connection was opened for, when hosts are
+    /// users.
+    user: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Peer {
@@ -235,6 +238,15 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
+    /// The user (`sub`) this connection was opened for, when the endpoint
+    /// authenticates hosts as users (a session-era session belongs to the
+    /// user who opened it); `None` otherwise, and for the connection that
+    /// carries 2026-07-28 requests, each of which names its own user
+    /// ([`RequestContext::user`]).
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
     /// Whether `other` is this same client connection (a clone of this
     /// `Peer`): what tells one host of a server from another.
     pub fn same_connection(&self, other: &Peer) -> bool {
@@ -377,6 +389,9 @@ pub struct ServeOptions {
     /// replica of an HTTP server): served as if its `initialize` and
     /// `notifications/initialized` had come on this connection.
     pub session: Option<SessionState>,
+    /// The user (`sub`) the connection is served for, when hosts are
+    /// users: what [`Peer::user`] says. Set by the HTTP endpoint.
+    pub(crate) owner: Option<Arc<str>>,
 }
 
 /// What a session-era client's `initialize` settled.
@@ -417,6 +432,7 @@ impl Default for ServeOptions {
             modern_versions: ProtocolVersion::MODERN.to_vec(),
             peer_name: "client".to_owned(),
             session: None,
+            owner: None,
         }
     }
 }
@@ -532,7 +548,10 @@ pub fn serve(
     connection: Connection,
     options: ServeOptions,
 ) -> Served {
-    let peer = Peer::default();
+    let peer = Peer {
+        user: options.owner.clone(),
+        ..Peer::default()
+    };
     let dispatch = Arc::new(Dispatch {
         handler,
         state: Mutex::new(Session {

@@ -165,10 +165,11 @@ impl Link {
     /// from it.
     pub(super) fn open(
         handler: Arc<dyn ServerHandler>,
-        options: ServeOptions,
+        mut options: ServeOptions,
         stall: std::time::Duration,
         owner: Option<String>,
     ) -> Self {
+        options.owner = owner.as_deref().map(Arc::from);
         let (to_handler, rx) = mpsc::channel(64);
         let routes = Arc::new(Mutex::new(Routes::default()));
         let connection = Connection::new(

@@ -74,6 +74,7 @@ mod body;
 mod conn;
 mod guard;
 mod link;
+mod pages;
 mod params;
 mod route;
 mod seal;
@@ -94,6 +95,7 @@ use super::{ServeOptions, ServerHandler};
 pub use auth::{Authenticator, HostAuth, ResourceMetadata, TokenRefused};
 pub use guard::{MIN_TOKEN_LEN, check_token, generate_token};
 use link::Link;
+pub use pages::{Page, PageRequest, Pages};
 pub use seal::SessionKey;
 
 pub(super) const SESSION_HEADER: &str = "mcp-session-id";
@@ -182,6 +184,9 @@ pub struct HttpServeOptions {
     /// endpoint's path after it), and named in every 401's challenge.
     /// Default none.
     pub resource_metadata: Option<ResourceMetadata>,
+    /// Pages for a browser on other paths than the endpoint's (`GET`
+    /// only; the `Host` check applies, no token is asked). Default none.
+    pub pages: Option<Pages>,
 }
 
 /// The header of `GET /healthz`'s answer holding
@@ -231,6 +236,7 @@ impl Default for HttpServeOptions {
             instance: None,
             host_auth: None,
             resource_metadata: None,
+            pages: None,
         }
     }
 }
@@ -269,6 +275,12 @@ impl HttpServeOptions {
     /// Sets [`HttpServeOptions::resource_metadata`].
     pub fn resource_metadata(mut self, metadata: ResourceMetadata) -> Self {
         self.resource_metadata = Some(metadata);
+        self
+    }
+
+    /// Sets [`HttpServeOptions::pages`].
+    pub fn pages(mut self, pages: Pages) -> Self {
+        self.pages = Some(pages);
         self
     }
 

@@ -39,6 +39,26 @@ pub(super) async fn handle(state: &State, request: Request<Body>) -> Response<Re
     if get && let Some(page) = auth::metadata_page(options, path) {
         return guard::host(options, request.headers()).unwrap_or(page);
     }
+    if get
+        && path != options.path
+        && let Some(pages) = &options.pages
+    {
+        if let Some(refused) = guard::host(options, request.headers()) {
+            return refused;
+        }
+        let asked = super::PageRequest {
+            path: path.to_owned(),
+            query: request.uri().query().map(str::to_owned),
+            cookies: request
+                .headers()
+                .get(hyper::header::COOKIE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        };
+        if let Some(page) = pages.answer(asked) {
+            return page.await.into_response();
+        }
+    }
     let metrics = options
         .metrics
         .as_ref()

@@ -84,7 +84,6 @@ impl SessionKey {
     /// characters — unless that is still more than [`MAX_SEALED_STATE`]
     /// bytes (a header that large would not be sent back).
     pub(super) fn seal(&self, state: &SessionState, owner: Option<&str>) -> Option<String> {
-        use base64::Engine as _;
         let info = &state.client_info;
         let mut kept = switchboard_types::Implementation::new(cut(&info.name), cut(&info.version));
         kept.title = info.title.as_deref().map(cut);
@@ -93,7 +92,7 @@ impl SessionKey {
             state.client_capabilities.clone(),
             kept,
         );
-        let mut data = serde_json::to_vec(&Sealed {
+        let data = serde_json::to_vec(&Sealed {
             state,
             t: now_secs(),
             u: owner.map(str::to_owned),
@@ -102,20 +101,9 @@ impl SessionKey {
         if data.len() > MAX_SEALED_STATE {
             return None;
         }
-        let mut nonce = [0u8; 12];
-        getrandom::fill(&mut nonce).ok()?;
-        self.0
-            .seal_in_place_append_tag(
-                aws_lc_rs::aead::Nonce::assume_unique_for_key(nonce),
-                aws_lc_rs::aead::Aad::from(SEALED_AAD),
-                &mut data,
-            )
-            .ok()?;
-        let mut sealed = nonce.to_vec();
-        sealed.extend_from_slice(&data);
         Some(format!(
             "{SEALED_PREFIX}{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed)
+            self.seal_bytes(SEALED_AAD, data)?
         ))
     }
 
@@ -126,9 +114,49 @@ impl SessionKey {
         id: &str,
         lifetime: Duration,
     ) -> Option<(SessionState, Option<String>)> {
+        let plain = self.open_bytes(SEALED_AAD, id.strip_prefix(SEALED_PREFIX)?)?;
+        let sealed: Sealed = serde_json::from_slice(&plain).ok()?;
+        (now_secs().saturating_sub(sealed.t) <= lifetime.as_secs())
+            .then_some((sealed.state, sealed.u))
+    }
+}
+
+impl SessionKey {
+    /// `value` sealed for `purpose` (ChaCha20-Poly1305, a random nonce),
+    /// as URL-safe base64: for what a server hands out and must get back
+    /// unchanged — a link, a cookie — to any replica given the same key.
+    /// Opened only by [`open_value`](Self::open_value) with the same
+    /// purpose; it carries no expiry of its own.
+    pub fn seal_value(&self, purpose: &str, value: &[u8]) -> Option<String> {
+        self.seal_bytes(&value_aad(purpose), value.to_vec())
+    }
+
+    /// What [`seal_value`](Self::seal_value) sealed for `purpose`; `None`
+    /// for anything else (another purpose, another key, changed text).
+    pub fn open_value(&self, purpose: &str, sealed: &str) -> Option<Vec<u8>> {
+        self.open_bytes(&value_aad(purpose), sealed)
+    }
+
+    fn seal_bytes(&self, aad: &[u8], mut data: Vec<u8>) -> Option<String> {
+        use base64::Engine as _;
+        let mut nonce = [0u8; 12];
+        getrandom::fill(&mut nonce).ok()?;
+        self.0
+            .seal_in_place_append_tag(
+                aws_lc_rs::aead::Nonce::assume_unique_for_key(nonce),
+                aws_lc_rs::aead::Aad::from(aad),
+                &mut data,
+            )
+            .ok()?;
+        let mut sealed = nonce.to_vec();
+        sealed.extend_from_slice(&data);
+        Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed))
+    }
+
+    fn open_bytes(&self, aad: &[u8], text: &str) -> Option<Vec<u8>> {
         use base64::Engine as _;
         let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(id.strip_prefix(SEALED_PREFIX)?)
+            .decode(text)
             .ok()?;
         if sealed.len() < 12 {
             return None;
@@ -138,12 +166,21 @@ impl SessionKey {
         let nonce = aws_lc_rs::aead::Nonce::try_assume_unique_for_key(nonce).ok()?;
         let plain = self
             .0
-            .open_in_place(nonce, aws_lc_rs::aead::Aad::from(SEALED_AAD), &mut data)
+            .open_in_place(nonce, aws_lc_rs::aead::Aad::from(aad), &mut data)
             .ok()?;
-        let sealed: Sealed = serde_json::from_slice(plain).ok()?;
-        (now_secs().saturating_sub(sealed.t) <= lifetime.as_secs())
-            .then_some((sealed.state, sealed.u))
+        Some(plain.to_vec())
     }
+}
+
+/// What a sealed value is bound to besides the key: its purpose, so a
+/// value sealed for one use is refused for another (and never taken for
+/// a session id).
+fn value_aad(purpose: &str) -> Vec<u8> {
+    [
+        b"switchboard sealed value v1 ".as_slice(),
+        purpose.as_bytes(),
+    ]
+    .concat()
 }
 
 /// What a sealed session keeps of an `initialize` request.
@@ -170,4 +207,43 @@ pub(super) struct InitializeAnswer {
 #[serde(rename_all = "camelCase")]
 pub(super) struct InitializeResult {
     pub(super) protocol_version: switchboard_types::ProtocolVersion,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionKey;
+
+    #[test]
+    fn a_sealed_value_opens_only_for_its_purpose_with_its_key_unchanged() {
+        let key = SessionKey::new(&[7; 32]);
+        let sealed = key.seal_value("cookie", b"alice").expect("sealed");
+        assert_eq!(
+            key.open_value("cookie", &sealed).as_deref(),
+            Some(&b"alice"[..])
+        );
+        assert!(!sealed.contains("alice"));
+        assert_eq!(key.open_value("link", &sealed), None, "another purpose");
+        assert_eq!(
+            SessionKey::new(&[8; 32]).open_value("cookie", &sealed),
+            None,
+            "another key"
+        );
+        let mut changed = sealed.clone().into_bytes();
+        let last = changed.len() - 2;
+        changed[last] = if changed[last] == b'A' { b'B' } else { b'A' };
+        let changed = String::from_utf8(changed).expect("ascii");
+        assert_eq!(key.open_value("cookie", &changed), None, "changed text");
+        assert_eq!(key.open_value("cookie", "not base64!"), None);
+        assert_eq!(key.open_value("cookie", ""), None);
+        // Never a session id, nor a session id a value.
+        assert_eq!(
+            key.open(&format!("s1.{sealed}"), std::time::Duration::MAX),
+            None
+        );
+        assert_ne!(
+            key.seal_value("cookie", b"alice"),
+            Some(sealed),
+            "a nonce of its own each time"
+        );
+    }
 }
