@@ -70,7 +70,10 @@ for target in "${targets[@]}"; do
     failed+=("$target")
     # What the target said when it failed (the panic, libFuzzer's reason),
     # kept for the summary at the end: a CI log is often read from its tail.
-    why="$(grep -E -m 8 "panicked at|^thread '|ERROR: libFuzzer|SUMMARY: libFuzzer|==[0-9]+== ERROR" "$log" || true)"
+    why="$({
+        grep -A1 -m1 "panicked at" "$log"
+        grep -E -m4 "ERROR: libFuzzer|SUMMARY: libFuzzer|==[0-9]+== ?ERROR" "$log"
+    } || true)"
     rm -f "$log"
     new="$(comm -13 <(echo "$before") <(ls "$artifacts"))"
     if [ -z "$new" ]; then

@@ -27,6 +27,7 @@ pub(crate) mod host_auth;
 mod one;
 mod prepare;
 mod serve;
+mod users;
 
 pub(crate) use serve::{ServeSettings, serve};
 

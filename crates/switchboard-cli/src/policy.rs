@@ -29,9 +29,7 @@ pub(crate) fn apply(
     loaded: &LoadedConfig,
     ui: Option<Arc<Ui>>,
 ) -> HubBuilder {
-    let builder = builder
-        .tool_policy(loaded.policy.tools.clone())
-        .remembered_allows(RememberedAllows::at(allows_file(context)));
+    let builder = with_rules(builder, loaded.policy.tools.clone(), allows_file(context));
     match ui {
         Some(ui) => {
             let approver = terminal_approver(ui);
@@ -39,6 +37,18 @@ pub(crate) fn apply(
         }
         None => builder,
     }
+}
+
+/// `builder` with the tool policy `rules` and the remembered allows in
+/// `allows` (no one asked).
+pub(crate) fn with_rules(
+    builder: HubBuilder,
+    rules: switchboard_hub::config::policy::ToolPolicy,
+    allows: PathBuf,
+) -> HubBuilder {
+    builder
+        .tool_policy(rules)
+        .remembered_allows(RememberedAllows::at(allows))
 }
 
 /// Asks on the terminal: allow once, always, or not. Without a terminal

@@ -213,7 +213,7 @@ fn a_password_on_the_command_line_and_an_open_key_file_are_refused() {
     assert_eq!(refused.status.code(), Some(1), "{said}");
     assert!(said.contains("password"), "{said}");
     assert!(!said.contains("s3cret-pw"), "the password repeated: {said}");
-    // --state alone says that it shares nothing yet.
+    // --state alone (no users, no audit) says that it shares nothing.
     let alone = sandbox
         .host(BIN)
         .args(["serve", "--http", "127.0.0.1:0", "--state"])
@@ -225,7 +225,7 @@ fn a_password_on_the_command_line_and_an_open_key_file_are_refused() {
         .unwrap();
     let said = String::from_utf8_lossy(&alone.stderr);
     assert!(
-        said.contains("--state shares nothing without --audit-database"),
+        said.contains("--state without --issuer or --audit-database shares nothing"),
         "{said}"
     );
     // The database cannot be reached (exit 4), each cause said once.
@@ -374,4 +374,323 @@ async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_
     // One chain, records of both replicas in it, intact.
     let (intact, said) = verify(&sandbox, &url, &key);
     assert!(intact, "{said}");
+}
+
+/// A host's user, as the gateway's URL elicitations reach them: each
+/// login link is handed to the test (which plays the browser), and the
+/// elicitation accepted.
+struct Links(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl switchboard::ElicitationHandler for Links {
+    fn elicit_form(
+        &self,
+        _: switchboard::HandlerContext,
+        _: switchboard::FormRequest,
+    ) -> switchboard::BoxFuture<
+        'static,
+        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
+    > {
+        Box::pin(async { Ok(switchboard::types::ElicitResult::decline()) })
+    }
+
+    fn supports_url(&self) -> bool {
+        true
+    }
+
+    fn elicit_url(
+        &self,
+        _: switchboard::HandlerContext,
+        request: switchboard::UrlRequest,
+    ) -> switchboard::BoxFuture<
+        'static,
+        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
+    > {
+        let _ = self.0.send(request.url.clone());
+        Box::pin(async { Ok(switchboard::types::ElicitResult::accept(None)) })
+    }
+}
+
+/// A browser: follows redirects by hand, keeps the gateway's cookie (sent
+/// back to the gateway's origin only), logs in at any authorization
+/// server as `user` (the testkit's `login_hint`), and sends each request
+/// for the gateway's public origin to the replica `route` names for that
+/// step (0, 1, …), as a load balancer might. The last page's status and
+/// text.
+async fn browse(
+    link: &str,
+    user: &str,
+    public: &str,
+    route: impl Fn(usize) -> String,
+) -> (u16, String) {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut cookie: Option<String> = None;
+    let mut url = link.to_owned();
+    let mut step = 0;
+    for _ in 0..10 {
+        let ours = url.starts_with(public);
+        let mut request = match ours {
+            true => {
+                let sent = url.replacen(public, &route(step), 1);
+                step += 1;
+                client.get(sent)
+            }
+            false => client.get(&url),
+        };
+        if let (true, Some(cookie)) = (ours, &cookie) {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.unwrap();
+        if ours {
+            for set in response.headers().get_all("set-cookie") {
+                let pair = set.to_str().unwrap().split(';').next().unwrap().to_owned();
+                cookie = (!pair.ends_with('=')).then_some(pair);
+            }
+        }
+        let status = response.status().as_u16();
+        if status == 302 {
+            let mut next = response.headers()["location"].to_str().unwrap().to_owned();
+            if next.contains("/authorize?") {
+                next.push_str(&format!("&login_hint={user}"));
+            }
+            url = next;
+            continue;
+        }
+        return (status, response.text().await.unwrap());
+    }
+    panic!("too many redirects from {link}");
+}
+
+/// An access token of the gateway's issuer for `user`.
+async fn token_for(issuer: &str, user: &str, audience: &str) -> String {
+    let minted: serde_json::Value = reqwest::Client::new()
+        .post(format!("{issuer}/auth/mint"))
+        .json(&json!({ "claims": { "sub": user, "aud": audience } }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    minted["access_token"].as_str().unwrap().to_owned()
+}
+
+/// A host of `user` at `url`, following its login links on `links`.
+async fn user_host(
+    url: &str,
+    token: &str,
+) -> (Client, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (tx, links) = tokio::sync::mpsc::unbounded_channel();
+    let host = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .elicitation(Links(tx))
+        .connect(
+            switchboard::transport::http::HttpConfig::new(url)
+                .header("Authorization", format!("Bearer {token}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e:#}"));
+    (host, links)
+}
+
+async fn tool_names(host: &Client) -> Vec<String> {
+    host.list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+/// What the backend's authorization server saw: each tool call's text and
+/// the user whose token carried it.
+async fn backend_calls(backend: &str) -> Vec<(String, String)> {
+    let stats: serde_json::Value = reqwest::get(format!("{backend}/auth/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    stats["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            (
+                call["sub"].as_str().unwrap().to_owned(),
+                call["arguments"]["text"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Hosts as users with their own backends: two replicas (behind nginx,
+/// and reached directly) share the database. Alice's host, on the first
+/// replica, is sent a login link; her browser signs in at the gateway's
+/// issuer through the second replica and logs in at the backend there;
+/// the first replica's call ends logged in, and her tools are on both.
+/// Bob sees only his own `authenticate` tool; Alice opening Bob's link
+/// (logged in as herself) is refused; Bob logs in for himself through
+/// nginx. The backend saw each user's calls with that user's own token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
+    let Some((_postgres, url, _team_sandbox, _)) = team("team-users") else {
+        return;
+    };
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let ports = [free(), free()];
+    let upstreams: Vec<String> = ports
+        .iter()
+        .map(|p| format!("http://127.0.0.1:{p}/mcp"))
+        .collect();
+    let Some(nginx) = Nginx::start("team-users", |prefix, port| {
+        nginx_config(prefix, port, &upstreams)
+    }) else {
+        return;
+    };
+    let public = format!("http://127.0.0.1:{}", nginx.port());
+    let audience = format!("{public}/mcp");
+    // The gateway's issuer, and the backend (its own authorization
+    // server), each the testkit's.
+    let issuer = support::HttpServer::start(&["--auth", "--auth-resource", &audience]);
+    let backend = support::HttpServer::start(&["--auth"]);
+    let sandbox = Sandbox::with_config(
+        "team-users-gateway",
+        &format!("[servers.gh]\nurl = \"{}/mcp\"\n", backend.1),
+    );
+    let key = key_file(&sandbox);
+    let session_key = session_key_file(&sandbox);
+    let flags = [
+        "--state",
+        &url,
+        "--state-key-file",
+        key.to_str().unwrap(),
+        "--session-key-file",
+        session_key.to_str().unwrap(),
+        "--issuer",
+        issuer.issuer(),
+        "--audience",
+        &audience,
+    ];
+    let replicas: Vec<Replica> = ports
+        .iter()
+        .map(|port| {
+            let (url, child) = sandbox.http_users_gateway_on(&format!("127.0.0.1:{port}"), &flags);
+            Replica { url, child }
+        })
+        .collect();
+    let origin = |n: usize| replicas[n].url.trim_end_matches("/mcp").to_owned();
+
+    // Alice, on the first replica.
+    let alice_token = token_for(&issuer.1, "alice", &audience).await;
+    let (alice, mut alice_links) = user_host(&replicas[0].url, &alice_token).await;
+    let names = tool_names(&alice).await;
+    assert!(names.contains(&"gh__authenticate".to_owned()), "{names:?}");
+    assert!(!names.contains(&"gh__echo".to_owned()), "{names:?}");
+    let login = {
+        let alice = alice.clone();
+        tokio::spawn(async move { alice.call_tool("gh__authenticate", None).await })
+    };
+    let link = alice_links.recv().await.expect("a login link");
+    assert!(
+        link.starts_with(&format!("{public}/oauth/connect?")),
+        "{link}"
+    );
+    // Opened on the first replica; both callbacks land on the second.
+    let (status, page) = browse(&link, "alice", &public, |step| match step {
+        0 => origin(0),
+        _ => origin(1),
+    })
+    .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Logged in to `gh`"), "{page}");
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(60), login)
+        .await
+        .expect("the first replica never heard of the login")
+        .unwrap()
+        .unwrap();
+    assert_ne!(ended.is_error, Some(true), "{ended:?}");
+    // Her tools, on each replica.
+    for replica in &replicas {
+        let (host, _) = user_host(&replica.url, &alice_token).await;
+        let said = host
+            .call_tool(
+                "gh__echo",
+                json!({"text": format!("alice via {}", replica.url)})
+                    .as_object()
+                    .cloned(),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e:#}", replica.url));
+        assert_ne!(said.is_error, Some(true), "{said:?}");
+        host.close().await;
+    }
+
+    // Bob, through nginx: only his own login to make.
+    let bob_token = token_for(&issuer.1, "bob", &audience).await;
+    let (bob, mut bob_links) = user_host(&audience, &bob_token).await;
+    let names = tool_names(&bob).await;
+    assert!(names.contains(&"gh__authenticate".to_owned()), "{names:?}");
+    assert!(!names.contains(&"gh__echo".to_owned()), "{names:?}");
+    let login = {
+        let bob = bob.clone();
+        tokio::spawn(async move { bob.call_tool("gh__authenticate", None).await })
+    };
+    let link = bob_links.recv().await.expect("a login link");
+    // Bob's link, opened by Alice (signed in as herself): refused.
+    let (status, page) = browse(&link, "alice", &public, |_| public.clone()).await;
+    assert_eq!(status, 403, "{page}");
+    assert!(page.contains("another user"), "{page}");
+    // Bob opens it himself.
+    let (status, page) = browse(&link, "bob", &public, |_| public.clone()).await;
+    assert_eq!(status, 200, "{page}");
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(60), login)
+        .await
+        .expect("bob's login never ended")
+        .unwrap()
+        .unwrap();
+    assert_ne!(ended.is_error, Some(true), "{ended:?}");
+    let said = bob
+        .call_tool(
+            "gh__echo",
+            json!({"text": "bob's words"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(said.is_error, Some(true), "{said:?}");
+    let said = alice
+        .call_tool(
+            "gh__echo",
+            json!({"text": "alice's words"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(said.is_error, Some(true), "{said:?}");
+
+    // On the backend: each call came with its own user's token.
+    let calls = backend_calls(&backend.1).await;
+    let by = |text: &str| -> Vec<String> {
+        calls
+            .iter()
+            .filter(|(_, t)| t.contains(text))
+            .map(|(sub, _)| sub.clone())
+            .collect()
+    };
+    assert_eq!(by("bob's words"), ["bob"], "{calls:?}");
+    assert_eq!(by("alice's words"), ["alice"], "{calls:?}");
+    assert_eq!(by("alice via"), ["alice", "alice"], "{calls:?}");
+    assert!(
+        calls.iter().all(|(sub, _)| sub == "alice" || sub == "bob"),
+        "{calls:?}"
+    );
+    alice.close().await;
+    bob.close().await;
 }

@@ -13,14 +13,16 @@
 //!   the issuer is `<base>/X` and its metadata lives at
 //!   `/.well-known/oauth-authorization-server/X`);
 //! - dynamic client registration (RFC 7591) at `/register`, an
-//!   auto-approving `/authorize` (PKCE S256, RFC 9207 `iss`), `/token`
+//!   auto-approving `/authorize` (PKCE S256, RFC 9207 `iss`; the user who
+//!   approves is its `login_hint`, else `user`), `/token`
 //!   (`authorization_code`, rotating `refresh_token`, `client_credentials`);
 //! - `/auth/stats`: counters a test uses to prove a refresh happened, and
-//!   that no rotated refresh token was presented again;
+//!   that no rotated refresh token was presented again; and the latest
+//!   tool calls with the user whose token carried each (`calls`);
 //! - `/jwks` (the metadata's `jwks_uri`) and `POST /auth/mint`, which signs
 //!   any token a test asks for (`crate::jwt_issuer`).
 //!
-//! Access tokens are JWTs (ES256, `sub` `user`, `aud` the resource asked
+//! Access tokens are JWTs (ES256, `sub` the user, `aud` the resource asked
 //! for) that are also kept in memory: the test server checks them by
 //! lookup, a resource of its own by signature. The MCP endpoints then
 //! require `Authorization: Bearer <access token>` (401 otherwise) with the
@@ -120,6 +122,8 @@ struct Code {
     resource: String,
     scopes: Vec<String>,
     expires: Instant,
+    /// The user who approved (`login_hint`, else `user`).
+    sub: String,
 }
 
 #[derive(Debug)]
@@ -127,6 +131,7 @@ struct AccessToken {
     scopes: Vec<String>,
     resource: String,
     expires: Instant,
+    sub: String,
 }
 
 #[derive(Debug)]
@@ -134,6 +139,7 @@ struct RefreshToken {
     client_id: String,
     resource: String,
     scopes: Vec<String>,
+    sub: String,
     /// Every refresh token descended from one authorization shares this.
     family: u64,
 }
@@ -178,7 +184,16 @@ pub(crate) struct AuthServer {
     stats: Stats,
     /// Signs the access tokens.
     signer: Signer,
+    /// The latest tool calls and whose token carried each (`note_calls`).
+    calls_seen: Mutex<Vec<Value>>,
 }
+
+/// How many tool calls `/stats` remembers.
+const MAX_CALLS_SEEN: usize = 1_000;
+
+/// The user a login approves when the authorization request names none
+/// (`login_hint`).
+const DEFAULT_SUB: &str = "user";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -195,6 +210,7 @@ impl AuthServer {
             store: Mutex::new(Store::default()),
             stats: Stats::default(),
             signer: Signer::generate(),
+            calls_seen: Mutex::default(),
         }
     }
 
@@ -211,7 +227,10 @@ impl AuthServer {
 
     /// The scopes of a valid bearer token in `headers`, or the 401 answer.
     #[allow(clippy::result_large_err)]
-    pub(crate) fn check_bearer(&self, headers: &HeaderMap) -> Result<Vec<String>, Response> {
+    pub(crate) fn check_bearer(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(Vec<String>, String), Response> {
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -227,9 +246,9 @@ impl AuthServer {
         let mut store = lock(&self.store);
         let now = Instant::now();
         store.access.retain(|_, t| t.expires > now);
-        let scopes = match store.access.get(&token) {
+        let (scopes, sub) = match store.access.get(&token) {
             // A token for another resource is not ours to accept.
-            Some(t) if t.resource == self.resource => t.scopes.clone(),
+            Some(t) if t.resource == self.resource => (t.scopes.clone(), t.sub.clone()),
             _ => {
                 drop(store);
                 return Err(self.unauthorized(true));
@@ -239,7 +258,7 @@ impl AuthServer {
         if !scopes.iter().any(|s| s == SCOPE_READ) {
             return Err(self.insufficient_scope(SCOPE_READ, "every request"));
         }
-        Ok(scopes)
+        Ok((scopes, sub))
     }
 
     /// The 403 step-up answer naming the one `scope` missing for `what`.
@@ -267,11 +286,38 @@ impl AuthServer {
         challenge_response(StatusCode::UNAUTHORIZED, &challenge)
     }
 
+    /// Notes each `tools/call` in `msg` with the user whose token carried
+    /// it (the latest [`MAX_CALLS_SEEN`]), for `/stats`' `calls`: what a
+    /// test asserts on to know whose token reached the server.
+    fn note_calls(&self, sub: &str, msg: &Value) {
+        let calls = match msg {
+            Value::Array(batch) => batch.iter().collect(),
+            m => vec![m],
+        };
+        let mut seen = lock(&self.calls_seen);
+        for call in calls
+            .into_iter()
+            .filter(|m| m.get("method").and_then(Value::as_str) == Some("tools/call"))
+        {
+            if seen.len() >= MAX_CALLS_SEEN {
+                seen.remove(0);
+            }
+            seen.push(json!({
+                "sub": sub,
+                "tool": call.pointer("/params/name"),
+                "arguments": call.pointer("/params/arguments"),
+            }));
+        }
+    }
+
     /// The 401 check, then the step-up check for a `tools/call` of
     /// [`ADMIN_TOOL`] (alone or in a batch) without [`SCOPE_ADMIN`].
     pub(crate) fn check_request(&self, headers: &HeaderMap, msg: &Value) -> Option<Response> {
         let scopes = match self.check_bearer(headers) {
-            Ok(s) => s,
+            Ok((scopes, sub)) => {
+                self.note_calls(&sub, msg);
+                scopes
+            }
             Err(r) => return Some(r),
         };
         let calls_admin = |m: &Value| {
@@ -441,6 +487,7 @@ async fn stats(State(auth): State<Arc<AuthServer>>) -> Response {
             "refresh_reused": n(&s.refresh_reused),
             "client_credentials": n(&s.client_credentials),
             "rejected": n(&s.rejected),
+            "calls": *lock(&auth.calls_seen),
         }),
     )
 }
@@ -700,6 +747,12 @@ async fn authorize(State(auth): State<Arc<AuthServer>>, uri: Uri) -> Response {
                 resource: resource.to_owned(),
                 scopes,
                 expires: now + CODE_TTL,
+                // The user the browser logs in as: a test playing two
+                // users' browsers says which with `login_hint`.
+                sub: p("login_hint")
+                    .filter(|h| !h.is_empty() && h.len() <= 64)
+                    .unwrap_or(DEFAULT_SUB)
+                    .to_owned(),
             },
         );
     }
@@ -949,7 +1002,7 @@ impl AuthServer {
                 );
             }
         }
-        self.issue(client_id, c.resource, c.scopes, Some(NEW_FAMILY))
+        self.issue(client_id, &c.sub, c.resource, c.scopes, Some(NEW_FAMILY))
     }
 
     fn refresh_grant<'a>(&self, client_id: &str, p: impl Fn(&str) -> Option<&'a str>) -> Response {
@@ -1019,7 +1072,7 @@ impl AuthServer {
             },
         };
         self.stats.refreshed.fetch_add(1, Ordering::Relaxed);
-        self.issue(client_id, old.resource, scopes, Some(old.family))
+        self.issue(client_id, &old.sub, old.resource, scopes, Some(old.family))
     }
 
     fn client_credentials_grant<'a>(
@@ -1040,7 +1093,7 @@ impl AuthServer {
         self.stats
             .client_credentials
             .fetch_add(1, Ordering::Relaxed);
-        self.issue(client_id, self.resource.clone(), scopes, None)
+        self.issue(client_id, DEFAULT_SUB, self.resource.clone(), scopes, None)
     }
 
     /// An access token's claims.
@@ -1062,11 +1115,12 @@ impl AuthServer {
     fn issue(
         &self,
         client_id: &str,
+        sub: &str,
         resource: String,
         scopes: Vec<String>,
         family: Option<u64>,
     ) -> Response {
-        let mut claims = self.claims("user", &resource, &scopes);
+        let mut claims = self.claims(sub, &resource, &scopes);
         claims["client_id"] = client_id.into();
         let access = self.signer.sign(&claims, Forgery::None);
         let refresh = family.map(|f| (random_token(), f));
@@ -1090,6 +1144,7 @@ impl AuthServer {
                     scopes: scopes.clone(),
                     resource: resource.clone(),
                     expires: now + self.token_ttl(),
+                    sub: sub.to_owned(),
                 },
             );
             if let Some((r, family)) = &refresh {
@@ -1105,6 +1160,7 @@ impl AuthServer {
                         client_id: client_id.to_owned(),
                         resource,
                         scopes: scopes.clone(),
+                        sub: sub.to_owned(),
                         family,
                     },
                 );

@@ -44,8 +44,10 @@ pub(crate) struct HostUserArgs {
 
 /// Hosts as users, checked: the issuer's token checks and the metadata.
 pub(crate) struct HostUsers {
-    validator: JwtValidator,
+    validator: Arc<JwtValidator>,
     metadata: ResourceMetadata,
+    /// The issuer is on this machine (reached over plain http).
+    loopback: bool,
 }
 
 impl HostUsers {
@@ -115,22 +117,38 @@ impl HostUsers {
             })?;
         let metadata = ResourceMetadata::new(audience, vec![issuer]).scopes_supported(scopes);
         Ok(Some(Self {
-            validator,
+            validator: Arc::new(validator),
             metadata,
+            loopback,
         }))
     }
 
     /// `options` checking hosts' tokens as these settings say.
-    pub(crate) fn apply(self, mut options: HttpServeOptions) -> HttpServeOptions {
+    pub(crate) fn apply(&self, mut options: HttpServeOptions) -> HttpServeOptions {
         options.bearer_token = None;
         options
-            .host_auth(Validated(Arc::new(self.validator)))
-            .resource_metadata(self.metadata)
+            .host_auth(self.checker())
+            .resource_metadata(self.metadata.clone())
+    }
+
+    /// What checks a token of the issuer and names its user.
+    pub(crate) fn checker(&self) -> Validated {
+        Validated(self.validator.clone())
+    }
+
+    /// The gateway's own URL as hosts reach it (`--audience`).
+    pub(crate) fn audience(&self) -> &str {
+        &self.metadata.resource
+    }
+
+    /// Whether the issuer is on this machine, reached over plain http.
+    pub(crate) fn issuer_on_loopback(&self) -> bool {
+        self.loopback
     }
 }
 
 /// A [`HostAuth`] of JWT access tokens.
-struct Validated(Arc<JwtValidator>);
+pub(crate) struct Validated(Arc<JwtValidator>);
 
 impl HostAuth for Validated {
     fn check<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<HostUser, TokenRefused>> {

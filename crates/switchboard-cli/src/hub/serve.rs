@@ -39,11 +39,14 @@ pub(crate) struct ServeSettings {
     pub(crate) max_message_size: Option<usize>,
     /// Which servers are served.
     pub(crate) fronted: crate::fronted::Fronted,
+    /// The state replicas share (`--state`): with hosts as users, each
+    /// user's backend logins.
+    pub(crate) state: Option<switchboard_postgres::PgState>,
 }
 
 /// How long `serve --http` stopping on a signal lets the calls in
 /// progress run to their answers (a second signal stops at once).
-const DRAIN_GRACE: Duration = Duration::from_secs(30);
+pub(super) const DRAIN_GRACE: Duration = Duration::from_secs(30);
 
 /// `serve`: every configured server's tools as one MCP server on
 /// stdin/stdout until the host closes stdin (or on HTTP, or on the
@@ -79,6 +82,21 @@ pub(crate) async fn serve(
             crate::term::sanitize::term(why)
         );
     }
+    // Hosts as users with a shared state: each user their own backends.
+    if let (Some(listener), Some(_)) = (&settings.http, &settings.state)
+        && listener.users.is_some()
+    {
+        let state = settings.state.clone().expect("checked above");
+        return super::users::serve_users(
+            context,
+            &loaded,
+            prepared.runnable,
+            settings,
+            state,
+            servers,
+        )
+        .await;
+    }
     let remote = remote_servers(&prepared.runnable);
     // The background session says what it runs, for commands to tell
     // whether it runs the server they would start (`session::serves`).
@@ -104,15 +122,7 @@ pub(crate) async fn serve(
         .forward_asks(asks)
         .authenticator(authenticator(remote, credentials));
     if let Some(max) = settings.max_tools {
-        gateway = gateway.tool_search(
-            max,
-            Arc::new(|tools: &[[&str; 5]], query: &str, limit: usize| {
-                switchboard_models::search::Index::build(
-                    tools.iter().map(|[n, s, t, ti, d]| (*n, *s, *t, *ti, *d)),
-                )
-                .search(query, limit)
-            }),
-        );
+        gateway = with_tool_search(gateway, max);
     }
     gateway.spawn(say_logins_needed(login_events));
     if let Some(daemon) = &settings.session {
@@ -177,6 +187,19 @@ pub(crate) async fn serve(
         }
         (None, _, _, taps) => serve_stdio(gateway, audit, taps).await,
     }
+}
+
+/// `gateway` in tool-search mode past `max` tools (`--max-tools`).
+pub(super) fn with_tool_search(gateway: HubServer, max: usize) -> HubServer {
+    gateway.tool_search(
+        max,
+        Arc::new(|tools: &[[&str; 5]], query: &str, limit: usize| {
+            switchboard_models::search::Index::build(
+                tools.iter().map(|[n, s, t, ti, d]| (*n, *s, *t, *ti, *d)),
+            )
+            .search(query, limit)
+        }),
+    )
 }
 
 /// The config `serve` serves: the files (unless only the server after
@@ -388,6 +411,34 @@ async fn serve_http(
     audit: Option<Arc<switchboard_hub::hub::audit::AuditLog>>,
     servers: &Servers,
 ) -> Result<u8, Failure> {
+    if let Some(log) = audit {
+        gateway = gateway.audit(log, "http");
+    }
+    let addr = listener.addr;
+    let (bound, options, _token_file) = http_listener(listener).await?;
+    let signal = servers.drain_on_signal();
+    let served = gateway
+        .serve_http(bound, options)
+        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot serve on {addr}: {e}")))?;
+    eprintln!("listening on http://{}/mcp", served.local_addr());
+    let code = signal.await.unwrap_or(exit::SIGTERM);
+    eprintln!("stopping: answering the calls in progress, taking no new ones (again to stop now)");
+    served.shutdown(DRAIN_GRACE).await;
+    Ok(code)
+}
+
+/// The bound listener and the endpoint's options `listener` asks for; a
+/// generated token's file, which goes when the gateway stops.
+pub(super) async fn http_listener(
+    listener: crate::listen::Listener,
+) -> Result<
+    (
+        tokio::net::TcpListener,
+        switchboard::server::http::HttpServeOptions,
+        Option<crate::listen::TokenFile>,
+    ),
+    Failure,
+> {
     let crate::listen::Listener {
         addr,
         token,
@@ -400,14 +451,10 @@ async fn serve_http(
         .await
         .map_err(|e| Failure::usage(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
     let port = bound.local_addr().map_or(addr.port(), |a| a.port());
-    // The generated token's file goes when the gateway stops.
-    let (token, _token_file) = match users {
+    let (token, token_file) = match users {
         Some(_) => (None, None),
         None => crate::listen::token_for(token, port)?,
     };
-    if let Some(log) = audit {
-        gateway = gateway.audit(log, "http");
-    }
     let mut options = switchboard::server::http::HttpServeOptions::default();
     if let Some(token) = token {
         options = options.bearer_token(token);
@@ -422,15 +469,7 @@ async fn serve_http(
     if let Some(users) = users {
         options = users.apply(options);
     }
-    let signal = servers.drain_on_signal();
-    let served = gateway
-        .serve_http(bound, options)
-        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot serve on {addr}: {e}")))?;
-    eprintln!("listening on http://{}/mcp", served.local_addr());
-    let code = signal.await.unwrap_or(exit::SIGTERM);
-    eprintln!("stopping: answering the calls in progress, taking no new ones (again to stop now)");
-    served.shutdown(DRAIN_GRACE).await;
-    Ok(code)
+    Ok((bound, options, token_file))
 }
 
 /// Serves `gateway` on stdin/stdout until the host closes stdin.

@@ -95,18 +95,39 @@ impl Sandbox {
     }
 
     /// [`Sandbox::http_gateway`] listening on `addr`.
-    #[allow(clippy::zombie_processes)] // returned: the caller waits
     pub(crate) fn http_gateway_on(
         &self,
         addr: &str,
         extra: &[&str],
     ) -> (String, std::process::Child) {
+        let mut command = self.host(BIN);
+        command.env("SWITCHBOARD_TOKEN", TOKEN);
+        self.start_http(command, addr, extra)
+    }
+
+    /// [`Sandbox::http_gateway_on`] with no static token: hosts as users
+    /// (`extra` names the issuer).
+    pub(crate) fn http_users_gateway_on(
+        &self,
+        addr: &str,
+        extra: &[&str],
+    ) -> (String, std::process::Child) {
+        let mut command = self.host(BIN);
+        command.env_remove("SWITCHBOARD_TOKEN");
+        self.start_http(command, addr, extra)
+    }
+
+    #[allow(clippy::zombie_processes)] // returned: the caller waits
+    fn start_http(
+        &self,
+        mut command: Command,
+        addr: &str,
+        extra: &[&str],
+    ) -> (String, std::process::Child) {
         use std::io::BufRead as _;
-        let mut child = self
-            .host(BIN)
+        let mut child = command
             .args(["serve", "--http", addr])
             .args(extra)
-            .env("SWITCHBOARD_TOKEN", TOKEN)
             .env("XDG_RUNTIME_DIR", self.runtime())
             .stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())

@@ -142,22 +142,7 @@ impl ServerHandler for HubServer {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        serde_json::from_value(serde_json::json!({
-            "tools": { "listChanged": true },
-            "prompts": {},
-            "resources": { "subscribe": true },
-            "completions": {},
-            // Skills and MCP Apps of the backends that offer them (an
-            // empty list, no app, when none does): declared always, as
-            // the backends are not all started when a host initializes.
-            // Tasks: the gateway's own (`tasks.rs`).
-            "extensions": {
-                SKILLS_EXTENSION: {},
-                UI_EXTENSION: {},
-                switchboard::types::tasks::TASKS_EXTENSION: {},
-            },
-        }))
-        .unwrap_or_default()
+        capabilities()
     }
 
     fn list_prompts(
@@ -423,10 +408,7 @@ impl ServerHandler for HubServer {
         {
             return client.instructions().map(str::to_owned);
         }
-        Some(
-            "Tools, prompts and resources of several MCP servers. A name `server__name` is that server's; a resource's URI is its server's own unless two servers use it (then switchboard://SERVER/URI, or ui://SERVER+… for an app's view); skills as skill://SERVER/PATH."
-                .to_owned(),
-        )
+        Some(INSTRUCTIONS.to_owned())
     }
 
     fn list_tools(
@@ -535,4 +517,28 @@ impl ServerHandler for HubServer {
     ) -> Reply<EmptyResult> {
         self.cancel_host_task(params, cx)
     }
+}
+
+/// What the gateway in front of several servers tells a host.
+pub(super) const INSTRUCTIONS: &str = "Tools, prompts and resources of several MCP servers. A name `server__name` is that server's; a resource's URI is its server's own unless two servers use it (then switchboard://SERVER/URI, or ui://SERVER+… for an app's view); skills as skill://SERVER/PATH.";
+
+/// What the gateway declares: the same to every host, whatever its
+/// backends are.
+pub(super) fn capabilities() -> ServerCapabilities {
+    serde_json::from_value(serde_json::json!({
+        "tools": { "listChanged": true },
+        "prompts": {},
+        "resources": { "subscribe": true },
+        "completions": {},
+        // Skills and MCP Apps of the backends that offer them (an
+        // empty list, no app, when none does): declared always, as
+        // the backends are not all started when a host initializes.
+        // Tasks: the gateway's own (`tasks.rs`).
+        "extensions": {
+            SKILLS_EXTENSION: {},
+            UI_EXTENSION: {},
+            switchboard::types::tasks::TASKS_EXTENSION: {},
+        },
+    }))
+    .unwrap_or_default()
 }

@@ -135,16 +135,32 @@ impl HubServer {
                 }),
                 answer,
             });
-            let accepted = matches!(
-                answered.await,
-                Ok(Ok(answer)) if answer.get("action").and_then(Value::as_str) == Some("accept")
-            );
-            if !accepted {
-                return Ok(error_result(format!(
-                    "not logged in: the login page was not opened (run `{command}` in a terminal instead)"
-                )));
-            }
-            let ended = match tokio::time::timeout(LOGIN_TIMEOUT, done).await {
+            // The host's answer, or the login's end: behind a load
+            // balancer the answer may reach another replica and never this
+            // one, while the login, finished anywhere, is heard here.
+            let deadline = tokio::time::Instant::now() + LOGIN_TIMEOUT;
+            let mut done = done;
+            let first = tokio::time::timeout_at(deadline, async {
+                tokio::select! {
+                    answer = answered => Err(matches!(
+                        answer,
+                        Ok(Ok(answer)) if answer.get("action").and_then(Value::as_str) == Some("accept")
+                    )),
+                    ended = &mut done => Ok(ended),
+                }
+            })
+            .await;
+            let ended = match first {
+                Ok(Err(false)) => {
+                    return Ok(error_result(format!(
+                        "not logged in: the login page was not opened (run `{command}` in a terminal instead)"
+                    )));
+                }
+                Ok(Err(true)) => tokio::time::timeout_at(deadline, done).await,
+                Ok(Ok(ended)) => Ok(ended),
+                Err(elapsed) => Err(elapsed),
+            };
+            let ended = match ended {
                 Err(_) => Ok(error_result(format!(
                     "the login to `{server}` did not complete within {} s; call this tool again",
                     LOGIN_TIMEOUT.as_secs()

@@ -62,6 +62,8 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 mod uris;
+#[cfg(all(feature = "oauth", feature = "http-server"))]
+pub mod users;
 
 pub use apps::{APP_META, app_call_meta};
 pub use forward::BackendAsks;

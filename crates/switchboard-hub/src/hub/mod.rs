@@ -643,6 +643,14 @@ pub struct Hub {
     pub(crate) inner: Arc<HubInner>,
 }
 
+impl Hub {
+    /// Whether `other` is this same hub (a clone of it).
+    #[cfg(all(feature = "oauth", feature = "http-server"))]
+    pub(crate) fn same(&self, other: &Hub) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let servers: Vec<_> = self

@@ -133,7 +133,15 @@ pub struct UsersBuilder {
     max_users: usize,
     max_servers: usize,
     startup_timeout: Duration,
+    /// Servers every user has, besides the ones they add.
+    common: Vec<ServerConfig>,
+    /// What each user's hub builder goes through before it is built.
+    customize: Option<Customize>,
 }
+
+/// Changes a user's hub builder (see [`UsersBuilder::customize`]); given
+/// the user.
+pub type Customize = Arc<dyn Fn(&str, super::HubBuilder) -> super::HubBuilder + Send + Sync>;
 
 impl fmt::Debug for UsersBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -197,6 +205,28 @@ impl UsersBuilder {
     /// [`DEFAULT_MAX_SERVERS_PER_USER`]).
     pub fn max_servers_per_user(mut self, max: usize) -> Self {
         self.max_servers = max;
+        self
+    }
+
+    /// Servers every user has, besides those they add (a gateway's
+    /// configured servers): each user's hub connects them with that
+    /// user's own tokens, or lists them as `needs-auth` until the user
+    /// logs in. They are not stored, and not removed when the store's
+    /// servers change. Default none.
+    pub fn servers(mut self, servers: impl IntoIterator<Item = ServerConfig>) -> Self {
+        self.common = servers.into_iter().collect();
+        self
+    }
+
+    /// Passes each user's hub builder, before it is built, through
+    /// `customize` (given the user): a tool policy, the clients' settings,
+    /// what every hub of the application shares. The builder's OAuth
+    /// logins and servers are set already; leave them.
+    pub fn customize(
+        mut self,
+        customize: impl Fn(&str, super::HubBuilder) -> super::HubBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.customize = Some(Arc::new(customize));
         self
     }
 
@@ -335,6 +365,8 @@ impl Users {
             max_users: DEFAULT_MAX_USERS,
             max_servers: DEFAULT_MAX_SERVERS_PER_USER,
             startup_timeout: Duration::from_secs(30),
+            common: Vec::new(),
+            customize: None,
         }
     }
 
@@ -393,7 +425,12 @@ impl Users {
                 blocking(user, move || store.add_server(&owner, &url, &wanted)).await?
             }
         };
-        sync_servers(&hub, &self.stored_servers(user).await?).await;
+        sync_servers(
+            &hub,
+            &self.stored_servers(user).await?,
+            &self.inner.settings.common,
+        )
+        .await;
         let connected = match hub.connect(&server.name).await {
             Ok(connected) => connected,
             Err(error) => {
@@ -440,7 +477,12 @@ impl Users {
         })?;
         let hub = self.hub(user).await?;
         // A server added on another instance since this hub was made.
-        sync_servers(&hub, &self.stored_servers(user).await?).await;
+        sync_servers(
+            &hub,
+            &self.stored_servers(user).await?,
+            &self.inner.settings.common,
+        )
+        .await;
         hub.finish_login(&callback.state, &callback.code, callback.iss.as_deref())
             .await
     }
@@ -461,6 +503,17 @@ impl Users {
         }
         let _ = hub.remove(name).await;
         Ok(())
+    }
+
+    /// Whether this instance has a hub for `user` now.
+    pub fn is_loaded(&self, user: &str) -> bool {
+        self.hubs().contains_key(user)
+    }
+
+    /// `user`'s pending logins in the store: where a login of the
+    /// application's own that must finish on any instance keeps its step.
+    pub fn pending_store(&self, user: &str) -> Arc<dyn PendingStore> {
+        self.store().pending(user)
     }
 
     /// How many users' hubs this instance has now.
@@ -532,12 +585,17 @@ impl Users {
         .pending_store(store.pending(user))
         .allow_http_loopback(settings.allow_http_loopback);
         let servers = self.stored_servers(user).await?;
-        let hub = Hub::builder()
+        let builder = Hub::builder()
+            .servers(settings.common.iter().cloned())
             .servers(servers.iter().map(server_config))
             .persist(false)
             .startup_timeout(settings.startup_timeout)
-            .oauth(logins)
-            .build()?;
+            .oauth(logins);
+        let hub = match &settings.customize {
+            Some(customize) => customize(user, builder),
+            None => builder,
+        }
+        .build()?;
         hub.start().await?;
         Ok(hub)
     }
@@ -599,8 +657,13 @@ async fn blocking<T: Send + 'static>(
 
 /// Adds to `hub` the stored servers it lacks, and removes those no longer
 /// stored (each add waits until the server has settled).
-async fn sync_servers(hub: &Hub, stored: &[UserServer]) {
-    let have: HashSet<String> = hub.list().into_iter().map(|s| s.name).collect();
+async fn sync_servers(hub: &Hub, stored: &[UserServer], common: &[ServerConfig]) {
+    let have: HashSet<String> = hub
+        .list()
+        .into_iter()
+        .map(|s| s.name)
+        .filter(|name| !common.iter().any(|c| &c.name == name))
+        .collect();
     for server in stored.iter().filter(|s| !have.contains(&s.name)) {
         if let Err(error) = hub.add(server_config(server)).await {
             tracing::debug!(server = %server.name, %error, "a stored server could not be added");
@@ -708,7 +771,7 @@ async fn follow_changes(users: Weak<UsersInner>, wake: Arc<Notify>, cancel: Canc
             .collect();
         for (user, hub) in hubs {
             match users_now.stored_servers(&user).await {
-                Ok(stored) => sync_servers(&hub, &stored).await,
+                Ok(stored) => sync_servers(&hub, &stored, &users_now.inner.settings.common).await,
                 Err(error) => tracing::warn!(%error, "a user's servers could not be read"),
             }
             hub.credentials_changed();

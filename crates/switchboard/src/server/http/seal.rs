@@ -122,6 +122,14 @@ impl SessionKey {
 }
 
 impl SessionKey {
+    /// A random key, for a server alone (replicas must share one);
+    /// `None` when the system has no randomness to give.
+    pub fn generate() -> Option<Self> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).ok()?;
+        Some(Self::new(&bytes))
+    }
+
     /// `value` sealed for `purpose` (ChaCha20-Poly1305, a random nonce),
     /// as URL-safe base64: for what a server hands out and must get back
     /// unchanged — a link, a cookie — to any replica given the same key.

@@ -1,0 +1,141 @@
+//! `serve --http --issuer … --state …`: each host user served their own
+//! backends. Every user gets the configured servers in a hub of their
+//! own, logged in with their own tokens, kept in the shared state
+//! (`switchboard_hub::gateway::users`); a backend that wants a login is
+//! that user's `SERVER__authenticate` tool, which sends the host a link
+//! to the gateway's login pages (at the `--audience` URL's origin).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use switchboard::types::Implementation;
+use switchboard_hub::config::LoadedConfig;
+use switchboard_hub::gateway::users::{UserGateway, UserLogins};
+use switchboard_hub::hub::users::Users;
+use switchboard_hub::hub::{BackendAsks, Prefix};
+use switchboard_hub::{HubServer, ServerConfig};
+
+use super::serve::{DRAIN_GRACE, ServeSettings, http_listener};
+use crate::configure::Context;
+use crate::failure::{Failure, exit};
+use crate::lifecycle::Servers;
+
+/// Serves `runnable` to each host user as their own, until a signal.
+pub(super) async fn serve_users(
+    context: &Context,
+    loaded: &LoadedConfig,
+    runnable: Vec<ServerConfig>,
+    settings: ServeSettings,
+    state: switchboard_postgres::PgState,
+    servers: &Servers,
+) -> Result<u8, Failure> {
+    let Some(mut listener) = settings.http else {
+        unreachable!("serve_users is for --http");
+    };
+    let Some(users_args) = listener.users.as_ref() else {
+        unreachable!("serve_users is for --issuer");
+    };
+    let audience = url::Url::parse(users_args.audience())
+        .map_err(|e| Failure::usage(anyhow::anyhow!("--audience: {e}")))?;
+    let public_url = audience
+        .join("/")
+        .map_err(|e| Failure::usage(anyhow::anyhow!("--audience: {e}")))?;
+    // The links and the login cookie are sealed with the session key,
+    // which replicas share; one replica alone may use one of its own.
+    let key = match &listener.session_key {
+        Some(key) => key.clone(),
+        None => {
+            let key = switchboard::server::http::SessionKey::generate()
+                .ok_or_else(|| Failure::usage(anyhow::anyhow!("no randomness for a key")))?;
+            listener.session_key = Some(key.clone());
+            key
+        }
+    };
+    let logins = UserLogins {
+        public_url: public_url.clone(),
+        resource: audience.to_string(),
+        host_auth: Arc::new(users_args.checker()),
+        key,
+        client_name: "switchboard gateway".to_owned(),
+        allow_http_loopback: users_args.issuer_on_loopback(),
+    };
+    // Each user's backend asks (sampling, elicitation) go to that user's
+    // host: the hub's clients and the user's gateway share them.
+    let asks: Arc<Mutex<HashMap<String, BackendAsks>>> = Arc::default();
+    let prefix = if runnable.len() == 1 {
+        Prefix::OnCollision
+    } else {
+        Prefix::Always
+    };
+    let (rules, allows, client_asks) = (
+        loaded.policy.tools.clone(),
+        crate::policy::allows_file(context),
+        asks.clone(),
+    );
+    let users = Users::builder(Arc::new(state))
+        .client_name("switchboard gateway")
+        .redirect_uri(
+            public_url
+                .join(switchboard_hub::gateway::users::CALLBACK_PATH)
+                .map_err(|e| Failure::usage(anyhow::anyhow!("--audience: {e}")))?,
+        )
+        // The servers are the operator's configured ones: a local one is
+        // reached over plain http as `serve` reaches it for one user.
+        .allow_http_loopback(true)
+        .servers(runnable)
+        .customize(move |user, builder| {
+            let forwarding = asks_of(&client_asks, user);
+            // The configuration's tool policy (no terminal to ask on).
+            crate::policy::with_rules(
+                builder.default_prefix(prefix),
+                rules.clone(),
+                allows.clone(),
+            )
+            .client(move |server, client| forwarding.client(&server.name, client))
+        })
+        .build()
+        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?;
+    let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
+    let (audit, max_tools) = (settings.audit.map(Arc::new), settings.max_tools);
+    let loaded_users = users.clone();
+    let gateway = UserGateway::new(users.clone(), info.clone(), logins, {
+        move |user, hub, authenticator| {
+            // Only the users whose hubs this replica keeps.
+            asks.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .retain(|kept, _| kept == user || loaded_users.is_loaded(kept));
+            let mut gateway = HubServer::new(hub, info.clone())
+                .forward_asks(asks_of(&asks, user))
+                .authenticator(authenticator);
+            if let Some(log) = &audit {
+                gateway = gateway.audit(log.clone(), format!("http {user}"));
+            }
+            if let Some(max) = max_tools {
+                gateway = super::serve::with_tool_search(gateway, max);
+            }
+            gateway
+        }
+    });
+    let addr = listener.addr;
+    let (bound, options, _token_file) = http_listener(listener).await?;
+    let options = options.pages(gateway.pages());
+    let signal = servers.drain_on_signal();
+    let served = switchboard::server::http::serve_http(Arc::new(gateway), bound, options)
+        .map_err(|e| Failure::usage(anyhow::anyhow!("cannot serve on {addr}: {e}")))?;
+    eprintln!("listening on http://{}/mcp", served.local_addr());
+    eprintln!("each user is served their own servers; their login pages are at {public_url}oauth/");
+    let code = signal.await.unwrap_or(exit::SIGTERM);
+    eprintln!("stopping: answering the calls in progress, taking no new ones (again to stop now)");
+    served.shutdown(DRAIN_GRACE).await;
+    users.shutdown().await;
+    Ok(code)
+}
+
+/// `user`'s backend asks, made when first wanted.
+fn asks_of(asks: &Mutex<HashMap<String, BackendAsks>>, user: &str) -> BackendAsks {
+    asks.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry(user.to_owned())
+        .or_default()
+        .clone()
+}
