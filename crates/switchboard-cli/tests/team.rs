@@ -322,6 +322,26 @@ async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_
         );
     }
 
+    // A 2026-07-28 backend's `input_required` round: the host's retry
+    // comes back through nginx to the other replica (two requests a
+    // call, round robin), which opens the round the first one sealed.
+    let asking = Client::builder()
+        .era_mode(EraMode::Modern)
+        .elicitation(Ada)
+        .connect(authed(&front))
+        .await
+        .unwrap();
+    for n in 0..4 {
+        let result = asking
+            .call_tool("new__ask", None)
+            .await
+            .unwrap_or_else(|e| panic!("round {n}: {e:#}\nnginx: {}", nginx.log()));
+        assert_ne!(result.is_error, Some(true), "round {n}: {result:?}");
+        let said = serde_json::to_string(&result.content).unwrap();
+        assert!(said.contains("Ada"), "round {n}: {said}");
+    }
+    asking.close().await;
+
     // A slow call; the replica running it is killed.
     let slow = {
         let legacy = legacy.clone();
@@ -374,6 +394,26 @@ async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_
     // One chain, records of both replicas in it, intact.
     let (intact, said) = verify(&sandbox, &url, &key);
     assert!(intact, "{said}");
+}
+
+/// A host's user who answers every form with the name Ada.
+struct Ada;
+
+impl switchboard::ElicitationHandler for Ada {
+    fn elicit_form(
+        &self,
+        _: switchboard::HandlerContext,
+        _: switchboard::FormRequest,
+    ) -> switchboard::BoxFuture<
+        'static,
+        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
+    > {
+        Box::pin(async {
+            Ok(switchboard::types::ElicitResult::accept(
+                json!({"name": "Ada"}).as_object().cloned(),
+            ))
+        })
+    }
 }
 
 /// A host's user, as the gateway's URL elicitations reach them: each

@@ -46,6 +46,10 @@ pub(crate) struct ServeSettings {
 
 /// How long `serve --http` stopping on a signal lets the calls in
 /// progress run to their answers (a second signal stops at once).
+/// What replicas' shared session key derives the key of the gateway's
+/// sealed 2026-07-28 rounds for.
+pub(super) const ROUNDS: &str = "switchboard gateway rounds";
+
 pub(super) const DRAIN_GRACE: Duration = Duration::from_secs(30);
 
 /// `serve`: every configured server's tools as one MCP server on
@@ -413,6 +417,9 @@ async fn serve_http(
 ) -> Result<u8, Failure> {
     if let Some(log) = audit {
         gateway = gateway.audit(log, "http");
+    }
+    if let Some(key) = &listener.session_key {
+        gateway = gateway.round_key(key.derive(ROUNDS));
     }
     let addr = listener.addr;
     let (bound, options, _token_file) = http_listener(listener).await?;

@@ -15,7 +15,7 @@ use switchboard_hub::hub::users::Users;
 use switchboard_hub::hub::{BackendAsks, Prefix};
 use switchboard_hub::{HubServer, ServerConfig};
 
-use super::serve::{DRAIN_GRACE, ServeSettings, http_listener};
+use super::serve::{DRAIN_GRACE, ROUNDS, ServeSettings, http_listener};
 use crate::configure::Context;
 use crate::failure::{Failure, exit};
 use crate::lifecycle::Servers;
@@ -55,7 +55,7 @@ pub(super) async fn serve_users(
         public_url: public_url.clone(),
         resource: audience.to_string(),
         host_auth: Arc::new(users_args.checker()),
-        key,
+        key: key.clone(),
         client_name: "switchboard gateway".to_owned(),
         allow_http_loopback: users_args.issuer_on_loopback(),
     };
@@ -97,6 +97,7 @@ pub(super) async fn serve_users(
         .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?;
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
     let (audit, max_tools) = (settings.audit.map(Arc::new), settings.max_tools);
+    let rounds = key.derive(ROUNDS);
     let loaded_users = users.clone();
     let gateway = UserGateway::new(users.clone(), info.clone(), logins, {
         move |user, hub, authenticator| {
@@ -106,7 +107,8 @@ pub(super) async fn serve_users(
                 .retain(|kept, _| kept == user || loaded_users.is_loaded(kept));
             let mut gateway = HubServer::new(hub, info.clone())
                 .forward_asks(asks_of(&asks, user))
-                .authenticator(authenticator);
+                .authenticator(authenticator)
+                .round_key(rounds);
             if let Some(log) = &audit {
                 gateway = gateway.audit(log.clone(), format!("http {user}"));
             }

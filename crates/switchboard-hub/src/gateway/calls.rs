@@ -204,6 +204,11 @@ impl ParkedCalls {
         &self.1
     }
 
+    /// No call parked yet, rounds sealed with `key`.
+    pub(super) fn sealed_with(key: &[u8; 32]) -> Self {
+        Self(Arc::default(), Sealer::shared(key))
+    }
+
     fn take(&self, state: &str) -> Option<Parked> {
         self.0
             .lock()

@@ -185,6 +185,15 @@ impl HubServer {
         self
     }
 
+    /// Seals the `requestState` of 2026-07-28 rounds passed through with
+    /// `key` instead of a key of this process: replicas given the same
+    /// key (derived from their shared session key) take each other's
+    /// rounds, so a host's retry may land on any of them.
+    pub fn round_key(mut self, key: [u8; 32]) -> Self {
+        self.parked = ParkedCalls::sealed_with(&key);
+        self
+    }
+
     /// Forwards what backends ask of their client (elicitation, sampling)
     /// to the host whose call is running on them, in the host's era: a
     /// request to a session-era host, an `input_required` round to a

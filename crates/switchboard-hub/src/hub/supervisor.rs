@@ -451,7 +451,10 @@ async fn connect_once(
         .map_err(|_| Attempt::Failed(Failure::message("the hub is shutting down")))?;
     let connector = connector(shared, slot).await.map_err(Attempt::Failed)?;
     let era = slot.view.borrow().era;
-    let mut builder = Client::builder().name(config.name.clone()).era_hint(era);
+    let mut builder = Client::builder()
+        .name(config.name.clone())
+        .era_hint(era)
+        .first_request_id(random_first_id());
     if let Some(timeout) = config.request_timeout {
         builder = builder.request_timeout(timeout);
     }
@@ -774,4 +777,13 @@ async fn supervise(shared: &Shared, slot: &Slot, cancel: &CancellationToken) -> 
         }
     }
     ServerState::Stopped
+}
+
+/// Where a connection's request ids start: at random, below 2^40 (an
+/// exact JSON number), so that a replica retrying another's 2026-07-28
+/// round sends the backend an id of its own, never the initial request's.
+fn random_first_id() -> i64 {
+    let mut bytes = [0u8; 8];
+    let _ = aws_lc_rs::rand::fill(&mut bytes);
+    1 + (u64::from_le_bytes(bytes) % (1 << 40)) as i64
 }

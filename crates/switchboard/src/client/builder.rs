@@ -271,6 +271,16 @@ impl ClientBuilder {
         self
     }
 
+    /// The JSON-RPC id of the first request (default 1; each next one is
+    /// one more). Clients of one server in several processes — replicas
+    /// of a gateway, each retrying the other's 2026-07-28 rounds — start
+    /// at random points, so that a retry's id is never the initial
+    /// request's, as the spec requires.
+    pub fn first_request_id(mut self, id: i64) -> Self {
+        self.engine.first_request_id = id;
+        self
+    }
+
     /// Notifications buffered per subscriber (default 1024).
     pub fn notification_buffer(mut self, size: usize) -> Self {
         self.engine.notification_buffer = size;

@@ -63,6 +63,8 @@ pub struct EngineConfig {
     /// Notifications buffered per subscriber before the oldest unread ones
     /// are dropped (with a warning). Default 1024.
     pub notification_buffer: usize,
+    /// The id of the first request; each next one is one more. Default 1.
+    pub first_request_id: i64,
 }
 
 impl Default for EngineConfig {
@@ -72,6 +74,7 @@ impl Default for EngineConfig {
             max_request_time: Duration::from_secs(600),
             max_in_flight: 1024,
             notification_buffer: 1024,
+            first_request_id: 1,
         }
     }
 }
@@ -487,12 +490,13 @@ impl Engine {
             let _ = held.await;
             reader.run(connection.stream, control_rx).await;
         });
+        let first_id = config.first_request_id;
         let engine = Self {
             shared,
             sink: connection.sink,
             in_flight: Semaphore::new(config.max_in_flight.max(1)),
             config,
-            next_id: AtomicI64::new(1),
+            next_id: AtomicI64::new(first_id),
             control,
             stderr: connection.stderr,
             _reader: AbortOnDropHandle::new(task),

@@ -60,9 +60,19 @@ pub(crate) enum Unsealed {
     Expired,
 }
 
-/// The key rounds are sealed with: random, of this process.
+/// The key rounds are sealed with: random, of this process, unless
+/// replicas share one ([`Sealer::shared`]).
 #[derive(Clone)]
 pub(crate) struct Sealer(Option<Arc<LessSafeKey>>);
+
+impl Sealer {
+    /// Rounds sealed with `key`: any gateway given the same key opens
+    /// them, so a host's retry may reach another replica.
+    pub(crate) fn shared(key: &[u8; 32]) -> Self {
+        let key = UnboundKey::new(&CHACHA20_POLY1305, key).expect("a 32-byte key");
+        Self(Some(Arc::new(LessSafeKey::new(key))))
+    }
+}
 
 impl Default for Sealer {
     fn default() -> Self {

@@ -11,7 +11,7 @@ use crate::server::SessionState;
 /// info `initialize` settled, and when it was issued), so that any replica
 /// given the same key serves any session: no shared store. 32 bytes.
 #[derive(Clone)]
-pub struct SessionKey(Arc<aws_lc_rs::aead::LessSafeKey>);
+pub struct SessionKey(Arc<aws_lc_rs::aead::LessSafeKey>, Arc<aws_lc_rs::hkdf::Prk>);
 
 impl std::fmt::Debug for SessionKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -56,7 +56,25 @@ impl SessionKey {
     pub fn new(bytes: &[u8; 32]) -> Self {
         let key = aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::CHACHA20_POLY1305, bytes)
             .expect("a 32-byte ChaCha20-Poly1305 key");
-        Self(Arc::new(aws_lc_rs::aead::LessSafeKey::new(key)))
+        let derived =
+            aws_lc_rs::hkdf::Salt::new(aws_lc_rs::hkdf::HKDF_SHA256, b"switchboard").extract(bytes);
+        Self(
+            Arc::new(aws_lc_rs::aead::LessSafeKey::new(key)),
+            Arc::new(derived),
+        )
+    }
+
+    /// A key of its own for `purpose`, derived from this one (HKDF-SHA256):
+    /// what replicas given the same session key share for another use
+    /// (the gateway's sealed rounds), without using the same key twice.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        let info = [purpose.as_bytes()];
+        self.1
+            .expand(&info, aws_lc_rs::hkdf::HKDF_SHA256)
+            .and_then(|okm| okm.fill(&mut out))
+            .expect("32 bytes are within HKDF-SHA256's output");
+        out
     }
 
     /// A key written as 64 hexadecimal digits (surrounding whitespace
@@ -253,5 +271,16 @@ mod tests {
             Some(sealed),
             "a nonce of its own each time"
         );
+        // A derived key: the same for the same key and purpose only.
+        assert_eq!(
+            key.derive("rounds"),
+            SessionKey::new(&[7; 32]).derive("rounds")
+        );
+        assert_ne!(key.derive("rounds"), key.derive("other"));
+        assert_ne!(
+            key.derive("rounds"),
+            SessionKey::new(&[8; 32]).derive("rounds")
+        );
+        assert_ne!(key.derive("rounds"), [7; 32]);
     }
 }
