@@ -254,9 +254,14 @@ fuzz_target!(|input: &[u8]| {
                     continue;
                 }
                 // Letters the target also holds elsewhere (its scheme, as
-                // written, which the parser lowercases) are not the
-                // secret's alone: the error may show them from there.
-                let folded = target.to_ascii_lowercase();
+                // written, which the parser lowercases; tabs and newlines,
+                // which it drops, between them) are not the secret's
+                // alone: the error may show them from there.
+                let folded: String = target
+                    .chars()
+                    .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+                    .collect::<String>()
+                    .to_ascii_lowercase();
                 if folded.matches(&secret.to_ascii_lowercase()).count() > 1 {
                     continue;
                 }

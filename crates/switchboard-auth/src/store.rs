@@ -371,7 +371,8 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// Reads what is stored under `key`, hands it to `f`, and stores what
     /// `f` returns (`None` deletes), all under a lock that every process
     /// using the same store takes: no other `update`, `save` or `delete`
-    /// runs in between. Returns what was stored.
+    /// runs in between. Returns what is stored now: what `f` returned (a
+    /// refresh hands its new token on from here).
     ///
     /// A refresh runs here: `f` sees the refresh token another process may
     /// just have rotated, not the one this process read earlier.

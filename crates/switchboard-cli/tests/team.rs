@@ -544,15 +544,20 @@ async fn tool_names(host: &Client) -> Vec<String> {
         .collect()
 }
 
-/// What the backend's authorization server saw: each tool call's text and
-/// the user whose token carried it.
-async fn backend_calls(backend: &str) -> Vec<(String, String)> {
-    let stats: serde_json::Value = reqwest::get(format!("{backend}/auth/stats"))
+/// The backend's authorization server's counters.
+async fn backend_stats(backend: &str) -> serde_json::Value {
+    reqwest::get(format!("{backend}/auth/stats"))
         .await
         .unwrap()
         .json()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// What the backend's authorization server saw: each tool call's text and
+/// the user whose token carried it.
+async fn backend_calls(backend: &str) -> Vec<(String, String)> {
+    let stats = backend_stats(backend).await;
     stats["calls"]
         .as_array()
         .unwrap()
@@ -571,6 +576,7 @@ async fn backend_calls(backend: &str) -> Vec<(String, String)> {
 /// replica, is sent a login link; her browser signs in at the gateway's
 /// issuer through the second replica and logs in at the backend there;
 /// the first replica's call ends logged in, and her tools are on both.
+/// Her access token ended, both replicas call at once: one refresh.
 /// Bob sees only his own `authenticate` tool; Alice opening Bob's link
 /// (logged in as herself) is refused; Bob logs in for himself through
 /// nginx. The backend saw each user's calls with that user's own token.
@@ -673,6 +679,43 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
         assert_ne!(said.is_error, Some(true), "{said:?}");
         host.close().await;
     }
+
+    // Her access token ends at the backend; both replicas' next calls,
+    // at once, find out: one refresh is made (under the database's lock)
+    // and the other replica uses the token it stored.
+    let before = backend_stats(&backend.1).await;
+    let expired = reqwest::Client::new()
+        .post(format!("{}/auth/expire", backend.1))
+        .send()
+        .await
+        .unwrap();
+    assert!(expired.status().is_success());
+    let (first, _) = user_host(&replicas[0].url, &alice_token).await;
+    let (second, _) = user_host(&replicas[1].url, &alice_token).await;
+    let call = |host: &Client, text: &'static str| {
+        let host = host.clone();
+        async move {
+            host.call_tool("gh__echo", json!({ "text": text }).as_object().cloned())
+                .await
+        }
+    };
+    let (one, two) = tokio::join!(
+        call(&first, "after expiry 1"),
+        call(&second, "after expiry 2")
+    );
+    for said in [one, two] {
+        let said = said.unwrap();
+        assert_ne!(said.is_error, Some(true), "{said:?}");
+    }
+    let after = backend_stats(&backend.1).await;
+    assert_eq!(
+        after["refreshed"].as_u64().unwrap() - before["refreshed"].as_u64().unwrap(),
+        1,
+        "{after}"
+    );
+    assert_eq!(after["refresh_reused"], 0, "{after}");
+    first.close().await;
+    second.close().await;
 
     // Bob, through nginx: only his own login to make.
     let bob_token = token_for(&issuer.1, "bob", &audience).await;

@@ -134,11 +134,14 @@ impl CredentialStore for PgCredentialStore {
             .map(|sealed| self.open(key, &sealed))
             .transpose()
             .and_then(|before| {
-                let after = f(before.clone());
-                let sealed = after.map(|after| self.seal(key, &after)).transpose()?;
-                Ok((before, sealed))
+                let after = f(before);
+                let sealed = after
+                    .as_ref()
+                    .map(|after| self.seal(key, after))
+                    .transpose()?;
+                Ok((after, sealed))
             });
-        let (before, sealed) = match decided {
+        let (after, sealed) = match decided {
             Ok(decided) => decided,
             Err(error) => {
                 // Rolled back (and the lock let go) on the state's runtime.
@@ -183,6 +186,6 @@ impl CredentialStore for PgCredentialStore {
                 .await
                 .map_err(|e| database("commit credentials", e))
         })?;
-        Ok(before)
+        Ok(after)
     }
 }

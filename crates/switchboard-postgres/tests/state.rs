@@ -223,6 +223,19 @@ fn a_tampered_or_moved_row_and_another_key_are_refused() {
             )))
             .is_err()
     );
+    // An update answers what is stored now (what a refresh hands on), as
+    // the file and keyring stores do.
+    let fresh = credentials("https://mcp.example/mcp", "d2", "d2");
+    let now = state
+        .credentials("dave")
+        .update(&key_of, &mut |_| Some(fresh.clone()))
+        .unwrap();
+    assert_eq!(now.as_ref(), Some(&fresh));
+    let gone = state
+        .credentials("dave")
+        .update(&key_of, &mut |_| None)
+        .unwrap();
+    assert_eq!(gone, None);
     // A replica with another key reads nothing it can use.
     state
         .credentials("carol")

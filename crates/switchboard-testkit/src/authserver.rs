@@ -19,6 +19,7 @@
 //! - `/auth/stats`: counters a test uses to prove a refresh happened, and
 //!   that no rotated refresh token was presented again; and the latest
 //!   tool calls with the user whose token carried each (`calls`);
+//! - `POST /auth/expire`, which ends every access token issued so far;
 //! - `/jwks` (the metadata's `jwks_uri`) and `POST /auth/mint`, which signs
 //!   any token a test asks for (`crate::jwt_issuer`).
 //!
@@ -380,7 +381,8 @@ pub(crate) fn router(auth: Arc<AuthServer>) -> Router {
         .route("/token", post(token))
         .route("/auth/stats", get(stats))
         .route("/jwks", get(jwks))
-        .route("/auth/mint", post(mint));
+        .route("/auth/mint", post(mint))
+        .route("/auth/expire", post(expire));
     app = match &auth.config.issuer_suffix {
         Some(s) => app.route(
             &format!("/.well-known/oauth-authorization-server/{s}"),
@@ -472,6 +474,19 @@ async fn mint(State(auth): State<Arc<AuthServer>>, body: Bytes) -> Response {
         StatusCode::OK,
         &json!({ "access_token": auth.signer.sign(&claims, forgery) }),
     )
+}
+
+/// `POST /auth/expire`: every access token issued so far stops working
+/// at once (refresh tokens still do): what a test uses to make clients
+/// refresh now, not after a token's lifetime.
+async fn expire(State(auth): State<Arc<AuthServer>>) -> Response {
+    let gone = {
+        let mut store = lock(&auth.store);
+        let gone = store.access.len();
+        store.access.clear();
+        gone
+    };
+    json_ok(StatusCode::OK, &json!({ "expired": gone }))
 }
 
 async fn stats(State(auth): State<Arc<AuthServer>>) -> Response {

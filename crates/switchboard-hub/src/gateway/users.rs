@@ -569,11 +569,11 @@ impl CredentialStore for Forgetful {
         f: &mut dyn FnMut(Option<StoredCredentials>) -> Option<StoredCredentials>,
     ) -> Result<Option<StoredCredentials>, StoreError> {
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let old = kept.remove(key);
-        if let Some(new) = f(old.clone()) {
-            kept.insert(key.clone(), new);
+        let new = f(kept.remove(key));
+        if let Some(new) = &new {
+            kept.insert(key.clone(), new.clone());
         }
-        Ok(old)
+        Ok(new)
     }
 }
 
