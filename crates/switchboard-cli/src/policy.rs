@@ -153,3 +153,88 @@ pub(crate) fn revoke(context: &Context, target: &str) -> Result<u8, Failure> {
     );
     Ok(0)
 }
+
+/// `policy deny|ask PATTERN --state …`: a rule every replica enforces.
+pub(crate) async fn shared_add(
+    state: &crate::cli::SharedStateArgs,
+    kind: switchboard_postgres::RuleKind,
+    pattern: &str,
+) -> Result<u8, Failure> {
+    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
+    let owned = pattern.to_owned();
+    let added = tokio::task::spawn_blocking(move || shared.add_policy_rule(kind, &owned))
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    let what = match kind {
+        switchboard_postgres::RuleKind::Deny => "refused",
+        switchboard_postgres::RuleKind::Ask => "asked about first",
+    };
+    if added {
+        println!(
+            "{} is {what} on every replica sharing this state, from its next call",
+            sanitize::line(pattern)
+        );
+    } else {
+        println!("{} was {what} already", sanitize::line(pattern));
+    }
+    Ok(0)
+}
+
+/// `policy remove KIND PATTERN --state …`.
+pub(crate) async fn shared_remove(
+    state: &crate::cli::SharedStateArgs,
+    kind: &str,
+    pattern: &str,
+) -> Result<u8, Failure> {
+    let kind = match kind {
+        "ask" => switchboard_postgres::RuleKind::Ask,
+        _ => switchboard_postgres::RuleKind::Deny,
+    };
+    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
+    let owned = pattern.to_owned();
+    let removed = tokio::task::spawn_blocking(move || shared.remove_policy_rule(kind, &owned))
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    if removed {
+        println!("removed on every replica: {}", sanitize::line(pattern));
+        Ok(0)
+    } else {
+        eprintln!(
+            "error: no shared rule {} (`switchboard policy rules --state …` lists them)",
+            sanitize::line(pattern)
+        );
+        Ok(crate::failure::exit::USAGE)
+    }
+}
+
+/// `policy rules --state …`: the shared rules.
+pub(crate) async fn shared_list(
+    state: &crate::cli::SharedStateArgs,
+    json: bool,
+) -> Result<u8, Failure> {
+    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
+    let rules = tokio::task::spawn_blocking(move || shared.policy_rules())
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    let kind = |k: switchboard_postgres::RuleKind| match k {
+        switchboard_postgres::RuleKind::Deny => "deny",
+        switchboard_postgres::RuleKind::Ask => "ask",
+    };
+    if json {
+        let rules: Vec<serde_json::Value> = rules
+            .iter()
+            .map(|r| serde_json::json!({"kind": kind(r.kind), "pattern": r.pattern}))
+            .collect();
+        println!("{}", serde_json::json!({ "rules": rules }));
+    } else if rules.is_empty() {
+        println!("no shared rules");
+    } else {
+        for rule in &rules {
+            println!("{:<5} {}", kind(rule.kind), sanitize::line(&rule.pattern));
+        }
+    }
+    Ok(0)
+}

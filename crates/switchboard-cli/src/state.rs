@@ -1,6 +1,8 @@
 //! `--state URL`: the shared state on PostgreSQL (`switchboard-postgres`)
-//! that gateway replicas keep together — for now the audit chain
-//! (`serve --audit-database`, `audit verify --database`). Its key comes
+//! that gateway replicas keep together — the audit chain (`serve
+//! --audit-database`, `audit verify --database`), each host user's backend
+//! logins (with `--issuer`), and the tool policy rules every replica
+//! enforces ([`SharedPolicy`], `policy deny … --state`). Its key comes
 //! from a private file; the URL may not carry a password (the command
 //! line is readable by every local user).
 
@@ -54,4 +56,82 @@ pub(crate) async fn connect(url: &str, key_file: &Path) -> Result<PgState, Failu
             failure.code = crate::failure::exit::UNREACHABLE;
             failure
         })
+}
+
+/// The tool policy rules every replica enforces (`switchboard policy deny
+/// PATTERN --state …`), kept here as last read and read again whenever
+/// the database announces a change.
+#[derive(Clone)]
+pub(crate) struct SharedPolicy {
+    state: PgState,
+    rules: std::sync::Arc<std::sync::RwLock<Vec<switchboard_postgres::SharedRule>>>,
+}
+
+/// Where shared rules are said to be written (in a refusal's reason).
+const SHARED_RULES: &str = "the shared policy (switchboard policy rules --state …)";
+
+impl SharedPolicy {
+    /// The rules in `state` now.
+    pub(crate) async fn load(state: PgState) -> Result<Self, Failure> {
+        let reader = state.clone();
+        let rules = tokio::task::spawn_blocking(move || reader.policy_rules())
+            .await
+            .map_err(|e| Failure::usage(anyhow::anyhow!("reading the shared policy: {e}")))?
+            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+        Ok(Self {
+            state,
+            rules: std::sync::Arc::new(std::sync::RwLock::new(rules)),
+        })
+    }
+
+    /// `policy` (a config's) with the shared rules added.
+    pub(crate) fn merge(
+        &self,
+        mut policy: switchboard_hub::config::policy::ToolPolicy,
+    ) -> switchboard_hub::config::policy::ToolPolicy {
+        let rules = self
+            .rules
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for rule in rules.iter() {
+            let entry = (SHARED_RULES.to_owned(), rule.pattern.clone());
+            match rule.kind {
+                switchboard_postgres::RuleKind::Deny => policy.deny.push(entry),
+                switchboard_postgres::RuleKind::Ask => policy.ask.push(entry),
+            }
+        }
+        policy
+    }
+
+    /// Reads the rules again whenever the database announces a change
+    /// (made here or on another replica), then calls `changed`; for as
+    /// long as the process runs.
+    pub(crate) fn follow(&self, changed: impl Fn() + Send + Sync + 'static) {
+        let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+        let signal = wake.clone();
+        self.state.watch_policy(move || {
+            signal.notify_one();
+            true
+        });
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                wake.notified().await;
+                let reader = this.state.clone();
+                match tokio::task::spawn_blocking(move || reader.policy_rules()).await {
+                    Ok(Ok(rules)) => {
+                        *this
+                            .rules
+                            .write()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = rules;
+                        changed();
+                    }
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, "cannot read the shared policy; the rules in force are kept");
+                    }
+                    Err(error) => tracing::warn!(%error, "reading the shared policy failed"),
+                }
+            }
+        });
+    }
 }

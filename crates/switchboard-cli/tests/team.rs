@@ -5,8 +5,9 @@
 //! in the database breaks; a password on the command line and a key file
 //! others can read are refused. Behind nginx (the sample config of
 //! `docs/team-gateway.nginx.conf`, run as it is), two replicas serve one
-//! host of each era round robin, and one killed mid-call fails that call
-//! and no other.
+//! host of each era round robin, a 2026-07-28 round is answered through
+//! the other replica, a deny added to the shared policy holds on both
+//! within 2 s, and one killed mid-call fails that call and no other.
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
@@ -213,7 +214,8 @@ fn a_password_on_the_command_line_and_an_open_key_file_are_refused() {
     assert_eq!(refused.status.code(), Some(1), "{said}");
     assert!(said.contains("password"), "{said}");
     assert!(!said.contains("s3cret-pw"), "the password repeated: {said}");
-    // --state alone (no users, no audit) says that it shares nothing.
+    // --state alone: its database is reached at the start (it holds the
+    // shared policy), and one that cannot be is said at once.
     let alone = sandbox
         .host(BIN)
         .args(["serve", "--http", "127.0.0.1:0", "--state"])
@@ -224,10 +226,6 @@ fn a_password_on_the_command_line_and_an_open_key_file_are_refused() {
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&alone.stderr);
-    assert!(
-        said.contains("--state without --issuer or --audit-database shares nothing"),
-        "{said}"
-    );
     // The database cannot be reached (exit 4), each cause said once.
     assert_eq!(alone.status.code(), Some(4), "{said}");
     assert_eq!(
@@ -341,6 +339,64 @@ async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_
         assert!(said.contains("Ada"), "round {n}: {said}");
     }
     asking.close().await;
+
+    // A deny added to the shared policy (from the command line, as a
+    // team's admin would) holds on both replicas within 2 s, and its
+    // removal too.
+    let direct: Vec<Client> = {
+        let mut hosts = Vec::new();
+        for replica in &replicas {
+            hosts.push(
+                Client::builder()
+                    .connect(authed(&replica.url))
+                    .await
+                    .unwrap(),
+            );
+        }
+        hosts
+    };
+    for (change, denied) in [
+        (&["deny", "old/echo"][..], true),
+        (&["remove", "deny", "old/echo"][..], false),
+    ] {
+        let output = sandbox
+            .host(BIN)
+            .arg("policy")
+            .args(change)
+            .args(["--state", &url, "--state-key-file", key.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let changed = std::time::Instant::now();
+        for (n, host) in direct.iter().enumerate() {
+            loop {
+                let result = host
+                    .call_tool("old__echo", json!({"text": "policy"}).as_object().cloned())
+                    .await
+                    .unwrap();
+                if (result.is_error == Some(true)) == denied {
+                    if denied {
+                        let said = serde_json::to_string(&result.content).unwrap();
+                        assert!(said.contains("shared policy"), "{said}");
+                    }
+                    break;
+                }
+                assert!(
+                    changed.elapsed() < std::time::Duration::from_secs(2),
+                    "replica {n} did not follow `policy {}` within 2 s: {result:?}",
+                    change.join(" ")
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    }
+    for host in direct {
+        host.close().await;
+    }
 
     // A slow call; the replica running it is killed.
     let slow = {
@@ -757,6 +813,43 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
         .await
         .unwrap();
     assert_ne!(said.is_error, Some(true), "{said:?}");
+
+    // A shared deny holds in every user's own hub, on both replicas.
+    let output = sandbox
+        .host(BIN)
+        .args([
+            "policy",
+            "deny",
+            "gh/echo",
+            "--state",
+            &url,
+            "--state-key-file",
+        ])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let changed = std::time::Instant::now();
+    for host in [&alice, &bob] {
+        loop {
+            let said = host
+                .call_tool("gh__echo", json!({"text": "denied?"}).as_object().cloned())
+                .await
+                .unwrap();
+            if said.is_error == Some(true) {
+                break;
+            }
+            assert!(
+                changed.elapsed() < std::time::Duration::from_secs(2),
+                "the shared deny did not hold within 2 s: {said:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
 
     // On the backend: each call came with its own user's token.
     let calls = backend_calls(&backend.1).await;

@@ -34,7 +34,9 @@
 
 mod audit;
 mod credentials;
+mod listen;
 mod pending;
+mod policy;
 mod seal;
 mod users;
 
@@ -46,6 +48,7 @@ use switchboard_auth::store::StoreError;
 pub use audit::{ChainError, ChainVerified, PgAudit};
 pub use credentials::PgCredentialStore;
 pub use pending::PgPendingStore;
+pub use policy::{MAX_PATTERN_LEN, POLICY_CHANNEL, RuleKind, SharedRule};
 pub use seal::{SealError, StateKey};
 pub use users::CHANNEL;
 

@@ -5,9 +5,7 @@
 //! [`UserStore::watch`] listens to.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use sqlx::postgres::PgListener;
 use switchboard_auth::pending::PendingStore;
 use switchboard_auth::store::{CredentialStore, StoreError};
 use switchboard_hub::hub::users::{UserChanged, UserServer, UserStore};
@@ -26,9 +24,6 @@ const MAX_PAYLOAD: usize = 1_000;
 pub(crate) fn payload(user: &str) -> &str {
     if user.len() <= MAX_PAYLOAD { user } else { "" }
 }
-
-/// How long a lost watch waits before listening again.
-const RELISTEN: Duration = Duration::from_secs(1);
 
 /// The most suffixes tried for a taken name.
 const MAX_SUFFIX: usize = 1_000;
@@ -146,46 +141,8 @@ impl UserStore for PgState {
     }
 
     fn watch(&self, changed: UserChanged) {
-        let pool = self.pool();
-        self.spawn(async move {
-            loop {
-                let mut listener = match PgListener::connect_with(&pool).await {
-                    Ok(listener) => listener,
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot listen for users' changes; trying again");
-                        tokio::time::sleep(RELISTEN).await;
-                        continue;
-                    }
-                };
-                if let Err(error) = listener.listen(CHANNEL).await {
-                    tracing::warn!(%error, "cannot listen for users' changes; trying again");
-                    tokio::time::sleep(RELISTEN).await;
-                    continue;
-                }
-                // Changes made before this listen were missed.
-                if !changed(None) {
-                    return;
-                }
-                loop {
-                    let keep = match listener.try_recv().await {
-                        Ok(Some(notification)) => match notification.payload() {
-                            "" => changed(None),
-                            user => changed(Some(user)),
-                        },
-                        // The connection was lost and is made again: what
-                        // changed meanwhile was missed.
-                        Ok(None) => changed(None),
-                        Err(error) => {
-                            tracing::warn!(%error, "lost the watch of users' changes; listening again");
-                            tokio::time::sleep(RELISTEN).await;
-                            break;
-                        }
-                    };
-                    if !keep {
-                        return;
-                    }
-                }
-            }
+        crate::listen::listen(self, CHANNEL, "users' changes", move |payload| {
+            changed(payload.filter(|user| !user.is_empty()))
         });
     }
 }

@@ -78,6 +78,57 @@ pub(crate) enum PolicyCommand {
         #[arg(value_name = "SERVER/TOOL")]
         target: String,
     },
+    /// Refuse the tools PATTERN names on every gateway replica sharing
+    /// the --state database, from their next call (beside each replica's
+    /// own `[policy.tools]`). Example: `switchboard policy deny
+    /// 'github/delete_*' --state URL --state-key-file FILE`
+    Deny {
+        /// SERVER/TOOL, with `*` globs, as `[policy.tools]` writes it.
+        #[arg(value_name = "PATTERN")]
+        pattern: String,
+        #[command(flatten)]
+        state: SharedStateArgs,
+    },
+    /// Ask before the tools PATTERN names run, on every replica (as
+    /// `deny`).
+    Ask {
+        /// SERVER/TOOL, with `*` globs.
+        #[arg(value_name = "PATTERN")]
+        pattern: String,
+        #[command(flatten)]
+        state: SharedStateArgs,
+    },
+    /// Remove a shared `deny` or `ask` rule, on every replica.
+    Remove {
+        /// `deny` or `ask`.
+        #[arg(value_name = "KIND", value_parser = ["deny", "ask"])]
+        kind: String,
+        /// The rule's pattern, as it was added.
+        #[arg(value_name = "PATTERN")]
+        pattern: String,
+        #[command(flatten)]
+        state: SharedStateArgs,
+    },
+    /// The shared rules every replica enforces.
+    Rules {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: SharedStateArgs,
+    },
+}
+
+/// Where the replicas' shared state is.
+#[derive(clap::Args, Debug)]
+pub(crate) struct SharedStateArgs {
+    /// The PostgreSQL database the gateway replicas share (as their
+    /// `serve --state`).
+    #[arg(long = "state", value_name = "URL")]
+    pub(crate) url: String,
+    /// The state key file (as their `serve --state-key-file`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) state_key_file: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -549,10 +600,14 @@ impl Command {
                 command: AuthCommand::Status { json },
             }
             | Self::Policy {
-                command: PolicyCommand::List { json },
+                command: PolicyCommand::List { json } | PolicyCommand::Rules { json, .. },
             } => *json,
             Self::Policy {
-                command: PolicyCommand::Revoke { .. },
+                command:
+                    PolicyCommand::Revoke { .. }
+                    | PolicyCommand::Deny { .. }
+                    | PolicyCommand::Ask { .. }
+                    | PolicyCommand::Remove { .. },
             } => false,
             Self::List { json, .. }
             | Self::AddJson { json, .. }

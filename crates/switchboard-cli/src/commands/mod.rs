@@ -134,6 +134,18 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             match command {
                 PolicyCommand::List { json } => policy::list(&context, json),
                 PolicyCommand::Revoke { target } => policy::revoke(&context, &target),
+                PolicyCommand::Deny { pattern, state } => {
+                    policy::shared_add(&state, switchboard_postgres::RuleKind::Deny, &pattern).await
+                }
+                PolicyCommand::Ask { pattern, state } => {
+                    policy::shared_add(&state, switchboard_postgres::RuleKind::Ask, &pattern).await
+                }
+                PolicyCommand::Remove {
+                    kind,
+                    pattern,
+                    state,
+                } => policy::shared_remove(&state, &kind, &pattern).await,
+                PolicyCommand::Rules { json, state } => policy::shared_list(&state, json).await,
             }
         }
         Command::List {

@@ -59,17 +59,13 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
             "--audit-arguments says what the audit log records: give --audit FILE or --audit-database"
         )));
     }
-    if state.is_some() && !audit_database && users.is_none() {
-        // Checked and migrated all the same: a wrong URL or key is found
-        // now, not when the next flag is added.
-        eprintln!(
-            "warning: --state without --issuer or --audit-database shares nothing yet (backend \
-             logins are each user's with --issuer; parked rounds are each replica's own)"
-        );
-    }
     let shared = match (&state, &state_key_file) {
         (Some(url), Some(key)) => Some(crate::state::connect(url, key).await?),
         _ => None,
+    };
+    let shared_policy = match &shared {
+        Some(state) => Some(crate::state::SharedPolicy::load(state.clone()).await?),
+        None => None,
     };
     let per_user = shared.clone().filter(|_| users.is_some());
     let audit = match (shared, audit_file) {
@@ -105,6 +101,7 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
         max_message_size: max_message_size.map(|b| usize::try_from(b).unwrap_or(usize::MAX)),
         fronted,
         state: per_user,
+        shared_policy,
     };
     hub::serve(&context, run.creds, settings, run.servers).await
 }
@@ -127,6 +124,7 @@ pub(crate) async fn session(run: Run<'_>, idle: u64) -> Result<u8, Failure> {
         max_message_size: None,
         fronted: fronted::Fronted::All,
         state: None,
+        shared_policy: None,
     };
     hub::serve(&context, run.creds, settings, run.servers).await
 }

@@ -42,6 +42,8 @@ pub(crate) struct ServeSettings {
     /// The state replicas share (`--state`): with hosts as users, each
     /// user's backend logins.
     pub(crate) state: Option<switchboard_postgres::PgState>,
+    /// The tool policy rules every replica enforces (with `--state`).
+    pub(crate) shared_policy: Option<crate::state::SharedPolicy>,
 }
 
 /// How long `serve --http` stopping on a signal lets the calls in
@@ -108,6 +110,7 @@ pub(crate) async fn serve(
     remember(&fingerprints, &prepared.runnable);
     // What backends ask of their client goes to the host.
     let asks = BackendAsks::new();
+    let shared = settings.shared_policy.clone();
     let (hub, taps) = served_hub(
         context,
         credentials,
@@ -117,6 +120,16 @@ pub(crate) async fn serve(
         &asks,
         &fingerprints,
     )?;
+    // A rule added to the shared policy, here or on another replica,
+    // holds from the next call.
+    if let Some(shared) = &shared {
+        let hub = hub.clone();
+        shared.follow(move || {
+            if let Err(error) = hub.reload_tool_policy() {
+                tracing::warn!(%error, "the shared policy changed and could not be applied");
+            }
+        });
+    }
     servers.hub(&hub);
     // Heard from before the start, so no early "needs a login" is missed.
     let login_events = hub.events();
@@ -291,6 +304,8 @@ fn served_hub(
         Prefix::Always
     };
     let policy_source = context.clone();
+    let shared = settings.shared_policy.as_ref();
+    let shared_rules = settings.shared_policy.clone();
     let source = context.clone();
     let fronted = settings.fronted.clone();
     let forwarding = asks.clone();
@@ -311,6 +326,7 @@ fn served_hub(
         // Read just after the servers (whose load printed its diagnostics).
         // A file that cannot be read may hold rules: the reload is refused
         // (rules and servers in force kept) rather than lifting them.
+        .tool_policy(with_shared(shared, loaded.policy.tools.clone()))
         .tool_policy_source(move || {
             let loaded = policy_source.load_quiet();
             match loaded.diagnostics.iter().find(|d| {
@@ -319,7 +335,7 @@ fn served_hub(
                 Some(broken) => Err(format!(
                     "{broken}; the tool policy and servers in force are kept until it is fixed"
                 )),
-                None => Ok(loaded.policy.tools),
+                None => Ok(with_shared(shared_rules.as_ref(), loaded.policy.tools)),
             }
         })
         .config_source(move || {
@@ -345,6 +361,18 @@ fn served_hub(
     .build()
     .map(|hub| (hub, taps))
     .map_err(|e| hub_failure(e, None, None))
+}
+
+/// `rules` (a config's) and, with a shared state, the rules every replica
+/// enforces.
+pub(super) fn with_shared(
+    shared: Option<&crate::state::SharedPolicy>,
+    rules: switchboard_hub::config::policy::ToolPolicy,
+) -> switchboard_hub::config::policy::ToolPolicy {
+    match shared {
+        Some(shared) => shared.merge(rules),
+        None => rules,
+    }
 }
 
 /// Notes the fingerprint of each configuration the hub is given.

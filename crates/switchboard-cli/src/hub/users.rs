@@ -15,7 +15,7 @@ use switchboard_hub::hub::users::Users;
 use switchboard_hub::hub::{BackendAsks, Prefix};
 use switchboard_hub::{HubServer, ServerConfig};
 
-use super::serve::{DRAIN_GRACE, ROUNDS, ServeSettings, http_listener};
+use super::serve::{DRAIN_GRACE, ROUNDS, ServeSettings, http_listener, with_shared};
 use crate::configure::Context;
 use crate::failure::{Failure, exit};
 use crate::lifecycle::Servers;
@@ -67,10 +67,11 @@ pub(super) async fn serve_users(
     } else {
         Prefix::Always
     };
-    let (rules, allows, client_asks) = (
+    let (rules, allows, client_asks, shared) = (
         loaded.policy.tools.clone(),
         crate::policy::allows_file(context),
         asks.clone(),
+        settings.shared_policy.clone(),
     );
     let users = Users::builder(Arc::new(state))
         .client_name("switchboard gateway")
@@ -85,16 +86,29 @@ pub(super) async fn serve_users(
         .servers(runnable)
         .customize(move |user, builder| {
             let forwarding = asks_of(&client_asks, user);
-            // The configuration's tool policy (no terminal to ask on).
+            // The configuration's tool policy and the shared rules (no
+            // terminal to ask on), read again when the shared rules change.
+            let (file_rules, shared_rules) = (rules.clone(), shared.clone());
             crate::policy::with_rules(
                 builder.default_prefix(prefix),
-                rules.clone(),
+                with_shared(shared.as_ref(), rules.clone()),
                 allows.clone(),
             )
+            .tool_policy_source(move || Ok(with_shared(shared_rules.as_ref(), file_rules.clone())))
             .client(move |server, client| forwarding.client(&server.name, client))
         })
         .build()
         .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?;
+    if let Some(shared) = &settings.shared_policy {
+        let users = users.clone();
+        shared.follow(move || {
+            for hub in users.loaded_hubs() {
+                if let Err(error) = hub.reload_tool_policy() {
+                    tracing::warn!(%error, "the shared policy changed and could not be applied");
+                }
+            }
+        });
+    }
     let info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
     let (audit, max_tools) = (settings.audit.map(Arc::new), settings.max_tools);
     let rounds = key.derive(ROUNDS);

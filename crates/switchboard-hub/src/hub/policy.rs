@@ -460,9 +460,14 @@ impl Hub {
         &self.inner.shared.policy.remembered
     }
 
-    /// Reads the policy source again, if the hub has one; whether the
+    /// Reads the policy source ([`HubBuilder::tool_policy_source`]) again,
+    /// if the hub has one, and puts what it says in force; whether the
     /// policy changed.
-    pub(crate) fn reload_tool_policy(&self) -> Result<bool, HubError> {
+    ///
+    /// # Errors
+    /// [`HubError::Reload`] when the source failed (the policy in force
+    /// is kept).
+    pub fn reload_tool_policy(&self) -> Result<bool, HubError> {
         let Some(source) = self.inner.shared.policy.source.clone() else {
             return Ok(false);
         };

@@ -505,6 +505,14 @@ impl Users {
         Ok(())
     }
 
+    /// The users' hubs this instance has now (made, not shut down).
+    pub fn loaded_hubs(&self) -> Vec<Hub> {
+        self.hubs()
+            .values()
+            .filter_map(|entry| entry.hub.get().cloned())
+            .collect()
+    }
+
     /// Whether this instance has a hub for `user` now.
     pub fn is_loaded(&self, user: &str) -> bool {
         self.hubs().contains_key(user)
