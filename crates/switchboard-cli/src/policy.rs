@@ -154,18 +154,28 @@ pub(crate) fn revoke(context: &Context, target: &str) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// `work` on the shared state `state` names (off the runtime: it blocks).
+async fn on_shared<T: Send + 'static>(
+    state: &crate::cli::SharedStateArgs,
+    work: impl FnOnce(switchboard_postgres::PgState) -> Result<T, switchboard_auth::store::StoreError>
+    + Send
+    + 'static,
+) -> Result<T, Failure> {
+    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
+    tokio::task::spawn_blocking(move || work(shared))
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))
+}
+
 /// `policy deny|ask PATTERN --state …`: a rule every replica enforces.
 pub(crate) async fn shared_add(
     state: &crate::cli::SharedStateArgs,
     kind: switchboard_postgres::RuleKind,
     pattern: &str,
 ) -> Result<u8, Failure> {
-    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
     let owned = pattern.to_owned();
-    let added = tokio::task::spawn_blocking(move || shared.add_policy_rule(kind, &owned))
-        .await
-        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    let added = on_shared(state, move |shared| shared.add_policy_rule(kind, &owned)).await?;
     let what = match kind {
         switchboard_postgres::RuleKind::Deny => "refused",
         switchboard_postgres::RuleKind::Ask => "asked about first",
@@ -191,12 +201,8 @@ pub(crate) async fn shared_remove(
         "ask" => switchboard_postgres::RuleKind::Ask,
         _ => switchboard_postgres::RuleKind::Deny,
     };
-    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
     let owned = pattern.to_owned();
-    let removed = tokio::task::spawn_blocking(move || shared.remove_policy_rule(kind, &owned))
-        .await
-        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    let removed = on_shared(state, move |shared| shared.remove_policy_rule(kind, &owned)).await?;
     if removed {
         println!("removed on every replica: {}", sanitize::line(pattern));
         Ok(0)
@@ -214,11 +220,7 @@ pub(crate) async fn shared_list(
     state: &crate::cli::SharedStateArgs,
     json: bool,
 ) -> Result<u8, Failure> {
-    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
-    let rules = tokio::task::spawn_blocking(move || shared.policy_rules())
-        .await
-        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    let rules = on_shared(state, |shared| shared.policy_rules()).await?;
     let kind = |k: switchboard_postgres::RuleKind| match k {
         switchboard_postgres::RuleKind::Deny => "deny",
         switchboard_postgres::RuleKind::Ask => "ask",

@@ -359,18 +359,7 @@ async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_
         (&["deny", "old/echo"][..], true),
         (&["remove", "deny", "old/echo"][..], false),
     ] {
-        let output = sandbox
-            .host(BIN)
-            .arg("policy")
-            .args(change)
-            .args(["--state", &url, "--state-key-file", key.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        policy(&sandbox, &url, &key, change);
         let changed = std::time::Instant::now();
         for (n, host) in direct.iter().enumerate() {
             loop {
@@ -600,6 +589,33 @@ async fn tool_names(host: &Client) -> Vec<String> {
         .collect()
 }
 
+/// `switchboard policy ARGS --state URL --state-key-file KEY`, which
+/// must succeed.
+fn policy(sandbox: &Sandbox, url: &str, key: &Path, args: &[&str]) {
+    let output = sandbox
+        .host(BIN)
+        .arg("policy")
+        .args(args)
+        .args(["--state", url, "--state-key-file"])
+        .arg(key)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `gh__echo` of `text` through `host`, which must succeed.
+async fn echo(host: &Client, text: &str) {
+    let said = host
+        .call_tool("gh__echo", json!({ "text": text }).as_object().cloned())
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_ne!(said.is_error, Some(true), "{said:?}");
+}
+
 /// The backend's authorization server's counters.
 async fn backend_stats(backend: &str) -> serde_json::Value {
     reqwest::get(format!("{backend}/auth/stats"))
@@ -723,16 +739,7 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
     // Her tools, on each replica.
     for replica in &replicas {
         let (host, _) = user_host(&replica.url, &alice_token).await;
-        let said = host
-            .call_tool(
-                "gh__echo",
-                json!({"text": format!("alice via {}", replica.url)})
-                    .as_object()
-                    .cloned(),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e:#}", replica.url));
-        assert_ne!(said.is_error, Some(true), "{said:?}");
+        echo(&host, &format!("alice via {}", replica.url)).await;
         host.close().await;
     }
 
@@ -797,42 +804,11 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
         .unwrap()
         .unwrap();
     assert_ne!(ended.is_error, Some(true), "{ended:?}");
-    let said = bob
-        .call_tool(
-            "gh__echo",
-            json!({"text": "bob's words"}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
-    assert_ne!(said.is_error, Some(true), "{said:?}");
-    let said = alice
-        .call_tool(
-            "gh__echo",
-            json!({"text": "alice's words"}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
-    assert_ne!(said.is_error, Some(true), "{said:?}");
+    echo(&bob, "bob's words").await;
+    echo(&alice, "alice's words").await;
 
     // A shared deny holds in every user's own hub, on both replicas.
-    let output = sandbox
-        .host(BIN)
-        .args([
-            "policy",
-            "deny",
-            "gh/echo",
-            "--state",
-            &url,
-            "--state-key-file",
-        ])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    policy(&sandbox, &url, &key, &["deny", "gh/echo"]);
     let changed = std::time::Instant::now();
     for host in [&alice, &bob] {
         loop {
