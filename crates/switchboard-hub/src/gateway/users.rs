@@ -217,10 +217,14 @@ impl UserGateway {
     /// elicitation), and the end — the server ready in their hub, told by
     /// whichever replica the browser came back to.
     fn authenticator(&self, user: &str) -> Authenticator {
-        let (gateway, user) = (self.clone(), user.to_owned());
+        // Weak: the user's gateway, which holds this, is held by `served`.
+        let (inner, user) = (Arc::downgrade(&self.inner), user.to_owned());
         Arc::new(move |server: &str| {
-            let (gateway, user, server) = (gateway.clone(), user.clone(), server.to_owned());
+            let (inner, user, server) = (inner.clone(), user.clone(), server.to_owned());
             Box::pin(async move {
+                let gateway = UserGateway {
+                    inner: inner.upgrade().ok_or("the gateway is stopping")?,
+                };
                 let link = serde_json::to_vec(&Link {
                     u: user.clone(),
                     s: server.clone(),
