@@ -275,8 +275,20 @@ fuzz_target!(|input: &[u8]| {
                         .map_or(0, |e| e.to_string().matches(&secret).count()),
                     false => 0,
                 };
+                // The URL the error may show — without its user, password
+                // and query — can hold the same text by itself (`//` and
+                // a host starting `%EF%BF%BD`, for a query `/%EF%BF%BD`).
+                let bare = meant
+                    .as_deref()
+                    .and_then(|meant| Url::parse(meant).ok())
+                    .map_or(0, |mut url| {
+                        let _ = url.set_username("");
+                        let _ = url.set_password(None);
+                        url.set_query(None);
+                        url.as_str().matches(&secret).count()
+                    });
                 assert!(
-                    shown.matches(&secret).count() <= prose,
+                    shown.matches(&secret).count() <= prose + bare,
                     "the error shows {secret:?}: {shown}"
                 );
             }
