@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[allow(dead_code)] // only the HTTP test server is used here
+#[allow(dead_code)] // only the HTTP test server and the URL opener are used here
 mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -615,43 +615,17 @@ fn follow(location: &str) -> String {
 /// The host's user: opens every login page it is asked to (the test
 /// authorization server approves at once, the browser comes back to the
 /// gateway's loopback).
-struct Browser {
+fn browser(
     opened: Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl switchboard::ElicitationHandler for Browser {
-    fn elicit_form(
-        &self,
-        _: switchboard::HandlerContext,
-        _: switchboard::FormRequest,
-    ) -> switchboard::BoxFuture<
-        'static,
-        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
-    > {
-        Box::pin(async { Ok(switchboard::types::ElicitResult::decline()) })
-    }
-
-    fn supports_url(&self) -> bool {
-        true
-    }
-
-    fn elicit_url(
-        &self,
-        _: switchboard::HandlerContext,
-        request: switchboard::UrlRequest,
-    ) -> switchboard::BoxFuture<
-        'static,
-        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
-    > {
-        let url = request.url.clone();
-        self.opened.lock().unwrap().push(url.clone());
+) -> support::url_opener::UrlOpener<impl Fn(String) + Send + Sync + 'static> {
+    support::url_opener::UrlOpener(move |url: String| {
+        opened.lock().unwrap().push(url.clone());
         // Opened "in the browser": on a thread, while the answer goes back.
         std::thread::spawn(move || {
             let location = approve(&url);
             follow(&location);
         });
-        Box::pin(async { Ok(switchboard::types::ElicitResult::accept(None)) })
-    }
+    })
 }
 
 /// `switchboard serve` in front of a server that needs a login: the host
@@ -676,9 +650,7 @@ fn a_host_logs_in_to_a_backend_through_the_gateway() {
         let work = scratch.0.join("work");
         std::fs::create_dir_all(&work).unwrap();
         let opened = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let browser = Browser {
-            opened: opened.clone(),
-        };
+        let browser = browser(opened.clone());
         runtime.block_on(async {
             let host = Client::builder()
                 .era_mode(mode)
@@ -757,9 +729,7 @@ fn the_gateways_authenticate_tool_follows_the_tool_policy() {
     let work = scratch.0.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let opened = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let browser = Browser {
-        opened: opened.clone(),
-    };
+    let browser = browser(opened.clone());
     runtime.block_on(async {
         let host = Client::builder()
             .era_mode(EraMode::Legacy)

@@ -461,40 +461,6 @@ impl switchboard::ElicitationHandler for Ada {
     }
 }
 
-/// A host's user, as the gateway's URL elicitations reach them: each
-/// login link is handed to the test (which plays the browser), and the
-/// elicitation accepted.
-struct Links(tokio::sync::mpsc::UnboundedSender<String>);
-
-impl switchboard::ElicitationHandler for Links {
-    fn elicit_form(
-        &self,
-        _: switchboard::HandlerContext,
-        _: switchboard::FormRequest,
-    ) -> switchboard::BoxFuture<
-        'static,
-        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
-    > {
-        Box::pin(async { Ok(switchboard::types::ElicitResult::decline()) })
-    }
-
-    fn supports_url(&self) -> bool {
-        true
-    }
-
-    fn elicit_url(
-        &self,
-        _: switchboard::HandlerContext,
-        request: switchboard::UrlRequest,
-    ) -> switchboard::BoxFuture<
-        'static,
-        Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
-    > {
-        let _ = self.0.send(request.url.clone());
-        Box::pin(async { Ok(switchboard::types::ElicitResult::accept(None)) })
-    }
-}
-
 /// A browser: follows redirects by hand, keeps the gateway's cookie (sent
 /// back to the gateway's origin only), logs in at any authorization
 /// server as `user` (the testkit's `login_hint`), and sends each request
@@ -570,7 +536,9 @@ async fn user_host(
     let (tx, links) = tokio::sync::mpsc::unbounded_channel();
     let host = Client::builder()
         .era_mode(EraMode::Legacy)
-        .elicitation(Links(tx))
+        .elicitation(support::url_opener::UrlOpener(move |url| {
+            let _ = tx.send(url);
+        }))
         .connect(
             switchboard::transport::http::HttpConfig::new(url)
                 .header("Authorization", format!("Bearer {token}")),

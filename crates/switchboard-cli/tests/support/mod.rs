@@ -9,6 +9,7 @@ pub(crate) mod intruder;
 pub(crate) mod pty;
 pub(crate) mod raw;
 pub(crate) mod servers;
+pub(crate) mod url_opener;
 
 use std::path::Path;
 use std::process::Command;
