@@ -34,7 +34,7 @@ def v1_transport(params):
         from mcp.client.streamable_http import streamablehttp_client
 
         return streamablehttp_client(params)
-    from mcp.client.stdio import stdio_client
+    from v1_stdio import stdio_client
 
     return stdio_client(params)
 

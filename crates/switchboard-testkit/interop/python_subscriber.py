@@ -47,7 +47,7 @@ async def main():
     sdk = package_version("mcp")
     if sdk.startswith("1."):
         from mcp import ClientSession
-        from mcp.client.stdio import stdio_client
+        from v1_stdio import stdio_client
 
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, message_handler=on_message) as session:
