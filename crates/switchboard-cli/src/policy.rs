@@ -1,7 +1,8 @@
 //! The CLI's side of the tool policy (`[policy.tools]`, decided by the
 //! hub for every path): the question on the terminal that answers an
-//! `ask` for `call` and `shell`, the file of remembered "always" answers,
-//! and `switchboard policy list|revoke`.
+//! `ask` for `call` and `shell`, the file of remembered "always" answers
+//! (or, for gateway replicas, each user's in the shared state), and
+//! `switchboard policy list|revoke|deny|ask|remove|rules`.
 
 use std::io::{BufRead as _, Write as _};
 use std::path::PathBuf;
@@ -29,7 +30,11 @@ pub(crate) fn apply(
     loaded: &LoadedConfig,
     ui: Option<Arc<Ui>>,
 ) -> HubBuilder {
-    let builder = with_rules(builder, loaded.policy.tools.clone(), allows_file(context));
+    let builder = with_rules(
+        builder,
+        loaded.policy.tools.clone(),
+        RememberedAllows::at(allows_file(context)),
+    );
     match ui {
         Some(ui) => {
             let approver = terminal_approver(ui);
@@ -39,16 +44,111 @@ pub(crate) fn apply(
     }
 }
 
-/// `builder` with the tool policy `rules` and the remembered allows in
+/// `builder` with the tool policy `rules` and the remembered allows
 /// `allows` (no one asked).
 pub(crate) fn with_rules(
     builder: HubBuilder,
     rules: switchboard_hub::config::policy::ToolPolicy,
-    allows: PathBuf,
+    allows: RememberedAllows,
 ) -> HubBuilder {
-    builder
-        .tool_policy(rules)
-        .remembered_allows(RememberedAllows::at(allows))
+    builder.tool_policy(rules).remembered_allows(allows)
+}
+
+/// The user the replicas of a gateway without `--issuer` (one identity,
+/// its `--token`) keep their remembered allows under in the shared state;
+/// a host user's `sub` is never empty.
+pub(crate) const TOKEN_USER: &str = "";
+
+/// `user`'s remembered allows in the shared state: an answer given through
+/// one replica holds on all, and a revocation anywhere holds at once.
+pub(crate) fn shared_allows_of(
+    state: &switchboard_postgres::PgState,
+    user: &str,
+) -> RememberedAllows {
+    RememberedAllows::shared(Arc::new(state.tool_allows(user)))
+}
+
+/// A user as said to the operator.
+fn said_user(user: &str) -> String {
+    if user == TOKEN_USER {
+        "(the --token gateway)".to_owned()
+    } else {
+        sanitize::line(user).into_owned()
+    }
+}
+
+/// `policy list --state …`: the replicas' users' remembered allows.
+pub(crate) async fn shared_allows(
+    state: &crate::cli::SharedStateArgs,
+    user: Option<String>,
+    json: bool,
+) -> Result<u8, Failure> {
+    let allows = on_shared(state, move |shared| shared.all_tool_allows(user.as_deref())).await?;
+    if json {
+        let allows: Vec<serde_json::Value> = allows
+            .iter()
+            .map(|found| {
+                let mut value = serde_json::to_value(&found.allow).unwrap_or_default();
+                value["user"] = serde_json::Value::String(found.user.clone());
+                value
+            })
+            .collect();
+        println!("{}", serde_json::json!({ "allows": allows }));
+    } else if allows.is_empty() {
+        eprintln!("no tool is remembered as always allowed in the shared state");
+    } else {
+        for found in &allows {
+            println!(
+                "{}\t{}/{}\t(server identity {})",
+                said_user(&found.user),
+                sanitize::line(&found.allow.server),
+                sanitize::line(&found.allow.tool),
+                found
+                    .allow
+                    .identity
+                    .get(..12)
+                    .unwrap_or(&found.allow.identity)
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// `policy revoke SERVER/TOOL --state … [--user SUB]`: forgotten on every
+/// replica at once, for that user or for every user.
+pub(crate) async fn shared_revoke(
+    state: &crate::cli::SharedStateArgs,
+    user: Option<String>,
+    target: &str,
+) -> Result<u8, Failure> {
+    let (server, tool) = split_target(target)?;
+    let (whose, server, tool) = (user.clone(), server.to_owned(), tool.to_owned());
+    let revoked = on_shared(state, move |shared| {
+        shared.revoke_tool_allows(whose.as_deref(), &server, &tool)
+    })
+    .await?;
+    let whose = user.map_or_else(|| "every user".to_owned(), |u| said_user(&u));
+    if revoked == 0 {
+        return Err(Failure::usage(anyhow!(
+            "no remembered allow of {whose} matches `{}` (see `switchboard policy list --state …`)",
+            sanitize::line(target)
+        )));
+    }
+    eprintln!(
+        "revoked {revoked} remembered allow(s) of {whose}: `{}` is asked about again on every replica",
+        sanitize::line(target)
+    );
+    Ok(0)
+}
+
+/// `SERVER/TOOL` split, or why not.
+fn split_target(target: &str) -> Result<(&str, &str), Failure> {
+    target.split_once('/').ok_or_else(|| {
+        Failure::usage(anyhow!(
+            "`{}` is not SERVER/TOOL (or SERVER/* for every tool of a server)",
+            sanitize::line(target)
+        ))
+    })
 }
 
 /// Asks on the terminal: allow once, always, or not. Without a terminal
@@ -131,12 +231,7 @@ pub(crate) fn list(context: &Context, json: bool) -> Result<u8, Failure> {
 
 /// `policy revoke SERVER/TOOL` (`SERVER/*` for all of a server's).
 pub(crate) fn revoke(context: &Context, target: &str) -> Result<u8, Failure> {
-    let Some((server, tool)) = target.split_once('/') else {
-        return Err(Failure::usage(anyhow!(
-            "`{}` is not SERVER/TOOL (or SERVER/* for every tool of a server)",
-            sanitize::line(target)
-        )));
-    };
+    let (server, tool) = split_target(target)?;
     let file = allows_file(context);
     let revoked = RememberedAllows::at(&file)
         .revoke(server, tool)

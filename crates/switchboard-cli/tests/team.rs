@@ -11,6 +11,8 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use switchboard::{Client, EraMode};
@@ -325,7 +327,7 @@ async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_
     // call, round robin), which opens the round the first one sealed.
     let asking = Client::builder()
         .era_mode(EraMode::Modern)
-        .elicitation(Ada)
+        .elicitation(FormAnswerer::new(json!({"name": "Ada"})))
         .connect(authed(&front))
         .await
         .unwrap();
@@ -441,10 +443,23 @@ async fn two_replicas_behind_nginx_serve_both_eras_and_one_dying_fails_only_its_
     assert!(intact, "{said}");
 }
 
-/// A host's user who answers every form with the name Ada.
-struct Ada;
+/// A host's user who answers every form with `content` (the policy's
+/// question, a backend's), counting the forms.
+struct FormAnswerer {
+    content: serde_json::Value,
+    asked: Arc<AtomicUsize>,
+}
 
-impl switchboard::ElicitationHandler for Ada {
+impl FormAnswerer {
+    fn new(content: serde_json::Value) -> Self {
+        Self {
+            content,
+            asked: Arc::default(),
+        }
+    }
+}
+
+impl switchboard::ElicitationHandler for FormAnswerer {
     fn elicit_form(
         &self,
         _: switchboard::HandlerContext,
@@ -453,11 +468,9 @@ impl switchboard::ElicitationHandler for Ada {
         'static,
         Result<switchboard::types::ElicitResult, switchboard::HandlerError>,
     > {
-        Box::pin(async {
-            Ok(switchboard::types::ElicitResult::accept(
-                json!({"name": "Ada"}).as_object().cloned(),
-            ))
-        })
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let content = self.content.as_object().cloned();
+        Box::pin(async move { Ok(switchboard::types::ElicitResult::accept(content)) })
     }
 }
 
@@ -528,24 +541,41 @@ async fn token_for(issuer: &str, user: &str, audience: &str) -> String {
     minted["access_token"].as_str().unwrap().to_owned()
 }
 
+/// A host at `url` with the bearer `token`, whose user is `handler`.
+async fn host_of(
+    url: &str,
+    token: &str,
+    handler: impl switchboard::ElicitationHandler + 'static,
+) -> Client {
+    Client::builder()
+        .era_mode(EraMode::Legacy)
+        .elicitation(handler)
+        .connect(
+            switchboard::transport::http::HttpConfig::new(url)
+                .header("Authorization", format!("Bearer {token}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e:#}"))
+}
+
 /// A host of `user` at `url`, following its login links on `links`.
 async fn user_host(
     url: &str,
     token: &str,
 ) -> (Client, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let (tx, links) = tokio::sync::mpsc::unbounded_channel();
-    let host = Client::builder()
-        .era_mode(EraMode::Legacy)
-        .elicitation(support::url_opener::UrlOpener(move |url| {
-            let _ = tx.send(url);
-        }))
-        .connect(
-            switchboard::transport::http::HttpConfig::new(url)
-                .header("Authorization", format!("Bearer {token}")),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{url}: {e:#}"));
-    (host, links)
+    let opener = support::url_opener::UrlOpener(move |url| {
+        let _ = tx.send(url);
+    });
+    (host_of(url, token, opener).await, links)
+}
+
+/// A host of the user `token` names at `url`, answering the policy's
+/// questions (with `always`); how many it was asked.
+async fn answering_host(url: &str, token: &str, always: bool) -> (Client, Arc<AtomicUsize>) {
+    let answerer = FormAnswerer::new(json!({ "always": always }));
+    let asked = answerer.asked.clone();
+    (host_of(url, token, answerer).await, asked)
 }
 
 async fn tool_names(host: &Client) -> Vec<String> {
@@ -619,7 +649,9 @@ async fn backend_calls(backend: &str) -> Vec<(String, String)> {
 /// Her access token ended, both replicas call at once: one refresh.
 /// Bob sees only his own `authenticate` tool; Alice opening Bob's link
 /// (logged in as herself) is refused; Bob logs in for himself through
-/// nginx. The backend saw each user's calls with that user's own token.
+/// nginx. A shared `ask`: Alice's "always", given through one replica,
+/// holds on the other and not for Bob, and her revocation holds at her
+/// next call. The backend saw each user's calls with their own token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
     let Some((_postgres, url, _team_sandbox, _)) = team("team-users") else {
@@ -774,6 +806,77 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
     assert_ne!(ended.is_error, Some(true), "{ended:?}");
     echo(&bob, "bob's words").await;
     echo(&alice, "alice's words").await;
+
+    // A shared `ask`: Alice answers "always" through the first replica;
+    // the second lets her calls run unasked, and still asks Bob.
+    policy(&sandbox, &url, &key, &["ask", "gh/echo"]);
+    let (alice_first, alice_asked) = answering_host(&replicas[0].url, &alice_token, true).await;
+    let changed = std::time::Instant::now();
+    while alice_asked.load(Ordering::SeqCst) == 0 {
+        assert!(
+            changed.elapsed() < std::time::Duration::from_secs(2),
+            "the shared ask did not hold within 2 s"
+        );
+        echo(&alice_first, "asked alice").await;
+    }
+    assert_eq!(alice_asked.load(Ordering::SeqCst), 1);
+    let (alice_second, alice_asked_second) =
+        answering_host(&replicas[1].url, &alice_token, true).await;
+    echo(&alice_second, "asked alice, second replica").await;
+    assert_eq!(alice_asked_second.load(Ordering::SeqCst), 0, "asked again");
+    let (bob_second, bob_asked) = answering_host(&replicas[1].url, &bob_token, false).await;
+    echo(&bob_second, "asked bob").await;
+    echo(&bob_second, "asked bob").await;
+    assert_eq!(
+        bob_asked.load(Ordering::SeqCst),
+        2,
+        "alice's answer held for bob"
+    );
+    // Revoked (for Alice, from the command line): the second replica asks
+    // her at her very next call, as every question reads the database.
+    let listed = sandbox
+        .host(BIN)
+        .args([
+            "policy",
+            "list",
+            "--json",
+            "--state",
+            &url,
+            "--state-key-file",
+        ])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed["allows"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["allows"][0]["user"], "alice", "{listed}");
+    policy(
+        &sandbox,
+        &url,
+        &key,
+        &["revoke", "gh/echo", "--user", "alice"],
+    );
+    echo(&alice_second, "asked alice again").await;
+    assert_eq!(alice_asked_second.load(Ordering::SeqCst), 1);
+    for host in [alice_first, alice_second, bob_second] {
+        host.close().await;
+    }
+    policy(&sandbox, &url, &key, &["remove", "ask", "gh/echo"]);
+    let changed = std::time::Instant::now();
+    loop {
+        let said = alice
+            .call_tool("gh__echo", json!({"text": "unasked"}).as_object().cloned())
+            .await
+            .unwrap();
+        if said.is_error != Some(true) {
+            break;
+        }
+        assert!(
+            changed.elapsed() < std::time::Duration::from_secs(2),
+            "the shared ask was not removed within 2 s: {said:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     // A shared deny holds in every user's own hub, on both replicas.
     policy(&sandbox, &url, &key, &["deny", "gh/echo"]);

@@ -20,6 +20,9 @@
 //!   `UserStore`, implemented by [`PgState`]): a server added, a login
 //!   finished or a token refreshed on one instance is announced to every
 //!   other (`NOTIFY` on [`CHANNEL`]), which connects the user's server too.
+//! - [`PgToolAllows`]: each user's remembered "always allow" answers to
+//!   the tool policy's `ask` (the hub's `AllowStore`), read again on every
+//!   question, so a revocation on any replica holds at once.
 //! - [`PgAudit`]: the audit log as one ordered, tamper-evident chain every
 //!   replica appends to (the hub's `AuditLog::shared`), checked by
 //!   [`PgState::verify_audit`].
@@ -32,6 +35,7 @@
 //!
 //! [`CredentialStore`]: switchboard_auth::store::CredentialStore
 
+mod allows;
 mod audit;
 mod credentials;
 mod listen;
@@ -45,6 +49,7 @@ use std::sync::Arc;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use switchboard_auth::store::StoreError;
 
+pub use allows::{PgToolAllows, UserAllow};
 pub use audit::{ChainError, ChainVerified, PgAudit};
 pub use credentials::PgCredentialStore;
 pub use pending::PgPendingStore;

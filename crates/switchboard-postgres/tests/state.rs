@@ -338,3 +338,73 @@ fn replicas_starting_together_migrate_the_schema_once() {
         assert_eq!(start.join().unwrap().unwrap().unwrap(), SCHEMA);
     }
 }
+
+#[test]
+fn an_always_allow_holds_on_every_replica_for_its_user_only_until_revoked_anywhere() {
+    use switchboard_hub::hub::RememberedAllows;
+    let Some((_postgres, url)) = database("allows") else {
+        return;
+    };
+    let (first, second) = (
+        PgState::connect(&url, key()).unwrap(),
+        PgState::connect(&url, key()).unwrap(),
+    );
+    let on =
+        |state: &PgState, user: &str| RememberedAllows::shared(Arc::new(state.tool_allows(user)));
+    // Alice answers "always" through the first replica: the second lets
+    // her call run, not Bob's, and not a server whose identity changed.
+    on(&first, "alice")
+        .remember("gh", "id-1", "delete_repo")
+        .unwrap();
+    assert!(on(&second, "alice").allows("gh", "id-1", "delete_repo"));
+    assert!(!on(&second, "bob").allows("gh", "id-1", "delete_repo"));
+    assert!(!on(&second, "alice").allows("gh", "id-2", "delete_repo"));
+    assert!(!on(&second, "alice").allows("gh", "id-1", "create_repo"));
+    // "always" again replaces, never duplicates.
+    on(&second, "alice")
+        .remember("gh", "id-1", "delete_repo")
+        .unwrap();
+    on(&second, "alice").remember("gh", "id-1", "fork").unwrap();
+    on(&second, "bob").remember("gh", "id-1", "fork").unwrap();
+    assert_eq!(on(&first, "alice").list().unwrap().len(), 2);
+    assert_eq!(first.all_tool_allows(None).unwrap().len(), 3);
+    // Revoked through the second replica (a glob): the first asks again
+    // on its very next question, as nothing is cached.
+    assert_eq!(on(&second, "alice").revoke("gh", "del*").unwrap(), 1);
+    assert!(!on(&first, "alice").allows("gh", "id-1", "delete_repo"));
+    assert!(on(&first, "alice").allows("gh", "id-1", "fork"));
+    // An operator's revocation for every user.
+    assert_eq!(first.revoke_tool_allows(None, "gh", "fork").unwrap(), 2);
+    assert!(first.all_tool_allows(None).unwrap().is_empty());
+
+    // Written or changed without the key, a row allows nothing.
+    on(&first, "carol").remember("gh", "id-1", "fork").unwrap();
+    let sql = Sql::new(&url);
+    sql.exec(
+        "INSERT INTO switchboard_tool_allows (user_id, server, tool, identity, seal) \
+         SELECT 'mallory', server, tool, identity, seal FROM switchboard_tool_allows WHERE user_id = 'carol'",
+    );
+    assert!(!on(&second, "mallory").allows("gh", "id-1", "fork"));
+    sql.exec("UPDATE switchboard_tool_allows SET tool = 'delete_repo' WHERE user_id = 'carol'");
+    assert!(!on(&second, "carol").allows("gh", "id-1", "delete_repo"));
+    assert!(on(&second, "carol").list().unwrap().is_empty());
+    let (other, _) = StateKey::generate().unwrap();
+    let stranger = PgState::connect(&url, other).unwrap();
+    on(&stranger, "dave")
+        .remember("gh", "id-1", "fork")
+        .unwrap();
+    assert!(!on(&first, "dave").allows("gh", "id-1", "fork"));
+
+    // Values that look like SQL are only values.
+    let user = "eve'; DROP TABLE switchboard_tool_allows; --";
+    let tool = "x' OR '1'='1";
+    on(&first, user).remember("s$1", "id'--", tool).unwrap();
+    assert!(on(&second, user).allows("s$1", "id'--", tool));
+    assert!(!on(&second, "eve").allows("s$1", "id'--", tool));
+    // Names beyond the schema's bounds are refused with a reason.
+    let long = "t".repeat(513);
+    let refused = on(&first, "alice")
+        .remember("gh", "id-1", &long)
+        .unwrap_err();
+    assert!(refused.to_string().contains("1 to 512"), "{refused}");
+}

@@ -66,17 +66,23 @@ pub(crate) enum AuthCommand {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum PolicyCommand {
-    /// List the tools remembered as always allowed (SERVER/TOOL).
+    /// List the tools remembered as always allowed (SERVER/TOOL); with
+    /// --state, those the gateway replicas' users answered.
     List {
         /// Print one JSON document.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        shared: SharedAllowsArgs,
     },
-    /// Forget a remembered allow: the next call is asked about again.
+    /// Forget a remembered allow: the next call is asked about again (with
+    /// --state, on every replica at once).
     Revoke {
         /// SERVER/TOOL, or SERVER/* for every tool of a server.
         #[arg(value_name = "SERVER/TOOL")]
         target: String,
+        #[command(flatten)]
+        shared: SharedAllowsArgs,
     },
     /// Refuse the tools PATTERN names on every gateway replica sharing
     /// the --state database, from their next call (beside each replica's
@@ -117,6 +123,33 @@ pub(crate) enum PolicyCommand {
         #[command(flatten)]
         state: SharedStateArgs,
     },
+}
+
+/// The remembered allows of the replicas' shared state, rather than this
+/// machine's file.
+#[derive(clap::Args, Debug)]
+pub(crate) struct SharedAllowsArgs {
+    /// The PostgreSQL database the gateway replicas share (as their
+    /// `serve --state`): its users' answers, not this machine's file.
+    #[arg(long = "state", value_name = "URL", requires = "state_key_file")]
+    pub(crate) url: Option<String>,
+    /// The state key file (as their `serve --state-key-file`).
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub(crate) state_key_file: Option<PathBuf>,
+    /// With --state: only this host user's (their token's `sub`); without
+    /// it, every user's.
+    #[arg(long, value_name = "SUB", requires = "url")]
+    pub(crate) user: Option<String>,
+}
+
+impl SharedAllowsArgs {
+    /// The shared state, when one is named.
+    pub(crate) fn state(&self) -> Option<SharedStateArgs> {
+        Some(SharedStateArgs {
+            url: self.url.clone()?,
+            state_key_file: self.state_key_file.clone()?,
+        })
+    }
 }
 
 /// Where the replicas' shared state is.
@@ -600,7 +633,7 @@ impl Command {
                 command: AuthCommand::Status { json },
             }
             | Self::Policy {
-                command: PolicyCommand::List { json } | PolicyCommand::Rules { json, .. },
+                command: PolicyCommand::List { json, .. } | PolicyCommand::Rules { json, .. },
             } => *json,
             Self::Policy {
                 command:

@@ -132,8 +132,14 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
         Command::Policy { command } => {
             let context = configure::Context::new(cli.config)?;
             match command {
-                PolicyCommand::List { json } => policy::list(&context, json),
-                PolicyCommand::Revoke { target } => policy::revoke(&context, &target),
+                PolicyCommand::List { json, shared } => match shared.state() {
+                    Some(state) => policy::shared_allows(&state, shared.user, json).await,
+                    None => policy::list(&context, json),
+                },
+                PolicyCommand::Revoke { target, shared } => match shared.state() {
+                    Some(state) => policy::shared_revoke(&state, shared.user, &target).await,
+                    None => policy::revoke(&context, &target),
+                },
                 PolicyCommand::Deny { pattern, state } => {
                     policy::shared_add(&state, switchboard_postgres::RuleKind::Deny, &pattern).await
                 }

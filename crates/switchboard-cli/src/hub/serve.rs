@@ -93,15 +93,8 @@ pub(crate) async fn serve(
         && listener.users.is_some()
     {
         let state = settings.state.clone().expect("checked above");
-        return super::users::serve_users(
-            context,
-            &loaded,
-            prepared.runnable,
-            settings,
-            state,
-            servers,
-        )
-        .await;
+        return super::users::serve_users(&loaded, prepared.runnable, settings, state, servers)
+            .await;
     }
     let remote = remote_servers(&prepared.runnable);
     // The background session says what it runs, for commands to tell
@@ -323,6 +316,11 @@ fn served_hub(
             loaded,
             None,
         )
+        // Replicas sharing a state share their "always" answers too.
+        .remembered_allows(match &settings.state {
+            Some(state) => crate::policy::shared_allows_of(state, crate::policy::TOKEN_USER),
+            None => switchboard_hub::hub::RememberedAllows::at(crate::policy::allows_file(context)),
+        })
         // Read just after the servers (whose load printed its diagnostics).
         // A file that cannot be read may hold rules: the reload is refused
         // (rules and servers in force kept) rather than lifting them.

@@ -16,13 +16,11 @@ use switchboard_hub::hub::{BackendAsks, Prefix};
 use switchboard_hub::{HubServer, ServerConfig};
 
 use super::serve::{DRAIN_GRACE, ROUNDS, ServeSettings, http_listener, with_shared};
-use crate::configure::Context;
 use crate::failure::{Failure, exit};
 use crate::lifecycle::Servers;
 
 /// Serves `runnable` to each host user as their own, until a signal.
 pub(super) async fn serve_users(
-    context: &Context,
     loaded: &LoadedConfig,
     runnable: Vec<ServerConfig>,
     settings: ServeSettings,
@@ -67,9 +65,11 @@ pub(super) async fn serve_users(
     } else {
         Prefix::Always
     };
+    // Each user's "always" answers are theirs, kept in the shared state:
+    // one user's never lets another's call run unasked.
     let (rules, allows, client_asks, shared) = (
         loaded.policy.tools.clone(),
-        crate::policy::allows_file(context),
+        state.clone(),
         asks.clone(),
         settings.shared_policy.clone(),
     );
@@ -92,7 +92,7 @@ pub(super) async fn serve_users(
             crate::policy::with_rules(
                 builder.default_prefix(prefix),
                 with_shared(shared.as_ref(), rules.clone()),
-                allows.clone(),
+                crate::policy::shared_allows_of(&allows, user),
             )
             .tool_policy_source(move || Ok(with_shared(shared_rules.as_ref(), file_rules.clone())))
             .client(move |server, client| forwarding.client(&server.name, client))

@@ -104,7 +104,9 @@ pub use features::{HubListing, HubPrompt, HubResource, HubResourceTemplate, HubS
 #[cfg(feature = "oauth")]
 pub use login::{Connect, OAuthLogins};
 pub use login::{DEFAULT_CREDENTIALS_POLL, MIN_CREDENTIALS_POLL};
-pub use policy::{RememberedAllow, RememberedAllows, ToolAnswer, ToolApprover, ToolAsk};
+pub use policy::{
+    AllowStore, RememberedAllow, RememberedAllows, ToolAnswer, ToolApprover, ToolAsk,
+};
 pub use routes::MAX_NAME_LEN;
 pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus};
 pub use stats::{LATENCY_BOUNDS, ServerStats};

@@ -134,17 +134,72 @@ pub struct RememberedAllow {
     pub since: u64,
 }
 
+impl RememberedAllow {
+    /// `server`'s `tool`, allowed while the server is `identity`, since
+    /// `since` (seconds since the Unix epoch): for an [`AllowStore`] that
+    /// reads its own.
+    pub fn new(server: &str, tool: &str, identity: &str, since: u64) -> Self {
+        Self {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            identity: identity.to_owned(),
+            since,
+        }
+    }
+}
+
 #[derive(Default, Serialize, Deserialize)]
 struct AllowsFile {
     allows: Vec<RememberedAllow>,
 }
 
+/// Where remembered allows are kept other than a file or memory: a store
+/// several processes share (switchboard-postgres keeps each user's in the
+/// database, so an answer given through one gateway replica holds on every
+/// other, and a revocation anywhere holds at once). Its methods block, as
+/// [`RememberedAllows`]' do; each is read again on every question.
+pub trait AllowStore: Send + Sync + std::fmt::Debug {
+    /// Every remembered allow, oldest first.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn list(&self) -> io::Result<Vec<RememberedAllow>>;
+
+    /// Keeps `allow`, replacing one of the same server and tool, and
+    /// forgetting the oldest beyond [`MAX_REMEMBERED_ALLOWS`].
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn remember(&self, allow: RememberedAllow) -> io::Result<()>;
+
+    /// Forgets the allow of `server`'s `tool` (its own name, not a glob);
+    /// whether there was one.
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn forget(&self, server: &str, tool: &str) -> io::Result<bool>;
+
+    /// Whether `server`, as `identity`, may run `tool` without asking (a
+    /// store may answer it without listing everything).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn allows(&self, server: &str, identity: &str, tool: &str) -> io::Result<bool> {
+        Ok(self
+            .list()?
+            .iter()
+            .any(|a| a.server == server && a.tool == tool && a.identity == identity))
+    }
+}
+
 /// The "always allow this tool" answers: in a private file (0600, written
 /// whole through [`crate::private_file`], read again on every question so
-/// a revocation from another process counts at once), or in memory only.
+/// a revocation from another process counts at once), in a shared
+/// [`AllowStore`], or in memory only.
 #[derive(Clone, Debug)]
 pub struct RememberedAllows {
     path: Option<PathBuf>,
+    store: Option<Arc<dyn AllowStore>>,
     memory: Arc<Mutex<Vec<RememberedAllow>>>,
 }
 
@@ -153,6 +208,7 @@ impl RememberedAllows {
     pub fn in_memory() -> Self {
         Self {
             path: None,
+            store: None,
             memory: Arc::default(),
         }
     }
@@ -162,6 +218,16 @@ impl RememberedAllows {
     pub fn at(path: impl Into<PathBuf>) -> Self {
         Self {
             path: Some(path.into()),
+            store: None,
+            memory: Arc::default(),
+        }
+    }
+
+    /// Remembered in `store` (shared with other processes).
+    pub fn shared(store: Arc<dyn AllowStore>) -> Self {
+        Self {
+            path: None,
+            store: Some(store),
             memory: Arc::default(),
         }
     }
@@ -176,6 +242,9 @@ impl RememberedAllows {
     /// # Errors
     /// When the file cannot be read or is not a list of allows.
     pub fn list(&self) -> io::Result<Vec<RememberedAllow>> {
+        if let Some(store) = &self.store {
+            return store.list();
+        }
         let Some(path) = &self.path else {
             return Ok(self
                 .memory
@@ -239,18 +308,17 @@ impl RememberedAllows {
     /// # Errors
     /// When the file cannot be read or written.
     pub fn remember(&self, server: &str, identity: &str, tool: &str) -> io::Result<()> {
-        let _lock = self.locked()?;
-        let mut allows = self.list()?;
-        allows.retain(|a| !(a.server == server && a.tool == tool));
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        allows.push(RememberedAllow {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-            identity: identity.to_owned(),
-            since,
-        });
+        let allow = RememberedAllow::new(server, tool, identity, since);
+        if let Some(store) = &self.store {
+            return store.remember(allow);
+        }
+        let _lock = self.locked()?;
+        let mut allows = self.list()?;
+        allows.retain(|a| !(a.server == server && a.tool == tool));
+        allows.push(allow);
         let excess = allows.len().saturating_sub(MAX_REMEMBERED_ALLOWS);
         allows.drain(..excess);
         self.store(allows)
@@ -262,6 +330,18 @@ impl RememberedAllows {
     /// # Errors
     /// When the file cannot be read or written.
     pub fn revoke(&self, server: &str, tool: &str) -> io::Result<usize> {
+        if let Some(store) = &self.store {
+            let mut revoked = 0;
+            for allow in store.list()? {
+                if allow.server == server
+                    && crate::config::policy::glob_match(tool, &allow.tool)
+                    && store.forget(&allow.server, &allow.tool)?
+                {
+                    revoked += 1;
+                }
+            }
+            return Ok(revoked);
+        }
         let _lock = self.locked()?;
         let mut allows = self.list()?;
         let before = allows.len();
@@ -277,10 +357,16 @@ impl RememberedAllows {
     /// Whether `server`, as `identity`, may run `tool` without asking. An
     /// unreadable file remembers nothing (the user is asked).
     pub fn allows(&self, server: &str, identity: &str, tool: &str) -> bool {
-        match self.list() {
-            Ok(allows) => allows
-                .iter()
-                .any(|a| a.server == server && a.tool == tool && a.identity == identity),
+        let answer = match &self.store {
+            Some(store) => store.allows(server, identity, tool),
+            None => self.list().map(|allows| {
+                allows
+                    .iter()
+                    .any(|a| a.server == server && a.tool == tool && a.identity == identity)
+            }),
+        };
+        match answer {
+            Ok(allowed) => allowed,
             Err(error) => {
                 tracing::warn!(%error, "the remembered tool allows cannot be read; asking");
                 false
