@@ -125,13 +125,20 @@ pub enum TokenError {
     /// The issuer's metadata or keys could not be had.
     #[error("the issuer's keys cannot be fetched: {0}")]
     Keys(String),
+    /// The issuer's introspection says the token is not active (an
+    /// opaque token, [`crate::introspection`]).
+    #[error("the issuer says the token is not active")]
+    Inactive,
+    /// The issuer's introspection endpoint could not be used.
+    #[error("the issuer's token introspection cannot be used: {0}")]
+    Introspection(String),
 }
 
 impl TokenError {
     /// Whether the token itself is at fault (a 401 for its host), not the
     /// way to the issuer's keys.
     pub fn is_invalid_token(&self) -> bool {
-        !matches!(self, Self::Keys(_))
+        !matches!(self, Self::Keys(_) | Self::Introspection(_))
     }
 }
 
@@ -344,20 +351,9 @@ impl JwtValidator {
     /// The issuer's metadata, then its JWK Set.
     async fn fetch(&self) -> Result<(String, Vec<Jwk>), TokenError> {
         let inner = &*self.inner;
-        let mut last = String::from("no metadata URL");
-        let mut metadata = None;
-        for url in authorization_server_metadata_urls(&inner.issuer) {
-            match self.get_json::<AuthorizationServerMetadata>(&url).await {
-                Ok(found) => {
-                    check_issuer(&inner.issuer, &found)
-                        .map_err(|e| TokenError::Keys(e.to_string()))?;
-                    metadata = Some(found);
-                    break;
-                }
-                Err(why) => last = why,
-            }
-        }
-        let metadata = metadata.ok_or(TokenError::Keys(last))?;
+        let metadata = issuer_metadata(&inner.client, &inner.issuer)
+            .await
+            .map_err(TokenError::Keys)?;
         let jwks_uri = metadata
             .jwks_uri
             .as_deref()
@@ -366,30 +362,53 @@ impl JwtValidator {
             .guard
             .check(jwks_uri, Some(&inner.issuer))
             .map_err(|e| TokenError::Keys(e.to_string()))?;
-        let set: Value = self.get_json(&jwks_uri).await.map_err(TokenError::Keys)?;
+        let set: Value = get_json(&inner.client, &jwks_uri)
+            .await
+            .map_err(TokenError::Keys)?;
         Ok((metadata.issuer, parse_jwks(&set)))
     }
+}
 
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &Url) -> Result<T, String> {
-        let response = self
-            .inner
-            .client
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| format!("{}: {}", crate::grant::shown(url), e.without_url()))?;
-        if !response.status().is_success() {
-            return Err(format!(
-                "{} answered {}",
-                crate::grant::shown(url),
-                response.status()
-            ));
+/// `issuer`'s metadata (RFC 8414, tried where [`crate::metadata`] says),
+/// checked to be its own; or why not.
+pub(crate) async fn issuer_metadata(
+    client: &reqwest::Client,
+    issuer: &Url,
+) -> Result<AuthorizationServerMetadata, String> {
+    let mut last = String::from("no metadata URL");
+    for url in authorization_server_metadata_urls(issuer) {
+        match get_json::<AuthorizationServerMetadata>(client, &url).await {
+            Ok(found) => {
+                check_issuer(issuer, &found).map_err(|e| e.to_string())?;
+                return Ok(found);
+            }
+            Err(why) => last = why,
         }
-        let body = read_body(response, url).await.map_err(|e| e.to_string())?;
-        serde_json::from_slice(&body)
-            .map_err(|e| format!("{} is not the JSON expected: {e}", crate::grant::shown(url)))
     }
+    Err(last)
+}
+
+/// The JSON document at `url` (bounded as every answer is).
+async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &reqwest::Client,
+    url: &Url,
+) -> Result<T, String> {
+    let response = client
+        .get(url.clone())
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(|e| format!("{}: {}", crate::grant::shown(url), e.without_url()))?;
+    if !response.status().is_success() {
+        return Err(format!(
+            "{} answered {}",
+            crate::grant::shown(url),
+            response.status()
+        ));
+    }
+    let body = read_body(response, url).await.map_err(|e| e.to_string())?;
+    serde_json::from_slice(&body)
+        .map_err(|e| format!("{} is not the JSON expected: {e}", crate::grant::shown(url)))
 }
 
 /// A token taken apart, its signature not checked yet.
@@ -531,14 +550,14 @@ fn parse_jwk(jwk: &Value) -> Option<Jwk> {
     })
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
 /// The checks of a signed token's claims, at `now` (seconds).
-fn check_claims(
+pub(crate) fn check_claims(
     claims: Map<String, Value>,
     issuer: &str,
     audience: &str,

@@ -48,6 +48,7 @@ pub mod dpop;
 pub mod enterprise;
 pub mod flow;
 pub mod grant;
+pub mod introspection;
 pub mod jwt;
 pub mod jwt_bearer;
 pub mod loopback;

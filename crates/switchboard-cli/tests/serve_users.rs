@@ -7,6 +7,8 @@
 //! user cannot use another's session; flags that make no sense together
 //! are refused. The TypeScript SDK's client, given only the gateway's URL,
 //! finds the issuer through the metadata, registers, logs in and calls.
+//! Opaque tokens are asked about at the issuer (RFC 7662) as a client it
+//! knows, the answers kept; refused ones are refused the same way.
 #![cfg(target_os = "linux")]
 
 use std::io::BufRead as _;
@@ -130,11 +132,16 @@ fn post(
 /// A token the test authorization server signs: its defaults (`sub`
 /// `user`, a lifetime ahead) with `claims` applied, forged as `forge` says.
 fn mint(issuer: &HttpServer, claims: Value, forge: Option<&str>) -> String {
-    let address = issuer.1.trim_start_matches("http://");
     let mut asked = json!({ "claims": claims });
     if let Some(forge) = forge {
         asked["forge"] = forge.into();
     }
+    minted(issuer, &asked)
+}
+
+/// What `/auth/mint` makes of `asked`.
+fn minted(issuer: &HttpServer, asked: &Value) -> String {
+    let address = issuer.1.trim_start_matches("http://");
     let response = exchange(
         address,
         "POST",
@@ -297,6 +304,135 @@ fn every_bad_token_is_refused_with_a_challenge_naming_the_metadata() {
     }
     // The good token still works: no refusal above spoiled the keys.
     assert_eq!(post(&gateway, Some(&good), None, &initialize()).status, 200);
+}
+
+/// An opaque token of `claims`' `sub` and `aud`, kept by the test
+/// authorization server (for its introspection to answer about).
+fn mint_opaque(issuer: &HttpServer, claims: Value) -> String {
+    minted(issuer, &json!({ "claims": claims, "opaque": true }))
+}
+
+/// `issuer`'s counters.
+fn issuer_stats(issuer: &HttpServer) -> Value {
+    let address = issuer.1.trim_start_matches("http://");
+    let response = exchange(address, "GET", "/auth/stats", &[], "");
+    serde_json::from_str(&response.body).unwrap()
+}
+
+/// A gateway that asks `issuer` about opaque tokens as a client it
+/// registers there (with `secret` instead of its own, when given).
+fn introspecting_gateway(
+    name: &str,
+    issuer: &HttpServer,
+    secret: Option<&str>,
+) -> (Sandbox, Gateway) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let address = issuer.1.trim_start_matches("http://");
+    let registered = exchange(
+        address,
+        "POST",
+        "/register",
+        &["content-type: application/json".to_owned()],
+        &json!({"token_endpoint_auth_method": "client_secret_basic",
+                "grant_types": ["client_credentials"]})
+        .to_string(),
+    );
+    assert!(registered.status < 300, "{}", registered.body);
+    let client: Value = serde_json::from_str(&registered.body).unwrap();
+    let sandbox = Sandbox::new(name);
+    let file = sandbox.work().join("introspection.secret");
+    let secret = secret.unwrap_or_else(|| client["client_secret"].as_str().unwrap());
+    std::fs::write(&file, format!("{secret}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let gateway = Gateway::start(serve(
+        &sandbox,
+        &[
+            "--issuer",
+            issuer.issuer(),
+            "--audience",
+            AUDIENCE,
+            "--introspection-client-id",
+            client["client_id"].as_str().unwrap(),
+            "--introspection-secret-file",
+            file.to_str().unwrap(),
+        ],
+    ));
+    (sandbox, gateway)
+}
+
+#[test]
+fn opaque_tokens_are_asked_about_at_the_issuer_and_the_answer_kept() {
+    let issuer = HttpServer::start(&["--auth"]);
+    let (_sandbox, gateway) = introspecting_gateway("users-opaque", &issuer, None);
+    let alice = mint_opaque(&issuer, json!({"sub": "alice", "aud": AUDIENCE}));
+    let session = open_session(&gateway, &alice);
+    let listed = post(&gateway, Some(&alice), Some(&session), &list_tools());
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    // Asked once: the answer is kept (by the token's hash) for the
+    // session's later requests.
+    assert_eq!(issuer_stats(&issuer)["introspected"], 1);
+    // A JWT is still checked here, never sent to the issuer.
+    let jwt = mint(&issuer, json!({"sub": "bob", "aud": AUDIENCE}), None);
+    assert_eq!(post(&gateway, Some(&jwt), None, &initialize()).status, 200);
+    assert_eq!(issuer_stats(&issuer)["introspected"], 1);
+    // Alice's session is hers: Bob's opaque token does not reach it.
+    let bob = mint_opaque(&issuer, json!({"sub": "bob", "aud": AUDIENCE}));
+    let stolen = post(&gateway, Some(&bob), Some(&session), &list_tools());
+    assert_eq!(stolen.status, 404, "{}", stolen.body);
+
+    // Refused, each with the challenge: an opaque token for another
+    // resource, one the issuer never issued, one it ended, a user-less one.
+    let other = mint_opaque(
+        &issuer,
+        json!({"sub": "carol", "aud": "https://other.test/mcp"}),
+    );
+    let ended = mint_opaque(&issuer, json!({"sub": "dave", "aud": AUDIENCE}));
+    let address = issuer.1.trim_start_matches("http://");
+    assert_eq!(
+        exchange(address, "POST", "/auth/expire", &[], "").status,
+        200
+    );
+    let nobody = mint_opaque(&issuer, json!({"sub": "", "aud": AUDIENCE}));
+    for (what, token) in [
+        ("another audience", other),
+        ("never issued", "opaque-0123456789abcdef".to_owned()),
+        ("ended", ended),
+        ("no subject", nobody),
+        ("with a space", "a b".to_owned()),
+    ] {
+        let refused = post(&gateway, Some(&token), None, &initialize());
+        assert_eq!(refused.status, 401, "{what}: {}", refused.body);
+        let challenge = refused.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.contains(METADATA), "{what}: {challenge}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+    }
+    // A refusal is kept too: the same bad token again asks nobody.
+    let asked = issuer_stats(&issuer)["introspected"].as_u64().unwrap();
+    let again = post(
+        &gateway,
+        Some("opaque-0123456789abcdef"),
+        None,
+        &initialize(),
+    );
+    assert_eq!(again.status, 401);
+    assert_eq!(
+        issuer_stats(&issuer)["introspected"].as_u64().unwrap(),
+        asked
+    );
+}
+
+#[test]
+fn a_gateway_the_issuer_refuses_to_answer_refuses_opaque_tokens() {
+    let issuer = HttpServer::start(&["--auth"]);
+    let (_sandbox, gateway) =
+        introspecting_gateway("users-opaque-wrong-secret", &issuer, Some("not-the-secret"));
+    let alice = mint_opaque(&issuer, json!({"sub": "alice", "aud": AUDIENCE}));
+    let refused = post(&gateway, Some(&alice), None, &initialize());
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert_eq!(issuer_stats(&issuer)["introspected"], 0);
 }
 
 #[test]

@@ -170,6 +170,8 @@ struct Stats {
     client_credentials: AtomicU64,
     /// Requests to the MCP endpoints refused with 401 or 403.
     rejected: AtomicU64,
+    /// Token introspections answered (RFC 7662).
+    introspected: AtomicU64,
 }
 
 /// The authorization server and the resource server's token checks.
@@ -382,7 +384,8 @@ pub(crate) fn router(auth: Arc<AuthServer>) -> Router {
         .route("/auth/stats", get(stats))
         .route("/jwks", get(jwks))
         .route("/auth/mint", post(mint))
-        .route("/auth/expire", post(expire));
+        .route("/auth/expire", post(expire))
+        .route("/introspect", post(introspect));
     app = match &auth.config.issuer_suffix {
         Some(s) => app.route(
             &format!("/.well-known/oauth-authorization-server/{s}"),
@@ -442,6 +445,7 @@ async fn as_metadata(State(auth): State<Arc<AuthServer>>) -> Response {
             "scopes_supported": [SCOPE_READ, SCOPE_ADMIN, "offline_access"],
             "authorization_response_iss_parameter_supported": true,
             "jwks_uri": format!("{base}/jwks"),
+            "introspection_endpoint": format!("{base}/introspect"),
         }),
     )
 }
@@ -470,6 +474,22 @@ async fn mint(State(auth): State<Arc<AuthServer>>, body: Bytes) -> Response {
         auth.claims("user", &auth.resource, &[]),
         asked.get("claims").and_then(Value::as_object),
     );
+    if asked.get("opaque") == Some(&Value::Bool(true)) {
+        // Kept, as the token endpoint keeps its own: what introspection
+        // answers about (its `sub` and `aud` as the claims say).
+        let token = random_token();
+        let text = |key: &str| claims.get(key).and_then(Value::as_str).unwrap_or("");
+        lock(&auth.store).access.insert(
+            token.clone(),
+            AccessToken {
+                scopes: vec![SCOPE_READ.to_owned()],
+                resource: text("aud").to_owned(),
+                expires: Instant::now() + auth.token_ttl(),
+                sub: text("sub").to_owned(),
+            },
+        );
+        return json_ok(StatusCode::OK, &json!({ "access_token": token }));
+    }
     json_ok(
         StatusCode::OK,
         &json!({ "access_token": auth.signer.sign(&claims, forgery) }),
@@ -489,6 +509,39 @@ async fn expire(State(auth): State<Arc<AuthServer>>) -> Response {
     json_ok(StatusCode::OK, &json!({ "expired": gone }))
 }
 
+/// RFC 7662 token introspection, for clients authenticated as at the
+/// token endpoint: whether a token this server issued (or minted opaque)
+/// is active, and its `sub`, `aud`, `exp` and `scope`.
+async fn introspect(
+    State(auth): State<Arc<AuthServer>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let params = match auth.client_form(&headers, &body) {
+        Ok((_, params)) => params,
+        Err(r) => return r,
+    };
+    let Some(token) = params.get("token") else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "token missing");
+    };
+    auth.stats.introspected.fetch_add(1, Ordering::Relaxed);
+    let store = lock(&auth.store);
+    let now = Instant::now();
+    let answer = match store.access.get(token) {
+        Some(t) if t.expires > now => json!({
+            "active": true,
+            "iss": auth.issuer,
+            "sub": t.sub,
+            "aud": t.resource,
+            "scope": t.scopes.join(" "),
+            "exp": now_secs() + t.expires.duration_since(now).as_secs(),
+            "token_type": "Bearer",
+        }),
+        _ => json!({ "active": false }),
+    };
+    json_ok(StatusCode::OK, &answer)
+}
+
 async fn stats(State(auth): State<Arc<AuthServer>>) -> Response {
     let s = &auth.stats;
     let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -502,6 +555,7 @@ async fn stats(State(auth): State<Arc<AuthServer>>) -> Response {
             "refresh_reused": n(&s.refresh_reused),
             "client_credentials": n(&s.client_credentials),
             "rejected": n(&s.rejected),
+            "introspected": n(&s.introspected),
             "calls": *lock(&auth.calls_seen),
         }),
     )
@@ -851,18 +905,8 @@ fn is_pkce_value(s: &str, min: usize, max: usize) -> bool {
 
 /// The token endpoint.
 async fn token(State(auth): State<Arc<AuthServer>>, headers: HeaderMap, body: Bytes) -> Response {
-    if body.len() > AUTH_BODY_LIMIT {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "body too large");
-    }
-    let params = match std::str::from_utf8(&body)
-        .map_err(|_| "body is not UTF-8".to_owned())
-        .and_then(parse_form)
-    {
-        Ok(p) => p,
-        Err(e) => return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &e),
-    };
-    let client_id = match auth.authenticate_client(&headers, &params) {
-        Ok(id) => id,
+    let (client_id, params) = match auth.client_form(&headers, &body) {
+        Ok(found) => found,
         Err(r) => return r,
     };
     let p = |k: &str| params.get(k).map(String::as_str);
@@ -899,6 +943,29 @@ async fn token(State(auth): State<Arc<AuthServer>>, headers: HeaderMap, body: By
 }
 
 impl AuthServer {
+    /// A client's form request (the token and introspection endpoints):
+    /// its parameters, once the client is authenticated.
+    #[allow(clippy::result_large_err)]
+    fn client_form(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<(String, HashMap<String, String>), Response> {
+        if body.len() > AUTH_BODY_LIMIT {
+            return Err(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "body too large",
+            ));
+        }
+        let params = std::str::from_utf8(body)
+            .map_err(|_| "body is not UTF-8".to_owned())
+            .and_then(parse_form)
+            .map_err(|e| oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &e))?;
+        let client_id = self.authenticate_client(headers, &params)?;
+        Ok((client_id, params))
+    }
+
     /// Client authentication at the token endpoint, by the method the
     /// client registered with.
     #[allow(clippy::result_large_err)]

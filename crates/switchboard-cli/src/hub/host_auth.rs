@@ -3,6 +3,8 @@
 //! the gateway (`switchboard_auth::access_token`); its user reaches the
 //! gateway's handler, and the gateway serves RFC 9728 metadata naming the
 //! issuer, so a host that knows MCP authorization finds where to log in.
+//! With `--introspection-client-id`, a token that is not a JWT is asked
+//! about at the issuer (RFC 7662, `switchboard_auth::introspection`).
 //! The static token (`--token-file`, `SWITCHBOARD_TOKEN`, a generated one)
 //! is the one-user case and excludes this.
 
@@ -12,7 +14,9 @@ use switchboard::server::HostUser;
 use switchboard::server::http::{HostAuth, HttpServeOptions, ResourceMetadata, TokenRefused};
 use switchboard::transport::BoxFuture;
 use switchboard_auth::access_token::{JwtValidator, TokenAlgorithm};
+use switchboard_auth::introspection::Introspector;
 use switchboard_auth::ssrf::UrlGuard;
+use switchboard_auth::store::Secret;
 
 use crate::failure::Failure;
 use crate::listen::TokenSource;
@@ -40,11 +44,24 @@ pub(crate) struct HostUserArgs {
     /// A scope the gateway's metadata lists (repeatable).
     #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
     pub(crate) scopes: Vec<String>,
+    /// Opaque (non-JWT) tokens too: asked about at the issuer's
+    /// introspection endpoint (RFC 7662) as this client of the issuer;
+    /// needs --introspection-secret-file. Answers are kept 60 s at most.
+    #[arg(
+        long,
+        value_name = "ID",
+        requires_all = ["issuer", "introspection_secret_file"]
+    )]
+    pub(crate) introspection_client_id: Option<String>,
+    /// The file (yours, 0600) holding that client's secret.
+    #[arg(long, value_name = "FILE", requires = "introspection_client_id")]
+    pub(crate) introspection_secret_file: Option<std::path::PathBuf>,
 }
 
 /// Hosts as users, checked: the issuer's token checks and the metadata.
 pub(crate) struct HostUsers {
     validator: Arc<JwtValidator>,
+    introspector: Option<Introspector>,
     metadata: ResourceMetadata,
     /// The issuer is on this machine (reached over plain http).
     loopback: bool,
@@ -65,6 +82,8 @@ impl HostUsers {
             issuer,
             audience,
             scopes,
+            introspection_client_id,
+            introspection_secret_file,
         } = args;
         let (Some(issuer), Some(audience)) = (issuer, audience) else {
             return Ok(None);
@@ -101,6 +120,27 @@ impl HostUsers {
             .allow_http_loopback(loopback)
             .build()
             .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?;
+        let introspector = match (introspection_client_id, introspection_secret_file) {
+            (Some(id), Some(file)) => {
+                let secret = crate::listen::read_private(&file, "introspection secret file")?;
+                let introspector = Introspector::builder(
+                    issuer.clone(),
+                    audience.clone(),
+                    id,
+                    Secret::new(secret.trim()),
+                )
+                .guard(guard.clone())
+                .build()
+                .map_err(|e| {
+                    Failure::usage(anyhow::anyhow!(
+                        "cannot use the issuer {} for introspection: {e}",
+                        crate::term::sanitize::line(&issuer)
+                    ))
+                })?;
+                Some(introspector)
+            }
+            _ => None,
+        };
         let validator = JwtValidator::builder(issuer.clone(), audience.clone())
             .algorithms(vec![
                 TokenAlgorithm::Rs256,
@@ -118,6 +158,7 @@ impl HostUsers {
         let metadata = ResourceMetadata::new(audience, vec![issuer]).scopes_supported(scopes);
         Ok(Some(Self {
             validator: Arc::new(validator),
+            introspector,
             metadata,
             loopback,
         }))
@@ -133,7 +174,10 @@ impl HostUsers {
 
     /// What checks a token of the issuer and names its user.
     pub(crate) fn checker(&self) -> Validated {
-        Validated(self.validator.clone())
+        Validated {
+            jwt: self.validator.clone(),
+            introspector: self.introspector.clone(),
+        }
     }
 
     /// The gateway's own URL as hosts reach it (`--audience`).
@@ -147,13 +191,24 @@ impl HostUsers {
     }
 }
 
-/// A [`HostAuth`] of JWT access tokens.
-pub(crate) struct Validated(Arc<JwtValidator>);
+/// A [`HostAuth`] of JWT access tokens, checked here, and, with an
+/// introspector, of opaque ones, asked about at the issuer.
+pub(crate) struct Validated {
+    jwt: Arc<JwtValidator>,
+    introspector: Option<Introspector>,
+}
 
 impl HostAuth for Validated {
     fn check<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<HostUser, TokenRefused>> {
         Box::pin(async move {
-            match self.0.validate(token).await {
+            // A JWT is three dot-separated parts; anything else is opaque.
+            let checked = match &self.introspector {
+                Some(introspector) if token.matches('.').count() != 2 => {
+                    introspector.validate(token).await
+                }
+                _ => self.jwt.validate(token).await,
+            };
+            match checked {
                 Ok(valid) => Ok(HostUser::new(
                     valid.sub,
                     serde_json::Value::Object(valid.claims),
@@ -164,7 +219,7 @@ impl HostAuth for Validated {
                 Err(unreachable) => {
                     tracing::warn!("cannot check a host's token: {unreachable}");
                     Err(TokenRefused(
-                        "the gateway cannot reach its issuer's keys to check the token".to_owned(),
+                        "the gateway cannot reach its issuer to check the token".to_owned(),
                     ))
                 }
             }
