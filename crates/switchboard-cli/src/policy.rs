@@ -268,22 +268,35 @@ pub(crate) async fn shared_add(
     state: &crate::cli::SharedStateArgs,
     kind: switchboard_postgres::RuleKind,
     pattern: &str,
+    scope: switchboard_postgres::RuleScope,
 ) -> Result<u8, Failure> {
     let owned = pattern.to_owned();
-    let added = on_shared(state, move |shared| shared.add_policy_rule(kind, &owned)).await?;
+    let said_scope = said_scope(&scope);
+    let added = on_shared(state, move |shared| {
+        shared.add_policy_rule(kind, &owned, &scope)
+    })
+    .await?;
     let what = match kind {
         switchboard_postgres::RuleKind::Deny => "refused",
         switchboard_postgres::RuleKind::Ask => "asked about first",
     };
     if added {
         println!(
-            "{} is {what} on every replica sharing this state, from its next call",
+            "{} is {what} for {said_scope} on every replica sharing this state, from its next call",
             sanitize::line(pattern)
         );
     } else {
-        println!("{} was {what} already", sanitize::line(pattern));
+        println!(
+            "{} was {what} for {said_scope} already",
+            sanitize::line(pattern)
+        );
     }
     Ok(0)
+}
+
+/// Whom a rule holds for, as said to the operator.
+fn said_scope(scope: &switchboard_postgres::RuleScope) -> String {
+    sanitize::line(&scope.to_string()).into_owned()
 }
 
 /// `policy remove KIND PATTERN --state …`.
@@ -291,19 +304,27 @@ pub(crate) async fn shared_remove(
     state: &crate::cli::SharedStateArgs,
     kind: &str,
     pattern: &str,
+    scope: switchboard_postgres::RuleScope,
 ) -> Result<u8, Failure> {
     let kind = match kind {
         "ask" => switchboard_postgres::RuleKind::Ask,
         _ => switchboard_postgres::RuleKind::Deny,
     };
     let owned = pattern.to_owned();
-    let removed = on_shared(state, move |shared| shared.remove_policy_rule(kind, &owned)).await?;
+    let said_scope = said_scope(&scope);
+    let removed = on_shared(state, move |shared| {
+        shared.remove_policy_rule(kind, &owned, &scope)
+    })
+    .await?;
     if removed {
-        println!("removed on every replica: {}", sanitize::line(pattern));
+        println!(
+            "removed on every replica: {} (for {said_scope})",
+            sanitize::line(pattern)
+        );
         Ok(0)
     } else {
         eprintln!(
-            "error: no shared rule {} (`switchboard policy rules --state …` lists them)",
+            "error: no shared rule {} for {said_scope} (`switchboard policy rules --state …` lists them)",
             sanitize::line(pattern)
         );
         Ok(crate::failure::exit::USAGE)
@@ -323,14 +344,29 @@ pub(crate) async fn shared_list(
     if json {
         let rules: Vec<serde_json::Value> = rules
             .iter()
-            .map(|r| serde_json::json!({"kind": kind(r.kind), "pattern": r.pattern}))
+            .map(|r| {
+                let mut rule = serde_json::json!({"kind": kind(r.kind), "pattern": r.pattern});
+                match &r.scope {
+                    switchboard_postgres::RuleScope::User(sub) => rule["user"] = sub.clone().into(),
+                    switchboard_postgres::RuleScope::Group(name) => {
+                        rule["group"] = name.clone().into();
+                    }
+                    _ => {}
+                }
+                rule
+            })
             .collect();
         println!("{}", serde_json::json!({ "rules": rules }));
     } else if rules.is_empty() {
         println!("no shared rules");
     } else {
         for rule in &rules {
-            println!("{:<5} {}", kind(rule.kind), sanitize::line(&rule.pattern));
+            println!(
+                "{:<5} {}\tfor {}",
+                kind(rule.kind),
+                sanitize::line(&rule.pattern),
+                said_scope(&rule.scope)
+            );
         }
     }
     Ok(0)

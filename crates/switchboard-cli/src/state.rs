@@ -84,17 +84,23 @@ impl SharedPolicy {
         })
     }
 
-    /// `policy` (a config's) with the shared rules added.
+    /// `policy` (a config's) with the shared rules that hold for `user`
+    /// (a host user's `sub` and groups; `None`: the rules for everyone).
     pub(crate) fn merge(
         &self,
         mut policy: switchboard_hub::config::policy::ToolPolicy,
+        user: Option<(&str, &[String])>,
     ) -> switchboard_hub::config::policy::ToolPolicy {
         let rules = self
             .rules
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for rule in rules.iter() {
-            let entry = (SHARED_RULES.to_owned(), rule.pattern.clone());
+        for rule in rules.iter().filter(|rule| rule.scope.holds_for(user)) {
+            let source = match &rule.scope {
+                switchboard_postgres::RuleScope::Everyone => SHARED_RULES.to_owned(),
+                scope => format!("{SHARED_RULES}, for {scope}"),
+            };
+            let entry = (source, rule.pattern.clone());
             match rule.kind {
                 switchboard_postgres::RuleKind::Deny => policy.deny.push(entry),
                 switchboard_postgres::RuleKind::Ask => policy.ask.push(entry),

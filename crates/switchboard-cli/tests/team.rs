@@ -529,9 +529,14 @@ async fn browse(
 
 /// An access token of the gateway's issuer for `user`.
 async fn token_for(issuer: &str, user: &str, audience: &str) -> String {
+    token_in(issuer, user, audience, &[]).await
+}
+
+/// [`token_for`], the token naming `groups`.
+async fn token_in(issuer: &str, user: &str, audience: &str, groups: &[&str]) -> String {
     let minted: serde_json::Value = reqwest::Client::new()
         .post(format!("{issuer}/auth/mint"))
-        .json(&json!({ "claims": { "sub": user, "aud": audience } }))
+        .json(&json!({ "claims": { "sub": user, "aud": audience, "groups": groups } }))
         .send()
         .await
         .unwrap()
@@ -614,6 +619,30 @@ async fn echo(host: &Client, text: &str) {
     assert_ne!(said.is_error, Some(true), "{said:?}");
 }
 
+/// `gh__echo` through `host` until it is refused (or, `refused` false,
+/// until it is not), which must come within 2 s of `since` (a shared
+/// rule's change); the answer then.
+async fn echo_until(
+    host: &Client,
+    refused: bool,
+    since: std::time::Instant,
+) -> switchboard::types::CallToolResult {
+    loop {
+        let said = host
+            .call_tool("gh__echo", json!({"text": "denied?"}).as_object().cloned())
+            .await
+            .unwrap();
+        if (said.is_error == Some(true)) == refused {
+            return said;
+        }
+        assert!(
+            since.elapsed() < std::time::Duration::from_secs(2),
+            "the shared rule's change did not hold within 2 s: {said:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The backend's authorization server's counters.
 async fn backend_stats(backend: &str) -> serde_json::Value {
     reqwest::get(format!("{backend}/auth/stats"))
@@ -651,7 +680,8 @@ async fn backend_calls(backend: &str) -> Vec<(String, String)> {
 /// (logged in as herself) is refused; Bob logs in for himself through
 /// nginx. A shared `ask`: Alice's "always", given through one replica,
 /// holds on the other and not for Bob, and her revocation holds at her
-/// next call. The backend saw each user's calls with their own token.
+/// next call. Shared rules for a group (in the token) and for a user hold
+/// for them alone. The backend saw each user's calls with their own token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
     let Some((_postgres, url, _team_sandbox, _)) = team("team-users") else {
@@ -862,40 +892,60 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
         host.close().await;
     }
     policy(&sandbox, &url, &key, &["remove", "ask", "gh/echo"]);
-    let changed = std::time::Instant::now();
-    loop {
-        let said = alice
-            .call_tool("gh__echo", json!({"text": "unasked"}).as_object().cloned())
-            .await
-            .unwrap();
-        if said.is_error != Some(true) {
-            break;
-        }
-        assert!(
-            changed.elapsed() < std::time::Duration::from_secs(2),
-            "the shared ask was not removed within 2 s: {said:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    echo_until(&alice, false, std::time::Instant::now()).await;
+
+    // Shared rules for a group and for a user. A token naming the group is
+    // refused; the same user's next token, naming none, is not (the hub
+    // follows the user's latest token); Bob is refused only once a rule
+    // names him.
+    let contractor = token_in(&issuer.1, "alice", &audience, &["contractors"]).await;
+    policy(
+        &sandbox,
+        &url,
+        &key,
+        &["deny", "gh/echo", "--group", "contractors"],
+    );
+    let since = std::time::Instant::now();
+    let (as_contractor, _) = user_host(&replicas[1].url, &contractor).await;
+    let said = echo_until(&as_contractor, true, since).await;
+    assert!(
+        format!("{said:?}").contains("group contractors"),
+        "{said:?}"
+    );
+    echo(&bob, "bob, in no group").await;
+    let (alice_plain, _) = user_host(&replicas[1].url, &alice_token).await;
+    echo(&alice_plain, "alice, in no group").await;
+    let said = as_contractor
+        .call_tool("gh__echo", json!({"text": "x"}).as_object().cloned())
+        .await
+        .unwrap();
+    assert_eq!(said.is_error, Some(true), "{said:?}");
+    policy(&sandbox, &url, &key, &["deny", "gh/echo", "--user", "bob"]);
+    let said = echo_until(&bob, true, std::time::Instant::now()).await;
+    assert!(format!("{said:?}").contains("user bob"), "{said:?}");
+    echo(&alice_plain, "alice, not bob").await;
+    policy(
+        &sandbox,
+        &url,
+        &key,
+        &["remove", "deny", "gh/echo", "--user", "bob"],
+    );
+    policy(
+        &sandbox,
+        &url,
+        &key,
+        &["remove", "deny", "gh/echo", "--group", "contractors"],
+    );
+    echo_until(&bob, false, std::time::Instant::now()).await;
+    echo_until(&as_contractor, false, std::time::Instant::now()).await;
+    as_contractor.close().await;
+    alice_plain.close().await;
 
     // A shared deny holds in every user's own hub, on both replicas.
     policy(&sandbox, &url, &key, &["deny", "gh/echo"]);
     let changed = std::time::Instant::now();
     for host in [&alice, &bob] {
-        loop {
-            let said = host
-                .call_tool("gh__echo", json!({"text": "denied?"}).as_object().cloned())
-                .await
-                .unwrap();
-            if said.is_error == Some(true) {
-                break;
-            }
-            assert!(
-                changed.elapsed() < std::time::Duration::from_secs(2),
-                "the shared deny did not hold within 2 s: {said:?}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        echo_until(host, true, changed).await;
     }
 
     // On the backend: each call came with its own user's token.

@@ -53,7 +53,7 @@ pub use allows::{PgToolAllows, UserAllow};
 pub use audit::{ChainError, ChainVerified, PgAudit};
 pub use credentials::PgCredentialStore;
 pub use pending::PgPendingStore;
-pub use policy::{MAX_PATTERN_LEN, POLICY_CHANNEL, RuleKind, SharedRule};
+pub use policy::{MAX_PATTERN_LEN, MAX_SCOPE_LEN, POLICY_CHANNEL, RuleKind, RuleScope, SharedRule};
 pub use seal::{SealError, StateKey};
 pub use users::CHANNEL;
 

@@ -408,3 +408,58 @@ fn an_always_allow_holds_on_every_replica_for_its_user_only_until_revoked_anywhe
         .unwrap_err();
     assert!(refused.to_string().contains("1 to 512"), "{refused}");
 }
+
+#[test]
+fn a_shared_rule_names_everyone_a_user_or_a_group_and_each_is_its_own() {
+    use switchboard_postgres::{RuleKind, RuleScope};
+    let Some((_postgres, url)) = database("rule-scopes") else {
+        return;
+    };
+    let state = PgState::connect(&url, key()).unwrap();
+    let group = RuleScope::Group("ops'; DROP TABLE switchboard_policy_rules; --".to_owned());
+    let user = RuleScope::User("user:with:colons".to_owned());
+    for scope in [&RuleScope::Everyone, &group, &user] {
+        assert!(
+            state
+                .add_policy_rule(RuleKind::Deny, "gh/*", scope)
+                .unwrap()
+        );
+    }
+    // The same rule again is not new; each scope is a rule of its own.
+    assert!(
+        !state
+            .add_policy_rule(RuleKind::Deny, "gh/*", &group)
+            .unwrap()
+    );
+    let rules = state.policy_rules().unwrap();
+    let scopes: Vec<&RuleScope> = rules.iter().map(|r| &r.scope).collect();
+    assert_eq!(scopes, [&RuleScope::Everyone, &group, &user]);
+    // Whom each holds for.
+    let ops = ["ops'; DROP TABLE switchboard_policy_rules; --".to_owned()];
+    assert!(group.holds_for(Some(("anyone", &ops))));
+    assert!(!group.holds_for(Some(("anyone", &[]))));
+    assert!(!group.holds_for(None));
+    assert!(user.holds_for(Some(("user:with:colons", &[]))));
+    assert!(!user.holds_for(Some(("user", &[]))));
+    assert!(RuleScope::Everyone.holds_for(None));
+    // Removing one scope's leaves the others.
+    assert!(
+        state
+            .remove_policy_rule(RuleKind::Deny, "gh/*", &group)
+            .unwrap()
+    );
+    assert!(
+        !state
+            .remove_policy_rule(RuleKind::Deny, "gh/*", &group)
+            .unwrap()
+    );
+    assert_eq!(state.policy_rules().unwrap().len(), 2);
+    // An empty or control-character name is refused, nothing written.
+    for bad in [
+        RuleScope::Group(String::new()),
+        RuleScope::User("a\nb".to_owned()),
+    ] {
+        assert!(state.add_policy_rule(RuleKind::Ask, "gh/*", &bad).is_err());
+    }
+    assert_eq!(state.policy_rules().unwrap().len(), 2);
+}

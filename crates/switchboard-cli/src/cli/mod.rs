@@ -93,6 +93,8 @@ pub(crate) enum PolicyCommand {
         #[arg(value_name = "PATTERN")]
         pattern: String,
         #[command(flatten)]
+        scope: RuleScopeArgs,
+        #[command(flatten)]
         state: SharedStateArgs,
     },
     /// Ask before the tools PATTERN names run, on every replica (as
@@ -101,6 +103,8 @@ pub(crate) enum PolicyCommand {
         /// SERVER/TOOL, with `*` globs.
         #[arg(value_name = "PATTERN")]
         pattern: String,
+        #[command(flatten)]
+        scope: RuleScopeArgs,
         #[command(flatten)]
         state: SharedStateArgs,
     },
@@ -112,6 +116,8 @@ pub(crate) enum PolicyCommand {
         /// The rule's pattern, as it was added.
         #[arg(value_name = "PATTERN")]
         pattern: String,
+        #[command(flatten)]
+        scope: RuleScopeArgs,
         #[command(flatten)]
         state: SharedStateArgs,
     },
@@ -149,6 +155,29 @@ impl SharedAllowsArgs {
             url: self.url.clone()?,
             state_key_file: self.state_key_file.clone()?,
         })
+    }
+}
+
+/// Whom a shared rule holds for (everyone, without either).
+#[derive(clap::Args, Debug)]
+pub(crate) struct RuleScopeArgs {
+    /// Only for this host user (their token's `sub`).
+    #[arg(long, value_name = "SUB", conflicts_with = "group")]
+    pub(crate) user: Option<String>,
+    /// Only for the host users whose token names this group (the
+    /// gateway's --groups-claim, `groups` by default).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) group: Option<String>,
+}
+
+impl RuleScopeArgs {
+    /// As the shared state takes it.
+    pub(crate) fn scope(&self) -> switchboard_postgres::RuleScope {
+        match (&self.user, &self.group) {
+            (Some(user), _) => switchboard_postgres::RuleScope::User(user.clone()),
+            (None, Some(group)) => switchboard_postgres::RuleScope::Group(group.clone()),
+            (None, None) => switchboard_postgres::RuleScope::Everyone,
+        }
     }
 }
 

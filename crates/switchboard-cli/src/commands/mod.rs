@@ -140,17 +140,28 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
                     Some(state) => policy::shared_revoke(&state, shared.user, &target).await,
                     None => policy::revoke(&context, &target),
                 },
-                PolicyCommand::Deny { pattern, state } => {
-                    policy::shared_add(&state, switchboard_postgres::RuleKind::Deny, &pattern).await
+                PolicyCommand::Deny {
+                    pattern,
+                    scope,
+                    state,
+                } => {
+                    let kind = switchboard_postgres::RuleKind::Deny;
+                    policy::shared_add(&state, kind, &pattern, scope.scope()).await
                 }
-                PolicyCommand::Ask { pattern, state } => {
-                    policy::shared_add(&state, switchboard_postgres::RuleKind::Ask, &pattern).await
+                PolicyCommand::Ask {
+                    pattern,
+                    scope,
+                    state,
+                } => {
+                    let kind = switchboard_postgres::RuleKind::Ask;
+                    policy::shared_add(&state, kind, &pattern, scope.scope()).await
                 }
                 PolicyCommand::Remove {
                     kind,
                     pattern,
+                    scope,
                     state,
-                } => policy::shared_remove(&state, &kind, &pattern).await,
+                } => policy::shared_remove(&state, &kind, &pattern, scope.scope()).await,
                 PolicyCommand::Rules { json, state } => policy::shared_list(&state, json).await,
             }
         }

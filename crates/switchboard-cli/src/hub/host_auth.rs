@@ -44,6 +44,17 @@ pub(crate) struct HostUserArgs {
     /// A scope the gateway's metadata lists (repeatable).
     #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
     pub(crate) scopes: Vec<String>,
+    /// Where a token names its user's groups (for shared policy rules
+    /// given `--group`): a claim's name, or a JSON pointer into the
+    /// claims (`/realm_access/roles`); an array of strings or one
+    /// space-separated string.
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        default_value = "groups",
+        requires = "issuer"
+    )]
+    pub(crate) groups_claim: String,
     /// Opaque (non-JWT) tokens too: asked about at the issuer's
     /// introspection endpoint (RFC 7662) as this client of the issuer;
     /// needs --introspection-secret-file. Answers are kept 60 s at most.
@@ -62,6 +73,7 @@ pub(crate) struct HostUserArgs {
 pub(crate) struct HostUsers {
     validator: Arc<JwtValidator>,
     introspector: Option<Introspector>,
+    groups_claim: String,
     metadata: ResourceMetadata,
     /// The issuer is on this machine (reached over plain http).
     loopback: bool,
@@ -84,6 +96,7 @@ impl HostUsers {
             scopes,
             introspection_client_id,
             introspection_secret_file,
+            groups_claim,
         } = args;
         let (Some(issuer), Some(audience)) = (issuer, audience) else {
             return Ok(None);
@@ -159,6 +172,7 @@ impl HostUsers {
         Ok(Some(Self {
             validator: Arc::new(validator),
             introspector,
+            groups_claim,
             metadata,
             loopback,
         }))
@@ -185,10 +199,45 @@ impl HostUsers {
         &self.metadata.resource
     }
 
+    /// Where a token names its user's groups (`--groups-claim`).
+    pub(crate) fn groups_claim(&self) -> &str {
+        &self.groups_claim
+    }
+
     /// Whether the issuer is on this machine, reached over plain http.
     pub(crate) fn issuer_on_loopback(&self) -> bool {
         self.loopback
     }
+}
+
+/// The most groups read from one token.
+pub(crate) const MAX_GROUPS: usize = 256;
+
+/// The longest group name read.
+pub(crate) const MAX_GROUP_LEN: usize = 256;
+
+/// The groups `claims` name at `claim` (a name, or a JSON pointer): at
+/// most [`MAX_GROUPS`], each of at most [`MAX_GROUP_LEN`] bytes; the rest
+/// are not read.
+pub(crate) fn groups_in(claims: &serde_json::Value, claim: &str) -> Vec<String> {
+    let found = if claim.starts_with('/') {
+        claims.pointer(claim)
+    } else {
+        claims.get(claim)
+    };
+    let names: Vec<&str> = match found {
+        Some(serde_json::Value::Array(items)) => {
+            items.iter().filter_map(serde_json::Value::as_str).collect()
+        }
+        Some(serde_json::Value::String(text)) => text.split_whitespace().collect(),
+        _ => Vec::new(),
+    };
+    names
+        .into_iter()
+        .filter(|name| !name.is_empty() && name.len() <= MAX_GROUP_LEN)
+        .take(MAX_GROUPS)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A [`HostAuth`] of JWT access tokens, checked here, and, with an
@@ -224,5 +273,30 @@ impl HostAuth for Validated {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::groups_in;
+
+    #[test]
+    fn groups_are_read_from_a_claim_or_a_pointer_and_bounded() {
+        let claims = json!({
+            "groups": ["ops", "", 7, "dev"],
+            "scope_groups": "a b  c",
+            "realm_access": {"roles": ["admin"]},
+            "many": (0..300).map(|n| n.to_string()).collect::<Vec<_>>(),
+            "long": ["x".repeat(257), "ok"],
+        });
+        assert_eq!(groups_in(&claims, "groups"), ["ops", "dev"]);
+        assert_eq!(groups_in(&claims, "scope_groups"), ["a", "b", "c"]);
+        assert_eq!(groups_in(&claims, "/realm_access/roles"), ["admin"]);
+        assert_eq!(groups_in(&claims, "many").len(), 256);
+        assert_eq!(groups_in(&claims, "long"), ["ok"]);
+        assert!(groups_in(&claims, "absent").is_empty());
+        assert!(groups_in(&json!({"groups": {"ops": true}}), "groups").is_empty());
     }
 }

@@ -367,8 +367,18 @@ pub(super) fn with_shared(
     shared: Option<&crate::state::SharedPolicy>,
     rules: switchboard_hub::config::policy::ToolPolicy,
 ) -> switchboard_hub::config::policy::ToolPolicy {
+    with_shared_for(shared, rules, None)
+}
+
+/// [`with_shared`] for `user` (a host user's `sub` and groups): the shared
+/// rules for everyone, and those naming them.
+pub(super) fn with_shared_for(
+    shared: Option<&crate::state::SharedPolicy>,
+    rules: switchboard_hub::config::policy::ToolPolicy,
+    user: Option<(&str, &[String])>,
+) -> switchboard_hub::config::policy::ToolPolicy {
     match shared {
-        Some(shared) => shared.merge(rules),
+        Some(shared) => shared.merge(rules, user),
         None => rules,
     }
 }

@@ -15,7 +15,7 @@ use switchboard_hub::hub::users::Users;
 use switchboard_hub::hub::{BackendAsks, Prefix};
 use switchboard_hub::{HubServer, ServerConfig};
 
-use super::serve::{DRAIN_GRACE, ROUNDS, ServeSettings, http_listener, with_shared};
+use super::serve::{DRAIN_GRACE, ROUNDS, ServeSettings, http_listener, with_shared_for};
 use crate::failure::{Failure, exit};
 use crate::lifecycle::Servers;
 
@@ -73,6 +73,10 @@ pub(super) async fn serve_users(
         asks.clone(),
         settings.shared_policy.clone(),
     );
+    // The groups each user's latest token named: their hub holds the
+    // shared rules for them, for their groups, and everyone's.
+    let groups: Arc<Mutex<HashMap<String, Vec<String>>>> = Arc::default();
+    let groups_of_user = groups.clone();
     let users = Users::builder(Arc::new(state))
         .client_name("switchboard gateway")
         .redirect_uri(
@@ -89,12 +93,30 @@ pub(super) async fn serve_users(
             // The configuration's tool policy and the shared rules (no
             // terminal to ask on), read again when the shared rules change.
             let (file_rules, shared_rules) = (rules.clone(), shared.clone());
+            let (known, who) = (groups_of_user.clone(), user.to_owned());
+            let current = move || {
+                known
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(&who)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let now = current();
+            let who = user.to_owned();
             crate::policy::with_rules(
                 builder.default_prefix(prefix),
-                with_shared(shared.as_ref(), rules.clone()),
+                with_shared_for(shared.as_ref(), rules.clone(), Some((user, &now))),
                 crate::policy::shared_allows_of(&allows, user),
             )
-            .tool_policy_source(move || Ok(with_shared(shared_rules.as_ref(), file_rules.clone())))
+            .tool_policy_source(move || {
+                let now = current();
+                Ok(with_shared_for(
+                    shared_rules.as_ref(),
+                    file_rules.clone(),
+                    Some((&who, &now)),
+                ))
+            })
             .client(move |server, client| forwarding.client(&server.name, client))
         })
         .build()
@@ -130,6 +152,24 @@ pub(super) async fn serve_users(
                 gateway = super::serve::with_tool_search(gateway, max);
             }
             gateway
+        }
+    });
+    // A token naming other groups than the user's last one: their hub's
+    // policy follows it before the request is served.
+    let (claim, loaded_users) = (users_args.groups_claim().to_owned(), users.clone());
+    gateway.on_request(move |user, hub| {
+        let now = super::host_auth::groups_in(&user.claims, &claim);
+        let mut known = groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known.get(&user.sub) == Some(&now) {
+            return;
+        }
+        known.retain(|kept, _| loaded_users.is_loaded(kept));
+        known.insert(user.sub.clone(), now);
+        drop(known);
+        if let Err(error) = hub.reload_tool_policy() {
+            tracing::warn!(%error, "a user's groups changed and the policy could not be applied");
         }
     });
     let addr = listener.addr;

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use switchboard::server::http::{HostAuth, Page, PageRequest, Pages, SessionKey};
-use switchboard::server::{Peer, Reply, RequestContext, ServerHandler};
+use switchboard::server::{HostUser, Peer, Reply, RequestContext, ServerHandler};
 use switchboard::transport::BoxFuture;
 use switchboard::types::jsonrpc::ErrorObject;
 use switchboard::types::subscriptions::{
@@ -63,6 +63,10 @@ const SETTLE: Duration = Duration::from_secs(30);
 /// Makes the gateway a user is served: over their hub, logging in through
 /// the given authenticator (which sends the login link).
 pub type MakeServer = Arc<dyn Fn(&str, Hub, Authenticator) -> HubServer + Send + Sync>;
+
+/// Sees each request's user (their token's claims) and hub before the
+/// request is served: what a policy that names groups follows.
+pub type RequestObserver = Arc<dyn Fn(&HostUser, &Hub) + Send + Sync>;
 
 /// How the gateway's login pages reach the gateway's own issuer and know
 /// its users.
@@ -109,6 +113,8 @@ struct Inner {
     logins: UserLogins,
     /// Each user's gateway, over the hub it was made for.
     served: Mutex<HashMap<String, (Hub, HubServer)>>,
+    /// Sees each request first ([`UserGateway::on_request`]).
+    observer: std::sync::OnceLock<RequestObserver>,
 }
 
 impl std::fmt::Debug for UserGateway {
@@ -171,8 +177,24 @@ impl UserGateway {
                 make: Arc::new(make),
                 logins,
                 served: Mutex::default(),
+                observer: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Calls `observe` with each request's user and their hub before the
+    /// request is served (set once; a later call is ignored).
+    pub fn on_request(&self, observe: impl Fn(&HostUser, &Hub) + Send + Sync + 'static) {
+        let _ = self.inner.observer.set(Arc::new(observe));
+    }
+
+    /// The gateway of the request's user, once the observer has seen it.
+    async fn serve_request(&self, user: Option<&HostUser>) -> Result<HubServer, ErrorObject> {
+        let (hub, server) = self.served(user.map(|u| u.sub.as_str())).await?;
+        if let (Some(observe), Some(user)) = (self.inner.observer.get(), user) {
+            observe(user, &hub);
+        }
+        Ok(server)
     }
 
     /// The users' hubs.
@@ -185,7 +207,7 @@ impl UserGateway {
     /// # Errors
     /// No user (the endpoint does not authenticate hosts as users), or
     /// their hub cannot be made.
-    async fn server(&self, user: Option<&str>) -> Result<HubServer, ErrorObject> {
+    async fn served(&self, user: Option<&str>) -> Result<(Hub, HubServer), ErrorObject> {
         let Some(user) = user else {
             return Err(ErrorObject::new(
                 codes::INVALID_REQUEST,
@@ -204,13 +226,13 @@ impl UserGateway {
         if let Some((made_for, server)) = served.get(user)
             && made_for.same(&hub)
         {
-            return Ok(server.clone());
+            return Ok((hub, server.clone()));
         }
         let server = (self.inner.make)(user, hub.clone(), self.authenticator(user));
         // Only the users whose hubs are kept (idle ones are let go).
         served.retain(|kept, _| self.inner.users.is_loaded(kept));
-        served.insert(user.to_owned(), (hub, server.clone()));
-        Ok(server)
+        served.insert(user.to_owned(), (hub.clone(), server.clone()));
+        Ok((hub, server))
     }
 
     /// Logs `user` in to a server: the link to send them (a URL
@@ -586,8 +608,8 @@ macro_rules! delegate {
     ($self:ident, $cx:ident, |$server:ident| $call:expr) => {{
         let this = $self.clone();
         Box::pin(async move {
-            let user = $cx.user().map(|u| u.sub.clone());
-            let $server = this.server(user.as_deref()).await?;
+            let user = $cx.user().cloned();
+            let $server = this.serve_request(user.as_ref()).await?;
             $call.await
         })
     }};
@@ -614,7 +636,7 @@ impl ServerHandler for UserGateway {
         };
         let (this, peer) = (self.clone(), peer.clone());
         tokio::spawn(async move {
-            if let Ok(server) = this.server(Some(&user)).await {
+            if let Ok((_, server)) = this.served(Some(&user)).await {
                 server.connected(&peer);
             }
         });
