@@ -837,6 +837,24 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
     echo(&bob, "bob's words").await;
     echo(&alice, "alice's words").await;
 
+    // Three sign-ins through two replicas: the gateway registered at its
+    // issuer once (the registration is shared, its tokens are not).
+    assert_eq!(backend_stats(&issuer.1).await["clients_registered"], 1);
+    // A link opened over and over: one replica begins at most 20 sign-ins
+    // a minute for one user, then says to wait.
+    let opener = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut statuses = Vec::new();
+    for _ in 0..21 {
+        let sent = link.replacen(&public, &origin(0), 1);
+        statuses.push(opener.get(sent).send().await.unwrap().status().as_u16());
+    }
+    let begun = statuses.iter().filter(|s| **s == 302).count();
+    assert!((18..=20).contains(&begun), "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+
     // A shared `ask`: Alice answers "always" through the first replica;
     // the second lets her calls run unasked, and still asks Bob.
     policy(&sandbox, &url, &key, &["ask", "gh/echo"]);

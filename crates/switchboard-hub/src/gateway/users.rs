@@ -115,7 +115,16 @@ struct Inner {
     served: Mutex<HashMap<String, (Hub, HubServer)>>,
     /// Sees each request first ([`UserGateway::on_request`]).
     observer: std::sync::OnceLock<RequestObserver>,
+    /// Each link user's sign-ins begun in the current minute.
+    begun: Mutex<HashMap<String, (std::time::Instant, u32)>>,
 }
+
+/// The most sign-ins one user's links may begin per minute on one
+/// replica (each asks the gateway's issuer and writes a pending login).
+pub const MAX_SIGN_INS_PER_MINUTE: u32 = 20;
+
+/// The most users whose sign-ins are counted at once.
+const MAX_COUNTED: usize = 10_000;
 
 impl std::fmt::Debug for UserGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -178,6 +187,7 @@ impl UserGateway {
                 logins,
                 served: Mutex::default(),
                 observer: std::sync::OnceLock::new(),
+                begun: Mutex::default(),
             }),
         }
     }
@@ -311,6 +321,15 @@ impl UserGateway {
                     "This login link is older than {} minutes. Ask your MCP host to log in \
                      to the server again for a new link.",
                     LINK_TTL.as_secs() / 60
+                ),
+            );
+        }
+        if !self.may_begin(&link.u) {
+            return Page::text(
+                429,
+                format!(
+                    "Too many sign-ins were begun for this user in the last minute (at most \
+                     {MAX_SIGN_INS_PER_MINUTE}). Wait a minute, then open the link again."
                 ),
             );
         }
@@ -501,6 +520,26 @@ impl UserGateway {
         self.forget_cookie(page)
     }
 
+    /// Counts a sign-in begun for `user`; whether it is within
+    /// [`MAX_SIGN_INS_PER_MINUTE`].
+    fn may_begin(&self, user: &str) -> bool {
+        let now = std::time::Instant::now();
+        let minute = Duration::from_secs(60);
+        let mut begun = self.inner.begun.lock().unwrap_or_else(|e| e.into_inner());
+        if begun.len() >= MAX_COUNTED {
+            begun.retain(|_, (since, _)| now.duration_since(*since) < minute);
+            if begun.len() >= MAX_COUNTED {
+                return false;
+            }
+        }
+        let (since, count) = begun.entry(user.to_owned()).or_insert((now, 0));
+        if now.duration_since(*since) >= minute {
+            (*since, *count) = (now, 0);
+        }
+        *count += 1;
+        *count <= MAX_SIGN_INS_PER_MINUTE
+    }
+
     /// The sign-in at the gateway's own issuer, for `user`'s browser: its
     /// pending step kept with the user's pending logins (any replica
     /// finishes it; another user's callback finds nothing).
@@ -514,7 +553,9 @@ impl UserGateway {
             OAuthConfig::new(
                 logins.client_name.clone(),
                 redirect.as_str(),
-                Arc::new(Forgetful::default()),
+                Arc::new(Registered::new(
+                    self.inner.users.store().credentials(GATEWAY_USER),
+                )),
             )
             .pending_store(self.inner.users.pending_store(user))
             .pending_login_expiry(LINK_TTL)
@@ -574,19 +615,69 @@ fn clean(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).take(500).collect()
 }
 
-/// Keeps the sign-in's registration and token only in memory: the token
-/// is read once, to know the user, and never used.
-#[derive(Debug, Default)]
-struct Forgetful(Mutex<HashMap<CredentialKey, StoredCredentials>>);
+/// The user the gateway's own registration at its issuer is kept under in
+/// the shared store (a host user's `sub` is never empty).
+const GATEWAY_USER: &str = "";
 
-impl CredentialStore for Forgetful {
+/// The sign-in's credentials: its token only in memory (read once, to
+/// know the user, never used), its client registration also in the
+/// shared store, so that a sign-in on any replica registers the gateway
+/// at its issuer once, not at every opening of a link.
+#[derive(Debug)]
+struct Registered {
+    memory: Mutex<HashMap<CredentialKey, StoredCredentials>>,
+    shared: Arc<dyn CredentialStore>,
+}
+
+impl Registered {
+    fn new(shared: Arc<dyn CredentialStore>) -> Self {
+        Self {
+            memory: Mutex::default(),
+            shared,
+        }
+    }
+}
+
+/// Where the shared registration says when it was made.
+const REGISTERED_AT: &str = "switchboard_registered_at";
+
+/// How long the shared registration is used.
+const REGISTRATION_FOR: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// `credentials` less their tokens (and the stamp): the registration
+/// alone.
+fn registration(mut credentials: StoredCredentials) -> StoredCredentials {
+    credentials.access_token = None;
+    credentials.refresh_token = None;
+    credentials.token_type = None;
+    credentials.expires_at = None;
+    credentials.received_at = None;
+    credentials.extra.remove(REGISTERED_AT);
+    credentials
+}
+
+impl CredentialStore for Registered {
     fn load(&self, key: &CredentialKey) -> Result<Option<StoredCredentials>, StoreError> {
-        Ok(self
-            .0
+        if let Some(kept) = self
+            .memory
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(key)
-            .cloned())
+        {
+            return Ok(Some(kept.clone()));
+        }
+        // A registration older than a day is made again: an issuer may
+        // forget dynamically registered clients, and nothing would say so.
+        Ok(self
+            .shared
+            .load(key)?
+            .filter(|kept| {
+                kept.extra
+                    .get(REGISTERED_AT)
+                    .and_then(serde_json::Value::as_u64)
+                    .is_some_and(|at| now_secs().saturating_sub(at) < REGISTRATION_FOR.as_secs())
+            })
+            .map(registration))
     }
 
     fn update(
@@ -594,10 +685,22 @@ impl CredentialStore for Forgetful {
         key: &CredentialKey,
         f: &mut dyn FnMut(Option<StoredCredentials>) -> Option<StoredCredentials>,
     ) -> Result<Option<StoredCredentials>, StoreError> {
-        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let new = f(kept.remove(key));
-        if let Some(new) = &new {
-            kept.insert(key.clone(), new.clone());
+        let before = self.load(key)?;
+        let new = f(before.clone());
+        let mut kept = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        match &new {
+            Some(new) => kept.insert(key.clone(), new.clone()),
+            None => kept.remove(key),
+        };
+        drop(kept);
+        let (was, now) = (before.map(registration), new.clone().map(registration));
+        if was != now {
+            let stamped = now.map(|mut kept| {
+                kept.extra
+                    .insert(REGISTERED_AT.to_owned(), now_secs().into());
+                kept
+            });
+            self.shared.update(key, &mut |_| stamped.clone())?;
         }
         Ok(new)
     }

@@ -544,7 +544,7 @@ impl Users {
         self.inner.hubs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn store(&self) -> Arc<dyn UserStore> {
+    pub(crate) fn store(&self) -> Arc<dyn UserStore> {
         self.inner.settings.store.clone()
     }
 
