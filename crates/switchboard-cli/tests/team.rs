@@ -670,6 +670,84 @@ async fn backend_calls(backend: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A replica serving hosts as users reads its config again when a file
+/// changes: every user's hub drops a removed server, starts an added one
+/// and follows a new `[policy.tools]` rule, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_config_changes_every_users_servers_and_policy() {
+    let Some((_postgres, url, sandbox, key)) = team("team-users-reload") else {
+        return;
+    };
+    let issuer = support::HttpServer::start(&["--auth"]);
+    let audience = "https://gateway.test/mcp";
+    let (gateway, _child) = sandbox.http_users_gateway_on(
+        "127.0.0.1:0",
+        &[
+            "--state",
+            &url,
+            "--state-key-file",
+            key.to_str().unwrap(),
+            "--issuer",
+            issuer.issuer(),
+            "--audience",
+            audience,
+        ],
+    );
+    let _child = Replica {
+        url: gateway.clone(),
+        child: _child,
+    };
+    let token = token_for(&issuer.1, "alice", audience).await;
+    let (alice, _) = user_host(&gateway, &token).await;
+    let names = tool_names(&alice).await;
+    assert!(names.contains(&"new__echo".to_owned()), "{names:?}");
+
+    // `new` goes, `third` comes (what `new` ran, under another name: the
+    // loader drops a server that runs what another does), and old/echo is
+    // denied by the file.
+    let config = sandbox.home().join(".config/switchboard/config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.old]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"legacy\"]\n\n\
+             [servers.third]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n\n\
+             [policy.tools]\ndeny = [\"old/echo\"]\n"
+        ),
+    )
+    .unwrap();
+    let changed = std::time::Instant::now();
+    loop {
+        let names = tool_names(&alice).await;
+        if names.contains(&"third__echo".to_owned())
+            && !names.iter().any(|n| n.starts_with("new__"))
+            && !names.contains(&"old__echo".to_owned())
+        {
+            break;
+        }
+        assert!(
+            changed.elapsed() < std::time::Duration::from_secs(20),
+            "the changed config did not reach alice's hub: {names:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let refused = alice
+        .call_tool("old__echo", json!({"text": "x"}).as_object().cloned())
+        .await;
+    assert!(
+        format!("{refused:?}").contains("denied") || format!("{refused:?}").contains("policy"),
+        "{refused:?}"
+    );
+    let said = alice
+        .call_tool(
+            "third__echo",
+            json!({"text": "from third"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(said.is_error, Some(true), "{said:?}");
+    alice.close().await;
+}
+
 /// Hosts as users with their own backends: two replicas (behind nginx,
 /// and reached directly) share the database. Alice's host, on the first
 /// replica, is sent a login link; her browser signs in at the gateway's

@@ -93,8 +93,13 @@ pub(crate) async fn serve(
         && listener.users.is_some()
     {
         let state = settings.state.clone().expect("checked above");
-        return super::users::serve_users(&loaded, prepared.runnable, settings, state, servers)
-            .await;
+        let users = super::users::Served {
+            context,
+            loaded: &loaded,
+            runnable: prepared.runnable,
+            watched: (watched, read_as),
+        };
+        return super::users::serve_users(users, settings, state, servers).await;
     }
     let remote = remote_servers(&prepared.runnable);
     // The background session says what it runs, for commands to tell
@@ -215,7 +220,7 @@ pub(super) fn with_tool_search(gateway: HubServer, max: usize) -> HubServer {
 /// The config `serve` serves: the files (unless only the server after
 /// `--`/`--url` is), less this gateway itself (said on stderr when `say`)
 /// and the servers waiting for approval (said on stderr).
-fn served_config(
+pub(super) fn served_config(
     context: &Context,
     fronted: &crate::fronted::Fronted,
     say: bool,
@@ -547,7 +552,7 @@ const CONFIG_POLL: Duration = Duration::from_secs(2);
 
 /// The config files `serve` watches: those it read, `--config`, and the
 /// approvals file (an `untrust` stops the server at once).
-fn watched_files(context: &Context, loaded: &LoadedConfig) -> Vec<PathBuf> {
+pub(super) fn watched_files(context: &Context, loaded: &LoadedConfig) -> Vec<PathBuf> {
     let mut files = loaded.files.clone();
     files.extend(context.explicit.clone());
     files.push(loaded.approvals.clone());
@@ -557,9 +562,9 @@ fn watched_files(context: &Context, loaded: &LoadedConfig) -> Vec<PathBuf> {
 }
 
 /// Each file's modification time and size (none: absent).
-type Stamps = Vec<Option<(std::time::SystemTime, u64)>>;
+pub(super) type Stamps = Vec<Option<(std::time::SystemTime, u64)>>;
 
-fn stamp(files: &[PathBuf]) -> Stamps {
+pub(super) fn stamp(files: &[PathBuf]) -> Stamps {
     files
         .iter()
         .map(|file| {
@@ -573,6 +578,21 @@ fn stamp(files: &[PathBuf]) -> Stamps {
 /// time) from how they were when read (`read_as`), saying on stderr what
 /// changed.
 async fn watch_config(hub: Hub, files: Vec<PathBuf>, read_as: Stamps) {
+    watch_files(files, read_as, move || {
+        let hub = hub.clone();
+        async move { reload_and_say(&hub).await }
+    })
+    .await;
+}
+
+/// Calls `changed` whenever one of `files` changes (size or modification
+/// time) from how they were when read (`read_as`); for as long as the
+/// process runs.
+pub(super) async fn watch_files<F: std::future::Future<Output = ()>>(
+    files: Vec<PathBuf>,
+    read_as: Stamps,
+    mut changed: impl FnMut() -> F,
+) {
     let mut last = read_as;
     loop {
         tokio::time::sleep(CONFIG_POLL).await;
@@ -581,49 +601,78 @@ async fn watch_config(hub: Hub, files: Vec<PathBuf>, read_as: Stamps) {
             continue;
         }
         last = now;
-        match hub.reload().await {
-            Ok(report) => {
-                let mut said = Vec::new();
-                // A changed server that now needs approval was stopped,
-                // not restarted.
-                let waiting: Vec<String> = hub
-                    .list()
-                    .into_iter()
-                    .filter(|s| matches!(s.state, ServerState::NeedsApproval { .. }))
-                    .map(|s| s.name)
-                    .collect();
-                let (stopped, restarted): (Vec<String>, Vec<String>) = report
-                    .changed
-                    .iter()
-                    .cloned()
-                    .partition(|name| waiting.contains(name));
-                for (what, names) in [
-                    ("added", &report.added),
-                    ("removed", &report.removed),
-                    ("restarted", &restarted),
-                    ("stopped until approved", &stopped),
-                ] {
-                    if !names.is_empty() {
-                        let names: Vec<String> = names
-                            .iter()
-                            .map(|n| crate::term::sanitize::line(n).into_owned())
-                            .collect();
-                        said.push(format!("{what} {}", names.join(", ")));
-                    }
-                }
-                if report.policy_changed {
-                    said.push("tool policy applied".to_owned());
-                }
-                if !said.is_empty() {
-                    eprintln!("config changed: {}", said.join("; "));
-                }
-            }
-            Err(error) => eprintln!(
-                "warning: config changed but could not be reloaded: {}",
-                crate::term::sanitize::line(&error.to_string())
-            ),
+        changed().await;
+    }
+}
+
+/// Says on stderr what a reload changed: `added`, `removed`, `restarted`
+/// and `stopped until approved` servers, and whether the tool policy
+/// changed.
+pub(super) fn say_changed(
+    added: &[String],
+    removed: &[String],
+    restarted: &[String],
+    stopped: &[String],
+    policy_changed: bool,
+) {
+    let mut said = Vec::new();
+    for (what, names) in [
+        ("added", added),
+        ("removed", removed),
+        ("restarted", restarted),
+        ("stopped until approved", stopped),
+    ] {
+        if !names.is_empty() {
+            let names: Vec<String> = names
+                .iter()
+                .map(|n| crate::term::sanitize::line(n).into_owned())
+                .collect();
+            said.push(format!("{what} {}", names.join(", ")));
         }
     }
+    if policy_changed {
+        said.push("tool policy applied".to_owned());
+    }
+    if !said.is_empty() {
+        eprintln!("config changed: {}", said.join("; "));
+    }
+}
+
+/// Reloads `hub`, saying what changed.
+async fn reload_and_say(hub: &Hub) {
+    match hub.reload().await {
+        Ok(report) => {
+            // A changed server that now needs approval was stopped, not
+            // restarted.
+            let waiting: Vec<String> = hub
+                .list()
+                .into_iter()
+                .filter(|s| matches!(s.state, ServerState::NeedsApproval { .. }))
+                .map(|s| s.name)
+                .collect();
+            let (stopped, restarted): (Vec<String>, Vec<String>) = report
+                .changed
+                .iter()
+                .cloned()
+                .partition(|name| waiting.contains(name));
+            say_changed(
+                &report.added,
+                &report.removed,
+                &restarted,
+                &stopped,
+                report.policy_changed,
+            );
+        }
+        Err(error) => say_not_reloaded(&error.to_string()),
+    }
+}
+
+/// Says on stderr that a changed config could not be reloaded.
+pub(super) fn say_not_reloaded(why: &str) {
+    eprintln!(
+        "warning: config changed but could not be reloaded: {}",
+        crate::term::sanitize::line(why)
+    );
 }
 
 /// The pid of a `switchboard serve` (this same program) among this

@@ -16,17 +16,34 @@ use switchboard_hub::hub::{BackendAsks, Prefix};
 use switchboard_hub::{HubServer, ServerConfig};
 
 use super::serve::{DRAIN_GRACE, ROUNDS, ServeSettings, http_listener, with_shared_for};
+use crate::configure::Context;
 use crate::failure::{Failure, exit};
 use crate::lifecycle::Servers;
 
-/// Serves `runnable` to each host user as their own, until a signal.
+/// What `serve` read: the configuration, its runnable servers, and the
+/// files to watch (as they were when read).
+pub(super) struct Served<'a> {
+    pub(super) context: &'a Context,
+    pub(super) loaded: &'a LoadedConfig,
+    pub(super) runnable: Vec<ServerConfig>,
+    pub(super) watched: (Vec<std::path::PathBuf>, super::serve::Stamps),
+}
+
+/// Serves the configured servers to each host user as their own, until a
+/// signal; a changed config file changes every user's servers and policy.
 pub(super) async fn serve_users(
-    loaded: &LoadedConfig,
-    runnable: Vec<ServerConfig>,
+    served: Served<'_>,
     settings: ServeSettings,
     state: switchboard_postgres::PgState,
     servers: &Servers,
 ) -> Result<u8, Failure> {
+    let Served {
+        context,
+        loaded,
+        runnable,
+        watched,
+    } = served;
+    let fronted = settings.fronted.clone();
     let Some(mut listener) = settings.http else {
         unreachable!("serve_users is for --http");
     };
@@ -67,8 +84,10 @@ pub(super) async fn serve_users(
     };
     // Each user's "always" answers are theirs, kept in the shared state:
     // one user's never lets another's call run unasked.
+    // The config's rules, read again with the servers when a file changes.
+    let file_rules = Arc::new(std::sync::RwLock::new(loaded.policy.tools.clone()));
     let (rules, allows, client_asks, shared) = (
-        loaded.policy.tools.clone(),
+        file_rules.clone(),
         state.clone(),
         asks.clone(),
         settings.shared_policy.clone(),
@@ -93,6 +112,12 @@ pub(super) async fn serve_users(
             // The configuration's tool policy and the shared rules (no
             // terminal to ask on), read again when the shared rules change.
             let (file_rules, shared_rules) = (rules.clone(), shared.clone());
+            let rules_now = move || {
+                file_rules
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
+            };
             let (known, who) = (groups_of_user.clone(), user.to_owned());
             let current = move || {
                 known
@@ -106,14 +131,14 @@ pub(super) async fn serve_users(
             let who = user.to_owned();
             crate::policy::with_rules(
                 builder.default_prefix(prefix),
-                with_shared_for(shared.as_ref(), rules.clone(), Some((user, &now))),
+                with_shared_for(shared.as_ref(), rules_now(), Some((user, &now))),
                 crate::policy::shared_allows_of(&allows, user),
             )
             .tool_policy_source(move || {
                 let now = current();
                 Ok(with_shared_for(
                     shared_rules.as_ref(),
-                    file_rules.clone(),
+                    rules_now(),
                     Some((&who, &now)),
                 ))
             })
@@ -121,6 +146,15 @@ pub(super) async fn serve_users(
         })
         .build()
         .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?;
+    if fronted.reads_files() {
+        let (context, users, rules) = (context.clone(), users.clone(), file_rules.clone());
+        let (files, read_as) = watched;
+        tokio::spawn(super::serve::watch_files(files, read_as, move || {
+            let (context, fronted) = (context.clone(), fronted.clone());
+            let (users, rules) = (users.clone(), rules.clone());
+            async move { reload(&context, &fronted, &users, &rules).await }
+        }));
+    }
     if let Some(shared) = &settings.shared_policy {
         let users = users.clone();
         shared.follow(move || {
@@ -188,6 +222,54 @@ pub(super) async fn serve_users(
 }
 
 /// `user`'s backend asks, made when first wanted.
+/// Reads the config again: every user's servers become the new ones, and
+/// their hubs' policy the new rules (with the shared ones). A file that
+/// cannot be read may hold rules: then nothing changes.
+async fn reload(
+    context: &Context,
+    fronted: &crate::fronted::Fronted,
+    users: &Users,
+    rules: &std::sync::RwLock<switchboard_hub::config::policy::ToolPolicy>,
+) {
+    let loaded = match super::serve::served_config(context, fronted, false) {
+        Ok(loaded) => loaded,
+        Err(failure) => return super::serve::say_not_reloaded(&format!("{:#}", failure.error)),
+    };
+    if let Some(broken) = loaded
+        .diagnostics
+        .iter()
+        .find(|d| d.severity == switchboard_hub::config::Severity::Error && d.server.is_none())
+    {
+        return super::serve::say_not_reloaded(&format!(
+            "{broken}; the servers and tool policy in force are kept until it is fixed"
+        ));
+    }
+    let runnable = super::prepare::prepare_asking(context, &loaded, None, false).runnable;
+    let policy_changed = {
+        let mut rules = rules
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = *rules != loaded.policy.tools;
+        *rules = loaded.policy.tools.clone();
+        changed
+    };
+    let changed = users.set_servers(runnable).await;
+    if policy_changed {
+        for hub in users.loaded_hubs() {
+            if let Err(error) = hub.reload_tool_policy() {
+                tracing::warn!(%error, "a user's tool policy could not be applied");
+            }
+        }
+    }
+    super::serve::say_changed(
+        &changed.added,
+        &changed.removed,
+        &changed.changed,
+        &[],
+        policy_changed,
+    );
+}
+
 fn asks_of(asks: &Mutex<HashMap<String, BackendAsks>>, user: &str) -> BackendAsks {
     asks.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

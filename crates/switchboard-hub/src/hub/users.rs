@@ -139,6 +139,25 @@ pub struct UsersBuilder {
     customize: Option<Customize>,
 }
 
+/// What [`Users::set_servers`] changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServersChanged {
+    /// Servers new to every user.
+    pub added: Vec<String>,
+    /// Servers no user has any more.
+    pub removed: Vec<String>,
+    /// Servers whose configuration changed (started again).
+    pub changed: Vec<String>,
+}
+
+impl ServersChanged {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
 /// Changes a user's hub builder (see [`UsersBuilder::customize`]); given
 /// the user.
 pub type Customize = Arc<dyn Fn(&str, super::HubBuilder) -> super::HubBuilder + Send + Sync>;
@@ -262,6 +281,7 @@ impl UsersBuilder {
             return bad("startup_timeout", "must be more than zero");
         }
         let inner = Arc::new(UsersInner {
+            common: std::sync::RwLock::new(self.common.clone()),
             settings: self,
             hubs: Mutex::default(),
             changed: Mutex::default(),
@@ -305,6 +325,8 @@ pub struct Users {
 
 struct UsersInner {
     settings: UsersBuilder,
+    /// The servers every user has now ([`Users::set_servers`]).
+    common: std::sync::RwLock<Vec<ServerConfig>>,
     hubs: Mutex<HashMap<String, Arc<Entry>>>,
     /// The users the store said changed, not yet looked at.
     changed: Mutex<HashSet<Option<String>>>,
@@ -425,12 +447,7 @@ impl Users {
                 blocking(user, move || store.add_server(&owner, &url, &wanted)).await?
             }
         };
-        sync_servers(
-            &hub,
-            &self.stored_servers(user).await?,
-            &self.inner.settings.common,
-        )
-        .await;
+        sync_servers(&hub, &self.stored_servers(user).await?, &self.common()).await;
         let connected = match hub.connect(&server.name).await {
             Ok(connected) => connected,
             Err(error) => {
@@ -477,12 +494,7 @@ impl Users {
         })?;
         let hub = self.hub(user).await?;
         // A server added on another instance since this hub was made.
-        sync_servers(
-            &hub,
-            &self.stored_servers(user).await?,
-            &self.inner.settings.common,
-        )
-        .await;
+        sync_servers(&hub, &self.stored_servers(user).await?, &self.common()).await;
         hub.finish_login(&callback.state, &callback.code, callback.iss.as_deref())
             .await
     }
@@ -544,6 +556,55 @@ impl Users {
         self.inner.hubs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The servers every user has now.
+    fn common(&self) -> Vec<ServerConfig> {
+        self.inner
+            .common
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the servers every user has ([`UsersBuilder::servers`]; a
+    /// gateway's configuration read again): each loaded hub drops the
+    /// removed ones, adds the new ones and starts the changed ones again
+    /// (a user's own servers are left alone); hubs made later have the new
+    /// list. The names added, removed and changed.
+    pub async fn set_servers(&self, servers: Vec<ServerConfig>) -> ServersChanged {
+        let before = std::mem::replace(
+            &mut *self.inner.common.write().unwrap_or_else(|e| e.into_inner()),
+            servers.clone(),
+        );
+        let named =
+            |list: &[ServerConfig], name: &str| list.iter().find(|s| s.name == name).cloned();
+        let mut changed = ServersChanged::default();
+        for server in &servers {
+            match named(&before, &server.name) {
+                None => changed.added.push(server.name.clone()),
+                Some(old) if old != *server => changed.changed.push(server.name.clone()),
+                Some(_) => {}
+            }
+        }
+        for old in &before {
+            if named(&servers, &old.name).is_none() {
+                changed.removed.push(old.name.clone());
+            }
+        }
+        for hub in self.loaded_hubs() {
+            for name in changed.removed.iter().chain(&changed.changed) {
+                let _ = hub.remove(name).await;
+            }
+            for name in changed.added.iter().chain(&changed.changed) {
+                if let Some(server) = named(&servers, name)
+                    && let Err(error) = hub.add(server).await
+                {
+                    tracing::warn!(server = %name, %error, "a user's hub could not take a configured server");
+                }
+            }
+        }
+        changed
+    }
+
     pub(crate) fn store(&self) -> Arc<dyn UserStore> {
         self.inner.settings.store.clone()
     }
@@ -594,7 +655,7 @@ impl Users {
         .allow_http_loopback(settings.allow_http_loopback);
         let servers = self.stored_servers(user).await?;
         let builder = Hub::builder()
-            .servers(settings.common.iter().cloned())
+            .servers(self.common())
             .servers(servers.iter().map(server_config))
             .persist(false)
             .startup_timeout(settings.startup_timeout)
@@ -779,7 +840,7 @@ async fn follow_changes(users: Weak<UsersInner>, wake: Arc<Notify>, cancel: Canc
             .collect();
         for (user, hub) in hubs {
             match users_now.stored_servers(&user).await {
-                Ok(stored) => sync_servers(&hub, &stored, &users_now.inner.settings.common).await,
+                Ok(stored) => sync_servers(&hub, &stored, &users_now.common()).await,
                 Err(error) => tracing::warn!(%error, "a user's servers could not be read"),
             }
             hub.credentials_changed();
