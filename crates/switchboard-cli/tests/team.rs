@@ -672,7 +672,8 @@ async fn backend_calls(backend: &str) -> Vec<(String, String)> {
 
 /// A replica serving hosts as users reads its config again when a file
 /// changes: every user's hub drops a removed server, starts an added one
-/// and follows a new `[policy.tools]` rule, without a restart.
+/// and follows a new `[policy.tools]` rule, without a restart; `/metrics`
+/// adds up the users' hubs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_config_changes_every_users_servers_and_policy() {
     let Some((_postgres, url, sandbox, key)) = team("team-users-reload") else {
@@ -711,6 +712,7 @@ async fn a_changed_config_changes_every_users_servers_and_policy() {
         format!(
             "[servers.old]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"legacy\"]\n\n\
              [servers.third]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n\n\
+             [servers.fx]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\", \"--suite-fixture\"]\n\n\
              [policy.tools]\ndeny = [\"old/echo\"]\n"
         ),
     )
@@ -719,6 +721,7 @@ async fn a_changed_config_changes_every_users_servers_and_policy() {
     loop {
         let names = tool_names(&alice).await;
         if names.contains(&"third__echo".to_owned())
+            && names.contains(&"fx__test_custom_headers".to_owned())
             && !names.iter().any(|n| n.starts_with("new__"))
             && !names.contains(&"old__echo".to_owned())
         {
@@ -745,6 +748,63 @@ async fn a_changed_config_changes_every_users_servers_and_policy() {
         .await
         .unwrap();
     assert_ne!(said.is_error, Some(true), "{said:?}");
+    // A 2026-07-28 call of her tool that mirrors `region` into a header,
+    // without the header: refused by the gateway itself (400, -32020),
+    // which knows her tools; with it, served.
+    let post = |with_header: bool| {
+        let (gateway, token) = (gateway.clone(), token.clone());
+        async move {
+            let mut request = reqwest::Client::new()
+                .post(&gateway)
+                .bearer_auth(&token)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "fx__test_custom_headers")
+                .json(
+                    &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                    "name": "fx__test_custom_headers", "arguments": {"region": "eu"},
+                    "_meta": {
+                        switchboard::types::meta::META_PROTOCOL_VERSION: "2026-07-28",
+                        switchboard::types::meta::META_CLIENT_CAPABILITIES: {},
+                    }}}),
+                );
+            if with_header {
+                request = request.header("mcp-param-region", "eu");
+            }
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let (status, body) = post(false).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("-32020") && body.contains("Mcp-Param-Region"),
+        "{body}"
+    );
+    let (status, body) = post(true).await;
+    assert_eq!(status, 200, "{body}");
+    // `/metrics` over the users' hubs: one user, `third` ready for them,
+    // its call counted; a request without a user's token gets none.
+    let metrics = gateway.replace("/mcp", "/metrics");
+    let text = reqwest::Client::new()
+        .get(&metrics)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "switchboard_users_loaded 1",
+        "switchboard_backend_ready_users{server=\"third\"} 1",
+        "switchboard_calls_total{server=\"third\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}:\n{text}");
+    }
+    let anonymous = reqwest::get(&metrics).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
     alice.close().await;
 }
 

@@ -208,7 +208,12 @@ pub(super) async fn serve_users(
     });
     let addr = listener.addr;
     let (bound, options, _token_file) = http_listener(listener).await?;
-    let options = options.pages(gateway.pages());
+    let measured = gateway.clone();
+    let options = options
+        .pages(gateway.pages())
+        .metrics(switchboard::server::http::Metrics::new(move || {
+            measured.metrics_text()
+        }));
     let signal = servers.drain_on_signal();
     let served = switchboard::server::http::serve_http(Arc::new(gateway), bound, options)
         .map_err(|e| Failure::usage(anyhow::anyhow!("cannot serve on {addr}: {e}")))?;

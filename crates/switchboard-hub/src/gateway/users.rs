@@ -207,6 +207,14 @@ impl UserGateway {
         Ok(server)
     }
 
+    /// `/metrics` in the Prometheus text format, over the users' hubs this
+    /// replica holds: how many, per server how many users have it ready,
+    /// and its calls, errors, timeouts, reconnects, calls in flight and
+    /// latencies added up.
+    pub fn metrics_text(&self) -> String {
+        super::metrics::users_metrics_text(&self.inner.users.loaded_hubs())
+    }
+
     /// The users' hubs.
     pub fn users(&self) -> &Users {
         &self.inner.users
@@ -729,6 +737,19 @@ impl ServerHandler for UserGateway {
 
     fn instructions(&self) -> Option<String> {
         Some(super::handler::INSTRUCTIONS.to_owned())
+    }
+
+    /// The user's own tool's schema, for the endpoint's `Mcp-Param-*`
+    /// check, once their hub is held here (before, the backend checks).
+    fn tool_input_schema_for(
+        &self,
+        name: &str,
+        user: Option<&HostUser>,
+    ) -> Option<serde_json::Value> {
+        let user = user?;
+        let served = self.inner.served.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, server) = served.get(&user.sub)?;
+        server.tool_input_schema(name)
     }
 
     /// A session-era session is its user's: their gateway follows it

@@ -232,6 +232,18 @@ pub trait ServerHandler: Send + Sync + 'static {
         None
     }
 
+    /// [`tool_input_schema`](Self::tool_input_schema) for a request of
+    /// `user` (the host user its token names, when the endpoint
+    /// authenticates hosts as users): for a handler whose tools differ
+    /// from one user to another. The default ignores the user.
+    fn tool_input_schema_for(
+        &self,
+        name: &str,
+        _user: Option<&HostUser>,
+    ) -> Option<serde_json::Value> {
+        self.tool_input_schema(name)
+    }
+
     /// Called once for each connection as it starts being served (stdio,
     /// each HTTP session, an in-memory pair), with the peer to speak first
     /// on: a handler that tells its clients of changes starts doing so

@@ -18,6 +18,7 @@ use crate::server::ServerHandler;
 /// whitespace aside), or a header for an argument the call leaves out.
 pub(super) fn check_params(
     handler: &dyn ServerHandler,
+    user: Option<&crate::server::HostUser>,
     headers: &HeaderMap,
     peek: &Peek,
     id: Option<&str>,
@@ -27,7 +28,7 @@ pub(super) fn check_params(
     }
     let params = peek.params.as_ref()?;
     let name = params.name.as_ref()?.as_str()?;
-    let schema = handler.tool_input_schema(name)?;
+    let schema = handler.tool_input_schema_for(name, user)?;
     let mirrored = header_params(&schema).ok()?;
     let null = Value::Null;
     let arguments = params.arguments.as_ref().unwrap_or(&null);
@@ -107,7 +108,7 @@ mod tests {
             headers.insert("mcp-param-region", header.parse().unwrap());
         }
         let peek = serde_json::from_value(body).unwrap();
-        check_params(&Geo, &headers, &peek, Some("1")).map(|response| response.status())
+        check_params(&Geo, None, &headers, &peek, Some("1")).map(|response| response.status())
     }
 
     #[test]

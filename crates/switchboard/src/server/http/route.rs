@@ -251,8 +251,15 @@ async fn post(
     if stateless
         && is_request
         && let Ok(peek) = serde_json::from_slice::<Peek>(&body)
-        && let Some(response) = check_stateless(headers, &peek, id.as_deref())
-            .or_else(|| check_params(&*state.handler, headers, &peek, id.as_deref()))
+        && let Some(response) = check_stateless(headers, &peek, id.as_deref()).or_else(|| {
+            check_params(
+                &*state.handler,
+                user.as_deref(),
+                headers,
+                &peek,
+                id.as_deref(),
+            )
+        })
     {
         return response;
     }
