@@ -18,6 +18,14 @@
 //!    calls (2,000 by default) through each, in alternating blocks of 100.
 //!    Printed: each p50 and the ratio PostgreSQL / file.
 //!
+//! 3. **A tool call through a gateway replica**: what `switchboard serve
+//!    --http` runs, in this process: a `HubServer` over the file-store hub
+//!    (one bearer token), against a `UserGateway` over `Users` on
+//!    `PgState` (hosts as users: each request's JWT checked against the
+//!    test issuer's keys, the user's own hub, its tokens from the
+//!    database); a host client over HTTP makes CALLS echo calls through
+//!    each, in alternating blocks of 100. Printed: each p50 and the ratio.
+//!
 //! `cargo test` runs it as a smoke run (a few of each, nothing judged).
 
 use std::sync::Arc;
@@ -178,7 +186,7 @@ fn tool_calls(url: &str, calls: usize) {
             },
         );
         let file_hub = Hub::builder()
-            .server(server)
+            .server(server.clone())
             .persist(false)
             .oauth(logins)
             .build()
@@ -187,6 +195,7 @@ fn tool_calls(url: &str, calls: usize) {
         file_hub.login("remote", &agent).await.expect("logged in");
 
         // The tokens in PostgreSQL.
+        let (url_again, server_again) = (url.clone(), server.clone());
         let state = tokio::task::spawn_blocking(move || PgState::connect(&url, key()))
             .await
             .expect("joined")
@@ -241,9 +250,190 @@ fn tool_calls(url: &str, calls: usize) {
             p50[1].as_secs_f64() / p50[0].as_secs_f64()
         );
         users.shutdown().await;
+        through_replicas(&url_again, &file_hub, server_again, &mcp, calls).await;
         file_hub.shutdown().await;
         let _ = std::fs::remove_dir_all(&dir);
     });
+}
+
+/// The bearer token of the file-store gateway.
+const GATEWAY_TOKEN: &str = "bench-token-0123456789abcdefghijklmnopqrstuvwxyz";
+
+/// Checks hosts' JWTs against the test issuer, as `serve --issuer` does.
+struct Jwts(switchboard_auth::access_token::JwtValidator);
+
+impl switchboard::server::http::HostAuth for Jwts {
+    fn check<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> switchboard::BoxFuture<
+        'a,
+        Result<switchboard::server::HostUser, switchboard::server::http::TokenRefused>,
+    > {
+        Box::pin(async move {
+            let valid = self
+                .0
+                .validate(token)
+                .await
+                .map_err(|e| switchboard::server::http::TokenRefused(e.to_string()))?;
+            Ok(switchboard::server::HostUser::new(
+                valid.sub,
+                serde_json::Value::Object(valid.claims),
+            ))
+        })
+    }
+}
+
+/// Part 3: echo through each replica's serving code, over HTTP.
+async fn through_replicas(
+    url: &str,
+    file_hub: &Hub,
+    server: ServerConfig,
+    mcp: &str,
+    calls: usize,
+) {
+    use switchboard::server::http::{HttpServeOptions, SessionKey, serve_http};
+    use switchboard_hub::HubServer;
+    use switchboard_hub::gateway::users::{UserGateway, UserLogins};
+    let info = switchboard::types::Implementation::new("bench gateway", "1");
+    let agent = RedirectAgent::new().expect("an agent");
+
+    // The file-store hub behind one bearer token.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let file_url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    let file_gateway = HubServer::new(file_hub.clone(), info.clone())
+        .serve_http(
+            listener,
+            HttpServeOptions::default().bearer_token(GATEWAY_TOKEN),
+        )
+        .expect("served");
+
+    // Hosts as users, each their own hub on the database.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let users_url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    let issuer = mcp.trim_end_matches("/mcp").to_owned();
+    let guard = switchboard_auth::ssrf::UrlGuard::builder()
+        .allow_http_loopback(true)
+        .build()
+        .expect("a guard");
+    let validator = || {
+        switchboard_auth::access_token::JwtValidator::builder(issuer.clone(), users_url.clone())
+            .guard(guard.clone())
+            .build()
+            .expect("a validator")
+    };
+    let owned = url.to_owned();
+    let state = tokio::task::spawn_blocking(move || PgState::connect(&owned, key()))
+        .await
+        .expect("joined")
+        .expect("connected");
+    let users = Users::builder(Arc::new(state))
+        .redirect_uri("http://127.0.0.1:9/callback")
+        .allow_http_loopback(true)
+        .servers([server])
+        .build()
+        .expect("users");
+    users
+        .hub("alice")
+        .await
+        .expect("alice's hub")
+        .login("remote", &agent)
+        .await
+        .expect("logged in");
+    let logins = UserLogins {
+        public_url: url::Url::parse(&users_url).expect("a URL"),
+        resource: users_url.clone(),
+        host_auth: Arc::new(Jwts(validator())),
+        key: SessionKey::generate().expect("a key"),
+        client_name: "bench gateway".to_owned(),
+        allow_http_loopback: true,
+    };
+    let made = info.clone();
+    let gateway = UserGateway::new(users.clone(), info, logins, move |_, hub, authenticator| {
+        HubServer::new(hub, made.clone()).authenticator(authenticator)
+    });
+    let users_gateway = serve_http(
+        Arc::new(gateway),
+        listener,
+        HttpServeOptions::default().host_auth(Jwts(validator())),
+    )
+    .expect("served");
+    let minted: serde_json::Value = reqwest::Client::new()
+        .post(format!("{issuer}/auth/mint"))
+        .header("content-type", "application/json")
+        .body(serde_json::json!({"claims": {"sub": "alice", "aud": users_url}}).to_string())
+        .send()
+        .await
+        .expect("minted")
+        .text()
+        .await
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .expect("a token");
+    let jwt = minted["access_token"].as_str().expect("a token").to_owned();
+
+    let host = |url: &str, token: &str| {
+        switchboard::Client::builder().connect(
+            switchboard::transport::http::HttpConfig::new(url)
+                .header("Authorization", format!("Bearer {token}")),
+        )
+    };
+    let hosts = [
+        host(&file_url, GATEWAY_TOKEN)
+            .await
+            .expect("a host of the file gateway"),
+        host(&users_url, &jwt)
+            .await
+            .expect("a host of alice's gateway"),
+    ];
+    let args = serde_json::json!({"text": "hi"}).as_object().cloned();
+    for host in &hosts {
+        for _ in 0..20 {
+            host.call_tool("remote__echo", args.clone())
+                .await
+                .expect("a call");
+        }
+    }
+    let mut times = [Vec::with_capacity(calls), Vec::with_capacity(calls)];
+    let block = 100.min(calls.max(1));
+    while times[1].len() < calls {
+        for (i, host) in hosts.iter().enumerate() {
+            for _ in 0..block {
+                let start = Instant::now();
+                let said = host
+                    .call_tool("remote__echo", args.clone())
+                    .await
+                    .expect("a call");
+                assert_ne!(said.is_error, Some(true), "{said:?}");
+                times[i].push(start.elapsed());
+            }
+        }
+    }
+    let p50: Vec<Duration> = times
+        .iter_mut()
+        .map(|t| {
+            t.sort();
+            percentile(t, 50)
+        })
+        .collect();
+    println!(
+        "  echo through a gateway replica over HTTP, {} calls each: one hub, tokens in a file, p50 {:.3} ms; \
+         hosts as users, each their own hub, tokens in PostgreSQL, p50 {:.3} ms; ratio {:.2}",
+        times[0].len(),
+        ms(p50[0]),
+        ms(p50[1]),
+        p50[1].as_secs_f64() / p50[0].as_secs_f64()
+    );
+    for host in hosts {
+        host.close().await;
+    }
+    users_gateway.shutdown(Duration::from_secs(1)).await;
+    file_gateway.shutdown(Duration::from_secs(1)).await;
+    users.shutdown().await;
 }
 
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
