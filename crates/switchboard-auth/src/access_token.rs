@@ -31,6 +31,11 @@
 //! the issuer's, an `aud` (string or array) not naming the audience, a
 //! missing or past `exp`, an `nbf` in the future, a missing `sub`. Clocks
 //! may differ by [`LEEWAY`].
+//!
+//! A token whose signature held is remembered by its SHA-256 (at most
+//! 10,000, the expired ones let go first): the same token again, as a host
+//! sends with every request, has its claims checked again (`exp` above
+//! all) but not its signature.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -55,6 +60,17 @@ pub const LEEWAY: Duration = Duration::from_secs(60);
 
 /// The most keys kept from a JWK Set.
 const MAX_KEYS: usize = 32;
+
+/// The most tokens whose signature is remembered as checked.
+const MAX_CHECKED: usize = 10_000;
+
+/// A token's SHA-256, as the tokens checked are kept by.
+pub(crate) fn sha256(token: &str) -> [u8; 32] {
+    let hash = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, token.as_bytes());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(hash.as_ref());
+    out
+}
 
 /// A signature algorithm a token may be signed with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,6 +224,7 @@ impl JwtValidatorBuilder {
                 client,
                 keys: Mutex::new(Keys::default()),
                 fetching: tokio::sync::Mutex::new(()),
+                checked: Mutex::default(),
             }),
         })
     }
@@ -229,6 +246,10 @@ struct Inner {
     refetch_after: Duration,
     client: reqwest::Client,
     keys: Mutex<Keys>,
+    /// Tokens whose signature held, by their SHA-256, with what they
+    /// said: a host sends the same token with every request, and its
+    /// signature is checked once (its claims, `exp` first, every time).
+    checked: Mutex<std::collections::HashMap<[u8; 32], ValidToken>>,
     /// Held while the keys are fetched: one fetch at a time.
     fetching: tokio::sync::Mutex<()>,
 }
@@ -288,6 +309,47 @@ impl JwtValidator {
     /// Dropping the future abandons the check; a key fetch it started is
     /// abandoned too, and the next check starts another.
     pub async fn validate(&self, token: &str) -> Result<ValidToken, TokenError> {
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(TokenError::TooLarge);
+        }
+        let digest = sha256(token);
+        let seen = self
+            .inner
+            .checked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&digest)
+            .cloned();
+        if let Some(seen) = seen {
+            let issuer = seen
+                .claims
+                .get("iss")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            return check_claims(seen.claims, &issuer, &self.inner.audience, now());
+        }
+        let valid = self.validate_signed(token).await?;
+        let mut checked = self.inner.checked.lock().unwrap_or_else(|e| e.into_inner());
+        if checked.len() >= MAX_CHECKED {
+            let at = now();
+            checked.retain(|_, seen| {
+                seen.claims
+                    .get("exp")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|exp| at <= exp.saturating_add(LEEWAY.as_secs()))
+            });
+            if checked.len() >= MAX_CHECKED {
+                checked.clear();
+            }
+        }
+        checked.insert(digest, valid.clone());
+        Ok(valid)
+    }
+
+    /// [`JwtValidator::validate`] of a token not seen before: its
+    /// signature, then its claims.
+    async fn validate_signed(&self, token: &str) -> Result<ValidToken, TokenError> {
         let token = Parsed::new(token, &self.inner.algorithms)?;
         let known = self.known(&token);
         let found = match known {
@@ -947,6 +1009,51 @@ mod tests {
         assert!(matches!(
             validator.validate(&token).await,
             Err(TokenError::Issuer)
+        ));
+    }
+}
+
+#[cfg(test)]
+mod checked_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_token_seen_before_still_has_its_claims_checked() {
+        let validator = JwtValidator::builder("https://as.example", "https://gw.example/mcp")
+            .build()
+            .unwrap();
+        let seen = |exp: u64| ValidToken {
+            sub: "alice".into(),
+            claims: json!({"iss": "https://as.example", "sub": "alice",
+                           "aud": "https://gw.example/mcp", "exp": exp})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        };
+        let remember = |token: &str, valid: ValidToken| {
+            validator
+                .inner
+                .checked
+                .lock()
+                .unwrap()
+                .insert(sha256(token), valid);
+        };
+        // Remembered and still good: answered without the issuer (which
+        // does not exist).
+        remember("good", seen(now() + 600));
+        assert_eq!(validator.validate("good").await.unwrap().sub, "alice");
+        // Remembered, but past its `exp` (and the leeway) since: refused.
+        remember("stale", seen(now() - 120));
+        assert!(matches!(
+            validator.validate("stale").await,
+            Err(TokenError::Expired)
+        ));
+        // Not remembered: checked whole (here, not even a JWT).
+        assert!(matches!(
+            validator.validate("other").await,
+            Err(TokenError::Malformed)
         ));
     }
 }

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use crate::access_token::{
-    MAX_TOKEN_LEN, TokenError, ValidToken, check_claims, issuer_metadata, now,
+    MAX_TOKEN_LEN, TokenError, ValidToken, check_claims, issuer_metadata, now, sha256,
 };
 use crate::grant::{http_client, read_body, shown};
 use crate::ssrf::UrlGuard;
@@ -167,13 +167,6 @@ impl RefusedAs {
     }
 }
 
-fn digest(token: &str) -> [u8; 32] {
-    let hash = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, token.as_bytes());
-    let mut out = [0u8; 32];
-    out.copy_from_slice(hash.as_ref());
-    out
-}
-
 impl Introspector {
     /// An introspector of tokens issued by `issuer` for `audience` (the
     /// resource's URL), asking as the client `client_id` with
@@ -210,7 +203,7 @@ impl Introspector {
         if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(TokenError::Malformed);
         }
-        let key = digest(token);
+        let key = sha256(token);
         if let Some(answer) = self.kept(&key) {
             return answer;
         }

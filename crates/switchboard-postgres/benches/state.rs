@@ -23,8 +23,10 @@
 //!    (one bearer token), against a `UserGateway` over `Users` on
 //!    `PgState` (hosts as users: each request's JWT checked against the
 //!    test issuer's keys, the user's own hub, its tokens from the
-//!    database); a host client over HTTP makes CALLS echo calls through
-//!    each, in alternating blocks of 100. Printed: each p50 and the ratio.
+//!    database), and the file-store hub behind the same JWT checks (what
+//!    the users' gateway adds but its store); a host client over HTTP
+//!    makes CALLS echo calls through each, in alternating blocks of 100.
+//!    Printed: each p50 and the ratios.
 //!
 //! `cargo test` runs it as a smoke run (a few of each, nothing judged).
 
@@ -297,35 +299,44 @@ async fn through_replicas(
     use switchboard_hub::gateway::users::{UserGateway, UserLogins};
     let info = switchboard::types::Implementation::new("bench gateway", "1");
     let agent = RedirectAgent::new().expect("an agent");
+    let issuer = mcp.trim_end_matches("/mcp").to_owned();
+    let guard = switchboard_auth::ssrf::UrlGuard::builder()
+        .allow_http_loopback(true)
+        .build()
+        .expect("a guard");
+    let validator = |audience: &str| {
+        switchboard_auth::access_token::JwtValidator::builder(issuer.clone(), audience)
+            .guard(guard.clone())
+            .build()
+            .expect("a validator")
+    };
+    let bind = || async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+        (listener, url)
+    };
 
-    // The file-store hub behind one bearer token.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let file_url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    // The file-store hub behind one bearer token, and behind hosts' JWTs
+    // (what the users' gateway adds but its store).
+    let (listener, file_url) = bind().await;
     let file_gateway = HubServer::new(file_hub.clone(), info.clone())
         .serve_http(
             listener,
             HttpServeOptions::default().bearer_token(GATEWAY_TOKEN),
         )
         .expect("served");
+    let (listener, jwt_file_url) = bind().await;
+    let jwt_file_gateway = HubServer::new(file_hub.clone(), info.clone())
+        .serve_http(
+            listener,
+            HttpServeOptions::default().host_auth(Jwts(validator(&jwt_file_url))),
+        )
+        .expect("served");
 
     // Hosts as users, each their own hub on the database.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let users_url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
-    let issuer = mcp.trim_end_matches("/mcp").to_owned();
-    let guard = switchboard_auth::ssrf::UrlGuard::builder()
-        .allow_http_loopback(true)
-        .build()
-        .expect("a guard");
-    let validator = || {
-        switchboard_auth::access_token::JwtValidator::builder(issuer.clone(), users_url.clone())
-            .guard(guard.clone())
-            .build()
-            .expect("a validator")
-    };
+    let (listener, users_url) = bind().await;
     let owned = url.to_owned();
     let state = tokio::task::spawn_blocking(move || PgState::connect(&owned, key()))
         .await
@@ -347,7 +358,7 @@ async fn through_replicas(
     let logins = UserLogins {
         public_url: url::Url::parse(&users_url).expect("a URL"),
         resource: users_url.clone(),
-        host_auth: Arc::new(Jwts(validator())),
+        host_auth: Arc::new(Jwts(validator(&users_url))),
         key: SessionKey::generate().expect("a key"),
         client_name: "bench gateway".to_owned(),
         allow_http_loopback: true,
@@ -359,23 +370,28 @@ async fn through_replicas(
     let users_gateway = serve_http(
         Arc::new(gateway),
         listener,
-        HttpServeOptions::default().host_auth(Jwts(validator())),
+        HttpServeOptions::default().host_auth(Jwts(validator(&users_url))),
     )
     .expect("served");
-    let minted: serde_json::Value = reqwest::Client::new()
-        .post(format!("{issuer}/auth/mint"))
-        .header("content-type", "application/json")
-        .body(serde_json::json!({"claims": {"sub": "alice", "aud": users_url}}).to_string())
-        .send()
-        .await
-        .expect("minted")
-        .text()
-        .await
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .expect("a token");
-    let jwt = minted["access_token"].as_str().expect("a token").to_owned();
 
+    let mint = |audience: &str| {
+        let (issuer, audience) = (issuer.clone(), audience.to_owned());
+        async move {
+            let minted: serde_json::Value = reqwest::Client::new()
+                .post(format!("{issuer}/auth/mint"))
+                .header("content-type", "application/json")
+                .body(serde_json::json!({"claims": {"sub": "alice", "aud": audience}}).to_string())
+                .send()
+                .await
+                .expect("minted")
+                .text()
+                .await
+                .ok()
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .expect("a token");
+            minted["access_token"].as_str().expect("a token").to_owned()
+        }
+    };
     let host = |url: &str, token: &str| {
         switchboard::Client::builder().connect(
             switchboard::transport::http::HttpConfig::new(url)
@@ -386,7 +402,10 @@ async fn through_replicas(
         host(&file_url, GATEWAY_TOKEN)
             .await
             .expect("a host of the file gateway"),
-        host(&users_url, &jwt)
+        host(&jwt_file_url, &mint(&jwt_file_url).await)
+            .await
+            .expect("a host of the file gateway with JWTs"),
+        host(&users_url, &mint(&users_url).await)
             .await
             .expect("a host of alice's gateway"),
     ];
@@ -398,9 +417,13 @@ async fn through_replicas(
                 .expect("a call");
         }
     }
-    let mut times = [Vec::with_capacity(calls), Vec::with_capacity(calls)];
+    let mut times = [
+        Vec::with_capacity(calls),
+        Vec::with_capacity(calls),
+        Vec::with_capacity(calls),
+    ];
     let block = 100.min(calls.max(1));
-    while times[1].len() < calls {
+    while times[2].len() < calls {
         for (i, host) in hosts.iter().enumerate() {
             for _ in 0..block {
                 let start = Instant::now();
@@ -421,17 +444,22 @@ async fn through_replicas(
         })
         .collect();
     println!(
-        "  echo through a gateway replica over HTTP, {} calls each: one hub, tokens in a file, p50 {:.3} ms; \
-         hosts as users, each their own hub, tokens in PostgreSQL, p50 {:.3} ms; ratio {:.2}",
+        "  echo through a gateway replica over HTTP, {} calls each, p50: one hub, tokens in a file, \
+         behind a bearer token {:.3} ms, behind hosts' JWTs {:.3} ms; hosts as users, each their \
+         own hub, tokens in PostgreSQL {:.3} ms; PostgreSQL / file (both JWTs) {:.2}, / the bearer \
+         token {:.2}",
         times[0].len(),
         ms(p50[0]),
         ms(p50[1]),
-        p50[1].as_secs_f64() / p50[0].as_secs_f64()
+        ms(p50[2]),
+        p50[2].as_secs_f64() / p50[1].as_secs_f64(),
+        p50[2].as_secs_f64() / p50[0].as_secs_f64()
     );
     for host in hosts {
         host.close().await;
     }
     users_gateway.shutdown(Duration::from_secs(1)).await;
+    jwt_file_gateway.shutdown(Duration::from_secs(1)).await;
     file_gateway.shutdown(Duration::from_secs(1)).await;
     users.shutdown().await;
 }
