@@ -226,27 +226,16 @@ fn tool_calls(url: &str, calls: usize) {
                 hub.call_tool(tool, args.clone()).await.expect("a call");
             }
         }
-        let mut times = [Vec::with_capacity(calls), Vec::with_capacity(calls)];
-        let block = 100.min(calls.max(1));
-        while times[1].len() < calls {
-            for (i, (_, hub, tool)) in targets.iter().enumerate() {
-                for _ in 0..block {
-                    let start = Instant::now();
-                    hub.call_tool(tool, args.clone()).await.expect("a call");
-                    times[i].push(start.elapsed());
-                }
+        let (done, p50) = p50_interleaved(targets.len(), calls, |i| {
+            let ((_, hub, tool), args) = (&targets[i], args.clone());
+            async move {
+                hub.call_tool(tool, args).await.expect("a call");
             }
-        }
-        let p50: Vec<Duration> = times
-            .iter_mut()
-            .map(|t| {
-                t.sort();
-                percentile(t, 50)
-            })
-            .collect();
+        })
+        .await;
         println!(
             "  echo through a hub, {} calls each: tokens in a file p50 {:.3} ms, in PostgreSQL p50 {:.3} ms, ratio {:.2}",
-            times[0].len(),
+            done,
             ms(p50[0]),
             ms(p50[1]),
             p50[1].as_secs_f64() / p50[0].as_secs_f64()
@@ -417,38 +406,20 @@ async fn through_replicas(
                 .expect("a call");
         }
     }
-    let mut times = [
-        Vec::with_capacity(calls),
-        Vec::with_capacity(calls),
-        Vec::with_capacity(calls),
-    ];
-    let block = 100.min(calls.max(1));
-    while times[2].len() < calls {
-        for (i, host) in hosts.iter().enumerate() {
-            for _ in 0..block {
-                let start = Instant::now();
-                let said = host
-                    .call_tool("remote__echo", args.clone())
-                    .await
-                    .expect("a call");
-                assert_ne!(said.is_error, Some(true), "{said:?}");
-                times[i].push(start.elapsed());
-            }
+    let (done, p50) = p50_interleaved(hosts.len(), calls, |i| {
+        let (host, args) = (&hosts[i], args.clone());
+        async move {
+            let said = host.call_tool("remote__echo", args).await.expect("a call");
+            assert_ne!(said.is_error, Some(true), "{said:?}");
         }
-    }
-    let p50: Vec<Duration> = times
-        .iter_mut()
-        .map(|t| {
-            t.sort();
-            percentile(t, 50)
-        })
-        .collect();
+    })
+    .await;
     println!(
         "  echo through a gateway replica over HTTP, {} calls each, p50: one hub, tokens in a file, \
          behind a bearer token {:.3} ms, behind hosts' JWTs {:.3} ms; hosts as users, each their \
          own hub, tokens in PostgreSQL {:.3} ms; PostgreSQL / file (both JWTs) {:.2}, / the bearer \
          token {:.2}",
-        times[0].len(),
+        done,
         ms(p50[0]),
         ms(p50[1]),
         ms(p50[2]),
@@ -462,6 +433,36 @@ async fn through_replicas(
     jwt_file_gateway.shutdown(Duration::from_secs(1)).await;
     file_gateway.shutdown(Duration::from_secs(1)).await;
     users.shutdown().await;
+}
+
+/// Runs `call(side)` `calls` times (rounded up to a block) for each of
+/// `sides` sides, in alternating blocks of 100: how many a side, and each
+/// side's p50.
+async fn p50_interleaved<F: std::future::Future<Output = ()>>(
+    sides: usize,
+    calls: usize,
+    mut call: impl FnMut(usize) -> F,
+) -> (usize, Vec<Duration>) {
+    let mut times = vec![Vec::with_capacity(calls); sides];
+    let block = 100.min(calls.max(1));
+    while times.last().is_some_and(|t| t.len() < calls) {
+        for (side, taken) in times.iter_mut().enumerate() {
+            for _ in 0..block {
+                let start = Instant::now();
+                call(side).await;
+                taken.push(start.elapsed());
+            }
+        }
+    }
+    let done = times.first().map_or(0, Vec::len);
+    let p50 = times
+        .iter_mut()
+        .map(|t| {
+            t.sort();
+            percentile(t, 50)
+        })
+        .collect();
+    (done, p50)
 }
 
 fn percentile(sorted: &[Duration], p: usize) -> Duration {

@@ -82,9 +82,9 @@ pub(super) async fn serve_users(
     } else {
         Prefix::Always
     };
-    // Each user's "always" answers are theirs, kept in the shared state:
-    // one user's never lets another's call run unasked.
-    // The config's rules, read again with the servers when a file changes.
+    // The config's rules, read again with the servers when a file
+    // changes. Each user's "always" answers are theirs, kept in the shared
+    // state: one user's never lets another's call run unasked.
     let file_rules = Arc::new(std::sync::RwLock::new(loaded.policy.tools.clone()));
     let (rules, allows, client_asks, shared) = (
         file_rules.clone(),
@@ -226,7 +226,6 @@ pub(super) async fn serve_users(
     Ok(code)
 }
 
-/// `user`'s backend asks, made when first wanted.
 /// Reads the config again: every user's servers become the new ones, and
 /// their hubs' policy the new rules (with the shared ones). A file that
 /// cannot be read may hold rules: then nothing changes.
@@ -275,6 +274,7 @@ async fn reload(
     );
 }
 
+/// `user`'s backend asks, made when first wanted.
 fn asks_of(asks: &Mutex<HashMap<String, BackendAsks>>, user: &str) -> BackendAsks {
     asks.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
