@@ -93,7 +93,7 @@ pub(crate) async fn shared_allows(
                 value
             })
             .collect();
-        println!("{}", serde_json::json!({ "allows": allows }));
+        output::print_json(&serde_json::json!({ "allows": allows }));
     } else if allows.is_empty() {
         eprintln!("no tool is remembered as always allowed in the shared state");
     } else {
@@ -356,7 +356,7 @@ pub(crate) async fn shared_list(
                 rule
             })
             .collect();
-        println!("{}", serde_json::json!({ "rules": rules }));
+        output::print_json(&serde_json::json!({ "rules": rules }));
     } else if rules.is_empty() {
         println!("no shared rules");
     } else {

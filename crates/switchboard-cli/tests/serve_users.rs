@@ -179,18 +179,16 @@ fn open_session(gateway: &Gateway, token: &str) -> String {
 
 fn users_gateway(name: &str, issuer: &HttpServer) -> (Sandbox, Gateway) {
     let sandbox = Sandbox::new(name);
-    let gateway = Gateway::start(serve(
-        &sandbox,
-        &[
-            "--issuer",
-            issuer.issuer(),
-            "--audience",
-            AUDIENCE,
-            "--scope",
-            "mcp:read",
-        ],
-    ));
+    let gateway = issuer_gateway(&sandbox, issuer, &["--scope", "mcp:read"]);
     (sandbox, gateway)
+}
+
+/// A gateway in `sandbox` whose hosts are users of `issuer` (tokens for
+/// [`AUDIENCE`]), with `extra` flags.
+fn issuer_gateway(sandbox: &Sandbox, issuer: &HttpServer, extra: &[&str]) -> Gateway {
+    let mut flags = vec!["--issuer", issuer.issuer(), "--audience", AUDIENCE];
+    flags.extend_from_slice(extra);
+    Gateway::start(serve(sandbox, &flags))
 }
 
 #[test]
@@ -344,19 +342,16 @@ fn introspecting_gateway(
     let secret = secret.unwrap_or_else(|| client["client_secret"].as_str().unwrap());
     std::fs::write(&file, format!("{secret}\n")).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let gateway = Gateway::start(serve(
+    let gateway = issuer_gateway(
         &sandbox,
+        issuer,
         &[
-            "--issuer",
-            issuer.issuer(),
-            "--audience",
-            AUDIENCE,
             "--introspection-client-id",
             client["client_id"].as_str().unwrap(),
             "--introspection-secret-file",
             file.to_str().unwrap(),
         ],
-    ));
+    );
     (sandbox, gateway)
 }
 

@@ -590,16 +590,31 @@ impl Users {
                 changed.removed.push(old.name.clone());
             }
         }
-        for hub in self.loaded_hubs() {
-            for name in changed.removed.iter().chain(&changed.changed) {
-                let _ = hub.remove(name).await;
-            }
-            for name in changed.added.iter().chain(&changed.changed) {
-                if let Some(server) = named(&servers, name)
-                    && let Err(error) = hub.add(server).await
-                {
-                    tracing::warn!(server = %name, %error, "a user's hub could not take a configured server");
+        if changed.is_empty() {
+            return changed;
+        }
+        let loaded: Vec<(String, Hub)> = self
+            .hubs()
+            .iter()
+            .filter_map(|(user, entry)| entry.hub.get().map(|hub| (user.clone(), hub.clone())))
+            .collect();
+        for (user, hub) in loaded {
+            // The hub's servers as it was made with them: these, then the
+            // user's own ([`Hub::apply`] keeps what is unchanged).
+            let own = match self.stored_servers(&user).await {
+                Ok(stored) => stored,
+                Err(error) => {
+                    tracing::warn!(%error, "a user's servers could not be read; their hub keeps its servers");
+                    continue;
                 }
+            };
+            let wanted = servers
+                .iter()
+                .cloned()
+                .chain(own.iter().map(server_config))
+                .collect();
+            if let Err(error) = hub.apply(wanted).await {
+                tracing::warn!(%error, "a user's hub could not take the configured servers");
             }
         }
         changed
