@@ -83,7 +83,9 @@ pub(crate) async fn shared_allows(
     user: Option<String>,
     json: bool,
 ) -> Result<u8, Failure> {
-    let allows = on_shared(state, move |shared| shared.all_tool_allows(user.as_deref())).await?;
+    let allows =
+        crate::state::on_shared(state, move |shared| shared.all_tool_allows(user.as_deref()))
+            .await?;
     if json {
         let allows: Vec<serde_json::Value> = allows
             .iter()
@@ -123,7 +125,7 @@ pub(crate) async fn shared_revoke(
 ) -> Result<u8, Failure> {
     let (server, tool) = split_target(target)?;
     let (whose, server, tool) = (user.clone(), server.to_owned(), tool.to_owned());
-    let revoked = on_shared(state, move |shared| {
+    let revoked = crate::state::on_shared(state, move |shared| {
         shared.revoke_tool_allows(whose.as_deref(), &server, &tool)
     })
     .await?;
@@ -249,20 +251,6 @@ pub(crate) fn revoke(context: &Context, target: &str) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// `work` on the shared state `state` names (off the runtime: it blocks).
-async fn on_shared<T: Send + 'static>(
-    state: &crate::cli::SharedStateArgs,
-    work: impl FnOnce(switchboard_postgres::PgState) -> Result<T, switchboard_auth::store::StoreError>
-    + Send
-    + 'static,
-) -> Result<T, Failure> {
-    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
-    tokio::task::spawn_blocking(move || work(shared))
-        .await
-        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))
-}
-
 /// `policy deny|ask PATTERN --state …`: a rule every replica enforces.
 pub(crate) async fn shared_add(
     state: &crate::cli::SharedStateArgs,
@@ -272,7 +260,7 @@ pub(crate) async fn shared_add(
 ) -> Result<u8, Failure> {
     let owned = pattern.to_owned();
     let said_scope = said_scope(&scope);
-    let added = on_shared(state, move |shared| {
+    let added = crate::state::on_shared(state, move |shared| {
         shared.add_policy_rule(kind, &owned, &scope)
     })
     .await?;
@@ -312,7 +300,7 @@ pub(crate) async fn shared_remove(
     };
     let owned = pattern.to_owned();
     let said_scope = said_scope(&scope);
-    let removed = on_shared(state, move |shared| {
+    let removed = crate::state::on_shared(state, move |shared| {
         shared.remove_policy_rule(kind, &owned, &scope)
     })
     .await?;
@@ -336,7 +324,7 @@ pub(crate) async fn shared_list(
     state: &crate::cli::SharedStateArgs,
     json: bool,
 ) -> Result<u8, Failure> {
-    let rules = on_shared(state, |shared| shared.policy_rules()).await?;
+    let rules = crate::state::on_shared(state, |shared| shared.policy_rules()).await?;
     let kind = |k: switchboard_postgres::RuleKind| match k {
         switchboard_postgres::RuleKind::Deny => "deny",
         switchboard_postgres::RuleKind::Ask => "ask",

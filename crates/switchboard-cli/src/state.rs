@@ -58,6 +58,21 @@ pub(crate) async fn connect(url: &str, key_file: &Path) -> Result<PgState, Failu
         })
 }
 
+/// Runs `work` on the state at `state` (connected for it), off the async
+/// runtime, as the state's methods block.
+pub(crate) async fn on_shared<T: Send + 'static>(
+    state: &crate::cli::SharedStateArgs,
+    work: impl FnOnce(switchboard_postgres::PgState) -> Result<T, switchboard_auth::store::StoreError>
+    + Send
+    + 'static,
+) -> Result<T, Failure> {
+    let shared = crate::state::connect(&state.url, &state.state_key_file).await?;
+    tokio::task::spawn_blocking(move || work(shared))
+        .await
+        .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))
+}
+
 /// The tool policy rules every replica enforces (`switchboard policy deny
 /// PATTERN --state …`), kept here as last read and read again whenever
 /// the database announces a change.
@@ -137,6 +152,169 @@ impl SharedPolicy {
                     }
                     Err(error) => tracing::warn!(%error, "reading the shared policy failed"),
                 }
+            }
+        });
+    }
+}
+
+/// What the shared servers' document is called in diagnostics.
+fn shared_name(version: i64) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!(
+        "<the shared servers, version {version} (switchboard team show --state …)>"
+    ))
+}
+
+/// The shared servers' document read as a config, with what makes it
+/// unfit to share: an error in it, a `[policy]` (shared rules are
+/// `switchboard policy deny … --state`), or no server at all.
+pub(crate) fn check_shared(
+    context: &crate::configure::Context,
+    text: &str,
+    version: i64,
+) -> (switchboard_hub::config::LoadedConfig, Option<String>) {
+    use switchboard_hub::config::{Dialect, Scope, Severity};
+    let loaded = switchboard_hub::config::load_text(
+        &context.locations,
+        &shared_name(version),
+        text,
+        Dialect::Switchboard,
+        Scope::User,
+    );
+    let unfit = if let Some(error) = loaded
+        .diagnostics
+        .iter()
+        .find(|d| d.severity == Severity::Error)
+    {
+        Some(error.to_string())
+    } else if loaded.policy != Default::default() {
+        Some(
+            "it has a [policy] section: the rules every replica enforces are written with \
+             `switchboard policy deny|ask PATTERN --state …`"
+                .to_owned(),
+        )
+    } else if loaded.servers.is_empty() && loaded.skipped.is_empty() {
+        Some(
+            "it names no server (`[servers.NAME]`); `switchboard team clear` removes the shared servers"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    (loaded, unfit)
+}
+
+/// The servers every replica serves besides its files (`switchboard team
+/// push FILE --state …`), kept here as last read and read again whenever
+/// the database announces a change.
+#[derive(Clone)]
+pub(crate) struct SharedServers {
+    state: PgState,
+    document: std::sync::Arc<std::sync::RwLock<Option<switchboard_postgres::SharedConfig>>>,
+}
+
+impl SharedServers {
+    /// The shared servers in `state` now.
+    pub(crate) async fn load(state: PgState) -> Result<Self, Failure> {
+        let reader = state.clone();
+        let document = tokio::task::spawn_blocking(move || reader.shared_config())
+            .await
+            .map_err(|e| Failure::usage(anyhow::anyhow!("reading the shared servers: {e}")))?
+            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+        if let Some(document) = &document {
+            eprintln!(
+                "serving the shared servers of the state database (version {})",
+                document.version
+            );
+        }
+        Ok(Self {
+            state,
+            document: std::sync::Arc::new(std::sync::RwLock::new(document)),
+        })
+    }
+
+    /// `loaded` (the files') with the shared servers no file names; a
+    /// shared server a file names too is left out, said as a warning.
+    pub(crate) fn merge_into(
+        &self,
+        context: &crate::configure::Context,
+        loaded: &mut switchboard_hub::config::LoadedConfig,
+    ) {
+        let document = self
+            .document
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let Some(document) = document else { return };
+        let (shared, _) = check_shared(context, &document.text, document.version);
+        loaded.diagnostics.extend(shared.diagnostics);
+        for server in shared.servers {
+            let named = loaded.servers.iter().any(|s| s.name == server.name)
+                || loaded.skipped.iter().any(|s| s.server.name == server.name);
+            if named {
+                loaded.diagnostics.push(
+                    switchboard_hub::config::Diagnostic::warning(format!(
+                        "the shared server `{}` is not served here: this replica's files name one too, which wins",
+                        server.name
+                    ))
+                    .in_file(&shared_name(document.version))
+                    .server(&server.name),
+                );
+            } else {
+                loaded.servers.push(server);
+            }
+        }
+        loaded.servers.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+
+    /// Reads the document again whenever the database announces a change
+    /// (made from anywhere), then awaits `changed` when it did change; for
+    /// as long as the process runs. A document that cannot be read keeps
+    /// the servers in force, said on stderr.
+    pub(crate) fn follow<F>(&self, changed: impl Fn() -> F + Send + Sync + 'static)
+    where
+        F: std::future::Future<Output = ()> + Send,
+    {
+        let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+        let signal = wake.clone();
+        self.state.watch_config(move || {
+            signal.notify_one();
+            true
+        });
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                wake.notified().await;
+                let reader = this.state.clone();
+                let read = tokio::task::spawn_blocking(move || reader.shared_config()).await;
+                let document = match read {
+                    Ok(Ok(document)) => document,
+                    Ok(Err(error)) => {
+                        eprintln!(
+                            "warning: the shared servers cannot be read ({}); the servers in force are kept",
+                            crate::term::sanitize::line(&error.to_string())
+                        );
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "reading the shared servers failed");
+                        continue;
+                    }
+                };
+                {
+                    let mut now = this
+                        .document
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if *now == document {
+                        continue;
+                    }
+                    match &document {
+                        Some(d) => eprintln!("the shared servers changed (version {})", d.version),
+                        None => eprintln!("the shared servers were cleared"),
+                    }
+                    *now = document;
+                }
+                changed().await;
             }
         });
     }

@@ -805,6 +805,20 @@ async fn a_changed_config_changes_every_users_servers_and_policy() {
     }
     let anonymous = reqwest::get(&metrics).await.unwrap();
     assert_eq!(anonymous.status(), 401);
+    // Servers pushed to the shared state reach every user's hub, and
+    // leave it when cleared.
+    let file = sandbox.work().join("shared.toml");
+    std::fs::write(
+        &file,
+        format!("[servers.pushed]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"),
+    )
+    .unwrap();
+    let (ok, said) = team_command(&sandbox, &url, &key, &["push", file.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    listed_within(&alice, "pushed__echo", true, std::time::Instant::now()).await;
+    let (ok, said) = team_command(&sandbox, &url, &key, &["clear"]);
+    assert!(ok, "{said}");
+    listed_within(&alice, "pushed__echo", false, std::time::Instant::now()).await;
     alice.close().await;
 }
 
@@ -822,7 +836,7 @@ async fn a_changed_config_changes_every_users_servers_and_policy() {
 /// for them alone. The backend saw each user's calls with their own token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
-    let Some((_postgres, url, _team_sandbox, _)) = team("team-users") else {
+    let Some((postgres, url, _team_sandbox, _)) = team("team-users") else {
         return;
     };
     let free = || {
@@ -1122,4 +1136,150 @@ async fn each_user_logs_in_to_a_backend_for_themselves_on_any_replica() {
     );
     alice.close().await;
     bob.close().await;
+    // One era verdict for the one backend, whichever replica and user
+    // found it first; its URL is not kept.
+    let verdicts = postgres.psql(
+        "switchboard",
+        "SELECT encode(server_key, 'hex') FROM switchboard_era_verdicts",
+    );
+    assert_eq!(verdicts.lines().count(), 1, "{verdicts}");
+}
+
+/// `switchboard team ARGS --state URL --state-key-file KEY`: whether it
+/// succeeded, and what it said.
+fn team_command(sandbox: &Sandbox, url: &str, key: &Path, args: &[&str]) -> (bool, String) {
+    let output = sandbox
+        .host(BIN)
+        .arg("team")
+        .args(args)
+        .args(["--state", url, "--state-key-file"])
+        .arg(key)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// Waits (at most 2 s from `since`) until `host` lists `tool`, or stops
+/// listing it (`listed: false`).
+async fn listed_within(host: &Client, tool: &str, listed: bool, since: std::time::Instant) {
+    loop {
+        let names = tool_names(host).await;
+        if names.iter().any(|n| n == tool) == listed {
+            return;
+        }
+        assert!(
+            since.elapsed() < std::time::Duration::from_secs(2),
+            "after 2 s, {tool} listed is not {listed}: {names:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_pushed_once_are_served_by_every_replica_until_cleared() {
+    let Some((_postgres, url, sandbox, key)) = team("team-servers") else {
+        return;
+    };
+    let shared = ["--state", &url, "--state-key-file", key.to_str().unwrap()];
+    let replicas = [
+        Replica::start(&sandbox, &shared),
+        Replica::start(&sandbox, &shared),
+    ];
+    let mut hosts = Vec::new();
+    for replica in &replicas {
+        hosts.push(
+            Client::builder()
+                .era_mode(EraMode::Modern)
+                .connect(authed(&replica.url))
+                .await
+                .unwrap(),
+        );
+    }
+    let names = tool_names(&hosts[1]).await;
+    assert!(
+        names.contains(&"new__echo".to_owned()) && !names.iter().any(|n| n.starts_with("extra__")),
+        "{names:?}"
+    );
+
+    // Refused, nothing written: a file with a [policy], a broken file.
+    let file = sandbox.work().join("shared.toml");
+    let entry = format!(
+        "[servers.extra]\ncommand = {BIN:?}\nargs = [\"__testserver\", \"--era\", \"modern\"]\n"
+    );
+    std::fs::write(
+        &file,
+        format!("{entry}\n[policy.tools]\ndeny = [\"extra/*\"]\n"),
+    )
+    .unwrap();
+    let file_arg = file.to_str().unwrap();
+    let (ok, said) = team_command(&sandbox, &url, &key, &["push", file_arg]);
+    assert!(!ok && said.contains("[policy]"), "{said}");
+    std::fs::write(&file, "[servers.extra\ncommand = 1\n").unwrap();
+    let (ok, said) = team_command(&sandbox, &url, &key, &["push", file_arg]);
+    assert!(!ok && said.contains("is not pushed"), "{said}");
+    let (ok, said) = team_command(&sandbox, &url, &key, &["show", "--json"]);
+    assert!(ok && said.contains("\"version\": null"), "{said}");
+
+    // Pushed once: both replicas serve it within 2 s.
+    std::fs::write(&file, &entry).unwrap();
+    let (ok, said) = team_command(&sandbox, &url, &key, &["push", file_arg]);
+    assert!(ok && said.contains("version 1"), "{said}");
+    let pushed = std::time::Instant::now();
+    for host in &hosts {
+        listed_within(host, "extra__echo", true, pushed).await;
+        let result = host
+            .call_tool(
+                "extra__echo",
+                json!({ "text": "shared" }).as_object().cloned(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            serde_json::to_string(&result.content)
+                .unwrap()
+                .contains("shared")
+        );
+    }
+    let (ok, said) = team_command(&sandbox, &url, &key, &["show"]);
+    assert!(
+        ok && said.contains("[servers.extra]") && said.contains("version 1"),
+        "{said}"
+    );
+
+    // A replica started now serves it from the start.
+    let late = Replica::start(&sandbox, &shared);
+    let late_host = Client::builder()
+        .era_mode(EraMode::Modern)
+        .connect(authed(&late.url))
+        .await
+        .unwrap();
+    listed_within(&late_host, "extra__echo", true, std::time::Instant::now()).await;
+
+    // A document changed in the database is refused where it is read.
+    let postgres = &_postgres;
+    postgres.psql(
+        "switchboard",
+        "UPDATE switchboard_shared_config SET version = version + 1",
+    );
+    let (ok, said) = team_command(&sandbox, &url, &key, &["show"]);
+    assert!(!ok && said.contains("cannot be used"), "{said}");
+
+    // Cleared: every replica stops it within 2 s.
+    let (ok, said) = team_command(&sandbox, &url, &key, &["clear"]);
+    assert!(ok && said.contains("cleared"), "{said}");
+    let cleared = std::time::Instant::now();
+    for host in hosts.iter().chain([&late_host]) {
+        listed_within(host, "extra__echo", false, cleared).await;
+        assert!(tool_names(host).await.contains(&"new__echo".to_owned()));
+    }
+    for host in hosts.into_iter().chain([late_host]) {
+        host.close().await;
+    }
 }

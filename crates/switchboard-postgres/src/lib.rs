@@ -23,6 +23,12 @@
 //! - [`PgToolAllows`]: each user's remembered "always allow" answers to
 //!   the tool policy's `ask` (the hub's `AllowStore`), read again on every
 //!   question, so a revocation on any replica holds at once.
+//! - [`PgVerdicts`]: the era and transport each remote server was found
+//!   to speak (the hub's `VerdictStore`), so one replica's detection saves
+//!   every other its probe.
+//! - The servers every replica serves besides its own files
+//!   ([`PgState::shared_config`], `switchboard team push`): one sealed
+//!   document, its changes announced on [`CONFIG_CHANNEL`].
 //! - [`PgAudit`]: the audit log as one ordered, tamper-evident chain every
 //!   replica appends to (the hub's `AuditLog::shared`), checked by
 //!   [`PgState::verify_audit`].
@@ -37,12 +43,14 @@
 
 mod allows;
 mod audit;
+mod config;
 mod credentials;
 mod listen;
 mod pending;
 mod policy;
 mod seal;
 mod users;
+mod verdicts;
 
 use std::sync::Arc;
 
@@ -51,11 +59,13 @@ use switchboard_auth::store::StoreError;
 
 pub use allows::{PgToolAllows, UserAllow};
 pub use audit::{ChainError, ChainVerified, PgAudit};
+pub use config::{CONFIG_CHANNEL, MAX_SHARED_CONFIG, SharedConfig};
 pub use credentials::PgCredentialStore;
 pub use pending::PgPendingStore;
 pub use policy::{MAX_PATTERN_LEN, MAX_SCOPE_LEN, POLICY_CHANNEL, RuleKind, RuleScope, SharedRule};
 pub use seal::{SealError, StateKey};
 pub use users::CHANNEL;
+pub use verdicts::PgVerdicts;
 
 /// The most connections one process keeps open to the database.
 pub const MAX_CONNECTIONS: u32 = 8;

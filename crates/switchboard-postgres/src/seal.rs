@@ -16,6 +16,8 @@ pub struct StateKey {
     /// arguments' salt. The bytes themselves are not kept.
     audit_key: [u8; 32],
     audit_salt: [u8; 32],
+    /// The key of [`StateKey::name_digest`].
+    name_key: [u8; 32],
 }
 
 impl std::fmt::Debug for StateKey {
@@ -84,6 +86,7 @@ impl StateKey {
             aead: LessSafeKey::new(key),
             audit_key: derive(b"switchboard audit chain key v1"),
             audit_salt: derive(b"switchboard audit arguments salt v1"),
+            name_key: derive(b"switchboard row names v1"),
         })
     }
 
@@ -95,6 +98,17 @@ impl StateKey {
     /// The salt the audit chain MACs arguments under.
     pub(crate) fn audit_salt(&self) -> &[u8; 32] {
         &self.audit_salt
+    }
+
+    /// A name that must not be kept as it is (a URL that may hold a
+    /// secret) as a row's key: HMAC-SHA256 under a key derived from the
+    /// state key, over `label` and `name`. The same for every replica;
+    /// without the key, not even a guessed name can be matched.
+    pub(crate) fn name_digest(&self, label: &str, name: &str) -> Vec<u8> {
+        let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &self.name_key);
+        aws_lc_rs::hmac::sign(&key, &associated(&[label, name]))
+            .as_ref()
+            .to_vec()
     }
 
     /// `plain` sealed for the row `row` names: a fresh nonce, then the

@@ -194,6 +194,37 @@ pub(crate) struct SharedStateArgs {
 }
 
 #[derive(Subcommand, Debug)]
+pub(crate) enum TeamCommand {
+    /// Make FILE (switchboard's TOML, `[servers.NAME]` entries only) the
+    /// shared servers: checked as `switchboard list` would read it, kept
+    /// sealed under the state key, and announced to every replica, which
+    /// serves them beside its own files (its own entry wins a name both
+    /// have). `${VAR}` references are expanded by each replica. Example:
+    /// `switchboard team push servers.toml --state URL --state-key-file
+    /// FILE`
+    Push {
+        /// The servers' file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[command(flatten)]
+        state: SharedStateArgs,
+    },
+    /// Print the shared servers' document and its version.
+    Show {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: SharedStateArgs,
+    },
+    /// Remove the shared servers: every replica stops them.
+    Clear {
+        #[command(flatten)]
+        state: SharedStateArgs,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub(crate) enum AuditCommand {
     /// Check an audit log (`serve --audit FILE`) and its rotated files
     /// FILE.1, FILE.2, …: every line's `prev` must be the keyed MAC of the
@@ -607,6 +638,13 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// The servers every gateway replica sharing a --state database
+    /// serves besides its own config files: pushed once, reloaded by every
+    /// replica within a second.
+    Team {
+        #[command(subcommand)]
+        command: TeamCommand,
+    },
     /// Run the bundled test server on stdin/stdout (used by `demo`).
     #[command(name = "__testserver", hide = true)]
     TestServer {
@@ -680,6 +718,12 @@ impl Command {
             Self::Add(args) => args.json,
             Self::Remove(args) | Self::Enable(args) | Self::Disable(args) => args.json,
             Self::Up { json, .. } | Self::Down { json } | Self::Doctor { json, .. } => *json,
+            Self::Team {
+                command: TeamCommand::Show { json, .. },
+            } => *json,
+            Self::Team {
+                command: TeamCommand::Push { .. } | TeamCommand::Clear { .. },
+            } => false,
             Self::TestServer { .. }
             | Self::Serve(_)
             | Self::Session { .. }

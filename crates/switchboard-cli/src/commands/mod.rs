@@ -7,10 +7,11 @@ pub(crate) mod doctor;
 mod inspect;
 mod serve;
 mod shell;
+mod team;
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::{AuditCommand, AuthCommand, Cli, Command, PolicyCommand, seconds};
+use crate::cli::{AuditCommand, AuthCommand, Cli, Command, PolicyCommand, TeamCommand, seconds};
 use crate::failure::Failure;
 use crate::{approve, configure, demo, hub, lifecycle, login, policy, session};
 
@@ -77,6 +78,13 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             (_, Some(url), Some(key)) => audit::verify_database(&url, &key).await,
             (Some(file), ..) => audit::verify(&file),
             _ => unreachable!("clap requires a file or --database with its key"),
+        },
+        Command::Team { command } => match command {
+            TeamCommand::Push { file, state } => {
+                team::push(&configure::Context::new(cli.config)?, &file, &state).await
+            }
+            TeamCommand::Show { json, state } => team::show(&state, json).await,
+            TeamCommand::Clear { state } => team::clear(&state).await,
         },
         Command::Info { name, only, server } => inspect::info(run, name, only, server).await,
         Command::Tools {

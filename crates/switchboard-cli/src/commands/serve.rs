@@ -67,6 +67,10 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
         Some(state) => Some(crate::state::SharedPolicy::load(state.clone()).await?),
         None => None,
     };
+    let shared_servers = match &shared {
+        Some(state) => Some(crate::state::SharedServers::load(state.clone()).await?),
+        None => None,
+    };
     let per_user = shared.clone().filter(|_| users.is_some());
     let audit = match (shared, audit_file) {
         (Some(shared), _) if audit_database => Some(switchboard_hub::hub::audit::AuditLog::shared(
@@ -102,6 +106,7 @@ pub(crate) async fn serve(run: Run<'_>, args: ServeArgs) -> Result<u8, Failure> 
         fronted,
         state: per_user,
         shared_policy,
+        shared_servers,
     };
     hub::serve(&context, run.creds, settings, run.servers).await
 }
@@ -125,6 +130,7 @@ pub(crate) async fn session(run: Run<'_>, idle: u64) -> Result<u8, Failure> {
         fronted: fronted::Fronted::All,
         state: None,
         shared_policy: None,
+        shared_servers: None,
     };
     hub::serve(&context, run.creds, settings, run.servers).await
 }

@@ -44,6 +44,8 @@ pub(crate) struct ServeSettings {
     pub(crate) state: Option<switchboard_postgres::PgState>,
     /// The tool policy rules every replica enforces (with `--state`).
     pub(crate) shared_policy: Option<crate::state::SharedPolicy>,
+    /// The servers every replica serves besides its files (with `--state`).
+    pub(crate) shared_servers: Option<crate::state::SharedServers>,
 }
 
 /// How long `serve --http` stopping on a signal lets the calls in
@@ -74,7 +76,12 @@ pub(crate) async fn serve(
         );
         return Ok(exit::USAGE);
     }
-    let loaded = served_config(context, &settings.fronted, true)?;
+    let loaded = served_config(
+        context,
+        &settings.fronted,
+        settings.shared_servers.as_ref(),
+        true,
+    )?;
     // The files as they were read, taken now: a change made as soon as the
     // gateway says it is ready (or before its watcher first runs) is a
     // change, not the watcher's starting point.
@@ -149,6 +156,14 @@ pub(crate) async fn serve(
     }
     if settings.fronted.reads_files() {
         gateway.spawn(watch_config(hub.clone(), watched, read_as));
+        // Servers pushed to the shared state, here or anywhere.
+        if let Some(shared) = &settings.shared_servers {
+            let hub = hub.clone();
+            shared.follow(move || {
+                let hub = hub.clone();
+                async move { reload_and_say(&hub).await }
+            });
+        }
     }
     let audit = settings.audit.map(Arc::new);
     let attach = taps.as_ref().map(|taps| {
@@ -223,10 +238,22 @@ pub(super) fn with_tool_search(gateway: HubServer, max: usize) -> HubServer {
 pub(super) fn served_config(
     context: &Context,
     fronted: &crate::fronted::Fronted,
+    shared: Option<&crate::state::SharedServers>,
     say: bool,
 ) -> Result<LoadedConfig, Failure> {
     let mut loaded = if fronted.reads_files() {
-        context.load(false)
+        let mut loaded = context.load(false);
+        // The replicas' shared servers, beside (never over) the files'.
+        if let Some(shared) = shared {
+            let before = loaded.diagnostics.len();
+            shared.merge_into(context, &mut loaded);
+            if say {
+                for diagnostic in &loaded.diagnostics[before..] {
+                    crate::configure::report_diagnostic(diagnostic, false);
+                }
+            }
+        }
+        loaded
     } else {
         LoadedConfig::default()
     };
@@ -306,6 +333,7 @@ fn served_hub(
     let shared_rules = settings.shared_policy.clone();
     let source = context.clone();
     let fronted = settings.fronted.clone();
+    let shared_servers = settings.shared_servers.clone();
     let forwarding = asks.clone();
     let fingerprints = fingerprints.clone();
     let hub =
@@ -342,8 +370,8 @@ fn served_hub(
             }
         })
         .config_source(move || {
-            let loaded =
-                served_config(&source, &fronted, false).map_err(|e| format!("{:#}", e.error))?;
+            let loaded = served_config(&source, &fronted, shared_servers.as_ref(), false)
+                .map_err(|e| format!("{:#}", e.error))?;
             let runnable = prepare_asking(&source, &loaded, None, false).runnable;
             remember(&fingerprints, &runnable);
             Ok(runnable)
@@ -355,6 +383,11 @@ fn served_hub(
                 None => client,
             }
         });
+    // Replicas sharing a state probe each server once between them.
+    let hub = match &settings.state {
+        Some(state) => hub.verdict_store(std::sync::Arc::new(state.era_verdicts())),
+        None => hub,
+    };
     // A login made in a terminal (`switchboard login NAME`) while serving
     // brings its server up.
     match login::login_index(credentials) {

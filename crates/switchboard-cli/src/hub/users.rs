@@ -96,6 +96,8 @@ pub(super) async fn serve_users(
     // shared rules for them, for their groups, and everyone's.
     let groups: Arc<Mutex<HashMap<String, Vec<String>>>> = Arc::default();
     let groups_of_user = groups.clone();
+    // One probe per server for every user and replica.
+    let verdicts: Arc<dyn switchboard_hub::hub::VerdictStore> = Arc::new(state.era_verdicts());
     let users = Users::builder(Arc::new(state))
         .client_name("switchboard gateway")
         .redirect_uri(
@@ -143,17 +145,30 @@ pub(super) async fn serve_users(
                 ))
             })
             .client(move |server, client| forwarding.client(&server.name, client))
+            .verdict_store(verdicts.clone())
         })
         .build()
         .map_err(|e| Failure::usage(anyhow::anyhow!("{e}")))?;
     if fronted.reads_files() {
-        let (context, users, rules) = (context.clone(), users.clone(), file_rules.clone());
+        let shared_servers = settings.shared_servers.clone();
+        let reloading = {
+            let (context, users, rules) = (context.clone(), users.clone(), file_rules.clone());
+            let shared_servers = shared_servers.clone();
+            move || {
+                let (context, fronted) = (context.clone(), fronted.clone());
+                let (users, rules) = (users.clone(), rules.clone());
+                let shared_servers = shared_servers.clone();
+                async move {
+                    reload(&context, &fronted, shared_servers.as_ref(), &users, &rules).await;
+                }
+            }
+        };
         let (files, read_as) = watched;
-        tokio::spawn(super::serve::watch_files(files, read_as, move || {
-            let (context, fronted) = (context.clone(), fronted.clone());
-            let (users, rules) = (users.clone(), rules.clone());
-            async move { reload(&context, &fronted, &users, &rules).await }
-        }));
+        tokio::spawn(super::serve::watch_files(files, read_as, reloading.clone()));
+        // Servers pushed to the shared state, here or anywhere.
+        if let Some(shared) = &shared_servers {
+            shared.follow(reloading);
+        }
     }
     if let Some(shared) = &settings.shared_policy {
         let users = users.clone();
@@ -232,10 +247,11 @@ pub(super) async fn serve_users(
 async fn reload(
     context: &Context,
     fronted: &crate::fronted::Fronted,
+    shared: Option<&crate::state::SharedServers>,
     users: &Users,
     rules: &std::sync::RwLock<switchboard_hub::config::policy::ToolPolicy>,
 ) {
-    let loaded = match super::serve::served_config(context, fronted, false) {
+    let loaded = match super::serve::served_config(context, fronted, shared, false) {
         Ok(loaded) => loaded,
         Err(failure) => return super::serve::say_not_reloaded(&format!("{:#}", failure.error)),
     };

@@ -55,7 +55,8 @@ impl Diagnostic {
         Self::new(Severity::Error, message)
     }
 
-    pub(crate) fn warning(message: impl Into<String>) -> Self {
+    /// A warning saying `message` (a caller's own, beside the loader's).
+    pub fn warning(message: impl Into<String>) -> Self {
         Self::new(Severity::Warning, message)
     }
 
@@ -63,7 +64,8 @@ impl Diagnostic {
         Self::new(Severity::Info, message)
     }
 
-    pub(crate) fn in_file(mut self, file: &Path) -> Self {
+    /// The same, about `file`.
+    pub fn in_file(mut self, file: &Path) -> Self {
         self.file = Some(file.to_path_buf());
         self
     }
@@ -81,7 +83,8 @@ impl Diagnostic {
         }
     }
 
-    pub(crate) fn server(mut self, name: &str) -> Self {
+    /// The same, about the server `name`.
+    pub fn server(mut self, name: &str) -> Self {
         self.server = Some(name.to_owned());
         self
     }

@@ -430,18 +430,35 @@ pub fn load_file(
     dialect: Dialect,
     scope: Scope,
 ) -> LoadedConfig {
+    load_one(locations, |loaded, found, said| {
+        read_into(loaded, file, dialect, scope, locations, found, said);
+    })
+}
+
+/// A configuration given as `text` rather than read from a file (one kept
+/// in a gateway's shared state, say), in `dialect` and `scope`, as
+/// [`load_file`] would read it; `name` stands for the file in diagnostics
+/// and relative paths. No file is read for it.
+pub fn load_text(
+    locations: &Locations,
+    name: &Path,
+    text: &str,
+    dialect: Dialect,
+    scope: Scope,
+) -> LoadedConfig {
+    load_one(locations, |loaded, found, said| {
+        parse_into(loaded, name, text, dialect, scope, locations, found, said);
+    })
+}
+
+fn load_one(
+    locations: &Locations,
+    read: impl FnOnce(&mut LoadedConfig, &mut Vec<(usize, ServerConfig)>, &mut Said),
+) -> LoadedConfig {
     let mut loaded = LoadedConfig::default();
     let mut found = Vec::new();
     let mut said = Said::default();
-    read_into(
-        &mut loaded,
-        file,
-        dialect,
-        scope,
-        locations,
-        &mut found,
-        &mut said,
-    );
+    read(&mut loaded, &mut found, &mut said);
     judge(
         &mut loaded,
         locations,
@@ -478,6 +495,20 @@ fn read_into(
     } else {
         dialect
     };
+    parse_into(loaded, file, &text, dialect, scope, locations, found, said);
+}
+
+#[allow(clippy::too_many_arguments)] // read_into's, and the text
+fn parse_into(
+    loaded: &mut LoadedConfig,
+    file: &Path,
+    text: &str,
+    dialect: Dialect,
+    scope: Scope,
+    locations: &Locations,
+    found: &mut Vec<(usize, ServerConfig)>,
+    said: &mut Said,
+) {
     let FileLoad {
         servers,
         diagnostics,
@@ -489,7 +520,7 @@ fn read_into(
         trusted_projects,
     } = dialect::parse(
         file,
-        &text,
+        text,
         dialect,
         scope,
         &[locations.cwd(), locations.project_root()],

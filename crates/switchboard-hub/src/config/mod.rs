@@ -49,7 +49,7 @@ pub use diag::{Diagnostic, Severity};
 pub use dialect::InputSpec;
 pub use edit::{EditError, Edited, Target, add_server, remove_server, set_enabled};
 pub use expand::{ExpandError, Expanded, Expander};
-pub use load::{LoadOptions, LoadedConfig, SkipReason, Skipped, load, load_file};
+pub use load::{LoadOptions, LoadedConfig, SkipReason, Skipped, load, load_file, load_text};
 pub use locations::{Locations, Os};
 pub use model::{
     Dialect, HeadersHelper, HttpKind, OAuthSettings, Origin, Prefix, Scope, ServerConfig,

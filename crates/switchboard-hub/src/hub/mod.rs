@@ -71,6 +71,7 @@ mod subscriptions;
 pub(crate) mod supervisor;
 #[cfg(feature = "oauth")]
 pub mod users;
+mod verdicts;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -112,6 +113,7 @@ pub use state::{Failure, HubEvent, HubEvents, HubTool, ServerState, ServerStatus
 pub use stats::{LATENCY_BOUNDS, ServerStats};
 #[cfg(feature = "oauth")]
 pub use users::{Added, UserServer, UserStore, Users, UsersBuilder};
+pub use verdicts::VerdictStore;
 
 use stats::InFlight;
 use store::Store;
@@ -224,6 +226,7 @@ pub struct HubBuilder {
     tool_approver: Option<Arc<dyn ToolApprover>>,
     remembered: Option<RememberedAllows>,
     policy_source: Option<policy::PolicySource>,
+    verdicts: Option<Arc<dyn VerdictStore>>,
 }
 
 impl std::fmt::Debug for HubBuilder {
@@ -247,6 +250,7 @@ impl std::fmt::Debug for HubBuilder {
             .field("tool_policy", &self.tool_policy)
             .field("tool_approver", &self.tool_approver.is_some())
             .field("remembered", &self.remembered)
+            .field("verdicts", &self.verdicts)
             .finish()
     }
 }
@@ -274,6 +278,7 @@ impl Default for HubBuilder {
             tool_approver: None,
             remembered: None,
             policy_source: None,
+            verdicts: None,
         }
     }
 }
@@ -395,6 +400,16 @@ impl HubBuilder {
         self
     }
 
+    /// Keeps the era and transport each remote server was found to speak
+    /// in `store`, shared with every process using it (see
+    /// [`VerdictStore`]): a server detected by one replica is connected
+    /// without a probe by the others. The state file keeps them for this
+    /// machine either way.
+    pub fn verdict_store(mut self, store: Arc<dyn VerdictStore>) -> Self {
+        self.verdicts = Some(store);
+        self
+    }
+
     /// Where [`Hub::reload`] reads the servers from: called on every
     /// reload, it gives the whole server list again (already expanded),
     /// or says why it could not.
@@ -482,6 +497,7 @@ impl HubBuilder {
                 default_prefix: self.default_prefix,
                 roots: self.roots,
                 source: self.source,
+                verdicts: self.verdicts.map(verdicts::SharedVerdicts::new),
             },
             tasks: TaskTracker::new(),
             #[cfg(feature = "http-server")]
@@ -518,6 +534,7 @@ pub(crate) struct Settings {
     default_prefix: Prefix,
     roots: Option<Roots>,
     source: Option<ConfigSource>,
+    verdicts: Option<verdicts::SharedVerdicts>,
 }
 
 /// What the hub handle and the supervisors share (the supervisors never

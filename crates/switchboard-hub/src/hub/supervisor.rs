@@ -288,6 +288,26 @@ impl Slot {
         // Recorded before anyone can see `ready`, so a shutdown right after
         // `Hub::start` still writes it.
         self.persist(shared, &ServerState::Ready);
+        if let (
+            Some(verdicts),
+            TransportConfig::Http {
+                url,
+                kind: HttpKind::Auto,
+                ..
+            },
+        ) = (&shared.settings.verdicts, &self.config.transport)
+        {
+            let transport = match session.transport {
+                "sse" => HttpTransport::Sse,
+                _ => HttpTransport::StreamableHttp,
+            };
+            verdicts.write(
+                &shared.tasks,
+                url,
+                self.config.shown_url().unwrap_or_default().to_owned(),
+                HttpVerdict::new(session.era, transport),
+            );
+        }
         self.view.send_modify(|v| v.state = ServerState::Ready);
         tracing::info!(
             state = "ready",
@@ -390,6 +410,15 @@ async fn connector(shared: &Shared, slot: &Slot) -> Result<Arc<dyn Connector>, F
                     _ => HttpTransport::StreamableHttp,
                 };
                 remember_verdict(url, HttpVerdict::new(era, transport));
+            }
+            // Else the one another process sharing the verdict store found.
+            if let (HttpKind::Auto, Some(shared_verdicts)) = (kind, &shared.settings.verdicts)
+                && remembered_verdicts().iter().all(|(u, _)| u != url)
+                && let Some(verdict) = shared_verdicts
+                    .read(url, config.shown_url().unwrap_or_default())
+                    .await
+            {
+                remember_verdict(url, verdict);
             }
             let mut http = HttpConfig::new(url.clone()).transport(match kind {
                 HttpKind::Streamable => HttpTransport::StreamableHttp,

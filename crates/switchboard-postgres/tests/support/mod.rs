@@ -6,7 +6,7 @@ use switchboard_postgres::StateKey;
 use switchboard_testkit::postgres::Postgres;
 
 /// The schema version this build migrates to.
-pub(crate) const SCHEMA: i64 = 6;
+pub(crate) const SCHEMA: i64 = 8;
 
 const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
