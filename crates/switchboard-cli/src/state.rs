@@ -128,33 +128,63 @@ impl SharedPolicy {
     /// (made here or on another replica), then calls `changed`; for as
     /// long as the process runs.
     pub(crate) fn follow(&self, changed: impl Fn() + Send + Sync + 'static) {
-        let wake = std::sync::Arc::new(tokio::sync::Notify::new());
-        let signal = wake.clone();
-        self.state.watch_policy(move || {
-            signal.notify_one();
-            true
-        });
         let this = self.clone();
-        tokio::spawn(async move {
-            loop {
-                wake.notified().await;
-                let reader = this.state.clone();
-                match tokio::task::spawn_blocking(move || reader.policy_rules()).await {
-                    Ok(Ok(rules)) => {
+        on_each_change(
+            &self.state,
+            PgState::watch_policy,
+            PgState::policy_rules,
+            move |read| {
+                match read {
+                    Ok(rules) => {
                         *this
                             .rules
                             .write()
                             .unwrap_or_else(std::sync::PoisonError::into_inner) = rules;
                         changed();
                     }
-                    Ok(Err(error)) => {
-                        tracing::warn!(%error, "cannot read the shared policy; the rules in force are kept");
-                    }
-                    Err(error) => tracing::warn!(%error, "reading the shared policy failed"),
+                    Err(error) => tracing::warn!(
+                        %error,
+                        "cannot read the shared policy; the rules in force are kept"
+                    ),
                 }
-            }
-        });
+                None::<std::future::Ready<()>>
+            },
+        );
     }
+}
+
+/// Whenever `watch` says the database announced a change: `read` on a
+/// blocking thread, then `apply` with what it read, awaiting the work it
+/// gives back before the next read; for as long as the process runs.
+fn on_each_change<T: Send + 'static, F: std::future::Future<Output = ()> + Send>(
+    state: &PgState,
+    watch: impl FnOnce(&PgState, Box<dyn Fn() -> bool + Send + Sync>),
+    read: fn(&PgState) -> Result<T, switchboard_auth::store::StoreError>,
+    mut apply: impl FnMut(Result<T, String>) -> Option<F> + Send + 'static,
+) {
+    let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = wake.clone();
+    watch(
+        state,
+        Box::new(move || {
+            signal.notify_one();
+            true
+        }),
+    );
+    let state = state.clone();
+    tokio::spawn(async move {
+        loop {
+            wake.notified().await;
+            let reader = state.clone();
+            let read = match tokio::task::spawn_blocking(move || read(&reader)).await {
+                Ok(read) => read.map_err(|e| e.to_string()),
+                Err(error) => Err(error.to_string()),
+            };
+            if let Some(work) = apply(read) {
+                work.await;
+            }
+        }
+    });
 }
 
 /// What the shared servers' document is called in diagnostics.
@@ -274,48 +304,36 @@ impl SharedServers {
     where
         F: std::future::Future<Output = ()> + Send,
     {
-        let wake = std::sync::Arc::new(tokio::sync::Notify::new());
-        let signal = wake.clone();
-        self.state.watch_config(move || {
-            signal.notify_one();
-            true
-        });
         let this = self.clone();
-        tokio::spawn(async move {
-            loop {
-                wake.notified().await;
-                let reader = this.state.clone();
-                let read = tokio::task::spawn_blocking(move || reader.shared_config()).await;
+        on_each_change(
+            &self.state,
+            PgState::watch_config,
+            PgState::shared_config,
+            move |read| {
                 let document = match read {
-                    Ok(Ok(document)) => document,
-                    Ok(Err(error)) => {
+                    Ok(document) => document,
+                    Err(error) => {
                         eprintln!(
                             "warning: the shared servers cannot be read ({}); the servers in force are kept",
-                            crate::term::sanitize::line(&error.to_string())
+                            crate::term::sanitize::line(&error)
                         );
-                        continue;
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "reading the shared servers failed");
-                        continue;
+                        return None;
                     }
                 };
-                {
-                    let mut now = this
-                        .document
-                        .write()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if *now == document {
-                        continue;
-                    }
-                    match &document {
-                        Some(d) => eprintln!("the shared servers changed (version {})", d.version),
-                        None => eprintln!("the shared servers were cleared"),
-                    }
-                    *now = document;
+                let mut now = this
+                    .document
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if *now == document {
+                    return None;
                 }
-                changed().await;
-            }
-        });
+                match &document {
+                    Some(d) => eprintln!("the shared servers changed (version {})", d.version),
+                    None => eprintln!("the shared servers were cleared"),
+                }
+                *now = document;
+                Some(changed())
+            },
+        );
     }
 }

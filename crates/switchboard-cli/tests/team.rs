@@ -55,6 +55,21 @@ impl Drop for Replica {
     }
 }
 
+/// A host of `era` on each replica, with the gateway's token.
+async fn hosts_of(replicas: &[Replica], era: EraMode) -> Vec<Client> {
+    let mut hosts = Vec::new();
+    for replica in replicas {
+        hosts.push(
+            Client::builder()
+                .era_mode(era)
+                .connect(authed(&replica.url))
+                .await
+                .unwrap(),
+        );
+    }
+    hosts
+}
+
 /// A fresh PostgreSQL, its database's URL, a sandbox and a state key
 /// for `test`; `None` without PostgreSQL.
 fn team(test: &str) -> Option<(Postgres, String, Sandbox, PathBuf)> {
@@ -153,16 +168,7 @@ async fn two_replicas_write_one_audit_chain_in_the_database() {
         Replica::start(&sandbox, &shared),
         Replica::start(&sandbox, &shared),
     ];
-    let mut hosts = Vec::new();
-    for replica in &replicas {
-        hosts.push(
-            Client::builder()
-                .era_mode(EraMode::Legacy)
-                .connect(authed(&replica.url))
-                .await
-                .unwrap(),
-        );
-    }
+    let hosts = hosts_of(&replicas, EraMode::Legacy).await;
     // Calls alternate between the replicas.
     for n in 0..6 {
         let text = format!("hunter{n}");
@@ -1184,7 +1190,7 @@ async fn listed_within(host: &Client, tool: &str, listed: bool, since: std::time
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_pushed_once_are_served_by_every_replica_until_cleared() {
-    let Some((_postgres, url, sandbox, key)) = team("team-servers") else {
+    let Some((postgres, url, sandbox, key)) = team("team-servers") else {
         return;
     };
     let shared = ["--state", &url, "--state-key-file", key.to_str().unwrap()];
@@ -1192,16 +1198,7 @@ async fn servers_pushed_once_are_served_by_every_replica_until_cleared() {
         Replica::start(&sandbox, &shared),
         Replica::start(&sandbox, &shared),
     ];
-    let mut hosts = Vec::new();
-    for replica in &replicas {
-        hosts.push(
-            Client::builder()
-                .era_mode(EraMode::Modern)
-                .connect(authed(&replica.url))
-                .await
-                .unwrap(),
-        );
-    }
+    let hosts = hosts_of(&replicas, EraMode::Modern).await;
     let names = tool_names(&hosts[1]).await;
     assert!(
         names.contains(&"new__echo".to_owned()) && !names.iter().any(|n| n.starts_with("extra__")),
@@ -1254,16 +1251,11 @@ async fn servers_pushed_once_are_served_by_every_replica_until_cleared() {
     );
 
     // A replica started now serves it from the start.
-    let late = Replica::start(&sandbox, &shared);
-    let late_host = Client::builder()
-        .era_mode(EraMode::Modern)
-        .connect(authed(&late.url))
-        .await
-        .unwrap();
+    let late = [Replica::start(&sandbox, &shared)];
+    let late_host = hosts_of(&late, EraMode::Modern).await.remove(0);
     listed_within(&late_host, "extra__echo", true, std::time::Instant::now()).await;
 
     // A document changed in the database is refused where it is read.
-    let postgres = &_postgres;
     postgres.psql(
         "switchboard",
         "UPDATE switchboard_shared_config SET version = version + 1",
