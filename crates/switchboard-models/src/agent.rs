@@ -1,11 +1,15 @@
-//! An agent loop over an OpenAI-compatible Chat Completions endpoint, with
-//! the tools of a [`Hub`]'s MCP servers.
+//! An agent loop over any of the four model APIs (a [`Model`]: OpenAI
+//! Chat Completions and its compatible servers, OpenAI Responses,
+//! Anthropic Messages, Gemini), with the tools of a [`Hub`]'s MCP servers.
 //!
 //! Each round sends the conversation and the tool definitions
-//! ([`Toolset::tools_param`]); when the model asks for tool calls, they
-//! run through the hub (at most [`AgentBuilder::parallel_calls`] at once),
-//! their results go back as `tool` messages ([`results::tool_result`]) and
-//! the next round starts; the first answer without tool calls ends the run.
+//! ([`Toolset::tools_param`], in the model's API form), streamed; when the
+//! model asks for tool calls, they run through the hub (at most
+//! [`AgentBuilder::parallel_calls`] at once), their results go back in the
+//! API's own form ([`results::tool_result`], grouped by
+//! [`model::answers`]) and the next round starts; the first answer without
+//! tool calls ends the run. The conversation is kept in the API's own form
+//! ([`AgentOutcome::messages`]).
 //! Mistakes of the model — a tool that does not exist, arguments that are
 //! not JSON — and failed calls are told to the model as tool errors, so it
 //! can correct itself; only the endpoint failing or too many rounds end a
@@ -38,8 +42,9 @@ use switchboard_hub::Hub;
 use switchboard_types::{CallToolResult, ContentBlock};
 use tracing::Instrument as _;
 
-use crate::chat::{ChatClient, ChatError};
+use crate::chat::ChatError;
 use crate::definitions::{self, ToolHints};
+use crate::model::{self, Model, ModelCall, ModelRequest, StreamEvent};
 use crate::results::{self, ProviderResult, ResultOptions};
 use crate::skills::{SkillOptions, Skillset};
 use crate::toolset::{Lookup, Toolset, ToolsetOptions};
@@ -82,9 +87,13 @@ pub struct AgentOutcome {
     pub rounds: usize,
     /// Every tool call, in the order the model asked for them.
     pub calls: Vec<CallRecord>,
-    /// The whole conversation, the final answer included: add a `user`
-    /// message and pass it to [`Agent::run_messages`] to go on.
+    /// The whole conversation in the model API's form, the final answer
+    /// included: add a user message ([`model::user_message`]) and pass it
+    /// to [`Agent::run_messages`] to go on.
     pub messages: Vec<Value>,
+    /// Tokens the run's requests took, as the API counted them: (input,
+    /// output), summed over rounds that said.
+    pub usage: (u64, u64),
 }
 
 /// A tool call waiting for the application's yes or no
@@ -143,6 +152,13 @@ pub enum AgentEvent {
         /// The start of the result's text, or the error.
         summary: String,
     },
+    /// A piece of the model's text, as it streams in.
+    Delta {
+        /// The round.
+        round: usize,
+        /// The piece.
+        text: String,
+    },
     /// The model answered without tool calls.
     Answer {
         /// The round.
@@ -180,6 +196,22 @@ pub enum AgentError {
         round: usize,
         /// What is missing.
         reason: String,
+    },
+    /// The run's requests took more tokens than
+    /// [`AgentBuilder::max_tokens`] allows.
+    #[error(
+        "the run took {used} tokens, over its budget of {budget}, after round {round} ({} tool calls made)",
+        calls.len()
+    )]
+    TokenBudget {
+        /// The round after which the budget was spent.
+        round: usize,
+        /// Input and output tokens taken so far.
+        used: u64,
+        /// The budget.
+        budget: u64,
+        /// The calls made.
+        calls: Vec<CallRecord>,
     },
     /// The model still asked for tools in the last allowed round.
     #[error(
@@ -264,6 +296,15 @@ impl AgentBuilder {
     /// [`DEFAULT_PARALLEL_CALLS`]).
     pub fn parallel_calls(mut self, calls: usize) -> Self {
         self.agent.parallel_calls = calls;
+        self
+    }
+
+    /// Ends the run with [`AgentError::TokenBudget`] once its requests
+    /// have taken more than `tokens` (input and output, as the API counts
+    /// them; rounds whose API says nothing count nothing). Default: no
+    /// budget.
+    pub fn max_tokens(mut self, tokens: u64) -> Self {
+        self.agent.max_tokens = Some(tokens);
         self
     }
 
@@ -365,7 +406,7 @@ impl AgentBuilder {
         if self.agent.parallel_calls == 0 {
             return bad("parallel_calls", "must be at least 1");
         }
-        if let Some(name) = ["model", "messages", "tools"]
+        if let Some(name) = ["model", "messages", "tools", "input", "contents", "stream"]
             .into_iter()
             .find(|name| self.agent.fields.contains_key(*name))
         {
@@ -374,13 +415,17 @@ impl AgentBuilder {
                 reason: format!("`{name}` is the agent's own field; it cannot be set"),
             });
         }
+        if self.agent.max_tokens == Some(0) {
+            return bad("max_tokens", "must be at least 1");
+        }
+        let provider = self.agent.model.provider();
         if let Some(toolset) = &self.agent.toolset
-            && toolset.provider() != Provider::OpenAiChat
+            && toolset.provider() != provider
         {
-            return bad(
-                "toolset",
-                "must be built for Provider::OpenAiChat (Chat Completions)",
-            );
+            return Err(AgentError::Config {
+                setting: "toolset",
+                reason: format!("must be built for the model's API, {provider}"),
+            });
         }
         Ok(self.agent)
     }
@@ -390,7 +435,8 @@ impl AgentBuilder {
 #[derive(Clone)]
 pub struct Agent {
     hub: Hub,
-    chat: ChatClient,
+    model: Arc<dyn Model>,
+    max_tokens: Option<u64>,
     toolset: Option<Arc<Toolset>>,
     toolset_options: ToolsetOptions,
     results: ResultOptions,
@@ -413,7 +459,7 @@ impl fmt::Debug for Agent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Agent")
             .field("hub", &self.hub)
-            .field("chat", &self.chat)
+            .field("model", &self.model)
             .field("toolset", &self.toolset.as_ref().map(|t| t.entries().len()))
             .field("results", &self.results)
             .field("max_rounds", &self.max_rounds)
@@ -427,13 +473,19 @@ impl fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// A builder for an agent using `hub`'s tools and the model behind
-    /// `chat`.
-    pub fn builder(hub: Hub, chat: ChatClient) -> AgentBuilder {
+    /// A builder for an agent using `hub`'s tools and `model` (a
+    /// [`ChatClient`](crate::chat::ChatClient) of any of the four APIs, or a [`Model`] of one's own).
+    pub fn builder(hub: Hub, model: impl Model + 'static) -> AgentBuilder {
+        Self::builder_shared(hub, Arc::new(model))
+    }
+
+    /// [`builder`](Self::builder) with a model shared with others.
+    pub fn builder_shared(hub: Hub, model: Arc<dyn Model>) -> AgentBuilder {
         AgentBuilder {
             agent: Agent {
                 hub,
-                chat,
+                model,
+                max_tokens: None,
                 toolset: None,
                 toolset_options: ToolsetOptions::default(),
                 results: ResultOptions::default(),
@@ -452,9 +504,9 @@ impl Agent {
         }
     }
 
-    /// The chat client.
-    pub fn chat(&self) -> &ChatClient {
-        &self.chat
+    /// The model.
+    pub fn model(&self) -> &dyn Model {
+        &*self.model
     }
 
     /// Runs `prompt` (after a system message of the system prompt and the
@@ -467,11 +519,25 @@ impl Agent {
     /// Dropping the future abandons the model request and cancels the
     /// tool calls under way.
     pub async fn run(&self, prompt: &str) -> Result<AgentOutcome, AgentError> {
+        let provider = self.model.provider();
         let mut messages = Vec::new();
+        // Chat Completions keeps the system prompt in the conversation, as
+        // its first message; the other APIs take it beside (every round,
+        // from the agent's settings).
+        if provider == Provider::OpenAiChat
+            && let Some(system) = self.system_prompt()
+        {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(model::user_message(provider, prompt));
+        self.run_messages(messages).await
+    }
+
+    /// The system prompt and the ready servers' own instructions (capped
+    /// like descriptions: they are the servers' text, not ours).
+    fn system_prompt(&self) -> Option<String> {
         let mut system: Vec<String> = self.system.iter().cloned().collect();
         if self.server_instructions {
-            // Each ready server's own instructions, capped like
-            // descriptions (they are the server's text, not ours).
             let options = &self.toolset_options.definitions;
             system.extend(
                 self.hub
@@ -484,30 +550,33 @@ impl Agent {
                     .filter(|text| !text.is_empty()),
             );
         }
-        if !system.is_empty() {
-            messages.push(json!({"role": "system", "content": system.join("\n\n")}));
-        }
-        messages.push(json!({"role": "user", "content": prompt}));
-        self.run_messages(messages).await
+        (!system.is_empty()).then(|| system.join("\n\n"))
     }
 
-    /// Goes on with a conversation (Chat Completions messages, such as
-    /// [`AgentOutcome::messages`] plus a new `user` message) to the
-    /// model's next final answer.
+    /// Goes on with a conversation (in the model API's form, such as
+    /// [`AgentOutcome::messages`] plus a new user message) to the model's
+    /// next final answer.
     ///
     /// # Errors
-    /// [`AgentError::Chat`] when the endpoint fails, [`AgentError::Answer`]
-    /// when it answers with something else than a chat completion,
-    /// [`AgentError::TooManyRounds`] when the model still asks for tools in
-    /// the last round (those calls are not made).
+    /// [`AgentError::Chat`] when the endpoint fails (after its retries) or
+    /// its answer cannot be used (a stream cut mid-answer, events that are
+    /// not JSON), [`AgentError::Answer`] when it answers with something
+    /// else than a turn, [`AgentError::TooManyRounds`] when the model still
+    /// asks for tools in the last round (those calls are not made),
+    /// [`AgentError::TokenBudget`] past [`AgentBuilder::max_tokens`].
     ///
     /// # Cancel safety
     /// As [`run`](Self::run).
     pub async fn run_messages(&self, messages: Vec<Value>) -> Result<AgentOutcome, AgentError> {
         let mut built = None;
+        let system = (self.model.provider() != Provider::OpenAiChat)
+            .then(|| self.system_prompt())
+            .flatten();
         let mut run = Run {
             messages,
             calls: Vec::new(),
+            system,
+            usage: (0, 0),
         };
         let skills = self.hub_skills().await;
         for round in 1..=self.max_rounds {
@@ -526,7 +595,19 @@ impl Agent {
                     rounds: round,
                     calls: run.calls,
                     messages: run.messages,
+                    usage: run.usage,
                 });
+            }
+            if let Some(budget) = self.max_tokens {
+                let used = run.usage.0 + run.usage.1;
+                if used > budget {
+                    return Err(AgentError::TokenBudget {
+                        round,
+                        used,
+                        budget,
+                        calls: run.calls,
+                    });
+                }
             }
         }
         tracing::warn!(
@@ -559,7 +640,7 @@ impl Agent {
             return toolset.clone();
         }
         let toolset = Arc::new(Toolset::from_hub(
-            Provider::OpenAiChat,
+            self.model.provider(),
             self.toolset_options.clone(),
             &self.hub,
         ));
@@ -574,7 +655,7 @@ impl Agent {
             return None;
         }
         let (skills, failed) =
-            Skillset::from_hub(Provider::OpenAiChat, SkillOptions::default(), &self.hub).await;
+            Skillset::from_hub(self.model.provider(), SkillOptions::default(), &self.hub).await;
         for error in &failed {
             tracing::warn!("skills not listed: {}", error_chain(error));
         }
@@ -590,21 +671,16 @@ impl Agent {
         skills: Option<&Skillset>,
         run: &mut Run,
     ) -> Result<Option<String>, AgentError> {
+        let provider = self.model.provider();
         let skill_tools = skills.map(Skillset::definitions).unwrap_or_default();
         let tools = if skill_tools.is_empty() {
             toolset.tools_param()
         } else {
             let mut all = toolset.definitions();
             all.extend(skill_tools.iter().map(|d| &**d));
-            serde_json::value::to_raw_value(&all).expect("definitions joined are JSON")
+            joined_tools(provider, &all)
         };
         let tool_count = toolset.definitions().len() + skill_tools.len();
-        let body = ChatRequest {
-            model: self.chat.model(),
-            messages: &run.messages,
-            tools: (tool_count > 0).then_some(&*tools),
-            fields: &self.fields,
-        };
         self.emit(|| AgentEvent::Request {
             round,
             messages: run.messages.len(),
@@ -615,56 +691,44 @@ impl Agent {
             tools = tool_count,
             "asking the model"
         );
-        let answer = self
-            .chat
-            .complete(&body)
+        let observe = |event: &StreamEvent| {
+            if let StreamEvent::Text(text) = event {
+                self.emit(|| AgentEvent::Delta {
+                    round,
+                    text: text.clone(),
+                });
+            }
+        };
+        let request = ModelRequest::new(&run.messages)
+            .system(run.system.as_deref())
+            .tools((tool_count > 0).then_some(&*tools))
+            .fields(&self.fields)
+            .observer(self.observer.is_some().then_some(&observe as _));
+        let turn = self
+            .model
+            .turn(request)
             .await
             .map_err(|source| AgentError::Chat { round, source })?;
-        let Some(mut message) = answer
-            .get("choices")
-            .and_then(|c| c.get(0))
-            .and_then(|c| c.get("message"))
-            .and_then(Value::as_object)
-            .cloned()
-        else {
-            let excerpt: String = answer.to_string().chars().take(300).collect();
-            return Err(AgentError::Answer {
-                round,
-                reason: format!("it has no `choices[0].message`: {excerpt}"),
-            });
-        };
-        let calls: Vec<Value> = match message.get_mut("tool_calls") {
-            Some(Value::Array(calls)) if !calls.is_empty() => {
-                // A call without an id cannot be answered; give it one, in
-                // the message sent back too.
-                for (i, call) in calls.iter_mut().enumerate() {
-                    if let Some(call) = call.as_object_mut()
-                        && call.get("id").is_none_or(|id| id.as_str().is_none())
-                    {
-                        call.insert("id".into(), json!(format!("call_{round}_{i}")));
-                    }
-                }
-                calls.clone()
-            }
-            _ => Vec::new(),
-        };
-        if calls.is_empty() {
-            let text = message_text(&message);
-            tracing::info!(chars = text.len(), "the model answered");
+        if let Some((input, output)) = turn.usage {
+            run.usage.0 += input;
+            run.usage.1 += output;
+        }
+        if turn.calls.is_empty() {
+            tracing::info!(chars = turn.text.len(), "the model answered");
             self.emit(|| AgentEvent::Answer {
                 round,
-                text: text.clone(),
+                text: turn.text.clone(),
             });
-            run.messages.push(Value::Object(message));
-            return Ok(Some(text));
+            run.messages.extend(turn.items);
+            return Ok(Some(turn.text));
         }
-        tracing::info!(calls = calls.len(), "the model asked for tool calls");
+        tracing::info!(calls = turn.calls.len(), "the model asked for tool calls");
         if round == self.max_rounds {
             return Ok(None);
         }
-        run.messages.push(Value::Object(message));
-        let mut answers = Vec::with_capacity(calls.len());
-        for chunk in calls.chunks(self.parallel_calls) {
+        run.messages.extend(turn.items);
+        let mut answers = Vec::with_capacity(turn.calls.len());
+        for chunk in turn.calls.chunks(self.parallel_calls) {
             answers.extend(
                 join_all(
                     chunk
@@ -675,13 +739,12 @@ impl Agent {
                 .await,
             );
         }
-        let mut follow_ups = Vec::new();
+        let mut results = Vec::with_capacity(answers.len());
         for (result, record) in answers {
-            run.messages.extend(result.items);
-            follow_ups.extend(result.follow_up);
+            results.push(result);
             run.calls.push(record);
         }
-        run.messages.extend(follow_ups);
+        run.messages.extend(model::answers(provider, results));
         Ok(None)
     }
 
@@ -692,20 +755,19 @@ impl Agent {
         index: usize,
         toolset: &Toolset,
         skills: Option<&Skillset>,
-        call: &Value,
+        call: &ModelCall,
     ) -> (ProviderResult, CallRecord) {
-        let provider = Provider::OpenAiChat;
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .map_or_else(|| format!("call_{round}_{index}"), str::to_owned);
-        let function = call.get("function").unwrap_or(&Value::Null);
-        let name = function
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let raw_arguments = function.get("arguments").cloned().unwrap_or(Value::Null);
+        let provider = self.model.provider();
+        // The id the answer carries is the model's own (Gemini's may be
+        // empty); the record's is made up when there is none.
+        let answer_id = call.id.clone();
+        let id = if call.id.is_empty() {
+            format!("call_{round}_{index}")
+        } else {
+            call.id.clone()
+        };
+        let name = call.name.clone();
+        let raw_arguments = call.arguments.clone();
         let lookup = toolset.lookup(&name);
         let (server, tool) = match lookup {
             Lookup::Tool(entry) | Lookup::Authenticate(entry) => {
@@ -732,7 +794,7 @@ impl Agent {
         let failure = |message: String| {
             tracing::info!(name, error = message, "tool call failed");
             (
-                results::tool_failure(provider, &id, &name, &message),
+                results::tool_failure(provider, &answer_id, &name, &message),
                 message,
             )
         };
@@ -746,7 +808,7 @@ impl Agent {
                     None => None,
                 };
                 match answer {
-                    Some(result) => self.answered(&id, &name, &result, &mut record),
+                    Some(result) => self.answered(&answer_id, &name, &result, &mut record),
                     None => failure(format!("there is no tool named `{name}`")),
                 }
             }
@@ -759,10 +821,10 @@ impl Agent {
             )),
             (Lookup::Search, Ok(arguments)) => {
                 let result = toolset.search(arguments.as_ref());
-                self.answered(&id, &name, &result, &mut record)
+                self.answered(&answer_id, &name, &result, &mut record)
             }
             (Lookup::Authenticate(entry), Ok(_)) => match self.authenticate(&entry.server).await {
-                Ok(result) => self.answered(&id, &name, &result, &mut record),
+                Ok(result) => self.answered(&answer_id, &name, &result, &mut record),
                 Err(message) => failure(message),
             },
             (Lookup::Tool(entry), Ok(arguments)) => {
@@ -779,7 +841,7 @@ impl Agent {
                         )
                         .await
                     {
-                        Ok(result) => self.answered(&id, &name, &result, &mut record),
+                        Ok(result) => self.answered(&answer_id, &name, &result, &mut record),
                         Err(error) => failure(error_chain(&error)),
                     }
                 } else {
@@ -884,7 +946,7 @@ impl Agent {
             .join(" ");
         let summary = shorten(&text, SUMMARY);
         (
-            results::tool_result(Provider::OpenAiChat, id, name, result, &self.results),
+            results::tool_result(self.model.provider(), id, name, result, &self.results),
             summary,
         )
     }
@@ -900,6 +962,14 @@ impl Agent {
 struct Run {
     messages: Vec<Value>,
     calls: Vec<CallRecord>,
+    /// The system prompt sent beside the conversation (not Chat's).
+    system: Option<String>,
+    usage: (u64, u64),
+}
+
+/// The `tools` value of `definitions` in `provider`'s form.
+fn joined_tools(provider: Provider, definitions: &[&RawValue]) -> Box<RawValue> {
+    crate::toolset::joined(provider, definitions)
 }
 
 /// The arguments of a call: Chat Completions sends a JSON string; some
@@ -928,24 +998,6 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// The text of an assistant message: `content` as a string or as text
-/// parts, else its `refusal`.
-fn message_text(message: &Map<String, Value>) -> String {
-    match message.get("content") {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => message
-            .get("refusal")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
     }
 }
 
@@ -1010,22 +1062,6 @@ mod tests {
     }
 
     #[test]
-    fn answers_are_text_parts_or_refusals() {
-        let m = |v: Value| v.as_object().unwrap().clone();
-        assert_eq!(message_text(&m(json!({"content": "hi"}))), "hi");
-        assert_eq!(
-            message_text(&m(
-                json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
-            )),
-            "ab"
-        );
-        assert_eq!(
-            message_text(&m(json!({"content": null, "refusal": "no"}))),
-            "no"
-        );
-    }
-
-    #[test]
     fn error_chains_name_every_cause_once() {
         #[derive(Debug, thiserror::Error)]
         #[error("outer")]
@@ -1046,17 +1082,4 @@ mod tests {
         let futures: Vec<Pin<Box<dyn Future<Output = i32>>>> = vec![Box::pin(slow), Box::pin(fast)];
         assert_eq!(join_all(futures).await, vec![1, 2]);
     }
-}
-
-/// A request's body, written without copying the conversation or the
-/// tool definitions into a new `Value`.
-#[derive(serde::Serialize)]
-struct ChatRequest<'a> {
-    model: &'a str,
-    messages: &'a [Value],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a RawValue>,
-    /// [`AgentBuilder::request_field`]s, without the three above.
-    #[serde(flatten)]
-    fields: &'a Map<String, Value>,
 }

@@ -1,10 +1,19 @@
-//! A small client for OpenAI-compatible Chat Completions endpoints: OpenAI
-//! itself and the many local servers that speak its API (llama.cpp's
-//! `llama-server`, Ollama, vLLM, LM Studio …).
+//! A small client for model endpoints: OpenAI-compatible Chat Completions
+//! (OpenAI itself and the many local servers that speak its API:
+//! llama.cpp's `llama-server`, Ollama, vLLM, LM Studio …) by default, and
+//! with [`ChatClientBuilder::provider`] OpenAI Responses, Anthropic
+//! Messages or Gemini.
 //!
-//! It sends a request body as given and hands back the answer as JSON; the
-//! shape of both is the caller's business (see [`crate::agent`] and, with
-//! feature `sampling`, [`crate::sampling`]).
+//! It sends a request body as given and hands back the answer as JSON, or
+//! its server-sent events one by one ([`ChatClient::stream`]); the shape of
+//! both is the caller's business (see [`crate::model`], [`crate::agent`]
+//! and, with feature `sampling`, [`crate::sampling`]). It authenticates as
+//! each API wants (`Authorization: Bearer`, Anthropic's `x-api-key` and
+//! `anthropic-version`, Gemini's `x-goog-api-key`), and sends a request
+//! again after an answer of 408, 429, 5xx or 529 (Anthropic's
+//! "overloaded") or a failed connection, waiting what `retry-after` says
+//! (at most [`MAX_RETRY_WAIT`]) or 0.5, 1, 2 s …, up to
+//! [`ChatClientBuilder::retries`] times.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), switchboard_models::chat::ChatError> {
@@ -29,6 +38,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::Provider;
+
 /// Default for [`ChatClientBuilder::timeout`]: a local model on a CPU can
 /// take minutes to answer a long conversation.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -42,16 +53,54 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// How much of an error answer's body is kept (in characters).
 const BODY_EXCERPT: usize = 1000;
 
+/// Default for [`ChatClientBuilder::retries`].
+pub const DEFAULT_RETRIES: u32 = 3;
+/// The longest wait before sending again, whatever `retry-after` says.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+/// The `anthropic-version` header sent to Anthropic.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The full `…/chat/completions` URL for `base`, which may be the API root
 /// (`http://127.0.0.1:8080/v1`) or already the full URL.
 pub fn completions_url(base: &str) -> String {
+    endpoint_url(Provider::OpenAiChat, base, "", false)
+}
+
+/// The URL a request for `model` goes to at `base` (the API root, or the
+/// full URL) for `provider`: `{base}/chat/completions`, `{base}/responses`,
+/// `{base}/v1/messages` (`{base}/messages` when `base` ends in `/v1`), or
+/// Gemini's `{base}/v1beta/models/{model}:generateContent` (with `stream`,
+/// `:streamGenerateContent?alt=sse`; `{base}/models/…` when `base` ends in
+/// a version).
+pub fn endpoint_url(provider: Provider, base: &str, model: &str, stream: bool) -> String {
     let base = base.trim_end_matches('/');
-    if base.ends_with("/chat/completions") {
-        base.to_owned()
-    } else {
-        format!("{base}/chat/completions")
+    let under = |path: &str| {
+        if base.ends_with(path) {
+            base.to_owned()
+        } else {
+            format!("{base}{path}")
+        }
+    };
+    match provider {
+        Provider::OpenAiChat => under("/chat/completions"),
+        Provider::OpenAiResponses => under("/responses"),
+        Provider::Anthropic if base.ends_with("/messages") => base.to_owned(),
+        Provider::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+        Provider::Anthropic => format!("{base}/v1/messages"),
+        Provider::Gemini => {
+            let root = match base.rsplit_once('/') {
+                Some((_, last)) if last.starts_with("v1") => base.to_owned(),
+                _ => format!("{base}/v1beta"),
+            };
+            let method = if stream {
+                "streamGenerateContent?alt=sse"
+            } else {
+                "generateContent"
+            };
+            format!("{root}/models/{model}:{method}")
+        }
     }
 }
 
@@ -138,6 +187,19 @@ pub enum ChatError {
         #[source]
         source: serde_json::Error,
     },
+    /// A streamed answer broke off or said something that cannot be
+    /// used: it ended before its last event (cut mid-answer), an event is
+    /// not JSON, or the endpoint sent an error event (`retryable` for an
+    /// overloaded endpoint). Nothing of it is used.
+    #[error("the chat endpoint {url}'s streamed answer cannot be used: {reason}")]
+    Stream {
+        /// The request URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+        /// Whether sending the request again may work.
+        retryable: bool,
+    },
     /// The answer is not JSON.
     #[error("the chat endpoint {url} answered with something that is not JSON")]
     Json {
@@ -169,6 +231,7 @@ impl ChatError {
         match self {
             ChatError::Connect { .. } | ChatError::Timeout { .. } => true,
             ChatError::Status { status, .. } => matches!(status, 408 | 429 | 500..=599),
+            ChatError::Stream { retryable, .. } => *retryable,
             _ => false,
         }
     }
@@ -198,8 +261,10 @@ fn auth_hint(status: u16) -> &'static str {
 #[must_use]
 #[derive(Clone)]
 pub struct ChatClientBuilder {
+    provider: Provider,
     base: String,
     model: String,
+    retries: u32,
     api_key: Option<String>,
     timeout: Duration,
     connect_timeout: Duration,
@@ -210,6 +275,7 @@ pub struct ChatClientBuilder {
 impl fmt::Debug for ChatClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChatClientBuilder")
+            .field("provider", &self.provider)
             .field("base", &self.base)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
@@ -222,8 +288,22 @@ impl fmt::Debug for ChatClientBuilder {
 }
 
 impl ChatClientBuilder {
-    /// The API key, sent as `Authorization: Bearer …`; `None` or an empty
-    /// key sends none (local servers rarely want one).
+    /// The API the endpoint speaks (default [`Provider::OpenAiChat`]).
+    pub fn provider(mut self, provider: Provider) -> Self {
+        self.provider = provider;
+        self
+    }
+
+    /// How many times a request is sent again after a retryable failure
+    /// (default [`DEFAULT_RETRIES`]; 0: never).
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// The API key, sent as `Authorization: Bearer …` (Anthropic:
+    /// `x-api-key`; Gemini: `x-goog-api-key`); `None` or an empty key
+    /// sends none (local servers rarely want one).
     pub fn api_key(mut self, key: Option<String>) -> Self {
         self.api_key = key.filter(|k| !k.is_empty());
         self
@@ -263,7 +343,7 @@ impl ChatClientBuilder {
     /// [`ChatError::InvalidUrl`] for a base that is not an `http(s)` URL;
     /// [`ChatError::Client`] when the HTTP client cannot be set up.
     pub fn build(self) -> Result<ChatClient, ChatError> {
-        let url = completions_url(&self.base);
+        let url = endpoint_url(self.provider, &self.base, &self.model, false);
         let invalid = |reason: String| ChatError::InvalidUrl {
             url: self.base.clone(),
             reason,
@@ -293,6 +373,9 @@ impl ChatClientBuilder {
         };
         Ok(ChatClient {
             inner: Arc::new(Inner {
+                provider: self.provider,
+                stream_url: endpoint_url(self.provider, &self.base, &self.model, true),
+                retries: self.retries,
                 url,
                 shown,
                 model: self.model,
@@ -322,7 +405,11 @@ pub struct ChatClient {
 }
 
 struct Inner {
+    provider: Provider,
     url: String,
+    /// Where streamed requests go (Gemini's differs).
+    stream_url: String,
+    retries: u32,
     shown: String,
     model: String,
     api_key: Option<String>,
@@ -334,6 +421,7 @@ struct Inner {
 impl fmt::Debug for ChatClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChatClient")
+            .field("provider", &self.inner.provider)
             .field("url", &self.inner.shown)
             .field("model", &self.inner.model)
             .field(
@@ -351,8 +439,10 @@ impl ChatClient {
     /// `…/chat/completions` URL.
     pub fn builder(base: impl Into<String>, model: impl Into<String>) -> ChatClientBuilder {
         ChatClientBuilder {
+            provider: Provider::OpenAiChat,
             base: base.into(),
             model: model.into(),
+            retries: DEFAULT_RETRIES,
             api_key: None,
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -369,9 +459,14 @@ impl ChatClient {
         Self::builder(base, model).build()
     }
 
-    /// The full completions URL requests go to.
+    /// The full URL requests go to.
     pub fn url(&self) -> &str {
         &self.inner.url
+    }
+
+    /// The API the endpoint speaks.
+    pub fn provider(&self) -> Provider {
+        self.inner.provider
     }
 
     /// The model requests name.
@@ -384,13 +479,15 @@ impl ChatClient {
         self.inner.api_key.is_some()
     }
 
-    /// POSTs `request` (a Chat Completions body: `model`, `messages` …;
-    /// a `Value` or any `Serialize` that writes one) and returns the answer.
+    /// POSTs `request` (a body of the client's API: for Chat Completions
+    /// `model`, `messages` …; a `Value` or any `Serialize` that writes one)
+    /// and returns the answer.
     ///
     /// # Errors
     /// [`ChatError::Connect`], [`ChatError::Timeout`], [`ChatError::Status`]
     /// (with the error's message), [`ChatError::Read`],
-    /// [`ChatError::TooLarge`], [`ChatError::Json`].
+    /// [`ChatError::TooLarge`], [`ChatError::Json`] — the retryable ones
+    /// after [`ChatClientBuilder::retries`] attempts more.
     ///
     /// # Cancel safety
     /// Dropping the future abandons the request (the connection closes).
@@ -400,66 +497,289 @@ impl ChatClient {
     ) -> Result<Value, ChatError> {
         let request =
             serde_json::to_string(request).map_err(|source| ChatError::Request { source })?;
-        let inner = &*self.inner;
-        let url = || inner.shown.clone();
-        let timeout = |e: &reqwest::Error| {
-            e.is_timeout().then(|| ChatError::Timeout {
-                url: url(),
-                after: inner.timeout,
+        let (response, deadline) = self.send(&self.inner.url, request).await?;
+        let mut body = Vec::new();
+        let mut response = response;
+        while let Some(chunk) = self.chunk(&mut response, deadline).await? {
+            if body.len() + chunk.len() > self.inner.max_response_bytes {
+                return Err(self.too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body).map_err(|source| ChatError::Json {
+            url: self.inner.shown.clone(),
+            source,
+        })
+    }
+
+    /// POSTs `request` asking for a streamed answer (the body should say
+    /// `"stream": true` where the API wants it; Gemini's URL says it) and
+    /// hands each server-sent event to `event` — its `event:` name, if
+    /// any, and its data — as it arrives, until `event` says
+    /// [`Flow::Done`] or the stream ends. An endpoint that answers with
+    /// plain JSON instead (one that does not stream) is handed over whole,
+    /// as [`Streamed::Whole`].
+    ///
+    /// The whole answer is bounded by the timeout and by
+    /// [`ChatClientBuilder::max_response_bytes`], so an endless stream ends
+    /// with [`ChatError::Timeout`] or [`ChatError::TooLarge`]. Failures
+    /// before the answer starts are sent again as [`complete`]'s are;
+    /// nothing is sent again once an event was handed over.
+    ///
+    /// [`complete`]: Self::complete
+    ///
+    /// # Errors
+    /// As [`complete`](Self::complete), and whatever `event` returns.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the request (the connection closes).
+    pub async fn stream<T: serde::Serialize + ?Sized>(
+        &self,
+        request: &T,
+        mut event: impl FnMut(Option<&str>, &str) -> Result<Flow, ChatError>,
+    ) -> Result<Streamed, ChatError> {
+        let request =
+            serde_json::to_string(request).map_err(|source| ChatError::Request { source })?;
+        let (mut response, deadline) = self.send(&self.inner.stream_url, request).await?;
+        let sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+        let mut body = Vec::new();
+        let mut read = 0usize;
+        let mut parser = crate::sse::Parser::default();
+        while let Some(chunk) = self.chunk(&mut response, deadline).await? {
+            read += chunk.len();
+            if read > self.inner.max_response_bytes {
+                return Err(self.too_large());
+            }
+            if !sse {
+                body.extend_from_slice(&chunk);
+                continue;
+            }
+            for (name, data) in parser.feed(&chunk) {
+                if event(name.as_deref(), &data)? == Flow::Done {
+                    return Ok(Streamed::Events);
+                }
+            }
+        }
+        if sse {
+            if let Some((name, data)) = parser.finish()
+                && event(name.as_deref(), &data)? == Flow::Done
+            {
+                return Ok(Streamed::Events);
+            }
+            return Ok(Streamed::Ended);
+        }
+        serde_json::from_slice(&body)
+            .map(Streamed::Whole)
+            .map_err(|source| ChatError::Json {
+                url: self.inner.shown.clone(),
+                source,
             })
-        };
+    }
+
+    /// Sends `body` to `url` until it is answered with success, or fails
+    /// for good: the answer (its body unread) and the request's deadline.
+    async fn send(
+        &self,
+        url: &str,
+        body: String,
+    ) -> Result<(reqwest::Response, tokio::time::Instant), ChatError> {
+        let inner = &*self.inner;
+        let deadline = tokio::time::Instant::now() + inner.timeout;
+        let mut attempt = 0;
+        loop {
+            let (error, wait) = match self.send_once(url, &body, deadline).await {
+                Ok(response) => return Ok((response, deadline)),
+                Err(failed) => failed,
+            };
+            if attempt >= inner.retries || !error.is_retryable() {
+                return Err(error);
+            }
+            attempt += 1;
+            let wait = wait
+                .unwrap_or_else(|| Duration::from_millis(500) * 2u32.pow(attempt - 1))
+                .min(MAX_RETRY_WAIT);
+            if tokio::time::Instant::now() + wait >= deadline {
+                return Err(error);
+            }
+            tracing::info!(attempt, wait_ms = wait.as_millis() as u64, %error, "sending the model request again");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// One attempt: the answer, or the error and how long `retry-after`
+    /// asks to wait.
+    async fn send_once(
+        &self,
+        url: &str,
+        body: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<reqwest::Response, (ChatError, Option<Duration>)> {
+        let inner = &*self.inner;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let mut builder = inner
             .http
-            .post(&inner.url)
-            .timeout(inner.timeout)
+            .post(url)
+            .timeout(left)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "application/json")
-            .body(request);
-        if let Some(key) = &inner.api_key {
-            builder = builder.bearer_auth(key);
-        }
-        let mut response = builder.send().await.map_err(|e| {
-            timeout(&e).unwrap_or_else(|| ChatError::Connect {
-                url: url(),
+            .body(body.to_owned());
+        builder = match (inner.provider, &inner.api_key) {
+            (Provider::Anthropic, key) => {
+                let builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+                match key {
+                    Some(key) => builder.header("x-api-key", key),
+                    None => builder,
+                }
+            }
+            (Provider::Gemini, Some(key)) => builder.header("x-goog-api-key", key),
+            (_, Some(key)) => builder.bearer_auth(key),
+            (_, None) => builder,
+        };
+        let response = builder.send().await.map_err(|e| {
+            let error = self.timed_out(&e).unwrap_or_else(|| ChatError::Connect {
+                url: inner.shown.clone(),
                 source: Box::new(e.without_url()),
-            })
+            });
+            (error, None)
         })?;
         let status = response.status();
-        let too_large = || ChatError::TooLarge {
-            url: url(),
-            limit: inner.max_response_bytes,
-        };
         if response
             .content_length()
             .is_some_and(|l| l > inner.max_response_bytes as u64)
         {
-            return Err(too_large());
+            return Err((self.too_large(), None));
         }
+        if status.is_success() {
+            return Ok(response);
+        }
+        let wait = retry_after(response.headers());
+        let mut response = response;
         let mut body = Vec::new();
         loop {
-            let chunk = response.chunk().await.map_err(|e| {
-                timeout(&e).unwrap_or_else(|| ChatError::Read {
-                    url: url(),
-                    source: Box::new(e.without_url()),
-                })
-            })?;
-            let Some(chunk) = chunk else { break };
-            if body.len() + chunk.len() > inner.max_response_bytes {
-                return Err(too_large());
+            match self.chunk(&mut response, deadline).await {
+                Ok(Some(chunk)) if body.len() + chunk.len() <= inner.max_response_bytes => {
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(Some(_)) => return Err((self.too_large(), None)),
+                Ok(None) => break,
+                Err(error) => return Err((error, wait)),
             }
-            body.extend_from_slice(&chunk);
         }
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
-            return Err(ChatError::Status {
-                url: url(),
+        let text = String::from_utf8_lossy(&body);
+        Err((
+            ChatError::Status {
+                url: inner.shown.clone(),
+                // Anthropic's "overloaded" is 529: retryable, as a 5xx.
                 status: status.as_u16(),
                 message: error_message(&text),
                 body: text.chars().take(BODY_EXCERPT).collect(),
-            });
-        }
-        serde_json::from_slice(&body).map_err(|source| ChatError::Json { url: url(), source })
+            },
+            wait,
+        ))
     }
+
+    /// The next piece of `response`'s body, within the deadline.
+    async fn chunk(
+        &self,
+        response: &mut reqwest::Response,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<bytes::Bytes>, ChatError> {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => Err(ChatError::Timeout {
+                url: self.inner.shown.clone(),
+                after: self.inner.timeout,
+            }),
+            Ok(chunk) => chunk.map_err(|e| {
+                self.timed_out(&e).unwrap_or_else(|| ChatError::Read {
+                    url: self.inner.shown.clone(),
+                    source: Box::new(e.without_url()),
+                })
+            }),
+        }
+    }
+
+    fn timed_out(&self, error: &reqwest::Error) -> Option<ChatError> {
+        error.is_timeout().then(|| ChatError::Timeout {
+            url: self.inner.shown.clone(),
+            after: self.inner.timeout,
+        })
+    }
+
+    fn too_large(&self) -> ChatError {
+        ChatError::TooLarge {
+            url: self.inner.shown.clone(),
+            limit: self.inner.max_response_bytes,
+        }
+    }
+}
+
+/// What [`ChatClient::stream`]'s event handler says: go on, or the answer
+/// is complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Hand over the next event.
+    More,
+    /// The answer is complete; stop reading.
+    Done,
+}
+
+/// How a streamed request ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Streamed {
+    /// The handler said [`Flow::Done`].
+    Events,
+    /// The stream ended without the handler saying it was complete.
+    Ended,
+    /// The endpoint answered with one JSON document, not a stream.
+    Whole(Value),
+}
+
+/// How long `retry-after` (seconds, or an HTTP date) asks to wait.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    if let Ok(seconds) = value.trim().parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| Duration::from_secs_f64(seconds.min(3600.0)));
+    }
+    let when = httpdate_seconds(value.trim())?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    Some(Duration::from_secs(when.saturating_sub(now)))
+}
+
+/// Seconds since the epoch of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+fn httpdate_seconds(text: &str) -> Option<u64> {
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m == month)? as u64
+        + 1;
+    let (day, year): (u64, u64) = (day.parse().ok()?, year.parse().ok()?);
+    let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
+    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(days * 86_400 + h * 3600 + m * 60 + s)
 }
 
 /// The message of an error body: OpenAI's `{"error": {"message": …}}`,

@@ -104,8 +104,12 @@ pub mod toolset;
 pub mod agent;
 #[cfg(feature = "agent")]
 pub mod chat;
+#[cfg(feature = "agent")]
+pub mod model;
 #[cfg(feature = "sampling")]
 pub mod sampling;
+#[cfg(feature = "agent")]
+mod sse;
 
 pub use definitions::{Definition, DefinitionOptions, GeminiSchema, ToolHints};
 pub use media::MediaStore;

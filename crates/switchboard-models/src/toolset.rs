@@ -293,35 +293,7 @@ impl Toolset {
     /// JSON values built; it serializes as itself inside a request (a
     /// `serde_json::Value` of it is `serde_json::from_str(param.get())`).
     pub fn tools_param(&self) -> Box<RawValue> {
-        /// `[{"functionDeclarations": […]}]`, Gemini's `tools`.
-        struct Gemini<'a>(&'a [&'a RawValue]);
-        impl serde::Serialize for Gemini<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::{SerializeMap, SerializeSeq};
-                struct Declarations<'a>(&'a [&'a RawValue]);
-                impl serde::Serialize for Declarations<'_> {
-                    fn serialize<S: serde::Serializer>(
-                        &self,
-                        serializer: S,
-                    ) -> Result<S::Ok, S::Error> {
-                        let mut map = serializer.serialize_map(Some(1))?;
-                        map.serialize_entry("functionDeclarations", self.0)?;
-                        map.end()
-                    }
-                }
-                let mut seq = serializer.serialize_seq(Some(1))?;
-                seq.serialize_element(&Declarations(self.0))?;
-                seq.end()
-            }
-        }
-        let definitions = self.definitions();
-        // Raw values are written as their text: this joins the
-        // definitions without parsing them again.
-        let joined = match self.provider {
-            Provider::Gemini => serde_json::value::to_raw_value(&Gemini(&definitions)),
-            _ => serde_json::value::to_raw_value(&definitions),
-        };
-        joined.expect("definitions joined are JSON")
+        joined(self.provider, &self.definitions())
     }
 
     /// What `name` stands for.
@@ -560,6 +532,40 @@ pub(crate) fn error_result(text: &str) -> CallToolResult {
         is_error: Some(true),
         ..CallToolResult::default()
     }
+}
+
+/// Definitions joined as `provider`'s `tools` value: a list (OpenAI,
+/// Anthropic) or one `{"functionDeclarations": […]}` entry (Gemini).
+/// Written by joining the definitions' text, with no JSON values built.
+pub(crate) fn joined(provider: Provider, definitions: &[&RawValue]) -> Box<RawValue> {
+    /// `[{"functionDeclarations": […]}]`, Gemini's `tools`.
+    struct Gemini<'a>(&'a [&'a RawValue]);
+    impl serde::Serialize for Gemini<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::{SerializeMap, SerializeSeq};
+            struct Declarations<'a>(&'a [&'a RawValue]);
+            impl serde::Serialize for Declarations<'_> {
+                fn serialize<S: serde::Serializer>(
+                    &self,
+                    serializer: S,
+                ) -> Result<S::Ok, S::Error> {
+                    let mut map = serializer.serialize_map(Some(1))?;
+                    map.serialize_entry("functionDeclarations", self.0)?;
+                    map.end()
+                }
+            }
+            let mut seq = serializer.serialize_seq(Some(1))?;
+            seq.serialize_element(&Declarations(self.0))?;
+            seq.end()
+        }
+    }
+    // Raw values are written as their text: this joins the definitions
+    // without parsing them again.
+    let joined = match provider {
+        Provider::Gemini => serde_json::value::to_raw_value(&Gemini(definitions)),
+        _ => serde_json::value::to_raw_value(&definitions),
+    };
+    joined.expect("definitions joined are JSON")
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod jwt_issuer;
 pub mod nginx;
 #[cfg(unix)]
 pub mod postgres;
+pub mod providers;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_host;
 

@@ -138,6 +138,14 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "switchboard audit verify ~/switchboard-audit.jsonl",
     ),
     ("audit verify", "switchboard audit verify audit.jsonl"),
+    (
+        "agent",
+        "switchboard agent \"Which issues mention the login bug?\"      # the provider whose key is set\nswitchboard agent \"Summarise today's calendar\" --provider gemini --json\nswitchboard agent \"List my repos\" --provider openai-chat --base-url http://127.0.0.1:11434/v1 --model qwen3",
+    ),
+    (
+        "team",
+        "switchboard team push servers.toml --state 'postgres:///switchboard?host=/run/postgresql' --state-key-file state.key\nswitchboard team show --state URL --state-key-file state.key",
+    ),
 ];
 
 /// The command line with each subcommand's examples.

@@ -193,6 +193,38 @@ pub(crate) struct SharedStateArgs {
     pub(crate) state_key_file: PathBuf,
 }
 
+/// `agent`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct AgentArgs {
+    /// The task.
+    #[arg(value_name = "PROMPT")]
+    pub(crate) prompt: String,
+    /// The model API: openai (Responses), openai-chat (Chat
+    /// Completions, and the servers compatible with it), anthropic,
+    /// gemini. Default: the first whose API key is set, in the order
+    /// anthropic, gemini, openai.
+    #[arg(long, value_parser = crate::commands::agent::PROVIDERS)]
+    pub(crate) provider: Option<String>,
+    /// The model's name (default: a current one of the provider;
+    /// openai-chat needs it).
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// The API's root URL (default: the provider's variable, else its
+    /// public endpoint).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Most model requests in the run.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) max_rounds: usize,
+    /// Only this configured server's tools.
+    #[arg(long = "server", value_name = "NAME", add = clap_complete::ArgValueCandidates::new(complete::servers))]
+    pub(crate) only: Option<String>,
+    /// Print one JSON document (the answer, the calls, the tokens)
+    /// instead of streaming the answer.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub(crate) enum TeamCommand {
     /// Make FILE (switchboard's TOML, `[servers.NAME]` entries only) the
@@ -633,6 +665,15 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 1800)]
         idle: u64,
     },
+    /// A one-shot agent: PROMPT to a model, with every configured
+    /// server's tools (as `call` runs them: the tool policy and its
+    /// questions hold), each tool call printed on stderr as it happens and
+    /// the answer streamed to stdout. The API key and endpoint come from
+    /// each provider's usual variables (OPENAI_API_KEY/OPENAI_BASE_URL,
+    /// ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL, GEMINI_API_KEY/
+    /// GOOGLE_GEMINI_BASE_URL) or --base-url, so any compatible endpoint
+    /// works (Ollama, vLLM, a proxy).
+    Agent(AgentArgs),
     /// Audit logs of `serve --audit`.
     Audit {
         #[command(subcommand)]
@@ -721,6 +762,7 @@ impl Command {
             Self::Team {
                 command: TeamCommand::Show { json, .. },
             } => *json,
+            Self::Agent(args) => args.json,
             Self::Team {
                 command: TeamCommand::Push { .. } | TeamCommand::Clear { .. },
             } => false,

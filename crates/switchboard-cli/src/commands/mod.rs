@@ -1,6 +1,7 @@
 //! Each subcommand, run.
 
 pub(crate) mod act;
+pub(crate) mod agent;
 mod audit;
 mod docs;
 pub(crate) mod doctor;
@@ -79,6 +80,7 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             (Some(file), ..) => audit::verify(&file),
             _ => unreachable!("clap requires a file or --database with its key"),
         },
+        Command::Agent(args) => agent::run(run, args).await,
         Command::Team { command } => match command {
             TeamCommand::Push { file, state } => {
                 team::push(&configure::Context::new(cli.config)?, &file, &state).await
