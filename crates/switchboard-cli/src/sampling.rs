@@ -11,8 +11,10 @@ use switchboard::handlers::BoxFuture;
 use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use switchboard::types::{ContentBlock, Role};
 use switchboard::{HandlerContext, HandlerError, SamplingHandler};
+use switchboard_models::Provider;
 use switchboard_models::chat::{ChatClient, ChatError, completions_url};
-use switchboard_models::sampling::{chat_request, sampling_result};
+use switchboard_models::model::{Model as _, ModelRequest};
+use switchboard_models::sampling::{sampling_result_of, sampling_turn};
 
 use crate::term::ui::Ui;
 
@@ -248,7 +250,7 @@ async fn sample(
     endpoint: &Endpoint,
     params: &CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, HandlerError> {
-    let body = chat_request(params, &endpoint.model)?;
+    let turn = sampling_turn(Provider::OpenAiChat, params)?;
     let failed = |what: String| HandlerError::Failed(format!("the sampling endpoint {what}"));
     let chat = ChatClient::builder(&endpoint.url, &endpoint.model)
         .api_key(endpoint.key.clone())
@@ -256,7 +258,11 @@ async fn sample(
         .http_client(http.clone())
         .build()
         .map_err(|e| failed(format!("{} cannot be used: {e}", endpoint.url)))?;
-    let answer = chat.complete(&body).await.map_err(|e| {
+    let request = ModelRequest::new(&turn.transcript)
+        .system(turn.system.as_deref())
+        .tools(turn.tools.as_deref())
+        .fields(&turn.fields);
+    let answer = chat.turn(request).await.map_err(|e| {
         let source = std::error::Error::source(&e).map_or_else(String::new, |s| s.to_string());
         failed(match e {
             ChatError::Connect { .. } => {
@@ -285,7 +291,7 @@ async fn sample(
             other => format!("answer could not be read: {other}"),
         })
     })?;
-    sampling_result(&answer, &endpoint.model)
+    Ok(sampling_result_of(&answer, &endpoint.model))
 }
 
 #[cfg(test)]

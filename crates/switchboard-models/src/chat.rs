@@ -373,6 +373,7 @@ impl ChatClientBuilder {
         };
         Ok(ChatClient {
             inner: Arc::new(Inner {
+                base: self.base.clone(),
                 provider: self.provider,
                 stream_url: endpoint_url(self.provider, &self.base, &self.model, true),
                 retries: self.retries,
@@ -405,6 +406,8 @@ pub struct ChatClient {
 }
 
 struct Inner {
+    /// The base as given, for [`ChatClient::for_model`].
+    base: String,
     provider: Provider,
     url: String,
     /// Where streamed requests go (Gemini's differs).
@@ -467,6 +470,28 @@ impl ChatClient {
     /// The API the endpoint speaks.
     pub fn provider(&self) -> Provider {
         self.inner.provider
+    }
+
+    /// The same endpoint, settings and connection pool, for `model`.
+    pub fn for_model(&self, model: &str) -> ChatClient {
+        let inner = &*self.inner;
+        let url = endpoint_url(inner.provider, &inner.base, model, false);
+        ChatClient {
+            inner: Arc::new(Inner {
+                base: inner.base.clone(),
+                provider: inner.provider,
+                shown: reqwest::Url::parse(&url)
+                    .map_or_else(|_| inner.shown.clone(), |u| shown_url(&u)),
+                url,
+                stream_url: endpoint_url(inner.provider, &inner.base, model, true),
+                retries: inner.retries,
+                model: model.to_owned(),
+                api_key: inner.api_key.clone(),
+                timeout: inner.timeout,
+                max_response_bytes: inner.max_response_bytes,
+                http: inner.http.clone(),
+            }),
+        }
     }
 
     /// The model requests name.

@@ -69,8 +69,8 @@
 //! | feature | default | what |
 //! |---|---|---|
 //! | `hub` | yes | [`Toolset::from_hub`]: the tools of every server a [`switchboard_hub::Hub`] runs |
-//! | `agent` | no | `chat::ChatClient` (an OpenAI-compatible chat-completions client) and `agent::Agent`, the loop that gives a model the hub's tools and runs its calls; `examples/agent.rs` |
-//! | `sampling` | no | `sampling::ChatSampling`: the same endpoint answering servers' `sampling/createMessage` |
+//! | `agent` | no | `chat::ChatClient` (a client of any of the four APIs: OpenAI Chat Completions and compatible servers, OpenAI Responses, Anthropic, Gemini), `model::Model` (one turn) and `agent::Agent`, the loop that gives a model the hub's tools and runs its calls; `examples/agent.rs` |
+//! | `sampling` | no | `sampling::ModelSampling`: such a model answering servers' `sampling/createMessage`, tools included |
 //! | `oauth` | no | the agent starts a server's login when the model calls its `authenticate` tool ([`ToolsetOptions::authenticate`]), through the hub's OAuth (`switchboard-hub/oauth`) |
 //!
 //! ## Limits (all configurable)

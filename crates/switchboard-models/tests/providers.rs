@@ -395,3 +395,99 @@ fn switchboard_models_error(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+/// A server's `sampling/createMessage` with tools, answered through each
+/// API: the test server asks (offering `get_weather`), the fake provider
+/// checks the request's shape, the model's call comes back to the server
+/// as a `tool_use` block; then a conversation holding that call and its
+/// result is sent on, as the server would continue it.
+#[cfg(feature = "sampling")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_sampling_with_tools_is_answered_through_every_api() {
+    use switchboard::Client;
+    use switchboard::transport::http::HttpConfig;
+    use switchboard_models::sampling::ModelSampling;
+
+    let (_, server) = switchboard_testkit::spawn_http(&[]).await;
+    for (api, provider) in APIS {
+        let fake = FakeProvider::start(
+            api,
+            vec![
+                Step::Calls(vec![("get_weather".into(), json!({"city": "Paris"}))]),
+                Step::Text("It is sunny in Paris.".into()),
+            ],
+        )
+        .await;
+        let sampling = ModelSampling::new(client(&fake, provider));
+        let host = Client::builder()
+            .sampling(sampling.clone())
+            .connect(HttpConfig::new(server.as_str()))
+            .await
+            .unwrap();
+        let result = tokio::time::timeout(
+            WAIT,
+            host.call_tool(
+                "sample",
+                json!({"prompt": "What is the weather in Paris?", "tools": true})
+                    .as_object()
+                    .cloned(),
+            ),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let said = serde_json::to_string(&result.content).unwrap();
+        assert!(
+            said.contains("[tool_use get_weather") && said.contains("Paris"),
+            "{api:?}: {said}\nproblems: {:?}",
+            fake.problems()
+        );
+        assert!(fake.problems().is_empty(), "{api:?}: {:?}", fake.problems());
+        let request = fake.requests()[0].to_string();
+        assert!(
+            request.contains("get_weather") && request.contains("You are a test model."),
+            "{api:?}: {request}"
+        );
+        // The token cap under the API's own name.
+        let cap = match provider {
+            Provider::OpenAiResponses => "\"max_output_tokens\":100",
+            Provider::Gemini => "\"maxOutputTokens\":100",
+            _ => "\"max_tokens\":100",
+        };
+        assert!(request.contains(cap), "{api:?}: {request}");
+        host.close().await;
+
+        // The server goes on with the call and its result.
+        let params = serde_json::from_value(json!({
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "What is the weather in Paris?"}},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "toolUseId": "call_1",
+                     "content": [{"type": "text", "text": "sunny, 24 °C"}]}
+                ]}
+            ],
+            "maxTokens": 50,
+            "tools": [{"name": "get_weather", "inputSchema": {"type": "object",
+                "properties": {"city": {"type": "string"}}}}],
+            "toolChoice": {"mode": "auto"}
+        }))
+        .unwrap();
+        let answer = sampling
+            .sample("test", &params)
+            .await
+            .unwrap_or_else(|e| panic!("{api:?}: {e}\nproblems: {:?}", fake.problems()));
+        assert_eq!(
+            answer.content.blocks()[0].as_text(),
+            Some("It is sunny in Paris."),
+            "{api:?}"
+        );
+        assert_eq!(answer.stop_reason.as_deref(), Some("endTurn"), "{api:?}");
+        assert!(fake.problems().is_empty(), "{api:?}: {:?}", fake.problems());
+        let continued = fake.requests()[1].to_string();
+        assert!(continued.contains("sunny, 24"), "{api:?}: {continued}");
+        assert_eq!(sampling.calls(), 2);
+    }
+}

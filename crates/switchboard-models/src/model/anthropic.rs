@@ -46,6 +46,7 @@ pub(super) async fn turn(
     let mut blocks: Vec<Block> = Vec::new();
     let mut stop: Option<String> = None;
     let (mut input_tokens, mut output_tokens) = (None, None);
+    let mut answered: Option<String> = None;
     let streamed = client
         .stream(&body, |name, data| {
             let event = event_json(client, data)?;
@@ -53,6 +54,7 @@ pub(super) async fn turn(
             match kind {
                 "message_start" => {
                     input_tokens = event["message"]["usage"]["input_tokens"].as_u64();
+                    answered = event["message"]["model"].as_str().map(str::to_owned);
                 }
                 "content_block_start" => {
                     let block = &event["content_block"];
@@ -159,7 +161,12 @@ pub(super) async fn turn(
                     Block::Other(block) => Some(block),
                 })
                 .collect();
-            Ok(from_content(content, stop, input_tokens.zip(output_tokens)))
+            Ok(from_content(
+                content,
+                stop,
+                input_tokens.zip(output_tokens),
+                answered,
+            ))
         }
     }
 }
@@ -179,6 +186,7 @@ fn whole(client: &ChatClient, answer: &Value) -> Result<ModelTurn, ChatError> {
         answer
             .get("usage")
             .and_then(|u| usage(u, "input_tokens", "output_tokens")),
+        answer["model"].as_str().map(str::to_owned),
     ))
 }
 
@@ -186,6 +194,7 @@ fn from_content(
     mut content: Vec<Value>,
     stop: Option<String>,
     usage: Option<(u64, u64)>,
+    model: Option<String>,
 ) -> ModelTurn {
     let mut text = String::new();
     let mut calls = Vec::new();
@@ -212,5 +221,6 @@ fn from_content(
         items: vec![json!({"role": "assistant", "content": content})],
         stop,
         usage,
+        model,
     }
 }

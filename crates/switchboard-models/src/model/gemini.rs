@@ -30,9 +30,13 @@ pub(super) async fn turn(
     let mut parts: Vec<Value> = Vec::new();
     let mut finish: Option<String> = None;
     let mut tokens = None;
+    let mut answered: Option<String> = None;
     let streamed = client
         .stream(&body, |_, data| {
             let chunk = event_json(client, data)?;
+            if answered.is_none() {
+                answered = chunk["modelVersion"].as_str().map(str::to_owned);
+            }
             take_chunk(
                 client,
                 request,
@@ -57,6 +61,9 @@ pub(super) async fn turn(
                 one => vec![one],
             };
             for chunk in &chunks {
+                if answered.is_none() {
+                    answered = chunk["modelVersion"].as_str().map(str::to_owned);
+                }
                 take_chunk(client, request, chunk, &mut parts, &mut finish, &mut tokens)?;
             }
             if finish.is_none() {
@@ -97,6 +104,7 @@ pub(super) async fn turn(
         items: vec![json!({"role": "model", "parts": parts})],
         stop: finish,
         usage: tokens,
+        model: answered,
     })
 }
 

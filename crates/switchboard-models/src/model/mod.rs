@@ -46,6 +46,13 @@ pub trait Model: Send + Sync + fmt::Debug {
     /// Streamed pieces go to `request.observer` as they arrive.
     fn turn<'a>(&'a self, request: ModelRequest<'a>)
     -> BoxFuture<'a, Result<ModelTurn, ChatError>>;
+
+    /// The same endpoint with the model `model` instead (for sampling's
+    /// model hints), if this model can say another.
+    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Model>> {
+        let _ = model;
+        None
+    }
 }
 
 /// What one turn sends.
@@ -178,6 +185,8 @@ pub struct ModelTurn {
     pub stop: Option<String>,
     /// Tokens it took, when the API said: (input, output).
     pub usage: Option<(u64, u64)>,
+    /// The model that answered, when the API said.
+    pub model: Option<String>,
 }
 
 impl Model for ChatClient {
@@ -187,6 +196,10 @@ impl Model for ChatClient {
 
     fn model(&self) -> &str {
         ChatClient::model(self)
+    }
+
+    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Model>> {
+        Some(std::sync::Arc::new(self.for_model(model)))
     }
 
     fn turn<'a>(

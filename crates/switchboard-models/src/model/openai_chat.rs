@@ -38,6 +38,7 @@ pub(super) async fn turn(
     let mut calls: Vec<Call> = Vec::new();
     let mut finish: Option<String> = None;
     let mut tokens = None;
+    let mut answered: Option<String> = None;
     let streamed = client
         .stream(&body, |_, data| {
             if data.trim() == "[DONE]" {
@@ -50,6 +51,9 @@ pub(super) async fn turn(
                     reason: format!("the endpoint sent an error: {error}"),
                     retryable: false,
                 });
+            }
+            if answered.is_none() {
+                answered = chunk["model"].as_str().map(str::to_owned);
             }
             if let Some(found) = chunk
                 .get("usage")
@@ -125,6 +129,7 @@ pub(super) async fn turn(
                 items: vec![message],
                 stop: finish,
                 usage: tokens,
+                model: answered,
             })
         }
     }
@@ -190,6 +195,7 @@ fn whole(client: &ChatClient, answer: &Value) -> Result<ModelTurn, ChatError> {
         usage: answer
             .get("usage")
             .and_then(|u| usage(u, "prompt_tokens", "completion_tokens")),
+        model: answer["model"].as_str().map(str::to_owned),
     })
 }
 

@@ -168,5 +168,6 @@ fn from_response(
         usage: response
             .get("usage")
             .and_then(|u| usage(u, "input_tokens", "output_tokens")),
+        model: response["model"].as_str().map(str::to_owned),
     })
 }
