@@ -151,29 +151,49 @@ pub(crate) fn roots(paths: &[PathBuf]) -> Result<Roots, Failure> {
 }
 
 /// The handlers that answer the server: forms and URLs by asking the
-/// user, sampling through --sampling-url (or declined), roots from --root.
+/// user, sampling through --sampling-url or the user's `[sampling]`
+/// (`settings`), as the server's own `sampling = {…}` (`rules`) narrows
+/// it, or declined; roots from --root.
 pub(crate) fn answering(
     builder: switchboard::ClientBuilder,
     server: &ServerArgs,
     ui: &Arc<Ui>,
     roots: Option<&Roots>,
+    settings: Option<&switchboard_hub::config::SamplingSettings>,
+    rules: Option<&switchboard_hub::config::ServerSampling>,
 ) -> switchboard::ClientBuilder {
-    let endpoint = match (&server.sampling_url, &server.sampling_model) {
-        (Some(url), Some(model)) => Some(sampling::Endpoint::new(
-            url,
-            model.clone(),
-            server.sampling_key_env.clone(),
-        )),
-        _ => None,
+    let (endpoint, max_calls) = match (&server.sampling_url, &server.sampling_model, settings) {
+        (Some(url), Some(model), _) => (
+            Ok(sampling::Endpoint::new(
+                url,
+                model.clone(),
+                server.sampling_key_env.clone(),
+            )),
+            server.sampling_max_calls,
+        ),
+        (_, _, Some(settings)) => (
+            sampling::Endpoint::from_settings(settings),
+            settings.max_calls.unwrap_or(server.sampling_max_calls),
+        ),
+        _ => (
+            Err(
+                "no model is configured; pass --sampling-url URL --sampling-model NAME (an \
+                 OpenAI-compatible endpoint), or set `[sampling]` in your config file, to answer \
+                 sampling requests"
+                    .to_owned(),
+            ),
+            server.sampling_max_calls,
+        ),
     };
     let mut builder = builder
         .elicitation(crate::term::ask::TerminalElicitation { ui: ui.clone() })
         .sampling(sampling::CliSampling {
             ui: ui.clone(),
             endpoint,
+            server: rules.cloned().unwrap_or_default(),
             preapproved: server.yes,
             http: sampling::http_client(),
-            max_calls: server.sampling_max_calls,
+            max_calls,
         });
     if let Some(roots) = roots {
         builder = builder.roots(roots.clone());
@@ -235,7 +255,7 @@ pub(crate) async fn connect(
     };
     let started = Instant::now();
     let builder = Client::builder().era_mode(mode).request_timeout(timeout);
-    let builder = answering(builder, server, &ui, roots.as_ref());
+    let builder = answering(builder, server, &ui, roots.as_ref(), None, None);
     let (name, connecting) = match &server.url {
         Some(url) => (
             url.clone(),

@@ -25,6 +25,7 @@ mod login;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod policy;
+mod providers;
 mod reach;
 mod sampling;
 mod session;

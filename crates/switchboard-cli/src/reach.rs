@@ -135,7 +135,7 @@ impl<'a> Configured<'a> {
         needs: Option<crate::session::Needs<'_>>,
     ) -> Result<Reached, Failure> {
         let one = hub::check_one(&self.context, server, &mut self.loaded)?;
-        let answer = hub::client_setup(self.args)?;
+        let answer = hub::client_setup(self.args, self.loaded.sampling.clone())?;
         let named = Named {
             server: server.to_owned(),
             config: one.config.clone(),

@@ -1,9 +1,14 @@
-//! Sampling from the command line: declined with the reason, unless an
-//! OpenAI-compatible endpoint is configured (`--sampling-url`), in which
-//! case each request is shown to the user and sent only with their consent
-//! (or `--yes`).
+//! Sampling from the command line: declined with the reason, unless a
+//! model is configured — `--sampling-url` (an OpenAI-compatible endpoint)
+//! or the `[sampling]` table of the user's own switchboard file (any of
+//! the four APIs) — in which case each request is shown to the user and
+//! sent only with their consent (or `--yes`). A server's own `sampling =
+//! {…}` may only narrow: `allow = false` declines its requests without
+//! asking, `max_calls` caps them, `model` picks one of the models
+//! `[sampling]` allows.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use inquire::{Confirm, InquireError};
@@ -11,19 +16,25 @@ use switchboard::handlers::BoxFuture;
 use switchboard::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use switchboard::types::{ContentBlock, Role};
 use switchboard::{HandlerContext, HandlerError, SamplingHandler};
+use switchboard_hub::config::{SamplingSettings, ServerSampling};
 use switchboard_models::Provider;
 use switchboard_models::chat::{ChatClient, ChatError, completions_url};
-use switchboard_models::model::{Model as _, ModelRequest};
-use switchboard_models::sampling::{sampling_result_of, sampling_turn};
+use switchboard_models::sampling::ModelSampling;
 
 use crate::term::ui::Ui;
 
 /// Where sampling requests go.
 #[derive(Clone)]
 pub(crate) struct Endpoint {
-    /// The full `…/chat/completions` URL.
+    /// The API.
+    pub(crate) provider: Provider,
+    /// The API's root URL, as given.
+    pub(crate) base: String,
+    /// The URL requests go to (for messages).
     pub(crate) url: String,
     pub(crate) model: String,
+    /// Other models hints and servers may pick.
+    pub(crate) models: Vec<String>,
     /// The API key (never printed).
     pub(crate) key: Option<String>,
     /// The environment variable the key came from, for messages.
@@ -33,8 +44,10 @@ pub(crate) struct Endpoint {
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
+            .field("provider", &self.provider)
             .field("url", &self.url)
             .field("model", &self.model)
+            .field("models", &self.models)
             .field("key", &self.key.as_ref().map(|_| "<redacted>"))
             .field("key_env", &self.key_env)
             .finish()
@@ -42,27 +55,73 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// `base` may be the API root (`…/v1`) or the full completions URL.
+    /// `--sampling-url`: `base` may be the API root (`…/v1`) or the full
+    /// completions URL of an OpenAI-compatible endpoint.
     pub(crate) fn new(base: &str, model: String, key_env: String) -> Self {
         let url = completions_url(base);
         let key = std::env::var(&key_env).ok().filter(|k| !k.is_empty());
         Self {
+            provider: Provider::OpenAiChat,
+            base: base.to_owned(),
             url,
             model,
+            models: Vec::new(),
             key,
             key_env,
         }
+    }
+
+    /// The user's `[sampling]` settings, resolved; or why they cannot be.
+    pub(crate) fn from_settings(settings: &SamplingSettings) -> Result<Self, String> {
+        let provider = match (&settings.provider, &settings.base_url) {
+            (Some(provider), _) => Some(provider.as_str()),
+            // An endpoint without a provider: an OpenAI-compatible one.
+            (None, Some(_)) => Some("openai-chat"),
+            (None, None) => None,
+        };
+        let resolved = crate::providers::resolve(
+            provider,
+            settings.base_url.clone(),
+            settings.key_env.as_deref(),
+            settings.model.clone(),
+        )
+        .map_err(|why| {
+            let file = settings
+                .source
+                .as_ref()
+                .map_or_else(String::new, |f| format!(" ({})", f.display()));
+            format!("[sampling]{file}: {why}")
+        })?;
+        let url = switchboard_models::chat::endpoint_url(
+            resolved.api.provider,
+            &resolved.base,
+            &resolved.model,
+            false,
+        );
+        Ok(Self {
+            provider: resolved.api.provider,
+            base: resolved.base,
+            url,
+            model: resolved.model,
+            models: settings.models.clone(),
+            key: resolved.key,
+            key_env: resolved.key_env,
+        })
     }
 }
 
 #[derive(Debug)]
 pub(crate) struct CliSampling {
     pub(crate) ui: Arc<Ui>,
-    pub(crate) endpoint: Option<Endpoint>,
+    /// Where requests go; `Err`: why there is nowhere (said when one comes).
+    pub(crate) endpoint: Result<Endpoint, String>,
+    /// The server's own narrowing (`sampling = {…}` in its entry).
+    pub(crate) server: ServerSampling,
     /// `--yes`: send without asking.
     pub(crate) preapproved: bool,
     pub(crate) http: reqwest::Client,
-    /// `--sampling-max-calls`: model calls allowed in this run.
+    /// `--sampling-max-calls` (or `[sampling] max_calls`): model calls
+    /// allowed in this run.
     pub(crate) max_calls: usize,
 }
 
@@ -97,6 +156,24 @@ fn take_call(max: usize) -> bool {
         .is_ok()
 }
 
+/// Model calls made in this run for each server (its `max_calls`).
+fn take_server_call(server: &str, max: Option<usize>) -> bool {
+    static BY_SERVER: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+    let Some(max) = max else { return true };
+    let mut calls = BY_SERVER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let made = calls
+        .get_or_insert_with(HashMap::new)
+        .entry(server.to_owned())
+        .or_insert(0);
+    if *made >= max {
+        return false;
+    }
+    *made += 1;
+    true
+}
+
 impl SamplingHandler for CliSampling {
     fn create_message(
         &self,
@@ -105,21 +182,36 @@ impl SamplingHandler for CliSampling {
     ) -> BoxFuture<'static, Result<CreateMessageResult, HandlerError>> {
         let ui = self.ui.clone();
         let endpoint = self.endpoint.clone();
+        let rules = self.server.clone();
         let preapproved = self.preapproved;
         let http = self.http.clone();
         let max_calls = self.max_calls;
         Box::pin(async move {
             let server = context.server.to_string();
-            let Some(endpoint) = endpoint else {
-                let message = "no model is configured; pass --sampling-url URL \
-                               --sampling-model NAME (an OpenAI-compatible endpoint) to answer \
-                               sampling requests"
-                    .to_owned();
+            let declined = |message: String| {
                 ui.notice(&format!(
-                    "declined server `{server}`'s sampling request: {message}"
+                    "declined server `{}`'s sampling request: {message}",
+                    crate::term::sanitize::line(&server)
                 ));
-                return Err(HandlerError::Rejected(message));
+                Err(HandlerError::Rejected(message))
             };
+            let mut endpoint = match endpoint {
+                Ok(endpoint) => endpoint,
+                Err(why) => return declined(why),
+            };
+            if rules.allow == Some(false) {
+                return declined(format!(
+                    "its configuration says `sampling = {{ allow = false }}`; server `{server}` may not use your model"
+                ));
+            }
+            if let Some(model) = &rules.model {
+                if *model != endpoint.model && !endpoint.models.contains(model) {
+                    return declined(format!(
+                        "its configuration asks for model `{model}`, which [sampling] does not allow (add it to `models`)"
+                    ));
+                }
+                endpoint.model = model.clone();
+            }
             if !preapproved {
                 if let Err(why) = ui.can_prompt() {
                     let message = format!(
@@ -158,6 +250,16 @@ impl SamplingHandler for CliSampling {
                     }
                 }
             }
+            if !take_server_call(&server, rules.max_calls) {
+                let message = format!(
+                    "server `{server}`'s sampling request was not sent to {}: it already made \
+                     {} model calls in this run, its `max_calls`",
+                    endpoint.url,
+                    rules.max_calls.unwrap_or_default()
+                );
+                ui.notice(&message);
+                return Err(HandlerError::Rejected(message));
+            }
             if !take_call(max_calls) {
                 let message = format!(
                     "server `{server}`'s sampling request was not sent to {}: this run already \
@@ -167,7 +269,7 @@ impl SamplingHandler for CliSampling {
                 ui.notice(&message);
                 return Err(HandlerError::Rejected(message));
             }
-            let result = sample(&http, &endpoint, &params).await?;
+            let result = sample(&http, &endpoint, &server, &params).await?;
             let text: usize = result
                 .content
                 .blocks()
@@ -176,12 +278,17 @@ impl SamplingHandler for CliSampling {
                 .map(str::len)
                 .sum();
             ui.notice(&format!(
-                "answered server `{server}`'s sampling request with {text} bytes of text from \
+                "answered server `{}`'s sampling request with {text} bytes of text from \
                  model {}",
-                result.model
+                crate::term::sanitize::line(&server),
+                crate::term::sanitize::line(&result.model)
             ));
             Ok(result)
         })
+    }
+
+    fn supports_tools(&self) -> bool {
+        true
     }
 }
 
@@ -248,50 +355,59 @@ fn shorten(text: &str) -> String {
 async fn sample(
     http: &reqwest::Client,
     endpoint: &Endpoint,
+    server: &str,
     params: &CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, HandlerError> {
-    let turn = sampling_turn(Provider::OpenAiChat, params)?;
     let failed = |what: String| HandlerError::Failed(format!("the sampling endpoint {what}"));
-    let chat = ChatClient::builder(&endpoint.url, &endpoint.model)
+    let chat = ChatClient::builder(&endpoint.base, &endpoint.model)
+        .provider(endpoint.provider)
         .api_key(endpoint.key.clone())
         .timeout(Duration::from_secs(300))
         .http_client(http.clone())
         .build()
         .map_err(|e| failed(format!("{} cannot be used: {e}", endpoint.url)))?;
-    let request = ModelRequest::new(&turn.transcript)
-        .system(turn.system.as_deref())
-        .tools(turn.tools.as_deref())
-        .fields(&turn.fields);
-    let answer = chat.turn(request).await.map_err(|e| {
-        let source = std::error::Error::source(&e).map_or_else(String::new, |s| s.to_string());
-        failed(match e {
-            ChatError::Connect { .. } => {
-                format!("{} could not be reached: {source}", endpoint.url)
-            }
-            ChatError::Timeout { after, .. } => format!(
-                "{} could not be reached: no answer within {} s",
-                endpoint.url,
-                after.as_secs()
-            ),
-            ChatError::Status { status, body, .. } => {
-                let hint = if matches!(status, 401 | 403) {
-                    format!(" (is the key in ${} right?)", endpoint.key_env)
-                } else {
-                    String::new()
-                };
-                let status = reqwest::StatusCode::from_u16(status)
-                    .map_or_else(|_| status.to_string(), |s| s.to_string());
-                let detail: String = body.chars().take(300).collect();
-                format!("{} answered HTTP {status}{hint}: {detail}", endpoint.url)
-            }
-            ChatError::Read { .. } => format!("answer could not be read: {source}"),
-            ChatError::Json { .. } => {
-                format!("answered with something that is not JSON: {source}")
-            }
-            other => format!("answer could not be read: {other}"),
+    // The run's and the server's caps were taken above.
+    let sampling = ModelSampling::new(chat)
+        .with_models(endpoint.models.clone())
+        .with_max_calls(usize::MAX);
+    sampling
+        .sample_or_model_error(server, params)
+        .await
+        .map_err(|error| match error {
+            Ok(handler) => handler,
+            Err(e) => failed(describe(&e, endpoint)),
         })
-    })?;
-    Ok(sampling_result_of(&answer, &endpoint.model))
+}
+
+/// A model error as the user reads it: what failed, and what to check.
+fn describe(error: &ChatError, endpoint: &Endpoint) -> String {
+    let source = std::error::Error::source(error).map_or_else(String::new, |s| s.to_string());
+    match error {
+        ChatError::Connect { .. } => {
+            format!("{} could not be reached: {source}", endpoint.url)
+        }
+        ChatError::Timeout { after, .. } => format!(
+            "{} could not be reached: no answer within {} s",
+            endpoint.url,
+            after.as_secs()
+        ),
+        ChatError::Status { status, body, .. } => {
+            let hint = if matches!(status, 401 | 403) {
+                format!(" (is the key in ${} right?)", endpoint.key_env)
+            } else {
+                String::new()
+            };
+            let status = reqwest::StatusCode::from_u16(*status)
+                .map_or_else(|_| status.to_string(), |s| s.to_string());
+            let detail: String = body.chars().take(300).collect();
+            format!("{} answered HTTP {status}{hint}: {detail}", endpoint.url)
+        }
+        ChatError::Read { .. } => format!("answer could not be read: {source}"),
+        ChatError::Json { .. } => {
+            format!("answered with something that is not JSON: {source}")
+        }
+        other => format!("answer could not be read: {other}"),
+    }
 }
 
 #[cfg(test)]

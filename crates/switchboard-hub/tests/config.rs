@@ -1491,3 +1491,88 @@ fn a_typed_name_of_a_duplicate_is_that_server() {
     assert!(!loaded.skipped.iter().any(|s| s.server.name == "filesystem"));
     assert!(loaded.named("nothing-of-that-name").is_none());
 }
+
+#[test]
+fn sampling_settings_come_from_the_users_file_and_each_server_may_only_narrow_them() {
+    let locations = Locations::new("/h", "/p");
+    let text = "[sampling]\nprovider = \"gemini\"\nmodel = \"g\"\nmodels = [\"g-small\"]\n\
+                key_env = \"MY_GEMINI_KEY\"\nmax_calls = 5\n\n\
+                [servers.a]\ncommand = \"a\"\nsampling = { allow = false }\n\n\
+                [servers.b]\ncommand = \"b\"\nsampling = { model = \"g-small\", max_calls = 2 }\n";
+    let name = std::path::Path::new("/h/.config/switchboard/config.toml");
+    let user = switchboard_hub::config::load_text(
+        &locations,
+        name,
+        text,
+        Dialect::Switchboard,
+        Scope::User,
+    );
+    let settings = user.sampling.clone().expect("the user's [sampling]");
+    assert_eq!(settings.provider.as_deref(), Some("gemini"));
+    assert_eq!(settings.models, ["g-small"]);
+    assert_eq!(settings.key_env.as_deref(), Some("MY_GEMINI_KEY"));
+    assert_eq!(settings.max_calls, Some(5));
+    assert_eq!(user.get("a").unwrap().sampling.allow, Some(false));
+    let b = &user.get("b").unwrap().sampling;
+    assert_eq!(
+        (b.model.as_deref(), b.max_calls),
+        (Some("g-small"), Some(2))
+    );
+
+    // A project's file: its servers' narrowing counts, its [sampling] not.
+    let project = switchboard_hub::config::load_text(
+        &locations,
+        std::path::Path::new("/p/switchboard.toml"),
+        text,
+        Dialect::Switchboard,
+        Scope::Project,
+    );
+    assert!(project.sampling.is_none());
+    assert!(
+        project
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("[sampling]") && d.message.contains("ignored")),
+        "{:?}",
+        project.diagnostics
+    );
+
+    // Mistakes are said, key by key.
+    for (bad, says) in [
+        ("[sampling]\nprovider = \"skynet\"\n", "unknown provider"),
+        ("[sampling]\nendpoint = \"x\"\n", "unknown key"),
+        (
+            "[sampling]\nkey_env = \"A KEY; rm\"\n",
+            "environment variable",
+        ),
+        ("[sampling]\nmax_calls = -1\n", "number"),
+        (
+            "[servers.x]\ncommand = \"x\"\nsampling = { allow = \"yes\" }\n",
+            "true or false",
+        ),
+        (
+            "[servers.x]\ncommand = \"x\"\nsampling = { base_url = \"http://evil\" }\n",
+            "unknown key",
+        ),
+    ] {
+        let loaded = switchboard_hub::config::load_text(
+            &locations,
+            name,
+            bad,
+            Dialect::Switchboard,
+            Scope::User,
+        );
+        assert!(
+            loaded
+                .diagnostics
+                .iter()
+                .any(|d| d.to_string().contains(says)),
+            "{bad}: {:?}",
+            loaded.diagnostics
+        );
+        assert!(
+            loaded.sampling.is_none() || !bad.starts_with("[sampling]"),
+            "{bad}"
+        );
+    }
+}

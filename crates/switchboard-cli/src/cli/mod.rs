@@ -203,7 +203,7 @@ pub(crate) struct AgentArgs {
     /// Completions, and the servers compatible with it), anthropic,
     /// gemini. Default: the first whose API key is set, in the order
     /// anthropic, gemini, openai.
-    #[arg(long, value_parser = crate::commands::agent::PROVIDERS)]
+    #[arg(long, value_parser = crate::providers::PROVIDERS)]
     pub(crate) provider: Option<String>,
     /// The model's name (default: a current one of the provider;
     /// openai-chat needs it).

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use serde_json::json;
-use switchboard_models::Provider;
 use switchboard_models::agent::{Agent, AgentEvent};
 use switchboard_models::chat::ChatClient;
 
@@ -18,102 +17,18 @@ use crate::configure::Context;
 use crate::failure::Failure;
 use crate::term::{output, sanitize};
 
-/// Each API's name on the command line, key and base URL variables,
-/// default endpoint and model.
-struct Api {
-    name: &'static str,
-    provider: Provider,
-    keys: &'static [&'static str],
-    base_var: &'static str,
-    base: &'static str,
-    model: Option<&'static str>,
-}
-
-const APIS: [Api; 4] = [
-    Api {
-        name: "anthropic",
-        provider: Provider::Anthropic,
-        keys: &["ANTHROPIC_API_KEY"],
-        base_var: "ANTHROPIC_BASE_URL",
-        base: "https://api.anthropic.com",
-        model: Some("claude-sonnet-4-5"),
-    },
-    Api {
-        name: "gemini",
-        provider: Provider::Gemini,
-        keys: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-        base_var: "GOOGLE_GEMINI_BASE_URL",
-        base: "https://generativelanguage.googleapis.com",
-        model: Some("gemini-2.5-flash"),
-    },
-    Api {
-        name: "openai",
-        provider: Provider::OpenAiResponses,
-        keys: &["OPENAI_API_KEY"],
-        base_var: "OPENAI_BASE_URL",
-        base: "https://api.openai.com/v1",
-        model: Some("gpt-5-mini"),
-    },
-    Api {
-        name: "openai-chat",
-        provider: Provider::OpenAiChat,
-        keys: &["OPENAI_API_KEY"],
-        base_var: "OPENAI_BASE_URL",
-        base: "https://api.openai.com/v1",
-        model: None,
-    },
-];
-
-/// The names `--provider` takes.
-pub(crate) const PROVIDERS: [&str; 4] = ["openai", "openai-chat", "anthropic", "gemini"];
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
 /// The model client `args` and the environment say.
 fn client(args: &AgentArgs) -> Result<ChatClient, Failure> {
-    let api = match &args.provider {
-        Some(name) => APIS.iter().find(|api| api.name == name).ok_or_else(|| {
-            Failure::usage(anyhow!("--provider is one of {}", PROVIDERS.join(", ")))
-        })?,
-        None => APIS
-            .iter()
-            .find(|api| api.keys.iter().any(|key| env(key).is_some()))
-            .ok_or_else(|| {
-                Failure::usage(anyhow!(
-                    "which model? Set ANTHROPIC_API_KEY, GEMINI_API_KEY or OPENAI_API_KEY, or say \
-                     --provider {} (with --base-url for a local server such as Ollama)",
-                    PROVIDERS.join("|")
-                ))
-            })?,
-    };
-    let key = api.keys.iter().find_map(|key| env(key));
-    let base = args
-        .base_url
-        .clone()
-        .or_else(|| env(api.base_var))
-        .unwrap_or_else(|| api.base.to_owned());
-    if key.is_none() && base == api.base {
-        return Err(Failure::usage(anyhow!(
-            "{} needs an API key: set {} (or give --base-url for an endpoint that needs none)",
-            api.base,
-            api.keys.join(" or ")
-        )));
-    }
-    let model = args
-        .model
-        .clone()
-        .or_else(|| api.model.map(str::to_owned))
-        .ok_or_else(|| {
-            Failure::usage(anyhow!(
-                "--provider {} needs --model (the name the server knows the model by)",
-                api.name
-            ))
-        })?;
-    ChatClient::builder(base, model)
-        .provider(api.provider)
-        .api_key(key)
+    let endpoint = crate::providers::resolve(
+        args.provider.as_deref(),
+        args.base_url.clone(),
+        None,
+        args.model.clone(),
+    )
+    .map_err(|why| Failure::usage(anyhow!("{why}")))?;
+    ChatClient::builder(endpoint.base, endpoint.model)
+        .provider(endpoint.api.provider)
+        .api_key(endpoint.key)
         .build()
         .map_err(|e| Failure::usage(anyhow::Error::new(e)))
 }

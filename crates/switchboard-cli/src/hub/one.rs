@@ -358,6 +358,7 @@ pub(crate) async fn through_session(
 /// the terminal that shows what the server says.
 pub(crate) fn client_setup(
     server: &ServerArgs,
+    sampling: Option<switchboard_hub::config::SamplingSettings>,
 ) -> Result<
     Answer<
         impl Fn(
@@ -375,7 +376,14 @@ pub(crate) fn client_setup(
     let server_logs = server.server_logs;
     let server = server.clone();
     let customize = move |config: &switchboard_hub::ServerConfig, builder| {
-        let mut builder = answering(builder, &server, &ui, roots.as_ref());
+        let mut builder = answering(
+            builder,
+            &server,
+            &ui,
+            roots.as_ref(),
+            sampling.as_ref(),
+            Some(&config.sampling),
+        );
         if config.request_timeout.is_none() {
             builder = builder.request_timeout(timeout);
         }

@@ -162,6 +162,10 @@ pub struct LoadedConfig {
     pub inputs: Vec<InputSpec>,
     /// The approvals file consulted.
     pub approvals: PathBuf,
+    /// Where servers' sampling requests go: the `[sampling]` of the
+    /// user's own (or a managed, or the `--config`) switchboard file; a
+    /// project's is ignored, with a warning.
+    pub sampling: Option<super::model::SamplingSettings>,
 }
 
 impl LoadedConfig {
@@ -518,6 +522,7 @@ fn parse_into(
         enable,
         enable_all,
         trusted_projects,
+        sampling,
     } = dialect::parse(
         file,
         text,
@@ -525,6 +530,22 @@ fn parse_into(
         scope,
         &[locations.cwd(), locations.project_root()],
     );
+    if let Some(sampling) = sampling {
+        if matches!(scope, Scope::User | Scope::Managed | Scope::Explicit)
+            || locations.is_user_file(file)
+        {
+            // Managed files are read first: theirs stands.
+            loaded.sampling.get_or_insert(sampling);
+        } else {
+            loaded.diagnostics.push(
+                Diagnostic::warning(
+                    "`[sampling]` in a project's file is ignored: where your model requests go, \
+                     and with which key, is said in your own file (~/.config/switchboard/config.toml)",
+                )
+                .in_file(file),
+            );
+        }
+    }
     let index = loaded.files.len();
     loaded.files.push(file.to_path_buf());
     loaded.diagnostics.extend(diagnostics);

@@ -52,8 +52,8 @@ pub use expand::{ExpandError, Expanded, Expander};
 pub use load::{LoadOptions, LoadedConfig, SkipReason, Skipped, load, load_file, load_text};
 pub use locations::{Locations, Os};
 pub use model::{
-    Dialect, HeadersHelper, HttpKind, OAuthSettings, Origin, Prefix, Scope, ServerConfig,
-    ToolFilter, TransportConfig, Trust,
+    Dialect, HeadersHelper, HttpKind, OAuthSettings, Origin, Prefix, SamplingSettings, Scope,
+    ServerConfig, ServerSampling, ToolFilter, TransportConfig, Trust,
 };
 pub use policy::{Policy, Rule};
 pub use trust::{Approval, ApprovalChange, Approvals, ApprovalsError, Reference};

@@ -74,6 +74,10 @@ pub struct ServerConfig {
     /// Whether it may run: a server from a project file needs the user's
     /// approval first (see [`trust`](super::trust)).
     pub trust: Trust,
+    /// How its `sampling/createMessage` requests may be answered: only
+    /// narrower than the user's [`SamplingSettings`] (`sampling = {…}` in
+    /// its entry).
+    pub sampling: ServerSampling,
     /// The [`signature`](Self::signature) before expansion, recorded by
     /// the [`Expander`](super::Expander) in the copy it makes.
     pub(crate) source_signature: Option<String>,
@@ -103,6 +107,7 @@ impl ServerConfig {
             headers_helper: None,
             origin,
             trust: Trust::Trusted,
+            sampling: ServerSampling::default(),
             source_signature: None,
             approval_changes: Vec::new(),
             written_url: None,
@@ -194,6 +199,7 @@ impl fmt::Debug for ServerConfig {
             .field("headers_helper", &self.headers_helper)
             .field("origin", &self.origin)
             .field("trust", &self.trust)
+            .field("sampling", &self.sampling)
             .finish()
     }
 }
@@ -595,4 +601,57 @@ mod tests {
         let shown = format!("{config:?}");
         assert!(shown.contains("Authorization") && !shown.contains("sk-secret"));
     }
+}
+
+/// Where servers' `sampling/createMessage` requests go: the `[sampling]`
+/// table of the user's own switchboard file (or a managed or `--config`
+/// file; a project's file cannot say where the user's model requests go
+/// and which key they carry).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SamplingSettings {
+    /// The model API: `openai` (Responses), `openai-chat`, `anthropic`,
+    /// `gemini`.
+    pub provider: Option<String>,
+    /// The model requests name.
+    pub model: Option<String>,
+    /// Other models of the same endpoint that a request's
+    /// `modelPreferences` hints, or a server's own `model`, may pick.
+    pub models: Vec<String>,
+    /// The API's root URL (else the provider's usual variable, else its
+    /// public endpoint).
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (else the provider's
+    /// usual one).
+    pub key_env: Option<String>,
+    /// Most model calls in one run, every server's together.
+    pub max_calls: Option<usize>,
+    /// The file it was read from.
+    pub source: Option<std::path::PathBuf>,
+}
+
+impl SamplingSettings {
+    /// Settings of `provider` and `model`, nothing else.
+    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            provider: Some(provider.into()),
+            model: Some(model.into()),
+            ..Self::default()
+        }
+    }
+}
+
+/// One server's narrowing of [`SamplingSettings`] (`sampling = { allow =
+/// false }`, `{ max_calls = 3, model = "…" }`): any file may narrow, none
+/// widens.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerSampling {
+    /// `false`: its requests are declined without asking.
+    pub allow: Option<bool>,
+    /// The model for its requests: the settings' model or one of their
+    /// `models` (another is refused with a reason).
+    pub model: Option<String>,
+    /// Most model calls for it in one run.
+    pub max_calls: Option<usize>,
 }

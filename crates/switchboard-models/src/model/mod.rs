@@ -189,6 +189,58 @@ pub struct ModelTurn {
     pub model: Option<String>,
 }
 
+impl ModelCall {
+    /// A call of `name` with `arguments` (a JSON text or value), its id
+    /// `id` (for a [`Model`] of one's own).
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+}
+
+impl ModelTurn {
+    /// A turn that answers `text` (for a [`Model`] of one's own); its
+    /// transcript items are given with [`with_items`](Self::with_items).
+    pub fn answer(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A turn that asks for `calls`.
+    pub fn calling(calls: Vec<ModelCall>) -> Self {
+        Self {
+            calls,
+            ..Self::default()
+        }
+    }
+
+    /// With `items` for the transcript.
+    #[must_use]
+    pub fn with_items(mut self, items: Vec<Value>) -> Self {
+        self.items = items;
+        self
+    }
+
+    /// With the API's stop reason.
+    #[must_use]
+    pub fn with_stop(mut self, stop: impl Into<String>) -> Self {
+        self.stop = Some(stop.into());
+        self
+    }
+
+    /// With the tokens it took: (input, output).
+    #[must_use]
+    pub fn with_usage(mut self, input: u64, output: u64) -> Self {
+        self.usage = Some((input, output));
+        self
+    }
+}
+
 impl Model for ChatClient {
     fn provider(&self) -> Provider {
         ChatClient::provider(self)

@@ -186,7 +186,22 @@ impl ModelSampling {
         server: &str,
         params: &CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, HandlerError> {
-        let mut turn = sampling_turn(self.model.provider(), params)?;
+        self.sample_or_model_error(server, params)
+            .await
+            .map_err(|error| error.unwrap_or_else(|e| HandlerError::Failed(describe(&e))))
+    }
+
+    /// [`sample`](Self::sample), with the model's own error kept apart
+    /// (`Err(Err(_))`), for a caller that words it for its user.
+    ///
+    /// # Errors
+    /// As [`sample`](Self::sample).
+    pub async fn sample_or_model_error(
+        &self,
+        server: &str,
+        params: &CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, Result<HandlerError, ChatError>> {
+        let mut turn = sampling_turn(self.model.provider(), params).map_err(Ok)?;
         if let (Some(hook), Some(include)) = (&self.context, &params.include_context)
             && *include != IncludeContext::None
             && let Some(context) = hook(server, include).filter(|c| !c.is_empty())
@@ -202,19 +217,16 @@ impl ModelSampling {
             _ => self.model.clone(),
         };
         if self.calls.fetch_add(1, Ordering::Relaxed) >= self.max_calls {
-            return Err(HandlerError::Rejected(format!(
+            return Err(Ok(HandlerError::Rejected(format!(
                 "this run has already made {} model calls for servers' sampling requests, its limit (ModelSampling::with_max_calls)",
                 self.max_calls
-            )));
+            ))));
         }
         let request = ModelRequest::new(&turn.transcript)
             .system(turn.system.as_deref())
             .tools(turn.tools.as_deref())
             .fields(&turn.fields);
-        let answer = model
-            .turn(request)
-            .await
-            .map_err(|e| HandlerError::Failed(describe(&e)))?;
+        let answer = model.turn(request).await.map_err(Err)?;
         Ok(sampling_result_of(&answer, model.model()))
     }
 }

@@ -54,6 +54,9 @@ pub(crate) struct FileLoad {
     pub(crate) enable_all: bool,
     /// Projects Codex trusts (`[projects."/path"] trust_level = "trusted"`).
     pub(crate) trusted_projects: Vec<std::path::PathBuf>,
+    /// switchboard's `[sampling]` table, as the file says it (whether it
+    /// counts depends on the file's scope).
+    pub(crate) sampling: Option<super::model::SamplingSettings>,
 }
 
 /// Reads `text`, the content of `file`, as `dialect` in `scope`.
@@ -335,6 +338,18 @@ impl Obj<'_> {
             };
             clamp_secs(secs)
         }))
+    }
+
+    /// A whole number of things (calls, items): 0 to a million.
+    pub(crate) fn count(&self, key: &str) -> R<Option<usize>> {
+        match self.number(key)? {
+            None => Ok(None),
+            Some(n) if n.fract() == 0.0 && n <= 1_000_000.0 => Ok(Some(n as usize)),
+            Some(n) => Err(self.err(
+                key,
+                format!("expected a whole number up to 1000000, found {n}"),
+            )),
+        }
     }
 
     pub(crate) fn port(&self, key: &str) -> R<Option<u16>> {

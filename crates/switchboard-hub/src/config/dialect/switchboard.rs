@@ -41,6 +41,22 @@
 //! url = "https://api.example.com/mcp"
 //! prefix = "never"
 //!
+//! # How a server's sampling requests may be answered: only narrower than
+//! # the user's `[sampling]` (any file may narrow).
+//! [servers.notes]
+//! command = "notes-server"
+//! sampling = { allow = false }        # or { max_calls = 3, model = "claude-haiku-4-5" }
+//!
+//! # Where servers' sampling requests go (your own file only: a project's
+//! # cannot say where your model requests go, nor with which key).
+//! [sampling]
+//! provider = "anthropic"              # "openai" (Responses), "openai-chat", "anthropic", "gemini"
+//! model = "claude-sonnet-4-5"
+//! models = ["claude-haiku-4-5"]       # what hints and servers' `model` may pick
+//! base_url = "https://api.anthropic.com"   # optional; else ANTHROPIC_BASE_URL, else the public API
+//! key_env = "ANTHROPIC_API_KEY"       # optional; the provider's usual variable
+//! max_calls = 32                      # model calls in one run, all servers
+//!
 //! # Which servers may run (any file may narrow; deny wins).
 //! [policy]
 //! allow = [{ name = "files" }, { command = ["npx", "-y", "pkg"] }, { url = "https://*.example.com/*" }]
@@ -64,7 +80,8 @@ use serde_json::{Map, Value};
 use super::{Ctx, FileLoad, Obj, kind, rules};
 use crate::config::diag::Diagnostic;
 use crate::config::model::{
-    HeadersHelper, HttpKind, OAuthSettings, Prefix, ServerConfig, ToolFilter, TransportConfig,
+    HeadersHelper, HttpKind, OAuthSettings, Prefix, SamplingSettings, ServerConfig, ServerSampling,
+    ToolFilter, TransportConfig,
 };
 use crate::config::policy::Rule;
 
@@ -187,6 +204,12 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
                 .push(ctx.file_error("policy", format!("expected a table, found {}", kind(other)))),
         }
     }
+    if let Some(sampling) = root.get("sampling") {
+        match sampling_settings(ctx, sampling) {
+            Ok(settings) => out.sampling = Some(settings),
+            Err(d) => out.diagnostics.push(d),
+        }
+    }
     let servers = match root.get("servers") {
         None => {
             for wrong in ["mcpServers", "mcp_servers"] {
@@ -239,7 +262,7 @@ pub(super) fn parse(ctx: &Ctx<'_>, out: &mut FileLoad) {
 
 /// The keys of a server's table (a misspelt one is a warning: switchboard's
 /// own file is checked strictly; other clients' files are not).
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 17] = [
     "command",
     "args",
     "env",
@@ -256,7 +279,67 @@ const KEYS: [&str; 16] = [
     "tools",
     "prefix",
     "oauth",
+    "sampling",
 ];
+
+/// The providers `[sampling]` takes.
+const PROVIDERS: [&str; 4] = ["openai", "openai-chat", "anthropic", "gemini"];
+
+fn sampling_settings(ctx: &Ctx<'_>, value: &Value) -> Result<SamplingSettings, Diagnostic> {
+    let Value::Object(map) = value else {
+        return Err(ctx.file_error(
+            "sampling",
+            format!("expected a table, found {}", kind(value)),
+        ));
+    };
+    for key in map.keys() {
+        if ![
+            "provider",
+            "model",
+            "models",
+            "base_url",
+            "key_env",
+            "max_calls",
+        ]
+        .contains(&key.as_str())
+        {
+            return Err(ctx.file_error(
+                &format!("sampling.{key}"),
+                "unknown key: `[sampling]` has provider, model, models, base_url, key_env and max_calls".to_owned(),
+            ));
+        }
+    }
+    let o = ctx.obj("[sampling]", map);
+    let provider = o.str("provider")?;
+    if let Some(p) = provider.as_deref().filter(|p| !PROVIDERS.contains(p)) {
+        return Err(o.err(
+            "provider",
+            format!(
+                "unknown provider `{p}`; use one of {}",
+                PROVIDERS.join(", ")
+            ),
+        ));
+    }
+    let key_env = o.str("key_env")?;
+    if let Some(k) = key_env
+        .as_deref()
+        .filter(|k| k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    {
+        return Err(o.err(
+            "key_env",
+            format!("`{k}` is not an environment variable's name"),
+        ));
+    }
+    Ok(SamplingSettings {
+        provider,
+        model: o.str("model")?,
+        models: o.strings("models")?.unwrap_or_default(),
+        base_url: o.str("base_url")?,
+        key_env,
+        max_calls: o.count("max_calls")?,
+        source: Some(ctx.file.to_path_buf()),
+    })
+}
 
 fn server(o: &Obj<'_>, ctx: &Ctx<'_>) -> Result<ServerConfig, Diagnostic> {
     let transport_name = o.str("transport")?;
@@ -369,6 +452,34 @@ fn server(o: &Obj<'_>, ctx: &Ctx<'_>) -> Result<ServerConfig, Diagnostic> {
                 ),
             )
         })?);
+    }
+    match o.map.get("sampling") {
+        None => {}
+        Some(Value::Object(m)) => {
+            let m = ctx.obj(o.server, m);
+            for key in m.map.keys() {
+                if !["allow", "model", "max_calls"].contains(&key.as_str()) {
+                    return Err(o.err(
+                        "sampling",
+                        format!("unknown key `{key}`: a server's `sampling` has allow, model and max_calls"),
+                    ));
+                }
+            }
+            s.sampling = ServerSampling {
+                allow: m.bool("allow")?,
+                model: m.str("model")?,
+                max_calls: m.count("max_calls")?,
+            };
+        }
+        Some(other) => {
+            return Err(o.err(
+                "sampling",
+                format!(
+                    "expected a table (allow, model, max_calls), found {}",
+                    kind(other)
+                ),
+            ));
+        }
     }
     match o.map.get("oauth") {
         None => {}
