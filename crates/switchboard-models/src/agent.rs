@@ -990,7 +990,8 @@ fn arguments(raw: &Value) -> Result<Option<Map<String, Value>>, String> {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, for messages ("a string").
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

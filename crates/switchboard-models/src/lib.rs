@@ -72,6 +72,7 @@
 //! | `agent` | no | `chat::ChatClient` (a client of any of the four APIs: OpenAI Chat Completions and compatible servers, OpenAI Responses, Anthropic, Gemini), `model::Model` (one turn) and `agent::Agent`, the loop that gives a model the hub's tools and runs its calls; `examples/agent.rs` |
 //! | `sampling` | no | `sampling::ModelSampling`: such a model answering servers' `sampling/createMessage`, tools included |
 //! | `oauth` | no | the agent starts a server's login when the model calls its `authenticate` tool ([`ToolsetOptions::authenticate`]), through the hub's OAuth (`switchboard-hub/oauth`) |
+//! | `rig` | no | `rig::hub_tools`, `rig::skill_tools`: the hub's tools and skills as tools of the [rig](https://docs.rs/rig-core) agent framework, kept in step with the hub by `rig::ToolSync` (or `rig::ToolsWatch`); `examples/rig_agent.rs` |
 //!
 //! ## Limits (all configurable)
 //!
@@ -106,6 +107,8 @@ pub mod agent;
 pub mod chat;
 #[cfg(feature = "agent")]
 pub mod model;
+#[cfg(feature = "rig")]
+pub mod rig;
 #[cfg(feature = "sampling")]
 pub mod sampling;
 #[cfg(feature = "agent")]
