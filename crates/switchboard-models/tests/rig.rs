@@ -542,3 +542,89 @@ async fn results_are_converted_with_media_and_budget() {
     hub.shutdown().await;
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// The agent tests' task (`tests/providers.rs`), through rig: two
+/// servers, two parallel calls, an image result and a tool error, three
+/// turns, on each of the four APIs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_four_api_task_passes_through_rig_too() {
+    let (_, alpha) = switchboard_testkit::spawn_http(&[]).await;
+    let (_, beta) = switchboard_testkit::spawn_http(&[]).await;
+    let media = std::env::temp_dir().join(format!("switchboard-rig-task-{}", std::process::id()));
+    for (api, provider) in [
+        (Api::OpenAiChat, "openai-chat"),
+        (Api::OpenAiResponses, "openai"),
+        (Api::Anthropic, "anthropic"),
+        (Api::Gemini, "gemini"),
+    ] {
+        let fake = FakeProvider::start(
+            api,
+            vec![
+                Step::Calls(vec![
+                    ("mcp__alpha__echo".into(), json!({"text": "hello there"})),
+                    ("mcp__beta__add".into(), json!({"a": 2, "b": 3})),
+                ]),
+                Step::Calls(vec![
+                    ("mcp__alpha__image".into(), json!({})),
+                    ("mcp__beta__error".into(), json!({})),
+                ]),
+                Step::Text("Echoed, added to 5, saw the image; the error tool failed.".into()),
+            ],
+        )
+        .await;
+        let args = [
+            "--provider",
+            provider,
+            "--base-url",
+            &fake.base_url(),
+            "--model",
+            "test-model",
+            "--server",
+            &format!("alpha={alpha}"),
+            "--server",
+            &format!("beta={beta}"),
+            "--media",
+            media.to_str().unwrap(),
+            "--max-tokens",
+            "1024",
+            "Do the four things.",
+        ];
+        let mut out = Vec::new();
+        let answer = tokio::time::timeout(
+            WAIT,
+            example::run(args.iter().map(|a| a.to_string()).collect(), &mut out),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{provider}: the run hung"))
+        .unwrap_or_else(|e| panic!("{provider}: {e}\nproblems: {:?}", fake.problems()));
+        assert!(
+            fake.problems().is_empty(),
+            "{provider}: {:?}",
+            fake.problems()
+        );
+        assert_eq!(fake.remaining(), 0, "{provider}");
+        assert_eq!(
+            answer.as_deref(),
+            Some("Echoed, added to 5, saw the image; the error tool failed."),
+            "{provider}"
+        );
+        let requests = fake.requests();
+        let second = tool_results(&requests[1]);
+        assert!(
+            second.len() == 2
+                && second.iter().any(|r| r.contains("hello there"))
+                && second.iter().any(|r| r.contains('5')),
+            "{provider}: {second:?}"
+        );
+        // The whole conversation: the first turn's results, then these.
+        let third = tool_results(&requests[2]);
+        let third = &third[2..];
+        assert!(
+            third.len() == 2
+                && third.iter().any(|r| r.contains("image"))
+                && third.iter().any(|r| r.contains("something went wrong")),
+            "{provider}: {third:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&media);
+}
