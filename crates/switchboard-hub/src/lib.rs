@@ -24,6 +24,7 @@ pub mod config;
 pub mod gateway;
 pub mod hub;
 pub mod private_file;
+pub mod registry;
 
 pub use config::{
     Dialect, HeadersHelper, HttpKind, Origin, Scope, ServerConfig, ToolFilter, TransportConfig,

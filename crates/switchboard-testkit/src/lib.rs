@@ -21,6 +21,7 @@ pub mod nginx;
 #[cfg(unix)]
 pub mod postgres;
 pub mod providers;
+pub mod registry;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_host;
 

@@ -143,6 +143,14 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "switchboard agent \"Which issues mention the login bug?\"      # the provider whose key is set\nswitchboard agent \"Summarise today's calendar\" --provider gemini --json\nswitchboard agent \"List my repos\" --provider openai-chat --base-url http://127.0.0.1:11434/v1 --model qwen3",
     ),
     (
+        "search",
+        "switchboard search filesystem\nswitchboard search github --json | jq '.servers[].server.name'\nswitchboard search --registry https://registry.example.com weather",
+    ),
+    (
+        "show",
+        "switchboard show io.github.modelcontextprotocol/server-filesystem\nswitchboard show io.github.modelcontextprotocol/server-everything --version 2025.9.25 --json",
+    ),
+    (
         "team",
         "switchboard team push servers.toml --state 'postgres:///switchboard?host=/run/postgresql' --state-key-file state.key\nswitchboard team show --state URL --state-key-file state.key",
     ),

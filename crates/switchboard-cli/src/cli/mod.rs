@@ -674,6 +674,42 @@ pub(crate) enum Command {
     /// GOOGLE_GEMINI_BASE_URL) or --base-url, so any compatible endpoint
     /// works (Ollama, vLLM, a proxy).
     Agent(AgentArgs),
+    /// Find servers in the MCP registry (the official one, --registry
+    /// URL or SWITCHBOARD_REGISTRY): the latest version of each whose name
+    /// holds QUERY, with its status and how it runs (npm, PyPI, OCI,
+    /// NuGet, an `.mcpb` bundle, or a remote URL). Deleted servers are
+    /// left out.
+    Search {
+        /// Part of the servers' names (none: every server).
+        #[arg(value_name = "QUERY")]
+        query: Option<String>,
+        /// The registry's root URL.
+        #[arg(long, value_name = "URL")]
+        registry: Option<String>,
+        /// Most servers listed.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print one JSON document (the registry's documents as they are).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one server of the MCP registry: its packages with their
+    /// arguments and environment variables (secret ones marked), its
+    /// remote endpoints and headers, its status.
+    Show {
+        /// The server's name in the registry (`io.github.owner/name`).
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// This version (default: the latest).
+        #[arg(long)]
+        version: Option<String>,
+        /// The registry's root URL.
+        #[arg(long, value_name = "URL")]
+        registry: Option<String>,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
     /// Audit logs of `serve --audit`.
     Audit {
         #[command(subcommand)]
@@ -763,6 +799,7 @@ impl Command {
                 command: TeamCommand::Show { json, .. },
             } => *json,
             Self::Agent(args) => args.json,
+            Self::Search { json, .. } | Self::Show { json, .. } => *json,
             Self::Team {
                 command: TeamCommand::Push { .. } | TeamCommand::Clear { .. },
             } => false,

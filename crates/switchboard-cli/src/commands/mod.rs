@@ -6,6 +6,7 @@ mod audit;
 mod docs;
 pub(crate) mod doctor;
 mod inspect;
+mod registry;
 mod serve;
 mod shell;
 mod team;
@@ -81,6 +82,18 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             _ => unreachable!("clap requires a file or --database with its key"),
         },
         Command::Agent(args) => agent::run(run, args).await,
+        Command::Search {
+            query,
+            registry: url,
+            limit,
+            json,
+        } => registry::search(query, url, limit, json).await,
+        Command::Show {
+            name,
+            version,
+            registry: url,
+            json,
+        } => registry::show(&name, version, url, json).await,
         Command::Team { command } => match command {
             TeamCommand::Push { file, state } => {
                 team::push(&configure::Context::new(cli.config)?, &file, &state).await

@@ -1,0 +1,170 @@
+//! `switchboard search` and `switchboard show` against the testkit's
+//! fixture of the MCP registry (written from the registry's OpenAPI
+//! description, serving real servers' `server.json` documents): every
+//! page read, deleted servers left out, a deprecated one said so; and the
+//! hostile registry — an endless cursor, a 100 MB answer, a name that is
+//! not there, escape sequences in its text — each a clear message.
+
+#[allow(dead_code)]
+mod support;
+
+use serde_json::{Value, json};
+use support::home::Home;
+use switchboard_testkit::registry::{FakeRegistry, Hostile, entry};
+
+/// `switchboard ARGS` off the runtime (the registry answers on it).
+async fn run(home: &Home, args: &[&str]) -> (bool, String, String) {
+    let mut command = home.command();
+    command.args(args).env_remove("SWITCHBOARD_REGISTRY");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_lists_every_page_and_show_gives_one_server_whole() {
+    let registry = FakeRegistry::start().await;
+    let home = Home::new("registry-search", "");
+    let url = registry.url();
+
+    // Every server, every page; deleted ones left out.
+    let (ok, stdout, stderr) = run(
+        &home,
+        &["search", "--registry", &url, "--json", "--limit", "500"],
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    let servers = listed["servers"].as_array().unwrap();
+    assert!(servers.len() > 30, "{} servers", servers.len());
+    assert!(
+        servers.iter().all(
+            |s| s["_meta"]["io.modelcontextprotocol.registry/official"]["status"] != "deleted"
+        ),
+        "a deleted server was listed"
+    );
+    let names: Vec<&str> = servers
+        .iter()
+        .filter_map(|s| s["server"]["name"].as_str())
+        .collect();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        names.len(),
+        "a server listed twice: {names:?}"
+    );
+    assert!(
+        registry
+            .requests()
+            .iter()
+            .filter(|r| r.starts_with("/v0.1/servers?"))
+            .count()
+            >= 1
+    );
+
+    // A query; the table says how each runs.
+    let (ok, stdout, stderr) = run(&home, &["search", "filesystem", "--registry", &url]).await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("io.github.modelcontextprotocol/server-filesystem")
+            && stdout.contains("npm @modelcontextprotocol/server-filesystem@"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("server-everything"), "{stdout}");
+
+    // One server, whole: its packages, arguments, secret variables.
+    let (ok, stdout, stderr) = run(
+        &home,
+        &[
+            "show",
+            "io.github.modelcontextprotocol/server-filesystem",
+            "--registry",
+            &url,
+        ],
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("package: npm @modelcontextprotocol/server-filesystem@"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("argument") && stdout.contains("(required)"),
+        "{stdout}"
+    );
+
+    // A name the registry does not have: said, exit non-zero.
+    let (ok, _, stderr) = run(
+        &home,
+        &["show", "com.example/not-there", "--registry", &url],
+    )
+    .await;
+    assert!(
+        !ok && stderr.contains("has no server `com.example/not-there`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_registry_is_stopped_with_a_reason() {
+    let home = Home::new("registry-hostile", "");
+
+    let endless = FakeRegistry::hostile(Hostile::EndlessCursor).await;
+    let (ok, _, stderr) = run(
+        &home,
+        &["search", "--registry", &endless.url(), "--limit", "100000"],
+    )
+    .await;
+    assert!(!ok && stderr.contains("does not end"), "{stderr}");
+
+    let huge = FakeRegistry::hostile(Hostile::HugeAnswer(100 * 1024 * 1024)).await;
+    let (ok, _, stderr) = run(&home, &["search", "--registry", &huge.url()]).await;
+    assert!(!ok && stderr.contains("more than"), "{stderr}");
+
+    // Escape sequences in a registry's text never reach the terminal.
+    let sneaky = entry(
+        json!({
+            "name": "com.example/sneaky",
+            "description": "innocent \u{1b}]0;pwned\u{7}\u{1b}[2J text",
+            "version": "1.0.0",
+            "packages": [{"registryType": "npm", "identifier": "sneaky\u{1b}[8m", "version": "1.0.0",
+                          "transport": {"type": "stdio"}}]
+        }),
+        "active",
+        true,
+    );
+    let registry = FakeRegistry::hostile(Hostile::Entries(vec![sneaky])).await;
+    let (ok, stdout, stderr) =
+        run(&home, &["search", "sneaky", "--registry", &registry.url()]).await;
+    assert!(ok, "{stderr}");
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    let (ok, stdout, _) = run(
+        &home,
+        &["show", "com.example/sneaky", "--registry", &registry.url()],
+    )
+    .await;
+    assert!(ok && !stdout.contains('\u{1b}'), "{stdout:?}");
+
+    // Nothing listens: unreachable, said so.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (ok, _, stderr) = run(
+        &home,
+        &["search", "--registry", &format!("http://127.0.0.1:{port}")],
+    )
+    .await;
+    assert!(!ok && stderr.contains("could not be reached"), "{stderr}");
+}
