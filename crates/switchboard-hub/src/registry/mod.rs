@@ -18,12 +18,16 @@
 //! Answers are kept in memory as the registry's `Cache-Control: max-age`
 //! and `ETag` allow.
 
+mod plan;
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub use plan::{Choice, Needed, Plan, Planned, plan};
 
 /// The official registry.
 pub const OFFICIAL: &str = "https://registry.modelcontextprotocol.io";
