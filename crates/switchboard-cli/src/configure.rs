@@ -81,7 +81,7 @@ impl Context {
 
     /// The file `add` and `import` write: the `--config` file, else
     /// switchboard's file for `scope`.
-    fn target(&self, scope: ScopeArg) -> (Target, Scope) {
+    pub(crate) fn target(&self, scope: ScopeArg) -> (Target, Scope) {
         match &self.explicit {
             Some(file) => (Target::new(file, dialect_for(file)), Scope::Explicit),
             None => (
@@ -188,7 +188,7 @@ pub(crate) fn scope_name(scope: Scope) -> &'static str {
     }
 }
 
-fn check_name(name: &str) -> anyhow::Result<()> {
+pub(crate) fn check_name(name: &str) -> anyhow::Result<()> {
     if name.is_empty()
         || !name
             .chars()
@@ -289,7 +289,7 @@ pub(crate) fn added(context: &Context, args: &AddArgs) -> Result<(ServerConfig, 
     Ok((server, target.0))
 }
 
-fn origin((target, scope): &(Target, Scope)) -> Origin {
+pub(crate) fn origin((target, scope): &(Target, Scope)) -> Origin {
     Origin {
         file: target.file.clone(),
         dialect: target.dialect,
@@ -339,7 +339,7 @@ pub(crate) fn write_added(
 }
 
 /// Adds `server` to `target`, saying where, and what it shadows.
-fn write_new(
+pub(crate) fn write_new(
     context: &Context,
     target: &Target,
     server: ServerConfig,

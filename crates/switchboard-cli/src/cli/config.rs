@@ -49,8 +49,41 @@ pub(crate) struct AddArgs {
     /// Write secrets as references, '${VAR}', so the file never holds them.
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
     pub(crate) env: Vec<String>,
-    /// The server's name (letters, digits, '-', '_', '.').
+    /// The server's name (letters, digits, '-', '_', '.'); with
+    /// --from-registry, its name in the registry (`io.github.owner/name`).
     pub(crate) name: String,
+    /// Write the server as the MCP registry describes it: its package's
+    /// runner pinned to the version (`npx -y pkg@1.2.3`, `uvx pkg==1.2.3`,
+    /// `docker run …`), its variables and secret headers as `${VAR}`
+    /// references, or its remote URL; shown before it is written.
+    #[arg(long, conflicts_with_all = ["command", "url", "target", "env", "headers", "transport"])]
+    pub(crate) from_registry: bool,
+    /// With --from-registry: the registry's root URL (default:
+    /// SWITCHBOARD_REGISTRY, else the official registry).
+    #[arg(long, value_name = "URL", requires = "from_registry")]
+    pub(crate) registry: Option<String>,
+    /// With --from-registry: this version (default: the latest).
+    #[arg(long, value_name = "V", requires = "from_registry")]
+    pub(crate) version: Option<String>,
+    /// With --from-registry: the server's Nth package (0-based) instead
+    /// of the first one switchboard can run.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "from_registry",
+        conflicts_with = "remote"
+    )]
+    pub(crate) package: Option<usize>,
+    /// With --from-registry: the server's Nth remote (0-based).
+    #[arg(long, value_name = "N", requires = "from_registry")]
+    pub(crate) remote: Option<usize>,
+    /// With --from-registry: the entry's name (default: the registry
+    /// name's last part).
+    #[arg(long = "as", value_name = "NAME", requires = "from_registry")]
+    pub(crate) as_name: Option<String>,
+    /// With --from-registry: write a project's entry without asking.
+    #[arg(long, requires = "from_registry")]
+    pub(crate) yes: bool,
     /// A remote server's URL (as --url): `add NAME URL`, as `claude mcp add`
     /// takes it.
     #[arg(
@@ -72,7 +105,7 @@ pub(crate) struct AddArgs {
     #[arg(
         last = true,
         value_name = "COMMAND",
-        required_unless_present_any = ["url", "target"]
+        required_unless_present_any = ["url", "target", "from_registry"]
     )]
     pub(crate) command: Vec<String>,
     /// Print the result as JSON.

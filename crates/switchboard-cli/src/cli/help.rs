@@ -75,7 +75,7 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     ),
     (
         "add",
-        "switchboard add everything -- npx -y @modelcontextprotocol/server-everything\nswitchboard add docs https://mcp.example.com/mcp\nswitchboard add -t http -s user api https://api.example.com/mcp -H 'Authorization: Bearer ${API_TOKEN}'\nswitchboard add -e API_KEY='${API_KEY}' search -- uvx search-mcp",
+        "switchboard add everything -- npx -y @modelcontextprotocol/server-everything\nswitchboard add docs https://mcp.example.com/mcp\nswitchboard add -t http -s user api https://api.example.com/mcp -H 'Authorization: Bearer ${API_TOKEN}'\nswitchboard add -e API_KEY='${API_KEY}' search -- uvx search-mcp\nswitchboard add io.github.modelcontextprotocol/server-filesystem --from-registry -s user",
     ),
     (
         "add-json",

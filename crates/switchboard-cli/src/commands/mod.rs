@@ -203,6 +203,9 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             };
             hub::list(&context, json, timeout, creds, servers, view).await
         }
+        Command::Add(args) if args.from_registry => {
+            registry::add(&configure::Context::new(cli.config)?, args).await
+        }
         Command::Add(args) => configure::add(&configure::Context::new(cli.config)?, args),
         Command::AddJson {
             name,

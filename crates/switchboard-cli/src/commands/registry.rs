@@ -217,3 +217,136 @@ pub(crate) async fn show(
     }
     Ok(0)
 }
+
+/// `add NAME --from-registry`: the registry's `server.json` as an entry,
+/// shown, then written (a project's only when the user says yes).
+pub(crate) async fn add(
+    context: &crate::configure::Context,
+    args: crate::cli::AddArgs,
+) -> Result<u8, Failure> {
+    use switchboard_hub::config::{HttpKind, ServerConfig, TransportConfig};
+    use switchboard_hub::registry::{Choice, Planned, plan};
+
+    let client = client(args.registry.as_deref())?;
+    let server = client
+        .version(&args.name, args.version.as_deref().unwrap_or("latest"))
+        .await
+        .map_err(failed)?;
+    let choice = match (args.package, args.remote) {
+        (Some(n), _) => Choice::Package(n),
+        (_, Some(n)) => Choice::Remote(n),
+        _ => Choice::Auto,
+    };
+    let planned =
+        plan(&server, choice).map_err(|why| Failure::usage(anyhow!("{}", sanitize::line(&why))))?;
+    let local = args.as_name.clone().unwrap_or_else(|| {
+        args.name
+            .rsplit('/')
+            .next()
+            .unwrap_or(&args.name)
+            .to_owned()
+    });
+    crate::configure::check_name(&local)
+        .map_err(|e| Failure::usage(anyhow!("{e} (give the entry a name with --as NAME)")))?;
+    let target = context.target(args.scope.unwrap_or(crate::cli::ScopeArg::Local));
+    let transport = match &planned.entry {
+        Planned::Command { command, args, env } => TransportConfig::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+            cwd: None,
+        },
+        Planned::Remote {
+            url,
+            transport,
+            headers,
+        } => TransportConfig::Http {
+            url: url.clone(),
+            headers: headers.clone(),
+            kind: if *transport == "sse" {
+                HttpKind::Sse
+            } else {
+                HttpKind::Streamable
+            },
+        },
+        _ => return Err(Failure::usage(anyhow!("this entry cannot be written"))),
+    };
+    // What is about to be written, whole, before it is.
+    let line = |text: &str| sanitize::line(text).into_owned();
+    let mut shown = format!(
+        "`{}` {} from {}:",
+        line(&server.server.name),
+        line(&server.server.version),
+        line(client.url())
+    );
+    for warning in &planned.warnings {
+        shown.push_str(&format!("\n  warning: {}", line(warning)));
+    }
+    match &transport {
+        TransportConfig::Stdio {
+            command, args, env, ..
+        } => {
+            shown.push_str(&format!(
+                "\n  runs: {} {}",
+                line(command),
+                args.iter().map(|a| line(a)).collect::<Vec<_>>().join(" ")
+            ));
+            for (name, value) in env {
+                shown.push_str(&format!("\n  env {}={}", line(name), line(value)));
+            }
+        }
+        TransportConfig::Http { url, headers, .. } => {
+            shown.push_str(&format!("\n  url: {}", line(url)));
+            for (name, value) in headers {
+                shown.push_str(&format!("\n  header {}: {}", line(name), line(value)));
+            }
+        }
+        _ => {}
+    }
+    for need in &planned.needs {
+        shown.push_str(&format!(
+            "\n  set ${}{}{}",
+            line(&need.name),
+            match (need.secret, need.required) {
+                (true, true) => " (a secret, required)",
+                (true, false) => " (a secret)",
+                (false, true) => " (required)",
+                (false, false) => "",
+            },
+            need.description
+                .as_deref()
+                .map(|d| format!(": {}", output::short(d, 80)))
+                .unwrap_or_default()
+        ));
+    }
+    eprintln!("{shown}");
+    let project = matches!(target.1, switchboard_hub::config::Scope::Project);
+    if project && !args.yes {
+        let question = format!(
+            "Write `{local}` into this project's {}?",
+            target.0.file.display()
+        );
+        let approved = tokio::task::spawn_blocking(move || {
+            if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                return Err(());
+            }
+            inquire::Confirm::new(&question)
+                .with_default(false)
+                .prompt()
+                .map_err(|_| ())
+        })
+        .await
+        .unwrap_or(Err(()));
+        match approved {
+            Ok(true) => {}
+            Ok(false) => return Err(Failure::usage(anyhow!("not written: you said no"))),
+            Err(()) => {
+                return Err(Failure::usage(anyhow!(
+                    "not written: a project's entry is written only when you say yes (pass --yes after reading the above)"
+                )));
+            }
+        }
+    }
+    let config = ServerConfig::new(&local, transport, crate::configure::origin(&target));
+    crate::configure::write_new(context, &target.0, config, args.json)
+}

@@ -78,6 +78,13 @@ pub(super) async fn add(state: &State, body: &[u8]) -> Result<Value, (u16, Strin
         transport,
         command: strings(&request, "command")?,
         json: true,
+        from_registry: false,
+        registry: None,
+        version: None,
+        package: None,
+        remote: None,
+        as_name: None,
+        yes: false,
     };
     let context = &state.context;
     let (server, target) = crate::configure::added(context, &args).map_err(|e| said(&e))?;
