@@ -241,7 +241,8 @@ impl Shared {
 }
 
 /// Accepts connections until aborted; aborting drops the connections.
-async fn serve(listener: TcpListener, app: Router) {
+/// (The fixture registry serves the same way.)
+pub(crate) async fn serve(listener: TcpListener, app: Router) {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {

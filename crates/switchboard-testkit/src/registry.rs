@@ -35,7 +35,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -45,7 +44,7 @@ use axum::response::Response;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// The `$schema` of the catalog's documents (the current `server.json`
 /// schema).
@@ -149,7 +148,7 @@ impl FakeRegistry {
         let app = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&shared));
-        let task = tokio::spawn(serve(listener, app));
+        let task = tokio::spawn(crate::providers::serve(listener, app));
         FakeRegistry { addr, shared, task }
     }
 
@@ -1059,28 +1058,6 @@ impl Shared {
 
     fn log(&self) -> MutexGuard<'_, Vec<(String, u16)>> {
         self.log.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Accepts connections until aborted; aborting drops the connections.
-async fn serve(listener: TcpListener, app: Router) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    let svc = hyper_util::service::TowerToHyperService::new(app.clone());
-                    conns.spawn(async move {
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                            .await;
-                    });
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
     }
 }
 
