@@ -167,6 +167,27 @@ install_python_sdk() {
     done
 }
 
+# uv (PyPI `uv`), whose `uvx` runs the PyPI servers `add --from-registry`
+# writes (crates/switchboard-cli/tests/registry.rs starts one for real), in
+# its own venv: $SWITCHBOARD_CACHE/uv/bin/uvx. Pinned; bump deliberately.
+UV_VERSION="0.13.9"
+
+install_uv() {
+    if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --help >/dev/null 2>&1; then
+        echo "install-interop: python3 with venv not found; skipping uv (the registry's PyPI start test will be skipped)."
+        return 0
+    fi
+    local venv="$cache/uv"
+    if [ -x "$venv/bin/uvx" ] && [ "$("$venv/bin/uv" --version 2>/dev/null | cut -d' ' -f2)" = "$UV_VERSION" ]; then
+        echo "install-interop: uv $UV_VERSION already installed in $venv"
+        return 0
+    fi
+    echo "install-interop: installing uv==$UV_VERSION into $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+}
+
 # Servers the gateway's feature tests front (crates/switchboard-cli/tests/
 # serve_apps.rs, serve_roots.rs): two MCP Apps servers of the ext-apps family
 # and the reference filesystem server. Pinned; bump deliberately.
@@ -214,3 +235,4 @@ install_everything
 install_inspector
 install_servers
 install_python_sdk
+install_uv

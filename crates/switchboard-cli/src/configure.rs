@@ -235,7 +235,8 @@ pub(crate) fn add(context: &Context, args: AddArgs) -> Result<u8, Failure> {
 
 /// The server `args` describe and the file it goes to (nothing written).
 pub(crate) fn added(context: &Context, args: &AddArgs) -> Result<(ServerConfig, Target), Failure> {
-    check_name(&args.name).map_err(Failure::usage)?;
+    let name = args.name.as_deref().unwrap_or_default();
+    check_name(name).map_err(Failure::usage)?;
     let target = context.target(args.scope.unwrap_or(ScopeArg::Local));
     let url = args.url.as_ref().or(args.target.as_ref());
     if url.is_none() && (!args.headers.is_empty() || args.transport.is_some()) {
@@ -285,7 +286,7 @@ pub(crate) fn added(context: &Context, args: &AddArgs) -> Result<(ServerConfig, 
             "--env is for a local server's process; a remote server takes --header"
         )));
     }
-    let server = ServerConfig::new(&args.name, transport, origin(&target));
+    let server = ServerConfig::new(name, transport, origin(&target));
     Ok((server, target.0))
 }
 
@@ -382,6 +383,19 @@ pub(crate) fn add_json(
     scope: Option<ScopeArg>,
     json: bool,
 ) -> Result<u8, Failure> {
+    let mut server = json_entry(context, name, text)?;
+    let target = context.target(scope.unwrap_or(ScopeArg::Local));
+    server.origin = origin(&target);
+    write_new(context, &target.0, server, json)
+}
+
+/// The entry a Claude Code style JSON object describes, read as Claude
+/// Code reads it (nothing written; its origin is to be set).
+pub(crate) fn json_entry(
+    context: &Context,
+    name: &str,
+    text: &str,
+) -> Result<ServerConfig, Failure> {
     check_name(name).map_err(Failure::usage)?;
     let value: Value = serde_json::from_str(text)
         .map_err(|e| anyhow!("the server JSON is not valid: {e}"))
@@ -434,7 +448,7 @@ pub(crate) fn add_json(
             eprintln!("warning: {line}");
         }
     }
-    let Some(mut server) = loaded
+    let Some(server) = loaded
         .servers
         .into_iter()
         .next()
@@ -449,9 +463,7 @@ pub(crate) fn add_json(
             }
         )));
     };
-    let target = context.target(scope.unwrap_or(ScopeArg::Local));
-    server.origin = origin(&target);
-    write_new(context, &target.0, server, json)
+    Ok(server)
 }
 
 /// `import --from CLIENT`: copies that client's servers into switchboard's
@@ -861,11 +873,39 @@ pub(crate) fn removed(
     quiet: bool,
 ) -> Result<(config::Edited, Option<String>), Failure> {
     let target = locate(context, name, scope, quiet)?;
+    let installed = installed_bundle(context, &target, name);
     let edited = config::remove_server(&context.locations, &target, name)
         .map_err(|e| Failure::usage(e.into()))?;
+    if let Some(dir) = installed {
+        // A bundle `install` put there: its files and secrets go with it.
+        let _ = std::fs::remove_dir_all(&dir);
+        if let Ok(mut secrets) = config::Secrets::load(&context.locations)
+            && secrets.remove_server(name) > 0
+            && let Err(e) = secrets.save()
+        {
+            eprintln!("warning: `{name}`'s secrets could not be removed: {e}");
+        }
+    }
     let after = config::load(&context.locations, &LoadOptions::new());
     let now = after.get(name).map(|s| s.origin.file.display().to_string());
     Ok((edited, now))
+}
+
+/// The directory `install` unpacked `name` into, when `target`'s entry of
+/// that name runs from it.
+fn installed_bundle(context: &Context, target: &Target, name: &str) -> Option<PathBuf> {
+    let dir = context.locations.data_dir().join("bundles").join(name);
+    let loaded = config::load_file(
+        &context.locations,
+        &target.file,
+        target.dialect,
+        Scope::User,
+    );
+    let server = loaded.servers.into_iter().find(|s| s.name == name)?;
+    match server.transport {
+        TransportConfig::Stdio { cwd: Some(cwd), .. } if cwd == dir => Some(dir),
+        _ => None,
+    }
 }
 
 pub(crate) fn set_enabled(

@@ -191,12 +191,12 @@ async fn add_from_the_registry_writes_the_pinned_entry_after_showing_it() {
     .await;
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("runs: uvx mcp-server-time==0.6.2"),
+        stderr.contains("runs: uvx mcp-server-time==2026.10.19"),
         "{stderr}"
     );
     assert!(stdout.contains("added `server-time`"), "{stdout}");
     let written = std::fs::read_to_string(home.config()).unwrap();
-    assert!(written.contains("mcp-server-time==0.6.2"), "{written}");
+    assert!(written.contains("mcp-server-time==2026.10.19"), "{written}");
 
     // A secret variable: a reference, and what to set.
     let (ok, _, stderr) = run(
@@ -288,4 +288,98 @@ async fn add_from_the_registry_writes_the_pinned_entry_after_showing_it() {
         before,
         "something was written"
     );
+}
+
+/// `add --from-registry` of the reference servers on npm and PyPI, then
+/// started for real by the runner the entry names (`npx`, `uvx`): their
+/// tools are listed. Needs npx, and uv from scripts/install-interop.sh;
+/// the packages come from npm and PyPI (their caches kept in the interop
+/// cache, so a second run downloads nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_added_from_the_registry_start_for_real() {
+    const TEST: &str = "servers_added_from_the_registry_start_for_real";
+    let cache = support::interop::cache();
+    let uv_bin = cache.join("uv/bin");
+    if !uv_bin.join("uvx").exists() {
+        return support::interop::skip(TEST, "uv is not installed in the interop cache");
+    }
+    let npx = std::process::Command::new("npx").arg("--version").output();
+    if !npx.is_ok_and(|o| o.status.success()) {
+        return support::interop::skip(TEST, "npx is not installed");
+    }
+    let registry = FakeRegistry::start().await;
+    let home = Home::new("registry-start", "");
+    // The runners' downloads go to the interop cache, not the test's HOME.
+    std::fs::write(
+        home.home().join(".npmrc"),
+        format!("cache={}\n", cache.join("npm-cache").display()),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.home().join(".config/uv")).unwrap();
+    std::fs::write(
+        home.home().join(".config/uv/uv.toml"),
+        format!(
+            "cache-dir = {:?}\n",
+            cache.join("uv-cache").display().to_string()
+        ),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        uv_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let url = registry.url();
+    let start = |args: Vec<String>| {
+        let mut command = home.command();
+        command.args(&args).env("PATH", &path);
+        async move {
+            let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+                .await
+                .unwrap();
+            (
+                output.status.success(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        }
+    };
+    for (name, runs, tool) in [
+        (
+            "io.github.modelcontextprotocol/server-everything",
+            "npx -y @modelcontextprotocol/server-everything@2025.12.18 stdio",
+            "echo",
+        ),
+        (
+            "io.github.modelcontextprotocol/server-time",
+            "uvx mcp-server-time==2026.10.19",
+            "get_current_time",
+        ),
+    ] {
+        let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let (ok, _, stderr) = start(words(&format!(
+            "add {name} --from-registry --registry {url} -s user"
+        )))
+        .await;
+        assert!(ok, "{stderr}");
+        assert!(stderr.contains(&format!("runs: {runs}")), "{stderr}");
+        let local = name.rsplit('/').next().unwrap();
+        let (ok, stdout, stderr) = start(words(&format!(
+            "tools --server {local} --json --timeout 300"
+        )))
+        .await;
+        assert!(ok, "{local}: {stderr}");
+        let listed: Value = serde_json::from_str(&stdout).unwrap();
+        let names: Vec<String> = listed
+            .as_array()
+            .or_else(|| listed["tools"].as_array())
+            .expect("a list of tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect();
+        assert!(
+            names.iter().any(|n| n.ends_with(tool)),
+            "{local}: {names:?}"
+        );
+    }
 }

@@ -10,6 +10,10 @@
 //!   are listed across servers and routed by server name; the tool policy
 //!   (`[policy.tools]`) is decided there for every call, whoever makes it
 //!   ([`hub::policy`]).
+//! - [`bundle`]: MCP Bundles (`.mcpb`): the manifest read and the archive
+//!   unpacked only after the whole archive is judged (sizes, count, paths,
+//!   links, a command that runs the bundle's own code), and the command to
+//!   run with the user's answers (secrets kept out as references).
 //! - [`private_file`]: how the files that may hold server details are
 //!   written (owner-only, atomically, never through a planted symlink).
 //!
@@ -20,6 +24,7 @@
 //! | `otel` | off | a call made inside a span that has an OpenTelemetry context (`tracing-opentelemetry`) carries its W3C `traceparent` (and `tracestate`) in `_meta` to servers of the 2026-07-28 revision |
 //! | `oauth` | off | OAuth logins for HTTP servers through `switchboard-auth`: `HubBuilder::oauth` (stored tokens sent and refreshed), `Hub::connect` (ready, or the authorization URL), `Hub::finish_login` (in this process or another, with a shared pending store), `Hub::login` (an `Authorizer` shows the URL and waits); `hub::users::Users`, a hub per user of a web application, their state in a shared `UserStore` |
 
+pub mod bundle;
 pub mod config;
 pub mod gateway;
 pub mod hub;

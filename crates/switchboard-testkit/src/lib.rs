@@ -3,8 +3,9 @@
 //! plus what only tests need: HTTP transports in front of it (Streamable
 //! HTTP, legacy HTTP+SSE and WebSocket, see [`serve_http`]) and a built-in
 //! OAuth 2.1 authorization server (`--auth`, see [`AuthConfig`]) whose
-//! access tokens are JWTs ([`jwt_issuer`]); and a
-//! real PostgreSQL started for a test ([`postgres`]).
+//! access tokens are JWTs ([`jwt_issuer`]); a
+//! real PostgreSQL started for a test ([`postgres`]); and MCP Bundles, a
+//! good one that runs and hostile ones ([`bundle`]).
 //!
 //! Not published. The `switchboard-testkit-server` binary is
 //! `switchboard-testserver` with `--http` (see [`run_stdio_main`]); the
@@ -15,6 +16,7 @@
 //! `oauth-client` feature's binary).
 
 mod authserver;
+pub mod bundle;
 mod http;
 pub mod jwt_issuer;
 pub mod nginx;

@@ -267,7 +267,7 @@ pub fn well_known() -> Vec<Value> {
         true,
     );
 
-    let mut time = pypi("mcp-server-time", "0.6.2");
+    let mut time = pypi("mcp-server-time", "2026.10.19");
     time["packageArguments"] = json!([{
         "type": "named",
         "name": "--local-timezone",
@@ -281,7 +281,7 @@ pub fn well_known() -> Vec<Value> {
             "io.github.modelcontextprotocol/server-time",
             "Time",
             "Time and timezone conversion capabilities",
-            "0.6.2",
+            "2026.10.19",
             json!({"repository": mcp("src/time"), "packages": [time]}),
         ),
         8,

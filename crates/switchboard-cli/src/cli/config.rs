@@ -41,6 +41,7 @@ pub(crate) enum AddTransport {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("installer").args(["from_registry", "link"])))]
 pub(crate) struct AddArgs {
     /// Where to write it (default local: this project, for you only).
     #[arg(short = 's', long, value_enum)]
@@ -50,8 +51,16 @@ pub(crate) struct AddArgs {
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
     pub(crate) env: Vec<String>,
     /// The server's name (letters, digits, '-', '_', '.'); with
-    /// --from-registry, its name in the registry (`io.github.owner/name`).
-    pub(crate) name: String,
+    /// --from-registry, its name in the registry (`io.github.owner/name`);
+    /// with --link, the entry's name (default: the link's).
+    #[arg(required_unless_present = "link")]
+    pub(crate) name: Option<String>,
+    /// Write the server a Cursor or VS Code install link describes
+    /// (`cursor://anysphere.cursor-deeplink/mcp/install?…`,
+    /// `vscode:mcp/install?…`, or their web forms); shown, and written
+    /// only when you say yes.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["from_registry", "command", "url", "target", "env", "headers", "transport"])]
+    pub(crate) link: Option<String>,
     /// Write the server as the MCP registry describes it: its package's
     /// runner pinned to the version (`npx -y pkg@1.2.3`, `uvx pkg==1.2.3`,
     /// `docker run …`), its variables and secret headers as `${VAR}`
@@ -81,8 +90,9 @@ pub(crate) struct AddArgs {
     /// name's last part).
     #[arg(long = "as", value_name = "NAME", requires = "from_registry")]
     pub(crate) as_name: Option<String>,
-    /// With --from-registry: write a project's entry without asking.
-    #[arg(long, requires = "from_registry")]
+    /// With --from-registry: write a project's entry without asking; with
+    /// --link: write the entry without asking.
+    #[arg(long, requires = "installer")]
     pub(crate) yes: bool,
     /// A remote server's URL (as --url): `add NAME URL`, as `claude mcp add`
     /// takes it.
@@ -105,7 +115,7 @@ pub(crate) struct AddArgs {
     #[arg(
         last = true,
         value_name = "COMMAND",
-        required_unless_present_any = ["url", "target", "from_registry"]
+        required_unless_present_any = ["url", "target", "from_registry", "link"]
     )]
     pub(crate) command: Vec<String>,
     /// Print the result as JSON.

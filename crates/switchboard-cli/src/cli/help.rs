@@ -75,7 +75,7 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     ),
     (
         "add",
-        "switchboard add everything -- npx -y @modelcontextprotocol/server-everything\nswitchboard add docs https://mcp.example.com/mcp\nswitchboard add -t http -s user api https://api.example.com/mcp -H 'Authorization: Bearer ${API_TOKEN}'\nswitchboard add -e API_KEY='${API_KEY}' search -- uvx search-mcp\nswitchboard add io.github.modelcontextprotocol/server-filesystem --from-registry -s user",
+        "switchboard add everything -- npx -y @modelcontextprotocol/server-everything\nswitchboard add docs https://mcp.example.com/mcp\nswitchboard add -t http -s user api https://api.example.com/mcp -H 'Authorization: Bearer ${API_TOKEN}'\nswitchboard add -e API_KEY='${API_KEY}' search -- uvx search-mcp\nswitchboard add io.github.modelcontextprotocol/server-filesystem --from-registry -s user\nswitchboard add --link 'cursor://anysphere.cursor-deeplink/mcp/install?name=postgres&config=…'",
     ),
     (
         "add-json",
@@ -145,6 +145,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     (
         "search",
         "switchboard search filesystem\nswitchboard search github --json | jq '.servers[].server.name'\nswitchboard search --registry https://registry.example.com weather",
+    ),
+    (
+        "install",
+        "switchboard install ./pdf-tools.mcpb\nswitchboard install ./pdf-tools.mcpb --set root=$HOME/Documents --set api_key=env:PDF_API_KEY --yes",
     ),
     (
         "show",

@@ -710,6 +710,31 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Install an `.mcpb` bundle (Claude Desktop's format): its manifest
+    /// shown, its settings asked (secrets hidden, and kept out of every
+    /// config file), unpacked into a private directory, and written into
+    /// your user file. Archives that escape their directory, hold links,
+    /// or are too large or too many files are refused, as are manifests
+    /// that run a shell or inline code.
+    Install {
+        /// The bundle file.
+        #[arg(value_name = "BUNDLE.mcpb")]
+        bundle: std::path::PathBuf,
+        /// The entry's name (default: the bundle's name).
+        #[arg(long = "as", value_name = "NAME")]
+        as_name: Option<String>,
+        /// A setting of the bundle's `user_config`, KEY=VALUE (repeatable);
+        /// a secret as KEY=env:VAR, read from that variable (never on the
+        /// command line, which other users can read).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Install without asking (after reading what is shown).
+        #[arg(long)]
+        yes: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Audit logs of `serve --audit`.
     Audit {
         #[command(subcommand)]
@@ -799,7 +824,9 @@ impl Command {
                 command: TeamCommand::Show { json, .. },
             } => *json,
             Self::Agent(args) => args.json,
-            Self::Search { json, .. } | Self::Show { json, .. } => *json,
+            Self::Search { json, .. } | Self::Show { json, .. } | Self::Install { json, .. } => {
+                *json
+            }
             Self::Team {
                 command: TeamCommand::Push { .. } | TeamCommand::Clear { .. },
             } => false,

@@ -6,6 +6,7 @@ mod audit;
 mod docs;
 pub(crate) mod doctor;
 mod inspect;
+mod install;
 mod registry;
 mod serve;
 mod shell;
@@ -94,6 +95,25 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
             registry: url,
             json,
         } => registry::show(&name, version, url, json).await,
+        Command::Install {
+            bundle,
+            as_name,
+            set,
+            yes,
+            json,
+        } => {
+            install::install_file(
+                &configure::Context::new(cli.config)?,
+                &bundle,
+                install::Settings {
+                    as_name,
+                    set,
+                    yes,
+                    json,
+                },
+            )
+            .await
+        }
         Command::Team { command } => match command {
             TeamCommand::Push { file, state } => {
                 team::push(&configure::Context::new(cli.config)?, &file, &state).await
@@ -202,6 +222,9 @@ pub(crate) async fn run(cli: Cli, servers: &lifecycle::Servers) -> Result<u8, Fa
                 strict: false,
             };
             hub::list(&context, json, timeout, creds, servers, view).await
+        }
+        Command::Add(args) if args.link.is_some() => {
+            install::add_link(&configure::Context::new(cli.config)?, args).await
         }
         Command::Add(args) if args.from_registry => {
             registry::add(&configure::Context::new(cli.config)?, args).await

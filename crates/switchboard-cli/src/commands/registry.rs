@@ -11,7 +11,7 @@ use crate::failure::Failure;
 use crate::term::{output, sanitize};
 
 /// The registry `--registry`, else `SWITCHBOARD_REGISTRY`, else the
-/// official one.
+/// official one; its answers cached on disk.
 pub(crate) fn client(registry: Option<&str>) -> Result<RegistryClient, Failure> {
     let env = std::env::var("SWITCHBOARD_REGISTRY")
         .ok()
@@ -20,7 +20,12 @@ pub(crate) fn client(registry: Option<&str>) -> Result<RegistryClient, Failure> 
         .map(str::to_owned)
         .or(env)
         .unwrap_or_else(|| OFFICIAL.to_owned());
-    RegistryClient::new(&url).map_err(|e| Failure::usage(anyhow::Error::new(e)))
+    let client = RegistryClient::new(&url).map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    // Answers kept between runs as the registry's cache headers allow.
+    Ok(match switchboard_hub::config::Locations::from_process() {
+        Ok(locations) => client.with_cache_dir(locations.cache_dir().join("registry")),
+        Err(_) => client,
+    })
 }
 
 fn failed(error: switchboard_hub::registry::RegistryError) -> Failure {
@@ -228,8 +233,9 @@ pub(crate) async fn add(
     use switchboard_hub::registry::{Choice, Planned, plan};
 
     let client = client(args.registry.as_deref())?;
+    let wanted = args.name.clone().unwrap_or_default();
     let server = client
-        .version(&args.name, args.version.as_deref().unwrap_or("latest"))
+        .version(&wanted, args.version.as_deref().unwrap_or("latest"))
         .await
         .map_err(failed)?;
     let choice = match (args.package, args.remote) {
@@ -237,15 +243,15 @@ pub(crate) async fn add(
         (_, Some(n)) => Choice::Remote(n),
         _ => Choice::Auto,
     };
+    let local = args
+        .as_name
+        .clone()
+        .unwrap_or_else(|| wanted.rsplit('/').next().unwrap_or(&wanted).to_owned());
+    if let Some(package) = bundle_package(&server, choice) {
+        return add_bundle(context, &client, &server, package, local, &args).await;
+    }
     let planned =
         plan(&server, choice).map_err(|why| Failure::usage(anyhow!("{}", sanitize::line(&why))))?;
-    let local = args.as_name.clone().unwrap_or_else(|| {
-        args.name
-            .rsplit('/')
-            .next()
-            .unwrap_or(&args.name)
-            .to_owned()
-    });
     crate::configure::check_name(&local)
         .map_err(|e| Failure::usage(anyhow!("{e} (give the entry a name with --as NAME)")))?;
     let target = context.target(args.scope.unwrap_or(crate::cli::ScopeArg::Local));
@@ -282,71 +288,107 @@ pub(crate) async fn add(
     for warning in &planned.warnings {
         shown.push_str(&format!("\n  warning: {}", line(warning)));
     }
-    match &transport {
-        TransportConfig::Stdio {
-            command, args, env, ..
-        } => {
-            shown.push_str(&format!(
-                "\n  runs: {} {}",
-                line(command),
-                args.iter().map(|a| line(a)).collect::<Vec<_>>().join(" ")
-            ));
-            for (name, value) in env {
-                shown.push_str(&format!("\n  env {}={}", line(name), line(value)));
-            }
-        }
-        TransportConfig::Http { url, headers, .. } => {
-            shown.push_str(&format!("\n  url: {}", line(url)));
-            for (name, value) in headers {
-                shown.push_str(&format!("\n  header {}: {}", line(name), line(value)));
-            }
-        }
-        _ => {}
-    }
-    for need in &planned.needs {
-        shown.push_str(&format!(
-            "\n  set ${}{}{}",
-            line(&need.name),
-            match (need.secret, need.required) {
-                (true, true) => " (a secret, required)",
-                (true, false) => " (a secret)",
-                (false, true) => " (required)",
-                (false, false) => "",
-            },
-            need.description
-                .as_deref()
-                .map(|d| format!(": {}", output::short(d, 80)))
-                .unwrap_or_default()
-        ));
-    }
-    eprintln!("{shown}");
-    let project = matches!(target.1, switchboard_hub::config::Scope::Project);
-    if project && !args.yes {
-        let question = format!(
-            "Write `{local}` into this project's {}?",
-            target.0.file.display()
-        );
-        let approved = tokio::task::spawn_blocking(move || {
-            if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-                return Err(());
-            }
-            inquire::Confirm::new(&question)
-                .with_default(false)
-                .prompt()
-                .map_err(|_| ())
+    let needs: Vec<super::install::Need<'_>> = planned
+        .needs
+        .iter()
+        .map(|n| super::install::Need {
+            name: &n.name,
+            description: n.description.as_deref(),
+            secret: n.secret,
+            required: n.required,
         })
-        .await
-        .unwrap_or(Err(()));
-        match approved {
-            Ok(true) => {}
-            Ok(false) => return Err(Failure::usage(anyhow!("not written: you said no"))),
-            Err(()) => {
-                return Err(Failure::usage(anyhow!(
-                    "not written: a project's entry is written only when you say yes (pass --yes after reading the above)"
-                )));
-            }
-        }
+        .collect();
+    shown.push_str(&super::install::describe(&transport, &needs));
+    eprintln!("{shown}");
+    if matches!(target.1, switchboard_hub::config::Scope::Project) {
+        super::install::confirm(
+            format!(
+                "Write `{local}` into this project's {}?",
+                target.0.file.display()
+            ),
+            args.yes,
+            "a project's entry is written only when you say yes",
+        )
+        .await?;
     }
     let config = ServerConfig::new(&local, transport, crate::configure::origin(&target));
     crate::configure::write_new(context, &target.0, config, args.json)
+}
+
+/// The `.mcpb` package `choice` picks: the one asked for, or, when the
+/// server has nothing else to run, its first bundle.
+fn bundle_package(
+    server: &ServerResponse,
+    choice: switchboard_hub::registry::Choice,
+) -> Option<&Package> {
+    use switchboard_hub::registry::Choice;
+    let detail = &server.server;
+    let mcpb = |p: &&Package| p.registry_type == "mcpb";
+    match choice {
+        Choice::Package(n) => detail.packages.get(n).filter(mcpb),
+        Choice::Auto
+            if detail.remotes.is_empty()
+                && detail.packages.iter().all(|p| {
+                    !matches!(p.registry_type.as_str(), "npm" | "pypi" | "oci" | "nuget")
+                }) =>
+        {
+            detail.packages.iter().find(mcpb)
+        }
+        _ => None,
+    }
+}
+
+/// `add --from-registry` of a server published as an `.mcpb` bundle:
+/// downloaded, checked against the registry's `fileSha256`, and installed
+/// as `switchboard install` installs a file (into the user's file).
+async fn add_bundle(
+    context: &crate::configure::Context,
+    client: &RegistryClient,
+    server: &ServerResponse,
+    package: &Package,
+    local: String,
+    args: &crate::cli::AddArgs,
+) -> Result<u8, Failure> {
+    let name = sanitize::line(&server.server.name).into_owned();
+    match server.status() {
+        "deleted" => {
+            return Err(Failure::usage(anyhow!(
+                "`{name}` is deleted from the registry{}; it is not installed",
+                server
+                    .status_message()
+                    .map(|m| format!(": {}", sanitize::line(m)))
+                    .unwrap_or_default()
+            )));
+        }
+        "deprecated" => eprintln!(
+            "warning: `{name}` is deprecated{}",
+            server
+                .status_message()
+                .map(|m| format!(": {}", sanitize::line(m)))
+                .unwrap_or_default()
+        ),
+        _ => {}
+    }
+    if matches!(
+        args.scope,
+        Some(crate::cli::ScopeArg::Project | crate::cli::ScopeArg::Local)
+    ) {
+        return Err(Failure::usage(anyhow!(
+            "`{name}` is an `.mcpb` bundle: it installs for you alone, into your user file (leave out -s)"
+        )));
+    }
+    eprintln!("downloading {} …", sanitize::line(&package.identifier));
+    let bytes = client.download_bundle(package).await.map_err(failed)?;
+    super::install::install_bytes(
+        context,
+        &bytes,
+        &format!("{} (SHA-256 checked)", package.identifier),
+        super::install::Settings {
+            as_name: Some(local),
+            set: Vec::new(),
+            yes: args.yes,
+            json: args.json,
+        },
+    )
+    .await
 }

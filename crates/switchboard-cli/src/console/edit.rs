@@ -71,7 +71,8 @@ pub(super) async fn add(state: &State, body: &[u8]) -> Result<Value, (u16, Strin
     let args = AddArgs {
         scope: scope(&request)?,
         env: strings(&request, "env")?,
-        name: text(&request, "name")?.trim().to_owned(),
+        name: Some(text(&request, "name")?.trim().to_owned()),
+        link: None,
         target: None,
         url,
         headers: strings(&request, "headers")?,

@@ -12,6 +12,7 @@
 //! | `${userHome}` | the home directory |
 //! | `${workspaceFolder}` | the project root |
 //! | `${input:ID}` | VS Code: asked once through the prompt callback (the file's `inputs` entry gives the prompt) |
+//! | `${secret:SERVER.KEY}` | a stored secret ([`super::secrets`]): only `SERVER`'s own, and only in the user's own files (user, managed, `--config`) |
 //!
 //! An unset variable is a warning naming the file, server and key, and the
 //! reference stays as written (never an empty string); a `${input:…}` with
@@ -56,6 +57,20 @@ pub enum ExpandError {
         /// Its file.
         file: PathBuf,
     },
+    /// A `${secret:…}` reference that is not given.
+    #[error("server `{server}` ({file}), key `{key}`: `${{secret:{name}}}` {reason}")]
+    Secret {
+        /// The server.
+        server: String,
+        /// Its file.
+        file: PathBuf,
+        /// The key that names it.
+        key: String,
+        /// The secret's name.
+        name: String,
+        /// Why it is not given.
+        reason: String,
+    },
     /// The prompt callback gave no answer.
     #[error("server `{server}`: the value for `${{input:{id}}}` was not given ({reason})")]
     InputRefused {
@@ -87,6 +102,8 @@ pub struct Expander<'a> {
     inputs: BTreeMap<String, InputSpec>,
     prompt: Option<Prompt<'a>>,
     answers: BTreeMap<String, String>,
+    /// Read on the first `${secret:…}`.
+    secrets: Option<Result<super::secrets::Secrets, String>>,
 }
 
 impl std::fmt::Debug for Expander<'_> {
@@ -107,6 +124,7 @@ impl<'a> Expander<'a> {
             inputs: BTreeMap::new(),
             prompt: None,
             answers: BTreeMap::new(),
+            secrets: None,
         }
     }
 
@@ -283,6 +301,9 @@ impl Run<'_, '_> {
         if let Some(id) = reference.strip_prefix("input:") {
             return self.input(key, id);
         }
+        if let Some(name) = reference.strip_prefix("secret:") {
+            return self.secret(key, name);
+        }
         let reference = reference.strip_prefix("env:").unwrap_or(reference);
         let (name, default) = match reference.split_once(":-") {
             Some((name, default)) => (name, Some(default)),
@@ -303,6 +324,47 @@ impl Run<'_, '_> {
                 );
                 Ok(whole.to_owned())
             }
+        }
+    }
+
+    fn secret(&mut self, key: &str, name: &str) -> Result<String, ExpandError> {
+        use super::model::Scope;
+        let refused = |reason: String| ExpandError::Secret {
+            server: self.server.name.clone(),
+            file: self.server.origin.file.clone(),
+            key: key.to_owned(),
+            name: name.to_owned(),
+            reason,
+        };
+        if !matches!(
+            self.server.origin.scope,
+            Scope::User | Scope::Managed | Scope::Explicit
+        ) {
+            return Err(refused(
+                "is given only to servers of your own files (user, managed or --config), not a project's".to_owned(),
+            ));
+        }
+        let own = name
+            .strip_prefix(self.server.name.as_str())
+            .is_some_and(|rest| rest.starts_with('.') && rest.len() > 1);
+        if !own {
+            return Err(refused(format!(
+                "names a secret that is not this server's (its own are `${{secret:{}.KEY}}`)",
+                self.server.name
+            )));
+        }
+        let locations = self.expander.locations;
+        let secrets = self.expander.secrets.get_or_insert_with(|| {
+            super::secrets::Secrets::load(locations).map_err(|e| e.to_string())
+        });
+        match secrets {
+            Ok(secrets) => secrets.get(name).map(str::to_owned).ok_or_else(|| {
+                refused(format!(
+                    "is not stored in {}; install the server again to give it",
+                    super::secrets::Secrets::file(locations).display()
+                ))
+            }),
+            Err(reason) => Err(refused(format!("cannot be read: {reason}"))),
         }
     }
 
@@ -550,5 +612,52 @@ mod tests {
             refusing.expand(&remote),
             Err(ExpandError::InputRefused { .. })
         ));
+    }
+
+    #[test]
+    fn a_secret_goes_only_to_its_own_server_from_the_users_own_files() {
+        let home = std::env::temp_dir().join(format!("sb-expand-secret-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let l = Locations::new(&home, "/work/p").with_project_root("/work/p");
+        let mut secrets = crate::config::Secrets::load(&l).unwrap();
+        secrets.set_server(
+            "files",
+            &BTreeMap::from([("api_key".into(), "s3cret".into())]),
+        );
+        secrets.set_server(
+            "other",
+            &BTreeMap::from([("token".into(), "theirs".into())]),
+        );
+        secrets.save().unwrap();
+        let with = |scope: Scope, arg: &str| {
+            let mut server = stdio(&[arg], &[]);
+            server.origin.scope = scope;
+            if let TransportConfig::Stdio { cwd, .. } = &mut server.transport {
+                *cwd = None;
+            }
+            Expander::new(&l).expand(&server)
+        };
+        let user = with(Scope::User, "--key=${secret:files.api_key}").unwrap();
+        assert_eq!(args_env(&user.config).0, ["--key=s3cret"]);
+        assert!(with(Scope::Explicit, "${secret:files.api_key}").is_ok());
+        // A cloned repository's file cannot have it sent anywhere.
+        for scope in [Scope::Project, Scope::Local] {
+            let error = with(scope, "${secret:files.api_key}").unwrap_err();
+            assert!(matches!(error, ExpandError::Secret { .. }), "{error}");
+            assert!(error.to_string().contains("not a project's"), "{error}");
+        }
+        // Nor does one server get another's.
+        for stolen in [
+            "${secret:other.token}",
+            "${secret:files}",
+            "${secret:file.api_key}",
+        ] {
+            let error = with(Scope::User, stolen).unwrap_err();
+            assert!(error.to_string().contains("not this server's"), "{error}");
+            assert!(!error.to_string().contains("theirs"));
+        }
+        let error = with(Scope::User, "${secret:files.missing}").unwrap_err();
+        assert!(error.to_string().contains("is not stored"), "{error}");
+        let _ = std::fs::remove_dir_all(&home);
     }
 }

@@ -283,6 +283,23 @@ impl Locations {
         files
     }
 
+    /// switchboard's per-user cache directory (what can be fetched again):
+    /// `$XDG_CACHE_HOME/switchboard` (else `~/.cache/switchboard`) on Linux,
+    /// `~/Library/Caches/switchboard` on macOS, `%LOCALAPPDATA%\switchboard`
+    /// on Windows.
+    pub fn cache_dir(&self) -> PathBuf {
+        match self.os {
+            Os::Linux => self
+                .var_path("XDG_CACHE_HOME")
+                .unwrap_or_else(|| self.home.join(".cache")),
+            Os::MacOs => self.home.join("Library/Caches"),
+            Os::Windows => self
+                .var_path("LOCALAPPDATA")
+                .unwrap_or_else(|| self.home.join("AppData").join("Local")),
+        }
+        .join("switchboard")
+    }
+
     /// switchboard's per-user data directory, where it keeps approvals and
     /// state: `$XDG_DATA_HOME/switchboard` (else `~/.local/share/switchboard`)
     /// on Linux, `~/Library/Application Support/switchboard` on macOS,

@@ -39,16 +39,19 @@ pub mod dialect;
 pub mod edit;
 pub mod expand;
 pub(crate) mod itself;
+pub mod link;
 pub mod load;
 pub mod locations;
 mod model;
 pub mod policy;
+pub mod secrets;
 pub mod trust;
 
 pub use diag::{Diagnostic, Severity};
 pub use dialect::InputSpec;
 pub use edit::{EditError, Edited, Target, add_server, remove_server, set_enabled};
 pub use expand::{ExpandError, Expanded, Expander};
+pub use link::{InstallLink, LinkKind, LinkNeed, parse_link};
 pub use load::{LoadOptions, LoadedConfig, SkipReason, Skipped, load, load_file, load_text};
 pub use locations::{Locations, Os};
 pub use model::{
@@ -56,4 +59,5 @@ pub use model::{
     ServerConfig, ServerSampling, ToolFilter, TransportConfig, Trust,
 };
 pub use policy::{Policy, Rule};
+pub use secrets::{Secrets, SecretsError};
 pub use trust::{Approval, ApprovalChange, Approvals, ApprovalsError, Reference};

@@ -15,9 +15,12 @@
 //! answer is bounded ([`MAX_ANSWER`] bytes a page, [`MAX_PAGES`] pages, a
 //! cursor seen before ends the listing with an error), nothing it says is
 //! run or written by this module, and callers show its text sanitised.
-//! Answers are kept in memory as the registry's `Cache-Control: max-age`
-//! and `ETag` allow.
+//! Answers are kept in memory, and on disk with
+//! [`RegistryClient::with_cache_dir`], as the registry's `Cache-Control:
+//! max-age` and `ETag` allow; [`RegistryClient::download_bundle`] fetches
+//! a package's `.mcpb` bundle and checks its `fileSha256` ([`fetch`]).
 
+pub mod fetch;
 mod plan;
 
 use std::collections::HashMap;
@@ -102,6 +105,14 @@ pub enum RegistryError {
         /// The request's URL.
         url: String,
         /// The parser's words.
+        reason: String,
+    },
+    /// A package's bundle that cannot be used.
+    #[error("the bundle {url} is not used: {reason}")]
+    Bundle {
+        /// Where the registry says it is.
+        url: String,
+        /// Why.
         reason: String,
     },
     /// A listing that does not end: a cursor seen before, or more than
@@ -349,6 +360,8 @@ pub struct RegistryClient {
     base: reqwest::Url,
     http: reqwest::Client,
     cache: Mutex<HashMap<String, Cached>>,
+    disk: Option<fetch::DiskCache>,
+    max_bundle: u64,
 }
 
 impl std::fmt::Debug for RegistryClient {
@@ -392,7 +405,26 @@ impl RegistryClient {
             base: parsed,
             http,
             cache: Mutex::default(),
+            disk: None,
+            max_bundle: fetch::MAX_BUNDLE,
         })
+    }
+
+    /// The largest bundle [`RegistryClient::download_bundle`] takes
+    /// (default [`fetch::MAX_BUNDLE`]).
+    #[must_use]
+    pub fn with_max_bundle(mut self, bytes: u64) -> Self {
+        self.max_bundle = bytes;
+        self
+    }
+
+    /// Keeps answers in `dir` too (made owner-only), so the next run reuses
+    /// them while the registry's `max-age` lasts and revalidates them by
+    /// `ETag` after.
+    #[must_use]
+    pub fn with_cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.disk = Some(fetch::DiskCache::new(dir.into()));
+        self
     }
 
     /// The registry's root URL.
@@ -518,6 +550,21 @@ impl RegistryClient {
     /// The body of `url` (`None`: 404), from the cache while fresh.
     async fn get(&self, url: &reqwest::Url) -> Result<Option<Vec<u8>>, RegistryError> {
         let key = url.to_string();
+        if let Some(disk) = &self.disk {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if !cache.contains_key(&key)
+                && let Some((entry, left)) = disk.read(&key)
+            {
+                cache.insert(
+                    key.clone(),
+                    Cached {
+                        body: entry.body.into_bytes(),
+                        fresh_until: Instant::now() + left,
+                        etag: entry.etag,
+                    },
+                );
+            }
+        }
         let etag = {
             let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             match cache.get(&key) {
@@ -548,6 +595,9 @@ impl RegistryClient {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(hit) = cache.get_mut(&key) {
                 hit.fresh_until = Instant::now() + max_age;
+                if let Some(disk) = &self.disk {
+                    disk.write(&key, &hit.body, max_age, hit.etag.as_deref());
+                }
                 return Ok(Some(hit.body.clone()));
             }
         }
@@ -590,6 +640,9 @@ impl RegistryClient {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if cache.len() > 256 {
                 cache.clear();
+            }
+            if let Some(disk) = &self.disk {
+                disk.write(&key, &body, max_age, new_etag.as_deref());
             }
             cache.insert(
                 key,

@@ -323,16 +323,7 @@ fn argument_words(argument: &Argument, needs: &mut Vec<Needed>) -> Result<Vec<St
                 .as_deref()
                 .or_else(|| name.as_deref().map(|n| n.trim_start_matches('-')))
                 .unwrap_or("ARG");
-            let var: String = label
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() {
-                        c.to_ascii_uppercase()
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let var = crate::config::link::variable(label);
             if !argument.input.is_required
                 && argument.input.default.is_none()
                 && argument.kind == "named"
@@ -430,7 +421,7 @@ fn remote(remote: &Transport) -> Result<(Planned, Vec<Needed>), String> {
 
 /// A loopback, private, link-local, shared or unspecified address, or a
 /// name that only a local network resolves.
-fn private_host(url: &reqwest::Url) -> bool {
+pub(super) fn private_host(url: &reqwest::Url) -> bool {
     let Some(host) = url.host_str() else {
         return true;
     };
