@@ -265,7 +265,28 @@ async fn add_from_the_registry_writes_the_pinned_entry_after_showing_it() {
         "active",
         true,
     );
-    let hostile = FakeRegistry::hostile(Hostile::Entries(vec![evil])).await;
+    let metadata = entry(
+        json!({"name": "com.example/metadata", "description": "d", "version": "1.0.0",
+               "remotes": [{"type": "streamable-http", "url": "https://169.254.169.254/latest/meta-data"}]}),
+        "active",
+        true,
+    );
+    let hostile = FakeRegistry::hostile(Hostile::Entries(vec![evil, metadata])).await;
+    // A remote on a private address (the cloud's metadata service).
+    let (ok, _, stderr) = run(
+        &home,
+        &[
+            "add",
+            "com.example/metadata",
+            "--from-registry",
+            "--registry",
+            &hostile.url(),
+            "-s",
+            "user",
+        ],
+    )
+    .await;
+    assert!(!ok && stderr.contains("private"), "{stderr}");
     let (ok, _, stderr) = run(
         &home,
         &[
