@@ -1,38 +1,61 @@
-//! Hot-path benchmark: switchboard against a hand-written client (the floor)
+//! Hot-path benchmark: switchboard against hand-written clients (the floors)
 //! and the official rmcp client, each against its own freshly started
-//! `switchboard-testserver` (run as `switchboard-testkit-server`, which adds
-//! HTTP), over stdio (NDJSON pipes) and over Streamable HTTP
-//! (`--http 127.0.0.1:0`).
+//! server, over stdio (NDJSON pipes) and over Streamable HTTP.
 //!
 //! ```text
 //! cargo bench -p switchboard-testkit --bench hotpath              # full run, 5 rounds
 //! cargo bench -p switchboard-testkit --bench hotpath -- --quick   # short run, 1 round
 //! cargo bench -p switchboard-testkit --bench hotpath -- --only raw,sb-modern --rounds 3
 //! cargo bench -p switchboard-testkit --bench hotpath -- --transport http
+//! cargo bench -p switchboard-testkit --bench hotpath -- --pin 1   # issue 35's run: one CPU
 //! ```
 //!
 //! Options: `--quick`, `--rounds N`, `--transport stdio|http|all` (default
-//! all), `--only CLIENTS` (fast-raw, fast-sb, fast-rmcp, fast-raw-http,
-//! fast-sb-http, fast-rmcp-http, raw, rmcp, sb-modern, sb-legacy, raw-http,
-//! rmcp-http, sb-http-modern, sb-http-legacy), `--timeout SECS` (per metric,
-//! default 30), `--memory` / `--no-memory` / `--memory-only` (the memory
-//! figures; on by default without `--only`).
+//! all), `--only CLIENTS` (fast-block, fast-raw, fast-sb, fast-rmcp,
+//! fast-block-http, fast-raw-http, fast-sb-http, fast-rmcp-http, raw, rmcp,
+//! sb-modern, sb-legacy, raw-http, rmcp-http, sb-http-modern,
+//! sb-http-legacy), `--timeout SECS` (per metric, default 30), `--memory` /
+//! `--no-memory` / `--memory-only` (the memory figures; on by default without
+//! `--only`), `--pin CPU` (or `HOTPATH_PIN=CPU`: every child process — each
+//! client, each memory figure — pins itself to that CPU with
+//! `sched_setaffinity` before it starts a thread or a process, so its runtime
+//! threads and the servers it spawns share that one CPU; the parent, which
+//! only waits, is not pinned. A pinned child's `available_parallelism` is 1,
+//! so tokio's default runtime there has one worker thread).
 //!
 //! Two servers, two tables each (stdio, HTTP):
 //! - the fast server (`hotpath/fast_server.rs`, this binary run as
 //!   `--fast-server stdio|http`): SDK-less, answers in a few µs, so the
-//!   `fast-*` columns measure the clients. Its floors are the raw NDJSON pipe
-//!   client and a hand-written HTTP/1.1 keep-alive client over `TcpStream`
-//!   (`hotpath/raw_tcp.rs`); switchboard runs with default settings (auto era
-//!   mode), rmcp with its best configuration. Issue 18's targets are judged
-//!   here;
-//! - the realistic server, `switchboard-testserver` (below).
+//!   `fast-*` columns measure the clients. It has two floors, both
+//!   hand-written:
+//!   - the **blocking floor** (`fast-block`, `fast-block-http`;
+//!     `hotpath/blocking.rs`): blocking `std::io` on ONE thread, no async
+//!     runtime in its process — an NDJSON pipe (`BufReader` over the child's
+//!     stdout; 64 in flight pipelined: 64 requests in one `write_all`, then
+//!     as many new ones in one `write_all` as answers were read from one
+//!     read's worth of lines), and HTTP/1.1 keep-alive over
+//!     `std::net::TcpStream` (64 in flight: 64 connections, one request each,
+//!     driven by `epoll` from the one thread). Issue 35's targets are judged
+//!     against it;
+//!   - the **async floor** (`fast-raw`, `fast-raw-http`): the same clients on
+//!     tokio — the raw NDJSON pipe client (a reader task, a pending map) and
+//!     an HTTP/1.1 keep-alive client over tokio `TcpStream`s
+//!     (`hotpath/raw_tcp.rs`). Issue 18's targets are judged against it.
 //!
-//! Over HTTP, raw is a minimal session-era client on one pooled
-//! `reqwest::Client` (JSON-RPC over `POST /mcp`, the `Mcp-Session-Id` and
-//! `MCP-Protocol-Version` headers), rmcp is its Streamable HTTP client with
-//! its defaults (`StreamableHttpClientTransport::from_uri`), and switchboard
-//! is `Client::builder().connect(HttpConfig::new(url))`. Each child starts its
+//!   switchboard runs with default settings (auto era mode), rmcp with its
+//!   best configuration; their cells show both ratios ("× async",
+//!   "× blocking"), the async floor's cells their ratio to the blocking
+//!   floor;
+//! - the realistic server, `switchboard-testserver` (run as
+//!   `switchboard-testkit-server`, which adds HTTP: `--http 127.0.0.1:0`),
+//!   the first benchmark, against its raw clients (below).
+//!
+//! Over HTTP against the realistic server, raw is a minimal session-era
+//! client on one pooled `reqwest::Client` (JSON-RPC over `POST /mcp`, the
+//! `Mcp-Session-Id` and `MCP-Protocol-Version` headers), rmcp is its
+//! Streamable HTTP client with its defaults
+//! (`StreamableHttpClientTransport::from_uri`), and switchboard is
+//! `Client::builder().connect(HttpConfig::new(url))`. Each child starts its
 //! own server; HTTP cold connect starts a fresh server per sample (untimed)
 //! and times client connect → first `tools/list` result.
 //!
@@ -44,12 +67,14 @@
 //! the rounds (wake-up latency on a small shared machine is bimodal from one
 //! process to the next, so one round can mislead).
 //!
-//! Every child uses a default tokio multi-thread runtime and runs the
-//! workload in a spawned task (`HOTPATH_BLOCK_ON=1` runs it on the
-//! `block_on` thread instead). To profile one client alone, run the bench
-//! executable directly, e.g. `HOTPATH_CHILD=sb-legacy hotpath-… --quick
+//! Every child but the blocking floors' uses a default tokio multi-thread
+//! runtime and runs the workload in a spawned task (`HOTPATH_BLOCK_ON=1` runs
+//! it on the `block_on` thread instead). To profile one client alone, run the
+//! bench executable directly, e.g. `HOTPATH_CHILD=sb-legacy hotpath-… --quick
 //! --skip seq_p50_us,throughput,cold_ms` under `perf record`.
 
+#[path = "hotpath/blocking.rs"]
+mod blocking;
 #[path = "hotpath/fast_server.rs"]
 mod fast_server;
 #[path = "hotpath/raw_tcp.rs"]
@@ -69,6 +94,9 @@ use tokio::sync::{Mutex, oneshot};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_switchboard-testkit-server");
 const CHILD_ENV: &str = "HOTPATH_CHILD";
+/// The CPU that every client process and the servers it starts run on
+/// (`--pin CPU`; set by the parent on each child it starts).
+const PIN_ENV: &str = "HOTPATH_PIN";
 const RESULT_PREFIX: &str = "HOTPATH-RESULT ";
 /// Key of the negotiated protocol in a child's result (not a metric).
 const PROTOCOL_KEY: &str = "protocol";
@@ -78,10 +106,12 @@ const ECHO_TEXT: &str = "hello, switchboard";
 
 /// The clients, in table order (the fast server's stdio and HTTP, then the
 /// test server's stdio and HTTP).
-const CLIENTS: [ClientKind; 14] = [
+const CLIENTS: [ClientKind; 16] = [
+    ClientKind::FastBlock,
     ClientKind::FastRaw,
     ClientKind::FastSb,
     ClientKind::FastRmcp,
+    ClientKind::FastBlockHttp,
     ClientKind::FastRawHttp,
     ClientKind::FastSbHttp,
     ClientKind::FastRmcpHttp,
@@ -120,13 +150,20 @@ enum ClientKind {
     RmcpHttp,
     SbHttpModern,
     SbHttpLegacy,
-    /// The fast server (`fast_server.rs`): the raw NDJSON pipe client.
+    /// The fast server (`fast_server.rs`): the blocking floor, an NDJSON
+    /// pipe on blocking `std::io`, one thread, no runtime (`blocking.rs`).
+    FastBlock,
+    /// The async floor: the raw NDJSON pipe client on tokio.
     FastRaw,
     /// switchboard with default settings (auto era mode), fast server, stdio.
     FastSb,
     /// rmcp, fast server, stdio.
     FastRmcp,
-    /// The hand-written HTTP/1.1 client over `TcpStream`, fast server.
+    /// The blocking floor over HTTP: HTTP/1.1 keep-alive over
+    /// `std::net::TcpStream`, one thread (`blocking.rs`), fast server.
+    FastBlockHttp,
+    /// The async floor over HTTP: the hand-written HTTP/1.1 client over
+    /// tokio `TcpStream`s (`raw_tcp.rs`), fast server.
     FastRawHttp,
     /// switchboard with default settings (auto era mode), fast server, HTTP.
     FastSbHttp,
@@ -146,6 +183,8 @@ impl ClientKind {
             ClientKind::RmcpHttp => "rmcp-http",
             ClientKind::SbHttpModern => "sb-http-modern",
             ClientKind::SbHttpLegacy => "sb-http-legacy",
+            ClientKind::FastBlock => "fast-block",
+            ClientKind::FastBlockHttp => "fast-block-http",
             ClientKind::FastRaw => "fast-raw",
             ClientKind::FastSb => "fast-sb",
             ClientKind::FastRmcp => "fast-rmcp",
@@ -162,8 +201,10 @@ impl ClientKind {
             ClientKind::Rmcp | ClientKind::RmcpHttp => "rmcp 3.9.0",
             ClientKind::SbModern | ClientKind::SbHttpModern => "switchboard (modern)",
             ClientKind::SbLegacy | ClientKind::SbHttpLegacy => "switchboard (legacy)",
-            ClientKind::FastRaw => "raw (NDJSON pipe)",
-            ClientKind::FastRawHttp => "raw (HTTP/1.1 on TcpStream)",
+            ClientKind::FastBlock => "blocking floor (std NDJSON pipe)",
+            ClientKind::FastBlockHttp => "blocking floor (HTTP/1.1 on std TcpStream)",
+            ClientKind::FastRaw => "async floor (tokio NDJSON pipe)",
+            ClientKind::FastRawHttp => "async floor (HTTP/1.1 on tokio TcpStream)",
             ClientKind::FastSb | ClientKind::FastSbHttp => "switchboard (auto)",
             ClientKind::FastRmcp => "rmcp 3.9.0",
             ClientKind::FastRmcpHttp => "rmcp 3.9.0 (pooled, 64 concurrent)",
@@ -190,7 +231,9 @@ impl ClientKind {
     fn fast(self) -> bool {
         matches!(
             self,
-            ClientKind::FastRaw
+            ClientKind::FastBlock
+                | ClientKind::FastBlockHttp
+                | ClientKind::FastRaw
                 | ClientKind::FastSb
                 | ClientKind::FastRmcp
                 | ClientKind::FastRawHttp
@@ -240,6 +283,7 @@ impl ClientKind {
             | ClientKind::Rmcp
             | ClientKind::SbModern
             | ClientKind::SbLegacy
+            | ClientKind::FastBlock
             | ClientKind::FastRaw
             | ClientKind::FastSb
             | ClientKind::FastRmcp => Transport::Stdio,
@@ -247,13 +291,39 @@ impl ClientKind {
         }
     }
 
-    /// The floor this client is compared with.
+    /// The floor this client is compared with (the fast server's: the async
+    /// floor; `blocking_floor` is the other).
     fn baseline(self) -> ClientKind {
         match (self.fast(), self.transport()) {
             (false, Transport::Stdio) => ClientKind::Raw,
             (false, Transport::Http) => ClientKind::RawHttp,
             (true, Transport::Stdio) => ClientKind::FastRaw,
             (true, Transport::Http) => ClientKind::FastRawHttp,
+        }
+    }
+
+    /// The fast server's blocking floor for this client's transport.
+    fn blocking_floor(self) -> Option<ClientKind> {
+        match (self.fast(), self.transport()) {
+            (false, _) => None,
+            (true, Transport::Stdio) => Some(ClientKind::FastBlock),
+            (true, Transport::Http) => Some(ClientKind::FastBlockHttp),
+        }
+    }
+
+    /// Runs on blocking `std::io` on one thread, no async runtime.
+    fn is_blocking(self) -> bool {
+        matches!(self, ClientKind::FastBlock | ClientKind::FastBlockHttp)
+    }
+
+    /// The floors it is compared with in its table's cells: (label, floor).
+    /// The realistic server's tables keep one unlabelled ratio to raw.
+    fn ratio_bases(self) -> Vec<(&'static str, ClientKind)> {
+        match self.blocking_floor() {
+            None => vec![("", self.baseline())],
+            Some(_) if self.is_blocking() => Vec::new(),
+            Some(block) if self == self.baseline() => vec![("blocking", block)],
+            Some(block) => vec![("async", self.baseline()), ("blocking", block)],
         }
     }
 
@@ -513,6 +583,34 @@ fn blob_args(size: usize) -> Map<String, Value> {
     m
 }
 
+/// `initialize`'s params as the hand-written floors send them.
+fn initialize_params(client: &str) -> Value {
+    json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": client, "version": "0.0.0"},
+    })
+}
+
+/// A response's result (`Err` for a JSON-RPC error).
+fn into_result(mut msg: Value) -> Result<Value, String> {
+    if let Some(err) = msg.get("error") {
+        return Err(format!("JSON-RPC error: {err}"));
+    }
+    Ok(msg
+        .get_mut("result")
+        .map(Value::take)
+        .unwrap_or(Value::Null))
+}
+
+/// The length of the first text block of a `tools/call` result.
+fn text_len(result: &Value) -> Result<usize, String> {
+    result["content"][0]["text"]
+        .as_str()
+        .map(str::len)
+        .ok_or_else(|| format!("unexpected result: {result}"))
+}
+
 // ---------------------------------------------------------------------------
 // The raw NDJSON pipe client: the floor.
 // ---------------------------------------------------------------------------
@@ -570,14 +668,7 @@ impl RawClient {
             child: Mutex::new(Some(child)),
         };
         let init = client
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "hotpath-raw", "version": "0.0.0"},
-                }),
-            )
+            .request("initialize", initialize_params("hotpath-raw"))
             .await?;
         client.protocol_version = init["protocolVersion"].as_str().unwrap_or("?").to_owned();
         client
@@ -599,24 +690,15 @@ impl RawClient {
         self.pending.lock().unwrap().insert(id, tx);
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
-        let mut msg = rx.await.map_err(|_| "connection closed".to_owned())?;
-        if let Some(err) = msg.get("error") {
-            return Err(format!("JSON-RPC error: {err}"));
-        }
-        Ok(msg
-            .get_mut("result")
-            .map(Value::take)
-            .unwrap_or(Value::Null))
+        let msg = rx.await.map_err(|_| "connection closed".to_owned())?;
+        into_result(msg)
     }
 
     async fn call_tool(&self, name: &str, args: Map<String, Value>) -> Result<usize, String> {
         let result = self
             .request("tools/call", json!({"name": name, "arguments": args}))
             .await?;
-        result["content"][0]["text"]
-            .as_str()
-            .map(str::len)
-            .ok_or_else(|| format!("unexpected result: {result}"))
+        text_len(&result)
     }
 
     async fn close(&self) {
@@ -702,11 +784,7 @@ impl RawHttpClient {
         let resp = client
             .post(&json!({
                 "jsonrpc": "2.0", "id": id, "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "hotpath-raw-http", "version": "0.0.0"},
-                },
+                "params": initialize_params("hotpath-raw-http"),
             }))
             .await?;
         client.session = resp
@@ -771,10 +849,7 @@ impl RawHttpClient {
         let result = self
             .request("tools/call", json!({"name": name, "arguments": args}))
             .await?;
-        result["content"][0]["text"]
-            .as_str()
-            .map(str::len)
-            .ok_or_else(|| format!("unexpected result: {result}"))
+        text_len(&result)
     }
 
     /// Ends the session (`DELETE`), as the spec asks of a client.
@@ -794,7 +869,7 @@ impl RawHttpClient {
 /// The result of request `id` from a POST's answer body: JSON, or an event
 /// stream (parsed minimally).
 pub(crate) fn parse_answer(sse: bool, body: &[u8], id: u64) -> Result<Value, String> {
-    let mut msg: Value = if sse {
+    let msg: Value = if sse {
         // Events separated by blank lines; the answer is the event whose
         // `data:` is a response with our id.
         let text = std::str::from_utf8(body).map_err(fail)?;
@@ -812,13 +887,7 @@ pub(crate) fn parse_answer(sse: bool, body: &[u8], id: u64) -> Result<Value, Str
     } else {
         serde_json::from_slice(body).map_err(fail)?
     };
-    if let Some(err) = msg.get("error") {
-        return Err(format!("JSON-RPC error: {err}"));
-    }
-    Ok(msg
-        .get_mut("result")
-        .map(Value::take)
-        .unwrap_or(Value::Null))
+    into_result(msg)
 }
 
 // ---------------------------------------------------------------------------
@@ -842,6 +911,10 @@ async fn connect(kind: ClientKind, url: Option<&str>) -> Result<Conn, String> {
     let url = || url.ok_or_else(|| format!("{}: no server URL", kind.id()));
     let (program, args) = kind.stdio_server();
     match kind {
+        ClientKind::FastBlock | ClientKind::FastBlockHttp => Err(format!(
+            "{}: a blocking floor, run by blocking::run_client",
+            kind.id()
+        )),
         ClientKind::Raw | ClientKind::FastRaw => Ok(Conn::Raw(Arc::new(
             RawClient::connect(&program, &args).await?,
         ))),
@@ -1040,13 +1113,59 @@ async fn measure_sequential(conn: &Conn, plan: &Plan) -> Result<(f64, f64, f64),
         conn.echo().await?;
         samples.push(t.elapsed());
     }
-    let cpu = cpu_time().saturating_sub(cpu);
+    Ok(sequential_stats(samples, cpu_time().saturating_sub(cpu)))
+}
+
+/// (p50 µs, p99 µs, client CPU µs per call) of sequential call times.
+fn sequential_stats(mut samples: Vec<Duration>, cpu: Duration) -> (f64, f64, f64) {
     samples.sort();
-    Ok((
+    (
         us(percentile(&samples, 50.0)),
         us(percentile(&samples, 99.0)),
-        us(cpu) / plan.sequential as f64,
-    ))
+        us(cpu) / samples.len().max(1) as f64,
+    )
+}
+
+fn record_sequential(
+    out: &mut BTreeMap<&'static str, Outcome>,
+    r: Result<(f64, f64, f64), String>,
+) {
+    match r {
+        Ok((p50, p99, cpu)) => {
+            out.insert("seq_p50_us", Ok(p50));
+            out.insert("seq_p99_us", Ok(p99));
+            out.insert("seq_cpu_us", Ok(cpu));
+        }
+        Err(e) => {
+            out.insert("seq_p50_us", Err(e.clone()));
+            out.insert("seq_p99_us", Err(e.clone()));
+            out.insert("seq_cpu_us", Err(e));
+        }
+    }
+}
+
+fn record_throughput(out: &mut BTreeMap<&'static str, Outcome>, r: Result<(f64, f64), String>) {
+    match r {
+        Ok((rate, cpu)) => {
+            out.insert("throughput", Ok(rate));
+            out.insert("thr_cpu_us", Ok(cpu));
+        }
+        Err(e) => {
+            out.insert("throughput", Err(e.clone()));
+            out.insert("thr_cpu_us", Err(e));
+        }
+    }
+}
+
+/// Every metric of a connection that was not made (cold connect and peak
+/// RSS are measured apart).
+fn record_connect_failure(out: &mut BTreeMap<&'static str, Outcome>, e: &str) {
+    let e = format!("connect: {e}");
+    for m in &METRICS {
+        if !matches!(m.key, "cold_ms" | "cold_known_ms" | "rss_mib") {
+            out.insert(m.key, Err(e.clone()));
+        }
+    }
 }
 
 /// Returns (calls/s, client CPU µs per call). Stops taking new calls after
@@ -1156,33 +1275,13 @@ async fn run_client(
             } else {
                 Err("skipped".into())
             };
-            match sequential {
-                Ok((p50, p99, cpu)) => {
-                    out.insert("seq_p50_us", Ok(p50));
-                    out.insert("seq_p99_us", Ok(p99));
-                    out.insert("seq_cpu_us", Ok(cpu));
-                }
-                Err(e) => {
-                    out.insert("seq_p50_us", Err(e.clone()));
-                    out.insert("seq_p99_us", Err(e.clone()));
-                    out.insert("seq_cpu_us", Err(e));
-                }
-            }
+            record_sequential(&mut out, sequential);
             let throughput = if wanted("throughput") {
                 limited(limit, measure_throughput(&conn, &plan)).await
             } else {
                 Err("skipped".into())
             };
-            match throughput {
-                Ok((rate, cpu)) => {
-                    out.insert("throughput", Ok(rate));
-                    out.insert("thr_cpu_us", Ok(cpu));
-                }
-                Err(e) => {
-                    out.insert("throughput", Err(e.clone()));
-                    out.insert("thr_cpu_us", Err(e));
-                }
-            }
+            record_throughput(&mut out, throughput);
             if wanted("blob_1m_ms") {
                 out.insert(
                     "blob_1m_ms",
@@ -1198,14 +1297,7 @@ async fn run_client(
             }
             let _ = tokio::time::timeout(Duration::from_secs(5), conn.close()).await;
         }
-        Err(e) => {
-            let e = format!("connect: {e}");
-            for m in &METRICS {
-                if !matches!(m.key, "cold_ms" | "cold_known_ms" | "rss_mib") {
-                    out.insert(m.key, Err(e.clone()));
-                }
-            }
-        }
+        Err(e) => record_connect_failure(&mut out, &e),
     }
     if let Ok(Some(server)) = server {
         server.stop().await;
@@ -1227,6 +1319,21 @@ async fn run_client(
 }
 
 fn child_main(kind: ClientKind, plan: Plan, skip: Vec<String>) {
+    if kind.is_blocking() {
+        // No runtime in this process: one thread does all the work while
+        // `main` waits. A spawned one, not `main`, so that its allocations
+        // come from a glibc thread arena, as every async client's workload's
+        // do: `main`'s brk heap trims and refaults a large result's pages
+        // each call (measured: the HTTP 16 MiB result 2.2× slower), an
+        // allocator effect, not the I/O this floor is about.
+        let worker = std::thread::Builder::new()
+            .name("blocking-floor".into())
+            .spawn(move || blocking::run_client(kind, plan, &skip))
+            .expect("spawn the blocking client's thread");
+        let (results, protocol) = worker.join().expect("the blocking client panicked");
+        print_child_result(results, protocol);
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -1239,6 +1346,13 @@ fn child_main(kind: ClientKind, plan: Plan, skip: Vec<String>) {
         let task = runtime.spawn(run_client(kind, plan, skip));
         runtime.block_on(task).expect("the benchmark task panicked")
     };
+    print_child_result(results, protocol);
+    // Do not wait for lingering server processes or blocking tasks.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+}
+
+/// The child's one `HOTPATH-RESULT {json}` line.
+fn print_child_result(results: BTreeMap<&'static str, Outcome>, protocol: String) {
     let mut json: Map<String, Value> = results
         .into_iter()
         .map(|(k, v)| {
@@ -1251,8 +1365,6 @@ fn child_main(kind: ClientKind, plan: Plan, skip: Vec<String>) {
         .collect();
     json.insert(PROTOCOL_KEY.into(), Value::String(protocol));
     println!("{RESULT_PREFIX}{}", Value::Object(json));
-    // Do not wait for lingering server processes or blocking tasks.
-    runtime.shutdown_timeout(Duration::from_secs(2));
 }
 
 // ---------------------------------------------------------------------------
@@ -1274,6 +1386,8 @@ struct Options {
     memory: Option<bool>,
     /// `--memory-only`: no client rounds.
     memory_only: bool,
+    /// `--pin CPU` (or `HOTPATH_PIN`): the CPU of every child process.
+    pin: Option<usize>,
 }
 
 fn parse_options() -> Options {
@@ -1287,6 +1401,7 @@ fn parse_options() -> Options {
         skip: Vec::new(),
         memory: None,
         memory_only: false,
+        pin: None,
     };
     let mut saw_bench = false;
     let mut args = std::env::args().skip(1);
@@ -1333,6 +1448,13 @@ fn parse_options() -> Options {
                 });
                 opts.timeout = Duration::from_secs(secs);
             }
+            "--pin" => {
+                let cpu = args.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+                    eprintln!("--pin needs a CPU number");
+                    std::process::exit(2)
+                });
+                opts.pin = Some(cpu);
+            }
             "--rounds" => {
                 let n = args.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
                     eprintln!("--rounds needs a number");
@@ -1351,10 +1473,12 @@ fn parse_options() -> Options {
                     .collect();
             }
             "-h" | "--help" => {
+                let ids: Vec<&str> = CLIENTS.iter().map(|c| c.id()).collect();
                 println!(
                     "usage: hotpath [--quick] [--rounds N] [--transport stdio|http|all] \
-                     [--only raw,rmcp,sb-modern,sb-legacy,raw-http,rmcp-http,sb-http-modern,\
-                     sb-http-legacy] [--timeout SECS]"
+                     [--only {}] [--timeout SECS] [--pin CPU] \
+                     [--memory|--no-memory|--memory-only]",
+                    ids.join(",")
                 );
                 std::process::exit(0);
             }
@@ -1364,6 +1488,9 @@ fn parse_options() -> Options {
     // Without `--bench` the parent was started by `cargo test`.
     if !saw_bench && std::env::var_os(CHILD_ENV).is_none() {
         opts.smoke = true;
+    }
+    if opts.pin.is_none() {
+        opts.pin = pin_from_env();
     }
     if opts.smoke {
         opts.quick = true;
@@ -1394,6 +1521,9 @@ async fn run_child(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
+    if let Some(cpu) = opts.pin {
+        cmd.env(PIN_ENV, cpu.to_string());
+    }
     if opts.smoke {
         cmd.arg("--smoke");
     }
@@ -1441,7 +1571,9 @@ async fn run_child(
     Ok((metrics, protocol))
 }
 
-fn cell(key: &str, v: Option<&Outcome>, raw: Option<&Outcome>) -> String {
+/// A table cell: the value, then its ratio to each base that has a value
+/// (`(label, outcome)`; an empty label prints the ratio alone).
+fn cell(key: &str, v: Option<&Outcome>, bases: &[(&str, Option<&Outcome>)]) -> String {
     match v {
         None => "-".into(),
         Some(Err(e)) => {
@@ -1462,20 +1594,28 @@ fn cell(key: &str, v: Option<&Outcome>, raw: Option<&Outcome>) -> String {
             }
         }
         Some(Ok(x)) => {
-            let base = format_value(key, *x);
-            match raw {
-                Some(Ok(r)) if *r > 0.0 => format!("{base} ({:.2}×)", x / r),
-                _ => base,
+            let value = format_value(key, *x);
+            let ratios: Vec<String> = bases
+                .iter()
+                .filter_map(|&(label, base)| match base {
+                    Some(Ok(r)) if *r > 0.0 && label.is_empty() => Some(format!("{:.2}×", x / r)),
+                    Some(Ok(r)) if *r > 0.0 => Some(format!("{:.2}× {label}", x / r)),
+                    _ => None,
+                })
+                .collect();
+            if ratios.is_empty() {
+                value
+            } else {
+                format!("{value} ({})", ratios.join(", "))
             }
         }
     }
 }
 
 fn print_table(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<String, Outcome>>) {
-    let Some(first) = kinds.first() else {
+    if kinds.is_empty() {
         return;
-    };
-    let raw = results.get(first.baseline().id());
+    }
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut header = vec!["metric".to_owned()];
     header.extend(kinds.iter().map(|k| k.title().to_owned()));
@@ -1491,12 +1631,13 @@ fn print_table(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<St
             }
         )];
         for k in kinds {
-            let r = results.get(k.id());
-            row.push(cell(
-                m.key,
-                r.and_then(|r| r.get(m.key)),
-                raw.and_then(|r| r.get(m.key)),
-            ));
+            let get = |k: ClientKind| results.get(k.id()).and_then(|r| r.get(m.key));
+            let bases: Vec<(&str, Option<&Outcome>)> = k
+                .ratio_bases()
+                .into_iter()
+                .map(|(label, base)| (label, get(base)))
+                .collect();
+            row.push(cell(m.key, get(*k), &bases));
         }
         rows.push(row);
     }
@@ -1638,7 +1779,7 @@ fn fast_targets(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<S
             if !fast.contains(&kind) {
                 return "-".into();
             }
-            cell(key, get(kind, key).as_ref(), raw_v.as_ref())
+            cell(key, get(kind, key).as_ref(), &[("", raw_v.as_ref())])
         };
         let verdict = match (get(sb, key), base) {
             (Some(Ok(x)), Some(r)) if r > 0.0 => {
@@ -1658,6 +1799,176 @@ fn fast_targets(kinds: &[ClientKind], results: &HashMap<&'static str, BTreeMap<S
             show(raw),
             show(sb),
             if upper { "≤" } else { "≥" },
+            show(rmcp),
+        );
+    }
+}
+
+/// A target of issue 35, on switchboard's ratio to the blocking floor.
+#[derive(Clone, Copy)]
+enum Bound {
+    AtMost(f64),
+    AtLeast(f64),
+    /// No worse than the async floor's own ratio to the blocking floor
+    /// (lower is better).
+    AsyncFloors,
+}
+
+/// Issue 35's targets, against the blocking floor, as a Markdown table: the
+/// switchboard (auto) column with both ratios, the floors and rmcp beside it.
+fn blocking_targets(
+    kinds: &[ClientKind],
+    results: &HashMap<&'static str, BTreeMap<String, Outcome>>,
+) {
+    const ROWS: [(Transport, &str, &str, Bound); 10] = [
+        (
+            Transport::Stdio,
+            "seq_p50_us",
+            "stdio sequential p50",
+            Bound::AtMost(1.6),
+        ),
+        (
+            Transport::Stdio,
+            "throughput",
+            "stdio calls/s, 64 in flight",
+            Bound::AtLeast(0.7),
+        ),
+        (
+            Transport::Stdio,
+            "cold_ms",
+            "stdio cold connect",
+            Bound::AtMost(1.5),
+        ),
+        (
+            Transport::Stdio,
+            "blob_16m_ms",
+            "stdio 16 MiB result",
+            Bound::AsyncFloors,
+        ),
+        (
+            Transport::Stdio,
+            "rss_mib",
+            "stdio peak RSS",
+            Bound::AsyncFloors,
+        ),
+        (
+            Transport::Http,
+            "seq_p50_us",
+            "HTTP sequential p50",
+            Bound::AtMost(1.8),
+        ),
+        (
+            Transport::Http,
+            "throughput",
+            "HTTP calls/s, 64 in flight",
+            Bound::AtLeast(0.5),
+        ),
+        (
+            Transport::Http,
+            "cold_ms",
+            "HTTP cold connect",
+            Bound::AtMost(2.0),
+        ),
+        (
+            Transport::Http,
+            "blob_16m_ms",
+            "HTTP 16 MiB result",
+            Bound::AsyncFloors,
+        ),
+        (
+            Transport::Http,
+            "rss_mib",
+            "HTTP peak RSS",
+            Bound::AsyncFloors,
+        ),
+    ];
+    let ran = |kind: ClientKind| kinds.contains(&kind);
+    let judged = |t: Transport| match t {
+        Transport::Stdio => ran(ClientKind::FastSb) && ran(ClientKind::FastBlock),
+        Transport::Http => ran(ClientKind::FastSbHttp) && ran(ClientKind::FastBlockHttp),
+    };
+    if !judged(Transport::Stdio) && !judged(Transport::Http) {
+        return;
+    }
+    let get = |kind: ClientKind, key: &str| -> Option<Outcome> {
+        results.get(kind.id()).and_then(|r| r.get(key)).cloned()
+    };
+    let ok = |o: &Option<Outcome>| o.as_ref().and_then(|r| r.as_ref().ok()).copied();
+    println!();
+    println!("### Targets (issue 35), against the blocking floor");
+    println!();
+    println!(
+        "| metric | blocking floor | async floor | switchboard (auto) | target | verdict | \
+         rmcp 3.9.0 (best config) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (transport, key, row, bound) in ROWS {
+        if !judged(transport) {
+            continue;
+        }
+        let (block, async_floor, sb, rmcp) = match transport {
+            Transport::Stdio => (
+                ClientKind::FastBlock,
+                ClientKind::FastRaw,
+                ClientKind::FastSb,
+                ClientKind::FastRmcp,
+            ),
+            Transport::Http => (
+                ClientKind::FastBlockHttp,
+                ClientKind::FastRawHttp,
+                ClientKind::FastSbHttp,
+                ClientKind::FastRmcpHttp,
+            ),
+        };
+        let (block_v, async_v) = (get(block, key), get(async_floor, key));
+        let show = |kind: ClientKind| -> String {
+            if !ran(kind) {
+                return "-".into();
+            }
+            let bases: &[(&str, Option<&Outcome>)] = if kind == block {
+                &[]
+            } else if kind == async_floor {
+                &[("blocking", block_v.as_ref())]
+            } else {
+                &[("async", async_v.as_ref()), ("blocking", block_v.as_ref())]
+            };
+            cell(key, get(kind, key).as_ref(), bases)
+        };
+        let async_ratio = match (ok(&async_v), ok(&block_v)) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        let target = match bound {
+            Bound::AtMost(b) => format!("≤ {b}× blocking"),
+            Bound::AtLeast(b) => format!("≥ {b}× blocking"),
+            Bound::AsyncFloors => match async_ratio {
+                Some(r) => format!("≤ the async floor's {r:.2}× blocking"),
+                None => "≤ the async floor's ratio".into(),
+            },
+        };
+        let verdict = match (get(sb, key), ok(&block_v)) {
+            (Some(Ok(x)), Some(b)) if b > 0.0 => {
+                let ratio = x / b;
+                let pass = match bound {
+                    Bound::AtMost(limit) => Some(ratio <= limit),
+                    Bound::AtLeast(limit) => Some(ratio >= limit),
+                    Bound::AsyncFloors => async_ratio.map(|limit| ratio <= limit),
+                };
+                match pass {
+                    Some(true) => format!("PASS ({ratio:.2}×)"),
+                    Some(false) => format!("MISS ({ratio:.2}×)"),
+                    None => format!("n/a ({ratio:.2}×; no async floor)"),
+                }
+            }
+            (Some(Err(e)), _) => format!("MISS (failed: {e})"),
+            (_, None) => "n/a (no blocking floor)".into(),
+            _ => "n/a".into(),
+        };
+        println!(
+            "| {row} | {} | {} | {} | {target} | {verdict} | {} |",
+            show(block),
+            show(async_floor),
+            show(sb),
             show(rmcp),
         );
     }
@@ -1695,15 +2006,26 @@ fn parent_main(opts: Options) {
         .collect();
     let plan = Plan::new(opts.quick, opts.smoke, opts.timeout);
     let rounds = opts.rounds.unwrap_or(if opts.quick { 1 } else { 5 });
+    if let Some(cpu) = opts.pin
+        && !cpu_allowed(cpu)
+    {
+        eprintln!("hotpath: --pin {cpu}: this process may not run on CPU {cpu}");
+        std::process::exit(2);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     println!("hotpath: server {SERVER}");
+    // Pinned, a child sees one CPU, so tokio's default is one worker.
+    let workers = match opts.pin {
+        Some(_) => 1,
+        None => std::thread::available_parallelism().map_or(0, |n| n.get()),
+    };
     println!(
         "hotpath: {} run, {rounds} round(s), clients interleaved; each client in its own process \
-         on a tokio multi_thread runtime (default worker_threads = {} = available_parallelism), \
-         workload in a spawned task",
+         on a tokio multi_thread runtime (default worker_threads = {workers} = available_parallelism), \
+         workload in a spawned task; the blocking floors (fast-block*) on their one thread, no runtime",
         if opts.smoke {
             "smoke (cargo test: checks every metric works; the numbers mean nothing)"
         } else if opts.quick {
@@ -1711,8 +2033,14 @@ fn parent_main(opts: Options) {
         } else {
             "full"
         },
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
+    match opts.pin {
+        Some(cpu) => println!(
+            "hotpath: pinned to CPU {cpu}: every client process and the servers it starts \
+             (sched_setaffinity, inherited); this parent is not pinned"
+        ),
+        None => println!("hotpath: not pinned (--pin CPU pins every child to one CPU)"),
+    }
     println!(
         "hotpath: per round: sequential {} calls after {} warm-up; throughput {} calls (or {} s) \
          with {IN_FLIGHT} in flight; 1 MiB x{}, 16 MiB x{}; cold connect x{}; per-metric \
@@ -1818,10 +2146,12 @@ fn parent_main(opts: Options) {
         })
         .collect();
     if rounds > 1 {
-        println!("each value: the median of the {rounds} rounds' values; (n×) = ratio to raw");
-    } else {
-        println!("(n×) = ratio to raw");
+        println!("each value: the median of the {rounds} rounds' values");
     }
+    println!(
+        "(n×) = ratio to raw; fast server: (n× async) = ratio to the async floor (fast-raw*, \
+         tokio), (n× blocking) = ratio to the blocking floor (fast-block*, std on one thread)"
+    );
     for (fast, transport) in [
         (true, Transport::Stdio),
         (true, Transport::Http),
@@ -1852,6 +2182,7 @@ fn parent_main(opts: Options) {
         println!("\ntargets: not judged in a smoke run (use `cargo bench`)");
     } else {
         fast_targets(&kinds, &results);
+        blocking_targets(&kinds, &results);
         check_targets(&kinds, &results);
     }
     if opts.memory == Some(true) {
@@ -1862,7 +2193,20 @@ fn parent_main(opts: Options) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--fast-server") {
+    let fast_server = args.first().map(String::as_str) == Some("--fast-server");
+    // A child (client, memory figure or fast server) pins itself before it
+    // starts a thread or a process, so all of them inherit the CPU; the
+    // parent, which only waits for its children, stays unpinned.
+    let child =
+        fast_server || std::env::var_os(CHILD_ENV).is_some() || std::env::var_os(MEM_ENV).is_some();
+    if child
+        && let Some(cpu) = pin_from_env()
+        && let Err(e) = pin_to(cpu)
+    {
+        eprintln!("hotpath: {e}");
+        std::process::exit(2);
+    }
+    if fast_server {
         fast_server::main(&args[1..]);
     }
     if let Ok(which) = std::env::var(MEM_ENV) {
@@ -1881,6 +2225,36 @@ fn main() {
         }
         Err(_) => parent_main(opts),
     }
+}
+
+/// `HOTPATH_PIN`, if set (a bad value ends the process).
+fn pin_from_env() -> Option<usize> {
+    let v = std::env::var(PIN_ENV).ok()?;
+    match v.trim().parse() {
+        Ok(cpu) => Some(cpu),
+        Err(_) => {
+            eprintln!("hotpath: {PIN_ENV}={v:?} is not a CPU number");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// Pins the calling thread to `cpu` (`sched_setaffinity`); the threads and
+/// processes it starts afterwards inherit the mask.
+fn pin_to(cpu: usize) -> Result<(), String> {
+    if cpu >= rustix::thread::CpuSet::MAX_CPU {
+        return Err(format!("CPU {cpu} is out of range"));
+    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set)
+        .map_err(|e| format!("cannot pin to CPU {cpu} (sched_setaffinity: {e})"))
+}
+
+/// Whether this process may run on `cpu` (checked before any child starts).
+fn cpu_allowed(cpu: usize) -> bool {
+    cpu < rustix::thread::CpuSet::MAX_CPU
+        && rustix::thread::sched_getaffinity(None).is_ok_and(|set| set.is_set(cpu))
 }
 
 // ---------------------------------------------------------------------------
@@ -2048,15 +2422,22 @@ fn memory_child(which: &str) {
     runtime.shutdown_timeout(Duration::from_secs(2));
 }
 
-async fn run_memory_child(which: &str, timeout: Duration) -> Result<Map<String, Value>, String> {
+async fn run_memory_child(
+    which: &str,
+    timeout: Duration,
+    pin: Option<usize>,
+) -> Result<Map<String, Value>, String> {
     let exe = std::env::current_exe().map_err(fail)?;
-    let child = Command::new(exe)
-        .env(MEM_ENV, which)
+    let mut cmd = Command::new(exe);
+    cmd.env(MEM_ENV, which)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .output();
+        .kill_on_drop(true);
+    if let Some(cpu) = pin {
+        cmd.env(PIN_ENV, cpu.to_string());
+    }
+    let child = cmd.output();
     let output = tokio::time::timeout(timeout, child)
         .await
         .map_err(|_| format!("timeout after {} s", timeout.as_secs()))?
@@ -2081,7 +2462,7 @@ async fn memory_report(opts: &Options) {
     println!("| figure | raw | switchboard | target | verdict |");
     println!("|---|---|---|---|---|");
     let num = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    let raw = run_memory_child("tools-raw", limit).await;
+    let raw = run_memory_child("tools-raw", limit, opts.pin).await;
     let figure = |r: &Result<Map<String, Value>, String>| -> (String, Option<f64>) {
         match r {
             Ok(m) => {
@@ -2111,7 +2492,7 @@ async fn memory_report(opts: &Options) {
         ("tools-sb", "default settings"),
         ("tools-sb-256m", "`max_list_bytes(256 MiB)`"),
     ] {
-        let sb = run_memory_child(which, limit).await;
+        let sb = run_memory_child(which, limit, opts.pin).await;
         let (sb_text, sb_ratio) = figure(&sb);
         let verdict = match sb_ratio {
             Some(r) if r <= 3.0 => format!("PASS ({r:.2}×)"),
@@ -2129,7 +2510,7 @@ async fn memory_report(opts: &Options) {
         ("idle-stdio", "stdio", IDLE_STDIO),
         ("idle-http", "HTTP", IDLE_HTTP),
     ] {
-        let (text, verdict) = match run_memory_child(which, limit).await {
+        let (text, verdict) = match run_memory_child(which, limit, opts.pin).await {
             Ok(m) => {
                 let kib = num(&m, "per_conn_kib");
                 (

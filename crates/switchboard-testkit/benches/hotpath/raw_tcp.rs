@@ -4,6 +4,10 @@
 //! idle, so 64 requests in flight use up to 64 connections, as a pooled
 //! HTTP/1.1 client does); the answer is read by `Content-Length` or chunked,
 //! as the server sends it, and parsed into a `Value`.
+//!
+//! The HTTP/1.1 wire itself (the request bytes, the response head, a
+//! chunked body, the answer in a body) is in pure functions at the bottom,
+//! shared with the blocking floor (`blocking.rs`).
 
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,11 +25,9 @@ struct Conn {
     buf: Vec<u8>,
 }
 
-/// A response: status, `content-type`, `mcp-session-id`, body.
+/// A response: its head and its body.
 struct Response {
-    status: u16,
-    content_type: String,
-    session: Option<String>,
+    head: Head,
     body: Vec<u8>,
 }
 
@@ -41,13 +43,7 @@ pub(crate) struct RawTcpClient {
 impl RawTcpClient {
     /// `url`: `http://HOST:PORT/PATH`.
     pub(crate) async fn connect(url: &str) -> Result<RawTcpClient, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("not an http:// URL: {url}"))?;
-        let (addr, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
+        let (addr, path) = split_url(url)?;
         let mut client = RawTcpClient {
             addr: addr.to_owned(),
             path: path.to_owned(),
@@ -67,35 +63,22 @@ impl RawTcpClient {
         }))
         .map_err(fail)?;
         let resp = client.post(&body).await?;
-        client.session = resp.session.clone();
-        let init = answer(resp, id)?;
+        client.session = resp.head.session.clone();
+        let init = answer(&resp.head, &resp.body, id)?;
         client.protocol_version = init["protocolVersion"].as_str().unwrap_or("?").to_owned();
         let body = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         let resp = client.post(body).await?;
-        if resp.status != 202 {
-            return Err(format!("notifications/initialized: HTTP {}", resp.status));
+        if resp.head.status != 202 {
+            return Err(format!(
+                "notifications/initialized: HTTP {}",
+                resp.head.status
+            ));
         }
         Ok(client)
     }
 
     async fn post(&self, body: &[u8]) -> Result<Response, String> {
-        let mut head = format!(
-            "POST {} HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
-             content-type: application/json\r\ncontent-length: {}\r\n",
-            self.path,
-            self.addr,
-            body.len()
-        );
-        if let Some(session) = &self.session {
-            head.push_str("mcp-session-id: ");
-            head.push_str(session);
-            head.push_str("\r\nmcp-protocol-version: ");
-            head.push_str(&self.protocol_version);
-            head.push_str("\r\n");
-        }
-        head.push_str("\r\n");
-        let mut msg = head.into_bytes();
-        msg.extend_from_slice(body);
+        let msg = post_request(&self.path, &self.addr, self.session(), body);
         let idle = self.idle.lock().unwrap().pop();
         let mut conn = match idle {
             Some(c) => c,
@@ -121,7 +104,14 @@ impl RawTcpClient {
         )
         .map_err(fail)?;
         let resp = self.post(&body).await?;
-        answer(resp, id)
+        answer(&resp.head, &resp.body, id)
+    }
+
+    /// The session id and the negotiated version, once there is a session.
+    fn session(&self) -> Option<(&str, &str)> {
+        self.session
+            .as_deref()
+            .map(|s| (s, self.protocol_version.as_str()))
     }
 
     pub(crate) async fn call_tool(
@@ -140,14 +130,10 @@ impl RawTcpClient {
 
     /// Ends the session (`DELETE`).
     pub(crate) async fn close(&self) {
-        let Some(session) = &self.session else {
+        let Some(session) = self.session() else {
             return;
         };
-        let head = format!(
-            "DELETE {} HTTP/1.1\r\nhost: {}\r\nmcp-session-id: {session}\r\n\
-             mcp-protocol-version: {}\r\ncontent-length: 0\r\n\r\n",
-            self.path, self.addr, self.protocol_version
-        );
+        let head = delete_request(&self.path, &self.addr, session);
         let idle = self.idle.lock().unwrap().pop();
         if let Some(mut conn) = idle
             && conn.stream.write_all(head.as_bytes()).await.is_ok()
@@ -156,17 +142,6 @@ impl RawTcpClient {
         }
         self.idle.lock().unwrap().clear();
     }
-}
-
-fn answer(resp: Response, id: u64) -> Result<Value, String> {
-    if !(200..300).contains(&resp.status) {
-        return Err(format!("HTTP {}", resp.status));
-    }
-    parse_answer(
-        resp.content_type.starts_with("text/event-stream"),
-        &resp.body,
-        id,
-    )
 }
 
 async fn fill(conn: &mut Conn) -> Result<(), String> {
@@ -191,58 +166,20 @@ async fn read_response(conn: &mut Conn) -> Result<Response, String> {
         }
         fill(conn).await?;
     };
-    let head = std::str::from_utf8(&conn.buf[..end]).map_err(fail)?;
-    let mut lines = head.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .ok_or("bad status line")?;
-    let mut length: Option<usize> = None;
-    let mut chunked = false;
-    let mut content_type = String::new();
-    let mut session = None;
-    for l in lines {
-        let Some((name, value)) = l.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            length = value.parse().ok();
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.eq_ignore_ascii_case("chunked");
-        } else if name.eq_ignore_ascii_case("content-type") {
-            content_type = value.to_owned();
-        } else if name.eq_ignore_ascii_case("mcp-session-id") {
-            session = Some(value.to_owned());
-        }
-    }
+    let head = parse_head(&conn.buf[..end])?;
     conn.buf.drain(..end);
-    let body = if chunked {
-        let mut body = Vec::new();
+    let body = if head.chunked {
+        let mut chunked = Chunked::default();
         loop {
-            let line_end = loop {
-                if let Some(i) = conn.buf.windows(2).position(|w| w == b"\r\n") {
-                    break i;
-                }
-                fill(conn).await?;
-            };
-            let size_text = std::str::from_utf8(&conn.buf[..line_end]).map_err(fail)?;
-            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-                .map_err(fail)?;
-            conn.buf.drain(..line_end + 2);
-            // The chunk and its CRLF (the last chunk: just the CRLF, no trailers).
-            while conn.buf.len() < size + 2 {
-                fill(conn).await?;
+            let used = chunked.feed(&conn.buf)?;
+            conn.buf.drain(..used);
+            if chunked.is_done() {
+                break chunked.body;
             }
-            body.extend_from_slice(&conn.buf[..size]);
-            conn.buf.drain(..size + 2);
-            if size == 0 {
-                break body;
-            }
+            fill(conn).await?;
         }
     } else {
-        let n = length.unwrap_or(0);
+        let n = head.length.unwrap_or(0);
         if conn.buf.len() >= n {
             let body = conn.buf[..n].to_vec();
             conn.buf.drain(..n);
@@ -266,10 +203,143 @@ async fn read_response(conn: &mut Conn) -> Result<Response, String> {
             body
         }
     };
-    Ok(Response {
-        status,
-        content_type,
-        session,
-        body,
+    Ok(Response { head, body })
+}
+
+// ---------------------------------------------------------------------------
+// The HTTP/1.1 wire, pure (no I/O): shared with the blocking floor.
+// ---------------------------------------------------------------------------
+
+/// `http://HOST:PORT/PATH` → (`HOST:PORT`, `/PATH`).
+pub(crate) fn split_url(url: &str) -> Result<(&str, &str), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("not an http:// URL: {url}"))?;
+    Ok(match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
     })
+}
+
+/// A whole `POST` of a JSON body, head and body in one buffer (one write);
+/// `session`: the `Mcp-Session-Id` and the negotiated `MCP-Protocol-Version`.
+pub(crate) fn post_request(
+    path: &str,
+    addr: &str,
+    session: Option<(&str, &str)>,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    if let Some((session, version)) = session {
+        head.push_str("mcp-session-id: ");
+        head.push_str(session);
+        head.push_str("\r\nmcp-protocol-version: ");
+        head.push_str(version);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    let mut msg = head.into_bytes();
+    msg.extend_from_slice(body);
+    msg
+}
+
+/// The `DELETE` that ends a session.
+pub(crate) fn delete_request(path: &str, addr: &str, (session, version): (&str, &str)) -> String {
+    format!(
+        "DELETE {path} HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}\r\n\
+         mcp-protocol-version: {version}\r\ncontent-length: 0\r\n\r\n"
+    )
+}
+
+/// What a client reads of a response head.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub(crate) status: u16,
+    pub(crate) length: Option<usize>,
+    pub(crate) chunked: bool,
+    pub(crate) content_type: String,
+    pub(crate) session: Option<String>,
+}
+
+/// A response head, `\r\n\r\n` included (from `head_end`).
+pub(crate) fn parse_head(head: &[u8]) -> Result<Head, String> {
+    let head = std::str::from_utf8(head).map_err(fail)?;
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or("bad status line")?;
+    let mut out = Head {
+        status,
+        length: None,
+        chunked: false,
+        content_type: String::new(),
+        session: None,
+    };
+    for l in lines {
+        let Some((name, value)) = l.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("content-length") {
+            out.length = value.parse().ok();
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            out.chunked = value.eq_ignore_ascii_case("chunked");
+        } else if name.eq_ignore_ascii_case("content-type") {
+            out.content_type = value.to_owned();
+        } else if name.eq_ignore_ascii_case("mcp-session-id") {
+            out.session = Some(value.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// A chunked body, decoded as its bytes arrive (each byte looked at once).
+#[derive(Debug, Default)]
+pub(crate) struct Chunked {
+    pub(crate) body: Vec<u8>,
+    done: bool,
+}
+
+impl Chunked {
+    /// Takes the complete chunks at the start of `buf` (the last chunk: its
+    /// size line and CRLF, no trailers) and returns how many bytes it took.
+    pub(crate) fn feed(&mut self, buf: &[u8]) -> Result<usize, String> {
+        let mut at = 0;
+        while !self.done {
+            let rest = &buf[at..];
+            let Some(line_end) = rest.windows(2).position(|w| w == b"\r\n") else {
+                break;
+            };
+            let size_text = std::str::from_utf8(&rest[..line_end]).map_err(fail)?;
+            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+                .map_err(fail)?;
+            let data = line_end + 2;
+            // The chunk and its CRLF.
+            if rest.len() < data + size + 2 {
+                break;
+            }
+            self.body.extend_from_slice(&rest[data..data + size]);
+            at += data + size + 2;
+            self.done = size == 0;
+        }
+        Ok(at)
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// The result of request `id` from a response.
+pub(crate) fn answer(head: &Head, body: &[u8], id: u64) -> Result<Value, String> {
+    if !(200..300).contains(&head.status) {
+        return Err(format!("HTTP {}", head.status));
+    }
+    parse_answer(head.content_type.starts_with("text/event-stream"), body, id)
 }
