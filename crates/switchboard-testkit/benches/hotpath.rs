@@ -1,3 +1,7 @@
+//! (Over a thousand lines: the plan, the child protocol and every table are
+//! one harness, read together; the clients that stand alone are in
+//! `hotpath/`.)
+//!
 //! Hot-path benchmark: switchboard against hand-written clients (the floors)
 //! and the official rmcp client, each against its own freshly started
 //! server, over stdio (NDJSON pipes) and over Streamable HTTP.
