@@ -381,6 +381,33 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
         self.writer.flush().await
     }
 
+    /// Writes `frames` — whole messages, each with its newline — in as few
+    /// writes as the stream takes, then flushes. `frames` is left holding
+    /// a spare buffer (cleared) for the caller to reuse.
+    ///
+    /// # Cancel safety
+    /// As [`LineWriter::write_message`]: what a dropped call left unwritten
+    /// is written first by the next call.
+    pub(crate) async fn write_frames(&mut self, frames: &mut Vec<u8>) -> io::Result<()> {
+        // The batch is in the buffer before the first await, so a dropped
+        // call never loses another sender's frames.
+        if self.written < self.buf.len() {
+            // What a dropped call left goes first, in the same write.
+            self.buf.drain(..self.written);
+            self.buf.extend_from_slice(frames);
+        } else {
+            std::mem::swap(&mut self.buf, frames);
+        }
+        frames.clear();
+        self.written = 0;
+        self.drain().await?;
+        if self.buf.capacity() > SHRINK_BUFFER_ABOVE {
+            self.buf = Vec::new();
+            self.written = 0;
+        }
+        self.writer.flush().await
+    }
+
     /// Writes what is left of the current frame.
     async fn drain(&mut self) -> io::Result<()> {
         while self.written < self.buf.len() {
@@ -413,6 +440,215 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
     /// The underlying writer.
     pub fn into_inner(self) -> W {
         self.writer
+    }
+}
+
+/// Why [`SharedWriter::send`] did not write.
+#[derive(Debug)]
+pub(crate) enum WriteError {
+    /// The writer was taken (the connection is closing).
+    Closed,
+    /// The stream failed (for this message, or for the batch it was in).
+    Io(io::Error),
+}
+
+/// Messages queued for the writer task, and how far its writes got.
+#[derive(Default)]
+struct Queue {
+    /// Whole frames not yet handed to the writer.
+    frames: Vec<u8>,
+    /// Tickets given out; a frame's ticket is the count after it was queued.
+    queued: u64,
+    /// Every ticket up to this one is written.
+    written: u64,
+    /// A write failed: every later send fails the same way.
+    failed: Option<(io::ErrorKind, String)>,
+    /// The writer is being taken: no more sends.
+    closed: bool,
+}
+
+/// What senders and the writer task share.
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Wakes the writer task: frames are queued, or it is to stop.
+    work: tokio::sync::Notify,
+    /// Moves each time a batch is written (or fails).
+    progress: tokio::sync::watch::Sender<u64>,
+}
+
+impl Shared {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A [`LineWriter`] owned by a writer task that concurrent senders queue
+/// messages for. The task wakes after the senders that woke it have run,
+/// and writes every message queued by then in one write: under load N
+/// messages cost one syscall (and one wake-up of the peer) instead of N,
+/// and a lone sender's message still goes out at once.
+pub(crate) struct SharedWriter<W> {
+    shared: Arc<Shared>,
+    /// The writer until the first send starts the task (so a connection
+    /// can be made outside a runtime), and what stops the task.
+    idle: Mutex<Option<(LineWriter<W>, CancellationToken)>>,
+    task: Mutex<Option<tokio::task::JoinHandle<Option<LineWriter<W>>>>>,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> SharedWriter<W> {
+    /// Starts the writer task (on the current runtime); it stops, handing
+    /// the writer back as it is, once `closing` is cancelled.
+    pub(crate) fn new(writer: W, closing: CancellationToken) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                queue: Mutex::default(),
+                work: tokio::sync::Notify::new(),
+                progress: tokio::sync::watch::Sender::new(0),
+            }),
+            idle: Mutex::new(Some((LineWriter::new(writer), closing))),
+            task: Mutex::new(None),
+        }
+    }
+
+    /// Starts the writer task if it is not running yet.
+    fn start(&self) {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((writer, closing)) = idle {
+            let task = tokio::spawn(write_queued(writer, self.shared.clone(), closing));
+            *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+        }
+    }
+
+    /// Queues `message` and its newline: `Ok` once the writer task has
+    /// written it.
+    ///
+    /// # Cancel safety
+    /// A dropped call's message may or may not reach the peer; frames
+    /// never interleave.
+    pub(crate) async fn send(&self, message: &[u8]) -> Result<(), WriteError> {
+        if memchr::memchr(b'\n', message).is_some() {
+            return Err(WriteError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a newline-delimited message must not contain a newline",
+            )));
+        }
+        let failed = |(kind, text): &(io::ErrorKind, String)| {
+            WriteError::Io(io::Error::new(*kind, text.clone()))
+        };
+        self.start();
+        let mut progress = self.shared.progress.subscribe();
+        let ticket = {
+            let mut queue = self.shared.queue();
+            if queue.closed {
+                return Err(WriteError::Closed);
+            }
+            if let Some(failure) = &queue.failed {
+                return Err(failed(failure));
+            }
+            queue.frames.reserve(message.len() + 1);
+            queue.frames.extend_from_slice(message);
+            queue.frames.push(b'\n');
+            queue.queued += 1;
+            queue.queued
+        };
+        self.shared.work.notify_one();
+        loop {
+            {
+                let queue = self.shared.queue();
+                if queue.written >= ticket {
+                    return Ok(());
+                }
+                if let Some(failure) = &queue.failed {
+                    return Err(failed(failure));
+                }
+            }
+            if progress.changed().await.is_err() {
+                return Err(WriteError::Closed);
+            }
+        }
+    }
+
+    /// Stops the writer task once what is queued is written, and takes the
+    /// writer (later sends fail with [`WriteError::Closed`]).
+    pub(crate) async fn take(&self) -> Option<LineWriter<W>> {
+        self.shared.queue().closed = true;
+        if let Some((writer, _)) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Some(writer);
+        }
+        self.shared.work.notify_one();
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        task.await.ok().flatten()
+    }
+}
+
+impl<W> Drop for SharedWriter<W> {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// The writer task: each time it is woken, every queued frame in one
+/// write; the writer handed back when it is told to stop.
+async fn write_queued<W: AsyncWrite + Unpin>(
+    mut writer: LineWriter<W>,
+    shared: Arc<Shared>,
+    closing: CancellationToken,
+) -> Option<LineWriter<W>> {
+    let mut batch = Vec::new();
+    loop {
+        tokio::select! {
+            biased;
+            () = closing.cancelled() => return Some(writer),
+            () = shared.work.notified() => {}
+        }
+        // Let every sender already woken queue its frame first.
+        tokio::task::yield_now().await;
+        loop {
+            let (last, closed) = {
+                let mut queue = shared.queue();
+                if queue.frames.is_empty() {
+                    (None, queue.closed)
+                } else {
+                    std::mem::swap(&mut batch, &mut queue.frames);
+                    (Some(queue.queued), queue.closed)
+                }
+            };
+            let Some(last) = last else {
+                if closed {
+                    return Some(writer);
+                }
+                break;
+            };
+            // A peer that stopped reading must not keep `close` waiting:
+            // the half-written frame goes with the connection.
+            let written = tokio::select! {
+                biased;
+                () = closing.cancelled() => return Some(writer),
+                written = writer.write_frames(&mut batch) => written,
+            };
+            let mut queue = shared.queue();
+            match written {
+                Ok(()) => queue.written = last,
+                Err(error) => {
+                    queue.failed = Some((error.kind(), error.to_string()));
+                    drop(queue);
+                    shared.progress.send_modify(|n| *n += 1);
+                    return Some(writer);
+                }
+            }
+            if batch.capacity() > SHRINK_BUFFER_ABOVE {
+                batch = Vec::new();
+            }
+            drop(queue);
+            shared.progress.send_modify(|n| *n += 1);
+        }
     }
 }
 
@@ -530,7 +766,7 @@ where
     let closing = CancellationToken::new();
     Connection {
         sink: Arc::new(IoSink {
-            writer: tokio::sync::Mutex::new(Some(LineWriter::new(writer))),
+            writer: SharedWriter::new(writer, closing.clone()),
             closing: closing.clone(),
         }),
         stream: Box::new(IoStream {
@@ -542,29 +778,26 @@ where
 }
 
 struct IoSink<W> {
-    writer: tokio::sync::Mutex<Option<LineWriter<W>>>,
+    writer: SharedWriter<W>,
     closing: CancellationToken,
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> MessageSink for IoSink<W> {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(async move {
-            let mut writer = tokio::select! {
-                biased;
-                writer = self.writer.lock() => writer,
-                () = self.closing.cancelled() => return Err(TransportError::ClosedByClient),
-            };
-            let writer = writer.as_mut().ok_or(TransportError::ClosedByClient)?;
+            if self.closing.is_cancelled() {
+                return Err(TransportError::ClosedByClient);
+            }
             // A write blocked on a peer that stopped reading must not keep
-            // `close` waiting for the lock.
+            // `close` waiting for the writer.
             tokio::select! {
                 biased;
-                written = writer.write_message(message) => written.map_err(|error| {
-                    if error.kind() == io::ErrorKind::BrokenPipe {
+                written = self.writer.send(message) => written.map_err(|error| match error {
+                    WriteError::Closed => TransportError::ClosedByClient,
+                    WriteError::Io(error) if error.kind() == io::ErrorKind::BrokenPipe => {
                         TransportError::Closed { stderr_tail: String::new() }
-                    } else {
-                        TransportError::Io(error)
                     }
+                    WriteError::Io(error) => TransportError::Io(error),
                 }),
                 () = self.closing.cancelled() => Err(TransportError::ClosedByClient),
             }
@@ -574,7 +807,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> MessageSink for IoSink<W> {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.closing.cancel();
-            let writer = self.writer.lock().await.take();
+            let writer = self.writer.take().await;
             if let Some(mut writer) = writer {
                 let _ = writer.shutdown().await;
             }
@@ -847,6 +1080,128 @@ mod tests {
         fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
             Poll::Ready(Ok(()))
         }
+    }
+
+    /// Records every write; holds them all (pending) while its gate is shut.
+    #[derive(Clone, Default)]
+    struct Gated {
+        open: Arc<std::sync::atomic::AtomicBool>,
+        waiting: Arc<Mutex<Vec<std::task::Waker>>>,
+        calls: Arc<Mutex<Vec<Vec<u8>>>>,
+    }
+
+    impl Gated {
+        fn open(&self) {
+            self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+            for waker in self.waiting.lock().unwrap().drain(..) {
+                waker.wake();
+            }
+        }
+
+        fn calls(&self) -> Vec<Vec<u8>> {
+            self.calls.lock().unwrap().clone()
+        }
+    }
+
+    impl AsyncWrite for Gated {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            if !self.open.load(std::sync::atomic::Ordering::SeqCst) {
+                self.waiting.lock().unwrap().push(cx.waker().clone());
+                return Poll::Pending;
+            }
+            self.calls.lock().unwrap().push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Yields until `writer` has `n` messages queued (an event, not a time).
+    async fn queued(writer: &SharedWriter<Gated>, n: u64) {
+        while writer.shared.queue().queued < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn messages_queued_during_a_write_go_out_together_in_one_write() {
+        let gate = Gated::default();
+        let writer = Arc::new(SharedWriter::new(gate.clone(), CancellationToken::new()));
+        let mut senders = tokio::task::JoinSet::new();
+        for i in 0..20 {
+            let sender = writer.clone();
+            senders.spawn(async move { sender.send(format!("{{\"n\":{i}}}").as_bytes()).await });
+            // The first one holds the writer before the others queue.
+            if i == 0 {
+                queued(&writer, 1).await;
+                while gate.waiting.lock().unwrap().is_empty() {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        queued(&writer, 20).await;
+        gate.open();
+        while let Some(sent) = senders.join_next().await {
+            assert!(sent.unwrap().is_ok());
+        }
+        let calls = gate.calls();
+        assert_eq!(
+            calls.len(),
+            2,
+            "one write for the first, one for the 19 queued"
+        );
+        let text = String::from_utf8(calls.concat()).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        let mut expected: Vec<String> = (0..20).map(|i| format!("{{\"n\":{i}}}")).collect();
+        expected.sort_unstable();
+        assert_eq!(lines, expected);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_sender_loses_no_other_senders_message() {
+        let gate = Gated::default();
+        let writer = Arc::new(SharedWriter::new(gate.clone(), CancellationToken::new()));
+        let first = {
+            let writer = writer.clone();
+            tokio::spawn(async move { writer.send(b"first").await })
+        };
+        queued(&writer, 1).await;
+        while gate.waiting.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let mut others = tokio::task::JoinSet::new();
+        for word in ["b", "c", "d"] {
+            let writer = writer.clone();
+            others.spawn(async move { writer.send(word.as_bytes()).await });
+        }
+        queued(&writer, 4).await;
+        // The first sender gives up while its batch is being written.
+        first.abort();
+        let _ = first.await;
+        gate.open();
+        while let Some(sent) = others.join_next().await {
+            assert!(sent.unwrap().is_ok());
+        }
+        let text = String::from_utf8(gate.calls().concat()).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(lines, ["b", "c", "d", "first"], "{text:?}");
+        // Once the writer is taken (closing), sends are refused.
+        let broken = SharedWriter::new(tokio::io::sink(), CancellationToken::new());
+        assert!(broken.send(b"ok").await.is_ok());
+        drop(broken.take().await);
+        assert!(matches!(broken.send(b"x").await, Err(WriteError::Closed)));
     }
 
     #[tokio::test]

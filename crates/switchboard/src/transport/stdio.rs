@@ -77,7 +77,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::AbortOnDropHandle;
 
-use super::framing::{DEFAULT_MAX_MESSAGE_SIZE, LineReader, LineWriter};
+use super::framing::{DEFAULT_MAX_MESSAGE_SIZE, LineReader, SharedWriter, WriteError};
 use super::{
     BoxFuture, Connection, Connector, ExitInfo, Incoming, MessageSink, MessageStream,
     ServerEnvironment, StderrBuffer, TransportError,
@@ -429,7 +429,7 @@ impl StdioConfig {
         Ok(Connection {
             sink: Arc::new(StdioSink {
                 process: Arc::clone(&process),
-                stdin: tokio::sync::Mutex::new(Some(LineWriter::new(stdin))),
+                stdin: SharedWriter::new(stdin, process.closing.clone()),
             }),
             stream: Box::new(StdioStream {
                 stdout: LineReader::with_max_message_size(stdout, self.max_message_size),
@@ -710,11 +710,11 @@ impl Process {
         EndReason::Exited(self.record_exit(status))
     }
 
-    async fn shutdown(&self, stdin: &tokio::sync::Mutex<Option<LineWriter<ChildStdin>>>) {
+    async fn shutdown(&self, stdin: &SharedWriter<ChildStdin>) {
         self.closing.cancel();
         // An MCP server ends when its input ends: closing stdin is the polite
         // request to exit.
-        drop(stdin.lock().await.take());
+        drop(stdin.take().await);
         let mut guard = self.child.lock().await;
         let Some(child) = guard.as_mut() else {
             return;
@@ -872,7 +872,7 @@ fn wait_for_exit(child: &mut dyn ChildWrapper, patience: Duration, server: &str)
 
 struct StdioSink {
     process: Arc<Process>,
-    stdin: tokio::sync::Mutex<Option<LineWriter<ChildStdin>>>,
+    stdin: SharedWriter<ChildStdin>,
 }
 
 impl StdioSink {
@@ -895,17 +895,18 @@ impl MessageSink for StdioSink {
     fn send<'a>(&'a self, message: &'a [u8]) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(async move {
             let closing = &self.process.closing;
-            let mut stdin = tokio::select! {
-                biased;
-                stdin = self.stdin.lock() => stdin,
-                () = closing.cancelled() => return Err(TransportError::ClosedByClient),
-            };
-            let writer = stdin.as_mut().ok_or(TransportError::ClosedByClient)?;
+            if closing.is_cancelled() {
+                return Err(TransportError::ClosedByClient);
+            }
             // A server that stopped reading must not keep `close` waiting for
-            // this lock; the half-written frame goes with the connection.
+            // the writer; the half-written frame goes with the connection.
+            // Messages queued while another is written go out together.
             tokio::select! {
                 biased;
-                written = writer.write_message(message) => written.map_err(|e| self.write_error(e)),
+                written = self.stdin.send(message) => written.map_err(|e| match e {
+                    WriteError::Closed => TransportError::ClosedByClient,
+                    WriteError::Io(e) => self.write_error(e),
+                }),
                 () = closing.cancelled() => Err(TransportError::ClosedByClient),
             }
         })
