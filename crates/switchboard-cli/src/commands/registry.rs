@@ -350,24 +350,10 @@ async fn add_bundle(
     args: &crate::cli::AddArgs,
 ) -> Result<u8, Failure> {
     let name = sanitize::line(&server.server.name).into_owned();
-    match server.status() {
-        "deleted" => {
-            return Err(Failure::usage(anyhow!(
-                "`{name}` is deleted from the registry{}; it is not installed",
-                server
-                    .status_message()
-                    .map(|m| format!(": {}", sanitize::line(m)))
-                    .unwrap_or_default()
-            )));
-        }
-        "deprecated" => eprintln!(
-            "warning: `{name}` is deprecated{}",
-            server
-                .status_message()
-                .map(|m| format!(": {}", sanitize::line(m)))
-                .unwrap_or_default()
-        ),
-        _ => {}
+    let warnings = switchboard_hub::registry::usable(server)
+        .map_err(|why| Failure::usage(anyhow!("{}", sanitize::line(&why))))?;
+    for warning in warnings {
+        eprintln!("warning: {}", sanitize::line(&warning));
     }
     if matches!(
         args.scope,

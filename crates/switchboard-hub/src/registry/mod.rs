@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use plan::{Choice, Needed, Plan, Planned, plan};
+pub use plan::{Choice, Needed, Plan, Planned, plan, usable};
 
 /// The official registry.
 pub const OFFICIAL: &str = "https://registry.modelcontextprotocol.io";

@@ -81,34 +81,40 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+/// Whether `server` may be written or installed at all: an error for a
+/// deleted one, a warning for a deprecated one.
+///
+/// # Errors
+/// The message saying it is deleted (with the registry's reason).
+pub fn usable(server: &ServerResponse) -> Result<Vec<String>, String> {
+    let reason = || {
+        server
+            .status_message()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default()
+    };
+    match server.status() {
+        "deleted" => Err(format!(
+            "`{}` is deleted from the registry{}; it is not written",
+            server.server.name,
+            reason()
+        )),
+        "deprecated" => Ok(vec![format!(
+            "`{}` is deprecated{}",
+            server.server.name,
+            reason()
+        )]),
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// `server`'s entry as `choice` picks it; or why it cannot be written.
 ///
 /// # Errors
 /// A message naming what was refused and why.
 pub fn plan(server: &ServerResponse, choice: Choice) -> Result<Plan, String> {
     let detail = &server.server;
-    let mut warnings = Vec::new();
-    match server.status() {
-        "deleted" => {
-            return Err(format!(
-                "`{}` is deleted from the registry{}; it is not written",
-                detail.name,
-                server
-                    .status_message()
-                    .map(|m| format!(": {m}"))
-                    .unwrap_or_default()
-            ));
-        }
-        "deprecated" => warnings.push(format!(
-            "`{}` is deprecated{}",
-            detail.name,
-            server
-                .status_message()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
-        )),
-        _ => {}
-    }
+    let warnings = usable(server)?;
     let runnable =
         |p: &&Package| matches!(p.registry_type.as_str(), "npm" | "pypi" | "oci" | "nuget");
     let (entry, needs) = match choice {
