@@ -252,16 +252,25 @@ impl Slot {
                 _ => tracing::info!(state = %state, "server state changed"),
             }
         }
-        self.view.send_modify(|v| v.state = state.clone());
         if matches!(
             state,
             ServerState::Failed(_) | ServerState::NeedsAuth { .. }
         ) {
             self.persist(shared, &state);
         }
-        shared.emit(HubEvent::StateChanged {
-            server: self.config.name.clone(),
-            state,
+        self.show(shared, state);
+    }
+
+    /// Makes `state` the server's, and tells the hub's listeners, at once:
+    /// whoever sees the new state (`Hub::start` returning, a waiting call)
+    /// and starts listening only then does not hear of it again later.
+    fn show(&self, shared: &Shared, state: ServerState) {
+        self.view.send_modify(|v| {
+            v.state = state.clone();
+            shared.emit(HubEvent::StateChanged {
+                server: self.config.name.clone(),
+                state,
+            });
         });
     }
 
@@ -308,7 +317,6 @@ impl Slot {
                 HttpVerdict::new(session.era, transport),
             );
         }
-        self.view.send_modify(|v| v.state = ServerState::Ready);
         tracing::info!(
             state = "ready",
             transport = session.transport,
@@ -317,10 +325,7 @@ impl Slot {
             negotiation_ms = session.negotiation_time.as_secs_f64() * 1000.0,
             "server state changed"
         );
-        shared.emit(HubEvent::StateChanged {
-            server: self.config.name.clone(),
-            state: ServerState::Ready,
-        });
+        self.show(shared, ServerState::Ready);
     }
 
     fn set_tools(&self, shared: &Shared, tools: Option<Arc<[Tool]>>) {
