@@ -270,6 +270,48 @@ async fn an_interactive_login_connects_a_server_that_needs_auth() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Two hubs sharing one credential store, as two replicas do: a login
+/// made through one lets the other's next call in, before any news of it
+/// (a watch, a notification) reached that hub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_another_replica_right_after_a_login_finds_the_tools() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let (_server, mcp) = auth_server().await;
+    let dir = scratch("replicas");
+    let (first, second) = (build_hub(&mcp, &dir), build_hub(&mcp, &dir));
+    for hub in [&first, &second] {
+        let report = hub.start().await.unwrap();
+        assert!(
+            matches!(report.not_ready[..], [(_, ServerState::NeedsAuth { .. })]),
+            "{report:?}"
+        );
+    }
+    let agent = switchboard_auth::flow::RedirectAgent::new().unwrap();
+    assert_eq!(
+        first.login("remote", &agent).await.unwrap(),
+        ServerState::Ready
+    );
+    // The second hub has heard nothing: it still waits for a login.
+    assert!(matches!(
+        second.status("remote").unwrap().state,
+        ServerState::NeedsAuth { .. }
+    ));
+    let args = serde_json::json!({"text": "hi"}).as_object().cloned();
+    let result = second.call_tool("remote__echo", args).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    // A name no server lists is still refused as such.
+    let error = second.call_tool("remote__nope", None).await.unwrap_err();
+    assert!(
+        matches!(error, switchboard_hub::HubError::UnknownTool { .. }),
+        "{error}"
+    );
+    first.shutdown().await;
+    second.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_or_unknown_state_is_refused() {
     if std::env::var(ROLE).is_ok() {

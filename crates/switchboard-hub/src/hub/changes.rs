@@ -392,7 +392,7 @@ impl Hub {
 }
 
 /// The state `slot` settles in (ready, failed …) once it is done starting.
-async fn settled(slot: &Slot) -> ServerState {
+pub(crate) async fn settled(slot: &Slot) -> ServerState {
     let mut rx = slot.view.subscribe();
     rx.wait_for(|v| v.state.is_settled())
         .await

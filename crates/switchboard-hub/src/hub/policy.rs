@@ -28,13 +28,14 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use switchboard::types::{CallToolResult, JsonObject, RequestOutcome};
 use switchboard::{BoxFuture, RequestOptions};
 
 use super::supervisor::Slot;
-use super::{CallRound, Hub, HubBuilder, HubError};
+use super::{CallRound, Hub, HubBuilder, HubError, ServerState};
 use crate::config::ServerConfig;
 use crate::config::policy::{ToolDecision, ToolPolicy};
 
@@ -118,6 +119,9 @@ pub const REMEMBERED_ALLOWS_FILE: &str = "tool-allows.json";
 
 /// Most remembered allows kept (the oldest are forgotten first).
 pub const MAX_REMEMBERED_ALLOWS: usize = 4096;
+/// How often a call for a tool no server lists may connect a server in
+/// `needs-auth` again, to see whether a login made elsewhere let it in.
+pub const RECHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// One remembered "always allow".
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -444,6 +448,56 @@ impl Hub {
             .ok_or_else(|| HubError::UnknownTool { name: name.into() })
     }
 
+    /// [`Hub::routed`], for a name no server lists giving the servers that
+    /// may be about to list it their chance first: one still connecting
+    /// is waited for, and one waiting for a login is connected again, in
+    /// case the login was made elsewhere — in another process, or on
+    /// another replica sharing the store — and the news has not reached
+    /// this hub yet (each such server at most once per
+    /// [`RECHECK_EVERY`], so that a host calling names that do not exist
+    /// cannot make the hub hammer a server).
+    async fn routed_settled(&self, name: &str) -> Result<(Arc<Slot>, String), HubError> {
+        let unknown = match self.routed(name) {
+            Ok(found) => return Ok(found),
+            Err(unknown) => unknown,
+        };
+        let mut waits = tokio::task::JoinSet::new();
+        for slot in self.inner.shared.slots() {
+            let state = slot.view.borrow().state.clone();
+            match state {
+                ServerState::Connecting | ServerState::Reconnecting { .. } => {
+                    waits.spawn(async move {
+                        super::changes::settled(&slot).await;
+                    });
+                }
+                ServerState::NeedsAuth { .. } => {
+                    {
+                        let mut last = slot.rechecked.lock().unwrap_or_else(|e| e.into_inner());
+                        if last.is_some_and(|at| at.elapsed() < RECHECK_EVERY) {
+                            continue;
+                        }
+                        *last = Some(std::time::Instant::now());
+                    }
+                    let (hub, server) = (self.clone(), slot.config.name.clone());
+                    waits.spawn(async move {
+                        let _ = hub.restart(&server).await;
+                    });
+                }
+                _ => {}
+            }
+        }
+        if waits.is_empty() {
+            return Err(unknown);
+        }
+        tracing::debug!(
+            tool = name,
+            servers = waits.len(),
+            "an unknown tool: waiting for the servers coming up first"
+        );
+        waits.join_all().await;
+        self.routed(name).map_err(|_| unknown)
+    }
+
     /// [`Hub::call_tool_with`] whose policy `ask` is answered by
     /// `approver` (else the hub's [`HubBuilder::tool_approver`]).
     ///
@@ -459,7 +513,7 @@ impl Hub {
         options: RequestOptions,
         approver: Option<Arc<dyn ToolApprover>>,
     ) -> Result<CallToolResult, HubError> {
-        let (slot, tool) = self.routed(name)?;
+        let (slot, tool) = self.routed_settled(name).await?;
         self.call_slot(&slot, &tool, arguments, options, approver.as_ref(), None)
             .await
             .and_then(|outcome| whole(&slot.config.name, &tool, outcome))
@@ -486,7 +540,7 @@ impl Hub {
         options: RequestOptions,
         approver: Option<Arc<dyn ToolApprover>>,
     ) -> Result<RequestOutcome<CallToolResult>, HubError> {
-        let (slot, tool) = self.routed(name)?;
+        let (slot, tool) = self.routed_settled(name).await?;
         self.call_slot(
             &slot,
             &tool,

@@ -43,6 +43,9 @@ pub(crate) struct Slot {
     /// connection; a stateless-era listen's stop, `None` for the session
     /// era.
     subscriptions: Mutex<BTreeMap<String, Option<CancellationToken>>>,
+    /// When a call for a tool no server lists last connected it again
+    /// from `needs-auth` (see `Hub::routed_settled`).
+    pub(crate) rechecked: Mutex<Option<std::time::Instant>>,
 }
 
 impl std::fmt::Debug for Slot {
@@ -122,6 +125,7 @@ impl Slot {
             task: Mutex::new(None),
             connection: Mutex::new(CancellationToken::new()),
             subscriptions: Mutex::new(BTreeMap::new()),
+            rechecked: Mutex::new(None),
         })
     }
 
