@@ -240,7 +240,7 @@ impl Http {
     }
 
     async fn on_auth_failure(&self, response: &reqwest::Response) -> super::AuthFailure {
-        auth_failure(self.auth.as_ref(), response).await
+        auth_failure(self.auth.as_ref(), response.url().as_str(), response).await
     }
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use super::{BoxFuture, Connection, Connector, TransportError};
 
 pub(crate) use crate::param_headers::encode_header_value;
+mod direct;
 mod legacy_sse;
 mod streamable;
 mod tls;
@@ -531,6 +532,7 @@ pub(crate) fn http_error(display: &str, error: reqwest::Error) -> TransportError
 /// what the server wants.
 pub(crate) async fn auth_failure(
     auth: Option<&Arc<dyn AuthProvider>>,
+    url: &str,
     response: &reqwest::Response,
 ) -> AuthFailure {
     let status = response.status().as_u16();
@@ -545,7 +547,7 @@ pub(crate) async fn auth_failure(
             .is_some_and(|w| w.contains("use_dpop_nonce"));
     let retry = match auth {
         Some(auth) => {
-            note_dpop_nonce(Some(auth), response.url().as_str(), response);
+            note_dpop_nonce(Some(auth), url, response);
             auth.unauthorized(status, www_authenticate.as_deref()).await
         }
         None => false,

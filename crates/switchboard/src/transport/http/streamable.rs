@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::direct::{Direct, DirectError};
 use super::{
     AuthProvider, AuthRetries, HttpConfig, auth_failure, encode_header_value, header_map,
     http_error, note_dpop_nonce,
@@ -59,8 +60,14 @@ pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Clien
         HeaderValue::from_static("application/json, text/event-stream"),
     );
     post_headers.append(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let direct = if config.client.is_none() {
+        Direct::for_url(&url, config.connect_timeout)
+    } else {
+        None
+    };
     let shared = Arc::new(Shared {
         client,
+        direct,
         display: config.shown_url(),
         url,
         headers,
@@ -92,6 +99,8 @@ pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Clien
 
 struct Shared {
     client: reqwest::Client,
+    /// The connections of an `http://` server reached without a proxy.
+    direct: Option<Direct>,
     url: url::Url,
     display: String,
     /// The configured headers.
@@ -306,7 +315,7 @@ impl Shared {
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, TransportError> {
         let response = tokio::select! {
-            response = request.send() => response.map_err(|e| self.http_error(e)),
+            response = self.execute(request) => response,
             () = self.closing.cancelled() => Err(TransportError::ClosedByClient),
         };
         if let Ok(response) = &response
@@ -318,8 +327,26 @@ impl Shared {
         response
     }
 
+    /// Sends `request` on the direct path where there is one.
+    async fn execute(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, TransportError> {
+        let Some(direct) = &self.direct else {
+            return request.send().await.map_err(|e| self.http_error(e));
+        };
+        let request = request.build().map_err(|e| self.http_error(e))?;
+        direct
+            .send(request)
+            .await
+            .map_err(|error: DirectError| TransportError::Http {
+                url: self.display.clone(),
+                source: Box::new(error),
+            })
+    }
+
     async fn on_auth_failure(&self, response: &reqwest::Response) -> super::AuthFailure {
-        auth_failure(self.auth.as_ref(), response).await
+        auth_failure(self.auth.as_ref(), self.url.as_str(), response).await
     }
 
     /// Reads a whole body within the size limit and the idle timeout.

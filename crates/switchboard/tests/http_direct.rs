@@ -1,0 +1,263 @@
+//! The direct path for `http://` servers (`transport/http/direct.rs`):
+//! keep-alive connections the transport drives itself, against a server
+//! written here byte by byte — one that keeps connections, closes them
+//! behind the client's back, redirects, cuts answers short and sends
+//! endless headers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard::Client;
+use switchboard::transport::http::HttpConfig;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// What the server does with one request after reading it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Answer {
+    /// Answers and keeps the connection.
+    Keep,
+    /// Answers (saying nothing of closing) and then closes the connection.
+    ThenClose,
+    /// `307` to `/mcp`.
+    Redirect,
+    /// Promises 100 bytes of body, sends 10 and closes.
+    Cut,
+    /// A status line and then header lines without end.
+    EndlessHeaders,
+}
+
+struct Server {
+    url: String,
+    /// Connections accepted.
+    accepted: Arc<AtomicUsize>,
+    /// Each request: its path and JSON-RPC method.
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+    /// One message per connection the server closed, once it has.
+    closed: mpsc::UnboundedReceiver<()>,
+}
+
+/// A modern (2026-07-28) server at `path`; `answer` decides, from the path
+/// and the JSON-RPC method, what it does.
+async fn serve(
+    path: &str,
+    answer: impl Fn(&str, &str) -> Answer + Send + Sync + 'static,
+) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}{path}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (closing, closed) = mpsc::unbounded_channel();
+    let answer = Arc::new(answer);
+    let (count, log) = (accepted.clone(), seen.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            count.fetch_add(1, Ordering::SeqCst);
+            let (answer, log, closing) = (answer.clone(), log.clone(), closing.clone());
+            tokio::spawn(async move {
+                let (read, mut write) = stream.into_split();
+                let mut read = BufReader::new(read);
+                loop {
+                    let Some((path, body)) = read_request(&mut read).await else {
+                        return;
+                    };
+                    let method = body["method"].as_str().unwrap_or_default().to_owned();
+                    log.lock().unwrap().push((path.clone(), method.clone()));
+                    let what = answer(&path, &method);
+                    let reply = reply(&body, &method);
+                    let bytes = match what {
+                        Answer::Keep | Answer::ThenClose => response(200, &reply),
+                        Answer::Redirect => "HTTP/1.1 307 Temporary Redirect\r\nlocation: /mcp\r\n\
+                             content-length: 0\r\n\r\n"
+                            .to_owned(),
+                        Answer::Cut => "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                             content-length: 100\r\n\r\n{\"jsonrpc\""
+                            .to_owned(),
+                        Answer::EndlessHeaders => {
+                            let _ = write.write_all(b"HTTP/1.1 200 OK\r\n").await;
+                            let line = format!("x-junk: {}\r\n", "a".repeat(1000));
+                            while write.write_all(line.as_bytes()).await.is_ok() {}
+                            return;
+                        }
+                    };
+                    if write.write_all(bytes.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    if matches!(what, Answer::ThenClose | Answer::Cut) {
+                        drop(write);
+                        let _ = closing.send(());
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Server {
+        url,
+        accepted,
+        seen,
+        closed,
+    }
+}
+
+/// One request's path and JSON body; `None` at the end of the connection.
+async fn read_request(
+    read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+) -> Option<(String, Value)> {
+    let mut line = String::new();
+    if read.read_line(&mut line).await.ok()? == 0 {
+        return None;
+    }
+    let path = line.split(' ').nth(1)?.to_owned();
+    let mut length = 0;
+    loop {
+        let mut header = String::new();
+        read.read_line(&mut header).await.ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    read.read_exact(&mut body).await.ok()?;
+    Some((path, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+}
+
+fn reply(body: &Value, method: &str) -> Value {
+    let result = match method {
+        "server/discover" => json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "direct", "version": "1"}}
+        }),
+        "tools/call" => {
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "done"}]})
+        }
+        _ => json!({"resultType": "complete"}),
+    };
+    json!({"jsonrpc": "2.0", "id": body["id"], "result": result})
+}
+
+fn response(status: u16, body: &Value) -> String {
+    let text = body.to_string();
+    format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+        text.len()
+    )
+}
+
+#[tokio::test]
+async fn calls_share_one_keep_alive_connection() {
+    let server = serve("/mcp", |_, _| Answer::Keep).await;
+    let client = Client::connect(HttpConfig::new(&server.url)).await.unwrap();
+    for _ in 0..50 {
+        client.call_tool("t", None).await.unwrap();
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    // And calls at once each take a connection of their own, which stay.
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let client = client.clone();
+        calls.spawn(async move { client.call_tool("t", None).await.map(drop) });
+    }
+    while let Some(outcome) = calls.join_next().await {
+        outcome.unwrap().unwrap();
+    }
+    let after = server.accepted.load(Ordering::SeqCst);
+    assert!((2..=8).contains(&after), "{after} connections");
+    for _ in 0..20 {
+        client.call_tool("t", None).await.unwrap();
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), after);
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closed_while_idle_is_replaced_and_nothing_is_sent_twice() {
+    let mut server = serve("/mcp", |_, method| match method {
+        "tools/call" => Answer::ThenClose,
+        _ => Answer::Keep,
+    })
+    .await;
+    let client = Client::connect(HttpConfig::new(&server.url)).await.unwrap();
+    for round in 1..=10 {
+        client.call_tool("t", None).await.unwrap();
+        // The server has closed the connection the client keeps.
+        server.closed.recv().await.unwrap();
+        let calls = server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, m)| m == "tools/call")
+            .count();
+        assert_eq!(calls, round, "each call reached the server once");
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 10);
+}
+
+#[tokio::test]
+async fn a_same_origin_redirect_is_followed() {
+    let server = serve("/old", |path, _| match path {
+        "/old" => Answer::Redirect,
+        _ => Answer::Keep,
+    })
+    .await;
+    let client = Client::connect(HttpConfig::new(&server.url)).await.unwrap();
+    client.call_tool("t", None).await.unwrap();
+    let seen = server.seen.lock().unwrap().clone();
+    let calls: Vec<&str> = seen
+        .iter()
+        .filter(|(_, m)| m == "tools/call")
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(calls, ["/old", "/mcp"]);
+}
+
+#[tokio::test]
+async fn an_answer_cut_short_fails_its_call_and_the_next_call_works() {
+    let cut = Arc::new(AtomicUsize::new(0));
+    let once = cut.clone();
+    let server = serve("/mcp", move |_, method| match method {
+        "tools/call" if once.fetch_add(1, Ordering::SeqCst) == 0 => Answer::Cut,
+        _ => Answer::Keep,
+    })
+    .await;
+    let client = Client::connect(HttpConfig::new(&server.url)).await.unwrap();
+    let error = client.call_tool("t", None).await.unwrap_err();
+    let text = format!("{error:#}");
+    assert!(text.contains(&server.url), "names the server: {text}");
+    client.call_tool("t", None).await.unwrap();
+}
+
+#[tokio::test]
+async fn endless_headers_fail_the_call_with_a_reason() {
+    let server = serve("/mcp", |_, method| match method {
+        "tools/call" => Answer::EndlessHeaders,
+        _ => Answer::Keep,
+    })
+    .await;
+    let client = Client::connect(HttpConfig::new(&server.url)).await.unwrap();
+    let error = tokio::time::timeout(Duration::from_secs(30), client.call_tool("t", None))
+        .await
+        .expect("the call ends")
+        .unwrap_err();
+    let chain = std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
+        e.source()
+    })
+    .map(ToString::to_string)
+    .collect::<Vec<_>>()
+    .join(": ");
+    assert!(chain.contains(&server.url), "{chain}");
+    assert!(chain.contains("large"), "{chain}");
+}
