@@ -20,6 +20,10 @@ use tokio::sync::mpsc;
 enum Answer {
     /// Answers and keeps the connection.
     Keep,
+    /// Answers as a session-era server (2025-11-25) does: no
+    /// `server/discover`, a session id with `initialize`, 202 for a
+    /// notification.
+    Session,
     /// Answers (saying nothing of closing) and then closes the connection.
     ThenClose,
     /// `307` to `/mcp`.
@@ -64,15 +68,25 @@ async fn serve(
                 let (read, mut write) = stream.into_split();
                 let mut read = BufReader::new(read);
                 loop {
-                    let Some((path, body)) = read_request(&mut read).await else {
+                    let Some((verb, path, body)) = read_request(&mut read).await else {
                         return;
                     };
+                    if verb != "POST" {
+                        log.lock().unwrap().push((path, verb));
+                        let refused =
+                            "HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n";
+                        if write.write_all(refused.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
                     let method = body["method"].as_str().unwrap_or_default().to_owned();
                     log.lock().unwrap().push((path.clone(), method.clone()));
                     let what = answer(&path, &method);
                     let reply = reply(&body, &method);
                     let bytes = match what {
                         Answer::Keep | Answer::ThenClose => response(200, &reply),
+                        Answer::Session => session_era(&body, &method),
                         Answer::Redirect => "HTTP/1.1 307 Temporary Redirect\r\nlocation: /mcp\r\n\
                              content-length: 0\r\n\r\n"
                             .to_owned(),
@@ -106,15 +120,18 @@ async fn serve(
     }
 }
 
-/// One request's path and JSON body; `None` at the end of the connection.
+/// One request's method, path and JSON body; `None` at the end of the
+/// connection.
 async fn read_request(
     read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-) -> Option<(String, Value)> {
+) -> Option<(String, String, Value)> {
     let mut line = String::new();
     if read.read_line(&mut line).await.ok()? == 0 {
         return None;
     }
-    let path = line.split(' ').nth(1)?.to_owned();
+    let mut words = line.split(' ');
+    let verb = words.next()?.to_owned();
+    let path = words.next()?.to_owned();
     let mut length = 0;
     loop {
         let mut header = String::new();
@@ -131,7 +148,39 @@ async fn read_request(
     }
     let mut body = vec![0; length];
     read.read_exact(&mut body).await.ok()?;
-    Some((path, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+    Some((
+        verb,
+        path,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    ))
+}
+
+/// What a session-era server answers.
+fn session_era(body: &Value, method: &str) -> String {
+    let id = &body["id"];
+    match method {
+        "server/discover" => response(
+            200,
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}),
+        ),
+        "initialize" => {
+            let text = json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "session", "version": "1"}}})
+            .to_string();
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s1\r\n\
+                 content-length: {}\r\n\r\n{text}",
+                text.len()
+            )
+        }
+        _ if id.is_null() => "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_owned(),
+        "tools/list" => response(
+            200,
+            &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}}),
+        ),
+        _ => response(200, &reply(body, method)),
+    }
 }
 
 fn reply(body: &Value, method: &str) -> Value {
@@ -180,6 +229,23 @@ async fn calls_share_one_keep_alive_connection() {
         client.call_tool("t", None).await.unwrap();
     }
     assert_eq!(server.accepted.load(Ordering::SeqCst), after);
+}
+
+#[tokio::test]
+async fn a_session_era_handshake_and_its_get_stream_share_one_connection() {
+    let server = serve("/mcp", |_, _| Answer::Session).await;
+    let client = Client::connect(HttpConfig::new(&server.url)).await.unwrap();
+    assert_eq!(client.protocol_version().as_str(), "2025-11-25");
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|(_, m)| m == "GET"),
+        "the GET stream was asked for: {seen:?}"
+    );
+    // The probe, `initialize`, `notifications/initialized`, the GET (405)
+    // and `tools/list`, one after another on one connection.
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "{seen:?}");
 }
 
 #[tokio::test]

@@ -147,8 +147,15 @@ impl Direct {
                 (at, target, hops) = (next, next_target, hops + 1);
                 continue;
             }
-            let response =
-                response.map(|body| reqwest::Body::wrap(Driven::new(body, idle, &self.idle)));
+            let response = response.map(|body| {
+                let mut body = Driven::new(body, idle, &self.idle);
+                // Nothing to read (a 202, a 405 without a body): the
+                // connection is free now, whether or not anyone reads it.
+                if body.body.is_end_stream() {
+                    body.release();
+                }
+                reqwest::Body::wrap(body)
+            });
             return Ok(reqwest::Response::from(response));
         }
     }

@@ -488,9 +488,8 @@ impl MessageSink for HttpSink {
                 // allow that, which is fine.
                 let request = shared
                     .request(reqwest::Method::DELETE, Some(&session), version.as_deref())
-                    .await
-                    .timeout(Duration::from_secs(2));
-                let _ = request.send().await;
+                    .await;
+                let _ = tokio::time::timeout(Duration::from_secs(2), shared.execute(request)).await;
             }
             shared
                 .tasks
@@ -505,14 +504,21 @@ impl MessageSink for HttpSink {
 /// rather than queued for the reader.
 async fn send(shared: Arc<Shared>, message: &[u8], inline: bool) -> Result<Sent, TransportError> {
     let sniff = Sniff::parse(message);
+    let initialized = sniff.method.as_deref() == Some("notifications/initialized");
     // The stream for server-initiated messages opens beside
     // `notifications/initialized`, not after it: one round trip, not two.
-    let get_opened = if sniff.method.as_deref() == Some("notifications/initialized") {
+    // On the direct path it follows on the POST's connection instead: a
+    // connection made for it would cost more than the round trip.
+    let get_opened = if initialized && shared.direct.is_none() {
         open_get_stream(&shared)
     } else {
         None
     };
     let outcome = send_sniffed(&shared, message, &sniff, inline).await;
+    let get_opened = match get_opened {
+        None if initialized && outcome.is_ok() => open_get_stream(&shared),
+        opened => opened,
+    };
     if let (Ok(_), Some(opened)) = (&outcome, get_opened) {
         let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
     }
