@@ -73,7 +73,8 @@
 //!
 //! Every child but the blocking floors' uses a default tokio multi-thread
 //! runtime and runs the workload in a spawned task (`HOTPATH_BLOCK_ON=1` runs
-//! it on the `block_on` thread instead). To profile one client alone, run the
+//! it on the `block_on` thread instead; `HOTPATH_CURRENT_THREAD=1`, on a
+//! current-thread runtime). To profile one client alone, run the
 //! bench executable directly, e.g. `HOTPATH_CHILD=sb-legacy hotpath-… --quick
 //! --skip seq_p50_us,throughput,cold_ms` under `perf record`.
 
@@ -101,6 +102,9 @@ const CHILD_ENV: &str = "HOTPATH_CHILD";
 /// The CPU that every client process and the servers it starts run on
 /// (`--pin CPU`; set by the parent on each child it starts).
 const PIN_ENV: &str = "HOTPATH_PIN";
+/// Set (inherited by every child): the async clients run on a tokio
+/// current-thread runtime instead of the default multi-thread one.
+const CURRENT_THREAD_ENV: &str = "HOTPATH_CURRENT_THREAD";
 const RESULT_PREFIX: &str = "HOTPATH-RESULT ";
 /// Key of the negotiated protocol in a child's result (not a metric).
 const PROTOCOL_KEY: &str = "protocol";
@@ -1338,10 +1342,14 @@ fn child_main(kind: ClientKind, plan: Plan, skip: Vec<String>) {
         print_child_result(results, protocol);
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    // `HOTPATH_CURRENT_THREAD=1`: the application's runtime is one thread
+    // (issue 35 asks for both).
+    let mut builder = if std::env::var_os(CURRENT_THREAD_ENV).is_some() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = builder.enable_all().build().expect("tokio runtime");
     // The workload runs in a spawned task, on the worker threads, as request
     // handling does in an application (not on the `block_on` thread).
     let (results, protocol) = if std::env::var_os("HOTPATH_BLOCK_ON").is_some() {
@@ -2026,9 +2034,14 @@ fn parent_main(opts: Options) {
         Some(_) => 1,
         None => std::thread::available_parallelism().map_or(0, |n| n.get()),
     };
+    let runtime_kind = if std::env::var_os(CURRENT_THREAD_ENV).is_some() {
+        format!("current_thread ({CURRENT_THREAD_ENV})")
+    } else {
+        format!("multi_thread (default worker_threads = {workers} = available_parallelism)")
+    };
     println!(
         "hotpath: {} run, {rounds} round(s), clients interleaved; each client in its own process \
-         on a tokio multi_thread runtime (default worker_threads = {workers} = available_parallelism), \
+         on a tokio {runtime_kind} runtime, \
          workload in a spawned task; the blocking floors (fast-block*) on their one thread, no runtime",
         if opts.smoke {
             "smoke (cargo test: checks every metric works; the numbers mean nothing)"
