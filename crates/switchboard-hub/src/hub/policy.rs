@@ -461,14 +461,17 @@ impl Hub {
             Ok(found) => return Ok(found),
             Err(unknown) => unknown,
         };
-        let mut waits = tokio::task::JoinSet::new();
+        // Spawned and not aborted with the caller: a restart cut off
+        // midway (a host that gave up on its call) would leave the server
+        // stopped.
+        let mut waits = Vec::new();
         for slot in self.inner.shared.slots() {
             let state = slot.view.borrow().state.clone();
             match state {
                 ServerState::Connecting | ServerState::Reconnecting { .. } => {
-                    waits.spawn(async move {
+                    waits.push(tokio::spawn(async move {
                         super::changes::settled(&slot).await;
-                    });
+                    }));
                 }
                 ServerState::NeedsAuth { .. } => {
                     {
@@ -479,9 +482,9 @@ impl Hub {
                         *last = Some(std::time::Instant::now());
                     }
                     let (hub, server) = (self.clone(), slot.config.name.clone());
-                    waits.spawn(async move {
+                    waits.push(tokio::spawn(async move {
                         let _ = hub.restart(&server).await;
-                    });
+                    }));
                 }
                 _ => {}
             }
@@ -494,7 +497,9 @@ impl Hub {
             servers = waits.len(),
             "an unknown tool: waiting for the servers coming up first"
         );
-        waits.join_all().await;
+        for wait in waits {
+            let _ = wait.await;
+        }
         self.routed(name).map_err(|_| unknown)
     }
 
