@@ -22,8 +22,11 @@ enum Answer {
     Keep,
     /// Answers as a session-era server (2025-11-25) does: no
     /// `server/discover`, a session id with `initialize`, 202 for a
-    /// notification.
+    /// notification; it declares `tools.listChanged`, which only a GET
+    /// stream could carry.
     Session,
+    /// The same, declaring plain `tools`: nothing it could send unasked.
+    QuietSession,
     /// Answers (saying nothing of closing) and then closes the connection.
     ThenClose,
     /// `307` to `/mcp`.
@@ -86,7 +89,10 @@ async fn serve(
                     let reply = reply(&body, &method);
                     let bytes = match what {
                         Answer::Keep | Answer::ThenClose => response(200, &reply),
-                        Answer::Session => session_era(&body, &method),
+                        Answer::Session => {
+                            session_era(&body, &method, json!({"tools": {"listChanged": true}}))
+                        }
+                        Answer::QuietSession => session_era(&body, &method, json!({"tools": {}})),
                         Answer::Redirect => "HTTP/1.1 307 Temporary Redirect\r\nlocation: /mcp\r\n\
                              content-length: 0\r\n\r\n"
                             .to_owned(),
@@ -156,7 +162,7 @@ async fn read_request(
 }
 
 /// What a session-era server answers.
-fn session_era(body: &Value, method: &str) -> String {
+fn session_era(body: &Value, method: &str, capabilities: Value) -> String {
     let id = &body["id"];
     match method {
         "server/discover" => response(
@@ -165,7 +171,7 @@ fn session_era(body: &Value, method: &str) -> String {
         ),
         "initialize" => {
             let text = json!({"jsonrpc": "2.0", "id": id, "result": {
-                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "protocolVersion": "2025-11-25", "capabilities": capabilities,
                 "serverInfo": {"name": "session", "version": "1"}}})
             .to_string();
             format!(
@@ -246,6 +252,31 @@ async fn a_session_era_handshake_and_its_get_stream_share_one_connection() {
     // The probe, `initialize`, `notifications/initialized`, the GET (405)
     // and `tools/list`, one after another on one connection.
     assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_server_with_nothing_to_send_unasked_gets_no_get_stream_until_a_call_asks_for_progress() {
+    let server = serve("/mcp", |_, _| Answer::QuietSession).await;
+    let client = Client::connect(HttpConfig::new(&server.url)).await.unwrap();
+    assert_eq!(client.protocol_version().as_str(), "2025-11-25");
+    client.list_tools().await.unwrap();
+    client.call_tool("t", None).await.unwrap();
+    let gets = |server: &Server| {
+        let seen = server.seen.lock().unwrap();
+        seen.iter().filter(|(_, m)| m == "GET").count()
+    };
+    assert_eq!(gets(&server), 0, "{:?}", server.seen.lock().unwrap());
+    // A call that asks for progress: a server answering in JSON could send
+    // it only on the GET stream, which is opened for it, once.
+    let params = switchboard::types::CallToolRequestParams {
+        name: "t".into(),
+        ..Default::default()
+    };
+    for _ in 0..2 {
+        let options = switchboard::RequestOptions::default().on_progress(|_| {});
+        client.call_tool_with(&params, options).await.unwrap();
+    }
+    assert_eq!(gets(&server), 1, "{:?}", server.seen.lock().unwrap());
 }
 
 #[tokio::test]

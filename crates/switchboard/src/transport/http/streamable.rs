@@ -68,7 +68,7 @@ pub(super) fn connect(config: &HttpConfig, url: url::Url, client: reqwest::Clien
     let shared = Arc::new(Shared {
         client,
         direct,
-        display: config.shown_url(),
+        display: config.shown_parsed_url(&url),
         url,
         headers,
         post_headers,
@@ -130,6 +130,10 @@ struct State {
     /// Response streams by request id, closed to cancel (stateless era).
     streams: HashMap<RequestId, tokio::task::AbortHandle>,
     get_stream_started: bool,
+    /// Session era: neither side declared anything the server could send
+    /// unasked (see [`streams::may_push`]), so the GET stream waits until
+    /// a request asks for progress.
+    quiet: bool,
     /// Ids of `tools/list` requests in flight (stateless era), whose answers
     /// teach the `x-mcp-header` mirroring.
     tool_lists: std::collections::HashSet<RequestId>,
@@ -403,11 +407,21 @@ struct SniffParams<'a> {
 struct SniffMeta<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
     protocol_version: Option<Cow<'a, str>>,
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<serde::de::IgnoredAny>,
 }
 
 impl<'a> Sniff<'a> {
     fn parse(message: &'a [u8]) -> Self {
         serde_json::from_slice(message).unwrap_or_default()
+    }
+
+    /// Whether the message asks for progress notifications.
+    fn asks_progress(&self) -> bool {
+        self.params
+            .as_ref()
+            .and_then(|p| p.meta.as_ref())
+            .is_some_and(|meta| meta.progress_token.is_some())
     }
 
     fn modern_version(&self) -> Option<&str> {
@@ -505,18 +519,22 @@ impl MessageSink for HttpSink {
 async fn send(shared: Arc<Shared>, message: &[u8], inline: bool) -> Result<Sent, TransportError> {
     let sniff = Sniff::parse(message);
     let initialized = sniff.method.as_deref() == Some("notifications/initialized");
+    // A quiet session's GET stream opens with the first request that asks
+    // for progress: a server answering in JSON can send progress nowhere
+    // else.
+    let wants_progress = sniff.id.is_some() && sniff.asks_progress();
     // The stream for server-initiated messages opens beside
     // `notifications/initialized`, not after it: one round trip, not two.
     // On the direct path it follows on the POST's connection instead: a
     // connection made for it would cost more than the round trip.
-    let get_opened = if initialized && shared.direct.is_none() {
-        open_get_stream(&shared)
+    let get_opened = if (initialized && shared.direct.is_none()) || wants_progress {
+        open_get_stream(&shared, wants_progress)
     } else {
         None
     };
     let outcome = send_sniffed(&shared, message, &sniff, inline).await;
     let get_opened = match get_opened {
-        None if initialized && outcome.is_ok() => open_get_stream(&shared),
+        None if initialized && outcome.is_ok() => open_get_stream(&shared, false),
         opened => opened,
     };
     if let (Ok(_), Some(opened)) = (&outcome, get_opened) {
@@ -767,10 +785,21 @@ fn is_json_answer(status: u16, content_type: &str, body: &[u8]) -> bool {
 /// server drops a log line sent on a GET stream not yet open, and the
 /// interop test caught the loss. The wait overlaps the
 /// `notifications/initialized` POST, so it costs no round trip of its own.)
-fn open_get_stream(shared: &Arc<Shared>) -> Option<tokio::sync::oneshot::Receiver<()>> {
+///
+/// A quiet session opens none unless `anyway` (a request asks for
+/// progress), and then only once the session is established.
+fn open_get_stream(
+    shared: &Arc<Shared>,
+    anyway: bool,
+) -> Option<tokio::sync::oneshot::Receiver<()>> {
     {
         let mut state = shared.state();
-        if state.get_stream_started {
+        let wanted = if anyway {
+            state.negotiated_version.is_some()
+        } else {
+            !state.quiet
+        };
+        if state.get_stream_started || !wanted {
             return None;
         }
         state.get_stream_started = true;
@@ -789,12 +818,16 @@ fn record_initialize_result(shared: &Shared, body: &[u8]) {
     #[serde(rename_all = "camelCase")]
     struct InitResult {
         protocol_version: String,
+        #[serde(default)]
+        capabilities: Option<serde_json::Map<String, serde_json::Value>>,
     }
     if let Ok(Answer {
         result: Some(result),
     }) = serde_json::from_slice::<Answer>(body)
     {
-        shared.state().negotiated_version = Some(result.protocol_version);
+        let mut state = shared.state();
+        state.quiet = !streams::may_push(result.capabilities.as_ref(), state.initialize.as_deref());
+        state.negotiated_version = Some(result.protocol_version);
     }
 }
 
@@ -866,7 +899,7 @@ async fn reinitialize(shared: &Arc<Shared>, lost: &str) -> Result<(), TransportE
     if !response.status().is_success() {
         return Err(expired());
     }
-    if let Some(opened) = open_get_stream(shared) {
+    if let Some(opened) = open_get_stream(shared, false) {
         let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
     }
     Ok(())

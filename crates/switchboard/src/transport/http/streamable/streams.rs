@@ -259,3 +259,99 @@ pub(super) fn backoff(failures: u32) -> Duration {
         .map_or(0, |d| d.subsec_nanos());
     Duration::from_millis(base / 2 + u64::from(nanos) % (base / 2 + 1))
 }
+
+/// Whether the server of a session-era connection may send anything unasked,
+/// which only the GET stream can carry: its capabilities (`result` of
+/// `initialize`) declare list changes, resource subscriptions, logging, or
+/// anything this client does not know, or the client's (in `initialize`,
+/// the request) declare anything at all (roots, sampling and elicitation
+/// are requests a server may send at any time). A server that declares
+/// only plain `tools`, `prompts`, `resources` and `completions` gets no GET
+/// stream until a request asks for progress: it has nothing to send on it,
+/// and each open one holds a connection on both sides.
+pub(super) fn may_push(
+    server: Option<&serde_json::Map<String, serde_json::Value>>,
+    initialize: Option<&[u8]>,
+) -> bool {
+    use serde_json::Value;
+    let Some(server) = server else { return true };
+    let flagged = |value: &Value, key: &str| {
+        value
+            .get(key)
+            .is_some_and(|v| v != &Value::Bool(false) && !v.is_null())
+    };
+    let server_pushes = server.iter().any(|(name, value)| match name.as_str() {
+        "tools" | "prompts" => flagged(value, "listChanged"),
+        "resources" => flagged(value, "listChanged") || flagged(value, "subscribe"),
+        "completions" => false,
+        _ => !value.is_null(),
+    });
+    if server_pushes {
+        return true;
+    }
+    #[derive(serde::Deserialize)]
+    struct Request {
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(default)]
+        capabilities: Option<serde_json::Map<String, Value>>,
+    }
+    match initialize.map(serde_json::from_slice::<Request>) {
+        Some(Ok(request)) => request
+            .params
+            .capabilities
+            .is_some_and(|client| client.values().any(|v| !v.is_null())),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::may_push;
+
+    fn pushes(server: Value, client: Value) -> bool {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": client,
+                "clientInfo": {"name": "c", "version": "1"}}})
+        .to_string();
+        may_push(server.as_object(), Some(initialize.as_bytes()))
+    }
+
+    #[test]
+    fn only_a_session_where_neither_side_declares_anything_pushed_is_quiet() {
+        for quiet in [
+            json!({}),
+            json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}}),
+            json!({"tools": {"listChanged": false}, "resources": {"subscribe": false}}),
+        ] {
+            assert!(!pushes(quiet.clone(), json!({})), "{quiet}");
+        }
+        for server in [
+            json!({"tools": {"listChanged": true}}),
+            json!({"prompts": {"listChanged": true}}),
+            json!({"resources": {"listChanged": true}}),
+            json!({"resources": {"subscribe": true}}),
+            json!({"logging": {}}),
+            json!({"tasks": {"requests": {}}}),
+            json!({"experimental": {}}),
+            json!({"somethingNew": {}}),
+        ] {
+            assert!(pushes(server.clone(), json!({})), "{server}");
+        }
+        for client in [
+            json!({"roots": {"listChanged": true}}),
+            json!({"sampling": {}}),
+            json!({"elicitation": {"form": {}}}),
+        ] {
+            assert!(pushes(json!({"tools": {}}), client.clone()), "{client}");
+        }
+        // What cannot be read is taken as pushing.
+        assert!(may_push(None, Some(b"{}")));
+        assert!(may_push(json!({}).as_object(), Some(b"not json")));
+        assert!(may_push(json!({}).as_object(), None));
+    }
+}
