@@ -26,6 +26,7 @@ use http_body_util::Full;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
+use reqwest::ResponseBuilderExt;
 use tokio::net::TcpStream;
 
 type Conn = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
@@ -147,15 +148,22 @@ impl Direct {
                 (at, target, hops) = (next, next_target, hops + 1);
                 continue;
             }
-            let response = response.map(|body| {
-                let mut body = Driven::new(body, idle, &self.idle);
-                // Nothing to read (a 202, a 405 without a body): the
-                // connection is free now, whether or not anyone reads it.
-                if body.body.is_end_stream() {
-                    body.release();
-                }
-                reqwest::Body::wrap(body)
-            });
+            let (mut parts, body) = response.into_parts();
+            let mut body = Driven::new(body, idle, &self.idle);
+            // Nothing to read (a 202, a 405 without a body): the
+            // connection is free now, whether or not anyone reads it.
+            if body.body.is_end_stream() {
+                body.release();
+            }
+            // The answer's URL, as reqwest's own client gives it; without
+            // one, the conversion parses a placeholder URL for every answer.
+            let (with_url, ()) = hyper::Response::builder()
+                .url(at)
+                .body(())
+                .unwrap_or_default()
+                .into_parts();
+            parts.extensions.extend(with_url.extensions);
+            let response = hyper::Response::from_parts(parts, reqwest::Body::wrap(body));
             return Ok(reqwest::Response::from(response));
         }
     }

@@ -215,6 +215,14 @@ impl HttpConfig {
         }
     }
 
+    /// [`HttpConfig::shown_url`], given the URL parsed.
+    pub(crate) fn shown_parsed_url(&self, url: &url::Url) -> String {
+        match &self.display {
+            Some(shown) => redact_written(shown),
+            None => redact_parsed(url),
+        }
+    }
+
     /// Adds a header sent with every request.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
@@ -601,16 +609,24 @@ impl AuthRetries {
 /// The URL without user info or query (which may hold secrets).
 pub(crate) fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            if parsed.query().is_some() {
-                parsed.set_query(Some("…"));
-            }
-            parsed.to_string()
-        }
+        Ok(parsed) => redact_parsed(&parsed),
         Err(_) => url.chars().take(200).collect(),
     }
+}
+
+/// [`redact_url`] of a URL already parsed.
+pub(crate) fn redact_parsed(url: &url::Url) -> String {
+    if url.username().is_empty() && url.password().is_none() && url.query().is_none() {
+        // Nothing to take out (each setter parses the URL again).
+        return url.to_string();
+    }
+    let mut parsed = url.clone();
+    let _ = parsed.set_username("");
+    let _ = parsed.set_password(None);
+    if parsed.query().is_some() {
+        parsed.set_query(Some("…"));
+    }
+    parsed.to_string()
 }
 
 /// A URL as written in a configuration (`${VAR}` references kept, not
