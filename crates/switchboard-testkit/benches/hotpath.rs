@@ -76,7 +76,8 @@
 //! it on the `block_on` thread instead; `HOTPATH_CURRENT_THREAD=1`, on a
 //! current-thread runtime). To profile one client alone, run the
 //! bench executable directly, e.g. `HOTPATH_CHILD=sb-legacy hotpath-… --quick
-//! --skip seq_p50_us,throughput,cold_ms` under `perf record`.
+//! --skip seq_p50_us,throughput,cold_ms` under `perf record`
+//! (`HOTPATH_COLD_REPS=N` takes N cold samples instead, to profile those).
 
 #[path = "hotpath/blocking.rs"]
 mod blocking;
@@ -369,6 +370,18 @@ struct Plan {
 
 impl Plan {
     fn new(quick: bool, smoke: bool, timeout: Duration) -> Plan {
+        let mut plan = Plan::sized(quick, smoke, timeout);
+        // For a profile of the cold path: enough samples to see it.
+        if let Some(reps) = std::env::var("HOTPATH_COLD_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            plan.cold_reps = reps;
+        }
+        plan
+    }
+
+    fn sized(quick: bool, smoke: bool, timeout: Duration) -> Plan {
         if smoke {
             // `cargo test` runs this binary too (an unoptimized build): check
             // that every client and metric works, measure nothing.
