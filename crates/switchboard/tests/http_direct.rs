@@ -276,7 +276,15 @@ async fn a_server_with_nothing_to_send_unasked_gets_no_get_stream_until_a_call_a
         let options = switchboard::RequestOptions::default().on_progress(|_| {});
         client.call_tool_with(&params, options).await.unwrap();
     }
-    assert_eq!(gets(&server), 1, "{:?}", server.seen.lock().unwrap());
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(gets(&server), 1, "{seen:?}");
+    // Opened before the call went out, so the call's progress has a stream.
+    let get = seen.iter().position(|(_, m)| m == "GET").unwrap();
+    let calls: Vec<usize> = (0..seen.len())
+        .filter(|&i| seen[i].1 == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 3, "{seen:?}");
+    assert!(calls[0] < get && get < calls[1], "{seen:?}");
 }
 
 #[tokio::test]

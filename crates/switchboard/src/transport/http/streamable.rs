@@ -532,6 +532,15 @@ async fn send(shared: Arc<Shared>, message: &[u8], inline: bool) -> Result<Sent,
     } else {
         None
     };
+    // Progress needs the stream open before the server starts on the
+    // request.
+    let get_opened = match get_opened {
+        Some(opened) if wants_progress => {
+            let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
+            None
+        }
+        opened => opened,
+    };
     let outcome = send_sniffed(&shared, message, &sniff, inline).await;
     let get_opened = match get_opened {
         None if initialized && outcome.is_ok() => open_get_stream(&shared, false),
