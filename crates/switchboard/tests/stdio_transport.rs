@@ -191,6 +191,68 @@ async fn unknown_command_is_a_spawn_error() {
     assert_eq!(command, "/nonexistent/switchboard-no-such-server --flag");
 }
 
+#[tokio::test]
+async fn a_bare_name_is_looked_up_in_the_servers_path_and_a_nul_is_refused() {
+    // Found in the PATH the server gets, not only in the client's.
+    let dir = std::env::temp_dir().join(format!("switchboard-path-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("sb-path-server");
+    std::fs::write(&script, "#!/bin/sh\necho found\nexec cat\n").unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&script).unwrap().permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", dir.display());
+    let mut connection = connect(&StdioConfig::new("sb-path-server").env("PATH", &path)).await;
+    assert_eq!(recv_line(&mut connection).await, "found");
+    connection.sink.close().await;
+    // Not in that PATH: no such file, named as such.
+    let error = StdioConfig::new("sb-path-server")
+        .connect()
+        .await
+        .unwrap_err();
+    let TransportError::Spawn { source, .. } = &error else {
+        panic!("expected Spawn, got {error:?}");
+    };
+    assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{error}");
+    // A NUL cannot reach `execve`: refused, nothing started.
+    let error = StdioConfig::new("cat")
+        .arg("a\0b")
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(error, TransportError::Spawn { .. }), "{error:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_server_starts_with_sigpipe_at_its_default_and_no_signal_blocked() {
+    // This test process ignores SIGPIPE (Rust's runtime does); a server
+    // must not inherit that, nor any blocked signal.
+    let mut connection = connect(&sh(
+        r#"grep -E '^Sig(Blk|Ign):' /proc/$$/status | tr '\t\n' '  '; echo; exec cat"#,
+    ))
+    .await;
+    let line = recv_line(&mut connection).await;
+    let mask = |name: &str, text: &str| {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == name).expect(name);
+        u64::from_str_radix(words[at + 1], 16).expect("a hex mask")
+    };
+    const SIGPIPE: u64 = 1 << (13 - 1);
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    assert_ne!(
+        mask("SigIgn:", &own) & SIGPIPE,
+        0,
+        "the test itself ignores SIGPIPE"
+    );
+    assert_eq!(mask("SigBlk:", &line), 0, "{line}");
+    assert_eq!(mask("SigIgn:", &line) & SIGPIPE, 0, "{line}");
+    connection.sink.close().await;
+}
+
 /// Runs `env` and returns what it printed.
 async fn child_env(config: StdioConfig) -> HashMap<String, String> {
     let mut connection = connect(&config).await;

@@ -71,6 +71,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
+
+#[cfg(target_os = "linux")]
+mod spawn;
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::time::Instant;
@@ -362,12 +365,11 @@ impl StdioConfig {
         PathBuf::from(&self.command)
     }
 
-    fn spawn(&self) -> Result<Connection, TransportError> {
-        let described = self.describe();
-        let spawn_error = |source| TransportError::Spawn {
-            command: described.clone(),
-            source,
-        };
+    /// Starts the server through `process_wrap` (where [`spawn::spawn`]
+    /// is not used): its own process group (a job object on Windows),
+    /// killed on drop; on Linux the death signal is armed in a `pre_exec`,
+    /// which makes the start a `fork`.
+    fn spawn_wrapped(&self) -> io::Result<Box<dyn ChildWrapper>> {
         let mut command = CommandWrap::with_new(self.program(), |command| {
             command.args(&self.args);
             if !self.inherit_env {
@@ -390,7 +392,47 @@ impl StdioConfig {
         #[cfg(windows)]
         command.wrap(process_wrap::tokio::JobObject);
         command.wrap(KillOnDrop);
-        let mut child = command.spawn().map_err(spawn_error)?;
+        command.spawn()
+    }
+
+    /// Starts the server without `fork` ([`spawn`]), given the same as
+    /// [`StdioConfig::spawn_wrapped`] gives the command.
+    #[cfg(target_os = "linux")]
+    fn spawn_own(&self) -> io::Result<Box<dyn ChildWrapper>> {
+        let mut env: Vec<(OsString, OsString)> = if self.inherit_env {
+            std::env::vars_os().collect()
+        } else {
+            inherited()
+                .map(|(key, value)| (key.into(), value))
+                .collect()
+        };
+        env.extend(self.env.iter().cloned());
+        spawn::spawn(&spawn::Spec {
+            program: self.command.as_os_str(),
+            args: &self.args,
+            env,
+            cwd: self.cwd.as_deref(),
+        })
+    }
+
+    fn spawn(&self) -> Result<Connection, TransportError> {
+        let described = self.describe();
+        let spawn_error = |source| TransportError::Spawn {
+            command: described.clone(),
+            source,
+        };
+        #[cfg(target_os = "linux")]
+        let started = if spawn::supported() {
+            Some(self.spawn_own().map_err(spawn_error)?)
+        } else {
+            None
+        };
+        #[cfg(not(target_os = "linux"))]
+        let started: Option<Box<dyn ChildWrapper>> = None;
+        let mut child = match started {
+            Some(child) => child,
+            None => self.spawn_wrapped().map_err(spawn_error)?,
+        };
         let pid = child.id();
         let stdin = child.stdin().take();
         let stdout = child.stdout().take();
@@ -783,8 +825,9 @@ impl Drop for Process {
 /// and no `Drop` runs). The signal reaches the server process only, not
 /// what it started itself.
 ///
-/// The one reviewed exception to `forbid(unsafe_code)`: `pre_exec` runs
-/// between `fork` and `exec`.
+/// Used only where [`spawn::spawn`] is not (a kernel without `pidfd_open`).
+/// One of the two reviewed exceptions to `deny(unsafe_code)` (the other is
+/// `stdio/spawn.rs`): `pre_exec` runs between `fork` and `exec`.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn die_with_parent(command: &mut tokio::process::Command) {
