@@ -198,10 +198,6 @@ async fn a_bare_name_is_looked_up_in_the_servers_path_and_a_nul_is_refused() {
     std::fs::create_dir_all(&dir).unwrap();
     let script = dir.join("sb-path-server");
     std::fs::write(&script, "#!/bin/sh\necho found\nexec cat\n").unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(&script).unwrap().permissions(),
-        0o755,
-    );
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:/usr/bin:/bin", dir.display());
     let mut connection = connect(&StdioConfig::new("sb-path-server").env("PATH", &path)).await;
@@ -223,6 +219,13 @@ async fn a_bare_name_is_looked_up_in_the_servers_path_and_a_nul_is_refused() {
         .await
         .unwrap_err();
     assert!(matches!(error, TransportError::Spawn { .. }), "{error:?}");
+    // A script without `#!` runs under /bin/sh, as `execvp` runs it.
+    let plain = dir.join("sb-plain-script");
+    std::fs::write(&plain, "echo plain \"$1\"\nexec cat\n").unwrap();
+    std::fs::set_permissions(&plain, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut connection = connect(&StdioConfig::new(&plain).arg("arg")).await;
+    assert_eq!(recv_line(&mut connection).await, "plain arg");
+    connection.sink.close().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -52,6 +52,9 @@ pub(super) struct Spec<'a> {
 struct ChildArgs {
     path: *const libc::c_char,
     argv: *const *const libc::c_char,
+    /// `/bin/sh PATH ARGS…`, for a file `execve` does not recognise (a
+    /// script without `#!`), as `execvp` runs it.
+    sh_argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
     cwd: *const libc::c_char,
     /// The pipe ends that become the child's stdin, stdout and stderr.
@@ -111,6 +114,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::execve(args.path, args.argv, args.envp);
+        if errno() == libc::ENOEXEC {
+            libc::execve(*args.sh_argv, args.sh_argv, args.envp);
+        }
         fail(errno())
     }
 }
@@ -223,6 +229,12 @@ pub(super) fn spawn(spec: &Spec<'_>) -> io::Result<Box<dyn ChildWrapper>> {
         .map(|s| s.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect();
+    let sh = c_string(b"/bin/sh")?;
+    let sh_argv: Vec<*const libc::c_char> = [sh.as_ptr(), path.as_ptr()]
+        .into_iter()
+        .chain(arg_strings[1..].iter().map(|s| s.as_ptr()))
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
     let envp: Vec<*const libc::c_char> = env_strings
         .iter()
         .map(|s| s.as_ptr())
@@ -235,6 +247,7 @@ pub(super) fn spawn(spec: &Spec<'_>) -> io::Result<Box<dyn ChildWrapper>> {
     let args = ChildArgs {
         path: path.as_ptr(),
         argv: argv.as_ptr(),
+        sh_argv: sh_argv.as_ptr(),
         envp: envp.as_ptr(),
         cwd: cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         fds: [
