@@ -192,7 +192,7 @@ async fn unknown_command_is_a_spawn_error() {
 }
 
 #[tokio::test]
-async fn a_bare_name_is_looked_up_in_the_servers_path_and_a_nul_is_refused() {
+async fn a_server_program_is_found_and_started_as_execvp_would() {
     // Found in the PATH the server gets, not only in the client's.
     let dir = std::env::temp_dir().join(format!("switchboard-path-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
