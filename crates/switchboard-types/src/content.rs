@@ -255,31 +255,148 @@ impl Serialize for ContentBlock {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut map = JsonObject::deserialize(deserializer)?;
-        let kind = match map.get("type") {
-            Some(Value::String(kind)) => kind.clone(),
-            Some(_) => return Err(de::Error::custom("content block `type` is not a string")),
-            None => return Err(de::Error::custom("content block without `type`")),
-        };
-        let known = matches!(
-            kind.as_str(),
-            "text" | "image" | "audio" | "resource_link" | "resource" | "tool_use" | "tool_result"
-        );
-        if !known {
-            return Ok(ContentBlock::Other(map));
-        }
-        take(&mut map, "type");
-        let what = format!("`{kind}` content block");
-        Ok(match kind.as_str() {
-            "text" => ContentBlock::Text(from_object(map, &what)?),
-            "image" => ContentBlock::Image(from_object(map, &what)?),
-            "audio" => ContentBlock::Audio(from_object(map, &what)?),
-            "resource_link" => ContentBlock::ResourceLink(from_object(map, &what)?),
-            "resource" => ContentBlock::Resource(from_object(map, &what)?),
-            "tool_use" => ContentBlock::ToolUse(from_object(map, &what)?),
-            _ => ContentBlock::ToolResult(from_object(map, &what)?),
-        })
+        deserializer.deserialize_map(BlockVisitor)
     }
+}
+
+/// Reads a block straight into its type when `"type"` comes first, as
+/// every server writes it: no `JsonObject` in between. Otherwise the whole
+/// object is read first and then sorted out.
+struct BlockVisitor;
+
+/// A block member's name: `type` without an allocation.
+enum Key {
+    Type,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl de::Visitor<'_> for KeyVisitor {
+            type Value = Key;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(if key == "type" {
+                    Key::Type
+                } else {
+                    Key::Other(key.to_owned())
+                })
+            }
+
+            fn visit_string<E: de::Error>(self, key: String) -> Result<Key, E> {
+                Ok(if key == "type" {
+                    Key::Type
+                } else {
+                    Key::Other(key)
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> de::Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a content block (an object with a `type`)")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        let first = match map.next_key::<Key>()? {
+            None => return Err(de::Error::custom("content block without `type`")),
+            Some(Key::Type) => None,
+            Some(Key::Other(key)) => Some(key),
+        };
+        let Some(first) = first else {
+            let kind = match map.next_value::<Value>()? {
+                Value::String(kind) => kind,
+                _ => return Err(de::Error::custom("content block `type` is not a string")),
+            };
+            return read_block(kind, de::value::MapAccessDeserializer::new(map));
+        };
+        // `type` comes later: the whole object, then its type.
+        let mut object = JsonObject::new();
+        let value = map.next_value::<Value>()?;
+        object.insert(first, value);
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            object.insert(key, value);
+        }
+        from_map(object)
+    }
+}
+
+/// The rest of a block whose `type` (`kind`) came first.
+fn read_block<'de, D: Deserializer<'de>>(kind: String, rest: D) -> Result<ContentBlock, D::Error> {
+    fn known<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        kind: &str,
+        rest: D,
+        extra: impl FnOnce(&T) -> &crate::Extra,
+    ) -> Result<T, D::Error> {
+        let block = T::deserialize(rest)
+            .map_err(|e| de::Error::custom(format!("invalid `{kind}` content block: {e}")))?;
+        // A second `type` lands among the unknown members; as one object
+        // it would be written out twice.
+        if extra(&block).contains_key("type") {
+            return Err(de::Error::custom(format!(
+                "invalid `{kind}` content block: `type` given twice"
+            )));
+        }
+        Ok(block)
+    }
+    Ok(match kind.as_str() {
+        "text" => ContentBlock::Text(known(&kind, rest, |b: &TextContent| &b.extra)?),
+        "image" => ContentBlock::Image(known(&kind, rest, |b: &ImageContent| &b.extra)?),
+        "audio" => ContentBlock::Audio(known(&kind, rest, |b: &AudioContent| &b.extra)?),
+        "resource_link" => {
+            ContentBlock::ResourceLink(known(&kind, rest, |b: &ResourceLink| &b.extra)?)
+        }
+        "resource" => ContentBlock::Resource(known(&kind, rest, |b: &EmbeddedResource| &b.extra)?),
+        "tool_use" => ContentBlock::ToolUse(known(&kind, rest, |b: &ToolUseContent| &b.extra)?),
+        "tool_result" => {
+            ContentBlock::ToolResult(known(&kind, rest, |b: &ToolResultContent| &b.extra)?)
+        }
+        _ => {
+            let mut object = JsonObject::new();
+            object.insert("type".to_owned(), Value::String(kind));
+            // A later `type` replaces the first in place, as when the
+            // object is read whole.
+            object.extend(JsonObject::deserialize(rest)?);
+            ContentBlock::Other(object)
+        }
+    })
+}
+
+/// A block read whole (its `type` was not first).
+fn from_map<E: de::Error>(mut map: JsonObject) -> Result<ContentBlock, E> {
+    let kind = match map.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        Some(_) => return Err(de::Error::custom("content block `type` is not a string")),
+        None => return Err(de::Error::custom("content block without `type`")),
+    };
+    let known = matches!(
+        kind.as_str(),
+        "text" | "image" | "audio" | "resource_link" | "resource" | "tool_use" | "tool_result"
+    );
+    if !known {
+        return Ok(ContentBlock::Other(map));
+    }
+    take(&mut map, "type");
+    let what = format!("`{kind}` content block");
+    Ok(match kind.as_str() {
+        "text" => ContentBlock::Text(from_object(map, &what)?),
+        "image" => ContentBlock::Image(from_object(map, &what)?),
+        "audio" => ContentBlock::Audio(from_object(map, &what)?),
+        "resource_link" => ContentBlock::ResourceLink(from_object(map, &what)?),
+        "resource" => ContentBlock::Resource(from_object(map, &what)?),
+        "tool_use" => ContentBlock::ToolUse(from_object(map, &what)?),
+        _ => ContentBlock::ToolResult(from_object(map, &what)?),
+    })
 }
 
 #[cfg(test)]
@@ -301,6 +418,58 @@ mod tests {
         let err = serde_json::from_value::<ContentBlock>(json!({"type": "text"})).unwrap_err();
         assert!(err.to_string().contains("`text` content block"), "{err}");
         assert!(serde_json::from_value::<ContentBlock>(json!({"text": "x"})).is_err());
+    }
+
+    #[test]
+    fn a_block_reads_the_same_whatever_its_member_order() {
+        let first: ContentBlock =
+            serde_json::from_str(r#"{"type":"text","text":"hi","x":[1]}"#).unwrap();
+        let last: ContentBlock =
+            serde_json::from_str(r#"{"text":"hi","x":[1],"type":"text"}"#).unwrap();
+        let tree: ContentBlock =
+            serde_json::from_value(json!({"text": "hi", "type": "text", "x": [1]})).unwrap();
+        assert_eq!(first, last);
+        assert_eq!(first, tree);
+        assert_eq!(first.as_text(), Some("hi"));
+        assert_eq!(
+            serde_json::to_string(&last).unwrap(),
+            r#"{"type":"text","text":"hi","x":[1]}"#
+        );
+        let unknown: ContentBlock = serde_json::from_str(r#"{"z":1,"type":"holo"}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&unknown).unwrap(),
+            r#"{"z":1,"type":"holo"}"#
+        );
+    }
+
+    #[test]
+    fn a_second_type_is_refused_or_replaces_the_first_as_in_one_object() {
+        let err =
+            serde_json::from_str::<ContentBlock>(r#"{"type":"text","text":"a","type":"image"}"#)
+                .unwrap_err();
+        assert!(err.to_string().contains("`type` given twice"), "{err}");
+        let unknown: ContentBlock =
+            serde_json::from_str(r#"{"type":"holo","a":1,"type":"gram"}"#).unwrap();
+        assert_eq!(unknown.kind(), Some("gram"));
+        assert_eq!(
+            serde_json::to_string(&unknown).unwrap(),
+            r#"{"type":"gram","a":1}"#
+        );
+    }
+
+    #[test]
+    fn a_malformed_block_in_text_names_its_type_and_where() {
+        let err = serde_json::from_str::<ContentBlock>(r#"{"type":"text","text":3}"#).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("invalid `text` content block: invalid type"),
+            "{text}"
+        );
+        assert_eq!(text.matches(" at line ").count(), 1, "{text}");
+        let err = serde_json::from_str::<ContentBlock>(r#"{"type":7}"#).unwrap_err();
+        assert!(err.to_string().contains("`type` is not a string"), "{err}");
+        let err = serde_json::from_str::<ContentBlock>("{}").unwrap_err();
+        assert!(err.to_string().contains("without `type`"), "{err}");
     }
 
     #[test]
