@@ -77,7 +77,8 @@
 //! current-thread runtime). To profile one client alone, run the
 //! bench executable directly, e.g. `HOTPATH_CHILD=sb-legacy hotpath-… --quick
 //! --skip seq_p50_us,throughput,cold_ms` under `perf record`
-//! (`HOTPATH_COLD_REPS=N` takes N cold samples instead, to profile those).
+//! (`HOTPATH_COLD_REPS=N`, `HOTPATH_SEQUENTIAL_CALLS=N` and
+//! `HOTPATH_THROUGHPUT_CALLS=N` size one phase, to profile it).
 
 #[path = "hotpath/blocking.rs"]
 mod blocking;
@@ -371,12 +372,16 @@ struct Plan {
 impl Plan {
     fn new(quick: bool, smoke: bool, timeout: Duration) -> Plan {
         let mut plan = Plan::sized(quick, smoke, timeout);
-        // For a profile of the cold path: enough samples to see it.
-        if let Some(reps) = std::env::var("HOTPATH_COLD_REPS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
+        // For a profile of one phase: enough samples to see it.
+        let count = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+        if let Some(reps) = count("HOTPATH_COLD_REPS") {
             plan.cold_reps = reps;
+        }
+        if let Some(calls) = count("HOTPATH_SEQUENTIAL_CALLS") {
+            plan.sequential = calls;
+        }
+        if let Some(calls) = count("HOTPATH_THROUGHPUT_CALLS") {
+            plan.throughput = calls;
         }
         plan
     }
