@@ -238,6 +238,12 @@ impl ResponseCache {
             .map_or_else(String::new, |f| f())
     }
 
+    /// Whether answers to `method` are kept (then requests for it carry
+    /// their params as a JSON value, to make the key).
+    pub(super) fn caches(&self, method: &str) -> bool {
+        self.config.enabled && CACHEABLE.contains(&method)
+    }
+
     /// The key of a cacheable request, or `None`.
     pub(super) fn key(&self, method: &str, params: Option<&Value>) -> Option<CacheKey> {
         if !self.config.enabled {

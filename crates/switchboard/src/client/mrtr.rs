@@ -34,15 +34,20 @@ impl Client {
         options: RequestOptions,
     ) -> Result<T> {
         // No copy kept for retries: they are rare, and serializing the
-        // caller's params again is cheaper than cloning every call's.
-        let mut current = to_params(method, params)?;
+        // caller's params again is cheaper than cloning every call's. The
+        // first round's go out as text (`send_typed`), a retry's as JSON.
+        let mut retry: Option<Value> = None;
         let mut rounds = 0usize;
         let mut state_only = 0u32;
         loop {
-            let interim = match self
-                .request_raw(method, Some(current), options.clone())
-                .await
-            {
+            let sent = match retry.take() {
+                None => self.send_typed(method, params, options.clone()).await,
+                Some(current) => {
+                    self.request_raw(method, Some(current), options.clone())
+                        .await
+                }
+            };
+            let interim = match sent {
                 Err(Error::InputRequired { result, .. }) => parse_result::<InputRequiredResult>(
                     self.inner.engine.server(),
                     method,
@@ -78,7 +83,7 @@ impl Client {
             };
             // Every retry starts from the caller's params: nothing from an
             // earlier round leaks into the next.
-            current = to_params(method, params)?;
+            let mut current = to_params(method, params)?;
             let object = current
                 .as_object_mut()
                 .expect("to_params always makes an object");
@@ -88,6 +93,7 @@ impl Client {
             if let Some(state) = interim.request_state {
                 object.insert("requestState".into(), Value::String(state));
             }
+            retry = Some(current);
             tracing::debug!(server = %self.server_name(), %method, round = rounds, "retrying with input");
         }
     }
@@ -99,8 +105,7 @@ impl Client {
         params: &P,
         options: RequestOptions,
     ) -> Result<RequestOutcome<T>> {
-        let params = to_params(method, params)?;
-        match self.request_raw(method, Some(params), options).await {
+        match self.send_typed(method, params, options).await {
             Ok(raw) => parse_result(self.inner.engine.server(), method, raw.get()),
             Err(Error::InputRequired { result, .. }) => {
                 parse_result(self.inner.engine.server(), method, result.get())

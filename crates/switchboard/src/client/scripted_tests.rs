@@ -249,3 +249,107 @@ async fn unknown_content_blocks_do_not_fail_a_result() {
         json!({"type": "hologram", "x": 1})
     );
 }
+
+/// A client that negotiated 2025-11-25 with a scripted server.
+async fn session_client() -> (Client, MemoryEnd) {
+    let (client_end, mut server) = memory::pair();
+    let connect = Client::builder()
+        .era_mode(EraMode::Legacy)
+        .connect(client_end.into_connector());
+    let script = async {
+        let init = answer(
+            &mut server,
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "s", "version": "1"}}),
+        )
+        .await;
+        assert_eq!(init["method"], "initialize");
+        let initialized: Value = serde_json::from_slice(&server.recv().await.unwrap()).unwrap();
+        assert_eq!(initialized["method"], "notifications/initialized");
+    };
+    let (client, ()) = tokio::join!(connect, script);
+    (client.unwrap(), server)
+}
+
+/// Sends `tools/call` with `params` and `options`; what the server got.
+async fn sent_params(
+    client: &Client,
+    server: &mut MemoryEnd,
+    params: &CallToolRequestParams,
+    options: RequestOptions,
+) -> Value {
+    let (result, request) = tokio::join!(
+        client.call_tool_with(params, options),
+        answer(server, json!({"content": []}))
+    );
+    result.unwrap();
+    assert_eq!(request["method"], "tools/call");
+    let mut params = request["params"].clone();
+    // The progress token is the request's id.
+    if let Some(token) = params.pointer_mut("/_meta/progressToken") {
+        assert_eq!(*token, request["id"]);
+        *token = json!("id");
+    }
+    params
+}
+
+/// Typed params go out as text, with the per-request `_meta` spliced in,
+/// unless their own `_meta` (or the options') has to be merged: every way
+/// gives the server the same params.
+#[tokio::test]
+async fn typed_params_reach_the_server_as_given_with_their_meta_merged() {
+    let mut arguments = JsonObject::new();
+    arguments.insert("text".into(), json!("a \"_meta\": {}"));
+    arguments.insert("_meta".into(), json!({"inner": true}));
+    let plain = CallToolRequestParams {
+        name: "t".into(),
+        arguments: Some(arguments.clone()),
+        ..Default::default()
+    };
+    let mut own_meta = plain.clone();
+    own_meta.meta = Some(serde_json::from_value(json!({"mine": 1})).unwrap());
+    let progress = || RequestOptions::default().on_progress(|_| {});
+
+    let (client, mut server) = session_client().await;
+    let got = sent_params(&client, &mut server, &plain, RequestOptions::default()).await;
+    assert_eq!(got, json!({"name": "t", "arguments": arguments}));
+    let got = sent_params(&client, &mut server, &plain, progress()).await;
+    assert_eq!(
+        got,
+        json!({"name": "t", "arguments": arguments, "_meta": {"progressToken": "id"}})
+    );
+    let got = sent_params(&client, &mut server, &own_meta, progress()).await;
+    assert_eq!(
+        got,
+        json!({"name": "t", "arguments": arguments, "_meta": {"mine": 1, "progressToken": "id"}})
+    );
+    let bare = CallToolRequestParams {
+        name: "t".into(),
+        ..Default::default()
+    };
+    let got = sent_params(&client, &mut server, &bare, progress()).await;
+    assert_eq!(got, json!({"name": "t", "_meta": {"progressToken": "id"}}));
+
+    let (client, mut server) = modern_client().await;
+    client
+        .set_logging_level(LoggingLevel::Warning)
+        .await
+        .unwrap();
+    let got = sent_params(&client, &mut server, &plain, progress()).await;
+    let meta = got["_meta"].as_object().unwrap();
+    assert_eq!(got["arguments"], json!(arguments));
+    assert_eq!(meta["progressToken"], "id");
+    assert_eq!(meta[switchboard_types::meta::META_LOG_LEVEL], "warning");
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    let got = sent_params(&client, &mut server, &own_meta, RequestOptions::default()).await;
+    let meta = got["_meta"].as_object().unwrap();
+    assert_eq!(meta["mine"], 1);
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert!(meta.get("progressToken").is_none());
+}

@@ -54,29 +54,51 @@ pub(super) fn with_modern_meta(
         Some(params) => serde_json::to_string(params)?,
         None => "{}".to_owned(),
     };
-    let mut out = String::with_capacity(body.len() + fragment.len() + 80);
+    RawValue::from_string(splice_meta(&body, Some(fragment), level, progress))
+}
+
+/// `body` (an object's text, without `_meta`) with a `_meta` member holding
+/// `fragment` (members without braces), the log level and the progress
+/// token; `body` itself when there is none of them.
+fn splice_meta(
+    body: &str,
+    fragment: Option<&str>,
+    level: Option<LoggingLevel>,
+    progress: Option<i64>,
+) -> String {
+    if fragment.is_none() && level.is_none() && progress.is_none() {
+        return body.to_owned();
+    }
+    let mut out = String::with_capacity(body.len() + fragment.map_or(0, str::len) + 80);
     // An object serializes as `{…}`: reopen it before the closing brace.
     out.push_str(&body[..body.len() - 1]);
     if body.len() > 2 {
         out.push(',');
     }
     out.push_str(r#""_meta":{"#);
-    out.push_str(fragment);
+    // The fragment, when not empty, is the first member.
+    let mut first = fragment.is_none_or(str::is_empty);
+    out.push_str(fragment.unwrap_or(""));
+    let mut member = |out: &mut String, name: &str| {
+        if !std::mem::take(&mut first) {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(name);
+        out.push_str("\":");
+    };
     if let Some(level) = level {
-        out.push_str(r#",""#);
-        out.push_str(meta::META_LOG_LEVEL);
-        out.push_str(r#"":""#);
+        member(&mut out, meta::META_LOG_LEVEL);
+        out.push('"');
         out.push_str(level.as_str());
         out.push('"');
     }
     if let Some(token) = progress {
-        out.push_str(r#",""#);
-        out.push_str(meta::PROGRESS_TOKEN);
-        out.push_str(r#"":"#);
+        member(&mut out, meta::PROGRESS_TOKEN);
         out.push_str(&token.to_string());
     }
     out.push_str("}}");
-    RawValue::from_string(out)
+    out
 }
 
 /// Merges `fields` into `params._meta`, making `params` an object if needed.
@@ -186,6 +208,54 @@ impl Client {
                 outcome
             }
         }
+    }
+
+    /// Sends typed params, which must serialize as an object (anything
+    /// else is sent as `{}`). They are serialized once, straight to text,
+    /// unless something needs them as a JSON value: the cache (a cacheable
+    /// method of the stateless era), their own `_meta` or the options'
+    /// (merged member by member). Otherwise as [`Client::request_raw`].
+    pub(super) async fn send_typed<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<RawResult> {
+        let serialize = |source| Error::Serialize {
+            method: method.to_owned(),
+            source,
+        };
+        let mut body = serde_json::value::to_raw_value(params).map_err(serialize)?;
+        if !body.get().starts_with('{') {
+            body = serde_json::value::to_raw_value(&JsonObject::new()).map_err(serialize)?;
+        }
+        let cached = self.inner.session.era == Era::Modern && self.inner.subs.cache.caches(method);
+        // A `"_meta"` anywhere, even inside an argument, takes the long way:
+        // telling a member from a string would mean parsing.
+        if cached || !options.meta.is_empty() || body.get().contains(r#""_meta""#) {
+            let value: Value = serde_json::from_str(body.get()).map_err(serialize)?;
+            return self.request_raw(method, Some(value), options).await;
+        }
+        let engine = &self.inner.engine;
+        let id = engine.allocate_id();
+        let token = options.progress.is_some().then_some(id);
+        let fragment = self.inner.modern_meta_json.as_deref();
+        let level = fragment.and_then(|_| {
+            level_from_code(
+                self.inner
+                    .log_level
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+        });
+        let raw = if fragment.is_none() && token.is_none() {
+            body
+        } else {
+            RawValue::from_string(splice_meta(body.get(), fragment, level, token))
+                .map_err(serialize)?
+        };
+        let outcome = self.send_params(id, method, Some(raw), options).await;
+        self.note_refusal(method, &outcome);
+        outcome
     }
 
     /// [`Client::request_raw`] past the cache.
