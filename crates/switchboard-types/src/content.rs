@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::meta::JsonObject;
 use crate::resources::{Resource, ResourceContents};
-use crate::util::{TypeTagged, from_object, take};
+use crate::util::{TypeTagged, take};
 
 /// Who a message or content is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -387,16 +387,7 @@ fn from_map<E: de::Error>(mut map: JsonObject) -> Result<ContentBlock, E> {
         return Ok(ContentBlock::Other(map));
     }
     take(&mut map, "type");
-    let what = format!("`{kind}` content block");
-    Ok(match kind.as_str() {
-        "text" => ContentBlock::Text(from_object(map, &what)?),
-        "image" => ContentBlock::Image(from_object(map, &what)?),
-        "audio" => ContentBlock::Audio(from_object(map, &what)?),
-        "resource_link" => ContentBlock::ResourceLink(from_object(map, &what)?),
-        "resource" => ContentBlock::Resource(from_object(map, &what)?),
-        "tool_use" => ContentBlock::ToolUse(from_object(map, &what)?),
-        _ => ContentBlock::ToolResult(from_object(map, &what)?),
-    })
+    read_block(kind, Value::Object(map)).map_err(de::Error::custom)
 }
 
 #[cfg(test)]

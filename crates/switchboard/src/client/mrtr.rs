@@ -234,7 +234,8 @@ impl Client {
     }
 }
 
-fn to_params<P: Serialize>(method: &str, params: &P) -> Result<Value> {
+/// `params` as a JSON object (anything else becomes `{}`).
+pub(super) fn to_params<P: Serialize>(method: &str, params: &P) -> Result<Value> {
     let value = serde_json::to_value(params).map_err(|source| Error::Serialize {
         method: method.to_owned(),
         source,

@@ -15,6 +15,7 @@ use switchboard_types::{
     ProtocolVersion, meta,
 };
 
+use super::mrtr::to_params;
 use super::{Client, level_from_code};
 use crate::engine::{RawResult, RequestOptions};
 use crate::error::{Error, Result};
@@ -225,16 +226,22 @@ impl Client {
             method: method.to_owned(),
             source,
         };
+        let cached = self.inner.session.era == Era::Modern && self.inner.subs.cache.caches(method);
+        if cached || !options.meta.is_empty() {
+            return self
+                .request_raw(method, Some(to_params(method, params)?), options)
+                .await;
+        }
         let mut body = serde_json::value::to_raw_value(params).map_err(serialize)?;
         if !body.get().starts_with('{') {
             body = serde_json::value::to_raw_value(&JsonObject::new()).map_err(serialize)?;
         }
-        let cached = self.inner.session.era == Era::Modern && self.inner.subs.cache.caches(method);
         // A `"_meta"` anywhere, even inside an argument, takes the long way:
         // telling a member from a string would mean parsing.
-        if cached || !options.meta.is_empty() || body.get().contains(r#""_meta""#) {
-            let value: Value = serde_json::from_str(body.get()).map_err(serialize)?;
-            return self.request_raw(method, Some(value), options).await;
+        if body.get().contains(r#""_meta""#) {
+            return self
+                .request_raw(method, Some(to_params(method, params)?), options)
+                .await;
         }
         let engine = &self.inner.engine;
         let id = engine.allocate_id();
