@@ -78,7 +78,9 @@
 //! bench executable directly, e.g. `HOTPATH_CHILD=sb-legacy hotpath-… --quick
 //! --skip seq_p50_us,throughput,cold_ms` under `perf record`
 //! (`HOTPATH_COLD_REPS=N`, `HOTPATH_SEQUENTIAL_CALLS=N` and
-//! `HOTPATH_THROUGHPUT_CALLS=N` size one phase, to profile it).
+//! `HOTPATH_THROUGHPUT_CALLS=N` size one phase, to profile it;
+//! `HOTPATH_COLD_ONE_SERVER=1` makes every HTTP cold connect reuse one warm
+//! server, so the profile is the client's).
 
 #[path = "hotpath/blocking.rs"]
 mod blocking;
@@ -107,6 +109,8 @@ const PIN_ENV: &str = "HOTPATH_PIN";
 /// Set (inherited by every child): the async clients run on a tokio
 /// current-thread runtime instead of the default multi-thread one.
 const CURRENT_THREAD_ENV: &str = "HOTPATH_CURRENT_THREAD";
+/// Set: HTTP cold connects reuse one warm server (see `measure_cold`).
+const COLD_ONE_SERVER_ENV: &str = "HOTPATH_COLD_ONE_SERVER";
 const RESULT_PREFIX: &str = "HOTPATH-RESULT ";
 /// Key of the negotiated protocol in a child's result (not a metric).
 const PROTOCOL_KEY: &str = "protocol";
@@ -589,12 +593,18 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// This binary: it is also the fast server (`--fast-server`).
+/// This binary: it is also the fast server (`--fast-server`). Looked up
+/// once: an async client's `connect` asks for its command inside the timed
+/// part (a `readlink` each time), the blocking floors outside it.
 fn fast_server_exe() -> String {
-    std::env::current_exe()
-        .expect("current_exe")
-        .to_string_lossy()
-        .into_owned()
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        std::env::current_exe()
+            .expect("current_exe")
+            .to_string_lossy()
+            .into_owned()
+    })
+    .clone()
 }
 
 fn echo_args() -> Map<String, Value> {
@@ -1244,9 +1254,22 @@ async fn measure_blob(conn: &Conn, size: usize, reps: usize, limit: Duration) ->
 /// says a client SHOULD cache per origin) can use it.
 async fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
     let mut samples = Vec::with_capacity(plan.cold_reps);
+    // `HOTPATH_COLD_ONE_SERVER=1`: every sample against one server, warmed
+    // by one untimed connection (for a profile of the client's own work).
+    let mut shared = match kind.transport() {
+        Transport::Http if std::env::var_os(COLD_ONE_SERVER_ENV).is_some() => {
+            let server = HttpServer::start(kind).await?;
+            let conn = connect(kind, Some(&server.url)).await?;
+            conn.list_tools().await?;
+            conn.close().await;
+            Some(server)
+        }
+        _ => None,
+    };
     for _ in 0..plan.cold_reps {
         let server = match kind.transport() {
             Transport::Stdio => None,
+            Transport::Http if shared.is_some() => shared.take(),
             Transport::Http => Some(HttpServer::start(kind).await?),
         };
         if second {
@@ -1259,7 +1282,9 @@ async fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
         let n = conn.list_tools().await?;
         let elapsed = t.elapsed();
         conn.close().await;
-        if let Some(server) = server {
+        if std::env::var_os(COLD_ONE_SERVER_ENV).is_some() {
+            shared = server;
+        } else if let Some(server) = server {
             server.stop().await;
         }
         if n == 0 {

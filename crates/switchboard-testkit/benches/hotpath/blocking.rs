@@ -696,6 +696,16 @@ fn measure_warm(
 /// same server (this client remembers nothing, so it is the first again).
 fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
     let mut samples = Vec::with_capacity(plan.cold_reps);
+    // As the async clients' `measure_cold`: one warm server for every sample.
+    let one_server = std::env::var_os(super::COLD_ONE_SERVER_ENV).is_some();
+    let mut shared = None;
+    if one_server && kind.transport() == Transport::Http {
+        let server = HttpServer::start(kind)?;
+        let mut client = HttpClient::connect(&server.url, plan.timeout)?;
+        client.list_tools()?;
+        client.close();
+        shared = Some(server);
+    }
     for _ in 0..plan.cold_reps {
         let (elapsed, n) = match kind.transport() {
             Transport::Stdio => {
@@ -708,7 +718,10 @@ fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
                 (elapsed, n)
             }
             Transport::Http => {
-                let server = HttpServer::start(kind)?;
+                let server = match shared.take() {
+                    Some(server) => server,
+                    None => HttpServer::start(kind)?,
+                };
                 if second {
                     let mut client = HttpClient::connect(&server.url, plan.timeout)?;
                     client.list_tools()?;
@@ -719,7 +732,9 @@ fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
                 let n = client.list_tools()?;
                 let elapsed = t.elapsed();
                 client.close();
-                drop(server);
+                if one_server {
+                    shared = Some(server);
+                }
                 (elapsed, n)
             }
         };
