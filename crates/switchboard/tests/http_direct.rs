@@ -53,7 +53,19 @@ async fn serve(
     path: &str,
     answer: impl Fn(&str, &str) -> Answer + Send + Sync + 'static,
 ) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_on(
+        TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        path,
+        answer,
+    )
+}
+
+/// [`serve`] on a listener of the test's own.
+fn serve_on(
+    listener: TcpListener,
+    path: &str,
+    answer: impl Fn(&str, &str) -> Answer + Send + Sync + 'static,
+) -> Server {
     let url = format!("http://{}{path}", listener.local_addr().unwrap());
     let accepted = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -365,4 +377,80 @@ async fn endless_headers_fail_the_call_with_a_reason() {
     .join(": ");
     assert!(chain.contains(&server.url), "{chain}");
     assert!(chain.contains("large"), "{chain}");
+}
+
+/// The kernel's count of connections a full listen queue turned away.
+fn listen_overflows() -> u64 {
+    let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let mut lines = netstat.lines();
+    while let (Some(names), Some(values)) = (lines.next(), lines.next()) {
+        if !names.starts_with("TcpExt:") {
+            continue;
+        }
+        let at = names
+            .split_whitespace()
+            .position(|name| name == "ListenOverflows")
+            .unwrap();
+        return values.split_whitespace().nth(at).unwrap().parse().unwrap();
+    }
+    panic!("no TcpExt line in /proc/net/netstat");
+}
+
+#[tokio::test]
+async fn a_connect_the_server_does_not_take_at_once_is_waited_for() {
+    // A server whose accept queue (one place) is full: the client's SYN is
+    // dropped, so its connect is still in progress when the call returns,
+    // and goes through at the kernel's retry once the queue has room.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let address = listener.local_addr().unwrap();
+    let filler = std::net::TcpStream::connect(address).unwrap();
+    let overflows = listen_overflows();
+    let url = format!("http://{address}/mcp");
+    let connecting = tokio::spawn(Client::connect(HttpConfig::new(url)));
+    // Until the kernel has turned the client's SYN away.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while listen_overflows() == overflows {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the client's SYN reaches the full queue");
+    assert!(!connecting.is_finished());
+    let (queued, _) = listener.accept().await.unwrap();
+    drop((queued, filler));
+    let server = serve_on(listener, "/mcp", |_, _| Answer::Keep);
+    let client = tokio::time::timeout(Duration::from_secs(30), connecting)
+        .await
+        .expect("connects at the retry")
+        .unwrap()
+        .unwrap();
+    client.call_tool("t", None).await.unwrap();
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_refused_connect_fails_at_once_naming_the_address() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let error = tokio::time::timeout(
+        Duration::from_secs(30),
+        Client::connect(HttpConfig::new(format!("http://{address}/mcp"))),
+    )
+    .await
+    .expect("fails without waiting for the connect timeout")
+    .unwrap_err();
+    let chain = std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
+        e.source()
+    })
+    .map(ToString::to_string)
+    .collect::<Vec<_>>()
+    .join(": ");
+    assert!(
+        chain.contains(&format!("cannot connect to {address}")),
+        "{chain}"
+    );
+    assert!(chain.to_lowercase().contains("refused"), "{chain}");
 }

@@ -235,7 +235,7 @@ impl Direct {
             };
             let mut last = None;
             for address in addresses {
-                match TcpStream::connect(address).await {
+                match tcp_connect(address).await {
                     Ok(stream) => return Ok(stream),
                     Err(error) => last = Some(error),
                 }
@@ -259,6 +259,49 @@ impl Direct {
             conn,
         })
     }
+}
+
+/// A TCP connection to `address`. On Linux a non-blocking connect to a
+/// loopback address has finished by the time the call returns (the whole
+/// handshake runs inside it), but says "in progress": a zero-timeout
+/// `poll` sees that, and the stream is used at once, rather than after a
+/// turn of the reactor to learn what is already so. Anything else waits
+/// for the reactor as `TcpStream::connect` does.
+#[cfg(unix)]
+async fn tcp_connect(address: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(address),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_nonblocking(true)?;
+    match socket.connect(&address.into()) {
+        Ok(()) => return TcpStream::from_std(socket.into()),
+        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(error) => return Err(error),
+    }
+    let mut ready = [rustix::event::PollFd::new(
+        &socket,
+        rustix::event::PollFlags::OUT,
+    )];
+    let zero = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let done = rustix::event::poll(&mut ready, Some(&zero)).is_ok_and(|n| n == 1);
+    let stream = TcpStream::from_std(socket.into())?;
+    if !done {
+        stream.writable().await?;
+    }
+    match stream.take_error()? {
+        Some(error) => Err(error),
+        None => Ok(stream),
+    }
+}
+
+#[cfg(not(unix))]
+async fn tcp_connect(address: SocketAddr) -> std::io::Result<TcpStream> {
+    TcpStream::connect(address).await
 }
 
 /// A URL's request target: its path and query.
