@@ -63,7 +63,9 @@ pub use subscriptions::{Subscription, SubscriptionEvent};
 
 use builder::ListBudget;
 use negotiate::Negotiator;
-use send::{add_meta, check_result_type, modern_meta, parse_result, peek_result_type};
+use send::{
+    add_meta, check_result_type, modern_meta, parse_result, peek_result_type, probe_params,
+};
 
 /// A connection to one MCP server. Cheap to clone; the server stops when the
 /// last clone is dropped (or on [`Client::close`]).

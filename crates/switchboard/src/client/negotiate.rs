@@ -8,13 +8,11 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_types::request::{self as rq, Request};
 use switchboard_types::{
-    DiscoverResult, Era, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    DiscoverResult, Era, Implementation, InitializeRequestParams, InitializeResult,
     ProtocolVersion, ServerCapabilities, codes,
 };
 
-use super::{
-    ClientBuilder, add_meta, check_result_type, modern_meta, parse_result, peek_result_type,
-};
+use super::{ClientBuilder, check_result_type, parse_result, peek_result_type, probe_params};
 use crate::engine::{Engine, EngineError, RawResult, RequestOptions};
 use crate::error::{Error, Result};
 use crate::transport::{Connector, TransportError};
@@ -289,14 +287,11 @@ impl Negotiator<'_> {
         let mut retried_same = false;
         let mut known_modern = false;
         for _ in 0..ProtocolVersion::MODERN.len() + 2 {
-            let meta = modern_meta(
+            let params = probe_params(
                 &version,
                 &self.builder.client_info,
                 &self.builder.capabilities,
             );
-            let mut params = Value::Object(JsonObject::new());
-            add_meta(&mut params, meta);
-            let params = serde_json::value::to_raw_value(&params).expect("JSON values serialize");
             let id = engine.allocate_id();
             // Only the first probe races `initialize`: one refused with
             // -32022 proved a modern server, which is then asked again.

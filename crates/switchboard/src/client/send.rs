@@ -42,6 +42,47 @@ pub(super) fn modern_meta(
     object
 }
 
+/// A `server/discover` probe's params: an object holding only the
+/// [`modern_meta`] fields as `_meta`, written straight to text (no
+/// `Value` tree on a connect's path).
+pub(super) fn probe_params(
+    version: &ProtocolVersion,
+    info: &Implementation,
+    capabilities: &ClientCapabilities,
+) -> Box<RawValue> {
+    use serde::ser::SerializeMap;
+    struct Fields<'a>(
+        &'a ProtocolVersion,
+        &'a Implementation,
+        &'a ClientCapabilities,
+    );
+    impl Serialize for Fields<'_> {
+        fn serialize<S: serde::Serializer>(
+            &self,
+            serializer: S,
+        ) -> std::result::Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(3))?;
+            map.serialize_entry(meta::META_PROTOCOL_VERSION, self.0.as_str())?;
+            map.serialize_entry(meta::META_CLIENT_INFO, self.1)?;
+            map.serialize_entry(meta::META_CLIENT_CAPABILITIES, self.2)?;
+            map.end()
+        }
+    }
+    struct Params<'a>(Fields<'a>);
+    impl Serialize for Params<'_> {
+        fn serialize<S: serde::Serializer>(
+            &self,
+            serializer: S,
+        ) -> std::result::Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(1))?;
+            map.serialize_entry("_meta", &self.0)?;
+            map.end()
+        }
+    }
+    serde_json::value::to_raw_value(&Params(Fields(version, info, capabilities)))
+        .expect("client info and capabilities serialize")
+}
+
 /// `params` (an object, or none) with `_meta` holding `fragment` (the
 /// connection's per-request fields, serialized without braces), the log
 /// level and the progress token.

@@ -1,6 +1,6 @@
 //! Unit tests of the client's negotiation and `_meta` helpers.
 use super::negotiate::best_mutual;
-use super::send::with_modern_meta;
+use super::send::{probe_params, with_modern_meta};
 use super::*;
 use crate::engine::RequestOptions;
 use serde_json::value::RawValue;
@@ -30,6 +30,20 @@ fn picks_newest_mutual_version() {
         Some(ProtocolVersion::V2026_07_28)
     );
     assert_eq!(best_mutual(&theirs[..1], &ProtocolVersion::MODERN), None);
+}
+
+#[test]
+fn probe_params_are_the_modern_meta_fields_written_as_text() {
+    let info = Implementation::new("a\"b", "1");
+    let mut capabilities = switchboard_types::ClientCapabilities::default();
+    capabilities.set_extension("x/y", serde_json::json!({"k": [1, "}"]}));
+    for version in &ProtocolVersion::MODERN {
+        let mut expected = Value::Object(JsonObject::new());
+        add_meta(&mut expected, modern_meta(version, &info, &capabilities));
+        let written = probe_params(version, &info, &capabilities);
+        // The same members in the same order: the same text.
+        assert_eq!(written.get(), serde_json::to_string(&expected).unwrap());
+    }
 }
 
 #[test]
