@@ -369,14 +369,17 @@ async fn endless_headers_fail_the_call_with_a_reason() {
         .await
         .expect("the call ends")
         .unwrap_err();
-    let chain = std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
-        e.source()
-    })
-    .map(ToString::to_string)
-    .collect::<Vec<_>>()
-    .join(": ");
+    let chain = chain(&error);
     assert!(chain.contains(&server.url), "{chain}");
     assert!(chain.contains("large"), "{chain}");
+}
+
+/// An error with its sources, joined by ": ".
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(error), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// The kernel's count of connections a full listen queue turned away.
@@ -442,12 +445,7 @@ async fn a_refused_connect_fails_at_once_naming_the_address() {
     .await
     .expect("fails without waiting for the connect timeout")
     .unwrap_err();
-    let chain = std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
-        e.source()
-    })
-    .map(ToString::to_string)
-    .collect::<Vec<_>>()
-    .join(": ");
+    let chain = chain(&error);
     assert!(
         chain.contains(&format!("cannot connect to {address}")),
         "{chain}"
