@@ -1256,8 +1256,9 @@ async fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
     let mut samples = Vec::with_capacity(plan.cold_reps);
     // `HOTPATH_COLD_ONE_SERVER=1`: every sample against one server, warmed
     // by one untimed connection (for a profile of the client's own work).
+    let one_server = std::env::var_os(COLD_ONE_SERVER_ENV).is_some();
     let mut shared = match kind.transport() {
-        Transport::Http if std::env::var_os(COLD_ONE_SERVER_ENV).is_some() => {
+        Transport::Http if one_server => {
             let server = HttpServer::start(kind).await?;
             let conn = connect(kind, Some(&server.url)).await?;
             conn.list_tools().await?;
@@ -1269,8 +1270,10 @@ async fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
     for _ in 0..plan.cold_reps {
         let server = match kind.transport() {
             Transport::Stdio => None,
-            Transport::Http if shared.is_some() => shared.take(),
-            Transport::Http => Some(HttpServer::start(kind).await?),
+            Transport::Http => match shared.take() {
+                Some(server) => Some(server),
+                None => Some(HttpServer::start(kind).await?),
+            },
         };
         if second {
             let conn = connect(kind, server.as_ref().map(|s| s.url.as_str())).await?;
@@ -1282,7 +1285,7 @@ async fn measure_cold(kind: ClientKind, plan: &Plan, second: bool) -> Outcome {
         let n = conn.list_tools().await?;
         let elapsed = t.elapsed();
         conn.close().await;
-        if std::env::var_os(COLD_ONE_SERVER_ENV).is_some() {
+        if one_server {
             shared = server;
         } else if let Some(server) = server {
             server.stop().await;

@@ -44,7 +44,7 @@ pub(super) fn modern_meta(
 
 /// A `server/discover` probe's params: an object holding only the
 /// [`modern_meta`] fields as `_meta`, written straight to text (no
-/// `Value` tree on a connect's path).
+/// `Value` tree on a connect's path) and spliced as every request's are.
 pub(super) fn probe_params(
     version: &ProtocolVersion,
     info: &Implementation,
@@ -68,19 +68,11 @@ pub(super) fn probe_params(
             map.end()
         }
     }
-    struct Params<'a>(Fields<'a>);
-    impl Serialize for Params<'_> {
-        fn serialize<S: serde::Serializer>(
-            &self,
-            serializer: S,
-        ) -> std::result::Result<S::Ok, S::Error> {
-            let mut map = serializer.serialize_map(Some(1))?;
-            map.serialize_entry("_meta", &self.0)?;
-            map.end()
-        }
-    }
-    serde_json::value::to_raw_value(&Params(Fields(version, info, capabilities)))
-        .expect("client info and capabilities serialize")
+    let fields = serde_json::to_string(&Fields(version, info, capabilities))
+        .expect("client info and capabilities serialize");
+    // The members without their braces, as `with_modern_meta` takes them.
+    with_modern_meta(&fields[1..fields.len() - 1], None, None, None)
+        .expect("an object with a `_meta` object is JSON")
 }
 
 /// `params` (an object, or none) with `_meta` holding `fragment` (the
