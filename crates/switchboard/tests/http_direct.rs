@@ -354,6 +354,9 @@ async fn an_answer_cut_short_fails_its_call_and_the_next_call_works() {
     let error = client.call_tool("t", None).await.unwrap_err();
     let text = format!("{error:#}");
     assert!(text.contains(&server.url), "names the server: {text}");
+    // And says what failed: the answer's body, not the request.
+    let chain = chain(&error);
+    assert!(chain.contains("reading the answer failed"), "{chain}");
     client.call_tool("t", None).await.unwrap();
 }
 

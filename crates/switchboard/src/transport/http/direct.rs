@@ -11,8 +11,10 @@
 //! idle ones, undriven until its next request. A dropped body closes its
 //! connection, which is how a 2026-07-28 request is cancelled.
 //!
-//! Everything else stays reqwest's: requests are built as reqwest requests
-//! and answers read as reqwest responses; `https://`, a proxy and a
+//! Requests are still built as reqwest requests (the headers, credentials
+//! and body every path shares); answers come back as an [`Answer`], which
+//! the transport reads the same way whichever path gave it, without
+//! wrapping hyper's answer into a reqwest one. `https://`, a proxy and a
 //! caller's own client take the general path.
 
 use std::net::SocketAddr;
@@ -26,10 +28,9 @@ use http_body_util::Full;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use reqwest::ResponseBuilderExt;
 use tokio::net::TcpStream;
 
-type Conn = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+type Conn = http1::Connection<TokioIo<Stream>, Full<Bytes>>;
 
 /// Same-origin 307/308 redirects followed for one request, as the
 /// transport's reqwest client follows them.
@@ -72,6 +73,79 @@ pub(super) enum DirectError {
     ConnectTimeout(String, Duration),
     #[error("the request failed")]
     Request(#[source] hyper::Error),
+    #[error("reading the answer failed")]
+    Read(#[source] hyper::Error),
+}
+
+/// An HTTP answer, from the direct path or from reqwest's.
+pub(super) enum Answer {
+    /// reqwest's: `https://`, a proxy, a caller's own client.
+    General(reqwest::Response),
+    /// The direct path's: the head as hyper gave it, and a body that drives
+    /// its connection as it is read (no conversion into a reqwest answer,
+    /// which costs a boxed body and an extension map per answer). One box
+    /// for both: the body holds its connection.
+    Direct(Box<(hyper::http::response::Parts, Driven)>),
+}
+
+/// Why reading an answer's body failed.
+pub(super) enum ReadError {
+    General(reqwest::Error),
+    Direct(hyper::Error),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::General(error) => error.fmt(f),
+            Self::Direct(error) => error.fmt(f),
+        }
+    }
+}
+
+impl Answer {
+    pub(super) fn status(&self) -> hyper::StatusCode {
+        match self {
+            Self::General(response) => response.status(),
+            Self::Direct(answer) => answer.0.status,
+        }
+    }
+
+    pub(super) fn headers(&self) -> &hyper::HeaderMap {
+        match self {
+            Self::General(response) => response.headers(),
+            Self::Direct(answer) => &answer.0.headers,
+        }
+    }
+
+    /// The body's length, when the answer says it.
+    pub(super) fn content_length(&self) -> Option<u64> {
+        match self {
+            Self::General(response) => response.content_length(),
+            Self::Direct(answer) => answer.1.size_hint().exact(),
+        }
+    }
+
+    /// The body's next piece; `None` at its end.
+    pub(super) async fn chunk(&mut self) -> Result<Option<Bytes>, ReadError> {
+        match self {
+            Self::General(response) => response.chunk().await.map_err(ReadError::General),
+            Self::Direct(answer) => loop {
+                let body = &mut answer.1;
+                match std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {
+                    None => return Ok(None),
+                    Some(Err(error)) => return Err(ReadError::Direct(error)),
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data()
+                            && !data.is_empty()
+                        {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            },
+        }
+    }
 }
 
 impl Direct {
@@ -112,16 +186,15 @@ impl Direct {
     /// head; its body drives the connection as it is read. A 307 or 308 to
     /// the same origin is followed (four at most), as the transport's
     /// reqwest client follows them; any other comes back as it is.
-    pub(super) async fn send(
-        &self,
-        mut request: reqwest::Request,
-    ) -> Result<reqwest::Response, DirectError> {
+    pub(super) async fn send(&self, mut request: reqwest::Request) -> Result<Answer, DirectError> {
         let body = match request.body_mut().take() {
             Some(body) => Bytes::copy_from_slice(body.as_bytes().unwrap_or_default()),
             None => Bytes::new(),
         };
         let mut target = self.target.clone();
-        let mut at = request.url().clone();
+        // Where a redirect is resolved from: the request's URL, then the
+        // last redirect's.
+        let mut at: Option<url::Url> = None;
         let mut hops = 0;
         loop {
             let mut head = hyper::Request::new(Full::new(body.clone()));
@@ -133,38 +206,35 @@ impl Direct {
             let (response, idle) = self.exchange(head).await?;
             if matches!(response.status().as_u16(), 307 | 308)
                 && hops < MAX_REDIRECTS
-                && let Some(next) = response
+                && let Some(location) = response
                     .headers()
                     .get(hyper::header::LOCATION)
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|location| at.join(location).ok())
-                    .filter(|next| next.origin() == at.origin())
-                && let Ok(next_target) = path_and_query(&next).parse()
             {
-                // Read to its end, so that the connection can be used again.
-                Driven::new(response.into_body(), idle, &self.idle)
-                    .drain()
-                    .await;
-                (at, target, hops) = (next, next_target, hops + 1);
-                continue;
+                let base = at.get_or_insert_with(|| request.url().clone());
+                if let Some(next) = base
+                    .join(location)
+                    .ok()
+                    .filter(|next| next.origin() == base.origin())
+                    && let Ok(next_target) = path_and_query(&next).parse()
+                {
+                    // Read to its end, so that the connection can be used
+                    // again.
+                    Driven::new(response.into_body(), idle, &self.idle)
+                        .drain()
+                        .await;
+                    (at, target, hops) = (Some(next), next_target, hops + 1);
+                    continue;
+                }
             }
-            let (mut parts, body) = response.into_parts();
+            let (parts, body) = response.into_parts();
             let mut body = Driven::new(body, idle, &self.idle);
             // Nothing to read (a 202, a 405 without a body): the
             // connection is free now, whether or not anyone reads it.
             if body.body.is_end_stream() {
                 body.release();
             }
-            // The answer's URL, as reqwest's own client gives it; without
-            // one, the conversion parses a placeholder URL for every answer.
-            let (with_url, ()) = hyper::Response::builder()
-                .url(at)
-                .body(())
-                .unwrap_or_default()
-                .into_parts();
-            parts.extensions.extend(with_url.extensions);
-            let response = hyper::Response::from_parts(parts, reqwest::Body::wrap(body));
-            return Ok(reqwest::Response::from(response));
+            return Ok(Answer::Direct(Box::new((parts, body))));
         }
     }
 
@@ -248,6 +318,7 @@ impl Direct {
         .map_err(|_| DirectError::ConnectTimeout(origin(), self.connect_timeout))?
         .map_err(|e| DirectError::Connect(origin(), e))?;
         stream
+            .tcp
             .set_nodelay(true)
             .map_err(|e| DirectError::Connect(origin(), e))?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
@@ -268,7 +339,7 @@ impl Direct {
 /// turn of the reactor to learn what is already so. Anything else waits
 /// for the reactor as `TcpStream::connect` does.
 #[cfg(unix)]
-async fn tcp_connect(address: SocketAddr) -> std::io::Result<TcpStream> {
+async fn tcp_connect(address: SocketAddr) -> std::io::Result<Stream> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(address),
         socket2::Type::STREAM,
@@ -276,7 +347,7 @@ async fn tcp_connect(address: SocketAddr) -> std::io::Result<TcpStream> {
     )?;
     socket.set_nonblocking(true)?;
     match socket.connect(&address.into()) {
-        Ok(()) => return TcpStream::from_std(socket.into()),
+        Ok(()) => return Stream::new(socket, true),
         Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => {}
         Err(error) => return Err(error),
     }
@@ -289,19 +360,109 @@ async fn tcp_connect(address: SocketAddr) -> std::io::Result<TcpStream> {
         tv_nsec: 0,
     };
     let done = rustix::event::poll(&mut ready, Some(&zero)).is_ok_and(|n| n == 1);
-    let stream = TcpStream::from_std(socket.into())?;
+    let stream = Stream::new(socket, done)?;
     if !done {
-        stream.writable().await?;
+        stream.tcp.writable().await?;
     }
-    match stream.take_error()? {
+    match stream.tcp.take_error()? {
         Some(error) => Err(error),
         None => Ok(stream),
     }
 }
 
 #[cfg(not(unix))]
-async fn tcp_connect(address: SocketAddr) -> std::io::Result<TcpStream> {
-    TcpStream::connect(address).await
+async fn tcp_connect(address: SocketAddr) -> std::io::Result<Stream> {
+    Ok(Stream {
+        tcp: TcpStream::connect(address).await?,
+        writable: false,
+    })
+}
+
+/// A connection's stream. Its first write, when the connect was seen done
+/// (so the socket can take it), goes straight to the socket: the reactor
+/// has not reported the new socket writable yet, and asking it first costs
+/// a turn of its own before the first request leaves. Everything else is
+/// tokio's.
+struct Stream {
+    tcp: TcpStream,
+    /// The socket is known writable and the reactor does not know it yet.
+    writable: bool,
+}
+
+impl Stream {
+    #[cfg(unix)]
+    fn new(socket: socket2::Socket, writable: bool) -> std::io::Result<Self> {
+        Ok(Self {
+            tcp: TcpStream::from_std(socket.into())?,
+            writable,
+        })
+    }
+
+    /// The first write straight to the socket; `None` when it is not that
+    /// write or the socket would block after all.
+    #[cfg(unix)]
+    fn write_first(&mut self, bufs: &[std::io::IoSlice<'_>]) -> Option<std::io::Result<usize>> {
+        if !std::mem::take(&mut self.writable) {
+            return None;
+        }
+        // `send` with `MSG_NOSIGNAL`, as tokio writes: a closed peer is an
+        // error, not a signal.
+        match socket2::SockRef::from(&self.tcp).send_vectored(bufs) {
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => None,
+            written => Some(written),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn write_first(&mut self, _: &[std::io::IoSlice<'_>]) -> Option<std::io::Result<usize>> {
+        None
+    }
+}
+
+impl tokio::io::AsyncRead for Stream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Stream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if let Some(written) = self.write_first(&[std::io::IoSlice::new(buf)]) {
+            return Poll::Ready(written);
+        }
+        Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        if let Some(written) = self.write_first(bufs) {
+            return Poll::Ready(written);
+        }
+        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
 }
 
 /// A URL's request target: its path and query.
@@ -336,7 +497,7 @@ async fn drive<F: Future>(conn: &mut Conn, future: F) -> Option<F::Output> {
 
 /// A response body that drives its connection as it is read, and returns
 /// the connection to the pool once it has been read to the end.
-struct Driven {
+pub(super) struct Driven {
     body: Incoming,
     conn: Option<Idle>,
     pool: Arc<Mutex<Vec<Idle>>>,

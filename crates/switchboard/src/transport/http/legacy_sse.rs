@@ -240,7 +240,13 @@ impl Http {
     }
 
     async fn on_auth_failure(&self, response: &reqwest::Response) -> super::AuthFailure {
-        auth_failure(self.auth.as_ref(), response.url().as_str(), response).await
+        auth_failure(
+            self.auth.as_ref(),
+            response.url().as_str(),
+            response.status().as_u16(),
+            response.headers(),
+        )
+        .await
     }
 }
 
@@ -399,7 +405,7 @@ async fn post(shared: &Shared, message: &[u8]) -> Result<(), TransportError> {
             note_dpop_nonce(
                 shared.http.auth.as_ref(),
                 shared.endpoint.as_str(),
-                &response,
+                response.headers(),
             );
             break (response, status);
         }

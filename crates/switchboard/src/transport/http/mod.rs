@@ -112,13 +112,10 @@ const DPOP_NONCE_HEADER: &str = "DPoP-Nonce";
 pub(crate) fn note_dpop_nonce(
     auth: Option<&Arc<dyn AuthProvider>>,
     url: &str,
-    response: &reqwest::Response,
+    headers: &reqwest::header::HeaderMap,
 ) {
     if let Some(auth) = auth
-        && let Some(nonce) = response
-            .headers()
-            .get(DPOP_NONCE_HEADER)
-            .and_then(|v| v.to_str().ok())
+        && let Some(nonce) = headers.get(DPOP_NONCE_HEADER).and_then(|v| v.to_str().ok())
     {
         auth.dpop_nonce(url, nonce);
     }
@@ -541,21 +538,20 @@ pub(crate) fn http_error(display: &str, error: reqwest::Error) -> TransportError
 pub(crate) async fn auth_failure(
     auth: Option<&Arc<dyn AuthProvider>>,
     url: &str,
-    response: &reqwest::Response,
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
 ) -> AuthFailure {
-    let status = response.status().as_u16();
-    let www_authenticate = response
-        .headers()
+    let www_authenticate = headers
         .get(reqwest::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let nonce = response.headers().contains_key(DPOP_NONCE_HEADER)
+    let nonce = headers.contains_key(DPOP_NONCE_HEADER)
         && www_authenticate
             .as_deref()
             .is_some_and(|w| w.contains("use_dpop_nonce"));
     let retry = match auth {
         Some(auth) => {
-            note_dpop_nonce(Some(auth), url, response);
+            note_dpop_nonce(Some(auth), url, headers);
             auth.unauthorized(status, www_authenticate.as_deref()).await
         }
         None => false,

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::direct::{Direct, DirectError};
+use super::direct::{Answer, Direct, DirectError, ReadError};
 use super::{
     AuthProvider, AuthRetries, HttpConfig, auth_failure, encode_header_value, header_map,
     http_error, note_dpop_nonce,
@@ -148,6 +148,16 @@ impl Shared {
 
     fn http_error(&self, error: reqwest::Error) -> TransportError {
         http_error(&self.display, error)
+    }
+
+    fn read_error(&self, error: ReadError) -> TransportError {
+        match error {
+            ReadError::General(error) => self.http_error(error),
+            ReadError::Direct(error) => TransportError::Http {
+                url: self.display.clone(),
+                source: Box::new(DirectError::Read(error)),
+            },
+        }
     }
 
     async fn push(&self, item: Queued) {
@@ -317,7 +327,7 @@ impl Shared {
     async fn send_request(
         &self,
         request: reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, TransportError> {
+    ) -> Result<Answer, TransportError> {
         let response = tokio::select! {
             response = self.execute(request) => response,
             () = self.closing.cancelled() => Err(TransportError::ClosedByClient),
@@ -326,18 +336,19 @@ impl Shared {
             && response.status().is_success()
         {
             // A server may hand out the next DPoP nonce with any answer.
-            note_dpop_nonce(self.auth.as_ref(), self.url.as_str(), response);
+            note_dpop_nonce(self.auth.as_ref(), self.url.as_str(), response.headers());
         }
         response
     }
 
     /// Sends `request` on the direct path where there is one.
-    async fn execute(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, TransportError> {
+    async fn execute(&self, request: reqwest::RequestBuilder) -> Result<Answer, TransportError> {
         let Some(direct) = &self.direct else {
-            return request.send().await.map_err(|e| self.http_error(e));
+            return request
+                .send()
+                .await
+                .map(Answer::General)
+                .map_err(|e| self.http_error(e));
         };
         let request = request.build().map_err(|e| self.http_error(e))?;
         direct
@@ -349,14 +360,20 @@ impl Shared {
             })
     }
 
-    async fn on_auth_failure(&self, response: &reqwest::Response) -> super::AuthFailure {
-        auth_failure(self.auth.as_ref(), self.url.as_str(), response).await
+    async fn on_auth_failure(&self, response: &Answer) -> super::AuthFailure {
+        auth_failure(
+            self.auth.as_ref(),
+            self.url.as_str(),
+            response.status().as_u16(),
+            response.headers(),
+        )
+        .await
     }
 
     /// Reads a whole body within the size limit and the idle timeout.
     async fn read_body(
         &self,
-        mut response: reqwest::Response,
+        mut response: Answer,
         limit: usize,
     ) -> Result<Vec<u8>, TransportError> {
         let expected = response.content_length().unwrap_or(0).min(limit as u64) as usize;
@@ -365,7 +382,7 @@ impl Shared {
             let chunk = tokio::time::timeout(self.read_timeout, response.chunk())
                 .await
                 .map_err(|_| TransportError::IdleTimeout(self.read_timeout))?
-                .map_err(|e| self.http_error(e))?;
+                .map_err(|e| self.read_error(e))?;
             let Some(chunk) = chunk else { return Ok(body) };
             if body.len() + chunk.len() > limit {
                 return Err(TransportError::MessageTooLarge {
@@ -672,7 +689,7 @@ fn mirrored_params(shared: &Shared, sniff: &Sniff<'_>, message: &[u8]) -> Vec<(S
 
 async fn on_response(
     shared: &Arc<Shared>,
-    response: reqwest::Response,
+    response: Answer,
     sniff: &Sniff<'_>,
     inline: bool,
 ) -> Result<Sent, TransportError> {
@@ -820,22 +837,23 @@ fn open_get_stream(
 
 fn record_initialize_result(shared: &Shared, body: &[u8]) {
     #[derive(Deserialize)]
-    struct Answer {
-        result: Option<InitResult>,
+    struct Answer<'a> {
+        #[serde(borrow)]
+        result: Option<InitResult<'a>>,
     }
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    struct InitResult {
+    struct InitResult<'a> {
         protocol_version: String,
-        #[serde(default)]
-        capabilities: Option<serde_json::Map<String, serde_json::Value>>,
+        #[serde(borrow, default)]
+        capabilities: Option<&'a serde_json::value::RawValue>,
     }
     if let Ok(Answer {
         result: Some(result),
-    }) = serde_json::from_slice::<Answer>(body)
+    }) = serde_json::from_slice::<Answer<'_>>(body)
     {
         let mut state = shared.state();
-        state.quiet = !streams::may_push(result.capabilities.as_ref(), state.initialize.as_deref());
+        state.quiet = !streams::may_push(result.capabilities, state.initialize.as_deref());
         state.negotiated_version = Some(result.protocol_version);
     }
 }

@@ -2,12 +2,16 @@
 //! response stream (resumed with `Last-Event-ID` when it breaks) and the GET
 //! stream for server-initiated messages (reconnected with backoff).
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::ACCEPT;
+use serde_json::value::RawValue;
 use switchboard_types::RequestId;
 
+use super::super::direct::Answer;
 use super::{
     LAST_EVENT_ID, MAX_GET_RETRIES, MAX_RESUMES, Shared, is_response_to, lost_response,
     record_initialize_result,
@@ -18,7 +22,7 @@ use crate::transport::{PREVIEW_BYTES, TransportError, escaped_preview};
 /// when it breaks before the response.
 pub(super) async fn response_stream(
     shared: Arc<Shared>,
-    response: reqwest::Response,
+    response: Answer,
     id: RequestId,
     is_initialize: bool,
 ) {
@@ -116,7 +120,7 @@ pub(super) enum StreamEnd {
 /// `awaited` (a request id, and whether it is `initialize`).
 pub(super) async fn read_stream(
     shared: &Arc<Shared>,
-    mut response: reqwest::Response,
+    mut response: Answer,
     awaited: Option<(&RequestId, bool)>,
 ) -> StreamEnd {
     let mut parser = SseParser::new(shared.max_event_size);
@@ -269,56 +273,77 @@ pub(super) fn backoff(failures: u32) -> Duration {
 /// only plain `tools`, `prompts`, `resources` and `completions` gets no GET
 /// stream until a request asks for progress: it has nothing to send on it,
 /// and each open one holds a connection on both sides.
-pub(super) fn may_push(
-    server: Option<&serde_json::Map<String, serde_json::Value>>,
-    initialize: Option<&[u8]>,
-) -> bool {
-    use serde_json::Value;
-    let Some(server) = server else { return true };
-    let flagged = |value: &Value, key: &str| {
-        value
-            .get(key)
-            .is_some_and(|v| v != &Value::Bool(false) && !v.is_null())
+pub(super) fn may_push(server: Option<&RawValue>, initialize: Option<&[u8]>) -> bool {
+    // Read as borrowed text, not as `Value` trees: only which members are
+    // there and whether a few flags are set matter (issue 35: this runs in
+    // every session-era connect).
+    type Members<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+    #[derive(serde::Deserialize)]
+    struct Flags<'a> {
+        #[serde(rename = "listChanged", borrow, default)]
+        list_changed: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        subscribe: Option<&'a RawValue>,
+    }
+    let set = |flag: Option<&RawValue>| flag.is_some_and(|v| !matches!(v.get(), "false" | "null"));
+    fn flags(value: &RawValue) -> Flags<'_> {
+        serde_json::from_str(value.get()).unwrap_or(Flags {
+            list_changed: None,
+            subscribe: None,
+        })
+    }
+    let Some(server) = server.and_then(|raw| serde_json::from_str::<Members<'_>>(raw.get()).ok())
+    else {
+        return true;
     };
-    let server_pushes = server.iter().any(|(name, value)| match name.as_str() {
-        "tools" | "prompts" => flagged(value, "listChanged"),
-        "resources" => flagged(value, "listChanged") || flagged(value, "subscribe"),
+    let server_pushes = server.iter().any(|(name, value)| match name.as_ref() {
+        "tools" | "prompts" => set(flags(value).list_changed),
+        "resources" => {
+            let flags = flags(value);
+            set(flags.list_changed) || set(flags.subscribe)
+        }
         "completions" => false,
-        _ => !value.is_null(),
+        _ => value.get() != "null",
     });
     if server_pushes {
         return true;
     }
     #[derive(serde::Deserialize)]
-    struct Request {
-        params: Params,
+    struct Request<'a> {
+        #[serde(borrow)]
+        params: Params<'a>,
     }
     #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(default)]
-        capabilities: Option<serde_json::Map<String, Value>>,
+    struct Params<'a> {
+        #[serde(borrow, default)]
+        capabilities: Option<Members<'a>>,
     }
-    match initialize.map(serde_json::from_slice::<Request>) {
+    match initialize.map(serde_json::from_slice::<Request<'_>>) {
         Some(Ok(request)) => request
             .params
             .capabilities
-            .is_some_and(|client| client.values().any(|v| !v.is_null())),
+            .is_some_and(|client| client.values().any(|v| v.get() != "null")),
         _ => true,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::value::RawValue;
     use serde_json::{Value, json};
 
     use super::may_push;
+
+    fn raw(value: &Value) -> Box<RawValue> {
+        RawValue::from_string(value.to_string()).expect("JSON")
+    }
 
     fn pushes(server: Value, client: Value) -> bool {
         let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": client,
                 "clientInfo": {"name": "c", "version": "1"}}})
         .to_string();
-        may_push(server.as_object(), Some(initialize.as_bytes()))
+        may_push(Some(&raw(&server)), Some(initialize.as_bytes()))
     }
 
     #[test]
@@ -351,7 +376,8 @@ mod tests {
         }
         // What cannot be read is taken as pushing.
         assert!(may_push(None, Some(b"{}")));
-        assert!(may_push(json!({}).as_object(), Some(b"not json")));
-        assert!(may_push(json!({}).as_object(), None));
+        assert!(may_push(Some(&raw(&json!([]))), Some(b"{}")));
+        assert!(may_push(Some(&raw(&json!({}))), Some(b"not json")));
+        assert!(may_push(Some(&raw(&json!({}))), None));
     }
 }
