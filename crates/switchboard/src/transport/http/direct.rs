@@ -91,14 +91,18 @@ pub(super) enum Answer {
 /// Why reading an answer's body failed.
 pub(super) enum ReadError {
     General(reqwest::Error),
-    Direct(hyper::Error),
+    /// Always [`DirectError::Read`].
+    Direct(DirectError),
 }
 
 impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::General(error) => error.fmt(f),
-            Self::Direct(error) => error.fmt(f),
+            Self::Direct(error) => match std::error::Error::source(error) {
+                Some(cause) => write!(f, "{error}: {cause}"),
+                None => error.fmt(f),
+            },
         }
     }
 }
@@ -134,7 +138,7 @@ impl Answer {
                 let body = &mut answer.1;
                 match std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {
                     None => return Ok(None),
-                    Some(Err(error)) => return Err(ReadError::Direct(error)),
+                    Some(Err(error)) => return Err(ReadError::Direct(DirectError::Read(error))),
                     Some(Ok(frame)) => {
                         if let Ok(data) = frame.into_data()
                             && !data.is_empty()

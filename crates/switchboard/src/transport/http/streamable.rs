@@ -150,13 +150,17 @@ impl Shared {
         http_error(&self.display, error)
     }
 
+    fn direct_error(&self, error: DirectError) -> TransportError {
+        TransportError::Http {
+            url: self.display.clone(),
+            source: Box::new(error),
+        }
+    }
+
     fn read_error(&self, error: ReadError) -> TransportError {
         match error {
             ReadError::General(error) => self.http_error(error),
-            ReadError::Direct(error) => TransportError::Http {
-                url: self.display.clone(),
-                source: Box::new(DirectError::Read(error)),
-            },
+            ReadError::Direct(error) => self.direct_error(error),
         }
     }
 
@@ -351,13 +355,7 @@ impl Shared {
                 .map_err(|e| self.http_error(e));
         };
         let request = request.build().map_err(|e| self.http_error(e))?;
-        direct
-            .send(request)
-            .await
-            .map_err(|error: DirectError| TransportError::Http {
-                url: self.display.clone(),
-                source: Box::new(error),
-            })
+        direct.send(request).await.map_err(|e| self.direct_error(e))
     }
 
     async fn on_auth_failure(&self, response: &Answer) -> super::AuthFailure {

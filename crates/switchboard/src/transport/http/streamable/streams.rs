@@ -11,9 +11,8 @@ use reqwest::header::ACCEPT;
 use serde_json::value::RawValue;
 use switchboard_types::RequestId;
 
-use super::super::direct::Answer;
 use super::{
-    LAST_EVENT_ID, MAX_GET_RETRIES, MAX_RESUMES, Shared, is_response_to, lost_response,
+    Answer, LAST_EVENT_ID, MAX_GET_RETRIES, MAX_RESUMES, Shared, is_response_to, lost_response,
     record_initialize_result,
 };
 use crate::transport::sse::{SseEvent, SseParser};
